@@ -1,0 +1,35 @@
+"""tenure: background jobs that never run twice by accident."""
+
+from tenure.app import App, JobInfo
+from tenure.context import JobContext, current
+from tenure.errors import (
+    ConfigError,
+    JobNotFound,
+    JobTimeout,
+    PayloadError,
+    StoreUnavailable,
+    TenureError,
+    UnknownJob,
+)
+from tenure.job import Job, JobHandle, Sig
+from tenure.stores.base import AttemptRecord as Attempt
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "App",
+    "Attempt",
+    "ConfigError",
+    "Job",
+    "JobContext",
+    "JobHandle",
+    "JobInfo",
+    "JobNotFound",
+    "JobTimeout",
+    "PayloadError",
+    "Sig",
+    "StoreUnavailable",
+    "TenureError",
+    "UnknownJob",
+    "current",
+]

@@ -1,0 +1,216 @@
+"""App: the registry of jobs, the store they live in, and the calls that send and read them."""
+
+from __future__ import annotations
+
+import os
+import secrets
+from collections.abc import Callable, Sequence
+from datetime import datetime, timedelta
+from typing import Any, TypeVar, overload
+
+from tenure import payload
+from tenure.errors import ConfigError, JobNotFound, UnknownJob
+from tenure.job import Job, JobHandle, Sig
+from tenure.retry import Backoff, Policy, validate_policy
+from tenure.stores import Store, open_store
+from tenure.stores.base import JobRecord, NewJob
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+DEFAULT_URL = "sqlite:///tenure.db"
+URL_ENV = "TENURE_URL"
+
+JobInfo = JobRecord
+
+
+class App:
+    """`tenure.App("sqlite:///tenure.db")`; no URL: $TENURE_URL, else sqlite:///tenure.db."""
+
+    def __init__(
+        self,
+        url: str | None = None,
+        *,
+        max_payload_bytes: int = payload.DEFAULT_MAX_PAYLOAD_BYTES,
+    ) -> None:
+        self.url = url or os.environ.get(URL_ENV) or DEFAULT_URL
+        self.max_payload_bytes = max_payload_bytes
+        self.jobs: dict[str, Job] = {}
+        self._store: Store | None = None
+        self._store_pid: int | None = None
+
+    def __repr__(self) -> str:
+        return f"<tenure.App {redact(self.url)} jobs={sorted(self.jobs)}>"
+
+    @property
+    def store(self) -> Store:
+        # One store per process: a forked child must not share its parent's connections.
+        if self._store is None or self._store_pid != os.getpid():
+            self._store = open_store(self.url)
+            self._store_pid = os.getpid()
+        return self._store
+
+    def close(self) -> None:
+        if self._store is not None:
+            self._store.close()
+            self._store = None
+
+    # -- defining jobs -----------------------------------------------------------------
+    @overload
+    def job(self, fn: F) -> Job: ...
+
+    @overload
+    def job(
+        self,
+        *,
+        name: str | None = None,
+        queue: str = "default",
+        timeout: float = 60.0,
+        kill_after: float = 5.0,
+        tries: int | None = 3,
+        backoff: Backoff = "exponential",
+        retry_until: timedelta | datetime | None = None,
+        max_exceptions: int | None = None,
+        count_crashes: bool = True,
+        fail_on_timeout: bool = False,
+        encrypted: bool = False,
+    ) -> Callable[[F], Job]: ...
+
+    def job(self, fn: F | None = None, **settings: Any) -> Job | Callable[[F], Job]:
+        """Register a function as a job: `@app.job(timeout=60, tries=3, backoff=10)`."""
+        if fn is not None:
+            return self._register(fn, **settings)
+        return lambda f: self._register(f, **settings)
+
+    def _register(
+        self,
+        fn: Callable[..., Any],
+        *,
+        name: str | None = None,
+        queue: str = "default",
+        timeout: float = 60.0,
+        kill_after: float = 5.0,
+        tries: int | None = 3,
+        backoff: Backoff = "exponential",
+        retry_until: timedelta | datetime | None = None,
+        max_exceptions: int | None = None,
+        count_crashes: bool = True,
+        fail_on_timeout: bool = False,
+        encrypted: bool = False,
+    ) -> Job:
+        job_name = name or fn.__qualname__
+        if job_name in self.jobs and self.jobs[job_name].fn is not fn:
+            other = self.jobs[job_name].fn
+            raise ConfigError(
+                f"job name {job_name!r} is already used by {other.__module__}.{other.__qualname__};"
+                " pass name= to tell them apart"
+            )
+        if retry_until is not None and not isinstance(retry_until, timedelta | datetime):
+            raise ConfigError(
+                f"retry_until: expected a timedelta or a datetime, got {retry_until!r}"
+            )
+        if isinstance(backoff, tuple):
+            backoff = list(backoff)
+        policy = Policy(
+            timeout=float(timeout),
+            kill_after=float(kill_after),
+            tries=tries,
+            backoff=backoff,
+            # a placeholder for validation; the real deadline is fixed at dispatch
+            retry_until=0.0 if retry_until is not None else None,
+            max_exceptions=max_exceptions,
+            count_crashes=count_crashes,
+            fail_on_timeout=fail_on_timeout,
+        )
+        try:
+            validate_policy(policy)
+        except ConfigError as exc:
+            raise ConfigError(f"job {job_name!r}: {exc}") from None
+        job = Job(
+            self,
+            fn,
+            name=job_name,
+            queue=queue,
+            policy=policy,
+            retry_until=retry_until,
+            encrypted=encrypted,
+        )
+        self.jobs[job_name] = job
+        return job
+
+    def get_definition(self, name: str) -> Job:
+        try:
+            return self.jobs[name]
+        except KeyError:
+            known = ", ".join(sorted(self.jobs)) or "none"
+            raise UnknownJob(f"no job named {name!r} in this app (known: {known})") from None
+
+    # -- sending -----------------------------------------------------------------------
+    def dispatch_sigs(self, sigs: Sequence[Sig], *, batch_id: str | None = None) -> list[JobHandle]:
+        """Enqueue signatures in one round trip; nothing is stored if any of them is invalid."""
+        new = [self._new_job(sig, batch_id) for sig in sigs]
+        if new:
+            self.store.enqueue_many(new)
+        return [JobHandle(n.id, n.name, self) for n in new]
+
+    def _new_job(self, sig: Sig, batch_id: str | None) -> NewJob:
+        job = self.get_definition(sig.name)
+        text = payload.encode(
+            job.name,
+            tuple(sig.args),
+            dict(sig.kwargs),
+            max_bytes=self.max_payload_bytes,
+            encrypted=job.encrypted,
+        )
+        return NewJob(
+            id=new_id(),
+            name=job.name,
+            queue=sig.queue or job.queue,
+            payload=text,
+            policy=self._dispatch_policy(job),
+            delay=sig.delay,
+            batch_id=batch_id,
+        )
+
+    def _dispatch_policy(self, job: Job) -> Policy:
+        deadline = job.retry_until
+        if deadline is None:
+            return job.policy
+        if isinstance(deadline, timedelta):
+            # measured from the first dispatch, on the store's clock like every schedule
+            until = self.store.now() + deadline.total_seconds()
+        else:
+            until = deadline.timestamp()
+        return Policy(**{**job.policy.__dict__, "retry_until": until})
+
+    # -- reading and operating ---------------------------------------------------------
+    def get_job(self, job_id: str) -> JobInfo:
+        record = self.store.get_job(job_id)
+        if record is None:
+            raise JobNotFound(f"no job with id {job_id!r} in {redact(self.url)}")
+        return record
+
+    def counts(self) -> dict[str, int]:
+        return self.store.counts()
+
+    def failed_jobs(self, limit: int = 100) -> list[JobInfo]:
+        return self.store.list_jobs(state="failed", limit=limit)
+
+    def retry_failed(self, job_id: str) -> bool:
+        return self.store.retry_job(job_id)
+
+    def forget(self, job_id: str) -> bool:
+        return self.store.forget_job(job_id)
+
+
+def new_id() -> str:
+    return secrets.token_hex(8)
+
+
+def redact(url: str) -> str:
+    """A URL fit for logs: the password replaced."""
+    if "@" not in url or "://" not in url:
+        return url
+    scheme, rest = url.split("://", 1)
+    creds, host = rest.rsplit("@", 1)
+    user = creds.split(":", 1)[0]
+    return f"{scheme}://{user}:***@{host}" if ":" in creds else f"{scheme}://{user}@{host}"

@@ -1,0 +1,35 @@
+"""Exceptions a tenure user may see. Each docstring is the default message."""
+
+from __future__ import annotations
+
+
+class TenureError(Exception):
+    """tenure could not do what was asked."""
+
+
+class PayloadError(TenureError, ValueError):
+    """The job's arguments cannot be stored as a JSON payload."""
+
+
+class ConfigError(TenureError, ValueError):
+    """A job or worker setting is invalid."""
+
+
+class UnknownJob(TenureError, LookupError):
+    """No job of that name is registered in this app."""
+
+
+class JobNotFound(TenureError, LookupError):
+    """No job with that id exists in the store."""
+
+
+class StoreUnavailable(TenureError, ConnectionError):
+    """The store cannot be reached."""
+
+
+class JobTimeout(BaseException):
+    """The attempt ran past its timeout; clean up quickly, the worker kills it soon.
+
+    A BaseException (like KeyboardInterrupt) so that a job's broad `except Exception`
+    does not swallow it by accident.
+    """

@@ -1,0 +1,105 @@
+"""Job definitions, their per-dispatch options, and signatures (a job call written down)."""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field, replace
+from datetime import datetime, timedelta
+from typing import TYPE_CHECKING, Any
+
+from tenure.retry import Policy
+
+if TYPE_CHECKING:
+    from tenure.app import App
+
+
+@dataclass(frozen=True)
+class Sig:
+    """A job call written down, to run later: `send_invoice.sig(42)`."""
+
+    name: str
+    args: tuple[Any, ...] = ()
+    kwargs: dict[str, Any] = field(default_factory=dict)
+    queue: str | None = None
+    delay: float = 0.0
+
+
+@dataclass(frozen=True)
+class JobHandle:
+    id: str
+    name: str
+    app: App = field(repr=False, compare=False)
+    deduplicated: bool = False
+
+    def info(self) -> Any:
+        return self.app.get_job(self.id)
+
+
+@dataclass(frozen=True)
+class DispatchOptions:
+    delay: float = 0.0
+    queue: str | None = None
+
+
+class Job:
+    """A function registered with `@app.job(...)`. Calling it runs it here and now."""
+
+    def __init__(
+        self,
+        app: App,
+        fn: Callable[..., Any],
+        *,
+        name: str,
+        queue: str,
+        policy: Policy,
+        retry_until: timedelta | datetime | None,
+        encrypted: bool,
+    ) -> None:
+        self.app = app
+        self.fn = fn
+        self.name = name
+        self.queue = queue
+        self.policy = policy
+        self.retry_until = retry_until
+        self.encrypted = encrypted
+        self.is_async = inspect.iscoroutinefunction(fn)
+        self.__doc__ = fn.__doc__
+        self.__wrapped__ = fn
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        return self.fn(*args, **kwargs)
+
+    def __repr__(self) -> str:
+        return f"<tenure job {self.name!r} queue={self.queue!r}>"
+
+    def sig(self, *args: Any, **kwargs: Any) -> Sig:
+        return Sig(self.name, args, kwargs)
+
+    def options(self, *, delay: float | timedelta = 0.0, queue: str | None = None) -> BoundJob:
+        seconds = delay.total_seconds() if isinstance(delay, timedelta) else float(delay)
+        return BoundJob(self, DispatchOptions(delay=seconds, queue=queue))
+
+    def dispatch(self, *args: Any, **kwargs: Any) -> JobHandle:
+        return BoundJob(self, DispatchOptions()).dispatch(*args, **kwargs)
+
+    def dispatch_many(self, calls: Iterable[Sequence[Any] | Sig]) -> list[JobHandle]:
+        return BoundJob(self, DispatchOptions()).dispatch_many(calls)
+
+
+@dataclass(frozen=True)
+class BoundJob:
+    """A job with options for one dispatch: `job.options(delay=30, queue="mail")`."""
+
+    job: Job
+    opts: DispatchOptions
+
+    def sig(self, *args: Any, **kwargs: Any) -> Sig:
+        return replace(self.job.sig(*args, **kwargs), queue=self.opts.queue, delay=self.opts.delay)
+
+    def dispatch(self, *args: Any, **kwargs: Any) -> JobHandle:
+        return self.job.app.dispatch_sigs([self.sig(*args, **kwargs)])[0]
+
+    def dispatch_many(self, calls: Iterable[Sequence[Any] | Sig]) -> list[JobHandle]:
+        sigs = [c if isinstance(c, Sig) else self.sig(*c) for c in calls]
+        return self.job.app.dispatch_sigs(sigs)

@@ -1,0 +1,122 @@
+"""Job payloads: JSON only (never pickle), size-limited, optionally encrypted.
+
+A payload is the text stored with the job: {"args": [...], "kwargs": {...}}. Encrypted payloads
+are {"encrypted": "aesgcm-v1", "data": "<base64 nonce+ciphertext>"}, with the key taken from
+$TENURE_ENCRYPTION_KEY (32 random bytes, url-safe base64).
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import os
+from dataclasses import dataclass
+from typing import Any
+
+from tenure.errors import ConfigError, PayloadError
+
+DEFAULT_MAX_PAYLOAD_BYTES = 256 * 1024
+ENCRYPTION_KEY_ENV = "TENURE_ENCRYPTION_KEY"
+
+
+@dataclass(frozen=True)
+class Arguments:
+    args: tuple[Any, ...]
+    kwargs: dict[str, Any]
+
+
+def encode(
+    job_name: str,
+    args: tuple[Any, ...],
+    kwargs: dict[str, Any],
+    *,
+    max_bytes: int = DEFAULT_MAX_PAYLOAD_BYTES,
+    encrypted: bool = False,
+) -> str:
+    """Encode arguments as JSON text, or raise PayloadError saying which argument is at fault."""
+    _check_json(job_name, args, kwargs)
+    text = json.dumps(
+        {"args": list(args), "kwargs": kwargs}, separators=(",", ":"), allow_nan=False
+    )
+    if encrypted:
+        text = _encrypt(text)
+    size = len(text.encode())
+    if size > max_bytes:
+        raise PayloadError(
+            f"payload of job '{job_name}' is {size:,} bytes, over the {max_bytes:,}-byte limit; "
+            "store large data elsewhere (a table, object storage) and pass its id instead"
+        )
+    return text
+
+
+def decode(text: str) -> Arguments:
+    """Decode a stored payload; raise PayloadError with a clear reason if it is corrupt."""
+    try:
+        data = json.loads(text)
+    except (TypeError, ValueError) as exc:
+        raise PayloadError(f"payload is not valid JSON ({exc}): {text[:80]!r}") from None
+    if isinstance(data, dict) and "encrypted" in data:
+        return decode(_decrypt(data))
+    if not isinstance(data, dict) or not isinstance(data.get("args", []), list):
+        raise PayloadError(f"payload is not an object with 'args' and 'kwargs': {text[:80]!r}")
+    kwargs = data.get("kwargs", {})
+    if not isinstance(kwargs, dict):
+        raise PayloadError(f"payload 'kwargs' is not an object: {text[:80]!r}")
+    return Arguments(tuple(data.get("args", [])), kwargs)
+
+
+def is_encrypted(text: str) -> bool:
+    return text.startswith('{"encrypted":')
+
+
+def _check_json(job_name: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
+    labelled = [(f"argument {i + 1}", v) for i, v in enumerate(args)]
+    labelled += [(f"keyword argument '{k}'", v) for k, v in kwargs.items()]
+    for label, value in labelled:
+        try:
+            json.dumps(value, allow_nan=False)
+        except (TypeError, ValueError) as exc:
+            raise PayloadError(
+                f"{label} of job '{job_name}' cannot be stored as JSON "
+                f"({type(value).__name__}: {exc}); pass plain data (str, int, float, bool, None, "
+                "list, dict), e.g. an id or an ISO date string"
+            ) from None
+
+
+def _key() -> bytes:
+    raw = os.environ.get(ENCRYPTION_KEY_ENV)
+    if not raw:
+        raise ConfigError(
+            f"encrypted=True needs a key in ${ENCRYPTION_KEY_ENV}: 32 random bytes in url-safe "
+            "base64, e.g. python -c 'import os,base64;print(base64.urlsafe_b64encode(os.urandom(32)).decode())'"
+        )
+    key = base64.urlsafe_b64decode(raw)
+    if len(key) != 32:
+        raise ConfigError(f"${ENCRYPTION_KEY_ENV}: expected 32 bytes, got {len(key)}")
+    return key
+
+
+def _encrypt(text: str) -> str:
+    try:
+        from cryptography.hazmat.primitives.ciphers.aead import AESGCM
+    except ImportError:  # pragma: no cover - depends on the install
+        raise ConfigError(
+            "encrypted=True needs the 'cryptography' package: pip install 'tenure[crypto]'"
+        ) from None
+    nonce = os.urandom(12)
+    sealed = nonce + AESGCM(_key()).encrypt(nonce, text.encode(), b"tenure-payload")
+    return json.dumps({"encrypted": "aesgcm-v1", "data": base64.b64encode(sealed).decode()})
+
+
+def _decrypt(data: dict[str, Any]) -> str:
+    from cryptography.exceptions import InvalidTag
+    from cryptography.hazmat.primitives.ciphers.aead import AESGCM
+
+    try:
+        sealed = base64.b64decode(data["data"])
+        plain = AESGCM(_key()).decrypt(sealed[:12], sealed[12:], b"tenure-payload")
+    except (KeyError, ValueError, TypeError, InvalidTag) as exc:
+        raise PayloadError(
+            f"encrypted payload cannot be decrypted ({type(exc).__name__})"
+        ) from None
+    return plain.decode()

@@ -1,0 +1,39 @@
+"""Job states and attempt outcomes: the vocabulary every store and screen shares."""
+
+from __future__ import annotations
+
+from typing import Final, Literal
+
+JobState = Literal["queued", "scheduled", "running", "succeeded", "failed", "cancelled"]
+Outcome = Literal[
+    "succeeded", "failed", "timed_out", "crashed", "interrupted", "lost_lease", "deferred"
+]
+
+QUEUED: Final = "queued"
+SCHEDULED: Final = "scheduled"  # queued, but not before run_at; derived, never stored
+RUNNING: Final = "running"
+SUCCEEDED: Final = "succeeded"
+FAILED: Final = "failed"
+CANCELLED: Final = "cancelled"
+
+JOB_STATES: Final[tuple[str, ...]] = (QUEUED, SCHEDULED, RUNNING, SUCCEEDED, FAILED, CANCELLED)
+FINAL_STATES: Final = frozenset({SUCCEEDED, FAILED, CANCELLED})
+
+OUTCOMES: Final[tuple[str, ...]] = (
+    "succeeded",
+    "failed",
+    "timed_out",
+    "crashed",
+    "interrupted",
+    "lost_lease",
+    "deferred",
+)
+# Outcomes that are not the job's fault: they hand the job back without using a try.
+FREE_OUTCOMES: Final = frozenset({"interrupted", "lost_lease", "deferred"})
+
+
+def visible_state(stored_state: str, run_at: float, now: float) -> str:
+    """A queued job whose run_at lies in the future is shown as scheduled."""
+    if stored_state == QUEUED and run_at > now:
+        return SCHEDULED
+    return stored_state

@@ -1,0 +1,204 @@
+"""The store interface: one narrow seam, named in job verbs, that every backend implements.
+
+Plain dataclasses in and out; no SQL or Redis types cross it. Times are epoch seconds measured
+on the *store's* clock (`Store.now()`), never a worker's, so that a worker with a skewed clock
+can neither expire a lease early nor keep one late.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Protocol
+
+from tenure.retry import Policy
+
+
+@dataclass(frozen=True)
+class NewJob:
+    id: str
+    name: str
+    queue: str
+    payload: str
+    policy: Policy
+    delay: float = 0.0  # seconds after the store's now
+    batch_id: str | None = None
+
+
+@dataclass(frozen=True)
+class WorkerRef:
+    """Who holds a lease: written on every attempt so a person can find the process."""
+
+    id: str
+    host: str
+    pid: int
+
+
+@dataclass(frozen=True)
+class Reservation:
+    """A job handed to a worker. `token` fences the lease: only its holder may end the attempt."""
+
+    job_id: str
+    name: str
+    queue: str
+    payload: str
+    policy: Policy
+    attempt: int
+    token: int
+    lease_expires_at: float
+    batch_id: str | None = None
+
+
+@dataclass(frozen=True)
+class AttemptRecord:
+    job_id: str
+    number: int
+    worker_id: str
+    host: str
+    pid: int
+    started_at: float
+    ended_at: float | None
+    outcome: str | None  # None while running
+    error: str | None
+    traceback: str | None
+    last_heartbeat_at: float | None
+
+    @property
+    def worker(self) -> str:
+        return self.worker_id
+
+
+@dataclass(frozen=True)
+class JobRecord:
+    id: str
+    name: str
+    queue: str
+    payload: str
+    state: str  # as shown: queued | scheduled | running | succeeded | failed | cancelled
+    policy: Policy
+    created_at: float
+    run_at: float
+    finished_at: float | None
+    tries_used: int
+    exceptions: int
+    last_error: str | None
+    lease_expires_at: float | None
+    worker_id: str | None
+    batch_id: str | None
+    attempts: list[AttemptRecord] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class EndResult:
+    """What the store did with an attempt's end."""
+
+    accepted: bool  # False: the token was stale (lease taken over); nothing changed but a note
+    state: str  # the job's state afterwards
+    reason: str = ""
+    retry_in: float | None = None
+
+
+@dataclass(frozen=True)
+class Rescued:
+    job_id: str
+    attempt: int
+    result: EndResult
+
+
+@dataclass(frozen=True)
+class WorkerRecord:
+    id: str
+    host: str
+    pid: int
+    queues: tuple[str, ...]
+    concurrency: int
+    started_at: float
+    last_seen_at: float
+    stopped_at: float | None = None
+
+
+class Store(Protocol):
+    """What every backend provides. Each method is atomic on its own."""
+
+    url: str
+
+    def now(self) -> float:
+        """The store's clock, epoch seconds: the only clock leases and schedules use."""
+
+    def migrate(self) -> None:
+        """Create or upgrade the schema; idempotent and safe when processes race."""
+
+    def close(self) -> None: ...
+
+    # -- jobs through their life -------------------------------------------------------
+    def enqueue_many(self, jobs: Sequence[NewJob]) -> None: ...
+
+    def reserve(
+        self, *, queues: Sequence[str], worker: WorkerRef, lease: float, limit: int = 1
+    ) -> list[Reservation]:
+        """Claim up to `limit` ready jobs, earlier queues first, opening an attempt for each."""
+
+    def heartbeat(
+        self, *, worker: WorkerRef, leases: Sequence[tuple[str, int]], lease: float
+    ) -> list[str]:
+        """Renew the leases (job_id, token) the worker holds; return the job ids it lost."""
+
+    def complete(self, *, job_id: str, token: int) -> EndResult: ...
+
+    def end_attempt(
+        self,
+        *,
+        job_id: str,
+        token: int,
+        outcome: str,
+        error: str,
+        traceback: str | None = None,
+        permanent: bool = False,
+    ) -> EndResult:
+        """End a running attempt without success; the store decides retry or fail."""
+
+    def rescue_expired(self) -> list[Rescued]:
+        """Close attempts whose lease expired with no end (outcome crashed) and decide."""
+
+    # -- reading and operating ---------------------------------------------------------
+    def get_job(self, job_id: str) -> JobRecord | None: ...
+
+    def list_jobs(
+        self, *, state: str | None = None, queue: str | None = None, limit: int = 100
+    ) -> list[JobRecord]:
+        """Newest first, without attempts."""
+
+    def counts(self) -> dict[str, int]: ...
+
+    def retry_job(self, job_id: str) -> bool:
+        """Put a failed job back in its queue with fresh tries; False if it is not failed."""
+
+    def forget_job(self, job_id: str) -> bool:
+        """Delete a finished job and its attempts; False if absent or still live."""
+
+    # -- workers -----------------------------------------------------------------------
+    def register_worker(self, record: WorkerRecord) -> None: ...
+
+    def worker_stopped(self, worker_id: str) -> None: ...
+
+    def list_workers(self) -> list[WorkerRecord]: ...
+
+    def request_restart(self) -> float:
+        """Ask every worker started before now to finish its jobs and exit."""
+
+    def restart_requested_at(self) -> float | None: ...
+
+
+def describe_crash(attempt: AttemptRecord, lease_expired_at: float) -> str:
+    """The words `tenure jobs show` prints for an attempt whose worker vanished."""
+    seen = attempt.last_heartbeat_at or attempt.started_at
+    return (
+        f"worker {attempt.worker_id} (pid {attempt.pid} on {attempt.host}) stopped heartbeating "
+        f"at {clock_text(seen)}; its lease expired at {clock_text(lease_expired_at)} with no "
+        "result (killed by signal 9, out of memory, or host lost?)"
+    )
+
+
+def clock_text(epoch: float) -> str:
+    return time.strftime("%H:%M:%S", time.gmtime(epoch)) + " UTC"
