@@ -88,7 +88,8 @@ def _key() -> bytes:
     if not raw:
         raise ConfigError(
             f"encrypted=True needs a key in ${ENCRYPTION_KEY_ENV}: 32 random bytes in url-safe "
-            "base64, e.g. python -c 'import os,base64;print(base64.urlsafe_b64encode(os.urandom(32)).decode())'"
+            "base64, e.g. from python -c 'import os, base64; "
+            "print(base64.urlsafe_b64encode(os.urandom(32)).decode())'"
         )
     key = base64.urlsafe_b64decode(raw)
     if len(key) != 32:

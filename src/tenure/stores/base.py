@@ -161,6 +161,13 @@ class Store(Protocol):
     def rescue_expired(self) -> list[Rescued]:
         """Close attempts whose lease expired with no end (outcome crashed) and decide."""
 
+    def wait_for_work(self, *, queues: Sequence[str], timeout: float) -> None:
+        """Block up to `timeout` s, returning early when new work may be ready in `queues`.
+
+        A hint, not a promise: callers always reserve afterwards. Backends wake on their own
+        signal (SQLite: data_version; PostgreSQL: LISTEN/NOTIFY; Redis: a blocking pop).
+        """
+
     # -- reading and operating ---------------------------------------------------------
     def get_job(self, job_id: str) -> JobRecord | None: ...
 

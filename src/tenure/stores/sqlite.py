@@ -9,12 +9,13 @@ import json
 import os
 import sqlite3
 import threading
+import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
 
 from tenure.retry import Counters, Policy, decide
-from tenure.states import FINAL_STATES, visible_state
+from tenure.states import FINAL_STATES, JOB_STATES, visible_state
 from tenure.stores.base import (
     AttemptRecord,
     EndResult,
@@ -356,6 +357,17 @@ class SQLiteStore:
                 rescued.append(Rescued(row["id"], row["attempt"], result))
         return rescued
 
+    def wait_for_work(self, *, queues: Sequence[str], timeout: float) -> None:
+        # PRAGMA data_version changes when another connection commits: a cheap local check
+        # that lets an idle worker start a new job within ~20 ms without hammering the file.
+        conn = self._conn()
+        start = conn.execute("PRAGMA data_version").fetchone()[0]
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            time.sleep(min(0.02, max(0.0, deadline - time.monotonic())))
+            if conn.execute("PRAGMA data_version").fetchone()[0] != start:
+                return
+
     # -- reading and operating ---------------------------------------------------------
     def get_job(self, job_id: str) -> JobRecord | None:
         conn = self._conn()
@@ -380,7 +392,8 @@ class SQLiteStore:
     ) -> list[JobRecord]:
         conn = self._conn()
         now = self.now()
-        where, params = ["1 = 1"], []
+        where: list[str] = ["1 = 1"]
+        params: list[object] = []
         if state == "scheduled":
             where.append("state = 'queued' AND run_at > ?")
             params.append(now)
@@ -403,9 +416,7 @@ class SQLiteStore:
     def counts(self) -> dict[str, int]:
         conn = self._conn()
         now = self.now()
-        out = dict.fromkeys(
-            ("queued", "scheduled", "running", "succeeded", "failed", "cancelled"), 0
-        )
+        out = dict.fromkeys(JOB_STATES, 0)
         for row in conn.execute(
             "SELECT CASE WHEN state = 'queued' AND run_at > ? THEN 'scheduled' ELSE state END"
             " AS s, count(*) AS n FROM tenure_jobs GROUP BY s",
