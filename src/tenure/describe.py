@@ -1,0 +1,73 @@
+"""Jobs and attempts in words a person understands; shared by the CLI and the dashboard."""
+
+from __future__ import annotations
+
+from tenure import payload
+from tenure.stores.base import AttemptRecord, JobRecord, clock_text
+
+OUTCOME_WORDS = {
+    "succeeded": "succeeded",
+    "failed": "failed",
+    "timed_out": "timed out",
+    "crashed": "crashed",
+    "interrupted": "was interrupted",
+    "lost_lease": "lost its lease",
+    "deferred": "was deferred",
+}
+
+
+def describe_attempt(attempt: AttemptRecord) -> str:
+    where = f"worker {attempt.worker_id} (pid {attempt.pid} on {attempt.host})"
+    if attempt.outcome is None:
+        seen = attempt.last_heartbeat_at or attempt.started_at
+        return (
+            f"attempt {attempt.number} is running on {where} since "
+            f"{clock_text(attempt.started_at)}, last heartbeat {clock_text(seen)}"
+        )
+    took = ""
+    if attempt.ended_at is not None:
+        took = f" after {attempt.ended_at - attempt.started_at:.2f} s"
+    words = OUTCOME_WORDS.get(attempt.outcome, attempt.outcome)
+    line = f"attempt {attempt.number} {words}{took} on {where}"
+    if attempt.error:
+        line += f": {attempt.error}"
+    return line
+
+
+def describe_job(job: JobRecord) -> list[str]:
+    """The attempt timeline: 'why did this run twice?' answered line by line."""
+    lines = [f"job {job.id} {job.name} (queue {job.queue}): {job.state}"]
+    lines.append(f"  arguments: {arguments_text(job.payload)}")
+    tries = "unlimited" if job.policy.tries is None else str(job.policy.tries)
+    lines.append(
+        f"  dispatched {clock_text(job.created_at)}; tries used {job.tries_used} of {tries}; "
+        f"timeout {job.policy.timeout:g} s"
+    )
+    if job.state == "scheduled":
+        lines.append(f"  next run at {clock_text(job.run_at)}")
+    for attempt in job.attempts:
+        lines.append("  " + describe_attempt(attempt))
+    if not job.attempts:
+        lines.append("  no attempt yet")
+    if job.state == "failed" and job.last_error:
+        lines.append(f"  failed: {job.last_error}")
+    runs = [a for a in job.attempts if a.outcome not in ("deferred",)]
+    if len(runs) > 1:
+        reasons = ", ".join(
+            f"{a.number}: {OUTCOME_WORDS.get(a.outcome or 'running', a.outcome or 'running')}"
+            for a in runs[:-1]
+        )
+        lines.append(f"  it ran {len(runs)} times because earlier attempts ended so ({reasons})")
+    return lines
+
+
+def arguments_text(text: str) -> str:
+    if payload.is_encrypted(text):
+        return "(encrypted)"
+    try:
+        args = payload.decode(text)
+    except payload.PayloadError as exc:
+        return f"(unreadable: {exc})"
+    parts = [repr(a) for a in args.args] + [f"{k}={v!r}" for k, v in args.kwargs.items()]
+    shown = ", ".join(parts)
+    return shown if len(shown) < 200 else shown[:197] + "..."

@@ -1,0 +1,129 @@
+"""Real worker processes for end-to-end tests: start, signal, wait on conditions."""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import secrets
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+TEMPLATE = Path(__file__).with_name("jobs_template.py")
+SRC = Path(__file__).resolve().parents[2] / "src"
+
+
+@dataclass
+class Ledger:
+    path: Path
+
+    def lines(self) -> list[tuple[str, int, int, str, float]]:
+        if not self.path.exists():
+            return []
+        out = []
+        for line in self.path.read_text().splitlines():
+            job_id, attempt, pid, event, at = line.split()
+            out.append((job_id, int(attempt), int(pid), event, float(at)))
+        return out
+
+    def events(self, job_id: str, event: str) -> list[tuple[str, int, int, str, float]]:
+        return [x for x in self.lines() if x[0] == job_id and x[3] == event]
+
+
+class Project:
+    """A directory with a jobs module bound to one store URL and one ledger."""
+
+    def __init__(self, directory: Path, store_url: str) -> None:
+        self.dir = directory
+        self.module_name = f"e2e_jobs_{secrets.token_hex(4)}"
+        self.ledger = Ledger(directory / "ledger.txt")
+        text = TEMPLATE.read_text().replace("__STORE_URL__", store_url)
+        text = text.replace("__LEDGER__", str(self.ledger.path))
+        (directory / f"{self.module_name}.py").write_text(text)
+        spec = importlib.util.spec_from_file_location(
+            self.module_name, directory / f"{self.module_name}.py"
+        )
+        assert spec is not None and spec.loader is not None
+        self.jobs: ModuleType = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(self.jobs)
+        self.app = self.jobs.app
+        self.workers: list[WorkerProcess] = []
+
+    def worker(self, *args: str) -> WorkerProcess:
+        w = WorkerProcess(self, list(args))
+        self.workers.append(w)
+        return w
+
+    def stop_all(self) -> None:
+        for w in self.workers:
+            w.kill()
+        self.app.close()
+
+
+class WorkerProcess:
+    def __init__(self, project: Project, args: list[str]) -> None:
+        env = dict(os.environ)
+        env["PYTHONPATH"] = os.pathsep.join([str(SRC), env.get("PYTHONPATH", "")])
+        env["PYTHONUNBUFFERED"] = "1"
+        self.log_path = project.dir / f"worker-{secrets.token_hex(3)}.log"
+        self._log = self.log_path.open("wb")
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "tenure", "worker", "--app", f"{project.module_name}:app",
+             *args],
+            cwd=project.dir,
+            env=env,
+            stdout=self._log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,  # its own process group: the test can kill it whole
+        )
+
+    @property
+    def pid(self) -> int:
+        return self.proc.pid
+
+    def signal(self, signum: int) -> None:
+        os.kill(self.proc.pid, signum)
+
+    def kill_group(self) -> None:
+        """SIGKILL the supervisor and every child at once, like the OOM killer or a host loss."""
+        os.killpg(self.proc.pid, signal.SIGKILL)
+        self.proc.wait(timeout=30)
+
+    def wait(self, timeout: float = 60) -> int:
+        return self.proc.wait(timeout=timeout)
+
+    def kill(self) -> None:
+        if self.proc.poll() is None:
+            try:
+                os.killpg(self.proc.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+            self.proc.wait(timeout=30)
+        self._log.close()
+
+    def log(self) -> str:
+        return self.log_path.read_text(errors="replace")
+
+
+def wait_until(
+    condition: Callable[[], Any], timeout: float = 60, what: str = "condition"
+) -> Any:
+    """Poll until `condition()` is truthy; fail with `what` after a generous deadline."""
+    deadline = time.monotonic() + timeout
+    while True:
+        value = condition()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out after {timeout} s waiting for {what}")
+        time.sleep(0.05)
+
+
+def state_is(app: Any, job_id: str, *states: str) -> Callable[[], bool]:
+    return lambda: app.get_job(job_id).state in states

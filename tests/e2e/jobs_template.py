@@ -1,0 +1,101 @@
+"""Jobs for the end-to-end tests. Copied into each test's directory with its own store URL
+and ledger, so every test has a fresh store and its own record of what really ran."""
+
+import os
+import signal
+import time
+from datetime import timedelta
+
+import tenure
+
+STORE_URL = "__STORE_URL__"
+LEDGER = "__LEDGER__"
+
+app = tenure.App(STORE_URL)
+
+
+def note(event: str) -> None:
+    """Append one line per event, with O_APPEND: the record of what ran, outside tenure."""
+    ctx = tenure.current()
+    line = f"{ctx.job_id} {ctx.attempt} {os.getpid()} {event} {time.time():.3f}\n"
+    fd = os.open(LEDGER, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+    try:
+        os.write(fd, line.encode())
+    finally:
+        os.close(fd)
+
+
+@app.job(timeout=30)
+def noop(n: int = 0) -> None:
+    note("ran")
+
+
+@app.job(timeout=60, tries=3, backoff=0)
+def sleep_for(seconds: float) -> None:
+    note("start")
+    time.sleep(seconds)
+    note("end")
+
+
+@app.job(timeout=1, kill_after=1, tries=3, backoff=0)
+def too_slow() -> None:
+    note("start")
+    time.sleep(20)
+    note("end")
+
+
+@app.job(timeout=1, kill_after=1, tries=3, backoff=0, fail_on_timeout=True)
+def too_slow_fail_fast() -> None:
+    note("start")
+    time.sleep(20)
+
+
+@app.job(timeout=1, kill_after=1, tries=1)
+def ignores_timeout() -> None:
+    note("start")
+    deadline = time.monotonic() + 20
+    while time.monotonic() < deadline:
+        try:
+            time.sleep(0.1)
+        except tenure.JobTimeout:
+            note("caught")
+    note("end")
+
+
+@app.job(tries=None, retry_until=timedelta(minutes=5), max_exceptions=2, backoff=0)
+def crash_always() -> None:
+    note("start")
+    os.kill(os.getpid(), signal.SIGKILL)
+
+
+@app.job(timeout=30, tries=3, backoff=0)
+def flaky() -> None:
+    note("start")
+    if tenure.current().attempt == 1:
+        raise RuntimeError("first attempt fails on purpose")
+
+
+@app.job(timeout=5)
+def big_memory(mb: int) -> None:
+    note("start")
+    hog = bytearray(mb * 1024 * 1024)
+    for i in range(0, len(hog), 4096):
+        hog[i] = 1
+    time.sleep(10)
+    note("end")
+
+
+@app.job(timeout=5)
+async def async_noop() -> None:
+    import asyncio
+
+    note("ran")
+    await asyncio.sleep(0.01)
+
+
+@app.job(timeout=1, tries=1)
+async def async_too_slow() -> None:
+    import asyncio
+
+    note("start")
+    await asyncio.sleep(20)
