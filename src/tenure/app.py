@@ -106,7 +106,8 @@ class App:
             )
         if retry_until is not None and not isinstance(retry_until, timedelta | datetime):
             raise ConfigError(
-                f"retry_until: expected a timedelta or a datetime, got {retry_until!r}"
+                f"job {job_name!r}: retry_until: expected a timedelta or a datetime, "
+                f"got {retry_until!r}"
             )
         if isinstance(backoff, tuple):
             backoff = list(backoff)

@@ -81,8 +81,8 @@ def worker(
     log_level: Annotated[str, typer.Option(help="DEBUG, INFO, WARNING...")] = "INFO",
 ) -> None:
     """Run a worker: reserve jobs, run each attempt in a child process, renew leases."""
-    from tenure.worker.supervisor import Worker, WorkerOptions
     from tenure.worker.loading import load_app
+    from tenure.worker.supervisor import Worker, WorkerOptions
 
     setup_logging(log_level)
     options = WorkerOptions(
@@ -135,8 +135,15 @@ def jobs_list(
     the_app = open_app(app, url)
     table = Table("id", "job", "queue", "state", "tries", "dispatched", "last error")
     for job in the_app.store.list_jobs(state=state, queue=queue, limit=limit):
-        table.add_row(job.id, job.name, job.queue, job.state, str(job.tries_used),
-                      clock_text(job.created_at), (job.last_error or "")[:60])
+        table.add_row(
+            job.id,
+            job.name,
+            job.queue,
+            job.state,
+            str(job.tries_used),
+            clock_text(job.created_at),
+            (job.last_error or "")[:60],
+        )
     out.print(table)
     out.print(" ".join(f"{k}={v}" for k, v in the_app.counts().items()), highlight=False)
 
@@ -152,9 +159,13 @@ def failed_list(
         return
     table = Table("id", "job", "queue", "failed at", "reason")
     for job in failed:
-        table.add_row(job.id, job.name, job.queue,
-                      clock_text(job.finished_at) if job.finished_at else "",
-                      job.last_error or "")
+        table.add_row(
+            job.id,
+            job.name,
+            job.queue,
+            clock_text(job.finished_at) if job.finished_at else "",
+            job.last_error or "",
+        )
     out.print(table)
 
 
@@ -211,7 +222,7 @@ def demo(
 
 def _register_optional_commands() -> None:
     try:
-        from tenure.doctor.command import register
+        from tenure.doctor.command import register  # type: ignore[import-not-found,unused-ignore]
     except ImportError:
         return
     register(cli)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from tenure import payload
+from tenure.errors import PayloadError
 from tenure.stores.base import AttemptRecord, JobRecord, clock_text
 
 OUTCOME_WORDS = {
@@ -54,10 +55,10 @@ def describe_job(job: JobRecord) -> list[str]:
     runs = [a for a in job.attempts if a.outcome not in ("deferred",)]
     if len(runs) > 1:
         reasons = ", ".join(
-            f"{a.number}: {OUTCOME_WORDS.get(a.outcome or 'running', a.outcome or 'running')}"
+            f"attempt {a.number} {OUTCOME_WORDS.get(a.outcome or '', 'did not end')}"
             for a in runs[:-1]
         )
-        lines.append(f"  it ran {len(runs)} times because earlier attempts ended so ({reasons})")
+        lines.append(f"  why it ran {len(runs)} times: {reasons}")
     return lines
 
 
@@ -66,8 +67,8 @@ def arguments_text(text: str) -> str:
         return "(encrypted)"
     try:
         args = payload.decode(text)
-    except payload.PayloadError as exc:
+    except PayloadError as exc:
         return f"(unreadable: {exc})"
     parts = [repr(a) for a in args.args] + [f"{k}={v!r}" for k, v in args.kwargs.items()]
-    shown = ", ".join(parts)
+    shown = ", ".join(parts) or "(none)"
     return shown if len(shown) < 200 else shown[:197] + "..."

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import importlib.util
 import os
 import secrets
@@ -74,8 +75,15 @@ class WorkerProcess:
         self.log_path = project.dir / f"worker-{secrets.token_hex(3)}.log"
         self._log = self.log_path.open("wb")
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "tenure", "worker", "--app", f"{project.module_name}:app",
-             *args],
+            [
+                sys.executable,
+                "-m",
+                "tenure",
+                "worker",
+                "--app",
+                f"{project.module_name}:app",
+                *args,
+            ],
             cwd=project.dir,
             env=env,
             stdout=self._log,
@@ -100,10 +108,8 @@ class WorkerProcess:
 
     def kill(self) -> None:
         if self.proc.poll() is None:
-            try:
+            with contextlib.suppress(ProcessLookupError):
                 os.killpg(self.proc.pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
             self.proc.wait(timeout=30)
         self._log.close()
 
@@ -111,9 +117,7 @@ class WorkerProcess:
         return self.log_path.read_text(errors="replace")
 
 
-def wait_until(
-    condition: Callable[[], Any], timeout: float = 60, what: str = "condition"
-) -> Any:
+def wait_until(condition: Callable[[], Any], timeout: float = 60, what: str = "condition") -> Any:
     """Poll until `condition()` is truthy; fail with `what` after a generous deadline."""
     deadline = time.monotonic() + timeout
     while True:

@@ -7,10 +7,10 @@ import time
 
 import pytest
 
+from e2e.helpers import Project, state_is, wait_until
 from tenure.errors import PayloadError
 from tenure.retry import Policy
 from tenure.stores.base import NewJob
-from e2e.helpers import Project, state_is, wait_until
 
 pytestmark = pytest.mark.slow
 
@@ -117,10 +117,16 @@ def test_sigterm_with_short_grace_hands_the_job_back_at_once(project: Project) -
 
 def test_bad_input_fails_that_job_and_loses_nothing(project: Project) -> None:
     store = project.app.store
-    unknown = NewJob(id="unknown-job", name="no_such_job", queue="default",
-                     payload='{"args":[],"kwargs":{}}', policy=Policy())
-    corrupt = NewJob(id="corrupt-job", name="noop", queue="default", payload="{not json",
-                     policy=Policy())
+    unknown = NewJob(
+        id="unknown-job",
+        name="no_such_job",
+        queue="default",
+        payload='{"args":[],"kwargs":{}}',
+        policy=Policy(),
+    )
+    corrupt = NewJob(
+        id="corrupt-job", name="noop", queue="default", payload="{not json", policy=Policy()
+    )
     store.enqueue_many([unknown, corrupt])
     good = project.jobs.noop.dispatch(7)
     project.worker("--lease", "5")

@@ -14,21 +14,21 @@ def open_store(url: str) -> Store:
         return SQLiteStore(url)
     if scheme in ("postgresql", "postgres"):
         try:
-            from tenure.stores.postgres import PostgresStore
+            from tenure.stores.postgres import PostgresStore  # type: ignore[import-not-found,unused-ignore]
         except ImportError as exc:
             raise ConfigError(
                 f"{url.split('@')[-1]}: the PostgreSQL store needs psycopg: "
                 "pip install 'tenure[postgres]'"
             ) from exc
-        return PostgresStore(url)
+        return PostgresStore(url)  # type: ignore[no-any-return,unused-ignore]
     if scheme in ("redis", "rediss"):
         try:
-            from tenure.stores.redis import RedisStore
+            from tenure.stores.redis import RedisStore  # type: ignore[import-not-found,unused-ignore]
         except ImportError as exc:
             raise ConfigError(
                 "the Redis store needs redis-py: pip install 'tenure[redis]'"
             ) from exc
-        return RedisStore(url)
+        return RedisStore(url)  # type: ignore[no-any-return,unused-ignore]
     raise ConfigError(
         f"store URL: expected sqlite:///PATH, postgresql://... or redis://..., got {url!r}"
     )

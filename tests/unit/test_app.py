@@ -1,0 +1,73 @@
+from __future__ import annotations
+
+from datetime import timedelta
+from pathlib import Path
+
+import pytest
+
+import tenure
+from tenure.errors import ConfigError, JobNotFound, UnknownJob
+from tenure.job import Sig
+
+
+@pytest.fixture
+def app(tmp_path: Path) -> tenure.App:
+    return tenure.App(f"sqlite:///{tmp_path / 't.db'}")
+
+
+def test_definition_errors_say_what_was_expected(app: tenure.App) -> None:
+    def f() -> None: ...
+
+    with pytest.raises(ConfigError, match=r"job 'f': tries=None \(unlimited\) needs retry_until"):
+        app.job(tries=None, name="f")(f)
+    with pytest.raises(ConfigError, match="job 'f': retry_until: expected a timedelta"):
+        app.job(name="f", retry_until=30)(f)  # type: ignore[call-overload]
+
+
+def test_duplicate_names_are_refused(app: tenure.App) -> None:
+    def one() -> None: ...
+
+    def two() -> None: ...
+
+    app.job(name="same")(one)
+    with pytest.raises(ConfigError, match="already used"):
+        app.job(name="same")(two)
+
+
+def test_dispatch_options_and_state(app: tenure.App) -> None:
+    @app.job(queue="mail", retry_until=timedelta(minutes=5), tries=None)
+    def send(n: int) -> None: ...
+
+    now_job = send.dispatch(1)
+    later = send.options(delay=60, queue="low").dispatch(2)
+    assert app.get_job(now_job.id).state == "queued"
+    info = app.get_job(later.id)
+    assert info.state == "scheduled" and info.queue == "low"
+    assert info.policy.retry_until is not None
+    assert info.policy.retry_until - info.created_at == pytest.approx(300, abs=5)
+    assert app.counts()["scheduled"] == 1
+
+
+def test_dispatch_many_is_all_or_nothing(app: tenure.App) -> None:
+    @app.job
+    def add(a: int, b: int) -> int:
+        return a + b
+
+    assert add(1, 2) == 3  # calling the job runs it here and now
+    handles = add.dispatch_many([(1, 2), (3, 4), add.sig(5, 6)])
+    assert len({h.id for h in handles}) == 3
+    with pytest.raises(tenure.PayloadError):
+        add.dispatch_many([(1, 2), (object(), 1)])
+    assert app.counts()["queued"] == 3
+    with pytest.raises(UnknownJob):
+        app.dispatch_sigs([Sig("nope")])
+
+
+def test_unknown_job_id_is_a_clear_error(app: tenure.App) -> None:
+    with pytest.raises(JobNotFound, match="no job with id 'abc'"):
+        app.get_job("abc")
+
+
+def test_current_outside_a_job_is_an_error() -> None:
+    with pytest.raises(tenure.TenureError, match="only available inside a running job"):
+        tenure.current()

@@ -1,0 +1,81 @@
+from __future__ import annotations
+
+import base64
+import contextlib
+import json
+import os
+from typing import Any
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from tenure import payload
+from tenure.errors import ConfigError, PayloadError
+
+json_values = st.recursive(
+    st.none()
+    | st.booleans()
+    | st.integers()
+    | st.floats(allow_nan=False, allow_infinity=False)
+    | st.text(),
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(), inner, max_size=4),
+    max_leaves=12,
+)
+
+
+@given(st.lists(json_values, max_size=4), st.dictionaries(st.text(), json_values, max_size=4))
+def test_json_arguments_round_trip(args: list[Any], kwargs: dict[str, Any]) -> None:
+    decoded = payload.decode(payload.encode("job", tuple(args), kwargs))
+    assert list(decoded.args) == args and decoded.kwargs == kwargs
+
+
+@given(st.text())
+def test_decoding_arbitrary_text_never_crashes(text: str) -> None:
+    with contextlib.suppress(PayloadError):
+        payload.decode(text)
+
+
+def test_non_json_argument_names_the_argument() -> None:
+    with pytest.raises(PayloadError, match="keyword argument 'when' of job 'j'"):
+        payload.encode("j", (), {"when": object()})
+    with pytest.raises(PayloadError, match="argument 2"):
+        payload.encode("j", (1, {1, 2}), {})
+    with pytest.raises(PayloadError):
+        payload.encode("j", (float("nan"),), {})
+
+
+def test_size_limit_is_checked_at_encode() -> None:
+    with pytest.raises(PayloadError, match="over the 100-byte limit"):
+        payload.encode("j", ("x" * 200,), {}, max_bytes=100)
+
+
+def test_decode_rejects_wrong_shapes() -> None:
+    for text in ("[1, 2]", '{"args": 3}', '{"kwargs": [1]}', "not json", ""):
+        with pytest.raises(PayloadError):
+            payload.decode(text)
+
+
+def test_encrypted_payload_round_trip_and_wrong_key(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(
+        payload.ENCRYPTION_KEY_ENV, base64.urlsafe_b64encode(os.urandom(32)).decode()
+    )
+    text = payload.encode("j", ("card 4242",), {}, encrypted=True)
+    assert "4242" not in text and payload.is_encrypted(text)
+    assert payload.decode(text).args == ("card 4242",)
+    monkeypatch.setenv(
+        payload.ENCRYPTION_KEY_ENV, base64.urlsafe_b64encode(os.urandom(32)).decode()
+    )
+    with pytest.raises(PayloadError, match="cannot be decrypted"):
+        payload.decode(text)
+    assert json.loads(text)["encrypted"] == "aesgcm-v1"
+
+
+def test_encryption_without_a_key_is_a_clear_error(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv(payload.ENCRYPTION_KEY_ENV, raising=False)
+    with pytest.raises(ConfigError, match="TENURE_ENCRYPTION_KEY"):
+        payload.encode("j", (), {}, encrypted=True)
+
+
+def new_key() -> str:
+    return base64.urlsafe_b64encode(os.urandom(32)).decode()
