@@ -98,6 +98,9 @@ class WorkerProcess:
     def signal(self, signum: int) -> None:
         os.kill(self.proc.pid, signum)
 
+    def signal_group(self, signum: int) -> None:
+        os.killpg(self.proc.pid, signum)
+
     def kill_group(self) -> None:
         """SIGKILL the supervisor and every child at once, like the OOM killer or a host loss."""
         os.killpg(self.proc.pid, signal.SIGKILL)

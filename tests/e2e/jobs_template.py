@@ -99,3 +99,8 @@ async def async_too_slow() -> None:
 
     note("start")
     await asyncio.sleep(20)
+
+
+@app.job(timeout=30, queue="high")
+def urgent(n: int = 0) -> None:
+    note("ran")

@@ -62,6 +62,7 @@ class Slot:
     def lose_lease(self, reservation: Reservation, reason: str) -> None:
         if self.current is reservation and self._lease_lost is None:
             self._lease_lost = reason
+            log.warning("job %s attempt %d: %s", reservation.job_id, reservation.attempt, reason)
 
     def warn_lease(self) -> None:
         if not self.lease_warned and self.child is not None:

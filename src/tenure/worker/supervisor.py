@@ -94,6 +94,8 @@ class Worker:
             target=self._heartbeat_loop, name="tenure-heartbeat", daemon=True
         )
         heartbeat.start()
+        # A thread of its own: a heartbeat stuck on a dead store must not stop the guard.
+        threading.Thread(target=self._guard_loop, name="tenure-lease-guard", daemon=True).start()
         log.info(
             "worker %s started: queues %s, concurrency %d, lease %g s, grace %g s",
             self.ref.id,
@@ -338,8 +340,11 @@ class Worker:
                 if not ok and not outage_logged:
                     log.warning("cannot renew leases: the store is unreachable")
                 outage_logged = not ok
-            self._guard_leases()
             self.finished.wait(min(0.25, interval))
+
+    def _guard_loop(self) -> None:
+        while not self.finished.wait(0.1):
+            self._guard_leases()
 
     def _renew_leases(self) -> bool:
         held = [(slot, slot.current) for slot in self.slots if slot.current is not None]
