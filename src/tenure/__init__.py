@@ -1,6 +1,7 @@
 """tenure: background jobs that never run twice by accident."""
 
-from tenure.app import App, JobInfo
+from tenure.app import App, BatchHandle, BatchInfo, JobInfo
+from tenure.batch import ranges
 from tenure.context import JobContext, current
 from tenure.errors import (
     ConfigError,
@@ -19,6 +20,8 @@ __version__ = "0.1.0"
 __all__ = [
     "App",
     "Attempt",
+    "BatchHandle",
+    "BatchInfo",
     "ConfigError",
     "Job",
     "JobContext",
@@ -32,4 +35,5 @@ __all__ = [
     "TenureError",
     "UnknownJob",
     "current",
+    "ranges",
 ]

@@ -5,15 +5,17 @@ from __future__ import annotations
 import os
 import secrets
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 from typing import Any, TypeVar, overload
 
 from tenure import payload
+from tenure.coordinator import batch_over_ids, register_coordinator
 from tenure.errors import ConfigError, JobNotFound, UnknownJob
 from tenure.job import Job, JobHandle, Sig
 from tenure.retry import Backoff, Policy, validate_policy
 from tenure.stores import Store, open_store
-from tenure.stores.base import JobRecord, NewJob
+from tenure.stores.base import BatchRecord, JobRecord, NewBatch, NewJob
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -21,6 +23,16 @@ DEFAULT_URL = "sqlite:///tenure.db"
 URL_ENV = "TENURE_URL"
 
 JobInfo = JobRecord
+BatchInfo = BatchRecord
+
+
+@dataclass(frozen=True)
+class BatchHandle:
+    id: str
+    app: App = field(repr=False, compare=False)
+
+    def info(self) -> BatchInfo:
+        return self.app.get_batch(self.id)
 
 
 class App:
@@ -37,6 +49,7 @@ class App:
         self.jobs: dict[str, Job] = {}
         self._store: Store | None = None
         self._store_pid: int | None = None
+        register_coordinator(self)
 
     def __repr__(self) -> str:
         return f"<tenure.App {redact(self.url)} jobs={sorted(self.jobs)}>"
@@ -146,14 +159,14 @@ class App:
             raise UnknownJob(f"no job named {name!r} in this app (known: {known})") from None
 
     # -- sending -----------------------------------------------------------------------
-    def dispatch_sigs(self, sigs: Sequence[Sig], *, batch_id: str | None = None) -> list[JobHandle]:
+    def dispatch_sigs(self, sigs: Sequence[Sig]) -> list[JobHandle]:
         """Enqueue signatures in one round trip; nothing is stored if any of them is invalid."""
-        new = [self._new_job(sig, batch_id) for sig in sigs]
+        new = [self._new_job(sig) for sig in sigs]
         if new:
             self.store.enqueue_many(new)
         return [JobHandle(n.id, n.name, self) for n in new]
 
-    def _new_job(self, sig: Sig, batch_id: str | None) -> NewJob:
+    def _new_job(self, sig: Sig, batch_id: str | None = None, job_id: str | None = None) -> NewJob:
         job = self.get_definition(sig.name)
         text = payload.encode(
             job.name,
@@ -163,7 +176,7 @@ class App:
             encrypted=job.encrypted,
         )
         return NewJob(
-            id=new_id(),
+            id=job_id or new_id(),
             name=job.name,
             queue=sig.queue or job.queue,
             payload=text,
@@ -182,6 +195,77 @@ class App:
         else:
             until = deadline.timestamp()
         return Policy(**{**job.policy.__dict__, "retry_until": until})
+
+    # -- batches -----------------------------------------------------------------------
+    def batch(
+        self,
+        sigs: Sequence[Sig],
+        *,
+        name: str = "batch",
+        then: Sig | None = None,
+        catch: Sig | None = None,
+        finally_: Sig | None = None,
+        allow_failures: bool = False,
+        queue: str | None = None,
+        total: int | None = None,
+        first_ids: Callable[[str], list[str]] | None = None,
+    ) -> BatchHandle:
+        """Start a batch: its jobs, and callback jobs run once each when it settles."""
+        if total is not None and total < len(sigs):
+            raise ConfigError(f"total: expected at least the {len(sigs)} jobs given, got {total}")
+        batch_id = new_id()
+        ids = first_ids(batch_id) if first_ids else [None] * len(sigs)
+        members = [
+            self._new_job(replace(s, queue=s.queue or queue), batch_id, i)
+            for s, i in zip(sigs, ids, strict=True)
+        ]
+        callbacks = [self._new_job(c) if c is not None else None for c in (then, catch, finally_)]
+        self.store.create_batch(
+            batch=NewBatch(
+                id=batch_id,
+                name=name,
+                total=total,
+                allow_failures=allow_failures,
+                then=callbacks[0],
+                catch=callbacks[1],
+                finally_=callbacks[2],
+            ),
+            jobs=members,
+        )
+        return BatchHandle(batch_id, self)
+
+    def batch_over_ids(
+        self,
+        job: Job,
+        lo: int,
+        hi: int,
+        *,
+        chunk: int = 50,
+        slice_jobs: int = 200,
+        **batch_options: Any,
+    ) -> BatchHandle:
+        """The coordinator pattern: job(lo, hi) over inclusive id ranges of `chunk` ids, planned
+        `slice_jobs` ranges at a time by coordinator jobs, with a declared total."""
+        return batch_over_ids(
+            self, job, lo, hi, chunk=chunk, slice_jobs=slice_jobs, **batch_options
+        )
+
+    def add_to_batch(
+        self, batch_id: str, sigs: Sequence[Sig], *, ids: Sequence[str] | None = None
+    ) -> int:
+        chosen = list(ids) if ids is not None else [None] * len(sigs)
+        members = [self._new_job(s, batch_id, i) for s, i in zip(sigs, chosen, strict=True)]
+        return self.store.add_to_batch(batch_id=batch_id, jobs=members)
+
+    def get_batch(self, batch_id: str) -> BatchInfo:
+        record = self.store.get_batch(batch_id)
+        if record is None:
+            raise JobNotFound(f"no batch with id {batch_id!r} in {redact(self.url)}")
+        return record
+
+    def cancel_batch(self, batch_id: str) -> bool:
+        """Queued jobs of the batch are not started; running ones see `batch.cancelled`."""
+        return self.store.cancel_batch(batch_id)
 
     # -- reading and operating ---------------------------------------------------------
     def get_job(self, job_id: str) -> JobInfo:

@@ -25,7 +25,9 @@ cli = typer.Typer(
 jobs_cli = typer.Typer(help="Look at jobs.", no_args_is_help=True)
 failed_cli = typer.Typer(help="Failed jobs: list, retry, forget.", no_args_is_help=True)
 cli.add_typer(jobs_cli, name="jobs")
+batch_cli = typer.Typer(help="Batches: watch, show, list, cancel.", no_args_is_help=True)
 cli.add_typer(failed_cli, name="failed")
+cli.add_typer(batch_cli, name="batch")
 
 out = Console()
 err = Console(stderr=True)
@@ -193,6 +195,57 @@ def failed_forget(job_id: str, app: AppOption = None, url: UrlOption = None) -> 
     if not open_app(app, url).forget(job_id):
         fail(f"job {job_id} is not a finished job; nothing deleted", code=1)
     out.print(f"forgot job {job_id}")
+
+
+@batch_cli.command("watch")
+def batch_watch(batch_id: str, app: AppOption = None, url: UrlOption = None) -> None:
+    """Follow a batch with a live progress bar; closing it does not stop the work."""
+    from tenure.watch import summary, watch_batch
+
+    the_app = open_app(app, url)
+    try:
+        info = watch_batch(the_app, batch_id, out)
+    except JobNotFound as exc:
+        fail(str(exc), code=1)
+        return
+    except KeyboardInterrupt:
+        out.print(f"stopped watching; the batch goes on (tenure batch watch {batch_id})")
+        return
+    out.print(summary(info), highlight=False)
+
+
+@batch_cli.command("show")
+def batch_show(batch_id: str, app: AppOption = None, url: UrlOption = None) -> None:
+    """Where a batch stands, and its callback jobs."""
+    from tenure.watch import summary
+
+    try:
+        info = open_app(app, url).get_batch(batch_id)
+    except JobNotFound as exc:
+        fail(str(exc), code=1)
+        return
+    out.print(summary(info) + f"; progress {info.progress:.1%}", highlight=False)
+
+
+@batch_cli.command("list")
+def batch_list(
+    limit: Annotated[int, typer.Option()] = 20, app: AppOption = None, url: UrlOption = None
+) -> None:
+    """Recent batches, newest first."""
+    table = Table("id", "name", "state", "progress", "done", "failed", "total")
+    for b in open_app(app, url).store.list_batches(limit=limit):
+        table.add_row(
+            b.id, b.name, b.state, f"{b.progress:.1%}", str(b.done), str(b.failed), str(b.total)
+        )
+    out.print(table)
+
+
+@batch_cli.command("cancel")
+def batch_cancel(batch_id: str, app: AppOption = None, url: UrlOption = None) -> None:
+    """Cancel a batch: its queued jobs never start; running ones see `batch.cancelled`."""
+    if not open_app(app, url).cancel_batch(batch_id):
+        fail(f"batch {batch_id} is not running; nothing cancelled", code=1)
+    out.print(f"cancelled batch {batch_id}")
 
 
 @cli.command()

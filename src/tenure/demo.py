@@ -32,6 +32,7 @@ EXPECTED = {
 def run_demo(console: Console, *, keep: bool = False) -> int:
     workdir = Path(tempfile.mkdtemp(prefix="tenure-demo-"))
     os.environ["TENURE_URL"] = f"sqlite:///{workdir / 'demo.db'}"
+    os.environ["TENURE_DEMO_DIR"] = str(workdir)
     from tenure import demo_jobs
 
     app = demo_jobs.app
@@ -52,10 +53,11 @@ def run_demo(console: Console, *, keep: bool = False) -> int:
     worker = _start_worker(log_path)
     try:
         settled = _follow(console, app, [h.id for h in handles])
+        ok = settled and _report(console, app, handles)
+        ok = _export_story(console, app, workdir) and ok
     finally:
         worker.send_signal(signal.SIGTERM)
         worker.wait(timeout=30)
-    ok = settled and _report(console, app, handles)
     console.print(f"\nworker log: {log_path}" if keep else "")
     if not keep:
         app.close()
@@ -84,6 +86,37 @@ def _start_worker(log_path: Path) -> subprocess.Popen[bytes]:
             stderr=subprocess.STDOUT,
             stdin=subprocess.DEVNULL,
         )
+
+
+def _export_story(console: Console, app: App, workdir: Path) -> bool:
+    from tenure import demo_jobs
+    from tenure.watch import summary, watch_batch
+
+    console.print(
+        "\n[bold]Exporting 100,000 rows[/bold] as a batch of small jobs: a coordinator adds one"
+        " job per 500 ids, 50 at a time, then the next coordinator; the total is declared once,"
+        " so the bar never goes backwards. Closing it would not stop the work.\n"
+    )
+    b = app.batch_over_ids(
+        demo_jobs.export_rows,
+        1,
+        100_000,
+        chunk=500,
+        slice_jobs=50,
+        name="export 100,000 rows",
+        then=demo_jobs.finish_export.sig("export.csv"),
+    )
+    info = watch_batch(app, b.id, console, poll=0.2)
+    console.print(summary(info), highlight=False)
+    result = workdir / "export.csv"
+    deadline = time.monotonic() + DEADLINE_S
+    while info.then_job_id and app.get_job(info.then_job_id).state not in ("succeeded", "failed"):
+        if time.monotonic() > deadline:
+            break
+        time.sleep(0.1)
+    rows = result.read_text().count("\n") - 1 if result.exists() else 0
+    console.print(f"then -> finish_export wrote {rows:,} rows to {result.name}")
+    return info.state == "succeeded" and rows == 100_000
 
 
 def _follow(console: Console, app: App, ids: list[str]) -> bool:

@@ -44,3 +44,30 @@ def resize_huge_image() -> None:
 def sync_inventory() -> None:
     """Always slower than its timeout: timed out twice, then failed with the reason."""
     time.sleep(5)
+
+
+def export_dir() -> str:
+    return os.environ.get("TENURE_DEMO_DIR", ".")
+
+
+@app.job(timeout=10, tries=3, backoff=1)
+def export_rows(lo: int, hi: int) -> None:
+    """One small job of the export: rows lo..hi into a part file. Idempotent: a re-run
+    rewrites the same part, atomically."""
+    parts = os.path.join(export_dir(), "parts")
+    os.makedirs(parts, exist_ok=True)
+    part = os.path.join(parts, f"{lo:09d}.csv")
+    with open(part + ".tmp", "w") as f:
+        f.writelines(f"{i},{i * i % 9973}\n" for i in range(lo, hi + 1))
+    os.replace(part + ".tmp", part)
+
+
+@app.job(timeout=30)
+def finish_export(filename: str) -> None:
+    """The batch's `then`: builds the result from the parts, once every range is done."""
+    parts = os.path.join(export_dir(), "parts")
+    with open(os.path.join(export_dir(), filename), "w") as out:
+        out.write("id,value\n")
+        for name in sorted(os.listdir(parts)):
+            with open(os.path.join(parts, name)) as part:
+                out.write(part.read())

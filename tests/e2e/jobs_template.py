@@ -104,3 +104,26 @@ async def async_too_slow() -> None:
 @app.job(timeout=30, queue="high")
 def urgent(n: int = 0) -> None:
     note("ran")
+
+
+@app.job(timeout=30, tries=3, backoff=0)
+def export_rows(lo: int, hi: int) -> None:
+    note(f"range:{lo}-{hi}")
+
+
+@app.job(timeout=30, tries=3, backoff=0)
+def slow_rows(lo: int, hi: int) -> None:
+    note(f"range:{lo}-{hi}")
+    time.sleep(0.2)
+
+
+@app.job(timeout=30, tries=1)
+def member(n: int, bad: bool = False) -> None:
+    note(f"member:{n}")
+    if bad:
+        raise ValueError(f"member {n} is bad")
+
+
+@app.job(timeout=30)
+def callback(kind: str) -> None:
+    note(f"callback:{kind}")

@@ -20,7 +20,7 @@ def open_store(url: str) -> Store:
                 f"{url.split('@')[-1]}: the PostgreSQL store needs psycopg: "
                 "pip install 'tenure[postgres]'"
             ) from exc
-        return PostgresStore(url)  # type: ignore[no-any-return,unused-ignore]
+        return PostgresStore(url)  # type: ignore[no-any-return,return-value,unused-ignore]
     if scheme in ("redis", "rediss"):
         try:
             from tenure.stores.redis import RedisStore  # type: ignore[import-not-found,unused-ignore]
@@ -28,7 +28,7 @@ def open_store(url: str) -> Store:
             raise ConfigError(
                 "the Redis store needs redis-py: pip install 'tenure[redis]'"
             ) from exc
-        return RedisStore(url)  # type: ignore[no-any-return,unused-ignore]
+        return RedisStore(url)  # type: ignore[no-any-return,return-value,unused-ignore]
     raise ConfigError(
         f"store URL: expected sqlite:///PATH, postgresql://... or redis://..., got {url!r}"
     )

@@ -94,7 +94,7 @@ class EndResult:
     """What the store did with an attempt's end."""
 
     accepted: bool  # False: the token was stale (lease taken over); nothing changed but a note
-    state: str  # the job's state afterwards
+    state: str  # the job's state afterwards, or "missing" when no such job exists
     reason: str = ""
     retry_in: float | None = None
 
@@ -104,6 +104,41 @@ class Rescued:
     job_id: str
     attempt: int
     result: EndResult
+
+
+@dataclass(frozen=True)
+class NewBatch:
+    """A batch to create. Callbacks are jobs written down now and enqueued, exactly once each,
+    by the store when the batch reaches the moment they are for."""
+
+    id: str
+    name: str
+    total: int | None = None  # declared total: progress is measured against it
+    allow_failures: bool = False
+    then: NewJob | None = None
+    catch: NewJob | None = None
+    finally_: NewJob | None = None
+
+
+@dataclass(frozen=True)
+class BatchRecord:
+    id: str
+    name: str
+    state: str  # running | succeeded | failed | cancelled
+    total: int  # the declared total, else the members added so far
+    jobs: int
+    done: int
+    failed: int
+    cancelled: int
+    pending: int  # total - done - failed - cancelled (never below 0)
+    progress: float  # 0..1, monotonic while jobs <= a declared total
+    allow_failures: bool
+    created_at: float
+    finished_at: float | None
+    then_job_id: str | None
+    catch_job_id: str | None
+    finally_job_id: str | None
+    declared_total: int | None = None
 
 
 @dataclass(frozen=True)
@@ -132,7 +167,8 @@ class Store(Protocol):
     def close(self) -> None: ...
 
     # -- jobs through their life -------------------------------------------------------
-    def enqueue_many(self, jobs: Sequence[NewJob]) -> None: ...
+    def enqueue_many(self, jobs: Sequence[NewJob]) -> None:
+        """Store new jobs in one round trip; a job whose id already exists is skipped."""
 
     def reserve(
         self, *, queues: Sequence[str], worker: WorkerRef, lease: float, limit: int = 1
@@ -167,6 +203,26 @@ class Store(Protocol):
         A hint, not a promise: callers always reserve afterwards. Backends wake on their own
         signal (SQLite: data_version; PostgreSQL: LISTEN/NOTIFY; Redis: a blocking pop).
         """
+
+    # -- batches -----------------------------------------------------------------------
+    def create_batch(self, *, batch: NewBatch, jobs: Sequence[NewJob]) -> None:
+        """Create the batch and its first members in one transaction."""
+
+    def add_to_batch(self, *, batch_id: str, jobs: Sequence[NewJob]) -> int:
+        """Add members; ids already present are skipped, so a re-run coordinator adds nothing
+        twice. Returns how many were added; 0 when the batch no longer takes work."""
+
+    def cancel_batch(self, batch_id: str) -> bool:
+        """Stop the batch: queued members are cancelled, running ones see it. False if it was
+        not running."""
+
+    def get_batch(self, batch_id: str) -> BatchRecord | None: ...
+
+    def list_batches(self, *, limit: int = 50) -> list[BatchRecord]:
+        """Newest first."""
+
+    def report_progress(self, *, job_id: str, token: int, fraction: float) -> None:
+        """A running member's own progress, 0..1; kept as the highest value reported."""
 
     # -- reading and operating ---------------------------------------------------------
     def get_job(self, job_id: str) -> JobRecord | None: ...

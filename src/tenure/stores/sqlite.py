@@ -16,10 +16,13 @@ from typing import Any
 
 from tenure.retry import Counters, Policy, decide
 from tenure.states import FINAL_STATES, JOB_STATES, visible_state
+from tenure.stores import sqlite_batches as batches
 from tenure.stores.base import (
     AttemptRecord,
+    BatchRecord,
     EndResult,
     JobRecord,
+    NewBatch,
     NewJob,
     Rescued,
     Reservation,
@@ -47,9 +50,30 @@ CREATE TABLE IF NOT EXISTS tenure_jobs (
     lease_expires_at REAL,
     worker_id TEXT,
     last_error TEXT,
-    batch_id TEXT
+    batch_id TEXT,
+    progress REAL NOT NULL DEFAULT 0      -- a batch member's own progress, 0..1
 );
 CREATE INDEX IF NOT EXISTS tenure_jobs_ready ON tenure_jobs (queue, state, run_at);
+CREATE INDEX IF NOT EXISTS tenure_jobs_batch ON tenure_jobs (batch_id, state);
+CREATE TABLE IF NOT EXISTS tenure_batches (
+    id TEXT PRIMARY KEY,
+    name TEXT NOT NULL,
+    state TEXT NOT NULL,              -- running | succeeded | failed | cancelled
+    declared_total INTEGER,
+    jobs INTEGER NOT NULL DEFAULT 0,
+    done INTEGER NOT NULL DEFAULT 0,
+    failed INTEGER NOT NULL DEFAULT 0,
+    cancelled INTEGER NOT NULL DEFAULT 0,
+    allow_failures INTEGER NOT NULL DEFAULT 0,
+    catch_sent INTEGER NOT NULL DEFAULT 0,
+    finished INTEGER NOT NULL DEFAULT 0,
+    callbacks TEXT NOT NULL,          -- {"then": NewJob as JSON, ...}: enqueued once, later
+    then_job_id TEXT,
+    catch_job_id TEXT,
+    finally_job_id TEXT,
+    created_at REAL NOT NULL,
+    finished_at REAL
+);
 CREATE INDEX IF NOT EXISTS tenure_jobs_lease ON tenure_jobs (state, lease_expires_at);
 CREATE TABLE IF NOT EXISTS tenure_attempts (
     job_id TEXT NOT NULL,
@@ -119,6 +143,16 @@ class SQLiteStore:
             raise
         conn.execute("COMMIT")
 
+    @contextmanager
+    def _read(self) -> Iterator[sqlite3.Connection]:
+        """A read transaction: one consistent snapshot for a multi-query read."""
+        conn = self._conn()
+        conn.execute("BEGIN")
+        try:
+            yield conn
+        finally:
+            conn.execute("COMMIT")
+
     def now(self) -> float:
         return float(self._conn().execute(NOW_SQL).fetchone()[0])
 
@@ -142,23 +176,9 @@ class SQLiteStore:
     # -- jobs through their life -------------------------------------------------------
     def enqueue_many(self, jobs: Sequence[NewJob]) -> None:
         with self._write() as (conn, now):
-            conn.executemany(
-                "INSERT INTO tenure_jobs (id, name, queue, payload, state, policy, created_at,"
-                " run_at, batch_id) VALUES (?, ?, ?, ?, 'queued', ?, ?, ?, ?)",
-                [
-                    (
-                        j.id,
-                        j.name,
-                        j.queue,
-                        j.payload,
-                        j.policy.to_json(),
-                        now,
-                        now + max(j.delay, 0.0),
-                        j.batch_id,
-                    )
-                    for j in jobs
-                ],
-            )
+            # an id already present is skipped: a dispatch retried after a lost reply
+            # must not create the job twice
+            batches.insert_jobs(conn, jobs, now, skip_existing=True)
 
     def reserve(
         self, *, queues: Sequence[str], worker: WorkerRef, lease: float, limit: int = 1
@@ -233,12 +253,14 @@ class SQLiteStore:
         with self._write() as (conn, now):
             if not self._holds(conn, job_id, token, now):
                 return self._refuse(conn, job_id, token, now, "succeeded")
-            conn.execute(
+            batch_id = conn.execute(
                 "UPDATE tenure_jobs SET state = 'succeeded', finished_at = ?, lease_expires_at"
-                " = NULL, tries_used = tries_used + 1 WHERE id = ?",
+                " = NULL, tries_used = tries_used + 1 WHERE id = ? RETURNING batch_id",
                 (now, job_id),
-            )
+            ).fetchone()["batch_id"]
             self._close_attempt(conn, job_id, token, now, "succeeded", None, None)
+            if batch_id is not None:
+                batches.member_ended(conn, batch_id, "succeeded", now)
         return EndResult(accepted=True, state="succeeded")
 
     def end_attempt(
@@ -313,13 +335,24 @@ class SQLiteStore:
         permanent: bool,
     ) -> EndResult:
         row = conn.execute(
-            "SELECT policy, tries_used, exceptions FROM tenure_jobs WHERE id = ?", (job_id,)
+            "SELECT policy, tries_used, exceptions, batch_id FROM tenure_jobs WHERE id = ?",
+            (job_id,),
         ).fetchone()
         counters = Counters(row["tries_used"], row["exceptions"])
         decision = decide(
             Policy.from_json(row["policy"]), counters, outcome, now, permanent=permanent
         )
         c = decision.counters
+        batch_id = row["batch_id"]
+        if decision.retry and batch_id is not None and batches.stops_new_work(conn, batch_id):
+            # Its batch was cancelled or has failed: the retry would be wasted work.
+            conn.execute(
+                "UPDATE tenure_jobs SET state = 'cancelled', finished_at = ?, lease_expires_at"
+                " = NULL, tries_used = ?, exceptions = ?, last_error = ? WHERE id = ?",
+                (now, c.tries_used, c.exceptions, error, job_id),
+            )
+            batches.member_ended(conn, batch_id, "cancelled", now)
+            return EndResult(True, "cancelled", "its batch no longer runs new work")
         if decision.retry:
             conn.execute(
                 "UPDATE tenure_jobs SET state = 'queued', run_at = ?, lease_expires_at = NULL,"
@@ -334,6 +367,8 @@ class SQLiteStore:
             " tries_used = ?, exceptions = ?, last_error = ? WHERE id = ?",
             (now, c.tries_used, c.exceptions, reason, job_id),
         )
+        if batch_id is not None:
+            batches.member_ended(conn, batch_id, "failed", now)
         return EndResult(True, "failed", decision.reason)
 
     def rescue_expired(self) -> list[Rescued]:
@@ -367,6 +402,31 @@ class SQLiteStore:
             time.sleep(min(0.02, max(0.0, deadline - time.monotonic())))
             if conn.execute("PRAGMA data_version").fetchone()[0] != start:
                 return
+
+    # -- batches -----------------------------------------------------------------------
+    def create_batch(self, *, batch: NewBatch, jobs: Sequence[NewJob]) -> None:
+        with self._write() as (conn, now):
+            batches.create(conn, batch, jobs, now)
+
+    def add_to_batch(self, *, batch_id: str, jobs: Sequence[NewJob]) -> int:
+        with self._write() as (conn, now):
+            return batches.add(conn, batch_id, jobs, now)
+
+    def cancel_batch(self, batch_id: str) -> bool:
+        with self._write() as (conn, now):
+            return batches.cancel(conn, batch_id, now)
+
+    def get_batch(self, batch_id: str) -> BatchRecord | None:
+        with self._read() as conn:
+            return batches.read(conn, batch_id)
+
+    def list_batches(self, *, limit: int = 50) -> list[BatchRecord]:
+        with self._read() as conn:
+            return batches.list_recent(conn, limit)
+
+    def report_progress(self, *, job_id: str, token: int, fraction: float) -> None:
+        with self._write() as (conn, _now):
+            batches.report_progress(conn, job_id, token, fraction)
 
     # -- reading and operating ---------------------------------------------------------
     def get_job(self, job_id: str) -> JobRecord | None:

@@ -67,6 +67,8 @@ def run_one(app: Any, message: dict[str, Any]) -> dict[str, Any]:
         queue=message["queue"],
         attempt=message["attempt"],
         batch_id=message.get("batch_id"),
+        token=message.get("token", message["attempt"]),
+        _app=app,
         _lease_ok=lambda: _State.lease_ok,
     )
     token = activate(ctx)

@@ -154,6 +154,7 @@ class Slot:
                     "payload": res.payload,
                     "attempt": res.attempt,
                     "batch_id": res.batch_id,
+                    "token": res.token,
                 }
             )
         except (ChildDied, OSError) as exc:
@@ -242,7 +243,14 @@ class Slot:
     ) -> Ended:
         loop = self.worker.event_loop()
         ctx = JobContext(
-            res.job_id, res.name, res.queue, res.attempt, res.batch_id, _lease_ok=self.lease_ok
+            res.job_id,
+            res.name,
+            res.queue,
+            res.attempt,
+            res.batch_id,
+            res.token,
+            _app=self.worker.app,
+            _lease_ok=self.lease_ok,
         )
         future = asyncio.run_coroutine_threadsafe(
             _run_coroutine(job, arguments, ctx, res.policy.timeout), loop

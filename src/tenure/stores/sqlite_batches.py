@@ -1,0 +1,221 @@
+"""Batches on SQLite: the batch rules of tenure.batch applied inside the caller's transaction.
+
+Each function takes the open connection and the store's `now`, so that a member's end and its
+batch's bookkeeping (counts, callbacks) commit together or not at all.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from collections.abc import Sequence
+from dataclasses import replace
+from typing import Any
+
+from tenure import batch as rules
+from tenure.retry import Policy
+from tenure.stores.base import BatchRecord, NewBatch, NewJob
+
+CALLBACK_KINDS = ("then", "catch", "finally")
+
+
+def insert_jobs(
+    conn: sqlite3.Connection, jobs: Sequence[NewJob], now: float, *, skip_existing: bool = False
+) -> int:
+    verb = "INSERT OR IGNORE" if skip_existing else "INSERT"
+    before = conn.total_changes
+    conn.executemany(
+        f"{verb} INTO tenure_jobs (id, name, queue, payload, state, policy, created_at, run_at,"
+        " batch_id) VALUES (?, ?, ?, ?, 'queued', ?, ?, ?, ?)",
+        [
+            (
+                j.id,
+                j.name,
+                j.queue,
+                j.payload,
+                j.policy.to_json(),
+                now,
+                now + max(j.delay, 0.0),
+                j.batch_id,
+            )
+            for j in jobs
+        ],
+    )
+    return conn.total_changes - before
+
+
+def create(conn: sqlite3.Connection, batch: NewBatch, jobs: Sequence[NewJob], now: float) -> None:
+    callbacks = {
+        kind: _job_to_json(job)
+        for kind, job in zip(CALLBACK_KINDS, (batch.then, batch.catch, batch.finally_), strict=True)
+        if job is not None
+    }
+    conn.execute(
+        "INSERT INTO tenure_batches (id, name, state, declared_total, allow_failures, callbacks,"
+        " created_at) VALUES (?, ?, 'running', ?, ?, ?, ?)",
+        (batch.id, batch.name, batch.total, int(batch.allow_failures), json.dumps(callbacks), now),
+    )
+    add(conn, batch.id, jobs, now)
+    # A batch created empty is finished at once: then and finally still run, once.
+    _apply(conn, batch.id, rules.settle(_counts(conn, batch.id)), now)
+
+
+def add(conn: sqlite3.Connection, batch_id: str, jobs: Sequence[NewJob], now: float) -> int:
+    counts = _counts(conn, batch_id)
+    if counts.state != rules.RUNNING or counts.finished:
+        return 0
+    added = insert_jobs(
+        conn, [replace(j, batch_id=batch_id) for j in jobs], now, skip_existing=True
+    )
+    conn.execute("UPDATE tenure_batches SET jobs = jobs + ? WHERE id = ?", (added, batch_id))
+    return added
+
+
+def member_ended(conn: sqlite3.Connection, batch_id: str, outcome: str, now: float) -> None:
+    _apply(conn, batch_id, rules.member_ended(_counts(conn, batch_id), outcome), now)
+
+
+def stops_new_work(conn: sqlite3.Connection, batch_id: str) -> bool:
+    return _counts(conn, batch_id).stops_new_work
+
+
+def cancel(conn: sqlite3.Connection, batch_id: str, now: float) -> bool:
+    row = conn.execute("SELECT state FROM tenure_batches WHERE id = ?", (batch_id,)).fetchone()
+    if row is None or row["state"] != rules.RUNNING:
+        return False
+    _apply(conn, batch_id, rules.cancelled_by_user(_counts(conn, batch_id)), now)
+    return True
+
+
+def read(conn: sqlite3.Connection, batch_id: str) -> BatchRecord | None:
+    row = conn.execute("SELECT * FROM tenure_batches WHERE id = ?", (batch_id,)).fetchone()
+    return None if row is None else _record(conn, row)
+
+
+def list_recent(conn: sqlite3.Connection, limit: int) -> list[BatchRecord]:
+    rows = conn.execute(
+        "SELECT * FROM tenure_batches ORDER BY created_at DESC, rowid DESC LIMIT ?", (limit,)
+    ).fetchall()
+    return [_record(conn, r) for r in rows]
+
+
+def report_progress(conn: sqlite3.Connection, job_id: str, token: int, fraction: float) -> None:
+    # max(): a member's progress is kept across retries, so the batch's never goes backwards
+    conn.execute(
+        "UPDATE tenure_jobs SET progress = max(progress, ?) WHERE id = ? AND attempt = ?"
+        " AND state = 'running'",
+        (max(0.0, min(1.0, fraction)), job_id, token),
+    )
+
+
+# -- inside ------------------------------------------------------------------------------
+def _apply(conn: sqlite3.Connection, batch_id: str, change: rules.BatchChange, now: float) -> None:
+    callbacks = list(change.callbacks)
+    counts = change.counts
+    if change.cancel_queued:
+        n = conn.execute(
+            "UPDATE tenure_jobs SET state = 'cancelled', finished_at = ? WHERE batch_id = ?"
+            " AND state = 'queued'",
+            (now, batch_id),
+        ).rowcount
+        follow = rules.queued_members_cancelled(counts, n)
+        counts = follow.counts
+        callbacks += follow.callbacks
+    conn.execute(
+        "UPDATE tenure_batches SET state = ?, jobs = ?, done = ?, failed = ?, cancelled = ?,"
+        " catch_sent = ?, finished = ?, finished_at = CASE WHEN ? THEN ? ELSE finished_at END"
+        " WHERE id = ?",
+        (
+            counts.state,
+            counts.jobs,
+            counts.done,
+            counts.failed,
+            counts.cancelled,
+            int(counts.catch_sent),
+            int(counts.finished),
+            int(counts.finished),
+            now,
+            batch_id,
+        ),
+    )
+    for kind in callbacks:
+        _enqueue_callback(conn, batch_id, kind, now)
+
+
+def _enqueue_callback(conn: sqlite3.Connection, batch_id: str, kind: str, now: float) -> None:
+    row = conn.execute("SELECT callbacks FROM tenure_batches WHERE id = ?", (batch_id,)).fetchone()
+    spec = json.loads(row["callbacks"]).get(kind)
+    if spec is None:
+        return
+    job = _job_from_json(spec)
+    insert_jobs(conn, [job], now, skip_existing=True)
+    conn.execute(f"UPDATE tenure_batches SET {kind}_job_id = ? WHERE id = ?", (job.id, batch_id))
+
+
+def _counts(conn: sqlite3.Connection, batch_id: str) -> rules.BatchCounts:
+    row = conn.execute("SELECT * FROM tenure_batches WHERE id = ?", (batch_id,)).fetchone()
+    if row is None:
+        return rules.BatchCounts(state="missing", finished=True)
+    return rules.BatchCounts(
+        state=row["state"],
+        jobs=row["jobs"],
+        done=row["done"],
+        failed=row["failed"],
+        cancelled=row["cancelled"],
+        allow_failures=bool(row["allow_failures"]),
+        catch_sent=bool(row["catch_sent"]),
+        finished=bool(row["finished"]),
+    )
+
+
+def _record(conn: sqlite3.Connection, row: Any) -> BatchRecord:
+    counts = _counts(conn, row["id"])
+    partial = conn.execute(
+        "SELECT coalesce(sum(progress), 0) FROM tenure_jobs WHERE batch_id = ?"
+        " AND state IN ('queued', 'running')",
+        (row["id"],),
+    ).fetchone()[0]
+    declared = row["declared_total"]
+    total = declared if declared is not None and declared >= counts.jobs else counts.jobs
+    settled = counts.done + counts.failed + counts.cancelled
+    return BatchRecord(
+        id=row["id"],
+        name=row["name"],
+        state=counts.state,
+        total=total,
+        jobs=counts.jobs,
+        done=counts.done,
+        failed=counts.failed,
+        cancelled=counts.cancelled,
+        pending=max(0, total - settled),
+        progress=rules.progress(counts, declared, float(partial)),
+        allow_failures=counts.allow_failures,
+        created_at=row["created_at"],
+        finished_at=row["finished_at"],
+        then_job_id=row["then_job_id"],
+        catch_job_id=row["catch_job_id"],
+        finally_job_id=row["finally_job_id"],
+        declared_total=declared,
+    )
+
+
+def _job_to_json(job: NewJob) -> dict[str, Any]:
+    return {
+        "id": job.id,
+        "name": job.name,
+        "queue": job.queue,
+        "payload": job.payload,
+        "policy": job.policy.to_json(),
+        "delay": job.delay,
+    }
+
+
+def _job_from_json(data: dict[str, Any]) -> NewJob:
+    return NewJob(
+        id=data["id"],
+        name=data["name"],
+        queue=data["queue"],
+        payload=data["payload"],
+        policy=Policy.from_json(data["policy"]),
+        delay=float(data.get("delay", 0.0)),
+    )
