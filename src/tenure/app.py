@@ -12,6 +12,7 @@ from typing import Any, TypeVar, overload
 from tenure import payload
 from tenure.coordinator import batch_over_ids, register_coordinator
 from tenure.errors import ConfigError, JobNotFound, UnknownJob
+from tenure.guards import KeyFunction, make_spec
 from tenure.job import Job, JobHandle, Sig
 from tenure.retry import Backoff, Policy, validate_policy
 from tenure.stores import Store, open_store
@@ -86,6 +87,13 @@ class App:
         count_crashes: bool = True,
         fail_on_timeout: bool = False,
         encrypted: bool = False,
+        unique: KeyFunction | bool | None = None,
+        unique_for: float | None = None,
+        unique_until: str = "completed",
+        overlap: KeyFunction | bool | None = None,
+        overlap_delay: float = 1.0,
+        rate_limit: str | None = None,
+        rate_key: KeyFunction | None = None,
     ) -> Callable[[F], Job]: ...
 
     def job(self, fn: F | None = None, **settings: Any) -> Job | Callable[[F], Job]:
@@ -109,6 +117,13 @@ class App:
         count_crashes: bool = True,
         fail_on_timeout: bool = False,
         encrypted: bool = False,
+        unique: KeyFunction | bool | None = None,
+        unique_for: float | None = None,
+        unique_until: str = "completed",
+        overlap: KeyFunction | bool | None = None,
+        overlap_delay: float = 1.0,
+        rate_limit: str | None = None,
+        rate_key: KeyFunction | None = None,
     ) -> Job:
         job_name = name or fn.__qualname__
         if job_name in self.jobs and self.jobs[job_name].fn is not fn:
@@ -137,6 +152,15 @@ class App:
         )
         try:
             validate_policy(policy)
+            guard_spec = make_spec(
+                unique=unique,
+                unique_for=unique_for,
+                unique_until=unique_until,
+                overlap=overlap,
+                overlap_delay=overlap_delay,
+                rate_limit=rate_limit,
+                rate_key=rate_key,
+            )
         except ConfigError as exc:
             raise ConfigError(f"job {job_name!r}: {exc}") from None
         job = Job(
@@ -147,6 +171,7 @@ class App:
             policy=policy,
             retry_until=retry_until,
             encrypted=encrypted,
+            guards=guard_spec,
         )
         self.jobs[job_name] = job
         return job
@@ -162,9 +187,11 @@ class App:
     def dispatch_sigs(self, sigs: Sequence[Sig]) -> list[JobHandle]:
         """Enqueue signatures in one round trip; nothing is stored if any of them is invalid."""
         new = [self._new_job(sig) for sig in sigs]
-        if new:
-            self.store.enqueue_many(new)
-        return [JobHandle(n.id, n.name, self) for n in new]
+        ids = self.store.enqueue_many(new) if new else []
+        return [
+            JobHandle(stored, n.name, self, deduplicated=stored != n.id)
+            for n, stored in zip(new, ids, strict=True)
+        ]
 
     def _new_job(self, sig: Sig, batch_id: str | None = None, job_id: str | None = None) -> NewJob:
         job = self.get_definition(sig.name)
@@ -183,6 +210,7 @@ class App:
             policy=self._dispatch_policy(job),
             delay=sig.delay,
             batch_id=batch_id,
+            guards=job.guards.for_call(job.name, tuple(sig.args), dict(sig.kwargs)),
         )
 
     def _dispatch_policy(self, job: Job) -> Policy:

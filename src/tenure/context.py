@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import contextvars
+import functools
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from tenure.errors import TenureError
 
@@ -45,6 +46,58 @@ class BatchContext:
         return self._app.get_batch(self.id)
 
 
+class Once:
+    """`ctx.once(key)`: an effect that must happen at most once per job, whatever re-runs it.
+
+    The effect is recorded *before* it runs, atomically, and only by an attempt that still
+    holds its lease: the first claim of a job and key is True, every later one (a re-run after
+    a crash, a timeout, a lost lease) is False, and the record says which attempt claimed it.
+    What this guarantees: the effect's code is entered at most once per job and key. What it
+    cannot: if the process dies *inside* the effect, the effect is not retried (it may have
+    happened or not), so for effects that must happen exactly once, also pass an idempotency
+    key to the remote side (`f"{ctx.job_id}:charge"` as Stripe's Idempotency-Key, say).
+
+        if ctx.once("charge"):           # as a condition
+            charge_card()
+        with ctx.once("email") as first:  # as a context manager
+            if first:
+                send_email()
+        @ctx.once("notify")               # as a decorator: runs at most once, else returns None
+        def notify() -> None: ...
+    """
+
+    def __init__(self, ctx: JobContext, key: str) -> None:
+        self._ctx = ctx
+        self.key = key
+        self._claimed: bool | None = None
+
+    def claim(self) -> bool:
+        if self._claimed is None:
+            app = self._ctx._app
+            if app is None:
+                raise TenureError("once() needs a job running under a tenure worker")
+            self._claimed = app.store.claim_once(
+                job_id=self._ctx.job_id, token=self._ctx.token, key=self.key
+            )
+        return self._claimed
+
+    def __bool__(self) -> bool:
+        return self.claim()
+
+    def __enter__(self) -> bool:
+        return self.claim()
+
+    def __exit__(self, *exc: object) -> None:
+        return None
+
+    def __call__(self, fn: Callable[..., T]) -> Callable[..., T | None]:
+        @functools.wraps(fn)
+        def at_most_once(*args: Any, **kwargs: Any) -> T | None:
+            return fn(*args, **kwargs) if self.claim() else None
+
+        return at_most_once
+
+
 @dataclass
 class JobContext:
     job_id: str
@@ -61,12 +114,18 @@ class JobContext:
         because the attempt is about to be stopped and the job may run elsewhere."""
         return self._lease_ok()
 
+    def once(self, key: str) -> Once:
+        """An effect recorded before it runs, so a re-run of this job skips it (see Once)."""
+        return Once(self, key)
+
     @property
     def batch(self) -> BatchContext | None:
         if self.batch_id is None or self._app is None:
             return None
         return BatchContext(self.batch_id, self._app, self.job_id, self.token)
 
+
+T = TypeVar("T")
 
 _current: contextvars.ContextVar[JobContext | None] = contextvars.ContextVar(
     "tenure_current", default=None

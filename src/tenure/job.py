@@ -8,6 +8,7 @@ from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
+from tenure.guards import NO_SPEC, GuardSpec
 from tenure.retry import Policy
 
 if TYPE_CHECKING:
@@ -55,6 +56,7 @@ class Job:
         policy: Policy,
         retry_until: timedelta | datetime | None,
         encrypted: bool,
+        guards: GuardSpec = NO_SPEC,
     ) -> None:
         self.app = app
         self.fn = fn
@@ -63,6 +65,7 @@ class Job:
         self.policy = policy
         self.retry_until = retry_until
         self.encrypted = encrypted
+        self.guards = guards
         self.is_async = inspect.iscoroutinefunction(fn)
         self.__doc__ = fn.__doc__
         self.__wrapped__ = fn

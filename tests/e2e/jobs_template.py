@@ -127,3 +127,37 @@ def member(n: int, bad: bool = False) -> None:
 @app.job(timeout=30)
 def callback(kind: str) -> None:
     note(f"callback:{kind}")
+
+
+@app.job(timeout=30, unique=lambda order_id: order_id)
+def unique_order(order_id: int) -> None:
+    note("ran")
+
+
+@app.job(timeout=30, tries=2, backoff=0, overlap=lambda customer, n: customer, overlap_delay=0.02)
+def per_customer(customer: str, n: int) -> None:
+    note(f"customer:{customer}")
+    time.sleep(0.01)
+
+
+@app.job(timeout=30, tries=1, rate_limit="20/second")
+def limited(n: int) -> None:
+    note("ran")
+
+
+@app.job(timeout=30, tries=10, backoff=0)
+def charge(n: int) -> None:
+    ctx = tenure.current()
+    if ctx.once("charge"):
+        note("charge")
+    time.sleep(0.02)
+
+
+@app.job(timeout=30, tries=3, backoff=0)
+def charge_then_crash() -> None:
+    ctx = tenure.current()
+    with ctx.once("charge") as first:
+        if first:
+            note("charge")
+    if ctx.attempt == 1:
+        os.kill(os.getpid(), signal.SIGKILL)

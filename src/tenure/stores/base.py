@@ -12,6 +12,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
+from tenure.guards import NO_GUARDS, Guards
 from tenure.retry import Policy
 
 
@@ -24,6 +25,7 @@ class NewJob:
     policy: Policy
     delay: float = 0.0  # seconds after the store's now
     batch_id: str | None = None
+    guards: Guards = NO_GUARDS
 
 
 @dataclass(frozen=True)
@@ -70,6 +72,15 @@ class AttemptRecord:
 
 
 @dataclass(frozen=True)
+class EffectRecord:
+    """An effect `once(key)` recorded, and the attempt that claimed it."""
+
+    key: str
+    attempt: int
+    at: float
+
+
+@dataclass(frozen=True)
 class JobRecord:
     id: str
     name: str
@@ -87,6 +98,7 @@ class JobRecord:
     worker_id: str | None
     batch_id: str | None
     attempts: list[AttemptRecord] = field(default_factory=list)
+    effects: list[EffectRecord] = field(default_factory=list)
 
 
 @dataclass(frozen=True)
@@ -167,13 +179,22 @@ class Store(Protocol):
     def close(self) -> None: ...
 
     # -- jobs through their life -------------------------------------------------------
-    def enqueue_many(self, jobs: Sequence[NewJob]) -> None:
-        """Store new jobs in one round trip; a job whose id already exists is skipped."""
+    def enqueue_many(self, jobs: Sequence[NewJob]) -> list[str]:
+        """Store new jobs in one round trip and return their ids, in order.
+
+        A job whose id already exists is skipped. A job whose unique key is held (see
+        Guards) is not stored: the id of the job holding the key is returned in its place.
+        """
 
     def reserve(
         self, *, queues: Sequence[str], worker: WorkerRef, lease: float, limit: int = 1
     ) -> list[Reservation]:
-        """Claim up to `limit` ready jobs, earlier queues first, opening an attempt for each."""
+        """Claim up to `limit` ready jobs, earlier queues first, opening an attempt for each.
+
+        A ready job whose overlap key is held by a running job with a live lease, or whose rate
+        limit is reached, is deferred instead: its run_at moves on, a `deferred` attempt records
+        why, and no try is used.
+        """
 
     def heartbeat(
         self, *, worker: WorkerRef, leases: Sequence[tuple[str, int]], lease: float
@@ -181,6 +202,10 @@ class Store(Protocol):
         """Renew the leases (job_id, token) the worker holds; return the job ids it lost."""
 
     def complete(self, *, job_id: str, token: int) -> EndResult: ...
+
+    def claim_once(self, *, job_id: str, token: int, key: str) -> bool:
+        """Record the effect `key` of this job before it happens; True only for the first
+        claim of a job and key, and only while `token` holds the lease."""
 
     def end_attempt(
         self,

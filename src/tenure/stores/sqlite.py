@@ -12,14 +12,17 @@ import threading
 import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
+from dataclasses import replace
 from typing import Any
 
 from tenure.retry import Counters, Policy, decide
 from tenure.states import FINAL_STATES, JOB_STATES, visible_state
 from tenure.stores import sqlite_batches as batches
+from tenure.stores import sqlite_guards as guards
 from tenure.stores.base import (
     AttemptRecord,
     BatchRecord,
+    EffectRecord,
     EndResult,
     JobRecord,
     NewBatch,
@@ -30,80 +33,9 @@ from tenure.stores.base import (
     WorkerRef,
     describe_crash,
 )
+from tenure.stores.sqlite_schema import SCHEMA, SCHEMA_VERSION
 
-SCHEMA_VERSION = 1
-
-SCHEMA = """
-CREATE TABLE IF NOT EXISTS tenure_jobs (
-    id TEXT PRIMARY KEY,
-    name TEXT NOT NULL,
-    queue TEXT NOT NULL,
-    payload TEXT NOT NULL,
-    state TEXT NOT NULL,              -- queued | running | succeeded | failed | cancelled
-    policy TEXT NOT NULL,             -- retry.Policy as JSON: the rules the job was sent with
-    created_at REAL NOT NULL,
-    run_at REAL NOT NULL,
-    finished_at REAL,
-    attempt INTEGER NOT NULL DEFAULT 0,   -- attempts opened; the current one's number is the token
-    tries_used INTEGER NOT NULL DEFAULT 0,
-    exceptions INTEGER NOT NULL DEFAULT 0,
-    lease_expires_at REAL,
-    worker_id TEXT,
-    last_error TEXT,
-    batch_id TEXT,
-    progress REAL NOT NULL DEFAULT 0      -- a batch member's own progress, 0..1
-);
-CREATE INDEX IF NOT EXISTS tenure_jobs_ready ON tenure_jobs (queue, state, run_at);
-CREATE INDEX IF NOT EXISTS tenure_jobs_batch ON tenure_jobs (batch_id, state);
-CREATE TABLE IF NOT EXISTS tenure_batches (
-    id TEXT PRIMARY KEY,
-    name TEXT NOT NULL,
-    state TEXT NOT NULL,              -- running | succeeded | failed | cancelled
-    declared_total INTEGER,
-    jobs INTEGER NOT NULL DEFAULT 0,
-    done INTEGER NOT NULL DEFAULT 0,
-    failed INTEGER NOT NULL DEFAULT 0,
-    cancelled INTEGER NOT NULL DEFAULT 0,
-    allow_failures INTEGER NOT NULL DEFAULT 0,
-    catch_sent INTEGER NOT NULL DEFAULT 0,
-    finished INTEGER NOT NULL DEFAULT 0,
-    callbacks TEXT NOT NULL,          -- {"then": NewJob as JSON, ...}: enqueued once, later
-    then_job_id TEXT,
-    catch_job_id TEXT,
-    finally_job_id TEXT,
-    created_at REAL NOT NULL,
-    finished_at REAL
-);
-CREATE INDEX IF NOT EXISTS tenure_jobs_lease ON tenure_jobs (state, lease_expires_at);
-CREATE TABLE IF NOT EXISTS tenure_attempts (
-    job_id TEXT NOT NULL,
-    number INTEGER NOT NULL,
-    worker_id TEXT NOT NULL,
-    host TEXT NOT NULL,
-    pid INTEGER NOT NULL,
-    started_at REAL NOT NULL,
-    ended_at REAL,
-    outcome TEXT,
-    error TEXT,
-    traceback TEXT,
-    last_heartbeat_at REAL,
-    PRIMARY KEY (job_id, number)
-);
-CREATE TABLE IF NOT EXISTS tenure_workers (
-    id TEXT PRIMARY KEY,
-    host TEXT NOT NULL,
-    pid INTEGER NOT NULL,
-    queues TEXT NOT NULL,
-    concurrency INTEGER NOT NULL,
-    started_at REAL NOT NULL,
-    last_seen_at REAL NOT NULL,
-    stopped_at REAL
-);
-CREATE TABLE IF NOT EXISTS tenure_control (
-    key TEXT PRIMARY KEY,
-    value TEXT NOT NULL
-);
-"""
+RESERVE_LOOKAHEAD = 32
 
 NOW_SQL = "SELECT (julianday('now') - 2440587.5) * 86400.0"
 
@@ -174,11 +106,26 @@ class SQLiteStore:
             self._local.conn = None
 
     # -- jobs through their life -------------------------------------------------------
-    def enqueue_many(self, jobs: Sequence[NewJob]) -> None:
+    def enqueue_many(self, jobs: Sequence[NewJob]) -> list[str]:
+        ids: list[str] = []
+        fresh: list[NewJob] = []
         with self._write() as (conn, now):
+            for job in jobs:
+                if job.guards.unique_key is not None:
+                    holder = guards.held_unique(conn, job.guards, now)
+                    if holder is not None:
+                        ids.append(holder)  # deduplicated: the holder stands for it
+                        continue
+                    guards.take_unique(conn, job.guards, job.id, now)
+                    # the next job of this call with the same key must see this one
+                    batches.insert_jobs(conn, [job], now, skip_existing=True)
+                else:
+                    fresh.append(job)
+                ids.append(job.id)
             # an id already present is skipped: a dispatch retried after a lost reply
             # must not create the job twice
-            batches.insert_jobs(conn, jobs, now, skip_existing=True)
+            batches.insert_jobs(conn, fresh, now, skip_existing=True)
+        return ids
 
     def reserve(
         self, *, queues: Sequence[str], worker: WorkerRef, lease: float, limit: int = 1
@@ -189,15 +136,76 @@ class SQLiteStore:
         with self._write() as (conn, now):
             for queue in queues:  # priority order: drain earlier queues first
                 rows = conn.execute(
-                    "SELECT id FROM tenure_jobs WHERE queue = ? AND state = 'queued'"
-                    " AND run_at <= ? ORDER BY run_at, rowid LIMIT ?",
-                    (queue, now, limit - len(out)),
+                    "SELECT id, overlap_key, overlap_delay, rate_key, rate_limit, rate_window"
+                    " FROM tenure_jobs WHERE queue = ? AND state = 'queued' AND run_at <= ?"
+                    " ORDER BY run_at, rowid LIMIT ?",
+                    # look a little further than `limit`: guarded jobs may be deferred
+                    (queue, now, limit - len(out) + RESERVE_LOOKAHEAD),
                 ).fetchall()
                 for row in rows:
+                    if len(out) >= limit:
+                        break
+                    deferral = self._guard_deferral(conn, row, now)
+                    if deferral is not None:
+                        self._defer(conn, row["id"], worker, now, *deferral)
+                        continue
                     out.append(self._open_attempt(conn, row["id"], worker, now, lease))
                 if len(out) >= limit:
                     break
         return out
+
+    def _guard_deferral(
+        self, conn: sqlite3.Connection, row: Any, now: float
+    ) -> tuple[float, str] | None:
+        """(run_at, reason) if the job's overlap or rate guard says not now."""
+        if row["overlap_key"] is not None:
+            holder = guards.overlap_holder(conn, row["overlap_key"], row["id"], now)
+            if holder is not None:
+                return (
+                    now + (row["overlap_delay"] or 0.0),
+                    f"overlap key {row['overlap_key']!r} is held by running job {holder}",
+                )
+        if row["rate_key"] is not None:
+            free_at = guards.rate_free_at(
+                conn, row["rate_key"], row["rate_limit"], row["rate_window"], now
+            )
+            if free_at is not None:
+                return (
+                    free_at,
+                    f"rate limit {row['rate_limit']} per {row['rate_window']:g} s reached for "
+                    f"{row['rate_key']!r}",
+                )
+        return None
+
+    def _defer(
+        self,
+        conn: sqlite3.Connection,
+        job_id: str,
+        worker: WorkerRef,
+        now: float,
+        run_at: float,
+        reason: str,
+    ) -> None:
+        """Not now, and not the job's fault: a `deferred` attempt, no try used."""
+        number = conn.execute(
+            "UPDATE tenure_jobs SET attempt = attempt + 1, run_at = ? WHERE id = ?"
+            " RETURNING attempt",
+            (run_at, job_id),
+        ).fetchone()["attempt"]
+        conn.execute(
+            "INSERT INTO tenure_attempts (job_id, number, worker_id, host, pid, started_at,"
+            " ended_at, outcome, error) VALUES (?, ?, ?, ?, ?, ?, ?, 'deferred', ?)",
+            (
+                job_id,
+                number,
+                worker.id,
+                worker.host,
+                worker.pid,
+                now,
+                now,
+                f"{reason}; deferred {max(run_at - now, 0):.1f} s",
+            ),
+        )
 
     def _open_attempt(
         self, conn: sqlite3.Connection, job_id: str, worker: WorkerRef, now: float, lease: float
@@ -262,6 +270,18 @@ class SQLiteStore:
             if batch_id is not None:
                 batches.member_ended(conn, batch_id, "succeeded", now)
         return EndResult(accepted=True, state="succeeded")
+
+    def claim_once(self, *, job_id: str, token: int, key: str) -> bool:
+        with self._write() as (conn, now):
+            if not self._holds(conn, job_id, token, now):
+                return False  # a fenced attempt must not perform the effect
+            return bool(
+                conn.execute(
+                    "INSERT OR IGNORE INTO tenure_once (job_id, key, attempt, at)"
+                    " VALUES (?, ?, ?, ?)",
+                    (job_id, key, token, now),
+                ).rowcount
+            )
 
     def end_attempt(
         self,
@@ -430,9 +450,7 @@ class SQLiteStore:
 
     # -- reading and operating ---------------------------------------------------------
     def get_job(self, job_id: str) -> JobRecord | None:
-        conn = self._conn()
-        conn.execute("BEGIN")
-        try:
+        with self._read() as conn:
             now = conn.execute(NOW_SQL).fetchone()[0]
             row = conn.execute("SELECT * FROM tenure_jobs WHERE id = ?", (job_id,)).fetchone()
             if row is None:
@@ -443,9 +461,13 @@ class SQLiteStore:
                     "SELECT * FROM tenure_attempts WHERE job_id = ? ORDER BY number", (job_id,)
                 )
             ]
-        finally:
-            conn.execute("COMMIT")
-        return _job(row, now, attempts)
+            effects = [
+                EffectRecord(key=e["key"], attempt=e["attempt"], at=e["at"])
+                for e in conn.execute(
+                    "SELECT * FROM tenure_once WHERE job_id = ? ORDER BY at", (job_id,)
+                )
+            ]
+        return replace(_job(row, now, attempts), effects=effects)
 
     def list_jobs(
         self, *, state: str | None = None, queue: str | None = None, limit: int = 100
@@ -503,6 +525,7 @@ class SQLiteStore:
             ).rowcount
             if deleted:
                 conn.execute("DELETE FROM tenure_attempts WHERE job_id = ?", (job_id,))
+                conn.execute("DELETE FROM tenure_once WHERE job_id = ?", (job_id,))
             return bool(deleted)
 
     # -- workers -----------------------------------------------------------------------

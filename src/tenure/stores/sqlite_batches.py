@@ -26,7 +26,8 @@ def insert_jobs(
     before = conn.total_changes
     conn.executemany(
         f"{verb} INTO tenure_jobs (id, name, queue, payload, state, policy, created_at, run_at,"
-        " batch_id) VALUES (?, ?, ?, ?, 'queued', ?, ?, ?, ?)",
+        " batch_id, overlap_key, overlap_delay, rate_key, rate_limit, rate_window)"
+        " VALUES (?, ?, ?, ?, 'queued', ?, ?, ?, ?, ?, ?, ?, ?, ?)",
         [
             (
                 j.id,
@@ -37,6 +38,11 @@ def insert_jobs(
                 now,
                 now + max(j.delay, 0.0),
                 j.batch_id,
+                j.guards.overlap_key,
+                j.guards.overlap_delay,
+                j.guards.rate_key,
+                j.guards.rate_limit,
+                j.guards.rate_window,
             )
             for j in jobs
         ],

@@ -1,0 +1,148 @@
+"""Guards against duplicate work, held in the store: uniqueness, overlap and rate limits.
+
+Keys are computed at dispatch from the job's own arguments (the key functions run in the
+dispatching process) and stored with the job, so every host's workers see the same locks
+without a separate cache server, and the store checks them atomically with enqueue/reserve.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from tenure.errors import ConfigError
+
+KeyFunction = Callable[..., Any]
+
+UNIQUE_UNTIL = ("completed", "processing")
+WINDOWS = {"second": 1.0, "minute": 60.0, "hour": 3600.0, "day": 86400.0}
+RATE_RE = re.compile(r"^\s*(\d+)\s*/\s*(?:(\d+(?:\.\d+)?)\s*)?(second|minute|hour|day)s?\s*$")
+
+
+@dataclass(frozen=True)
+class Guards:
+    """What the store must check for one job; all None means no guard."""
+
+    unique_key: str | None = None
+    unique_until: str = "completed"
+    unique_for: float | None = None  # seconds the uniqueness lasts at most
+    overlap_key: str | None = None
+    overlap_delay: float = 1.0
+    rate_key: str | None = None
+    rate_limit: int | None = None  # starts allowed ...
+    rate_window: float | None = None  # ... per this many seconds
+
+
+NO_GUARDS = Guards()
+
+
+@dataclass(frozen=True)
+class GuardSpec:
+    """The guards as declared on `@app.job(...)`, before any arguments are known."""
+
+    unique: KeyFunction | None = None
+    unique_for: float | None = None
+    unique_until: str = "completed"
+    overlap: KeyFunction | None = None
+    overlap_delay: float = 1.0
+    rate_limit: tuple[int, float] | None = None
+    rate_key: KeyFunction | None = None
+
+    def for_call(self, job_name: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Guards:
+        if self == NO_SPEC:
+            return NO_GUARDS
+        rate_key = None
+        if self.rate_limit is not None:
+            rate_key = job_name
+            if self.rate_key is not None:
+                rate_key += ":" + _key(job_name, "rate_key", self.rate_key, args, kwargs)
+        return Guards(
+            unique_key=(
+                None
+                if self.unique is None
+                else f"{job_name}:{_key(job_name, 'unique', self.unique, args, kwargs)}"
+            ),
+            unique_until=self.unique_until,
+            unique_for=self.unique_for,
+            overlap_key=(
+                None
+                if self.overlap is None
+                else f"{job_name}:{_key(job_name, 'overlap', self.overlap, args, kwargs)}"
+            ),
+            overlap_delay=self.overlap_delay,
+            rate_key=rate_key,
+            rate_limit=self.rate_limit[0] if self.rate_limit else None,
+            rate_window=self.rate_limit[1] if self.rate_limit else None,
+        )
+
+
+NO_SPEC = GuardSpec()
+
+
+def make_spec(
+    *,
+    unique: KeyFunction | bool | None,
+    unique_for: float | None,
+    unique_until: str,
+    overlap: KeyFunction | bool | None,
+    overlap_delay: float,
+    rate_limit: str | None,
+    rate_key: KeyFunction | None,
+) -> GuardSpec:
+    """Validate the declared guards once, at definition, with 'expected X, got Y' messages."""
+    if unique_until not in UNIQUE_UNTIL:
+        raise ConfigError(
+            f"unique_until: expected 'completed' or 'processing', got {unique_until!r}"
+        )
+    if unique_for is not None and unique_for <= 0:
+        raise ConfigError(f"unique_for: expected seconds > 0, got {unique_for!r}")
+    if overlap_delay < 0:
+        raise ConfigError(f"overlap_delay: expected seconds >= 0, got {overlap_delay!r}")
+    if rate_key is not None and rate_limit is None:
+        raise ConfigError("rate_key= needs rate_limit=, such as rate_limit='10/minute'")
+    return GuardSpec(
+        unique=_key_function("unique", unique),
+        unique_for=unique_for,
+        unique_until=unique_until,
+        overlap=_key_function("overlap", overlap),
+        overlap_delay=overlap_delay,
+        rate_limit=parse_rate(rate_limit) if rate_limit is not None else None,
+        rate_key=rate_key,
+    )
+
+
+def parse_rate(text: str) -> tuple[int, float]:
+    """'10/minute' -> (10, 60.0); '5/30 seconds' -> (5, 30.0)."""
+    match = RATE_RE.match(text) if isinstance(text, str) else None
+    if match is None or int(match.group(1)) < 1:
+        raise ConfigError(
+            f"rate_limit: expected 'N/second', 'N/minute', 'N/hour', 'N/day' or 'N/M seconds' "
+            f"with N >= 1, got {text!r}"
+        )
+    per = float(match.group(2) or 1) * WINDOWS[match.group(3)]
+    return int(match.group(1)), per
+
+
+def _key_function(what: str, value: KeyFunction | bool | None) -> KeyFunction | None:
+    if value is None or value is False:
+        return None
+    if value is True:
+        # unique=True: one job per set of arguments
+        return lambda *args, **kwargs: repr((args, sorted(kwargs.items())))
+    if not callable(value):
+        raise ConfigError(f"{what}: expected a key function (or True), got {value!r}")
+    return value
+
+
+def _key(
+    job_name: str, what: str, fn: KeyFunction, args: tuple[Any, ...], kwargs: dict[str, Any]
+) -> str:
+    try:
+        return str(fn(*args, **kwargs))
+    except Exception as exc:
+        raise ConfigError(
+            f"job {job_name!r}: its {what} key function failed on these arguments: "
+            f"{type(exc).__name__}: {exc}"
+        ) from exc
