@@ -1,0 +1,56 @@
+"""`tenure doctor`: registered on the main CLI by cli.py, testable on any Typer app."""
+
+from __future__ import annotations
+
+import sys
+from enum import StrEnum
+from typing import Annotated
+
+import typer
+
+from tenure.doctor.engine import CannotRun, diagnose
+from tenure.doctor.output import dumps, to_json, to_sarif, write_text
+
+EXIT_CLEAN, EXIT_FINDINGS, EXIT_CANNOT_RUN = 0, 1, 2
+
+
+class Format(StrEnum):
+    text = "text"
+    json = "json"
+    sarif = "sarif"
+
+
+def register(cli: typer.Typer) -> None:
+    @cli.command("doctor")
+    def doctor(
+        path: Annotated[
+            str, typer.Argument(help="Project directory with deployment files and job code.")
+        ] = ".",
+        app: Annotated[
+            str | None,
+            typer.Option("--app", help="MODULE:ATTR of your tenure.App (imported from here)."),
+        ] = None,
+        output_format: Annotated[
+            Format, typer.Option("--format", help="text, json or sarif.")
+        ] = Format.text,
+        strict: Annotated[bool, typer.Option(help="Exit 1 on warnings too.")] = False,
+        history: Annotated[
+            bool, typer.Option(help="Read the store's history (slow jobs, crash loops).")
+        ] = True,
+    ) -> None:
+        """Check the four clocks: job code, worker options, deployment files and history.
+
+        Exit 0 when clean, 1 with error findings (warnings too with --strict), 2 when the
+        doctor could not run.
+        """
+        try:
+            report = diagnose(app, path, history=history)
+        except CannotRun as exc:
+            typer.echo(f"error: {exc}", err=True)
+            raise typer.Exit(EXIT_CANNOT_RUN) from None
+        if output_format is Format.text:
+            write_text(report, sys.stdout)
+        else:
+            data = to_json(report) if output_format is Format.json else to_sarif(report)
+            sys.stdout.write(dumps(data))
+        raise typer.Exit(report.exit_code(strict=strict))

@@ -1,0 +1,233 @@
+"""Run every check and assemble the report: load the app, read the tree, compare the clocks."""
+
+from __future__ import annotations
+
+import importlib
+import inspect
+import os
+import sys
+import traceback
+from dataclasses import dataclass
+
+from tenure.app import App
+from tenure.doctor.astutil import Module
+from tenure.doctor.clocks import check_clocks
+from tenure.doctor.code import (
+    AstJob,
+    batch_members,
+    check_dispatch_sites,
+    check_job,
+    enrich,
+    find_jobs,
+    model_from_ast,
+    parse_modules,
+    parse_one,
+    relpath,
+)
+from tenure.doctor.history import Limits, check_history
+from tenure.doctor.model import SEVERITIES, Finding, JobModel, Report, Skipped, Source, Value
+from tenure.doctor.readers import read_deployments
+from tenure.doctor.rules import finding
+from tenure.doctor.walk import scan
+from tenure.errors import ConfigError
+
+INTERNAL_PREFIX = "tenure."
+
+
+class CannotRun(Exception):
+    """The doctor could not run (exit 2): the app cannot be imported or PATH does not exist."""
+
+
+@dataclass
+class LoadedApp:
+    app: App | None
+    attr: str
+    module_file: str | None
+    problem: Finding | None = None
+
+
+def diagnose(
+    app_spec: str | None, path: str = ".", *, history: bool = True, limits: Limits | None = None
+) -> Report:
+    root = os.path.abspath(path)
+    if not os.path.exists(root):
+        raise CannotRun(f"PATH {path!r} does not exist")
+    base = root if os.path.isdir(root) else os.path.dirname(root)
+    report = Report(root=root, app_spec=app_spec)
+    loaded = load_app(app_spec, base) if app_spec else LoadedApp(None, "", None)
+    if loaded.problem is not None:
+        report.findings.append(loaded.problem)
+    fallback = Source(relpath(loaded.module_file, base), 1) if loaded.module_file else Source()
+
+    tree = scan(root)
+    report.skipped += tree.skipped
+    modules, skipped = parse_modules(tree.files["python"])
+    report.skipped += skipped
+    if loaded.app is not None:
+        modules += _job_sources(loaded.app, modules, base, report)
+    report.files_read = sum(len(files) for files in tree.files.values())
+
+    ast_jobs = find_jobs(modules)
+    models = _job_models(loaded, ast_jobs, report)
+    report.jobs = [m for m, _ in models]
+    members = batch_members(modules)
+    for model, ast_job in models:
+        if ast_job is not None:
+            report.findings += check_job(model, ast_job, members)
+    names = {m.name for m in report.jobs} | {a.function.name for a in ast_jobs}
+    report.findings += check_dispatch_sites(modules, names)
+
+    deployments = read_deployments(tree)
+    report.skipped += deployments.skipped
+    report.launches = deployments.launches
+    for launch in report.launches:
+        report.skipped += [Skipped(str(launch.source), p) for p in launch.problems]
+    report.findings += check_clocks(report.launches, report.jobs, Source(relpath(root, base)))
+
+    if history and loaded.app is not None:
+        report.findings += _history(loaded.app, report, fallback, limits)
+    rank = {s: i for i, s in enumerate(SEVERITIES)}
+    report.findings.sort(
+        key=lambda f: (rank[f.severity], str(f.location.path), f.location.line or 0)
+    )
+    return report
+
+
+def load_app(spec: str, root: str) -> LoadedApp:
+    """Import MODULE:ATTR from the current directory (as uvicorn and celery do). A tenure
+    ConfigError raised while importing is a finding, not a crash: the AST checks go on."""
+    module_name, _, attr = spec.partition(":")
+    attr = attr or "app"
+    if not module_name:
+        raise CannotRun(f"--app: expected MODULE:ATTR such as myproject.jobs:app, got {spec!r}")
+    cwd = os.getcwd()
+    if cwd not in sys.path:
+        sys.path.insert(0, cwd)
+    try:
+        module = importlib.import_module(module_name)
+    except ConfigError as exc:
+        where = _blame(exc, root)
+        problem = finding(
+            "app-invalid",
+            f"importing {module_name} failed: {exc}",
+            "fix the setting named above; `tenure worker` refuses this app until then",
+            where)  # fmt: skip
+        return LoadedApp(None, attr, where.path and os.path.join(root, where.path), problem)
+    except ImportError as exc:
+        raise CannotRun(f"--app {spec}: cannot import {module_name!r}: {exc}") from exc
+    except Exception as exc:
+        raise CannotRun(f"--app {spec}: importing {module_name!r} raised {exc!r}") from exc
+    app = getattr(module, attr, None)
+    if not isinstance(app, App):
+        raise CannotRun(f"--app {spec}: expected {module_name}.{attr} to be a tenure.App, "
+                        f"got {type(app).__name__}")  # fmt: skip
+    return LoadedApp(app, attr, getattr(module, "__file__", None))
+
+
+def _blame(exc: BaseException, root: str) -> Source:
+    """The user's own line that raised: the last frame under PATH."""
+    frames = [f for f in traceback.extract_tb(exc.__traceback__)
+              if os.path.abspath(f.filename).startswith(root + os.sep)]  # fmt: skip
+    if not frames:
+        return Source()
+    frame = frames[-1]
+    return Source(relpath(os.path.abspath(frame.filename), root), frame.lineno)
+
+
+def _job_sources(app: App, modules: list[Module], root: str, report: Report) -> list[Module]:
+    """Parse the files that define the app's jobs but were not read from PATH (outside it, or
+    skipped by the tree walk)."""
+    known = {os.path.realpath(m.path) for m in modules}
+    extra: list[Module] = []
+    for job in app.jobs.values():
+        path = _source_file(job.fn)
+        if path is None or os.path.realpath(path) in known:
+            continue
+        known.add(os.path.realpath(path))
+        try:
+            with open(path, "rb") as handle:
+                data = handle.read()
+        except OSError as exc:
+            report.skipped.append(Skipped(path, f"cannot read job source: {exc.strerror}"))
+            continue
+        parsed = parse_one(path, relpath(path, root), data)
+        if isinstance(parsed, Skipped):
+            report.skipped.append(parsed)
+        else:
+            extra.append(parsed)
+    return extra
+
+
+def _source_file(fn: object) -> str | None:
+    try:
+        path = inspect.getsourcefile(fn)  # type: ignore[arg-type]
+    except TypeError:
+        return None
+    return os.path.abspath(path) if path else None
+
+
+def _job_models(
+    loaded: LoadedApp, ast_jobs: list[AstJob], report: Report
+) -> list[tuple[JobModel, AstJob | None]]:
+    if loaded.app is None:
+        return [(model_from_ast(a), a) for a in ast_jobs]
+    by_place = {(os.path.realpath(a.module.path), a.function.name): a for a in ast_jobs}
+    out: list[tuple[JobModel, AstJob | None]] = []
+    matched: set[int] = set()
+    default = Source(note="tenure job default")
+    for job in loaded.app.jobs.values():
+        if job.name.startswith(INTERNAL_PREFIX):
+            continue  # tenure's own jobs (the batch coordinator): their clocks are ours to keep
+        path = _source_file(job.fn)
+        ast_job = by_place.get((os.path.realpath(path), job.fn.__name__)) if path else None
+        policy = job.policy
+        model = JobModel(
+            name=job.name,
+            queue=job.queue,
+            source=Source(relpath(path, report.root), None) if path else Source(),
+            timeout=Value("job timeout", policy.timeout, "s", default),
+            kill_after=Value("job kill_after", policy.kill_after, "s", default),
+            tries=policy.tries,
+            tries_source=default,
+            has_retry_until=job.retry_until is not None,
+            is_async=job.is_async,
+            path=path,
+        )
+        if ast_job is not None:
+            enrich(model, ast_job)
+            matched.add(id(ast_job))
+        out.append((model, ast_job))
+    for ast_job in ast_jobs:
+        if id(ast_job) in matched or ast_job.receiver != loaded.attr:
+            continue
+        report.findings.append(finding(
+            "job-not-registered",
+            f"job '{ast_job.name}' in {ast_job.module.rel} is not registered when --app "
+            f"{report.app_spec} loads: workers will fail its jobs with 'no job named "
+            f"{ast_job.name!r}'.",
+            f"import {ast_job.module.rel.removesuffix('.py').replace(os.sep, '.')} from the "
+            "module --app names, so its jobs register when the worker starts",
+            Source(ast_job.module.rel, ast_job.line), job=ast_job.name))  # fmt: skip
+    return out
+
+
+def _history(app: App, report: Report, fallback: Source, limits: Limits | None) -> list[Finding]:
+    url = app.url
+    if url.startswith("sqlite:"):
+        from tenure.stores.sqlite import sqlite_path
+
+        try:
+            db = sqlite_path(url)
+        except ValueError as exc:
+            report.skipped.append(Skipped("history", str(exc)))
+            return []
+        # Opening a missing SQLite file would create it: a doctor must not leave files behind.
+        if not os.path.exists(db):
+            report.skipped.append(Skipped("history", f"no store at {db} yet (no jobs run)"))
+            return []
+    try:
+        jobs = {m.name: m for m in report.jobs}
+        return check_history(app.store, jobs, fallback, limits)
+    except Exception as exc:  # an unreachable store must not hide the other findings
+        report.skipped.append(Skipped("history", f"could not read the store: {exc}"))
+        return []

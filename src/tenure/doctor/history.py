@@ -1,0 +1,188 @@
+"""What the store's own history says: slow jobs, crash loops, orphaned queues, and attempts
+that overlapped (which tenure exists to prevent). Uses only the Store interface, so it reads
+every backend the same way."""
+
+from __future__ import annotations
+
+import itertools
+import math
+from collections import defaultdict
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from tenure.doctor.model import Finding, JobModel, Source, Value
+from tenure.doctor.rules import finding
+from tenure.stores.base import JobRecord, Store
+
+Locate = Callable[[str], Source]
+TIMED_OUTCOMES = ("succeeded", "failed", "timed_out")
+
+
+@dataclass(frozen=True)
+class Limits:
+    jobs_per_state: int = 500
+    min_samples: int = 3
+    near_timeout_share: float = 0.8
+    budget_s: float = 5.0
+    crash_streak: int = 3
+    worker_silent_s: float = 60.0  # a worker heartbeats every lease/3; a minute of silence is dead
+    overlap_slack_s: float = 0.001
+
+
+def read_history(store: Store, limits: Limits) -> list[JobRecord]:
+    """Recent jobs with their attempts (list_jobs omits attempts). Queued and scheduled jobs
+    count too: a crash-looping job spends its life waiting for the next retry."""
+    out: list[JobRecord] = []
+    for state in ("succeeded", "failed", "running", "queued", "scheduled"):
+        for summary in store.list_jobs(state=state, limit=limits.jobs_per_state):
+            record = store.get_job(summary.id)
+            if record is not None:
+                out.append(record)
+    return out
+
+
+def check_history(
+    store: Store, jobs: dict[str, JobModel], fallback: Source, limits: Limits | None = None
+) -> list[Finding]:
+    limits = limits or Limits()
+    now = store.now()
+    records = read_history(store, limits)
+    where = store_note(store)
+
+    def located(name: str) -> Source:
+        job = jobs.get(name)
+        return job.source if job is not None else fallback
+
+    out = _durations(records, jobs, limits, where, located)
+    out += _crash_loops(records, limits, located)
+    out += _overlaps(records, now, limits, located)
+    out += _orphaned_queues(store, now, limits, fallback)
+    return out
+
+
+def store_note(store: Store) -> str:
+    from tenure.app import redact
+
+    return f"history in {redact(store.url)}"
+
+
+def p95(values: list[float]) -> float:
+    """Nearest-rank 95th percentile."""
+    ordered = sorted(values)
+    return ordered[max(0, math.ceil(0.95 * len(ordered)) - 1)]
+
+
+def _durations(
+    records: list[JobRecord],
+    jobs: dict[str, JobModel],
+    limits: Limits,
+    where: str,
+    located: Locate,
+) -> list[Finding]:
+    durations: dict[str, list[float]] = defaultdict(list)
+    timeouts: dict[str, float] = {}
+    for record in records:
+        timeouts[record.name] = record.policy.timeout
+        for attempt in record.attempts:
+            if attempt.outcome in TIMED_OUTCOMES and attempt.ended_at is not None:
+                durations[record.name].append(attempt.ended_at - attempt.started_at)
+    out: list[Finding] = []
+    for name, values in sorted(durations.items()):
+        if len(values) < limits.min_samples:
+            continue
+        slow = p95(values)
+        measured = Value("p95 duration", round(slow, 2), "s",
+                         Source(note=f"{where}, {len(values)} attempts"))  # fmt: skip
+        model = jobs.get(name)
+        timeout = model.timeout if model is not None and model.timeout else None
+        limit = timeout.amount if timeout is not None else timeouts[name]
+        timeout_value = timeout or Value("job timeout", limit, "s", Source(note="policy stored"))
+        if limit and slow > limits.near_timeout_share * limit:
+            out.append(finding(
+                "near-timeout",
+                f"job '{name}' takes {slow:.1f} s in its slowest 5% of runs, "
+                f"{slow / limit:.0%} of its {limit:g} s timeout: bigger inputs will time it out "
+                "and retry it from the start.",
+                "make it a batch of smaller jobs (app.batch_over_ids), or raise timeout= "
+                "(and the worker's --grace with it)",
+                located(name), clocks=(measured, timeout_value), job=name))  # fmt: skip
+        if slow > limits.budget_s:
+            out.append(finding(
+                "over-budget",
+                f"job '{name}' takes {slow:.1f} s in its slowest 5% of runs, over the "
+                f"{limits.budget_s:g}-second budget: deploys interrupt it and a retry redoes "
+                "all of it.",
+                f"split it: app.batch_over_ids({name}, lo, hi, chunk=50) runs {name}(lo, hi) "
+                "on id ranges as small jobs with visible progress",
+                located(name), clocks=(measured,), job=name))  # fmt: skip
+    return out
+
+
+def _crash_loops(records: list[JobRecord], limits: Limits, located: Locate) -> list[Finding]:
+    looping: dict[str, list[tuple[str, int]]] = defaultdict(list)
+    for record in records:
+        streak = 0
+        for attempt in reversed(record.attempts):
+            if attempt.outcome == "crashed":
+                streak += 1
+            elif attempt.outcome is not None:
+                break
+        if streak >= limits.crash_streak:
+            looping[record.name].append((record.id, streak))
+    out: list[Finding] = []
+    for name, hits in sorted(looping.items()):
+        job_id, streak = max(hits, key=lambda hit: hit[1])
+        out.append(finding(
+            "crash-loop",
+            f"job '{name}' crashed {streak} attempts in a row (job {job_id}"
+            + (f" and {len(hits) - 1} more" if len(hits) > 1 else "")
+            + "): its process dies without an exception (out of memory, SIGKILL, lost host), "
+            "and each retry repeats whatever it did before dying.",
+            f"read `tenure jobs show {job_id}`; if memory, set the worker's --memory and "
+            "split the work; keep count_crashes=True so max_exceptions stops the loop",
+            located(name), job=name))  # fmt: skip
+    return out
+
+
+def _overlaps(
+    records: list[JobRecord], now: float, limits: Limits, located: Locate
+) -> list[Finding]:
+    out: list[Finding] = []
+    for record in records:
+        attempts = sorted(record.attempts, key=lambda a: a.started_at)
+        for earlier, later in itertools.pairwise(attempts):
+            end = earlier.ended_at if earlier.ended_at is not None else now
+            if later.started_at < end - limits.overlap_slack_s:
+                out.append(finding(
+                    "attempts-overlap",
+                    f"job {record.id} ('{record.name}'): attempt {later.number} started on "
+                    f"{later.worker_id} while attempt {earlier.number} was still running on "
+                    f"{earlier.worker_id}: the job ran twice at once. This is a tenure bug.",
+                    f"report it with the output of `tenure jobs show {record.id}` and the "
+                    "store backend in use",
+                    located(record.name), job=record.name))  # fmt: skip
+                break
+    return out
+
+
+def _orphaned_queues(store: Store, now: float, limits: Limits, fallback: Source) -> list[Finding]:
+    waiting: dict[str, int] = defaultdict(int)
+    for record in store.list_jobs(state="queued", limit=limits.jobs_per_state):
+        waiting[record.queue] += 1
+    live = [
+        w for w in store.list_workers()
+        if w.stopped_at is None and now - w.last_seen_at <= limits.worker_silent_s
+    ]  # fmt: skip
+    served = {q for w in live for q in w.queues}
+    out: list[Finding] = []
+    for queue, count in sorted(waiting.items()):
+        if queue in served:
+            continue
+        out.append(finding(
+            "queue-without-worker",
+            f"{count} job(s) are waiting in queue '{queue}' and no live worker reads it "
+            f"({len(live)} live worker(s); none seen in the last {limits.worker_silent_s:g} s "
+            "reads this queue): nothing will run them.",
+            f"start one: tenure worker --app ... --queues {queue}",
+            fallback))  # fmt: skip
+    return out

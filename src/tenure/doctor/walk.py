@@ -1,0 +1,126 @@
+"""Find the files doctor reads under PATH, and say which it skipped and why.
+
+A project tree holds anything: binaries, symlink loops, files the user cannot read, text in
+Latin-1. None of these may stop the doctor; each becomes a Skipped line in the report.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import os
+import stat
+from dataclasses import dataclass, field
+
+from tenure.doctor.model import Skipped
+
+MAX_FILE_BYTES = 2 * 1024 * 1024
+# Not the project's own running configuration (FOREIGN.md: skip docs, tests, CI files,
+# templates for other applications), or not the project at all.
+SKIP_DIRS = {"tests", "test", "docs", "doc", "examples"}
+# Not the project's own text at all: skipped without a word, as every linter does.
+IGNORED_DIRS = {"node_modules", "__pycache__", "site-packages", "venv", "env", "dist", "build"}
+KINDS = {
+    "python": ("*.py",),
+    "yaml": ("*.yml", "*.yaml"),
+    "systemd": ("*.service",),
+    "supervisord": ("*.conf", "*.ini"),
+    "procfile": ("Procfile", "Procfile.*"),
+    "dotenv": (".env",),
+}
+
+
+@dataclass
+class FoundFile:
+    path: str  # absolute
+    rel: str  # as shown to a person: relative to PATH
+    data: bytes
+
+
+@dataclass
+class Tree:
+    root: str
+    files: dict[str, list[FoundFile]] = field(default_factory=lambda: {k: [] for k in KINDS})
+    skipped: list[Skipped] = field(default_factory=list)
+
+
+def kind_of(name: str) -> str | None:
+    for kind, patterns in KINDS.items():
+        if any(fnmatch.fnmatchcase(name, p) for p in patterns):
+            return kind
+    return None
+
+
+def scan(root: str) -> Tree:
+    root = os.path.abspath(root)
+    tree = Tree(root)
+    if os.path.isfile(root):
+        _take(tree, os.path.dirname(root), root)
+        return tree
+
+    def on_error(exc: OSError) -> None:
+        where = os.path.relpath(exc.filename, root) if exc.filename else root
+        tree.skipped.append(Skipped(where, f"cannot list directory: {exc.strerror}"))
+
+    for directory, dirnames, filenames in os.walk(root, onerror=on_error, followlinks=False):
+        keep = []
+        for name in sorted(dirnames):
+            full = os.path.join(directory, name)
+            rel = os.path.relpath(full, root)
+            if os.path.islink(full):
+                # Never followed: a link to a parent would loop forever.
+                tree.skipped.append(Skipped(rel, "symbolic link to a directory, not followed"))
+            elif name in IGNORED_DIRS:
+                continue
+            elif name in SKIP_DIRS:
+                tree.skipped.append(Skipped(rel, "not running configuration (tests, docs...)"))
+            elif not name.startswith("."):
+                keep.append(name)
+        dirnames[:] = keep
+        for name in sorted(filenames):
+            _take(tree, root, os.path.join(directory, name))
+    return tree
+
+
+def _take(tree: Tree, root: str, path: str) -> None:
+    kind = kind_of(os.path.basename(path))
+    if kind is None:
+        return
+    rel = os.path.relpath(path, root)
+    try:
+        info = os.stat(path)  # follows a symlink; a loop or a dangling link raises here
+        if not stat.S_ISREG(info.st_mode):
+            # A FIFO or device named like a config file would block or never end.
+            tree.skipped.append(Skipped(rel, "not a regular file"))
+            return
+        if info.st_size > MAX_FILE_BYTES:
+            tree.skipped.append(Skipped(rel, f"larger than {MAX_FILE_BYTES // 1024 // 1024} MB"))
+            return
+        with open(path, "rb") as handle:
+            data = handle.read(MAX_FILE_BYTES + 1)
+    except OSError as exc:
+        tree.skipped.append(Skipped(rel, f"cannot read: {exc.strerror or exc}"))
+        return
+    if b"\0" in data[:8192]:
+        tree.skipped.append(Skipped(rel, "binary file"))
+        return
+    tree.files[kind].append(FoundFile(path, rel, data))
+
+
+def decode(found: FoundFile) -> str | Skipped:
+    """The file as text, or why it is skipped (configuration files must be UTF-8)."""
+    try:
+        return found.data.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        return Skipped(found.rel, f"not UTF-8 text (byte {exc.start})")
+
+
+def read_dotenv(text: str) -> dict[str, str]:
+    """KEY=VALUE lines of a .env file, for Compose's own ${VAR} interpolation."""
+    env: dict[str, str] = {}
+    for line in text.splitlines():
+        line = line.strip()
+        if not line or line.startswith("#") or "=" not in line:
+            continue
+        key, _, value = line.removeprefix("export ").partition("=")
+        env[key.strip()] = value.strip().strip("'\"")
+    return env
