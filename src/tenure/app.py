@@ -50,6 +50,8 @@ class App:
         self.jobs: dict[str, Job] = {}
         self._store: Store | None = None
         self._store_pid: int | None = None
+        # tenure.testing.inline() runs what was just dispatched, in the test process
+        self.after_dispatch: Callable[[], None] | None = None
         register_coordinator(self)
 
     def __repr__(self) -> str:
@@ -188,6 +190,8 @@ class App:
         """Enqueue signatures in one round trip; nothing is stored if any of them is invalid."""
         new = [self._new_job(sig) for sig in sigs]
         ids = self.store.enqueue_many(new) if new else []
+        if self.after_dispatch is not None:
+            self.after_dispatch()
         return [
             JobHandle(stored, n.name, self, deduplicated=stored != n.id)
             for n, stored in zip(new, ids, strict=True)

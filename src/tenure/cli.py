@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import logging
 import os
 import sys
 from typing import Annotated
@@ -14,6 +13,7 @@ from rich.table import Table
 from tenure.app import App
 from tenure.describe import describe_job
 from tenure.errors import ConfigError, JobNotFound, TenureError
+from tenure.logs import setup_logging
 from tenure.stores.base import clock_text
 
 cli = typer.Typer(
@@ -55,14 +55,6 @@ def fail(message: str, code: int = 2) -> None:
     raise typer.Exit(code)
 
 
-def setup_logging(level: str = "INFO") -> None:
-    logging.basicConfig(
-        level=getattr(logging, level.upper(), logging.INFO),
-        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
-        stream=sys.stderr,
-    )
-
-
 @cli.command()
 def worker(
     app: Annotated[str, typer.Option("--app", help="MODULE:ATTR of your tenure.App.")],
@@ -80,6 +72,12 @@ def worker(
         float | None, typer.Option(help="Kill and replace a child process above this many MB.")
     ] = None,
     burst: Annotated[bool, typer.Option(help="Drain the queues, then exit.")] = False,
+    metrics_port: Annotated[
+        int | None, typer.Option(help="Serve Prometheus metrics on this port (/metrics).")
+    ] = None,
+    metrics_host: Annotated[
+        str, typer.Option(help="Address for --metrics-port; 0.0.0.0 inside a container.")
+    ] = "127.0.0.1",
     log_level: Annotated[str, typer.Option(help="DEBUG, INFO, WARNING...")] = "INFO",
 ) -> None:
     """Run a worker: reserve jobs, run each attempt in a child process, renew leases."""
@@ -97,6 +95,8 @@ def worker(
         max_time=max_time,
         memory_mb=memory,
         burst=burst,
+        metrics_port=metrics_port,
+        metrics_host=metrics_host,
     )
     problems = options.problems()
     if problems:

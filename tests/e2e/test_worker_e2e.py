@@ -132,3 +132,44 @@ def test_cli_shows_lists_retries_and_forgets(project: Project) -> None:
     assert retried.returncode == 0 and project.app.get_job(h.id).state == "queued"
     assert tenure_cli(project, "failed", "forget", h.id).returncode == 1  # not finished now
     assert tenure_cli(project, "failed", "retry", "--all").returncode == 0
+
+
+def test_metrics_endpoint_counters_move_during_a_run(project: Project) -> None:
+    import json
+    import socket
+    import urllib.request
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    worker = project.worker("--metrics-port", str(port))
+    url = f"http://127.0.0.1:{port}/metrics"
+
+    def scrape() -> str:
+        try:
+            with urllib.request.urlopen(url, timeout=5) as r:
+                return str(r.read().decode())
+        except OSError:
+            return ""
+
+    wait_until(scrape, 60, "the metrics endpoint")
+    first = project.jobs.noop.dispatch(1)
+    wait_until(state_is(project.app, first.id, "succeeded"), 60)
+    wait_until(lambda: 'tenure_attempts_total{job="noop",outcome="succeeded"} 1' in scrape(), 30)
+    project.jobs.noop.dispatch_many([(i,) for i in range(4)])
+    wait_until(
+        lambda: 'tenure_attempts_total{job="noop",outcome="succeeded"} 5' in scrape(),
+        60,
+        "the counter to move to 5",
+    )
+    page = scrape()
+    assert 'tenure_jobs{state="succeeded"} 5' in page
+    assert 'tenure_attempt_duration_seconds_count{job="noop"} 5' in page
+    # every log line about a job carries its id and attempt (JSON, as the worker is not a TTY)
+    ended = [
+        json.loads(line)
+        for line in worker.log().splitlines()
+        if line.startswith("{") and '"outcome"' in line
+    ]
+    assert {e["job_id"] for e in ended} >= {first.id}
+    assert all("attempt" in e and "outcome" in e for e in ended)

@@ -10,7 +10,7 @@ import os
 import sqlite3
 import threading
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import replace
 from typing import Any
@@ -46,6 +46,7 @@ class SQLiteStore:
         self.path = sqlite_path(url)
         self._local = threading.local()
         self._migrated = False
+        self.clock: Callable[[], float] | None = None
 
     # -- connections -------------------------------------------------------------------
     def _conn(self) -> sqlite3.Connection:
@@ -68,8 +69,7 @@ class SQLiteStore:
         conn = self._conn()
         conn.execute("BEGIN IMMEDIATE")
         try:
-            now = conn.execute(NOW_SQL).fetchone()[0]
-            yield conn, now
+            yield conn, self._now(conn)
         except BaseException:
             conn.execute("ROLLBACK")
             raise
@@ -86,7 +86,12 @@ class SQLiteStore:
             conn.execute("COMMIT")
 
     def now(self) -> float:
-        return float(self._conn().execute(NOW_SQL).fetchone()[0])
+        return self._now(self._conn())
+
+    def _now(self, conn: sqlite3.Connection) -> float:
+        if self.clock is not None:  # tenure.testing's frozen clock, in tests only
+            return self.clock()
+        return float(conn.execute(NOW_SQL).fetchone()[0])
 
     def migrate(self) -> None:
         self._migrated = True
@@ -451,7 +456,7 @@ class SQLiteStore:
     # -- reading and operating ---------------------------------------------------------
     def get_job(self, job_id: str) -> JobRecord | None:
         with self._read() as conn:
-            now = conn.execute(NOW_SQL).fetchone()[0]
+            now = self._now(conn)
             row = conn.execute("SELECT * FROM tenure_jobs WHERE id = ?", (job_id,)).fetchone()
             if row is None:
                 return None

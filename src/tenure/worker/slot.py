@@ -17,6 +17,7 @@ from tenure import payload
 from tenure.context import JobContext, activate, deactivate
 from tenure.errors import PayloadError, UnknownJob
 from tenure.job import Job
+from tenure.logs import job_fields
 from tenure.stores.base import Reservation
 from tenure.worker.child_process import ChildDied, ChildProcess
 
@@ -62,7 +63,14 @@ class Slot:
     def lose_lease(self, reservation: Reservation, reason: str) -> None:
         if self.current is reservation and self._lease_lost is None:
             self._lease_lost = reason
-            log.warning("job %s attempt %d: %s", reservation.job_id, reservation.attempt, reason)
+            self.worker.metrics.lease_lost()
+            log.warning(
+                "job %s attempt %d: %s",
+                reservation.job_id,
+                reservation.attempt,
+                reason,
+                extra=job_fields(reservation, outcome="lost_lease"),
+            )
 
     def warn_lease(self) -> None:
         if not self.lease_warned and self.child is not None:
@@ -108,7 +116,13 @@ class Slot:
 
     def _execute(self, res: Reservation) -> None:
         started = time.monotonic()
-        log.info("job %s %s attempt %d started", res.job_id, res.name, res.attempt)
+        log.info(
+            "job %s %s attempt %d started",
+            res.job_id,
+            res.name,
+            res.attempt,
+            extra=job_fields(res, worker=self.worker.ref.id),
+        )
         ended = self._run(res, started)
         self.worker.report(res, ended, time.monotonic() - started)
 

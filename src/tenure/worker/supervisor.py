@@ -18,7 +18,9 @@ from types import FrameType
 from typing import TypeVar
 
 from tenure.app import App
+from tenure.logs import job_fields
 from tenure.stores.base import EndResult, Reservation, WorkerRecord, WorkerRef
+from tenure.worker.metrics import Metrics, serve
 from tenure.worker.slot import Ended, Slot
 
 log = logging.getLogger("tenure.worker")
@@ -44,6 +46,8 @@ class WorkerOptions:
     max_time: float | None = None
     memory_mb: float | None = None
     burst: bool = False
+    metrics_port: int | None = None
+    metrics_host: str = "127.0.0.1"
 
     def problems(self) -> list[str]:
         out = []
@@ -81,6 +85,7 @@ class Worker:
         self._loop: asyncio.AbstractEventLoop | None = None
         self._loop_lock = threading.Lock()
         self._registered_at = 0.0
+        self.metrics = Metrics()
 
     # -- lifecycle ---------------------------------------------------------------------
     def run(self) -> int:
@@ -88,6 +93,9 @@ class Worker:
             signal.signal(signal.SIGTERM, self._on_signal)
             signal.signal(signal.SIGINT, self._on_signal)
         self._register()
+        if self.options.metrics_port is not None:
+            server = serve(self.options.metrics_port, self.options.metrics_host, self._metrics_page)
+            log.info("metrics on http://%s:%d/metrics", *server.server_address[:2])
         for slot in self.slots:
             slot.thread.start()
         heartbeat = threading.Thread(
@@ -240,6 +248,7 @@ class Worker:
                 r.job_id,
                 r.attempt,
                 r.result.reason or r.result.state,
+                extra={"job_id": r.job_id, "attempt": r.attempt, "outcome": "crashed"},
             )
 
     def _store_trouble(self, what: str, exc: Exception, failures: int) -> None:
@@ -256,6 +265,7 @@ class Worker:
     # -- ending attempts ---------------------------------------------------------------
     def report(self, res: Reservation, ended: Ended, duration: float) -> None:
         self._finished_count += 1
+        self.metrics.attempt_ended(res.name, ended.outcome, duration)
         if ended.outcome == "succeeded":
             result = self._call_store(
                 lambda: self.store.complete(job_id=res.job_id, token=res.token),
@@ -283,6 +293,9 @@ class Worker:
         self, res: Reservation, ended: Ended, duration: float, result: EndResult | None
     ) -> None:
         where = f"job {res.job_id} {res.name} attempt {res.attempt}"
+        fields = job_fields(
+            res, outcome=ended.outcome, worker=self.ref.id, duration_s=round(duration, 4)
+        )
         if result is None:
             log.error(
                 "%s %s in %.2f s but the store could not record it; the lease will "
@@ -290,6 +303,7 @@ class Worker:
                 where,
                 ended.outcome,
                 duration,
+                extra=fields,
             )
         elif not result.accepted:
             log.warning(
@@ -297,9 +311,10 @@ class Worker:
                 where,
                 ended.outcome,
                 duration,
+                extra=fields,
             )
         elif ended.outcome == "succeeded":
-            log.info("%s succeeded in %.2f s", where, duration)
+            log.info("%s succeeded in %.2f s", where, duration, extra=fields)
         else:
             log.warning(
                 "%s %s in %.2f s: %s; %s -> %s",
@@ -309,6 +324,7 @@ class Worker:
                 ended.error,
                 result.reason,
                 result.state,
+                extra=fields,
             )
 
     def _call_store(self, call: Callable[[], T], attempts: int = 1_000_000) -> T:
@@ -360,7 +376,9 @@ class Worker:
             self._check_restart()
         except Exception as exc:
             log.debug("heartbeat failed: %s", exc)
+            self.metrics.renewed(False, 0)
             return False
+        self.metrics.renewed(True, len(held))
         for slot, res in held:
             if res is None:
                 continue
@@ -396,6 +414,14 @@ class Worker:
         requested = self.store.restart_requested_at()
         if requested is not None and requested > self._registered_at:
             self.stop("`tenure restart` requested", grace=None)
+
+    def _metrics_page(self) -> str:
+        try:
+            counts: dict[str, int] | None = self.store.counts()
+        except Exception:  # a scrape during an outage still shows this worker's counters
+            counts = None
+        running = sum(1 for slot in self.slots if slot.current is not None)
+        return self.metrics.render(running, counts)
 
     # -- async jobs --------------------------------------------------------------------
     def event_loop(self) -> asyncio.AbstractEventLoop:

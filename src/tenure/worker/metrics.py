@@ -1,0 +1,126 @@
+"""Prometheus metrics for one worker, served as text on --metrics-port (no extra dependency).
+
+Counters live in the supervisor, so they count what this worker did; the job counts per state
+are read from the store at scrape time, so every worker reports the same queue depth.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import Counter
+from collections.abc import Callable
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300)
+
+
+class Metrics:
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self.attempts: Counter[tuple[str, str]] = Counter()  # (job, outcome)
+        self.duration_buckets: Counter[tuple[str, float]] = Counter()
+        self.duration_sum: dict[str, float] = {}
+        self.duration_count: Counter[str] = Counter()
+        self.lease_renewals = 0
+        self.lease_renewal_failures = 0
+        self.leases_lost = 0
+
+    def attempt_ended(self, job: str, outcome: str, seconds: float) -> None:
+        with self._lock:
+            self.attempts[(job, outcome)] += 1
+            self.duration_sum[job] = self.duration_sum.get(job, 0.0) + seconds
+            self.duration_count[job] += 1
+            for bound in BUCKETS:
+                if seconds <= bound:
+                    self.duration_buckets[(job, bound)] += 1
+
+    def renewed(self, ok: bool, leases: int) -> None:
+        with self._lock:
+            if ok:
+                self.lease_renewals += leases
+            else:
+                self.lease_renewal_failures += 1
+
+    def lease_lost(self) -> None:
+        with self._lock:
+            self.leases_lost += 1
+
+    def _histogram(self, job: str) -> list[str]:
+        name = "tenure_attempt_duration_seconds"
+        label = f'job="{_esc(job)}"'
+        out = [
+            f'{name}_bucket{{{label},le="{bound}"}} {self.duration_buckets[(job, bound)]}'
+            for bound in BUCKETS
+        ]
+        count = self.duration_count[job]
+        out.append(f'{name}_bucket{{{label},le="+Inf"}} {count}')
+        out.append(f"{name}_sum{{{label}}} {self.duration_sum[job]:.6f}")
+        out.append(f"{name}_count{{{label}}} {count}")
+        return out
+
+    def render(self, running: int, counts: dict[str, int] | None) -> str:
+        with self._lock:
+            lines = [
+                "# HELP tenure_attempts_total Attempts this worker ended, by job and outcome.",
+                "# TYPE tenure_attempts_total counter",
+            ]
+            lines += [
+                f'tenure_attempts_total{{job="{_esc(j)}",outcome="{o}"}} {n}'
+                for (j, o), n in sorted(self.attempts.items())
+            ]
+            lines += [
+                "# HELP tenure_crashes_total Attempts that crashed (signal, OOM, memory cap).",
+                "# TYPE tenure_crashes_total counter",
+            ]
+            lines += [
+                f'tenure_crashes_total{{job="{_esc(j)}"}} {n}'
+                for (j, o), n in sorted(self.attempts.items())
+                if o == "crashed"
+            ]
+            lines += [
+                "# HELP tenure_attempt_duration_seconds How long attempts ran.",
+                "# TYPE tenure_attempt_duration_seconds histogram",
+            ]
+            for job in sorted(self.duration_count):
+                lines += self._histogram(job)
+            lines += [
+                "# TYPE tenure_lease_renewals_total counter",
+                f"tenure_lease_renewals_total {self.lease_renewals}",
+                "# TYPE tenure_lease_renewal_failures_total counter",
+                f"tenure_lease_renewal_failures_total {self.lease_renewal_failures}",
+                "# TYPE tenure_leases_lost_total counter",
+                f"tenure_leases_lost_total {self.leases_lost}",
+                "# HELP tenure_running Attempts running on this worker now.",
+                "# TYPE tenure_running gauge",
+                f"tenure_running {running}",
+            ]
+        if counts is not None:
+            lines += ["# HELP tenure_jobs Jobs in the store by state.", "# TYPE tenure_jobs gauge"]
+            lines += [f'tenure_jobs{{state="{s}"}} {n}' for s, n in sorted(counts.items())]
+        return "\n".join(lines) + "\n"
+
+
+def serve(port: int, host: str, page: Callable[[], str]) -> ThreadingHTTPServer:
+    class Handler(BaseHTTPRequestHandler):
+        def do_GET(self) -> None:  # the name http.server calls
+            if self.path.split("?")[0] != "/metrics":
+                self.send_error(404, "metrics are at /metrics")
+                return
+            body = page().encode()
+            self.send_response(200)
+            self.send_header("Content-Type", "text/plain; version=0.0.4; charset=utf-8")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, format: str, *args: object) -> None:  # scrapes are not news
+            return
+
+    server = ThreadingHTTPServer((host, port), Handler)
+    server.daemon_threads = True
+    threading.Thread(target=server.serve_forever, name="tenure-metrics", daemon=True).start()
+    return server
+
+
+def _esc(value: str) -> str:
+    return value.replace("\\", "\\\\").replace('"', '\\"')

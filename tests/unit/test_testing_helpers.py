@@ -1,0 +1,84 @@
+"""tenure.testing, used the way a user's own tests use it (through the pytest plugin)."""
+
+from __future__ import annotations
+
+import pytest
+
+import tenure
+from tenure.testing import (
+    FrozenClock,
+    assert_dispatched,
+    assert_not_dispatched,
+    drain,
+    inline,
+)
+
+
+def test_drain_runs_jobs_through_the_store(tenure_app: tenure.App) -> None:
+    seen: list[int] = []
+
+    @tenure_app.job(tries=2, backoff=0)
+    def record(n: int) -> None:
+        if tenure.current().attempt == 1 and n == 2:
+            raise RuntimeError("first try fails")
+        seen.append(n)
+
+    handles = record.dispatch_many([(1,), (2,)])
+    assert_dispatched(record, args=(1,))
+    assert_dispatched(record, count=2)
+    assert_not_dispatched(record, args=(3,))
+    ended = drain(tenure_app)
+    assert sorted(seen) == [1, 2]
+    assert len(ended) == 3  # 1 once; 2 failed, was requeued with no backoff, then succeeded
+    assert [tenure_app.get_job(h.id).state for h in handles] == ["succeeded", "succeeded"]
+    info = tenure_app.get_job(handles[1].id)
+    assert [a.outcome for a in info.attempts] == ["failed", "succeeded"]
+
+
+def test_inline_mode_runs_at_dispatch_and_keeps_the_json_round_trip(
+    tenure_app: tenure.App,
+) -> None:
+    got: list[object] = []
+
+    @tenure_app.job
+    def take(value: object) -> None:
+        got.append(value)
+
+    with inline(tenure_app):
+        take.dispatch((1, 2))
+        assert got == [[1, 2]]  # the tuple became a list, as it would in production
+        with pytest.raises(tenure.PayloadError):
+            take.dispatch({1, 2})
+
+
+def test_frozen_clock_steps_through_delays_and_backoff(
+    tenure_app: tenure.App, tenure_clock: FrozenClock
+) -> None:
+    calls: list[int] = []
+
+    @tenure_app.job(tries=3, backoff=60)
+    def flaky() -> None:
+        calls.append(tenure.current().attempt)
+        if len(calls) == 1:
+            raise RuntimeError("boom")
+
+    later = flaky.options(delay=30).dispatch()
+    assert drain(tenure_app) == []
+    assert tenure_app.get_job(later.id).state == "scheduled"
+    tenure_clock.advance(31)
+    drain(tenure_app)
+    assert tenure_app.get_job(later.id).state == "scheduled"  # backing off 60 s
+    tenure_clock.advance(61)
+    drain(tenure_app)
+    assert tenure_app.get_job(later.id).state == "succeeded" and calls == [1, 2]
+
+
+def test_failed_assertions_say_what_was_dispatched(tenure_app: tenure.App) -> None:
+    @tenure_app.job
+    def ping(host: str) -> None: ...
+
+    ping.dispatch("a")
+    with pytest.raises(AssertionError, match=r"dispatches: \(\('a',\), \{\}\)"):
+        assert_dispatched(ping, args=("b",))
+    with pytest.raises(AssertionError, match="was dispatched"):
+        assert_not_dispatched(ping)
