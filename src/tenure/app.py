@@ -186,11 +186,12 @@ class App:
             raise UnknownJob(f"no job named {name!r} in this app (known: {known})") from None
 
     # -- sending -----------------------------------------------------------------------
-    def dispatch_sigs(self, sigs: Sequence[Sig]) -> list[JobHandle]:
-        """Enqueue signatures in one round trip; nothing is stored if any of them is invalid."""
+    def dispatch_sigs(self, sigs: Sequence[Sig], *, conn: Any = None) -> list[JobHandle]:
+        """Enqueue signatures in one round trip; nothing is stored if any of them is invalid.
+        With `conn`, inside the application's own transaction (see Job.options)."""
         new = [self._new_job(sig) for sig in sigs]
-        ids = self.store.enqueue_many(new) if new else []
-        if self.after_dispatch is not None:
+        ids = self.store.enqueue_many(new, conn=conn) if new else []
+        if self.after_dispatch is not None and conn is None:
             self.after_dispatch()
         return [
             JobHandle(stored, n.name, self, deduplicated=stored != n.id)

@@ -41,6 +41,7 @@ class JobHandle:
 class DispatchOptions:
     delay: float = 0.0
     queue: str | None = None
+    conn: Any = None  # the application's own DB connection: enqueue inside its transaction
 
 
 class Job:
@@ -79,9 +80,14 @@ class Job:
     def sig(self, *args: Any, **kwargs: Any) -> Sig:
         return Sig(self.name, args, kwargs)
 
-    def options(self, *, delay: float | timedelta = 0.0, queue: str | None = None) -> BoundJob:
+    def options(
+        self, *, delay: float | timedelta = 0.0, queue: str | None = None, conn: Any = None
+    ) -> BoundJob:
+        """Options for one dispatch. `conn`: your own database connection (psycopg, or sqlite3
+        on the same file), so the job is enqueued in your transaction: rolled back with it,
+        visible to workers only after your commit."""
         seconds = delay.total_seconds() if isinstance(delay, timedelta) else float(delay)
-        return BoundJob(self, DispatchOptions(delay=seconds, queue=queue))
+        return BoundJob(self, DispatchOptions(delay=seconds, queue=queue, conn=conn))
 
     def dispatch(self, *args: Any, **kwargs: Any) -> JobHandle:
         return BoundJob(self, DispatchOptions()).dispatch(*args, **kwargs)
@@ -101,8 +107,8 @@ class BoundJob:
         return replace(self.job.sig(*args, **kwargs), queue=self.opts.queue, delay=self.opts.delay)
 
     def dispatch(self, *args: Any, **kwargs: Any) -> JobHandle:
-        return self.job.app.dispatch_sigs([self.sig(*args, **kwargs)])[0]
+        return self.job.app.dispatch_sigs([self.sig(*args, **kwargs)], conn=self.opts.conn)[0]
 
     def dispatch_many(self, calls: Iterable[Sequence[Any] | Sig]) -> list[JobHandle]:
         sigs = [c if isinstance(c, Sig) else self.sig(*c) for c in calls]
-        return self.job.app.dispatch_sigs(sigs)
+        return self.job.app.dispatch_sigs(sigs, conn=self.opts.conn)

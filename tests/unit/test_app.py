@@ -71,3 +71,31 @@ def test_unknown_job_id_is_a_clear_error(app: tenure.App) -> None:
 def test_current_outside_a_job_is_an_error() -> None:
     with pytest.raises(tenure.TenureError, match="only available inside a running job"):
         tenure.current()
+
+
+def test_dispatch_inside_the_applications_sqlite_transaction(
+    app: tenure.App, tmp_path: Path
+) -> None:
+    import sqlite3
+
+    @app.job
+    def welcome(user_id: int) -> None: ...
+
+    app.counts()  # the store creates its schema on first use
+    path = app.url.removeprefix("sqlite:///")
+    conn = sqlite3.connect(path, timeout=30)
+    conn.execute("CREATE TABLE users (id INTEGER PRIMARY KEY)")
+    conn.execute("INSERT INTO users VALUES (1)")
+    welcome.options(conn=conn).dispatch(1)
+    conn.rollback()
+    assert app.counts()["queued"] == 0  # the request failed: no user, and no job
+    conn.execute("INSERT INTO users VALUES (2)")
+    h = welcome.options(conn=conn).dispatch(2)
+    assert app.counts()["queued"] == 0  # not visible before the commit
+    conn.commit()
+    assert app.get_job(h.id).state == "queued"
+    other = sqlite3.connect(tmp_path / "other.db")
+    with pytest.raises(ConfigError, match="not to this store's file"):
+        welcome.options(conn=other).dispatch(3)
+    other.close()
+    conn.close()

@@ -10,7 +10,7 @@ from __future__ import annotations
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import Any, Protocol
 
 from tenure.guards import NO_GUARDS, Guards
 from tenure.retry import Policy
@@ -179,8 +179,11 @@ class Store(Protocol):
     def close(self) -> None: ...
 
     # -- jobs through their life -------------------------------------------------------
-    def enqueue_many(self, jobs: Sequence[NewJob]) -> list[str]:
+    def enqueue_many(self, jobs: Sequence[NewJob], *, conn: Any = None) -> list[str]:
         """Store new jobs in one round trip and return their ids, in order.
+
+        With `conn` (the application's own database connection, where the backend allows it)
+        the jobs are written inside the application's transaction: its rollback leaves none.
 
         A job whose id already exists is skipped. A job whose unique key is held (see
         Guards) is not stored: the id of the job holding the key is returned in its place.

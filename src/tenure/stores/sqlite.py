@@ -15,6 +15,7 @@ from contextlib import contextmanager
 from dataclasses import replace
 from typing import Any
 
+from tenure.errors import ConfigError
 from tenure.retry import Counters, Policy, decide
 from tenure.states import FINAL_STATES, JOB_STATES, visible_state
 from tenure.stores import sqlite_batches as batches
@@ -62,6 +63,10 @@ class SQLiteStore:
             if not self._migrated:
                 self.migrate()
         return conn
+
+    def migrate_once(self) -> None:
+        if not self._migrated:
+            self._conn()
 
     @contextmanager
     def _write(self) -> Iterator[tuple[sqlite3.Connection, float]]:
@@ -111,26 +116,54 @@ class SQLiteStore:
             self._local.conn = None
 
     # -- jobs through their life -------------------------------------------------------
-    def enqueue_many(self, jobs: Sequence[NewJob]) -> list[str]:
+    def enqueue_many(self, jobs: Sequence[NewJob], *, conn: Any = None) -> list[str]:
+        if conn is not None:
+            return self._enqueue_in_caller_transaction(conn, jobs)
+        with self._write() as (own, now):
+            return self._enqueue(own, jobs, now)
+
+    def _enqueue(self, conn: sqlite3.Connection, jobs: Sequence[NewJob], now: float) -> list[str]:
         ids: list[str] = []
         fresh: list[NewJob] = []
-        with self._write() as (conn, now):
-            for job in jobs:
-                if job.guards.unique_key is not None:
-                    holder = guards.held_unique(conn, job.guards, now)
-                    if holder is not None:
-                        ids.append(holder)  # deduplicated: the holder stands for it
-                        continue
-                    guards.take_unique(conn, job.guards, job.id, now)
-                    # the next job of this call with the same key must see this one
-                    batches.insert_jobs(conn, [job], now, skip_existing=True)
-                else:
-                    fresh.append(job)
-                ids.append(job.id)
-            # an id already present is skipped: a dispatch retried after a lost reply
-            # must not create the job twice
-            batches.insert_jobs(conn, fresh, now, skip_existing=True)
+        for job in jobs:
+            if job.guards.unique_key is not None:
+                holder = guards.held_unique(conn, job.guards, now)
+                if holder is not None:
+                    ids.append(holder)  # deduplicated: the holder stands for it
+                    continue
+                guards.take_unique(conn, job.guards, job.id, now)
+                # the next job of this call with the same key must see this one
+                batches.insert_jobs(conn, [job], now, skip_existing=True)
+            else:
+                fresh.append(job)
+            ids.append(job.id)
+        # an id already present is skipped: a dispatch retried after a lost reply must not
+        # create the job twice
+        batches.insert_jobs(conn, fresh, now, skip_existing=True)
         return ids
+
+    def _enqueue_in_caller_transaction(self, conn: Any, jobs: Sequence[NewJob]) -> list[str]:
+        """Write the jobs with the application's own connection, inside its transaction: a
+        rollback leaves no job, and workers see them only once the application commits."""
+        if not isinstance(conn, sqlite3.Connection):
+            raise ConfigError(
+                f"conn=: the SQLite store takes a sqlite3.Connection, got {type(conn).__name__}"
+            )
+        files = {row[2] for row in conn.execute("PRAGMA database_list") if row[2]}
+        if os.path.realpath(self.path) not in {os.path.realpath(f) for f in files}:
+            raise ConfigError(
+                f"conn=: that connection is not to this store's file {self.path!r}; enqueueing "
+                "in a transaction needs the same database"
+            )
+        self.migrate_once()
+        saved = conn.row_factory
+        conn.row_factory = sqlite3.Row
+        try:
+            if not conn.in_transaction:
+                conn.execute("BEGIN")  # the caller's commit or rollback decides, not us
+            return self._enqueue(conn, jobs, self._now(conn))
+        finally:
+            conn.row_factory = saved
 
     def reserve(
         self, *, queues: Sequence[str], worker: WorkerRef, lease: float, limit: int = 1
