@@ -12,9 +12,10 @@ import pytest
 import typer
 from typer.testing import CliRunner
 
-from conftest import FIXTURES, HERE, STUBS, write
 from tenure.doctor.command import register
 from tenure.doctor.rules import RULES, render_rules_markdown
+
+from conftest import FIXTURES, HERE, STUBS, write
 
 REGISTER = (
     "import typer\n"

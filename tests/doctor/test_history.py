@@ -14,11 +14,12 @@ from pathlib import Path
 import pytest
 
 import tenure
-from conftest import rule_ids, run_in, write
 from tenure.doctor.history import Limits, check_history, p95
 from tenure.doctor.model import Source
 from tenure.job import Job
 from tenure.stores.base import Store, WorkerRecord, WorkerRef
+
+from conftest import rule_ids, run_in, write
 
 WORKER = WorkerRef(id="w1", host="test", pid=1)
 

@@ -6,7 +6,6 @@ from pathlib import Path
 
 import pytest
 
-from conftest import write
 from tenure.doctor.readers import read_deployments
 from tenure.doctor.readers.units import (
     UNBOUNDED,
@@ -18,6 +17,8 @@ from tenure.doctor.readers.units import (
 )
 from tenure.doctor.readers.worker_command import find_worker
 from tenure.doctor.walk import scan
+
+from conftest import write
 
 
 @pytest.mark.parametrize(

@@ -7,10 +7,11 @@ import time
 
 import pytest
 
-from e2e.helpers import Project, state_is, wait_until
 from tenure.errors import PayloadError
 from tenure.retry import Policy
 from tenure.stores.base import NewJob
+
+from e2e.helpers import Project, state_is, wait_until
 
 pytestmark = pytest.mark.slow
 

@@ -12,8 +12,9 @@ import time
 
 import pytest
 
-from e2e.helpers import SRC, Project, state_is, wait_until
 from tenure import payload
+
+from e2e.helpers import SRC, Project, state_is, wait_until
 
 pytestmark = pytest.mark.slow
 
