@@ -5,117 +5,36 @@ the same job, and every timestamp comes from SQLite's own clock inside the trans
 
 from __future__ import annotations
 
-import json
 import os
 import sqlite3
-import threading
 import time
-from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
-from dataclasses import replace
+from collections.abc import Sequence
 from typing import Any
 
 from tenure.errors import ConfigError
 from tenure.retry import Counters, Policy, decide
-from tenure.states import FINAL_STATES, JOB_STATES, visible_state
+from tenure.states import visible_state
 from tenure.stores import sqlite_batches as batches
 from tenure.stores import sqlite_guards as guards
 from tenure.stores.base import (
-    AttemptRecord,
     BatchRecord,
-    EffectRecord,
     EndResult,
-    JobRecord,
     NewBatch,
     NewJob,
     Rescued,
     Reservation,
-    WorkerRecord,
     WorkerRef,
     describe_crash,
 )
-from tenure.stores.sqlite_schema import SCHEMA, SCHEMA_VERSION
+from tenure.stores.sqlite_base import _attempt, sqlite_path
+from tenure.stores.sqlite_ops import SQLiteOperations
 
 RESERVE_LOOKAHEAD = 32
 
-NOW_SQL = "SELECT (julianday('now') - 2440587.5) * 86400.0"
 
+class SQLiteStore(SQLiteOperations):
+    """The embedded default store; the job lifecycle and batches live here."""
 
-class SQLiteStore:
-    def __init__(self, url: str) -> None:
-        self.url = url
-        self.path = sqlite_path(url)
-        self._local = threading.local()
-        self._migrated = False
-        self.clock: Callable[[], float] | None = None
-
-    # -- connections -------------------------------------------------------------------
-    def _conn(self) -> sqlite3.Connection:
-        conn: sqlite3.Connection | None = getattr(self._local, "conn", None)
-        if conn is None or getattr(self._local, "pid", None) != os.getpid():
-            conn = sqlite3.connect(self.path, timeout=30.0, isolation_level=None)
-            conn.row_factory = sqlite3.Row
-            conn.execute("PRAGMA journal_mode=WAL")
-            conn.execute("PRAGMA synchronous=NORMAL")
-            conn.execute("PRAGMA busy_timeout=30000")
-            self._local.conn = conn
-            self._local.pid = os.getpid()
-            if not self._migrated:
-                self.migrate()
-        return conn
-
-    def migrate_once(self) -> None:
-        if not self._migrated:
-            self._conn()
-
-    @contextmanager
-    def _write(self) -> Iterator[tuple[sqlite3.Connection, float]]:
-        """A write transaction holding the lock from its start, with the store's now."""
-        conn = self._conn()
-        conn.execute("BEGIN IMMEDIATE")
-        try:
-            yield conn, self._now(conn)
-        except BaseException:
-            conn.execute("ROLLBACK")
-            raise
-        conn.execute("COMMIT")
-
-    @contextmanager
-    def _read(self) -> Iterator[sqlite3.Connection]:
-        """A read transaction: one consistent snapshot for a multi-query read."""
-        conn = self._conn()
-        conn.execute("BEGIN")
-        try:
-            yield conn
-        finally:
-            conn.execute("COMMIT")
-
-    def now(self) -> float:
-        return self._now(self._conn())
-
-    def _now(self, conn: sqlite3.Connection) -> float:
-        if self.clock is not None:  # tenure.testing's frozen clock, in tests only
-            return self.clock()
-        return float(conn.execute(NOW_SQL).fetchone()[0])
-
-    def migrate(self) -> None:
-        self._migrated = True
-        # One script in one locked transaction: CREATE ... IF NOT EXISTS is idempotent and the
-        # lock makes two processes migrating at once take turns.
-        self._conn().executescript(
-            "BEGIN IMMEDIATE;"
-            + SCHEMA
-            + "INSERT OR IGNORE INTO tenure_control (key, value) VALUES ('schema_version', "
-            + f"'{SCHEMA_VERSION}'); COMMIT;"
-        )
-
-    def close(self) -> None:
-        conn = getattr(self._local, "conn", None)
-        if conn is not None:
-            conn.close()
-            self._local.conn = None
-
-    # -- jobs through their life -------------------------------------------------------
     def enqueue_many(self, jobs: Sequence[NewJob], *, conn: Any = None) -> list[str]:
         if conn is not None:
             return self._enqueue_in_caller_transaction(conn, jobs)
@@ -486,185 +405,5 @@ class SQLiteStore:
         with self._write() as (conn, _now):
             batches.report_progress(conn, job_id, token, fraction)
 
-    # -- reading and operating ---------------------------------------------------------
-    def get_job(self, job_id: str) -> JobRecord | None:
-        with self._read() as conn:
-            now = self._now(conn)
-            row = conn.execute("SELECT * FROM tenure_jobs WHERE id = ?", (job_id,)).fetchone()
-            if row is None:
-                return None
-            attempts = [
-                _attempt(a)
-                for a in conn.execute(
-                    "SELECT * FROM tenure_attempts WHERE job_id = ? ORDER BY number", (job_id,)
-                )
-            ]
-            effects = [
-                EffectRecord(key=e["key"], attempt=e["attempt"], at=e["at"])
-                for e in conn.execute(
-                    "SELECT * FROM tenure_once WHERE job_id = ? ORDER BY at", (job_id,)
-                )
-            ]
-        return replace(_job(row, now, attempts), effects=effects)
 
-    def list_jobs(
-        self, *, state: str | None = None, queue: str | None = None, limit: int = 100
-    ) -> list[JobRecord]:
-        conn = self._conn()
-        now = self.now()
-        where: list[str] = ["1 = 1"]
-        params: list[object] = []
-        if state == "scheduled":
-            where.append("state = 'queued' AND run_at > ?")
-            params.append(now)
-        elif state == "queued":
-            where.append("state = 'queued' AND run_at <= ?")
-            params.append(now)
-        elif state is not None:
-            where.append("state = ?")
-            params.append(state)
-        if queue is not None:
-            where.append("queue = ?")
-            params.append(queue)
-        rows = conn.execute(
-            f"SELECT * FROM tenure_jobs WHERE {' AND '.join(where)}"
-            " ORDER BY created_at DESC, rowid DESC LIMIT ?",
-            (*params, limit),
-        ).fetchall()
-        return [_job(r, now, []) for r in rows]
-
-    def counts(self) -> dict[str, int]:
-        conn = self._conn()
-        now = self.now()
-        out = dict.fromkeys(JOB_STATES, 0)
-        for row in conn.execute(
-            "SELECT CASE WHEN state = 'queued' AND run_at > ? THEN 'scheduled' ELSE state END"
-            " AS s, count(*) AS n FROM tenure_jobs GROUP BY s",
-            (now,),
-        ):
-            out[row["s"]] = row["n"]
-        return out
-
-    def retry_job(self, job_id: str) -> bool:
-        with self._write() as (conn, now):
-            return bool(
-                conn.execute(
-                    "UPDATE tenure_jobs SET state = 'queued', run_at = ?, finished_at = NULL,"
-                    " tries_used = 0, exceptions = 0 WHERE id = ? AND state = 'failed'",
-                    (now, job_id),
-                ).rowcount
-            )
-
-    def forget_job(self, job_id: str) -> bool:
-        with self._write() as (conn, _now):
-            deleted = conn.execute(
-                "DELETE FROM tenure_jobs WHERE id = ? AND state IN (?, ?, ?)",
-                (job_id, *sorted(FINAL_STATES)),
-            ).rowcount
-            if deleted:
-                conn.execute("DELETE FROM tenure_attempts WHERE job_id = ?", (job_id,))
-                conn.execute("DELETE FROM tenure_once WHERE job_id = ?", (job_id,))
-            return bool(deleted)
-
-    # -- workers -----------------------------------------------------------------------
-    def register_worker(self, record: WorkerRecord) -> None:
-        with self._write() as (conn, now):
-            conn.execute(
-                "INSERT OR REPLACE INTO tenure_workers (id, host, pid, queues, concurrency,"
-                " started_at, last_seen_at) VALUES (?, ?, ?, ?, ?, ?, ?)",
-                (
-                    record.id,
-                    record.host,
-                    record.pid,
-                    json.dumps(list(record.queues)),
-                    record.concurrency,
-                    now,
-                    now,
-                ),
-            )
-
-    def worker_stopped(self, worker_id: str) -> None:
-        with self._write() as (conn, now):
-            conn.execute("UPDATE tenure_workers SET stopped_at = ? WHERE id = ?", (now, worker_id))
-
-    def list_workers(self) -> list[WorkerRecord]:
-        rows = (
-            self._conn().execute("SELECT * FROM tenure_workers ORDER BY started_at DESC").fetchall()
-        )
-        return [
-            WorkerRecord(
-                id=r["id"],
-                host=r["host"],
-                pid=r["pid"],
-                queues=tuple(json.loads(r["queues"])),
-                concurrency=r["concurrency"],
-                started_at=r["started_at"],
-                last_seen_at=r["last_seen_at"],
-                stopped_at=r["stopped_at"],
-            )
-            for r in rows
-        ]
-
-    def request_restart(self) -> float:
-        with self._write() as (conn, now):
-            conn.execute(
-                "INSERT OR REPLACE INTO tenure_control (key, value) VALUES ('restart_at', ?)",
-                (repr(now),),
-            )
-        return now
-
-    def restart_requested_at(self) -> float | None:
-        row = (
-            self._conn()
-            .execute("SELECT value FROM tenure_control WHERE key = 'restart_at'")
-            .fetchone()
-        )
-        return float(row["value"]) if row else None
-
-
-def sqlite_path(url: str) -> str:
-    """sqlite:///relative.db, sqlite:////abs/path.db, sqlite:///:memory: is refused."""
-    path = url.removeprefix("sqlite://")
-    path = path.removeprefix("/") if not path.startswith("//") else path[1:]
-    if not path or path == ":memory:":
-        raise ValueError(
-            "sqlite needs a file that every worker process can open, e.g. sqlite:///tenure.db"
-        )
-    return path
-
-
-def _attempt(row: Any) -> AttemptRecord:
-    return AttemptRecord(
-        job_id=row["job_id"],
-        number=row["number"],
-        worker_id=row["worker_id"],
-        host=row["host"],
-        pid=row["pid"],
-        started_at=row["started_at"],
-        ended_at=row["ended_at"],
-        outcome=row["outcome"],
-        error=row["error"],
-        traceback=row["traceback"],
-        last_heartbeat_at=row["last_heartbeat_at"],
-    )
-
-
-def _job(row: Any, now: float, attempts: list[AttemptRecord]) -> JobRecord:
-    return JobRecord(
-        id=row["id"],
-        name=row["name"],
-        queue=row["queue"],
-        payload=row["payload"],
-        state=visible_state(row["state"], row["run_at"], now),
-        policy=Policy.from_json(row["policy"]),
-        created_at=row["created_at"],
-        run_at=row["run_at"],
-        finished_at=row["finished_at"],
-        tries_used=row["tries_used"],
-        exceptions=row["exceptions"],
-        last_error=row["last_error"],
-        lease_expires_at=row["lease_expires_at"],
-        worker_id=row["worker_id"],
-        batch_id=row["batch_id"],
-        attempts=attempts,
-    )
+__all__ = ["SQLiteStore", "sqlite_path"]

@@ -1,0 +1,148 @@
+"""Reading and operating on SQLite: what the CLI, the dashboard and the doctor ask, and the
+worker registry. No job changes state here except through retry and forget."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import replace
+
+from tenure.states import FINAL_STATES, JOB_STATES
+from tenure.stores.base import EffectRecord, JobRecord, WorkerRecord
+from tenure.stores.sqlite_base import SQLiteConnections, _attempt, _job
+
+
+class SQLiteOperations(SQLiteConnections):
+    # -- reading and operating ---------------------------------------------------------
+    def get_job(self, job_id: str) -> JobRecord | None:
+        with self._read() as conn:
+            now = self._now(conn)
+            row = conn.execute("SELECT * FROM tenure_jobs WHERE id = ?", (job_id,)).fetchone()
+            if row is None:
+                return None
+            attempts = [
+                _attempt(a)
+                for a in conn.execute(
+                    "SELECT * FROM tenure_attempts WHERE job_id = ? ORDER BY number", (job_id,)
+                )
+            ]
+            effects = [
+                EffectRecord(key=e["key"], attempt=e["attempt"], at=e["at"])
+                for e in conn.execute(
+                    "SELECT * FROM tenure_once WHERE job_id = ? ORDER BY at", (job_id,)
+                )
+            ]
+        return replace(_job(row, now, attempts), effects=effects)
+
+    def list_jobs(
+        self, *, state: str | None = None, queue: str | None = None, limit: int = 100
+    ) -> list[JobRecord]:
+        conn = self._conn()
+        now = self.now()
+        where: list[str] = ["1 = 1"]
+        params: list[object] = []
+        if state == "scheduled":
+            where.append("state = 'queued' AND run_at > ?")
+            params.append(now)
+        elif state == "queued":
+            where.append("state = 'queued' AND run_at <= ?")
+            params.append(now)
+        elif state is not None:
+            where.append("state = ?")
+            params.append(state)
+        if queue is not None:
+            where.append("queue = ?")
+            params.append(queue)
+        rows = conn.execute(
+            f"SELECT * FROM tenure_jobs WHERE {' AND '.join(where)}"
+            " ORDER BY created_at DESC, rowid DESC LIMIT ?",
+            (*params, limit),
+        ).fetchall()
+        return [_job(r, now, []) for r in rows]
+
+    def counts(self) -> dict[str, int]:
+        conn = self._conn()
+        now = self.now()
+        out = dict.fromkeys(JOB_STATES, 0)
+        for row in conn.execute(
+            "SELECT CASE WHEN state = 'queued' AND run_at > ? THEN 'scheduled' ELSE state END"
+            " AS s, count(*) AS n FROM tenure_jobs GROUP BY s",
+            (now,),
+        ):
+            out[row["s"]] = row["n"]
+        return out
+
+    def retry_job(self, job_id: str) -> bool:
+        with self._write() as (conn, now):
+            return bool(
+                conn.execute(
+                    "UPDATE tenure_jobs SET state = 'queued', run_at = ?, finished_at = NULL,"
+                    " tries_used = 0, exceptions = 0 WHERE id = ? AND state = 'failed'",
+                    (now, job_id),
+                ).rowcount
+            )
+
+    def forget_job(self, job_id: str) -> bool:
+        with self._write() as (conn, _now):
+            deleted = conn.execute(
+                "DELETE FROM tenure_jobs WHERE id = ? AND state IN (?, ?, ?)",
+                (job_id, *sorted(FINAL_STATES)),
+            ).rowcount
+            if deleted:
+                conn.execute("DELETE FROM tenure_attempts WHERE job_id = ?", (job_id,))
+                conn.execute("DELETE FROM tenure_once WHERE job_id = ?", (job_id,))
+            return bool(deleted)
+
+    # -- workers -----------------------------------------------------------------------
+    def register_worker(self, record: WorkerRecord) -> None:
+        with self._write() as (conn, now):
+            conn.execute(
+                "INSERT OR REPLACE INTO tenure_workers (id, host, pid, queues, concurrency,"
+                " started_at, last_seen_at) VALUES (?, ?, ?, ?, ?, ?, ?)",
+                (
+                    record.id,
+                    record.host,
+                    record.pid,
+                    json.dumps(list(record.queues)),
+                    record.concurrency,
+                    now,
+                    now,
+                ),
+            )
+
+    def worker_stopped(self, worker_id: str) -> None:
+        with self._write() as (conn, now):
+            conn.execute("UPDATE tenure_workers SET stopped_at = ? WHERE id = ?", (now, worker_id))
+
+    def list_workers(self) -> list[WorkerRecord]:
+        rows = (
+            self._conn().execute("SELECT * FROM tenure_workers ORDER BY started_at DESC").fetchall()
+        )
+        return [
+            WorkerRecord(
+                id=r["id"],
+                host=r["host"],
+                pid=r["pid"],
+                queues=tuple(json.loads(r["queues"])),
+                concurrency=r["concurrency"],
+                started_at=r["started_at"],
+                last_seen_at=r["last_seen_at"],
+                stopped_at=r["stopped_at"],
+            )
+            for r in rows
+        ]
+
+    def request_restart(self) -> float:
+        with self._write() as (conn, now):
+            conn.execute(
+                "INSERT OR REPLACE INTO tenure_control (key, value) VALUES ('restart_at', ?)",
+                (repr(now),),
+            )
+        return now
+
+    def restart_requested_at(self) -> float | None:
+        row = (
+            self._conn()
+            .execute("SELECT value FROM tenure_control WHERE key = 'restart_at'")
+            .fetchone()
+        )
+        return float(row["value"]) if row else None
