@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import inspect
 import os
 import secrets
 from collections.abc import Callable, Sequence
@@ -96,6 +97,7 @@ class App:
         overlap_delay: float = 1.0,
         rate_limit: str | None = None,
         rate_key: KeyFunction | None = None,
+        transactional: bool = False,
     ) -> Callable[[F], Job]: ...
 
     def job(self, fn: F | None = None, **settings: Any) -> Job | Callable[[F], Job]:
@@ -126,6 +128,7 @@ class App:
         overlap_delay: float = 1.0,
         rate_limit: str | None = None,
         rate_key: KeyFunction | None = None,
+        transactional: bool = False,
     ) -> Job:
         job_name = name or fn.__qualname__
         if job_name in self.jobs and self.jobs[job_name].fn is not fn:
@@ -163,6 +166,8 @@ class App:
                 rate_limit=rate_limit,
                 rate_key=rate_key,
             )
+            if transactional:
+                self._check_transactional(fn)
         except ConfigError as exc:
             raise ConfigError(f"job {job_name!r}: {exc}") from None
         job = Job(
@@ -175,8 +180,19 @@ class App:
             encrypted=encrypted,
             guards=guard_spec,
         )
+        job.transactional = transactional
         self.jobs[job_name] = job
         return job
+
+    def _check_transactional(self, fn: Callable[..., Any]) -> None:
+        scheme = self.url.split(":", 1)[0].lower()
+        if scheme in ("redis", "rediss"):
+            raise ConfigError(
+                "transactional=True needs PostgreSQL (or SQLite): Redis cannot commit the job's "
+                "own writes together with its completion"
+            )
+        if inspect.iscoroutinefunction(fn):
+            raise ConfigError("transactional=True is for sync jobs (they run in a child process)")
 
     def get_definition(self, name: str) -> Job:
         try:

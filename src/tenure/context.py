@@ -13,7 +13,7 @@ from tenure.errors import TenureError
 if TYPE_CHECKING:
     from tenure.app import App
     from tenure.job import Sig
-    from tenure.stores.base import BatchRecord
+    from tenure.stores.base import BatchRecord, JobTransaction
 
 
 @dataclass
@@ -108,6 +108,22 @@ class JobContext:
     token: int = 0
     _app: App | None = field(default=None, repr=False)
     _lease_ok: Callable[[], bool] = field(default=lambda: True, repr=False)
+    _transaction: JobTransaction | None = field(default=None, repr=False)
+    _transactional: bool = field(default=False, repr=False)
+
+    def transaction(self) -> Any:
+        """A database connection inside a transaction that commits together with this job's
+        completion: the job's rows and its `succeeded` are one commit, and a crash (or a lost
+        lease) leaves neither. Needs `@app.job(transactional=True)`."""
+        if not self._transactional or self._app is None:
+            raise TenureError(
+                f"job {self.name!r}: transaction() needs @app.job(transactional=True)"
+            )
+        if self._transaction is None:
+            self._transaction = self._app.store.job_transaction(
+                job_id=self.job_id, token=self.token
+            )
+        return self._transaction.connection
 
     def lease_ok(self) -> bool:
         """False once the worker could not renew this attempt's lease: stop and return soon,

@@ -67,6 +67,7 @@ class Job:
         self.retry_until = retry_until
         self.encrypted = encrypted
         self.guards = guards
+        self.transactional = False  # ctx.transaction() commits with the completion
         self.is_async = inspect.iscoroutinefunction(fn)
         self.__doc__ = fn.__doc__
         self.__wrapped__ = fn

@@ -161,3 +161,18 @@ def charge_then_crash() -> None:
             note("charge")
     if ctx.attempt == 1:
         os.kill(os.getpid(), signal.SIGKILL)
+
+
+@app.job(timeout=30, tries=20, backoff=0, transactional=True)
+def insert_row(n: int) -> None:
+    ctx = tenure.current()
+    conn = ctx.transaction()
+    conn.execute("INSERT INTO shop_rows (job_id, n) VALUES (?, ?)", (ctx.job_id, n))
+    time.sleep(0.01)
+
+
+@app.job(timeout=30, tries=1, transactional=True)
+def insert_then_fail(n: int) -> None:
+    ctx = tenure.current()
+    ctx.transaction().execute("INSERT INTO shop_rows (job_id, n) VALUES (?, ?)", (ctx.job_id, n))
+    raise RuntimeError("the job fails after writing its row")

@@ -165,6 +165,18 @@ class WorkerRecord:
     stopped_at: float | None = None
 
 
+class JobTransaction(Protocol):
+    """A running job's own writes and its completion, committed together or not at all."""
+
+    connection: Any  # the backend's DB-API connection, inside the open transaction
+
+    def complete(self) -> EndResult:
+        """Write the job's success in this transaction and commit; refused (and rolled back,
+        job writes included) when the attempt no longer holds its lease."""
+
+    def rollback(self) -> None: ...
+
+
 class Store(Protocol):
     """What every backend provides. Each method is atomic on its own."""
 
@@ -205,6 +217,9 @@ class Store(Protocol):
         """Renew the leases (job_id, token) the worker holds; return the job ids it lost."""
 
     def complete(self, *, job_id: str, token: int) -> EndResult: ...
+
+    def job_transaction(self, *, job_id: str, token: int) -> JobTransaction:
+        """Open a transaction for a running attempt's own writes (SQL backends only)."""
 
     def claim_once(self, *, job_id: str, token: int, key: str) -> bool:
         """Record the effect `key` of this job before it happens; True only for the first

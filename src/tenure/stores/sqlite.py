@@ -216,17 +216,25 @@ class SQLiteStore(SQLiteOperations):
 
     def complete(self, *, job_id: str, token: int) -> EndResult:
         with self._write() as (conn, now):
-            if not self._holds(conn, job_id, token, now):
-                return self._refuse(conn, job_id, token, now, "succeeded")
-            batch_id = conn.execute(
-                "UPDATE tenure_jobs SET state = 'succeeded', finished_at = ?, lease_expires_at"
-                " = NULL, tries_used = tries_used + 1 WHERE id = ? RETURNING batch_id",
-                (now, job_id),
-            ).fetchone()["batch_id"]
-            self._close_attempt(conn, job_id, token, now, "succeeded", None, None)
-            if batch_id is not None:
-                batches.member_ended(conn, batch_id, "succeeded", now)
+            return self._complete_on(conn, job_id, token, now)
+
+    def _complete_on(
+        self, conn: sqlite3.Connection, job_id: str, token: int, now: float
+    ) -> EndResult:
+        if not self._holds(conn, job_id, token, now):
+            return self._refuse(conn, job_id, token, now, "succeeded")
+        batch_id = conn.execute(
+            "UPDATE tenure_jobs SET state = 'succeeded', finished_at = ?, lease_expires_at"
+            " = NULL, tries_used = tries_used + 1 WHERE id = ? RETURNING batch_id",
+            (now, job_id),
+        ).fetchone()["batch_id"]
+        self._close_attempt(conn, job_id, token, now, "succeeded", None, None)
+        if batch_id is not None:
+            batches.member_ended(conn, batch_id, "succeeded", now)
         return EndResult(accepted=True, state="succeeded")
+
+    def job_transaction(self, *, job_id: str, token: int) -> SQLiteJobTransaction:
+        return SQLiteJobTransaction(self, job_id, token)
 
     def claim_once(self, *, job_id: str, token: int, key: str) -> bool:
         with self._write() as (conn, now):
@@ -406,4 +414,41 @@ class SQLiteStore(SQLiteOperations):
             batches.report_progress(conn, job_id, token, fraction)
 
 
-__all__ = ["SQLiteStore", "sqlite_path"]
+class SQLiteJobTransaction:
+    """The job's own writes and its completion in one SQLite transaction.
+
+    It holds SQLite's single write lock from the start to the job's end (BEGIN IMMEDIATE: a
+    deferred transaction could not upgrade to a write once another process committed), so
+    every other writer waits meanwhile: keep such jobs short, or use PostgreSQL.
+    """
+
+    def __init__(self, store: SQLiteStore, job_id: str, token: int) -> None:
+        self._store = store
+        self._job_id = job_id
+        self._token = token
+        self.connection = sqlite3.connect(store.path, timeout=30.0, isolation_level=None)
+        self.connection.row_factory = sqlite3.Row
+        self.connection.execute("BEGIN IMMEDIATE")
+
+    def complete(self) -> EndResult:
+        conn = self.connection
+        now = self._store._now(conn)
+        try:
+            if not self._store._holds(conn, self._job_id, self._token, now):
+                # Fenced: the job's own writes must not land either. Roll back, then record
+                # the refusal in a transaction of its own.
+                conn.execute("ROLLBACK")
+                return self._store.complete(job_id=self._job_id, token=self._token)
+            result = self._store._complete_on(conn, self._job_id, self._token, now)
+            conn.execute("COMMIT")
+            return result
+        finally:
+            conn.close()
+
+    def rollback(self) -> None:
+        if self.connection.in_transaction:
+            self.connection.execute("ROLLBACK")
+        self.connection.close()
+
+
+__all__ = ["SQLiteJobTransaction", "SQLiteStore", "sqlite_path"]

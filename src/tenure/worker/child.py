@@ -70,6 +70,7 @@ def run_one(app: Any, message: dict[str, Any]) -> dict[str, Any]:
         token=message.get("token", message["attempt"]),
         _app=app,
         _lease_ok=lambda: _State.lease_ok,
+        _transactional=job.transactional,
     )
     token = activate(ctx)
     _State.lease_ok = True
@@ -77,12 +78,14 @@ def run_one(app: Any, message: dict[str, Any]) -> dict[str, Any]:
     try:
         job.fn(*arguments.args, **arguments.kwargs)
         _State.running = False
-        return {"status": "ok"}
+        return _finish_transaction(ctx)
     except JobTimeout:
         _State.running = False
+        _abandon_transaction(ctx)
         return {"status": "error", "kind": "timeout", "traceback": traceback.format_exc()}
     except BaseException as exc:  # the job's own error, whatever it is, ends only this attempt
         _State.running = False
+        _abandon_transaction(ctx)
         return {
             "status": "error",
             "kind": "exception",
@@ -92,6 +95,19 @@ def run_one(app: Any, message: dict[str, Any]) -> dict[str, Any]:
     finally:
         _State.running = False
         deactivate(token)
+
+
+def _finish_transaction(ctx: JobContext) -> dict[str, Any]:
+    """Commit the job's own writes with its completion, here in the child, in one commit."""
+    if ctx._transaction is None:
+        return {"status": "ok"}
+    result = ctx._transaction.complete()
+    return {"status": "ok", "completed": True, "accepted": result.accepted, "state": result.state}
+
+
+def _abandon_transaction(ctx: JobContext) -> None:
+    if ctx._transaction is not None:
+        ctx._transaction.rollback()
 
 
 def serve(app_spec: str, inbox: IO[str], outbox: IO[str]) -> None:

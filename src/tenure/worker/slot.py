@@ -18,7 +18,7 @@ from tenure.context import JobContext, activate, deactivate
 from tenure.errors import PayloadError, UnknownJob
 from tenure.job import Job
 from tenure.logs import job_fields
-from tenure.stores.base import Reservation
+from tenure.stores.base import EndResult, Reservation
 from tenure.worker.child_process import ChildDied, ChildProcess
 
 if TYPE_CHECKING:
@@ -38,6 +38,8 @@ class Ended:
     error: str | None = None
     traceback: str | None = None
     permanent: bool = False
+    # set when the child already recorded the end (a transactional job's own commit)
+    recorded: EndResult | None = None
 
 
 class Slot:
@@ -215,6 +217,9 @@ class Slot:
 
     def _translate(self, res: Reservation, answer: dict[str, Any]) -> Ended:
         if answer.get("status") == "ok":
+            if answer.get("completed"):
+                recorded = EndResult(bool(answer.get("accepted")), str(answer.get("state")))
+                return Ended("succeeded", recorded=recorded)
             return Ended("succeeded")
         kind = answer.get("kind")
         if kind == "timeout":

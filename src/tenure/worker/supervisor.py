@@ -266,7 +266,9 @@ class Worker:
     def report(self, res: Reservation, ended: Ended, duration: float) -> None:
         self._finished_count += 1
         self.metrics.attempt_ended(res.name, ended.outcome, duration)
-        if ended.outcome == "succeeded":
+        if ended.recorded is not None:
+            result: EndResult | None = ended.recorded
+        elif ended.outcome == "succeeded":
             result = self._call_store(
                 lambda: self.store.complete(job_id=res.job_id, token=res.token),
                 attempts=self._store_attempts(),
