@@ -1,0 +1,263 @@
+"""The PostgreSQL plumbing under the store: URL, pool, transactions, clock, schema, LISTEN.
+
+Kept apart from the job verbs in `tenure.stores.postgres` so that file reads as the queue's
+rules, while this one owns what can go wrong with a database: connections that die with the
+server, two processes migrating at once, notifications sent while nobody listened.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
+
+import psycopg
+from psycopg.rows import DictRow, dict_row
+from psycopg_pool import ConnectionPool, PoolTimeout
+
+from tenure.errors import ConfigError, StoreUnavailable
+from tenure.stores.pg_sql import migrations
+
+DEFAULT_SCHEMA = "tenure"
+SCHEMA_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,62}")
+POOL_MAX = 10
+# How long a call waits for a connection before reporting the store unavailable: short, so a
+# worker notices an outage and backs off instead of hanging in the pool. libpq's own
+# `connect_timeout=` in the URL overrides it (a worker with short leases wants it shorter).
+CONNECT_TIMEOUT_S = 5.0
+# pg_advisory_xact_lock's first key; the second is the schema's hash. 0x7E4E: "tenure".
+ADVISORY_CLASS = 0x7E4E
+
+Cursor = psycopg.Cursor[DictRow]
+Connection = psycopg.Connection[DictRow]
+
+
+class Database:
+    """One schema in one PostgreSQL database, reached through a thread-safe pool."""
+
+    def __init__(self, url: str, *, pool_max: int = POOL_MAX) -> None:
+        self.conninfo, self.schema = parse_url(url)
+        self.quoted_schema = f'"{self.schema}"'
+        self.channel = channel_name(self.schema)
+        self.where = self.conninfo.split("@")[-1].split("?")[0]  # for messages: no password
+        self.connect_timeout = connect_timeout(self.conninfo)
+        self._pool_max = pool_max
+        self._pool: ConnectionPool[Connection] | None = None
+        self._lock = threading.Lock()
+        self._migrated = False
+        self._listener: psycopg.Connection[Any] | None = None
+        self._listen_lock = threading.Lock()
+        self._pid = os.getpid()
+
+    def q(self, sql: str) -> str:
+        """The statement with `{s}` replaced by this store's (validated, quoted) schema."""
+        return sql.replace("{s}", self.quoted_schema)
+
+    # -- connections -------------------------------------------------------------------
+    def _forget_if_forked(self) -> None:
+        # A forked child must not talk over its parent's sockets (the two would interleave
+        # protocol messages), nor close them: it drops them and opens its own.
+        if self._pid != os.getpid():
+            self._pool, self._listener, self._pid = None, None, os.getpid()
+
+    def _get_pool(self) -> ConnectionPool[Connection]:
+        with self._lock:
+            self._forget_if_forked()
+            if self._pool is None:
+                pool: ConnectionPool[Connection] = ConnectionPool(
+                    self.conninfo,
+                    kwargs={"autocommit": True, "row_factory": dict_row},
+                    min_size=1,
+                    max_size=self._pool_max,
+                    open=False,
+                    # a connection that died with the server (restart, failover) is replaced
+                    # on checkout instead of failing the caller's first statement
+                    check=ConnectionPool.check_connection,
+                    timeout=self.connect_timeout,
+                    name=f"tenure:{self.schema}",
+                )
+                pool.open(wait=False)
+                self._pool = pool
+            return self._pool
+
+    @contextmanager
+    def connection(self, *, migrate: bool = True) -> Iterator[Connection]:
+        if migrate and not self._migrated:
+            self.migrate()
+        try:
+            with self._get_pool().connection() as conn:
+                yield conn
+        except PoolTimeout as exc:
+            raise StoreUnavailable(
+                f"PostgreSQL at {self.where} gave no connection within "
+                f"{self.connect_timeout:g} s; is the server up? ({exc})"
+            ) from exc
+        except psycopg.OperationalError as exc:
+            if connection_lost(exc):
+                raise StoreUnavailable(
+                    f"lost the connection to PostgreSQL at {self.where}: {exc}"
+                ) from exc
+            raise
+
+    @contextmanager
+    def transaction(self) -> Iterator[Cursor]:
+        with self.connection() as conn, conn.transaction(), conn.cursor() as cur:
+            yield cur
+
+    @contextmanager
+    def cursor(self) -> Iterator[Cursor]:
+        """Autocommit: each statement is its own transaction (and its own `now()`)."""
+        with self.connection() as conn, conn.cursor() as cur:
+            yield cur
+
+    @staticmethod
+    def clock(cur: Cursor) -> float:
+        """The server's time at this moment; inside a transaction, read it after the locks."""
+        row = cur.execute("SELECT date_part('epoch', clock_timestamp()) AS now").fetchone()
+        assert row is not None
+        return float(row["now"])
+
+    def close(self) -> None:
+        with self._listen_lock:
+            if self._listener is not None:
+                self._listener.close()
+                self._listener = None
+        with self._lock:
+            pool, self._pool = self._pool, None
+        if pool is not None:
+            pool.close()
+
+    # -- schema ------------------------------------------------------------------------
+    def migrate(self) -> None:
+        with self.connection(migrate=False) as conn, conn.transaction(), conn.cursor() as cur:
+            # Two processes starting at once would both find version 0 and both create the
+            # tables; the lock makes the second wait, then find the work done.
+            cur.execute(
+                "SELECT pg_advisory_xact_lock(%s, hashtext(%s))", (ADVISORY_CLASS, self.schema)
+            )
+            cur.execute(self.q("CREATE SCHEMA IF NOT EXISTS {s}"))
+            cur.execute(
+                self.q(
+                    "CREATE TABLE IF NOT EXISTS {s}.tenure_schema_version (version integer"
+                    " PRIMARY KEY, name text NOT NULL, applied_at timestamptz NOT NULL"
+                    " DEFAULT now())"
+                )
+            )
+            row = cur.execute(
+                self.q("SELECT coalesce(max(version), 0) AS v FROM {s}.tenure_schema_version")
+            ).fetchone()
+            current = int(row["v"]) if row else 0
+            known = migrations()
+            if current > len(known):
+                raise ConfigError(
+                    f"PostgreSQL schema {self.schema!r} is at version {current}, newer than "
+                    f"this tenure knows ({len(known)}); upgrade tenure on this host"
+                )
+            for step in known[current:]:
+                cur.execute(self.q(step.sql))
+                cur.execute(
+                    self.q("INSERT INTO {s}.tenure_schema_version (version, name) VALUES (%s, %s)"),
+                    (step.version, step.name),
+                )
+        self._migrated = True
+
+    def schema_version(self) -> int:
+        with self.cursor() as cur:
+            row = cur.execute(
+                self.q("SELECT coalesce(max(version), 0) AS v FROM {s}.tenure_schema_version")
+            ).fetchone()
+        return int(row["v"]) if row else 0
+
+    # -- wake-ups ----------------------------------------------------------------------
+    def wait_for_notify(self, wanted: set[str], timeout: float) -> None:
+        """Block until a NOTIFY for one of `wanted` (any, if empty) arrives, or `timeout`."""
+        deadline = time.monotonic() + max(timeout, 0.0)
+        # One thread reads the LISTEN connection at a time; another waits its turn, within
+        # its own timeout.
+        if not self._listen_lock.acquire(timeout=max(timeout, 0.0)):
+            return
+        try:
+            with self._lock:
+                self._forget_if_forked()
+            listener = self._listener
+            if listener is None or listener.closed or listener.broken:
+                self._listener = self._listen()
+                # Work enqueued before LISTEN took effect sent its NOTIFY to nobody: return
+                # at once so the caller looks again, now that nothing more can be missed.
+                return
+            # The connection keeps notifications that arrive between calls, so a job
+            # enqueued while the caller was reserving still wakes the next wait.
+            while (left := deadline - time.monotonic()) > 0:
+                for note in listener.notifies(timeout=left, stop_after=1):
+                    if not wanted or note.payload in wanted:
+                        return
+        except psycopg.OperationalError as exc:
+            if self._listener is not None:
+                self._listener.close()
+            self._listener = None
+            raise StoreUnavailable(
+                f"lost the LISTEN connection to PostgreSQL at {self.where}: {exc}"
+            ) from exc
+        finally:
+            self._listen_lock.release()
+
+    def _listen(self) -> psycopg.Connection[Any]:
+        if not self._migrated:
+            self.migrate()
+        try:
+            conn = psycopg.connect(
+                self.conninfo, autocommit=True, connect_timeout=max(1, round(self.connect_timeout))
+            )
+        except psycopg.OperationalError as exc:
+            raise StoreUnavailable(f"cannot reach PostgreSQL at {self.where}: {exc}") from exc
+        conn.execute(f'LISTEN "{self.channel}"')
+        return conn
+
+
+def parse_url(url: str) -> tuple[str, str]:
+    """Split a tenure URL into the libpq URL (tenure's own parameters removed) and the schema."""
+    parts = urlsplit(url)
+    schema = DEFAULT_SCHEMA
+    kept: list[tuple[str, str]] = []
+    for key, value in parse_qsl(parts.query, keep_blank_values=True):
+        if key == "schema":
+            schema = value
+        else:
+            kept.append((key, value))
+    if not SCHEMA_NAME.fullmatch(schema):
+        raise ConfigError(
+            "schema: expected a plain PostgreSQL name (a letter or _, then letters, digits"
+            f" or _; at most 63), got {schema!r}"
+        )
+    return urlunsplit(parts._replace(query=urlencode(kept))), schema
+
+
+def connect_timeout(conninfo: str) -> float:
+    for key, value in parse_qsl(urlsplit(conninfo).query):
+        if key == "connect_timeout":
+            try:
+                return max(float(value), 0.5)
+            except ValueError:
+                raise ConfigError(f"connect_timeout: expected seconds, got {value!r}") from None
+    return CONNECT_TIMEOUT_S
+
+
+def channel_name(schema: str) -> str:
+    # NOTIFY channels are database-wide: one per schema keeps two tenure installations in one
+    # database from waking each other; hashed when long, since channel names stop at 63 bytes.
+    name = f"tenure:{schema}"
+    if len(name) > 63:
+        name = "tenure:" + hashlib.sha1(schema.encode()).hexdigest()[:24]
+    return name
+
+
+def connection_lost(exc: psycopg.OperationalError) -> bool:
+    """True for a dead connection or server, not for a deadlock or serialization failure."""
+    state = exc.sqlstate
+    return state is None or state.startswith(("08", "57P"))

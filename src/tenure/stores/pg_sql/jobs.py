@@ -1,0 +1,91 @@
+"""Job rows in and out: the one insert every enqueue path shares, and rows to records."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from psycopg.rows import DictRow
+
+from tenure.retry import Policy
+from tenure.states import visible_state
+from tenure.stores.base import AttemptRecord, JobRecord, NewJob
+from tenure.stores.pg_sql.database import Cursor, Database
+
+NOW = "date_part('epoch', now())"  # epoch seconds as double precision, the server's clock
+
+
+def insert_jobs(
+    db: Database, cur: Cursor, jobs: Sequence[NewJob], *, skip_existing: bool = False
+) -> int:
+    """Insert in one statement (one round trip) and NOTIFY every queue that got a job due now;
+    the NOTIFY leaves with the commit. Returns how many rows were inserted."""
+    if not jobs:
+        return 0
+    conflict = " ON CONFLICT (id) DO NOTHING" if skip_existing else ""
+    row = cur.execute(
+        db.q(
+            f"WITH clock AS (SELECT {NOW} AS now),"
+            " ins AS (INSERT INTO {s}.tenure_jobs (id, name, queue, payload, state,"
+            " policy, created_at, run_at, batch_id)"
+            " SELECT j.id, j.name, j.queue, j.payload, 'queued', j.policy, clock.now,"
+            " clock.now + greatest(j.delay, 0), j.batch_id"
+            " FROM unnest(%s::text[], %s::text[], %s::text[], %s::text[], %s::text[],"
+            " %s::float8[], %s::text[]) WITH ORDINALITY"
+            " AS j(id, name, queue, payload, policy, delay, batch_id, ord), clock"
+            f" ORDER BY j.ord{conflict} RETURNING queue, run_at, created_at),"
+            # a SELECT in WITH runs only if read: MATERIALIZED and counted below, so it does
+            " woke AS MATERIALIZED (SELECT pg_notify(%s, d.queue) FROM"
+            " (SELECT DISTINCT queue FROM ins WHERE run_at <= created_at) d)"
+            " SELECT (SELECT count(*) FROM ins) AS added, (SELECT count(*) FROM woke) AS woke"
+        ),
+        (
+            [j.id for j in jobs],
+            [j.name for j in jobs],
+            [j.queue for j in jobs],
+            [j.payload for j in jobs],
+            [j.policy.to_json() for j in jobs],
+            [float(j.delay) for j in jobs],
+            [j.batch_id for j in jobs],
+            db.channel,
+        ),
+    ).fetchone()
+    return int(row["added"]) if row else 0
+
+
+def attempt_record(a: dict[str, Any]) -> AttemptRecord:
+    return AttemptRecord(
+        job_id=a["job_id"],
+        number=a["number"],
+        worker_id=a["worker_id"],
+        host=a["host"],
+        pid=a["pid"],
+        started_at=a["started_at"],
+        ended_at=a["ended_at"],
+        outcome=a["outcome"],
+        error=a["error"],
+        traceback=a["traceback"],
+        last_heartbeat_at=a["last_heartbeat_at"],
+    )
+
+
+def job_record(row: DictRow, attempts: list[AttemptRecord]) -> JobRecord:
+    """`row` is a tenure_jobs row plus `now`, the server's time when it was read."""
+    return JobRecord(
+        id=row["id"],
+        name=row["name"],
+        queue=row["queue"],
+        payload=row["payload"],
+        state=visible_state(row["state"], row["run_at"], row["now"]),
+        policy=Policy.from_json(row["policy"]),
+        created_at=row["created_at"],
+        run_at=row["run_at"],
+        finished_at=row["finished_at"],
+        tries_used=row["tries_used"],
+        exceptions=row["exceptions"],
+        last_error=row["last_error"],
+        lease_expires_at=row["lease_expires_at"],
+        worker_id=row["worker_id"],
+        batch_id=row["batch_id"],
+        attempts=attempts,
+    )

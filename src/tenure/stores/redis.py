@@ -1,0 +1,481 @@
+"""The Redis store: every state change is one atomic Lua script, and Redis's TIME is the clock.
+
+What survives a Redis restart
+-----------------------------
+tenure keeps jobs, attempts, workers and restart requests in Redis itself (Redis 6.2 or newer),
+so a restart keeps exactly what Redis persisted:
+
+- **AOF on** (`appendonly yes`, with the usual `appendfsync everysec`): everything, except at
+  most the last second of changes when the Redis process or its machine dies abruptly (crash,
+  OOM kill, power loss); a clean shutdown loses nothing, and `appendfsync always` loses nothing
+  acknowledged. Every state change is one Lua script, written to the AOF as one MULTI/EXEC
+  block, so replaying the file never leaves a job half-moved (out of its queue but not running).
+- **RDB snapshots only** (Redis's default `save` rules, AOF off): a clean shutdown writes a final
+  snapshot and loses nothing; an abrupt end goes back to the last snapshot, which may be minutes
+  old. Jobs dispatched after it are gone. Jobs that finished after it come back as queued, or as
+  running (then rescued as `crashed` once their lease expires), and run again; the attempts and
+  results recorded after the snapshot are not in the history.
+- **No persistence** (`save ""`, AOF off): nothing. Every job, attempt, failed job, worker
+  record and restart request is gone; a worker still running a job has its result refused
+  because the job no longer exists.
+
+Whatever the persistence: leases and schedules use the Redis server's clock. An outage longer
+than the lease (30 s by default) ends the running attempts: their workers cannot renew, stop
+them, and each is recorded (`lost_lease`, or `crashed` when a rescue finds the expired lease
+first) and retried by its policy. Replicas are asynchronous: a failover may lose the writes the
+old primary acknowledged last, and the new primary's clock becomes the lease clock (keep servers
+on NTP). Set `maxmemory-policy noeviction`: an evicting policy deletes jobs silently. Where a
+lost job matters, turn AOF on.
+
+Key layout
+----------
+All keys start with `PREFIX:` (default `tenure`, set with `?prefix=NAME` in the URL). A queue's
+keys share the hash tag `{q:QUEUE}`, so each lives in one Redis Cluster slot and every script
+touches one slot only:
+
+    PREFIX:{q:QUEUE}:job:ID       hash   the job (state stored as queued|running|succeeded|...)
+    PREFIX:{q:QUEUE}:att:ID       hash   its attempts, fields "N.worker_id", "N.outcome", ...
+    PREFIX:{q:QUEUE}:queued       zset   queued jobs by run_at ("scheduled" = run_at in future)
+    PREFIX:{q:QUEUE}:running      zset   running jobs by lease expiry: rescue is a range query
+    PREFIX:{q:QUEUE}:idx:STATE    zset   job ids by sequence, for list_jobs newest first
+    PREFIX:{q:QUEUE}:all          zset   every job id by sequence
+    PREFIX:{q:QUEUE}:seq          string the queue's sequence counter
+    PREFIX:{q:QUEUE}:notify       list   wake-up tokens idle workers BLPOP
+    PREFIX:{g}:queues             set    every queue name ever used
+    PREFIX:{g}:workers, :worker:ID, :control, :meta
+
+Batches
+-------
+A batch lives under the hash tag of its *home* queue: the queue of its first member, else of its
+first callback, else `default` (`PREFIX:{q:HOME}:batch:ID`, the batch and its counts, and
+`:bopen:ID`, its members not settled yet); `PREFIX:{g}:batch_queues` maps a batch id to its
+home, `PREFIX:{g}:batches` orders batches for listing. A member's end and its batch's
+bookkeeping (counts, cancelling the members still queued, enqueuing then/catch/finally exactly
+once) are one Lua script (redis_batch_lua.py), so they are never torn and never repeated.
+
+On a single server or a Sentinel-managed one, a batch's members and callbacks may use any mix
+of queues: the script reaches the other queues' keys too. On Redis Cluster they would sit in
+other slots, so there every member and callback of a batch must use the batch's one queue;
+create_batch and add_to_batch refuse anything else with a ConfigError before writing.
+
+Operations over several queues (reserving across queues in priority order, counts, list_jobs,
+finding a job by id alone) run one script per queue: each queue's part is atomic, the whole is
+not, exactly like a worker asking each queue in turn. Waiting on several queues uses one BLPOP
+over their notify lists, which needs them in one slot on a cluster (one queue per worker, or a
+standalone / Sentinel-managed server).
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Sequence
+from typing import Any, cast
+
+import redis
+
+from tenure.errors import ConfigError, TenureError
+from tenure.retry import Counters, Policy, decide
+from tenure.states import JOB_STATES, visible_state
+from tenure.stores.base import (
+    AttemptRecord,
+    EndResult,
+    JobRecord,
+    NewJob,
+    Rescued,
+    Reservation,
+    WorkerRef,
+    describe_crash,
+)
+from tenure.stores.redis_batches import RedisBatches
+from tenure.stores.redis_client import (
+    LIST_PAGE,
+    MIN_BLOCK_S,
+    Call,
+    clock_value,
+    glob_escape,
+    optional,
+    quote_queue,
+    split_prefix,
+)
+from tenure.stores.redis_records import (
+    attempt_records,
+    job_record,
+    to_float,
+    to_int,
+    to_opt_float,
+)
+from tenure.stores.redis_workers import RedisWorkers
+
+log = logging.getLogger("tenure.stores.redis")
+
+LAYOUT_VERSION = 1
+STALE = "stale token: lease taken over"
+
+ENQUEUE_CHUNK = 500  # jobs per script call: keeps one script from blocking Redis for long
+RESCUE_CHUNK = 500
+# A conflict means another client changed the job between our read and our write (a rescue or
+# a late result); the next read sees that change and settles it, so this bound is never reached
+# in practice; it only turns a bug into an error instead of a hang.
+MAX_CAS_ROUNDS = 50
+
+__all__ = ["RedisStore", "clock_value", "glob_escape", "quote_queue", "split_prefix"]
+
+
+class RedisStore(RedisBatches, RedisWorkers):
+    # -- the Store protocol --------------------------------------------------------------
+    def now(self) -> float:
+        seconds, micros = self._redis.time()
+        return clock_value(seconds, micros)
+
+    def migrate(self) -> None:
+        """Redis needs no schema; record the key layout so a future one can be recognised."""
+        meta = self._global_key("meta")
+        self._redis.hsetnx(meta, "layout", LAYOUT_VERSION)
+        found = to_int(self._redis.hget(meta, "layout"), LAYOUT_VERSION)
+        if found > LAYOUT_VERSION:
+            raise ConfigError(
+                f"the keys under prefix {self.prefix!r} use layout {found}, newer than this "
+                f"tenure understands ({LAYOUT_VERSION}); upgrade tenure on this host"
+            )
+        try:
+            policy = cast(dict[str, str], self._redis.config_get("maxmemory-policy"))
+        except redis.ResponseError:  # managed services often forbid CONFIG
+            return
+        # tenure's keys carry no TTL, so only the allkeys-* policies can evict them.
+        if policy.get("maxmemory-policy", "").startswith("allkeys-"):
+            log.warning(
+                "Redis maxmemory-policy is %s: under memory pressure Redis will delete tenure's "
+                "jobs without a trace; set maxmemory-policy noeviction",
+                policy["maxmemory-policy"],
+            )
+
+    def close(self) -> None:
+        self._redis.close()
+        self._redis.connection_pool.disconnect()
+
+    # -- jobs through their life ---------------------------------------------------------
+    def enqueue_many(self, jobs: Sequence[NewJob]) -> None:
+        if not jobs:
+            return
+        by_queue: dict[str, list[NewJob]] = {}
+        for job in jobs:
+            by_queue.setdefault(job.queue, []).append(job)
+        # The registry first: a job must never exist in a queue that get_job cannot find.
+        calls: list[Call] = [
+            (self._g["register_queues"], [self._global_key("queues")], list(by_queue))
+        ]
+        for queue, queued in by_queue.items():
+            for start in range(0, len(queued), ENQUEUE_CHUNK):
+                args: list[Any] = []
+                for job in queued[start : start + ENQUEUE_CHUNK]:
+                    args += [
+                        job.id,
+                        job.name,
+                        job.payload,
+                        job.policy.to_json(),
+                        repr(float(job.delay)),
+                        optional(job.batch_id),
+                    ]
+                calls.append(self._qcall("enqueue", queue, *args))
+        self._run_many(calls)
+        for job in jobs:
+            self._remember(job.id, job.queue)
+
+    def reserve(
+        self, *, queues: Sequence[str], worker: WorkerRef, lease: float, limit: int = 1
+    ) -> list[Reservation]:
+        out: list[Reservation] = []
+        for queue in dict.fromkeys(queues):  # priority order: drain earlier queues first
+            if len(out) >= limit:
+                break
+            rows = self._run(
+                self._qcall(
+                    "reserve",
+                    queue,
+                    limit - len(out),
+                    repr(float(lease)),
+                    worker.id,
+                    worker.host,
+                    worker.pid,
+                )
+            )
+            for job_id, name, payload, policy, attempt, expires, batch_id in rows:
+                self._remember(job_id, queue)
+                out.append(
+                    Reservation(
+                        job_id=job_id,
+                        name=name,
+                        queue=queue,
+                        payload=payload,
+                        policy=Policy.from_json(policy),
+                        attempt=int(attempt),
+                        token=int(attempt),
+                        lease_expires_at=float(expires),
+                        batch_id=batch_id,
+                    )
+                )
+        return out
+
+    def heartbeat(
+        self, *, worker: WorkerRef, leases: Sequence[tuple[str, int]], lease: float
+    ) -> list[str]:
+        located = self._locate_many([job_id for job_id, _ in leases])
+        by_queue: dict[str, list[Any]] = {}
+        lost: set[str] = set()
+        for job_id, token in leases:
+            queue = located.get(job_id)
+            if queue is None:
+                lost.add(job_id)
+            else:
+                by_queue.setdefault(queue, []).extend((job_id, int(token)))
+        calls: list[Call] = [
+            (self._g["touch_worker"], [self._global_key(f"worker:{worker.id}")], ["last_seen_at"])
+        ]
+        calls += [
+            self._qcall("heartbeat", queue, repr(float(lease)), *pairs)
+            for queue, pairs in by_queue.items()
+        ]
+        for result in self._run_many(calls)[1:]:
+            lost.update(result)
+        return [job_id for job_id, _ in leases if job_id in lost]
+
+    def complete(self, *, job_id: str, token: int) -> EndResult:
+        queue = self._locate(job_id)
+        if queue is None:
+            return EndResult(accepted=False, state="missing", reason=STALE)
+        reply = self._run(self._qcall("complete", queue, job_id, int(token)))
+        if reply[0] == "ok":
+            return EndResult(accepted=True, state="succeeded")
+        return _refused(reply)
+
+    def end_attempt(
+        self,
+        *,
+        job_id: str,
+        token: int,
+        outcome: str,
+        error: str,
+        traceback: str | None = None,
+        permanent: bool = False,
+    ) -> EndResult:
+        queue = self._locate(job_id)
+        if queue is None:
+            return EndResult(accepted=False, state="missing", reason=STALE)
+        for _ in range(MAX_CAS_ROUNDS):
+            reply = self._run(self._qcall("end_read", queue, job_id, int(token), outcome))
+            if reply[0] == "refused":
+                return _refused(reply)
+            _, now_text, policy, tries_used, exceptions = reply
+            result = self._apply_end(
+                queue,
+                job_id,
+                int(token),
+                outcome,
+                error,
+                traceback,
+                Policy.from_json(policy),
+                Counters(int(tries_used), int(exceptions)),
+                float(now_text),
+                permanent=permanent,
+                mode="end",
+            )
+            if result is not None:
+                return result
+        raise TenureError(f"job {job_id}: its record kept changing while ending attempt {token}")
+
+    def _apply_end(
+        self,
+        queue: str,
+        job_id: str,
+        token: int,
+        outcome: str,
+        error: str,
+        traceback: str | None,
+        policy: Policy,
+        counters: Counters,
+        now: float,
+        *,
+        permanent: bool,
+        mode: str,
+    ) -> EndResult | None:
+        """Decide in Python, apply in Lua if the job is unchanged; None when it changed."""
+        decision = decide(policy, counters, outcome, now, permanent=permanent)
+        new = decision.counters
+        last_error = error if decision.retry else f"{error}; failed because {decision.reason}"
+        reply = self._run(
+            self._qcall(
+                "end_apply",
+                queue,
+                job_id,
+                token,
+                outcome,
+                optional(error),
+                optional(traceback),
+                "1" if decision.retry else "0",
+                repr(float(decision.delay)),
+                new.tries_used,
+                new.exceptions,
+                last_error,
+                counters.tries_used,
+                counters.exceptions,
+                mode,
+            )
+        )
+        if reply[0] == "conflict":
+            return None
+        if reply[1] == "queued":
+            state = "queued" if decision.delay <= 0 else "scheduled"
+            return EndResult(True, state, decision.reason, decision.delay)
+        if reply[1] == "cancelled":
+            return EndResult(True, "cancelled", "its batch no longer runs new work")
+        return EndResult(True, "failed", decision.reason)
+
+    def rescue_expired(self) -> list[Rescued]:
+        rescued: list[Rescued] = []
+        for queue in self._queues():
+            # Bounded: each round closes or skips every job it read, so a later round only
+            # sees leases that expired meanwhile.
+            for _ in range(1000):
+                reply = self._run(self._qcall("rescue_read", queue, RESCUE_CHUNK))
+                now = float(reply[0])
+                entries = reply[1:]
+                for entry in entries:
+                    job_id, number, expired_at, policy, tries_used, exceptions = entry[:6]
+                    worker_id, host, pid, started_at, heartbeat_at = entry[6:11]
+                    attempt = AttemptRecord(
+                        job_id=job_id,
+                        number=int(number),
+                        worker_id=worker_id or "?",
+                        host=host or "?",
+                        pid=to_int(pid),
+                        started_at=to_float(started_at),
+                        ended_at=None,
+                        outcome=None,
+                        error=None,
+                        traceback=None,
+                        last_heartbeat_at=to_opt_float(heartbeat_at),
+                    )
+                    error = describe_crash(attempt, to_float(expired_at))
+                    result = self._apply_end(
+                        queue,
+                        job_id,
+                        int(number),
+                        "crashed",
+                        error,
+                        None,
+                        Policy.from_json(policy),
+                        Counters(int(tries_used), int(exceptions)),
+                        now,
+                        permanent=False,
+                        mode="rescue",
+                    )
+                    # None: the worker's own result arrived first, so nothing crashed.
+                    if result is not None:
+                        rescued.append(Rescued(job_id, int(number), result))
+                if len(entries) < RESCUE_CHUNK:
+                    break
+        return rescued
+
+    def wait_for_work(self, *, queues: Sequence[str], timeout: float) -> None:
+        if timeout <= 0:
+            return
+        names = list(dict.fromkeys(queues))
+        if not names:
+            time.sleep(min(timeout, self._block_cap))
+            return
+        wait = min(timeout, self._block_cap)
+        # Sleep no longer than until the earliest delayed job is due: nothing pushes a wake-up
+        # when a run_at merely passes.
+        for now_text, due in self._run_many([self._qcall("next_due", q) for q in names]):
+            if due is not None:
+                wait = min(wait, float(due) - float(now_text) + 0.002)
+        wait = max(wait, MIN_BLOCK_S)
+        self._redis.blpop([f"{self._base(q)}:notify" for q in names], timeout=round(wait, 3))
+
+    # -- reading and operating -----------------------------------------------------------
+    def get_job(self, job_id: str) -> JobRecord | None:
+        queue = self._locate(job_id)
+        if queue is None:
+            return None
+        base = self._base(queue)
+        pipe = self._redis.pipeline(transaction=True)  # one consistent view: job + attempts
+        pipe.time()
+        pipe.hgetall(f"{base}:job:{job_id}")
+        pipe.hgetall(f"{base}:att:{job_id}")
+        (seconds, micros), fields, attempts = pipe.execute()
+        if not fields:
+            self._job_queue.pop(job_id, None)
+            return None
+        return job_record(
+            job_id, queue, fields, clock_value(seconds, micros), attempt_records(job_id, attempts)
+        )
+
+    def list_jobs(
+        self, *, state: str | None = None, queue: str | None = None, limit: int = 100
+    ) -> list[JobRecord]:
+        if limit <= 0 or (state is not None and state not in JOB_STATES):
+            return []
+        index = "all" if state is None else "queued" if state == "scheduled" else state
+        queues = [queue] if queue is not None else self._queues()
+        now = self.now()
+        found: list[tuple[float, int, JobRecord]] = []
+        for name in queues:
+            found += self._list_queue(name, index, state, limit, now)
+        found.sort(key=lambda item: (item[0], item[1]), reverse=True)
+        return [record for _, _, record in found[:limit]]
+
+    def _list_queue(
+        self, queue: str, index: str, state: str | None, limit: int, now: float
+    ) -> list[tuple[float, int, JobRecord]]:
+        base = self._base(queue)
+        key = f"{base}:all" if index == "all" else f"{base}:idx:{index}"
+        out: list[tuple[float, int, JobRecord]] = []
+        start = 0
+        while len(out) < limit:
+            ids = cast(list[str], self._redis.zrevrange(key, start, start + LIST_PAGE - 1))
+            if not ids:
+                break
+            start += len(ids)
+            pipe = self._redis.pipeline(transaction=False)
+            for job_id in ids:
+                pipe.hgetall(f"{base}:job:{job_id}")
+            for job_id, fields in zip(ids, pipe.execute(), strict=True):
+                if not fields:
+                    continue
+                record = job_record(job_id, queue, fields, now, [])
+                # The visible state decides (queued vs scheduled), not the index alone.
+                if state is None or record.state == state:
+                    out.append((record.created_at, to_int(fields.get("seq")), record))
+                    if len(out) >= limit:
+                        break
+        return out
+
+    def counts(self) -> dict[str, int]:
+        out = dict.fromkeys(JOB_STATES, 0)
+        replies = self._run_many([self._qcall("counts", q) for q in self._queues()])
+        for reply in replies:
+            for state, n in zip(
+                ("queued", "scheduled", "running", "succeeded", "failed", "cancelled"),
+                reply[1:],
+                strict=True,
+            ):
+                out[state] += int(n)
+        return out
+
+    def retry_job(self, job_id: str) -> bool:
+        queue = self._locate(job_id)
+        return queue is not None and bool(self._run(self._qcall("retry_job", queue, job_id)))
+
+    def forget_job(self, job_id: str) -> bool:
+        queue = self._locate(job_id)
+        if queue is None or not self._run(self._qcall("forget_job", queue, job_id)):
+            return False
+        self._job_queue.pop(job_id, None)
+        return True
+
+
+def _refused(reply: list[Any]) -> EndResult:
+    _, state, run_at, now_text = reply
+    shown = "missing" if state is None else visible_state(state, to_float(run_at), float(now_text))
+    return EndResult(accepted=False, state=shown, reason=STALE)

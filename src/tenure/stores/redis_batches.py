@@ -1,0 +1,164 @@
+"""Batches on Redis: where a batch's keys live, and the six batch methods of the Store protocol.
+
+A batch lives under the hash tag of its *home* queue: the queue of its first member, else of its
+first callback, else `default`. The rules themselves run in Lua (redis_batch_lua.py), inside
+the same script as the job change that triggers them, so a member's end, its batch's counts and
+the callbacks it enqueues are one atomic step. The store-wide keys (tag `{g}`) say where each
+batch lives:
+
+    PREFIX:{g}:batch_queues   hash   batch id -> its home queue
+    PREFIX:{g}:batches        zset   batch ids by creation order, for list_batches
+    PREFIX:{g}:batch_seq      string that order's counter
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import replace
+from typing import Any, cast
+
+import redis
+
+from tenure.errors import ConfigError, TenureError
+from tenure.stores.base import BatchRecord, NewBatch, NewJob
+from tenure.stores.redis_batch_lua import CALLBACK_FIELDS, CALLBACK_KINDS
+from tenure.stores.redis_client import RedisClient, optional
+from tenure.stores.redis_records import PROGRESS_UNITS, batch_record, to_int
+
+BATCH_PAGE = 100
+
+
+class RedisBatches(RedisClient):
+    _cluster_mode: bool | None = None
+
+    def create_batch(self, *, batch: NewBatch, jobs: Sequence[NewJob]) -> None:
+        members = [replace(j, batch_id=batch.id) for j in jobs]
+        callbacks = list(
+            zip(CALLBACK_KINDS, (batch.then, batch.catch, batch.finally_), strict=True)
+        )
+        present = [j for _, j in callbacks if j is not None]
+        home = members[0].queue if members else present[0].queue if present else "default"
+        queues = [j.queue for j in (*members, *present)]
+        self._check_one_slot(batch.id, home, queues)
+        if self._register_batch(batch.id, home, queues) != home:
+            raise TenureError(f"batch {batch.id!r} already exists (in another queue)")
+        args: list[Any] = [
+            batch.id,
+            batch.name,
+            optional(None if batch.total is None else str(int(batch.total))),
+            "1" if batch.allow_failures else "0",
+        ]
+        for _, job in callbacks:
+            if job is None:
+                args += ["0"] + [""] * len(CALLBACK_FIELDS)
+            else:
+                args += ["1", job.id, self._base(job.queue), *self._job_args(job)[1:]]
+        reply = self._run(self._qcall("create_batch", home, *args, *self._members(members)))
+        if reply[0] == "exists":
+            raise TenureError(f"batch {batch.id!r} already exists")
+        for job in members:
+            self._remember(job.id, job.queue)
+
+    def add_to_batch(self, *, batch_id: str, jobs: Sequence[NewJob]) -> int:
+        home = self._batch_home(batch_id)
+        if home is None or not jobs:
+            return 0
+        members = [replace(j, batch_id=batch_id) for j in jobs]
+        queues = [j.queue for j in members]
+        self._check_one_slot(batch_id, home, queues)
+        self._register_batch(batch_id, home, queues)
+        added = to_int(
+            self._run(self._qcall("add_to_batch", home, batch_id, *self._members(members)))
+        )
+        for job in members:
+            self._remember(job.id, job.queue)
+        return added
+
+    def cancel_batch(self, batch_id: str) -> bool:
+        home = self._batch_home(batch_id)
+        return home is not None and bool(self._run(self._qcall("cancel_batch", home, batch_id)))
+
+    def get_batch(self, batch_id: str) -> BatchRecord | None:
+        home = self._batch_home(batch_id)
+        if home is None:
+            return None
+        fields = cast(dict[str, str], self._redis.hgetall(self._batch_key(home, batch_id)))
+        return batch_record(batch_id, fields) if fields else None
+
+    def list_batches(self, *, limit: int = 50) -> list[BatchRecord]:
+        out: list[BatchRecord] = []
+        start = 0
+        while len(out) < limit:
+            ids = cast(
+                list[str],
+                self._redis.zrevrange(self._global_key("batches"), start, start + BATCH_PAGE - 1),
+            )
+            if not ids:
+                break
+            start += len(ids)
+            homes = cast(list[str | None], self._redis.hmget(self._global_key("batch_queues"), ids))
+            pipe = self._redis.pipeline(transaction=False)
+            for batch_id, home in zip(ids, homes, strict=True):
+                # a batch registered by a create that never ran reads as an empty hash
+                pipe.hgetall(self._batch_key(home or "", batch_id))
+            for batch_id, fields in zip(ids, pipe.execute(), strict=True):
+                if fields and len(out) < limit:
+                    out.append(batch_record(batch_id, fields))
+        return out
+
+    def report_progress(self, *, job_id: str, token: int, fraction: float) -> None:
+        queue = self._locate(job_id)
+        if queue is None:
+            return
+        units = round(max(0.0, min(1.0, fraction)) * PROGRESS_UNITS)
+        self._run(self._qcall("report_progress", queue, job_id, int(token), units))
+
+    # -- inside ------------------------------------------------------------------------
+    def _batch_key(self, home: str, batch_id: str) -> str:
+        return f"{self._base(home)}:batch:{batch_id}"
+
+    def _batch_home(self, batch_id: str) -> str | None:
+        home = self._redis.hget(self._global_key("batch_queues"), batch_id)
+        return cast(str | None, home)
+
+    def _register_batch(self, batch_id: str, home: str, queues: Sequence[str]) -> str:
+        """Record the batch's home and register every queue it touches, before any job exists
+        there: get_job and rescue_expired only look in registered queues."""
+        keys = [self._global_key(k) for k in ("queues", "batch_queues", "batches", "batch_seq")]
+        script = self._g["register_batch"]
+        return cast(str, script(keys=keys, args=[batch_id, home, *dict.fromkeys([home, *queues])]))
+
+    def _job_args(self, job: NewJob) -> list[Any]:
+        return [
+            job.id,
+            job.queue,
+            job.name,
+            job.payload,
+            job.policy.to_json(),
+            repr(float(job.delay)),
+        ]
+
+    def _members(self, jobs: Sequence[NewJob]) -> list[Any]:
+        args: list[Any] = []
+        for job in jobs:
+            job_id, queue, *rest = self._job_args(job)
+            args += [self._base(queue), queue, job_id, *rest]
+        return args
+
+    def _check_one_slot(self, batch_id: str, home: str, queues: Sequence[str]) -> None:
+        others = sorted({q for q in queues if q != home})
+        if others and self._in_cluster():
+            raise ConfigError(
+                f"batch {batch_id}: on Redis Cluster every job and callback of a batch must use "
+                f"the batch's queue {home!r} (its keys live in that queue's slot), got also "
+                f"{others}; put them in one queue, or use a single Redis server or Sentinel"
+            )
+
+    def _in_cluster(self) -> bool:
+        if self._cluster_mode is None:
+            try:
+                info = self._redis.info("cluster")
+                self._cluster_mode = to_int(info.get("cluster_enabled")) == 1
+            except redis.ResponseError:  # a proxy that hides INFO: assume one server
+                self._cluster_mode = False
+        return self._cluster_mode

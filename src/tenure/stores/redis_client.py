@@ -1,0 +1,194 @@
+"""The Redis store's plumbing: the connection, key names, running Lua scripts, and finding
+which queue holds a job. `RedisStore` (redis.py) builds the Store protocol on top of it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any, cast
+from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
+
+import redis
+from redis.backoff import ExponentialWithJitterBackoff
+from redis.commands.core import Script
+from redis.exceptions import NoScriptError
+from redis.retry import Retry
+
+from tenure.errors import ConfigError
+from tenure.stores.redis_batch_lua import BATCH_SCRIPTS, REGISTER_BATCH, batch_prelude
+from tenure.stores.redis_lua import (
+    GLOBAL_PRELUDE,
+    GLOBAL_SCRIPTS,
+    NOTIFY_MAX,
+    PRELUDE,
+    QUEUE_SCRIPTS,
+)
+
+DEFAULT_PREFIX = "tenure"
+STORED_STATES = ("queued", "running", "succeeded", "failed", "cancelled")
+LIST_PAGE = 200
+
+# BLPOP must return before the socket timeout fires, or the wait would look like an outage.
+SOCKET_TIMEOUT_S = 15.0
+BLOCK_CAP_S = 10.0
+# Redis reads a blocking timeout in milliseconds and treats 0 as "forever".
+MIN_BLOCK_S = 0.01
+JOB_CACHE_MAX = 100_000
+
+Call = tuple[Script, list[str], list[Any]]
+
+
+class RedisClient:
+    def __init__(self, url: str) -> None:
+        self.url = url
+        connect_url, self.prefix = split_prefix(url)
+        self._redis: redis.Redis = redis.Redis.from_url(
+            connect_url,
+            decode_responses=True,
+            # A damaged payload must reach the worker (which fails that job with a clear
+            # reason), not raise UnicodeDecodeError inside reserve or get_job.
+            encoding_errors="replace",
+            socket_connect_timeout=5.0,
+            socket_timeout=SOCKET_TIMEOUT_S,
+            health_check_interval=30,
+            # One quick retry replaces a pooled connection that died with a Redis restart;
+            # more would hide an outage from the worker (which backs off and logs it itself)
+            # for tens of seconds, and re-send scripts whose reply, not whose effect, was lost.
+            retry=Retry(ExponentialWithJitterBackoff(base=0.01, cap=0.1), retries=1),
+        )
+        socket_timeout = self._redis.connection_pool.connection_kwargs.get("socket_timeout")
+        self._block_cap = BLOCK_CAP_S
+        if isinstance(socket_timeout, int | float) and socket_timeout > 0:
+            self._block_cap = max(MIN_BLOCK_S, min(BLOCK_CAP_S, float(socket_timeout) * 0.66))
+        prelude = PRELUDE + batch_prelude(NOTIFY_MAX)
+        self._q = {
+            name: self._redis.register_script(prelude + src)
+            for name, src in {**QUEUE_SCRIPTS, **BATCH_SCRIPTS}.items()
+        }
+        self._g = {
+            name: self._redis.register_script(GLOBAL_PRELUDE + src)
+            for name, src in {**GLOBAL_SCRIPTS, "register_batch": REGISTER_BATCH}.items()
+        }
+        # job id -> queue. Ids are unique and a job never changes queue, so an entry is either
+        # right or names a job that no longer exists anywhere.
+        self._job_queue: dict[str, str] = {}
+
+    # -- keys ----------------------------------------------------------------------------
+    def _global_key(self, name: str) -> str:
+        return f"{self.prefix}:{{g}}:{name}"
+
+    def _base(self, queue: str) -> str:
+        return f"{self.prefix}:{{q:{quote_queue(queue)}}}"
+
+    def _queue_keys(self, queue: str) -> list[str]:
+        base = self._base(queue)
+        return [
+            f"{base}:queued",
+            f"{base}:running",
+            f"{base}:notify",
+            f"{base}:seq",
+            f"{base}:all",
+            *(f"{base}:idx:{state}" for state in STORED_STATES),
+        ]
+
+    def key_pattern(self) -> str:
+        """A SCAN MATCH pattern for every key of this prefix and no other prefix's."""
+        return glob_escape(self.prefix) + ":{*"
+
+    # -- running scripts -----------------------------------------------------------------
+    def _qcall(self, script: str, queue: str, *args: Any) -> Call:
+        return (self._q[script], self._queue_keys(queue), [self._base(queue), queue, *args])
+
+    def _run(self, call: Call) -> Any:
+        script, keys, args = call
+        return script(keys=keys, args=args, client=self._redis)
+
+    def _run_many(self, calls: Sequence[Call]) -> list[Any]:
+        """Run scripts in one round trip; a script the server forgot is loaded and re-run."""
+        if not calls:
+            return []
+        pipe = self._redis.pipeline(transaction=False)
+        for script, keys, args in calls:
+            pipe.evalsha(script.sha, len(keys), *keys, *args)
+        results: list[Any] = pipe.execute(raise_on_error=False)
+        for i, result in enumerate(results):
+            # NOSCRIPT means that script did not run at all (Redis restarted or SCRIPT FLUSH),
+            # so running it again cannot apply anything twice.
+            if isinstance(result, NoScriptError):
+                results[i] = self._run(calls[i])
+        for result in results:
+            if isinstance(result, Exception):
+                raise result
+        return results
+
+    # -- finding a job's queue -----------------------------------------------------------
+    def _queues(self) -> list[str]:
+        return sorted(cast(set[str], self._redis.smembers(self._global_key("queues"))))
+
+    def _remember(self, job_id: str, queue: str) -> None:
+        if len(self._job_queue) >= JOB_CACHE_MAX:
+            self._job_queue.clear()
+        self._job_queue[job_id] = queue
+
+    def _locate(self, job_id: str) -> str | None:
+        return self._locate_many([job_id]).get(job_id)
+
+    def _locate_many(self, job_ids: Sequence[str]) -> dict[str, str]:
+        """Which queue holds each job: from the cache, else by asking every queue at once."""
+        found: dict[str, str] = {}
+        for job_id in job_ids:
+            # .get, not `in` then [ ]: another thread may clear the cache in between.
+            queue = self._job_queue.get(job_id)
+            if queue is not None:
+                found[job_id] = queue
+        missing = [j for j in dict.fromkeys(job_ids) if j not in found]
+        if not missing:
+            return found
+        queues = self._queues()
+        if not queues:
+            return found
+        pipe = self._redis.pipeline(transaction=False)
+        probes = [(j, q) for j in missing for q in queues]
+        for job_id, queue in probes:
+            pipe.exists(f"{self._base(queue)}:job:{job_id}")
+        for (job_id, queue), exists in zip(probes, pipe.execute(), strict=True):
+            if exists and job_id not in found:
+                found[job_id] = queue
+                self._remember(job_id, queue)
+        return found
+
+
+# -- URL and key helpers -------------------------------------------------------------------
+def split_prefix(url: str) -> tuple[str, str]:
+    """Take `prefix=` out of a redis:// URL: it names our keys, redis-py must not see it."""
+    parts = urlsplit(url)
+    query = parse_qsl(parts.query, keep_blank_values=True)
+    prefixes = [value for key, value in query if key == "prefix"]
+    rest = [(key, value) for key, value in query if key != "prefix"]
+    prefix = prefixes[-1] if prefixes else DEFAULT_PREFIX
+    if not prefix or any(c in prefix for c in "{}") or any(c.isspace() for c in prefix):
+        raise ConfigError(
+            f"redis URL: prefix= expected a non-empty name without braces or spaces "
+            f"(e.g. prefix=myapp), got {prefix!r}"
+        )
+    return urlunsplit(parts._replace(query=urlencode(rest))), prefix
+
+
+def quote_queue(queue: str) -> str:
+    """A queue name made safe inside a hash tag: a brace would end the tag early and let one
+    queue's keys spell another's; '%' is escaped too so that two names never encode alike."""
+    return queue.replace("%", "%25").replace("{", "%7B").replace("}", "%7D")
+
+
+def glob_escape(text: str) -> str:
+    return "".join("\\" + c if c in "*?[]\\" else c for c in text)
+
+
+def clock_value(seconds: int, micros: int) -> float:
+    # The same text-then-float path the scripts use, so Python and Lua agree to the bit.
+    return float(f"{int(seconds)}.{int(micros):06d}")
+
+
+def optional(value: str | None) -> str:
+    """How a script receives an optional string: '-' for none, '+text' otherwise."""
+    return "-" if value is None else "+" + value

@@ -1,0 +1,161 @@
+"""Reading the Redis store's hashes back into records, tolerating damage.
+
+A hash edited by hand, cut short by a bad migration or holding bytes that are not text must
+never crash a reader (`reserve`, `get_job`, `list_jobs`, the dashboard): missing numbers read as
+0, missing times as unknown, and a job missing required fields says so in its `last_error`.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from tenure import batch as rules
+from tenure.retry import Policy
+from tenure.states import visible_state
+from tenure.stores.base import AttemptRecord, BatchRecord, JobRecord, WorkerRecord
+
+PROGRESS_UNITS = 1_000_000  # a member's progress and a batch's `partial` are in millionths
+
+
+def to_float(text: Any, default: float = 0.0) -> float:
+    value = to_opt_float(text)
+    return default if value is None else value
+
+
+def to_opt_float(text: Any) -> float | None:
+    try:
+        return None if text is None else float(text)
+    except (TypeError, ValueError):
+        return None
+
+
+def to_int(text: Any, default: int = 0) -> int:
+    value = to_opt_int(text)
+    return default if value is None else value
+
+
+def to_opt_int(text: Any) -> int | None:
+    try:
+        return None if text is None else int(float(text))
+    except (TypeError, ValueError, OverflowError):
+        return None
+
+
+REQUIRED_JOB_FIELDS = ("name", "payload", "state", "policy", "created_at", "run_at")
+
+
+def job_record(
+    job_id: str, queue: str, fields: dict[str, str], now: float, attempts: list[AttemptRecord]
+) -> JobRecord:
+    last_error = fields.get("last_error")
+    missing = [name for name in REQUIRED_JOB_FIELDS if name not in fields]
+    if missing and last_error is None:
+        # Shown, not raised: a person can forget the job; a reader must not crash on it.
+        last_error = f"the job's record in Redis is damaged: missing {', '.join(missing)}"
+    stored = fields.get("state") or "failed"
+    run_at = to_float(fields.get("run_at"))
+    return JobRecord(
+        id=job_id,
+        name=fields.get("name", ""),
+        queue=fields.get("queue") or queue,
+        payload=fields.get("payload", ""),
+        state=visible_state(stored, run_at, now),
+        policy=Policy.from_json(fields.get("policy", "")),
+        created_at=to_float(fields.get("created_at")),
+        run_at=run_at,
+        finished_at=to_opt_float(fields.get("finished_at")),
+        tries_used=to_int(fields.get("tries_used")),
+        exceptions=to_int(fields.get("exceptions")),
+        last_error=last_error,
+        lease_expires_at=to_opt_float(fields.get("lease_expires_at")),
+        worker_id=fields.get("worker_id"),
+        batch_id=fields.get("batch_id"),
+        attempts=attempts,
+    )
+
+
+def attempt_records(job_id: str, fields: dict[str, str]) -> list[AttemptRecord]:
+    grouped: dict[int, dict[str, str]] = {}
+    for key, value in fields.items():
+        number, _, name = key.partition(".")
+        if number.isdigit():
+            grouped.setdefault(int(number), {})[name] = value
+    return [
+        AttemptRecord(
+            job_id=job_id,
+            number=number,
+            worker_id=a.get("worker_id", ""),
+            host=a.get("host", ""),
+            pid=to_int(a.get("pid")),
+            started_at=to_float(a.get("started_at")),
+            ended_at=to_opt_float(a.get("ended_at")),
+            outcome=a.get("outcome"),
+            error=a.get("error"),
+            traceback=a.get("traceback"),
+            last_heartbeat_at=to_opt_float(a.get("last_heartbeat_at")),
+        )
+        for number, a in sorted(grouped.items())
+    ]
+
+
+def worker_record(worker_id: str, fields: dict[str, str]) -> WorkerRecord:
+    try:
+        queues = tuple(str(q) for q in json.loads(fields.get("queues", "[]")))
+    except (TypeError, ValueError):
+        queues = ()
+    return WorkerRecord(
+        id=worker_id,
+        host=fields.get("host", ""),
+        pid=to_int(fields.get("pid")),
+        queues=queues,
+        concurrency=to_int(fields.get("concurrency"), 1),
+        started_at=to_float(fields.get("started_at")),
+        last_seen_at=to_float(fields.get("last_seen_at")),
+        stopped_at=to_opt_float(fields.get("stopped_at")),
+    )
+
+
+def count(text: Any) -> int:
+    """A stored counter; a damaged or negative one reads as 0, as on SQLite."""
+    return max(0, to_int(text))
+
+
+def batch_record(batch_id: str, fields: dict[str, str]) -> BatchRecord:
+    """The same record SQLite's reader builds; a damaged field reads as 0 or unknown, and a
+    state that is missing or not a batch state reads as failed (its rules can no longer run)."""
+    state = fields.get("state", "")
+    counts = rules.BatchCounts(
+        state=state if state in rules.BATCH_STATES else rules.FAILED,
+        jobs=count(fields.get("jobs")),
+        done=count(fields.get("done")),
+        failed=count(fields.get("failed")),
+        cancelled=count(fields.get("cancelled")),
+        allow_failures=fields.get("allow_failures") == "1",
+        catch_sent=fields.get("catch_sent") == "1",
+        finished=fields.get("finished") == "1",
+    )
+    declared = to_opt_int(fields.get("declared_total"))
+    declared = None if declared is None else max(0, declared)
+    total = declared if declared is not None and declared >= counts.jobs else counts.jobs
+    settled = counts.done + counts.failed + counts.cancelled
+    partial = max(0, to_int(fields.get("partial"))) / PROGRESS_UNITS
+    return BatchRecord(
+        id=batch_id,
+        name=fields.get("name", ""),
+        state=counts.state,
+        total=total,
+        jobs=counts.jobs,
+        done=counts.done,
+        failed=counts.failed,
+        cancelled=counts.cancelled,
+        pending=max(0, total - settled),
+        progress=rules.progress(counts, declared, partial),
+        allow_failures=counts.allow_failures,
+        created_at=to_float(fields.get("created_at")),
+        finished_at=to_opt_float(fields.get("finished_at")),
+        then_job_id=fields.get("then_job_id"),
+        catch_job_id=fields.get("catch_job_id"),
+        finally_job_id=fields.get("finally_job_id"),
+        declared_total=declared,
+    )

@@ -1,0 +1,92 @@
+"""Small helpers the conformance tests share: jobs, workers, and waiting on conditions."""
+
+from __future__ import annotations
+
+import secrets
+import time
+from collections.abc import Callable, Sequence
+from typing import TypeVar
+
+from tenure.retry import Policy
+from tenure.stores import Store
+from tenure.stores.base import AttemptRecord, JobRecord, NewJob, Reservation, WorkerRef
+
+T = TypeVar("T")
+
+W1 = WorkerRef(id="worker-one", host="host-a", pid=4242)
+W2 = WorkerRef(id="worker-two", host="host-b", pid=5151)
+
+# Retries at once, so a test can follow a job through several attempts without waiting.
+QUICK = Policy(tries=3, backoff=0)
+
+
+def new_job(
+    *,
+    queue: str = "default",
+    policy: Policy = QUICK,
+    delay: float = 0.0,
+    name: str = "send_invoice",
+    payload: str = '{"args":[42],"kwargs":{}}',
+    batch_id: str | None = None,
+) -> NewJob:
+    return NewJob(
+        id=secrets.token_hex(8),
+        name=name,
+        queue=queue,
+        payload=payload,
+        policy=policy,
+        delay=delay,
+        batch_id=batch_id,
+    )
+
+
+def enqueue(store: Store, *jobs: NewJob) -> list[str]:
+    store.enqueue_many(list(jobs))
+    return [j.id for j in jobs]
+
+
+def reserve_one(
+    store: Store,
+    *,
+    queues: Sequence[str] = ("default",),
+    worker: WorkerRef = W1,
+    lease: float = 30.0,
+) -> Reservation:
+    got = store.reserve(queues=queues, worker=worker, lease=lease, limit=1)
+    assert len(got) == 1, f"expected one job ready in {list(queues)}, got {got}"
+    return got[0]
+
+
+def job(store: Store, job_id: str) -> JobRecord:
+    record = store.get_job(job_id)
+    assert record is not None, f"job {job_id} vanished"
+    return record
+
+
+def attempt(store: Store, job_id: str, number: int) -> AttemptRecord:
+    found = [a for a in job(store, job_id).attempts if a.number == number]
+    assert found, f"job {job_id} has no attempt {number}"
+    return found[0]
+
+
+def wait_until(
+    check: Callable[[], T | None], *, timeout: float = 10.0, interval: float = 0.02, what: str = ""
+) -> T:
+    """Poll until `check()` returns something truthy; fail with `what` after `timeout` s."""
+    deadline = time.monotonic() + timeout
+    while True:
+        value = check()
+        if value:
+            return value
+        if time.monotonic() >= deadline:
+            raise AssertionError(f"timed out after {timeout} s waiting for {what or check}")
+        time.sleep(interval)
+
+
+def expire_and_rescue(store: Store, job_id: str, *, timeout: float = 10.0) -> None:
+    """Wait for the job's lease to run out on the store's clock and rescue it."""
+
+    def rescued() -> bool:
+        return any(r.job_id == job_id for r in store.rescue_expired())
+
+    wait_until(rescued, timeout=timeout, what=f"the lease of {job_id} to expire and be rescued")

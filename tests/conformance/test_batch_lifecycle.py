@@ -1,0 +1,441 @@
+"""A batch through its whole life, the same on every backend: members ending by every path
+(complete, end_attempt, rescue of an expired lease), callbacks enqueued exactly once with their
+job ids on the record, the first failure stopping the work not yet started, cancel, progress
+that never goes backwards against a declared total, and damaged batch records that must not
+crash a reader. (tests/conformance/test_batches.py covers the basics these build on.)
+"""
+
+from __future__ import annotations
+
+import itertools
+import secrets
+import sqlite3
+import threading
+from collections.abc import Mapping, Sequence
+from urllib.parse import parse_qs, urlsplit
+
+import pytest
+
+from conformance.helpers import W1, expire_and_rescue, job, new_job, reserve_one
+from tenure.retry import Policy
+from tenure.stores import Store, open_store
+from tenure.stores.base import BatchRecord, NewBatch, NewJob, WorkerRef
+
+ONE_TRY = Policy(tries=1, backoff=0)
+TWO_TRIES = Policy(tries=2, backoff=0)
+CALLBACKS = "callbacks"
+
+
+@pytest.fixture(autouse=True)
+def _store_has_batches(store: Store) -> None:
+    if not hasattr(store, "create_batch"):
+        pytest.xfail(f"{type(store).__name__} has no batch methods yet (create_batch missing)")
+
+
+def make_batch(
+    store: Store,
+    members: Sequence[NewJob],
+    *,
+    total: int | None = None,
+    allow_failures: bool = False,
+) -> str:
+    batch_id = secrets.token_hex(6)
+    store.create_batch(
+        batch=NewBatch(
+            id=batch_id,
+            name="exports",
+            total=total,
+            allow_failures=allow_failures,
+            then=new_job(queue=CALLBACKS, name="then", payload='{"args":["then"],"kwargs":{}}'),
+            catch=new_job(queue=CALLBACKS, name="catch"),
+            finally_=new_job(queue=CALLBACKS, name="finally"),
+        ),
+        jobs=list(members),
+    )
+    return batch_id
+
+
+def batch(store: Store, batch_id: str) -> BatchRecord:
+    record = store.get_batch(batch_id)
+    assert record is not None, f"batch {batch_id} vanished"
+    return record
+
+
+def callbacks(store: Store) -> list[str]:
+    """The callback jobs enqueued so far, by name: each may appear once at most."""
+    return sorted(j.name for j in store.list_jobs(queue=CALLBACKS))
+
+
+def assert_callback_ids(store: Store, b: BatchRecord, *kinds: str) -> None:
+    """The record names exactly the callback jobs that exist, one job per kind."""
+    recorded = {"then": b.then_job_id, "catch": b.catch_job_id, "finally": b.finally_job_id}
+    assert {k for k, v in recorded.items() if v is not None} == set(kinds)
+    jobs = store.list_jobs(queue=CALLBACKS)
+    assert sorted(j.id for j in jobs) == sorted(v for v in recorded.values() if v is not None)
+    for kind in kinds:
+        found = job(store, recorded[kind] or "")
+        assert (found.name, found.queue, found.batch_id) == (kind, CALLBACKS, None)
+
+
+def fail_for_good(store: Store, job_id: str, token: int) -> None:
+    result = store.end_attempt(
+        job_id=job_id, token=token, outcome="failed", error="bad row", permanent=True
+    )
+    assert result.accepted and result.state == "failed"
+
+
+# -- creating and adding -------------------------------------------------------------------
+def test_without_a_declared_total_progress_is_the_share_of_members_settled(store: Store) -> None:
+    batch_id = make_batch(store, [new_job() for _ in range(4)])
+    b = batch(store, batch_id)
+    assert (b.total, b.jobs, b.declared_total, b.pending) == (4, 4, None, 4)
+    r = reserve_one(store)
+    store.complete(job_id=r.job_id, token=r.token)
+    assert batch(store, batch_id).progress == pytest.approx(0.25)
+    assert store.add_to_batch(batch_id=batch_id, jobs=[new_job() for _ in range(4)]) == 4
+    b = batch(store, batch_id)
+    # no total was promised, so adding work may move the bar back: that is what totals are for
+    assert (b.total, b.jobs, b.done, b.pending) == (8, 8, 1, 7)
+    assert b.progress == pytest.approx(1 / 8)
+
+
+def test_a_declared_total_smaller_than_the_members_gives_way_to_them(store: Store) -> None:
+    batch_id = make_batch(store, [new_job() for _ in range(2)], total=2)
+    store.add_to_batch(batch_id=batch_id, jobs=[new_job()])
+    b = batch(store, batch_id)
+    assert (b.total, b.jobs, b.declared_total, b.pending) == (3, 3, 2, 3)
+
+
+def test_members_are_ordinary_jobs_of_their_own_queues(store: Store) -> None:
+    here, there = new_job(queue="default"), new_job(queue="reports", delay=3600)
+    batch_id = make_batch(store, [here, there])
+    assert (job(store, here.id).state, job(store, there.id).state) == ("queued", "scheduled")
+    assert job(store, there.id).batch_id == batch_id
+    assert reserve_one(store, queues=["reports", "default"]).job_id == here.id
+
+
+def test_adding_stops_once_the_batch_failed_or_was_cancelled(store: Store) -> None:
+    failing = make_batch(store, [new_job(policy=ONE_TRY), new_job()])
+    r = reserve_one(store)
+    fail_for_good(store, r.job_id, r.token)
+    late = new_job()
+    assert store.add_to_batch(batch_id=failing, jobs=[late]) == 0
+    assert store.get_job(late.id) is None
+
+    cancelled = make_batch(store, [new_job()])
+    assert store.cancel_batch(cancelled)
+    assert store.add_to_batch(batch_id=cancelled, jobs=[late]) == 0
+    assert store.add_to_batch(batch_id="no-such-batch", jobs=[late]) == 0
+    assert store.get_job(late.id) is None
+
+
+def test_an_empty_batch_settles_at_once_and_records_its_callbacks(store: Store) -> None:
+    batch_id = make_batch(store, [], total=None)
+    b = batch(store, batch_id)
+    assert (b.state, b.progress, b.pending, b.jobs) == ("succeeded", 1.0, 0, 0)
+    assert b.finished_at is not None
+    assert_callback_ids(store, b, "then", "finally")
+    assert job(store, b.then_job_id or "").payload == '{"args":["then"],"kwargs":{}}'
+    assert store.add_to_batch(batch_id=batch_id, jobs=[new_job()]) == 0
+    assert not store.cancel_batch(batch_id)
+
+
+def test_list_batches_is_newest_first_and_includes_finished_ones(store: Store) -> None:
+    ids = [make_batch(store, [new_job()]), make_batch(store, []), make_batch(store, [new_job()])]
+    listed = store.list_batches()
+    assert [b.id for b in listed] == ids[::-1]
+    assert [b.state for b in listed] == ["running", "succeeded", "running"]
+    assert [b.id for b in store.list_batches(limit=2)] == ids[:0:-1]
+    assert store.list_batches(limit=0) == []
+
+
+# -- members ending, callbacks once ----------------------------------------------------------
+def test_callbacks_are_jobs_enqueued_once_and_named_on_the_record(store: Store) -> None:
+    members = [new_job() for _ in range(3)]
+    batch_id = make_batch(store, members)
+    for _ in members:
+        r = reserve_one(store)
+        assert batch(store, batch_id).finished_at is None
+        assert callbacks(store) == []
+        store.complete(job_id=r.job_id, token=r.token)
+    b = batch(store, batch_id)
+    assert (b.state, b.done, b.pending, b.progress) == ("succeeded", 3, 0, 1.0)
+    assert_callback_ids(store, b, "then", "finally")
+    # running the callbacks changes nothing about the batch: they are not its members
+    for r in store.reserve(queues=[CALLBACKS], worker=W1, lease=30, limit=10):
+        store.complete(job_id=r.job_id, token=r.token)
+    assert batch(store, batch_id) == b
+    assert callbacks(store) == ["finally", "then"]
+
+
+def test_the_first_failure_cancels_queued_and_scheduled_members_not_running_ones(
+    store: Store,
+) -> None:
+    first, running, waiting, later = (
+        new_job(policy=ONE_TRY),
+        new_job(),
+        new_job(),
+        new_job(delay=3600),
+    )
+    batch_id = make_batch(store, [first, running, waiting, later])
+    got = store.reserve(queues=["default"], worker=W1, lease=30, limit=2)
+    assert [r.job_id for r in got] == [first.id, running.id]
+    fail_for_good(store, first.id, got[0].token)
+    b = batch(store, batch_id)
+    assert (b.state, b.failed, b.cancelled, b.pending) == ("failed", 1, 2, 1)
+    assert (job(store, waiting.id).state, job(store, later.id).state) == ("cancelled", "cancelled")
+    assert b.finished_at is None  # one member still runs
+    assert_callback_ids(store, b, "catch")
+    assert store.reserve(queues=["default"], worker=W1, lease=30, limit=10) == []
+    # the running member finishes and is counted; the batch stays failed; then never runs
+    assert store.complete(job_id=running.id, token=got[1].token).accepted
+    b = batch(store, batch_id)
+    assert (b.state, b.done, b.failed, b.cancelled, b.pending) == ("failed", 1, 1, 2, 0)
+    assert b.finished_at is not None
+    assert_callback_ids(store, b, "catch", "finally")
+
+
+def test_a_retry_of_a_member_of_a_failed_batch_is_cancelled_instead(store: Store) -> None:
+    doomed, retried = new_job(policy=ONE_TRY), new_job(policy=TWO_TRIES)
+    batch_id = make_batch(store, [doomed, retried])
+    got = store.reserve(queues=["default"], worker=W1, lease=30, limit=2)
+    fail_for_good(store, doomed.id, got[0].token)
+    result = store.end_attempt(job_id=retried.id, token=got[1].token, outcome="failed", error="e")
+    assert (result.accepted, result.state) == (True, "cancelled")
+    assert job(store, retried.id).state == "cancelled"
+    b = batch(store, batch_id)
+    assert (b.state, b.failed, b.cancelled, b.pending) == ("failed", 1, 1, 0)
+    assert callbacks(store) == ["catch", "finally"]
+
+
+def test_a_member_whose_lease_expired_is_rescued_into_its_batch(store: Store) -> None:
+    fragile, other = new_job(policy=ONE_TRY), new_job()
+    batch_id = make_batch(store, [fragile, other])
+    r = store.reserve(queues=["default"], worker=W1, lease=0.2, limit=1)[0]
+    assert r.job_id == fragile.id
+    expire_and_rescue(store, fragile.id)
+    assert job(store, fragile.id).state == "failed"
+    b = batch(store, batch_id)
+    assert (b.state, b.failed, b.cancelled) == ("failed", 1, 1)
+    assert_callback_ids(store, b, "catch", "finally")
+
+
+def test_a_rescued_member_with_tries_left_runs_again_and_counts_once(store: Store) -> None:
+    member = new_job(policy=TWO_TRIES)
+    batch_id = make_batch(store, [member])
+    store.reserve(queues=["default"], worker=W1, lease=0.2, limit=1)
+    expire_and_rescue(store, member.id)
+    b = batch(store, batch_id)
+    assert (b.state, b.failed, b.pending, b.finished_at) == ("running", 0, 1, None)
+    again = reserve_one(store)
+    assert (again.job_id, again.attempt) == (member.id, 2)
+    store.complete(job_id=member.id, token=again.token)
+    b = batch(store, batch_id)
+    assert (b.state, b.done, b.failed) == ("succeeded", 1, 0)
+    assert callbacks(store) == ["finally", "then"]
+
+
+def test_allow_failures_counts_every_failure_sends_catch_once_and_then(store: Store) -> None:
+    members = [new_job(policy=ONE_TRY) for _ in range(5)]
+    batch_id = make_batch(store, members, allow_failures=True)
+    for n in range(5):
+        r = reserve_one(store)
+        if n % 2 == 0:
+            store.end_attempt(job_id=r.job_id, token=r.token, outcome="failed", error="e")
+        else:
+            store.complete(job_id=r.job_id, token=r.token)
+    b = batch(store, batch_id)
+    assert (b.state, b.done, b.failed, b.cancelled, b.progress) == ("succeeded", 2, 3, 0, 1.0)
+    assert_callback_ids(store, b, "then", "catch", "finally")
+
+
+def test_members_failing_at_once_send_catch_once(store: Store, store_url: str) -> None:
+    members = [new_job(policy=ONE_TRY) for _ in range(24)]
+    batch_id = make_batch(store, members, allow_failures=True)
+    errors: list[BaseException] = []
+
+    def worker(n: int) -> None:
+        own = open_store(store_url)
+        me = WorkerRef(id=f"w{n}", host="h", pid=n)
+        try:
+            while got := own.reserve(queues=["default"], worker=me, lease=30, limit=2):
+                for r in got:
+                    own.end_attempt(job_id=r.job_id, token=r.token, outcome="failed", error="e")
+        except BaseException as exc:
+            errors.append(exc)
+        finally:
+            own.close()
+
+    threads = [threading.Thread(target=worker, args=(n,)) for n in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=60)
+    assert errors == []
+    b = batch(store, batch_id)
+    assert (b.state, b.failed, b.pending) == ("succeeded", 24, 0)
+    assert callbacks(store) == ["catch", "finally", "then"]
+
+
+# -- cancel ----------------------------------------------------------------------------------
+def test_cancel_lets_running_members_finish_then_sends_finally_once(store: Store) -> None:
+    members = [new_job() for _ in range(4)]
+    batch_id = make_batch(store, members)
+    running = store.reserve(queues=["default"], worker=W1, lease=30, limit=2)
+    assert store.cancel_batch(batch_id)
+    assert not store.cancel_batch(batch_id)
+    b = batch(store, batch_id)
+    assert (b.state, b.cancelled, b.pending, b.finished_at) == ("cancelled", 2, 2, None)
+    assert callbacks(store) == []
+    assert store.reserve(queues=["default"], worker=W1, lease=30, limit=10) == []
+    assert store.complete(job_id=running[0].job_id, token=running[0].token).accepted
+    assert callbacks(store) == []  # one member is still running
+    assert store.complete(job_id=running[1].job_id, token=running[1].token).accepted
+    b = batch(store, batch_id)
+    assert (b.state, b.done, b.cancelled, b.pending) == ("cancelled", 2, 2, 0)
+    assert b.finished_at is not None
+    assert_callback_ids(store, b, "finally")
+    assert not store.cancel_batch(batch_id)
+
+
+def test_cancel_with_nothing_running_settles_at_once(store: Store) -> None:
+    batch_id = make_batch(store, [new_job(), new_job(delay=3600)], total=10)
+    assert store.cancel_batch(batch_id)
+    b = batch(store, batch_id)
+    assert (b.state, b.cancelled, b.jobs, b.finished_at is not None) == ("cancelled", 2, 2, True)
+    assert_callback_ids(store, b, "finally")
+    assert store.counts()["cancelled"] == 2
+    assert not store.cancel_batch("no-such-batch")
+
+
+# -- progress --------------------------------------------------------------------------------
+def test_progress_against_a_declared_total_never_goes_back_through_a_whole_life(
+    store: Store,
+) -> None:
+    first = [new_job(policy=TWO_TRIES) for _ in range(2)]
+    batch_id = make_batch(store, first, total=6)
+    samples = [batch(store, batch_id).progress]
+
+    def sample() -> None:
+        samples.append(batch(store, batch_id).progress)
+
+    a = reserve_one(store)
+    for fraction in (0.3, 0.6, 0.4, 0.6, -1.0):  # kept as the highest ever reported
+        store.report_progress(job_id=a.job_id, token=a.token, fraction=fraction)
+        sample()
+    assert samples[-1] == pytest.approx(0.6 / 6)
+    # a failed attempt keeps the member's share: the retry resumes from there
+    store.end_attempt(job_id=a.job_id, token=a.token, outcome="failed", error="e")
+    sample()
+    assert samples[-1] == pytest.approx(0.6 / 6)
+    store.add_to_batch(batch_id=batch_id, jobs=[new_job() for _ in range(2)])  # a slice
+    sample()
+    while got := store.reserve(queues=["default"], worker=W1, lease=30, limit=1):
+        r = got[0]
+        store.report_progress(job_id=r.job_id, token=r.token, fraction=0.5)
+        sample()
+        store.report_progress(job_id=r.job_id, token=r.token, fraction=2.0)  # clamped to 1
+        sample()
+        store.complete(job_id=r.job_id, token=r.token)
+        store.report_progress(job_id=r.job_id, token=r.token, fraction=0.1)  # ended: ignored
+        sample()
+        if batch(store, batch_id).jobs < 6:
+            store.add_to_batch(batch_id=batch_id, jobs=[new_job()])
+            sample()
+    b = batch(store, batch_id)
+    assert (b.state, b.done, b.jobs, b.total) == ("succeeded", 6, 6, 6)
+    assert samples[-1] == 1.0
+    assert all(x <= y for x, y in itertools.pairwise(samples)), samples
+
+
+def test_progress_of_a_member_outside_any_batch_is_harmless(store: Store) -> None:
+    loner = new_job()
+    store.enqueue_many([loner])
+    r = reserve_one(store)
+    store.report_progress(job_id=r.job_id, token=r.token, fraction=0.5)
+    store.report_progress(job_id="no-such-job", token=1, fraction=0.5)
+    assert store.complete(job_id=r.job_id, token=r.token).accepted
+
+
+# -- damaged records ----------------------------------------------------------------------------
+def damage_batch(store_url: str, batch_id: str, fields: Mapping[str, str]) -> None:
+    """Overwrite stored fields of a batch directly, as a bad migration or a person might."""
+    kind = store_url.split(":", 1)[0]
+    if kind == "sqlite":
+        from tenure.stores.sqlite import sqlite_path
+
+        with sqlite3.connect(sqlite_path(store_url)) as conn:
+            for field, value in fields.items():
+                conn.execute(
+                    f"UPDATE tenure_batches SET {field} = ? WHERE id = ?", (value, batch_id)
+                )
+    elif kind == "postgresql":
+        import psycopg
+
+        schema = parse_qs(urlsplit(store_url).query)["schema"][0]
+        with psycopg.connect(store_url.split("?", 1)[0], autocommit=True) as conn:
+            for field, value in fields.items():
+                conn.execute(
+                    f'UPDATE "{schema}".tenure_batches SET {field} = %s WHERE id = %s',
+                    (value, batch_id),
+                )
+    else:
+        import redis
+
+        prefix = parse_qs(urlsplit(store_url).query)["prefix"][0]
+        client = redis.Redis.from_url(store_url.split("?", 1)[0])
+        try:
+            (key,) = client.scan_iter(match=f"{prefix}:*:batch:{batch_id}")
+            for field, value in fields.items():
+                client.hset(key, field, value)
+        finally:
+            client.close()
+
+
+# What each backend's storage lets a damaged record hold. SQLite's columns take any value;
+# PostgreSQL's types and CHECK constraints leave only the callbacks text; a Redis hash holds
+# any string in any field.
+DAMAGE = {
+    "sqlite": {"state": "bogus", "callbacks": "{not json"},
+    "postgres": {"callbacks": "{not json"},
+    "redis": {"state": "bogus", "then.delay": "soon", "created_at": "x", "finished_at": "y"},
+}
+UNREADABLE_CALLBACKS = {
+    "sqlite": {"callbacks": "{not json"},
+    "postgres": {"callbacks": "{not json"},
+    "redis": {"then.id": "", "then.base": "elsewhere:{q:x}", "finally.delay": "x"},
+}
+NUMBERS_DAMAGE = {"jobs": "garbage", "declared_total": "x", "done": "3.5.1", "failed": "-4"}
+
+
+def test_a_damaged_batch_does_not_crash_readers(store: Store, store_url: str, backend: str) -> None:
+    batch_id = make_batch(store, [new_job()], total=3)
+    healthy = make_batch(store, [new_job()])
+    damage_batch(store_url, batch_id, DAMAGE[backend])
+    assert batch(store, batch_id).id == batch_id
+    assert [b.id for b in store.list_batches()] == [healthy, batch_id]
+
+
+def test_counts_that_are_not_numbers_do_not_crash_readers(
+    store: Store, store_url: str, backend: str
+) -> None:
+    if backend == "postgres":
+        pytest.skip("PostgreSQL's integer columns cannot hold a damaged count")
+    batch_id = make_batch(store, [new_job()], total=3)
+    damage_batch(store_url, batch_id, NUMBERS_DAMAGE)
+    b = batch(store, batch_id)
+    assert (b.id, b.jobs, b.failed, b.declared_total) == (batch_id, 0, 0, None)
+    assert 0.0 <= b.progress <= 1.0
+    assert [x.id for x in store.list_batches()] == [batch_id]
+
+
+def test_a_member_of_a_batch_with_unreadable_callbacks_still_ends(
+    store: Store, store_url: str, backend: str
+) -> None:
+    member = new_job()
+    batch_id = make_batch(store, [member])
+    damage_batch(store_url, batch_id, UNREADABLE_CALLBACKS[backend])
+    r = reserve_one(store)
+    assert store.complete(job_id=r.job_id, token=r.token).accepted
+    b = batch(store, batch_id)
+    assert (b.state, b.done, b.finished_at is not None) == ("succeeded", 1, True)

@@ -1,0 +1,90 @@
+"""Damaged rows, written behind the store's back, must fail their own job, not the reader.
+
+A payload that is not JSON is handed out as it is (the worker fails that job with a clear
+reason); a policy that cannot be read falls back to the safe defaults.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from urllib.parse import parse_qs, urlsplit
+
+import pytest
+
+from conformance.helpers import W1, enqueue, job, new_job, reserve_one, wait_until
+from tenure.retry import Policy
+from tenure.stores import Store
+
+DAMAGED_POLICIES = ["{not json", "[1, 2]", "null", '"tries"', ""]
+
+
+def write_behind_the_store(store_url: str, job_id: str, field: str, value: str) -> None:
+    """Overwrite one stored field of a job directly, as a bad migration or a person might."""
+    kind = store_url.split(":", 1)[0]
+    if kind == "sqlite":
+        from tenure.stores.sqlite import sqlite_path
+
+        with sqlite3.connect(sqlite_path(store_url)) as conn:
+            changed = conn.execute(
+                f"UPDATE tenure_jobs SET {field} = ? WHERE id = ?", (value, job_id)
+            ).rowcount
+    elif kind == "postgresql":
+        import psycopg
+
+        schema = parse_qs(urlsplit(store_url).query)["schema"][0]
+        base = store_url.split("?", 1)[0]
+        with psycopg.connect(base, autocommit=True) as conn:
+            changed = conn.execute(
+                f'UPDATE "{schema}".tenure_jobs SET {field} = %s WHERE id = %s', (value, job_id)
+            ).rowcount
+    else:
+        import redis
+
+        prefix = parse_qs(urlsplit(store_url).query)["prefix"][0]
+        client = redis.Redis.from_url(store_url.split("?", 1)[0])
+        try:
+            keys = [k for k in client.scan_iter(match=f"{prefix}:*:job:{job_id}")]
+            for key in keys:
+                client.hset(key, field, value)
+            changed = len(keys)
+        finally:
+            client.close()
+    assert changed == 1, f"could not find the stored job {job_id} to damage"
+
+
+def test_a_payload_that_is_not_json_is_handed_out_as_it_is(store: Store, store_url: str) -> None:
+    (job_id,) = enqueue(store, new_job())
+    write_behind_the_store(store_url, job_id, "payload", "\x01not json {")
+    assert job(store, job_id).payload == "\x01not json {"
+    r = reserve_one(store)
+    assert r.payload == "\x01not json {"
+    # the worker fails it for good, with the reason
+    result = store.end_attempt(
+        job_id=job_id,
+        token=r.token,
+        outcome="failed",
+        error="corrupt payload: not JSON",
+        permanent=True,
+    )
+    assert result.state == "failed"
+    assert [j.id for j in store.list_jobs(state="failed")] == [job_id]
+
+
+@pytest.mark.parametrize("damaged", DAMAGED_POLICIES)
+def test_a_policy_that_cannot_be_read_falls_back_to_the_defaults(
+    store: Store, store_url: str, damaged: str
+) -> None:
+    good, bad = enqueue(store, new_job(), new_job())
+    write_behind_the_store(store_url, bad, "policy", damaged)
+    assert job(store, bad).policy == Policy()
+    assert [j.id for j in store.list_jobs()] == [bad, good]
+    handed = store.reserve(queues=["default"], worker=W1, lease=0.3, limit=5)
+    assert {r.job_id for r in handed} == {good, bad}
+    assert next(r for r in handed if r.job_id == bad).policy == Policy()
+    # ending and rescuing it obey the default policy instead of crashing
+    token = next(r for r in handed if r.job_id == bad).token
+    result = store.end_attempt(job_id=bad, token=token, outcome="failed", error="e")
+    assert result.accepted and result.state in ("queued", "scheduled")
+    wait_until(store.rescue_expired, what="the good job's lease to expire")
+    assert job(store, good).attempts[0].outcome == "crashed"
+    assert store.counts()["running"] == 0

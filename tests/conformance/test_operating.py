@@ -1,0 +1,182 @@
+"""What people and screens read and do: listings, counts, retry, forget, workers, restart."""
+
+from __future__ import annotations
+
+import pytest
+
+from conformance.helpers import W1, enqueue, job, new_job, reserve_one, wait_until
+from tenure.retry import Policy
+from tenure.states import JOB_STATES
+from tenure.stores import Store
+from tenure.stores.base import WorkerRecord
+
+ONE_TRY = Policy(tries=1, backoff=0)
+
+
+def make_one_of_each(store: Store) -> dict[str, str]:
+    """A job in every state a store can hold without waiting: id by state."""
+    queued, scheduled, running, succeeded, failed = (
+        new_job(queue="a"),
+        new_job(queue="b", delay=600),
+        new_job(queue="a"),
+        new_job(queue="b"),
+        new_job(queue="a", policy=ONE_TRY),
+    )
+    store.enqueue_many([running])
+    reserve_one(store, queues=["a"])
+    store.enqueue_many([succeeded])
+    done = reserve_one(store, queues=["b"])
+    store.complete(job_id=succeeded.id, token=done.token)
+    store.enqueue_many([failed])
+    bad = reserve_one(store, queues=["a"])
+    store.end_attempt(job_id=failed.id, token=bad.token, outcome="failed", error="boom")
+    store.enqueue_many([queued, scheduled])
+    return {
+        "queued": queued.id,
+        "scheduled": scheduled.id,
+        "running": running.id,
+        "succeeded": succeeded.id,
+        "failed": failed.id,
+    }
+
+
+def test_counts_always_name_all_six_states(store: Store) -> None:
+    assert store.counts() == dict.fromkeys(JOB_STATES, 0)
+
+
+def test_counts_show_scheduled_apart_from_queued(store: Store) -> None:
+    make_one_of_each(store)
+    enqueue(store, new_job(), new_job())
+    assert store.counts() == {
+        "queued": 3,
+        "scheduled": 1,
+        "running": 1,
+        "succeeded": 1,
+        "failed": 1,
+        "cancelled": 0,
+    }
+
+
+def test_list_jobs_filters_by_state_and_queue(store: Store) -> None:
+    ids = make_one_of_each(store)
+    for state, job_id in ids.items():
+        listed = store.list_jobs(state=state)
+        assert [j.id for j in listed] == [job_id], state
+        assert listed[0].state == state
+    assert store.list_jobs(state="cancelled") == []
+    assert {j.id for j in store.list_jobs(queue="b")} == {ids["scheduled"], ids["succeeded"]}
+    assert [j.id for j in store.list_jobs(state="failed", queue="a")] == [ids["failed"]]
+    assert store.list_jobs(state="failed", queue="b") == []
+    assert {j.id for j in store.list_jobs()} == set(ids.values())
+
+
+def test_list_jobs_is_newest_first_limited_and_without_attempts(store: Store) -> None:
+    ids = [enqueue(store, new_job())[0] for _ in range(4)]
+    reserve_one(store)  # gives the oldest an attempt
+    listed = store.list_jobs(limit=3)
+    assert [j.id for j in listed] == ids[::-1][:3]
+    assert all(j.attempts == [] for j in store.list_jobs())
+    one_batch = enqueue(store, *[new_job() for _ in range(3)])
+    assert [j.id for j in store.list_jobs(limit=3)] == one_batch[::-1]
+
+
+def test_retry_job_puts_a_failed_job_back_with_fresh_tries(store: Store) -> None:
+    ids = make_one_of_each(store)
+    failed = ids["failed"]
+    before = job(store, failed)
+    assert (before.tries_used, before.exceptions) == (1, 1)
+    assert store.retry_job(failed)
+    got = job(store, failed)
+    assert got.state == "queued"
+    assert got.finished_at is None
+    assert (got.tries_used, got.exceptions) == (0, 0)
+    handed = store.reserve(queues=["a"], worker=W1, lease=30, limit=5)
+    (again,) = [r for r in handed if r.job_id == failed]
+    assert again.attempt == 2  # the fencing token never goes back
+    assert store.complete(job_id=failed, token=again.token).accepted
+    assert [a.outcome for a in job(store, failed).attempts] == ["failed", "succeeded"]
+
+
+def test_retry_job_refuses_anything_but_a_failed_job(store: Store) -> None:
+    ids = make_one_of_each(store)
+    for state in ("queued", "scheduled", "running", "succeeded"):
+        assert not store.retry_job(ids[state]), state
+        assert job(store, ids[state]).state == state
+    assert not store.retry_job("no-such-job")
+
+
+def test_forget_job_deletes_only_finished_jobs(store: Store) -> None:
+    ids = make_one_of_each(store)
+    for state in ("queued", "scheduled", "running"):
+        assert not store.forget_job(ids[state]), state
+        assert job(store, ids[state]).state == state
+    for state in ("succeeded", "failed"):
+        assert store.forget_job(ids[state]), state
+        assert store.get_job(ids[state]) is None
+        assert not store.forget_job(ids[state])
+    assert not store.forget_job("no-such-job")
+    assert store.counts()["succeeded"] == store.counts()["failed"] == 0
+
+
+def record(worker_id: str, *, queues: tuple[str, ...] = ("default",)) -> WorkerRecord:
+    return WorkerRecord(
+        id=worker_id,
+        host="host-a",
+        pid=4242,
+        queues=queues,
+        concurrency=4,
+        started_at=0.0,  # the store stamps its own clock
+        last_seen_at=0.0,
+    )
+
+
+def test_workers_register_list_and_stop(store: Store) -> None:
+    assert store.list_workers() == []
+    before = store.now()
+    store.register_worker(record("w-old", queues=("mail", "default")))
+    # newest first by start time; let the store clock tick so the two cannot tie
+    first_start = store.list_workers()[0].started_at
+    wait_until(lambda: store.now() > first_start + 0.002, what="the store clock to move")
+    store.register_worker(record("w-new"))
+    workers = store.list_workers()
+    assert [w.id for w in workers] == ["w-new", "w-old"]
+    old = workers[1]
+    assert (old.host, old.pid, old.queues, old.concurrency) == (
+        "host-a",
+        4242,
+        ("mail", "default"),
+        4,
+    )
+    assert old.started_at >= before - 0.01 and old.last_seen_at >= before - 0.01
+    assert old.stopped_at is None
+
+    store.worker_stopped("w-old")
+    stopped = {w.id: w for w in store.list_workers()}
+    assert stopped["w-old"].stopped_at is not None
+    assert stopped["w-old"].stopped_at >= old.started_at
+    assert stopped["w-new"].stopped_at is None
+
+    store.register_worker(record("w-old"))  # the same id starting again
+    again = {w.id: w for w in store.list_workers()}
+    assert again["w-old"].stopped_at is None
+    assert again["w-old"].queues == ("default",)
+    store.worker_stopped("never-registered")  # harmless
+
+
+def test_heartbeat_marks_the_worker_seen(store: Store) -> None:
+    store.register_worker(record(W1.id))
+    first = store.list_workers()[0].last_seen_at
+    store.heartbeat(worker=W1, leases=[], lease=30)
+    assert store.list_workers()[0].last_seen_at >= first
+
+
+def test_restart_requests_are_stamped_with_the_store_clock(store: Store) -> None:
+    assert store.restart_requested_at() is None
+    before = store.now()
+    at = store.request_restart()
+    assert at >= before - 0.01
+    assert at <= store.now() + 0.01
+    assert store.restart_requested_at() == pytest.approx(at, abs=1e-6)
+    later = store.request_restart()
+    assert later >= at
+    assert store.restart_requested_at() == pytest.approx(later, abs=1e-6)
