@@ -6,6 +6,7 @@ rule is written once and the backends cannot disagree about it.
 
 from __future__ import annotations
 
+import functools
 import json
 import random
 from dataclasses import asdict, dataclass, field
@@ -37,6 +38,10 @@ class Policy:
 
     @classmethod
     def from_json(cls, text: str) -> Policy:
+        return _policy_from_json(text)
+
+    @classmethod
+    def _parse(cls, text: str) -> Policy:
         # A damaged policy must not stop a worker: fall back to the defaults, which are safe.
         try:
             data: dict[str, Any] = json.loads(text)
@@ -44,6 +49,12 @@ class Policy:
             return cls(**known)
         except (TypeError, ValueError, AttributeError):
             return cls()
+
+
+@functools.lru_cache(maxsize=1024)
+def _policy_from_json(text: str) -> Policy:
+    # Every reservation parses its job's policy; most jobs share a handful of policies.
+    return Policy._parse(text)
 
 
 def validate_policy(policy: Policy) -> None:

@@ -221,13 +221,16 @@ class SQLiteStore(SQLiteOperations):
     def _complete_on(
         self, conn: sqlite3.Connection, job_id: str, token: int, now: float
     ) -> EndResult:
-        if not self._holds(conn, job_id, token, now):
-            return self._refuse(conn, job_id, token, now, "succeeded")
-        batch_id = conn.execute(
+        # The fencing check and the update are one statement: no row means the token is stale.
+        row = conn.execute(
             "UPDATE tenure_jobs SET state = 'succeeded', finished_at = ?, lease_expires_at"
-            " = NULL, tries_used = tries_used + 1 WHERE id = ? RETURNING batch_id",
-            (now, job_id),
-        ).fetchone()["batch_id"]
+            " = NULL, tries_used = tries_used + 1 WHERE id = ? AND attempt = ?"
+            " AND state = 'running' RETURNING batch_id",
+            (now, job_id, token),
+        ).fetchone()
+        if row is None:
+            return self._refuse(conn, job_id, token, now, "succeeded")
+        batch_id = row["batch_id"]
         self._close_attempt(conn, job_id, token, now, "succeeded", None, None)
         if batch_id is not None:
             batches.member_ended(conn, batch_id, "succeeded", now)

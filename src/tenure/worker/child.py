@@ -59,8 +59,10 @@ def run_one(app: Any, message: dict[str, Any]) -> dict[str, Any]:
     try:
         job = app.get_definition(message["name"])
         arguments = payload.decode(message["payload"])
-    except (LookupError, PayloadError) as exc:
+    except LookupError as exc:
         return {"status": "error", "kind": "permanent", "error": str(exc)}
+    except PayloadError as exc:
+        return {"status": "error", "kind": "permanent", "error": f"corrupt payload: {exc}"}
     ctx = JobContext(
         job_id=message["job_id"],
         name=message["name"],

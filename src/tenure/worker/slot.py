@@ -118,7 +118,7 @@ class Slot:
 
     def _execute(self, res: Reservation) -> None:
         started = time.monotonic()
-        log.info(
+        log.debug(
             "job %s %s attempt %d started",
             res.job_id,
             res.name,
@@ -140,13 +140,14 @@ class Slot:
                 f"defines it, then run `tenure failed retry {res.job_id}`",
                 permanent=True,
             )
+        if not job.is_async:
+            # the child decodes the payload itself and reports a corrupt one as permanent
+            return self._run_in_child(res, job, started)
         try:
             arguments = payload.decode(res.payload)
         except PayloadError as exc:
             return Ended("failed", f"corrupt payload: {exc}", permanent=True)
-        if job.is_async:
-            return self._run_async(res, job, arguments, started)
-        return self._run_in_child(res, job, started)
+        return self._run_async(res, job, arguments, started)
 
     def _interruption(self) -> Ended | None:
         if self._lease_lost is not None:
