@@ -37,6 +37,16 @@ def register(cli: typer.Typer) -> None:
         history: Annotated[
             bool, typer.Option(help="Read the store's history (slow jobs, crash loops).")
         ] = True,
+        laravel: Annotated[
+            str | None,
+            typer.Option(
+                "--laravel", help="Laravel project to audit (found under PATH by itself)."
+            ),
+        ] = None,
+        celery: Annotated[
+            str | None,
+            typer.Option("--celery", help="Celery app to audit: MODULE:ATTR or a .py PATH."),
+        ] = None,
     ) -> None:
         """Check the four clocks: job code, worker options, deployment files and history.
 
@@ -44,7 +54,7 @@ def register(cli: typer.Typer) -> None:
         doctor could not run.
         """
         try:
-            report = diagnose(app, path, history=history)
+            report = diagnose(app, path, history=history, laravel=laravel, celery=celery)
         except CannotRun as exc:
             typer.echo(f"error: {exc}", err=True)
             raise typer.Exit(EXIT_CANNOT_RUN) from None

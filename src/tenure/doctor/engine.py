@@ -28,7 +28,7 @@ from tenure.doctor.history import Limits, check_history
 from tenure.doctor.model import SEVERITIES, Finding, JobModel, Report, Skipped, Source, Value
 from tenure.doctor.readers import read_deployments
 from tenure.doctor.rules import finding
-from tenure.doctor.walk import scan
+from tenure.doctor.walk import Tree, scan
 from tenure.errors import ConfigError
 
 INTERNAL_PREFIX = "tenure."
@@ -47,8 +47,17 @@ class LoadedApp:
 
 
 def diagnose(
-    app_spec: str | None, path: str = ".", *, history: bool = True, limits: Limits | None = None
+    app_spec: str | None,
+    path: str = ".",
+    *,
+    history: bool = True,
+    limits: Limits | None = None,
+    laravel: str | None = None,
+    celery: str | None = None,
+    detect: bool = True,
 ) -> Report:
+    """`laravel`: a Laravel project to audit too (found by itself under PATH when `detect`);
+    `celery`: MODULE:ATTR or a .py path of a Celery app to audit too."""
     root = os.path.abspath(path)
     if not os.path.exists(root):
         raise CannotRun(f"PATH {path!r} does not exist")
@@ -82,7 +91,9 @@ def diagnose(
     report.launches = deployments.launches
     for launch in report.launches:
         report.skipped += [Skipped(str(launch.source), p) for p in launch.problems]
-    report.findings += check_clocks(report.launches, report.jobs, Source(relpath(root, base)))
+    foreign = _foreign(report, tree, base, laravel, celery, detect=detect)
+    if not foreign or report.jobs or report.launches:  # a pure Laravel/Celery audit: no tenure
+        report.findings += check_clocks(report.launches, report.jobs, Source(relpath(root, base)))
 
     if history and loaded.app is not None:
         report.findings += _history(loaded.app, report, fallback, limits)
@@ -91,6 +102,43 @@ def diagnose(
         key=lambda f: (rank[f.severity], str(f.location.path), f.location.line or 0)
     )
     return report
+
+
+def _foreign(report: Report, tree: Tree, base: str, laravel: str | None, celery: str | None,
+             *, detect: bool) -> bool:  # fmt: skip
+    """Run the Laravel and Celery audits that apply; True when one ran."""
+    from tenure.doctor.celery.checks import CannotLoad
+    from tenure.doctor.celery.checks import audit as audit_celery
+
+    def is_laravel(folder: str) -> bool:
+        return all(os.path.isfile(os.path.join(folder, f)) for f in ("artisan", "composer.json"))
+
+    ran = False
+    project = os.path.abspath(laravel) if laravel else None
+    if project is not None and not is_laravel(project):
+        raise CannotRun(f"--laravel {laravel}: no artisan and composer.json there")
+    if project is None and detect and os.path.isdir(report.root) and is_laravel(report.root):
+        project = report.root
+    if project is not None:
+        try:  # tree-sitter is the `doctor` extra's: only Laravel audits need it
+            from tenure.doctor.laravel.audit import audit as audit_laravel
+        except ImportError as exc:
+            raise CannotRun(f"auditing {project} as Laravel needs {exc.name}: pip install "
+                            "'tenure[doctor]'") from exc  # fmt: skip
+        found = audit_laravel(project, base, tree if project == report.root else scan(project))
+        report.findings += found.findings
+        report.skipped += found.skipped
+        report.files_read += found.files_read
+        ran = True
+    if celery:
+        try:
+            result = audit_celery(celery, base, tree.files["python"])
+        except CannotLoad as exc:
+            raise CannotRun(str(exc)) from exc
+        report.findings += result.findings
+        report.skipped += result.skipped
+        ran = True
+    return ran
 
 
 def load_app(spec: str, root: str) -> LoadedApp:

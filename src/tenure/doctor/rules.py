@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from tenure.doctor.celery.index import CELERY_RULES
+from tenure.doctor.laravel.index import LARAVEL_RULES
 from tenure.doctor.model import Finding, Setting, Severity, Source, Value
 
 
@@ -15,9 +17,10 @@ from tenure.doctor.model import Finding, Setting, Severity, Source, Value
 class Rule:
     id: str
     severity: Severity
-    group: str  # deployment | code | history | app
+    group: str  # deployment | code | history | app | laravel | celery
     title: str
     why: str  # one sentence: what goes wrong
+    cite: str = ""  # the framework documentation a foreign rule enforces
 
 
 RULES: dict[str, Rule] = {
@@ -121,6 +124,8 @@ RULES: dict[str, Rule] = {
              "fencing exist to prevent; report it with the job id."),
     )
 }  # fmt: skip
+for _group, _rules in (("laravel", LARAVEL_RULES), ("celery", CELERY_RULES)):
+    RULES.update({r[0]: Rule(r[0], r[1], _group, r[2], r[3], r[4]) for r in _rules})
 
 
 def finding(
@@ -153,11 +158,13 @@ def render_rules_markdown() -> str:
         "",
     ]
     titles = {"deployment": "Deployment clocks", "code": "Job code", "app": "The app",
-              "history": "The store's history"}  # fmt: skip
+              "history": "The store's history", "laravel": "Laravel projects (--laravel)",
+              "celery": "Celery apps (--celery)"}  # fmt: skip
     for group, title in titles.items():
         lines += [f"## {title}", ""]
         for rule in (r for r in RULES.values() if r.group == group):
             lines += [f"### `{rule.id}` ({rule.severity})", "", f"**{rule.title}.** {rule.why}", ""]
+            lines += [f"Enforces: {rule.cite}", ""] if rule.cite else []
     return "\n".join(lines)
 
 

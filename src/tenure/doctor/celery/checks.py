@@ -1,0 +1,229 @@
+"""The Celery rules: the broker's visibility timeout is the lease; everything that can keep a
+message unacknowledged longer than it (late acks, ETA/countdown, prefetch) runs twice."""
+
+from __future__ import annotations
+
+import ast
+import os
+from dataclasses import dataclass
+
+from tenure.doctor.celery.settings import CannotLoad, CeleryConfig, Setting, load, read_tree
+from tenure.doctor.model import Finding, Skipped, Source, Value
+from tenure.doctor.rules import finding
+from tenure.doctor.walk import FoundFile
+
+# kombu's defaults (FOREIGN.md): Redis 1 h, SQS 30 min; RabbitMQ has no visibility timeout.
+VISIBILITY_DEFAULT_S = {"redis": 3600.0, "sqs": 1800.0}
+PREFETCH_DEFAULT = 4
+MARKERS = (b"countdown", b"eta=", b"acks_late", b"time_limit")
+TRANSPORTS = {
+    "redis": "redis",
+    "rediss": "redis",
+    "sentinel": "redis",
+    "sqs": "sqs",
+    "amqp": "rabbitmq",
+    "amqps": "rabbitmq",
+    "pyamqp": "rabbitmq",
+    "librabbitmq": "rabbitmq",
+}
+
+__all__ = ["CannotLoad", "CeleryAudit", "audit"]
+
+
+@dataclass
+class CeleryAudit:
+    findings: list[Finding]
+    skipped: list[Skipped]
+
+
+def audit(spec: str, base: str, files: list[FoundFile]) -> CeleryAudit:
+    """`files`: the project's Python files, searched for task options and countdown/eta."""
+    config = load(spec, base)
+    for found in files:
+        if not any(m in found.data for m in MARKERS):
+            continue
+        if config.path and os.path.realpath(found.path) == os.path.realpath(config.path):
+            continue
+        try:
+            tree = ast.parse(found.data, filename=found.path)
+        except (SyntaxError, ValueError, RecursionError):
+            config.skipped.append(Skipped(found.rel, "cannot parse as Python"))
+            continue
+        read_tree(config, tree, os.path.relpath(found.path, base), settings=False)
+    return CeleryAudit(check(config), config.skipped)
+
+
+def _get(config: CeleryConfig, key: str, default: object, note: str) -> Setting:
+    found = config.settings.get(key)
+    if found is None or (found.known and found.value is None and default is not None):
+        return Setting(default, Source(note=f"Celery default: {note}"))
+    return found
+
+
+def _where(config: CeleryConfig, setting: Setting, base_rel: str | None) -> Source:
+    if setting.source.path:
+        return setting.source
+    return Source(base_rel, None, setting.source.note)
+
+
+def check(config: CeleryConfig) -> list[Finding]:
+    rel = config.settings["broker_url"].source.path if "broker_url" in config.settings else None
+    home = rel or next((s.source.path for s in config.settings.values() if s.source.path), None)
+    out: list[Finding] = []
+    acks_late = _get(config, "task_acks_late", False, "task_acks_late False")
+    reject = _get(config, "task_reject_on_worker_lost", False, "task_reject_on_worker_lost False")
+    hard = _get(config, "task_time_limit", None, "no task_time_limit")
+    prefetch = _get(
+        config, "worker_prefetch_multiplier", PREFETCH_DEFAULT, "worker_prefetch_multiplier 4"
+    )
+    if acks_late.value is True and reject.value is True:
+        out.append(
+            finding(
+                "celery-reject-on-worker-lost-loop",
+                "task_acks_late and task_reject_on_worker_lost are both on: a task that kills its "
+                "worker process (OOM, segfault, kill -9) is requeued and taken again, forever, "
+                "without counting as a retry.",
+                "turn task_reject_on_worker_lost off, or cap redeliveries in the task itself",
+                _where(config, reject, home),
+            )
+        )
+    out += _pickle(config, home)
+    visibility = _visibility(config, home)
+    if visibility is None:
+        return out
+    limit = Value(
+        "task_time_limit",
+        hard.value if isinstance(hard.value, int | float) else None,
+        "s",
+        _where(config, hard, home),
+    )
+    late_tasks = [
+        t for t in config.tasks if t.options.get("acks_late", Setting(None, Source())).value is True
+    ]
+    if acks_late.value is True:
+        out += _late(
+            limit, visibility, "every task (task_acks_late)", _where(config, acks_late, home)
+        )
+    for task in late_tasks if acks_late.value is not True else []:
+        own = task.options.get("time_limit")
+        task_limit = (
+            Value(f"{task.name} time_limit", own.value, "s", own.source)
+            if own and isinstance(own.value, int | float)
+            else limit
+        )
+        out += _late(task_limit, visibility, f"task {task.name} (acks_late=True)", task.source)
+    for delay in config.delays:
+        if delay.seconds is not None and delay.seconds >= (visibility.amount or 0):
+            out.append(
+                finding(
+                    "celery-eta-beyond-visibility",
+                    f"{delay.call} delays a task {delay.seconds:g} s, past the broker's visibility "
+                    f"timeout of {visibility.amount:g} s: the waiting message is redelivered and "
+                    "the "
+                    "task runs once per redelivery.",
+                    f"raise visibility_timeout above {delay.seconds:g} s, or schedule it with beat",
+                    delay.source,
+                    clocks=(Value("countdown/eta", delay.seconds, "s", delay.source), visibility),
+                )
+            )
+    multiplier = prefetch.value if isinstance(prefetch.value, int) else PREFETCH_DEFAULT
+    if multiplier > 1 and (
+        limit.amount is None or multiplier * limit.amount >= (visibility.amount or 0)
+    ):
+        waits = (
+            "tasks with no time limit"
+            if limit.amount is None
+            else f"{multiplier} tasks of up to {limit.amount:g} s"
+        )
+        out.append(
+            finding(
+                "celery-prefetch-outlives-visibility",
+                f"each worker process reserves {multiplier} messages; one waiting behind {waits} "
+                f"can pass the {visibility.amount:g} s visibility timeout and be delivered to a "
+                "second worker.",
+                "worker_prefetch_multiplier = 1 for long tasks, and a task_time_limit",
+                _where(config, prefetch, home),
+                clocks=(limit, visibility),
+            )
+        )
+    return out
+
+
+def _visibility(config: CeleryConfig, home: str | None) -> Value | None:
+    broker = config.settings.get("broker_url")
+    options = config.settings.get("broker_transport_options")
+    transport = None
+    if (
+        broker is not None
+        and broker.known
+        and isinstance(broker.value, str)
+        and "://" in broker.value
+    ):
+        transport = TRANSPORTS.get(broker.value.split("://", 1)[0].split("+")[0].lower(), "other")
+    written = (
+        options.value.get("visibility_timeout")
+        if options and isinstance(options.value, dict)
+        else None
+    )
+    if transport in ("rabbitmq", "other"):
+        return None  # no visibility timeout: unacked messages return when the connection drops
+    if isinstance(written, int | float):
+        assert options is not None
+        return Value(
+            "broker visibility_timeout", float(written), "s", _where(config, options, home)
+        )
+    if transport is None:
+        config.skipped.append(
+            Skipped(
+                home or config.spec,
+                "broker URL not readable (environment?): visibility timeout checks skipped",
+            )
+        )
+        return None
+    note = f"kombu {transport} default, broker_transport_options has no visibility_timeout"
+    return Value(
+        "broker visibility_timeout", VISIBILITY_DEFAULT_S[transport], "s", Source(note=note)
+    )
+
+
+def _late(limit: Value, visibility: Value, who: str, at: Source) -> list[Finding]:
+    assert visibility.amount is not None
+    if limit.amount is not None and limit.amount < visibility.amount:
+        return []
+    runs = "has no time limit" if limit.amount is None else f"may run {limit.amount:g} s"
+    return [
+        finding(
+            "celery-visibility-below-time-limit",
+            f"{who} is acknowledged only when it ends and {runs}, but the broker redelivers an "
+            f"unacknowledged message after {visibility.amount:g} s: a long task runs twice "
+            "at once.",
+            f"set task_time_limit below {visibility.amount:g} s, or raise visibility_timeout above "
+            "the longest task",
+            at,
+            clocks=(limit, visibility),
+        )
+    ]
+
+
+def _pickle(config: CeleryConfig, home: str | None) -> list[Finding]:
+    out = []
+    for key in ("accept_content", "result_accept_content", "task_serializer", "result_serializer"):
+        setting = config.settings.get(key)
+        if setting is None or not setting.known:
+            continue
+        value = setting.value
+        values = list(value) if isinstance(value, list | tuple | set) else [value]
+        if any(
+            isinstance(v, str) and v.split("/")[-1].lower() in ("pickle", "x-python-serialize")
+            for v in values
+        ):
+            out.append(
+                finding(
+                    "celery-pickle-enabled",
+                    f"{key} includes pickle: anyone who can write a message to the broker can run "
+                    "code in every worker.",
+                    f"{key} = ['json'] (sign messages with celery.security if pickle is required)",
+                    _where(config, setting, home),
+                )
+            )
+    return out

@@ -1,0 +1,240 @@
+"""A Celery app's settings, each with where it was set: from the imported app (`MODULE:ATTR`),
+or from the source of a file (`PATH`) without running it.
+
+The AST reader understands `Celery(..., broker=...)`, `app.conf.update(...)`,
+`app.conf.key = ...`, `app.config_from_object` targets written as module-level settings
+(`task_acks_late = True`), the old upper-case names (`CELERY_ACKS_LATE`) and Django's
+`CELERY_` namespace. Values that are not literals (`os.environ[...]`) are unknown, not guessed.
+"""
+
+from __future__ import annotations
+
+import ast
+import importlib
+import os
+import sys
+from dataclasses import dataclass, field
+from typing import Any
+
+from tenure.doctor.model import Skipped, Source
+
+KEYS = (
+    "broker_url",
+    "broker_transport_options",
+    "task_acks_late",
+    "task_reject_on_worker_lost",
+    "task_time_limit",
+    "task_soft_time_limit",
+    "worker_prefetch_multiplier",
+    "accept_content",
+    "task_serializer",
+    "result_serializer",
+    "result_accept_content",
+)
+OLD_NAMES = {
+    "BROKER_URL": "broker_url",
+    "BROKER_TRANSPORT_OPTIONS": "broker_transport_options",
+    "CELERY_ACKS_LATE": "task_acks_late",
+    "CELERY_REJECT_ON_WORKER_LOST": "task_reject_on_worker_lost",
+    "CELERYD_TASK_TIME_LIMIT": "task_time_limit",
+    "CELERYD_TASK_SOFT_TIME_LIMIT": "task_soft_time_limit",
+    "CELERYD_PREFETCH_MULTIPLIER": "worker_prefetch_multiplier",
+    "CELERY_ACCEPT_CONTENT": "accept_content",
+    "CELERY_TASK_SERIALIZER": "task_serializer",
+    "CELERY_RESULT_SERIALIZER": "result_serializer",
+}
+CELERY_KWARGS = {"broker": "broker_url"}
+UNKNOWN = object()
+
+
+@dataclass
+class Setting:
+    value: Any  # UNKNOWN when written but not resolvable
+    source: Source
+
+    @property
+    def known(self) -> bool:
+        return self.value is not UNKNOWN
+
+
+@dataclass
+class TaskDef:
+    name: str
+    source: Source
+    options: dict[str, Setting] = field(default_factory=dict)  # acks_late, time_limit...
+
+
+@dataclass
+class Delay:
+    """An apply_async/retry with countdown= or eta=, and the delay in seconds when literal."""
+
+    call: str
+    seconds: float | None
+    source: Source
+
+
+@dataclass
+class CeleryConfig:
+    spec: str
+    path: str | None  # the file the settings were read from
+    settings: dict[str, Setting] = field(default_factory=dict)
+    tasks: list[TaskDef] = field(default_factory=list)
+    delays: list[Delay] = field(default_factory=list)
+    skipped: list[Skipped] = field(default_factory=list)
+
+
+class CannotLoad(Exception):
+    """--celery names nothing the doctor can read."""
+
+
+def load(spec: str, base: str) -> CeleryConfig:
+    """`spec`: a path to a .py file, or MODULE[:ATTR] imported from the current directory."""
+    if spec.endswith(".py") or os.sep in spec or os.path.isfile(spec):
+        if not os.path.isfile(spec):
+            raise CannotLoad(f"--celery {spec}: no such file")
+        config = CeleryConfig(spec, os.path.abspath(spec))
+        read_source(config, os.path.abspath(spec), base)
+        return config
+    return _import(spec, base)
+
+
+def _import(spec: str, base: str) -> CeleryConfig:
+    module_name, _, attr = spec.partition(":")
+    cwd = os.getcwd()
+    if cwd not in sys.path:
+        sys.path.insert(0, cwd)
+    try:
+        module = importlib.import_module(module_name)
+    except Exception as exc:
+        raise CannotLoad(f"--celery {spec}: importing {module_name!r} raised {exc!r}") from exc
+    app = getattr(module, attr or "app", None) or getattr(module, "celery", None)
+    conf = getattr(app, "conf", None)
+    if conf is None or not hasattr(conf, "get"):
+        raise CannotLoad(f"--celery {spec}: {module_name}.{attr or 'app'} is not a Celery app")
+    path = getattr(module, "__file__", None)
+    config = CeleryConfig(spec, os.path.abspath(path) if path else None)
+    if config.path:
+        read_source(config, config.path, base)  # for the lines, tasks and delays
+    rel = os.path.relpath(config.path, base) if config.path else None
+    for key in KEYS:
+        written = config.settings.get(key)
+        value = conf.get(key)
+        if written is None or not written.known or written.value != value:
+            where = written.source if written else Source(rel, None, f"app.conf['{key}']")
+            config.settings[key] = Setting(value, where)
+    return config
+
+
+def read_source(config: CeleryConfig, path: str, base: str) -> None:
+    rel = os.path.relpath(path, base)
+    try:
+        with open(path, "rb") as handle:
+            tree = ast.parse(handle.read(), filename=path)
+    except (OSError, SyntaxError, ValueError) as exc:
+        config.skipped.append(Skipped(rel, f"cannot parse: {exc}"))
+        return
+    read_tree(config, tree, rel, settings=True)
+
+
+def read_tree(config: CeleryConfig, tree: ast.AST, rel: str, *, settings: bool) -> None:
+    """Settings (when `settings`), task decorators and countdown/eta calls in one module."""
+    for node in ast.walk(tree):
+        if settings and isinstance(node, ast.Assign | ast.AnnAssign):
+            _assignment(config, node, rel)
+        elif isinstance(node, ast.Call):
+            _call(config, node, rel, settings=settings)
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+            for decorator in node.decorator_list:
+                if isinstance(decorator, ast.Call) and _callee(decorator).endswith("task"):
+                    options = {k.arg: _setting(k.value, rel) for k in decorator.keywords if k.arg}
+                    config.tasks.append(TaskDef(node.name, Source(rel, node.lineno), options))
+
+
+def _callee(call: ast.Call) -> str:
+    func = call.func
+    return func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
+
+
+def _setting(node: ast.AST, rel: str) -> Setting:
+    try:
+        value = ast.literal_eval(node)
+    except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
+        value = UNKNOWN
+    return Setting(value, Source(rel, getattr(node, "lineno", None)))
+
+
+def _put(config: CeleryConfig, key: str, node: ast.AST, rel: str) -> None:
+    name = OLD_NAMES.get(key) or OLD_NAMES.get(key.removeprefix("CELERY_")) or key.lower()
+    if name not in KEYS and key.startswith("CELERY_"):
+        name = key.removeprefix("CELERY_").lower()  # Django: namespace='CELERY'
+    if name in KEYS:
+        config.settings[name] = _setting(node, rel)
+
+
+def _assignment(config: CeleryConfig, node: ast.Assign | ast.AnnAssign, rel: str) -> None:
+    targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+    if node.value is None:
+        return
+    for target in targets:
+        if isinstance(target, ast.Name):
+            if target.id in KEYS or target.id.isupper():
+                _put(config, target.id, node.value, rel)
+        elif isinstance(target, ast.Attribute) and _is_conf(target.value):
+            _put(config, target.attr, node.value, rel)
+        elif isinstance(target, ast.Subscript) and _is_conf(target.value):
+            key = target.slice
+            if isinstance(key, ast.Constant) and isinstance(key.value, str):
+                _put(config, key.value, node.value, rel)
+
+
+def _is_conf(node: ast.AST) -> bool:
+    return isinstance(node, ast.Attribute) and node.attr == "conf"
+
+
+def _call(config: CeleryConfig, node: ast.Call, rel: str, *, settings: bool) -> None:
+    callee = _callee(node)
+    if settings and callee == "Celery":
+        for keyword in node.keywords:
+            if keyword.arg in CELERY_KWARGS:
+                _put(config, CELERY_KWARGS[keyword.arg], keyword.value, rel)
+    elif (
+        settings
+        and callee == "update"
+        and isinstance(node.func, ast.Attribute)
+        and _is_conf(node.func.value)
+    ):
+        for keyword in node.keywords:
+            if keyword.arg:
+                _put(config, keyword.arg, keyword.value, rel)
+        for arg in node.args:
+            if isinstance(arg, ast.Dict):
+                for key, value in zip(arg.keys, arg.values, strict=True):
+                    if isinstance(key, ast.Constant) and isinstance(key.value, str):
+                        _put(config, key.value, value, rel)
+    if callee in ("apply_async", "retry", "signature", "s", "set"):
+        for keyword in node.keywords:
+            if keyword.arg in ("countdown", "eta"):
+                config.delays.append(
+                    Delay(
+                        f"{callee}({keyword.arg}=...)",
+                        _delay_seconds(keyword.value),
+                        Source(rel, node.lineno),
+                    )
+                )
+
+
+def _delay_seconds(node: ast.AST) -> float | None:
+    """A literal number of seconds, timedelta(...) or now() + timedelta(...)."""
+    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add):
+        return _delay_seconds(node.right) or _delay_seconds(node.left)
+    if isinstance(node, ast.Call) and _callee(node) == "timedelta":
+        scale = {"weeks": 604800, "days": 86400, "hours": 3600, "minutes": 60, "seconds": 1}
+        total = 0.0
+        for keyword in node.keywords:
+            value = _setting(keyword.value, "").value
+            if keyword.arg not in scale or not isinstance(value, int | float):
+                return None
+            total += value * scale[keyword.arg]
+        return total
+    value = _setting(node, "").value
+    return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else None

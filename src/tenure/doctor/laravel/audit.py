@@ -1,0 +1,110 @@
+"""Read a Laravel project and apply the Laravel rules: the entry point engine.py calls."""
+
+from __future__ import annotations
+
+import os
+import stat
+from dataclasses import dataclass, field
+
+from tenure.doctor.laravel.checks import Project, check
+from tenure.doctor.laravel.config import read_config
+from tenure.doctor.laravel.deploy import read_workers
+from tenure.doctor.laravel.jobs import CodeScan, resolve, scan_classes
+from tenure.doctor.laravel.php import EnvFiles, parse
+from tenure.doctor.model import Finding, Skipped, Source
+from tenure.doctor.walk import IGNORED_DIRS, MAX_FILE_BYTES, SKIP_DIRS, Tree
+
+# Not the application's own code: dependencies, build output, views, runtime files.
+PHP_SKIP = (
+    IGNORED_DIRS
+    | SKIP_DIRS
+    | {"vendor", "storage", "bootstrap", "public", "resources", "lang", "Tests"}
+)
+SCRIPT_NAMES = {"run", "Dockerfile", "entrypoint", "start"}
+
+
+@dataclass
+class Audit:
+    findings: list[Finding] = field(default_factory=list)
+    skipped: list[Skipped] = field(default_factory=list)
+    files_read: int = 0
+    jobs: int = 0
+    workers: int = 0
+
+
+def is_laravel(root: str) -> bool:
+    return os.path.isfile(os.path.join(root, "artisan")) and os.path.isfile(
+        os.path.join(root, "composer.json")
+    )
+
+
+def audit(root: str, base: str, tree: Tree) -> Audit:
+    """`root`: the Laravel project; `base`: what finding paths are relative to; `tree`: the
+    deployment files doctor already found under its PATH."""
+    result = Audit()
+    env = EnvFiles(root, base)
+    config = read_config(root, base, env)
+    result.skipped += config.skipped
+    scan = CodeScan()
+    scripts: list[tuple[str, str]] = []
+    table = config.batch_table.encode()
+    batch_table_found = False
+    for path, data in _files(root, result):
+        rel = os.path.relpath(path, base)
+        name = os.path.basename(path)
+        if name.endswith(".php"):
+            result.files_read += 1
+            in_database = os.sep + "database" + os.sep in path
+            if in_database and table in data:
+                batch_table_found = True
+            if b"class " in data or b"Bus::" in data:
+                scan_classes(parse(data), rel, env, scan)
+        elif b"artisan" in data:
+            result.files_read += 1
+            scripts.append((rel, data.decode("utf-8", "replace")))
+    jobs = resolve(scan)
+    workers, skipped = read_workers(tree, scripts)
+    result.skipped += skipped
+    result.jobs, result.workers = len(jobs), len(workers)
+    project = Project(
+        config,
+        env,
+        jobs,
+        workers,
+        scan.batches,
+        batch_table_found,
+        Source(os.path.relpath(root, base) if root != base else ".", None),
+    )
+    result.findings = check(project)
+    return result
+
+
+def _files(root: str, result: Audit) -> list[tuple[str, bytes]]:
+    found: list[tuple[str, bytes]] = []
+    for directory, dirnames, filenames in os.walk(root, followlinks=False):
+        dirnames[:] = sorted(
+            d
+            for d in dirnames
+            if d not in PHP_SKIP
+            and not d.startswith(".")
+            and not os.path.islink(os.path.join(directory, d))
+        )
+        for name in sorted(filenames):
+            script = name.endswith(".sh") or name in SCRIPT_NAMES or name.startswith("Dockerfile")
+            if not (name.endswith(".php") or script):
+                continue
+            path = os.path.join(directory, name)
+            try:
+                info = os.stat(path)
+                if not stat.S_ISREG(info.st_mode) or info.st_size > MAX_FILE_BYTES:
+                    continue
+                with open(path, "rb") as handle:
+                    data = handle.read(MAX_FILE_BYTES)
+            except OSError as exc:
+                result.skipped.append(
+                    Skipped(os.path.relpath(path, root), f"cannot read: {exc.strerror}")
+                )
+                continue
+            if b"\0" not in data[:4096]:
+                found.append((path, data))
+    return found

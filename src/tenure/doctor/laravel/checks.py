@@ -1,0 +1,495 @@
+"""The Laravel rules applied to what config.py, jobs.py and deploy.py read.
+
+A *runner* is whatever executes jobs with a timeout: a `queue:work`/`queue:listen` command, a
+Horizon supervisor, or, when the project shows none, the worker Laravel starts by default.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from tenure.doctor.laravel.config import LOCAL_ENVS, Config, Connection
+from tenure.doctor.laravel.deploy import ArtisanWorker
+from tenure.doctor.laravel.jobs import UNIQUE, BatchSite, JobClass, prop_string
+from tenure.doctor.laravel.php import EnvFiles, Resolved, as_number
+from tenure.doctor.model import Finding, Source, Value
+from tenure.doctor.rules import finding
+
+WORKER_TIMEOUT_DEFAULT_S = 60.0
+MARGIN_S = 5.0
+
+
+@dataclass
+class Runner:
+    name: str
+    source: Source
+    connection: str
+    queues: tuple[str, ...]
+    timeout: Value  # amount None: no timeout at all
+    tries: Resolved | None
+    once: bool = False
+
+
+@dataclass
+class Project:
+    config: Config
+    env: EnvFiles
+    jobs: list[JobClass]
+    workers: list[ArtisanWorker]
+    batches: list[BatchSite]
+    batch_table_found: bool
+    where: Source  # the project root, for findings about what is missing
+
+
+def runners(p: Project) -> list[Runner]:
+    default = str(p.config.default.value or "sync")
+    out: list[Runner] = []
+    for w in p.workers:
+        if w.command == "horizon":
+            continue
+        connection = w.connection or default
+        queue = p.config.connections.get(connection)
+        queues = w.queues or ((queue.queue if queue else "default"),)
+        raw = w.options.get("timeout")
+        amount = as_number(raw) if raw is not None else WORKER_TIMEOUT_DEFAULT_S
+        timeout = Value(
+            f"{w.command} --timeout",
+            None if amount == 0 else amount,
+            "s",
+            w.source if raw is not None else Source(note=f"{w.command} default"),
+        )
+        tries_raw = w.options.get("tries")
+        tries = Resolved(as_number(tries_raw), w.source) if tries_raw is not None else None
+        out.append(
+            Runner(
+                f"{w.platform} {w.name}",
+                w.source,
+                connection,
+                queues,
+                timeout,
+                tries,
+                "once" in w.options,
+            )
+        )
+    for s in p.config.supervisors:
+        timeout = s.timeout or Value(f"Horizon {s.name} timeout", None, "s", s.source)
+        out.append(
+            Runner(
+                f"Horizon {s.environment}.{s.name}",
+                s.source,
+                s.connection,
+                s.queues,
+                timeout,
+                s.tries,
+            )
+        )
+    if not out:
+        at = Source(p.where.path, None, "queue:work default; no worker command found")
+        queue = p.config.connections.get(default)
+        out.append(
+            Runner(
+                "php artisan queue:work",
+                at,
+                default,
+                (queue.queue if queue else "default",),
+                Value("queue:work --timeout", WORKER_TIMEOUT_DEFAULT_S, "s", at),
+                None,
+            )
+        )
+    return out
+
+
+def job_connection(p: Project, job: JobClass) -> str:
+    return prop_string(job, "connection") or str(p.config.default.value or "sync")
+
+
+def job_queue(p: Project, job: JobClass) -> str:
+    connection = p.config.connections.get(job_connection(p, job))
+    return prop_string(job, "queue") or (connection.queue if connection else "default")
+
+
+def serves(r: Runner, p: Project, job: JobClass) -> bool:
+    return r.connection == job_connection(p, job) and job_queue(p, job) in r.queues
+
+
+def own_timeout(job: JobClass) -> Value | None:
+    value = job.props.get("timeout")
+    if value is None or not value.known:
+        return None
+    amount = as_number(value.value)
+    if amount is None:
+        return None
+    return Value(f"{job.name} $timeout", None if amount == 0 else amount, "s", value.source)
+
+
+def has_deadline(job: JobClass) -> bool:
+    return "retryUntil" in job.methods or "retryUntil" in job.props
+
+
+def check(p: Project) -> list[Finding]:
+    out: list[Finding] = []
+    all_runners = runners(p)
+    out += _retry_after(p, all_runners)
+    out += _tries(p, all_runners)
+    out += _grace(p, all_runners)
+    out += _sync(p)
+    out += _batches(p)
+    out += _http(p, all_runners)
+    out += _unique(p)
+    out += _sqs(p, all_runners)
+    if not p.workers:
+        out.append(
+            finding(
+                "laravel-no-worker-found",
+                "no `php artisan queue:work` or `horizon` command was found in Compose, "
+                "Kubernetes, "
+                "systemd, supervisord, Procfile or shell scripts; worker clocks were checked "
+                "against queue:work's defaults.",
+                "point doctor at the directory holding your deployment files",
+                p.where,
+            )
+        )
+    return out
+
+
+def _compare(
+    timeout: Value, connection: Connection | None, who: str, at: Source, job: str | None
+) -> list[Finding]:
+    if connection is None or connection.retry_after is None:
+        return []
+    lease = connection.retry_after
+    assert lease.amount is not None
+    clocks = (timeout, lease)
+    if timeout.amount is None or timeout.amount >= lease.amount:
+        what = (
+            "has no timeout at all" if timeout.amount is None else f"may run {timeout.amount:g} s"
+        )
+        return [
+            finding(
+                "laravel-timeout-not-below-retry-after",
+                f"{who} {what}, but connection '{connection.name}' hands a reserved job to another "
+                f"worker after retry_after {lease.amount:g} s: a slow job runs twice at once.",
+                f"set retry_after above the timeout (e.g. {int((timeout.amount or 0) + 30)}) or "
+                f"the timeout below {lease.amount - MARGIN_S:g}",
+                at,
+                clocks=clocks,
+                job=job,
+            )
+        ]
+    if lease.amount - timeout.amount < MARGIN_S:
+        return [
+            finding(
+                "laravel-timeout-margin",
+                f"{who} times out at {timeout.amount:g} s, only "
+                f"{lease.amount - timeout.amount:g} s "
+                f"before retry_after {lease.amount:g} s of '{connection.name}'.",
+                f"leave at least {MARGIN_S:g} s: timeout {lease.amount - MARGIN_S:g} or less",
+                at,
+                clocks=clocks,
+                job=job,
+            )
+        ]
+    return []
+
+
+def _retry_after(p: Project, all_runners: list[Runner]) -> list[Finding]:
+    out: list[Finding] = []
+    for r in all_runners:
+        connection = p.config.connections.get(r.connection)
+        out += _compare(r.timeout, connection, f"worker {r.name}", r.source, None)
+        if r.once and not r.timeout.source.is_default:
+            out.append(
+                finding(
+                    "laravel-timeout-with-once",
+                    f"worker {r.name} runs with --once and --timeout: a worker that processes one "
+                    "job does not enforce --timeout, so a stuck job runs until retry_after.",
+                    "drop --once (use --max-jobs=1 to exit after one job with timeouts enforced)",
+                    r.source,
+                    clocks=(r.timeout,),
+                )
+            )
+    for job in p.jobs:
+        timeout = own_timeout(job)
+        if timeout is not None:
+            connection = p.config.connections.get(job_connection(p, job))
+            out += _compare(timeout, connection, f"job {job.name}", timeout.source, job.name)
+    return out
+
+
+def _tries(p: Project, all_runners: list[Runner]) -> list[Finding]:
+    out: list[Finding] = []
+    for job in p.jobs:
+        tries = job.props.get("tries")
+        unlimited = tries is not None and tries.known and as_number(tries.value) == 0
+        inherited = tries is None and any(
+            r.tries is not None and as_number(r.tries.value) == 0
+            for r in all_runners
+            if serves(r, p, job)
+        )
+        if unlimited and not has_deadline(job):
+            assert tries is not None
+            out.append(
+                finding(
+                    "laravel-tries-unlimited-no-deadline",
+                    f"job {job.name} sets tries = 0 (unlimited) and has no retryUntil(): a job "
+                    "that keeps failing is attempted forever.",
+                    "add retryUntil() returning a deadline, or set a finite $tries",
+                    tries.source,
+                    job=job.name,
+                )
+            )
+        max_exc = job.props.get("maxExceptions")
+        if (
+            max_exc is not None
+            and (unlimited or inherited)
+            and "CountCrashesAsExceptions" not in (job.middleware_text)
+        ):
+            out.append(
+                finding(
+                    "laravel-max-exceptions-crashes",
+                    f"job {job.name} relies on maxExceptions with unlimited tries, but a crash "
+                    "(OOM, deploy kill, timeout) is no exception: a job that crashes is retried "
+                    + ("until retryUntil() passes." if has_deadline(job) else "forever."),
+                    "add the CountCrashesAsExceptions middleware (Laravel 13.34+) or a finite "
+                    "$tries",
+                    max_exc.source,
+                    job=job.name,
+                )
+            )
+    for r in all_runners:
+        if r.tries is None or as_number(r.tries.value) != 0:
+            continue
+        open_ended = [
+            j.name
+            for j in p.jobs
+            if serves(r, p, j) and "tries" not in j.props and not has_deadline(j)
+        ]
+        if open_ended or not p.jobs:
+            names = ", ".join(open_ended[:3]) + (" ..." if len(open_ended) > 3 else "")
+            out.append(
+                finding(
+                    "laravel-tries-unlimited-no-deadline",
+                    f"worker {r.name} runs with tries = 0 (unlimited), and "
+                    + (
+                        f"{names} set no $tries or retryUntil()"
+                        if open_ended
+                        else "no job class was found to bound it"
+                    )
+                    + ": a failing job loops forever.",
+                    "give the worker a finite --tries (e.g. 3) or give each job retryUntil()",
+                    r.tries.source,
+                )
+            )
+    return out
+
+
+def _grace(p: Project, all_runners: list[Runner]) -> list[Finding]:
+    out: list[Finding] = []
+    horizon = [r for r in all_runners if r.name.startswith("Horizon ")]
+    for w in p.workers:
+        grace = w.platform_grace
+        if grace is None or grace.amount is None:
+            continue
+        longest: Value | None = None
+        if w.command == "horizon":
+            candidates = [r.timeout for r in horizon] or [
+                Value("Horizon timeout", 60.0, "s", Source(note="Horizon default"))
+            ]
+        else:
+            mine = next((r for r in all_runners if r.source == w.source), None)
+            if mine is None:
+                continue
+            candidates = [mine.timeout] + [
+                t for j in p.jobs if serves(mine, p, j) for t in [own_timeout(j)] if t is not None
+            ]
+        for value in candidates:
+            if (
+                longest is None
+                or value.amount is None
+                or (longest.amount is not None and value.amount > longest.amount)
+            ):
+                longest = value
+            if longest.amount is None:
+                break
+        if longest is None or (longest.amount is not None and longest.amount < grace.amount):
+            continue
+        runs = (
+            "jobs with no timeout"
+            if longest.amount is None
+            else f"jobs of up to {longest.amount:g} s"
+        )
+        out.append(
+            finding(
+                "laravel-grace-below-job-timeout",
+                f"{w.platform} {w.name} runs {runs}, but the platform kills the worker "
+                f"{grace.amount:g} s after SIGTERM: a job running at deploy time is killed mid-run "
+                "and started again after retry_after.",
+                f"raise the platform grace above {longest.amount or 0:g} s (+ margin), or shorten "
+                "the timeout",
+                w.source,
+                clocks=(longest, grace),
+            )
+        )
+    return out
+
+
+def _sync(p: Project) -> list[Finding]:
+    out: list[Finding] = []
+    key = p.config.default_key
+    for name, entries in p.env.files.items():
+        app_env = entries["APP_ENV"].value if "APP_ENV" in entries else "production"
+        keys = [k for k in (key, "QUEUE_CONNECTION", "QUEUE_DRIVER") if k and k in entries]
+        if not keys or app_env.lower() in LOCAL_ENVS:
+            continue
+        entry = entries[keys[0]]
+        if entry.value.lower() == "sync":
+            out.append(
+                finding(
+                    "laravel-queue-sync",
+                    f"{name} sets {keys[0]}=sync with APP_ENV={app_env}: every job runs inside the "
+                    "web request that dispatches it, without retries or timeouts.",
+                    f"set {keys[0]}=redis (or database, sqs) and run a worker",
+                    entry.source,
+                )
+            )
+    default = p.config.default
+    if key is None and default.known and default.value == "sync" and default.source.path:
+        out.append(
+            finding(
+                "laravel-queue-sync",
+                "config/queue.php hard-codes the sync connection as the default in every "
+                "environment: jobs run inside the web request.",
+                "read it from the environment: 'default' => env('QUEUE_CONNECTION', 'database')",
+                default.source,
+            )
+        )
+    return out
+
+
+def _batches(p: Project) -> list[Finding]:
+    out: list[Finding] = []
+    if p.batches and p.config.batch_driver == "database" and not p.batch_table_found:
+        table = p.config.batch_table
+        out.append(
+            finding(
+                "laravel-batch-table-missing",
+                f"Bus::batch is used but no migration under database/ creates the {table} table: "
+                "dispatching the batch fails.",
+                "php artisan make:queue-batches-table && php artisan migrate",
+                p.batches[0].source,
+            )
+        )
+    for site in p.batches:
+        for at in site.captures_this:
+            out.append(
+                finding(
+                    "laravel-batch-callback-this",
+                    "a batch callback uses $this: the closure is serialized with the whole object "
+                    "and run later by a worker, where that object's state is stale or "
+                    "unserializable.",
+                    "copy what the callback needs into local variables and `use (...)` them, or "
+                    "make it a static function",
+                    at,
+                )
+            )
+    return out
+
+
+def _http(p: Project, all_runners: list[Runner]) -> list[Finding]:
+    out: list[Finding] = []
+    for job in p.jobs:
+        bound = own_timeout(job)
+        if bound is None:
+            # A job no runner visibly serves (its connection unresolved) runs on one of them.
+            served = [r.timeout for r in all_runners if serves(r, p, job)] or [
+                r.timeout for r in all_runners
+            ]
+            bound = (
+                min(served, key=lambda v: v.amount or float("inf"))
+                if served
+                else Value(
+                    "queue:work --timeout",
+                    WORKER_TIMEOUT_DEFAULT_S,
+                    "s",
+                    Source(note="queue:work default"),
+                )
+            )
+        for call in job.calls:
+            if call.timeout.amount is None:
+                out.append(
+                    finding(
+                        "laravel-client-timeout-missing",
+                        f"job {job.name} calls {call.call} with no timeout: it can wait until the "
+                        "job is killed, and the request may still complete on the other side.",
+                        "pass a timeout: ['timeout' => 10] for Guzzle, CURLOPT_TIMEOUT for curl, "
+                        "or "
+                        "use Http::timeout(10)",
+                        call.source,
+                        clocks=(call.timeout,),
+                        job=job.name,
+                    )
+                )
+            elif bound.amount is not None and call.timeout.amount >= bound.amount:
+                out.append(
+                    finding(
+                        "laravel-client-timeout-not-below-job",
+                        f"job {job.name} calls {call.call} bounded at {call.timeout.amount:g} s, "
+                        "but "
+                        f"the job itself is killed at {bound.amount:g} s: the call may outlive it.",
+                        f"->timeout({max(int(bound.amount / 2), 1)}) or a longer job timeout",
+                        call.source,
+                        clocks=(call.timeout, bound),
+                        job=job.name,
+                    )
+                )
+    return out
+
+
+def _unique(p: Project) -> list[Finding]:
+    driver = p.config.cache_driver
+    if driver is None or not driver.known or driver.value not in ("array", "file"):
+        return []
+    containers = sum(w.containers for w in p.workers if w.platform in ("compose", "kubernetes"))
+    if driver.value == "file" and containers < 2:
+        return []
+    where = (
+        "every process keeps its own"
+        if driver.value == "array"
+        else f"{containers} worker containers each keep their own"
+    )
+    return [
+        finding(
+            "laravel-unique-lock-store",
+            f"job {job.name} is ShouldBeUnique, but the default cache store is '{driver.value}' "
+            f"({driver.source}): {where} locks, so the job is not unique at all.",
+            "use a shared cache with atomic locks (redis, memcached, database) or uniqueVia()",
+            job.source,
+            job=job.name,
+        )
+        for job in p.jobs
+        if job.interfaces & UNIQUE and "uniqueVia" not in job.methods
+    ]
+
+
+def _sqs(p: Project, all_runners: list[Runner]) -> list[Finding]:
+    used = {r.connection for r in all_runners} | {job_connection(p, j) for j in p.jobs}
+    out = []
+    for name in sorted(used):
+        connection = p.config.connections.get(name)
+        if connection is None or connection.driver != "sqs":
+            continue
+        timeouts = [r.timeout for r in all_runners if r.connection == name] + [
+            t for j in p.jobs if job_connection(p, j) == name for t in [own_timeout(j)] if t
+        ]
+        longest = max((t.amount or float("inf") for t in timeouts), default=60.0)
+        out.append(
+            finding(
+                "laravel-sqs-visibility-timeout",
+                f"connection '{name}' is SQS: it has no retry_after; the lease is the queue's "
+                "Default Visibility Timeout, set in AWS (console, CloudFormation or Terraform), "
+                f"which must exceed the longest timeout here ({longest:g} s).",
+                f"check the SQS queue's VisibilityTimeout is above {longest:g} s (+ margin)",
+                connection.source,
+            )
+        )
+    return out

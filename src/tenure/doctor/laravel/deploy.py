@@ -1,0 +1,318 @@
+"""`php artisan queue:work` and `php artisan horizon` in deployment files, with the platform's
+grace around each. The platform readers' own pieces (YAML with lines, INI, grace defaults) are
+reused; only the command they look for differs."""
+
+from __future__ import annotations
+
+import json
+import os
+import shlex
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from tenure.doctor.model import Skipped, Source, Value
+from tenure.doctor.readers import compose, kubernetes, supervisord
+from tenure.doctor.readers.common import ReadResult
+from tenure.doctor.readers.ini import read_ini
+from tenure.doctor.readers.procfile import PLATFORM_GRACE_S
+from tenure.doctor.readers.systemd import DEFAULT_TIMEOUT_STOP_S
+from tenure.doctor.readers.units import UNBOUNDED, seconds, systemd_timespan
+from tenure.doctor.readers.worker_command import interpolate, split_command
+from tenure.doctor.readers.yamlnodes import YamlProblem, YMap, get_path, load_documents
+from tenure.doctor.walk import Tree, decode, read_dotenv
+
+COMMANDS = ("queue:work", "queue:listen", "horizon")
+FLAGS = {"once", "stop-when-empty", "force", "quiet", "verbose", "no-interaction"}
+SEPARATORS = {"&&", "||", ";", "|", "&"}
+
+
+@dataclass
+class ArtisanWorker:
+    platform: str  # compose | kubernetes | systemd | supervisord | procfile | script
+    name: str
+    source: Source
+    command: str  # queue:work | queue:listen | horizon
+    connection: str | None
+    options: dict[str, str] = field(default_factory=dict)
+    platform_grace: Value | None = None
+    containers: int = 1  # replicas: how many hosts (containers) run it
+
+    @property
+    def queues(self) -> tuple[str, ...] | None:
+        raw = self.options.get("queue")
+        return tuple(q.strip() for q in raw.split(",") if q.strip()) if raw else None
+
+
+def find_artisan(argv: list[str]) -> tuple[str, str | None, dict[str, str]] | None:
+    """(command, connection, options) of the first `artisan queue:work|horizon` in argv."""
+    tokens = _expand(argv)
+    for i, token in enumerate(tokens[:-1]):
+        if os.path.basename(token) == "artisan" and tokens[i + 1] in COMMANDS:
+            connection, options = _options(tokens[i + 2 :])
+            return tokens[i + 1], connection, options
+    return None
+
+
+def _expand(tokens: list[str]) -> list[str]:
+    out: list[str] = []
+    for token in tokens:
+        if any(c.isspace() for c in token.strip()):
+            try:
+                out.extend(_expand(shlex.split(token, comments=True)))
+            except ValueError:
+                out.extend(token.split())
+        else:
+            out.append(token)
+    return out
+
+
+def _options(tokens: list[str]) -> tuple[str | None, dict[str, str]]:
+    connection = None
+    options: dict[str, str] = {}
+    i = 0
+    while i < len(tokens) and tokens[i] not in SEPARATORS:
+        token = tokens[i]
+        if token.startswith("--"):
+            name, eq, value = token[2:].partition("=")
+            if (
+                not eq
+                and name not in FLAGS
+                and i + 1 < len(tokens)
+                and not tokens[i + 1].startswith("-")
+            ):
+                value = tokens[i + 1]
+                i += 1
+            options[name] = value
+        elif not token.startswith("-") and connection is None:
+            connection = token
+        i += 1
+    return connection, options
+
+
+def read_workers(
+    tree: Tree, scripts: list[tuple[str, str]]
+) -> tuple[list[ArtisanWorker], list[Skipped]]:
+    """Workers from Compose, Kubernetes, systemd, supervisord, Procfile and shell scripts."""
+    workers: list[ArtisanWorker] = []
+    skipped: list[Skipped] = []
+    env_by_dir: dict[str, dict[str, str]] = {}
+    for found in tree.files["dotenv"]:
+        content = decode(found)
+        if isinstance(content, str):
+            env_by_dir[os.path.dirname(found.path)] = read_dotenv(content)
+    for found in tree.files["yaml"]:
+        content = decode(found)
+        if isinstance(content, str) and "artisan" in content and "{{" not in content:
+            env = env_by_dir.get(os.path.dirname(found.path), {})
+            workers += _yaml(found.rel, content, env, skipped)
+    for found in tree.files["systemd"]:
+        content = decode(found)
+        if isinstance(content, str) and "artisan" in content:
+            workers += _systemd(found.rel, content)
+    for found in tree.files["supervisord"]:
+        content = decode(found)
+        if isinstance(content, str) and "artisan" in content and "[program:" in content:
+            workers += _supervisord(found.rel, content)
+    for found in tree.files["procfile"]:
+        content = decode(found)
+        if isinstance(content, str) and "artisan" in content:
+            workers += _lines(found.rel, content, "procfile", procfile=True)
+    for rel, content in scripts:
+        workers += _lines(rel, content, "script", procfile=False)
+    return workers, skipped
+
+
+def _yaml(
+    path: str, content: str, env: Mapping[str, str], skipped: list[Skipped]
+) -> list[ArtisanWorker]:
+    try:
+        documents = load_documents(content)
+    except YamlProblem as exc:
+        skipped.append(Skipped(path, str(exc)))
+        return []
+    out: list[ArtisanWorker] = []
+    for document in documents:
+        if compose.is_compose(document):
+            out += _compose(path, document, env, skipped)
+        elif kubernetes.is_manifest(document):
+            out += _kubernetes(path, document)
+    return out
+
+
+def _argv(value: Any, env: Mapping[str, str]) -> list[str]:
+    if isinstance(value, str):
+        return split_command(interpolate(value, env) or value)
+    if isinstance(value, list):
+        return [str(item) for item in value if item is not None]
+    return []
+
+
+def _compose(
+    path: str, document: YMap, env: Mapping[str, str], skipped: list[Skipped]
+) -> list[ArtisanWorker]:
+    out = []
+    for name, service in document["services"].items():
+        if not isinstance(service, YMap):
+            continue
+        found = find_artisan(
+            _argv(service.get("entrypoint"), env) + _argv(service.get("command"), env)
+        )
+        if found is None:
+            continue
+        result = ReadResult()
+        grace = compose._grace(path, service, env, result)  # the Compose reader's own default
+        skipped += result.skipped
+        replicas = seconds(get_path(service, "deploy", "replicas") or service.get("scale") or 1)
+        at = Source(path, service.line_of("command") if "command" in service else service.line)
+        out.append(
+            ArtisanWorker(
+                "compose", name, at, found[0], found[1], found[2], grace, int(replicas or 1)
+            )
+        )
+    return out
+
+
+def _kubernetes(path: str, document: YMap) -> list[ArtisanWorker]:
+    spec_path = kubernetes.POD_SPEC_PATHS.get(str(document.get("kind")))
+    pod = get_path(document, *spec_path) if spec_path else None
+    if not isinstance(pod, YMap):
+        return []
+    name = str(get_path(document, "metadata", "name") or document.get("kind"))
+    replicas = seconds(get_path(document, "spec", "replicas") or 1)
+    out = []
+    containers = pod.get("containers")
+    for container in containers if isinstance(containers, list) else []:
+        if not isinstance(container, YMap):
+            continue
+        argv = [
+            str(v)
+            for key in ("command", "args")
+            for v in (container.get(key) or [])
+            if isinstance(container.get(key), list)
+        ]
+        found = find_artisan(argv)
+        if found is None:
+            continue
+        grace = kubernetes._grace(path, pod, container, ReadResult())
+        at = Source(path, container.line_of("args" if "args" in container else "command"))
+        out.append(
+            ArtisanWorker(
+                "kubernetes",
+                f"{name}/{container.get('name', '?')}",
+                at,
+                found[0],
+                found[1],
+                found[2],
+                grace,
+                int(replicas or 1),
+            )
+        )
+    return out
+
+
+def _systemd(path: str, content: str) -> list[ArtisanWorker]:
+    last = {e.key: e for e in read_ini(content, backslash_continues=True) if e.section == "Service"}
+    start = last.get("ExecStart")
+    found = find_artisan(split_command(start.value.lstrip("-@+!:"))) if start else None
+    if start is None or found is None:
+        return []
+    stop = last.get("TimeoutStopSec") or last.get("TimeoutSec")
+    grace: Value | None = Value(
+        "systemd TimeoutStopSec",
+        DEFAULT_TIMEOUT_STOP_S,
+        "s",
+        Source(note="systemd DefaultTimeoutStopSec"),
+    )
+    if stop is not None and stop.value:
+        amount = systemd_timespan(stop.value)
+        grace = (
+            None
+            if amount is None
+            else Value(
+                f"systemd {stop.key}",
+                None if amount == UNBOUNDED else amount,
+                "s",
+                Source(path, stop.line),
+            )
+        )
+    return [
+        ArtisanWorker(
+            "systemd",
+            os.path.basename(path),
+            Source(path, start.line),
+            found[0],
+            found[1],
+            found[2],
+            grace,
+        )
+    ]
+
+
+def _supervisord(path: str, content: str) -> list[ArtisanWorker]:
+    programs: dict[str, dict[str, Any]] = {}
+    for entry in read_ini(content, backslash_continues=False):
+        if entry.section.startswith("program:"):
+            programs.setdefault(entry.section[len("program:") :], {})[entry.key] = entry
+    out = []
+    for name, keys in programs.items():
+        command = keys.get("command")
+        found = find_artisan(split_command(command.value)) if command else None
+        if command is None or found is None:
+            continue
+        out.append(
+            ArtisanWorker(
+                "supervisord",
+                name,
+                Source(path, command.line),
+                found[0],
+                found[1],
+                found[2],
+                supervisord._grace(path, keys),
+            )
+        )
+    return out
+
+
+def _json_or_split(command: str) -> list[str]:
+    """Dockerfile exec form `CMD ["php", "artisan", ...]`, else shell text."""
+    if command.startswith("["):
+        try:
+            value = json.loads(command)
+        except ValueError:
+            value = None
+        if isinstance(value, list):
+            return [str(v) for v in value]
+    return split_command(command)
+
+
+def _lines(path: str, content: str, platform: str, *, procfile: bool) -> list[ArtisanWorker]:
+    out = []
+    for number, raw in enumerate(content.splitlines(), start=1):
+        stripped = raw.strip()
+        if "artisan" not in stripped or stripped.startswith("#"):
+            continue
+        name, command = (
+            (stripped.partition(":")[0], stripped.partition(":")[2])
+            if procfile
+            else (os.path.basename(path), stripped.removeprefix("CMD").removeprefix("exec "))
+        )
+        found = find_artisan(_json_or_split(command.strip()))
+        if found is None:
+            continue
+        grace = (
+            Value(
+                "Procfile platform shutdown window",
+                PLATFORM_GRACE_S,
+                "s",
+                Source(note="Heroku-style platform, about 30 s"),
+            )
+            if procfile
+            else None
+        )
+        out.append(
+            ArtisanWorker(
+                platform, name.strip(), Source(path, number), found[0], found[1], found[2], grace
+            )
+        )
+    return out

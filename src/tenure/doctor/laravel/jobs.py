@@ -1,0 +1,358 @@
+"""Queued classes (`implements ShouldQueue`, directly or through a parent), their retry and
+timeout settings, the HTTP calls their handle() makes, and `Bus::batch` call sites."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from tree_sitter import Node
+
+from tenure.doctor.laravel.php import (
+    EnvFiles,
+    Evaluator,
+    Resolved,
+    array_items,
+    as_number,
+    call_args,
+    line,
+    name_of,
+    string_value,
+    text,
+    walk,
+)
+from tenure.doctor.model import Source, Value
+
+QUEUED = {"ShouldQueue", "ShouldBeUnique", "ShouldBeUniqueUntilProcessing", "ShouldBeEncrypted"}
+UNIQUE = {"ShouldBeUnique", "ShouldBeUniqueUntilProcessing"}
+HTTP_VERBS = {"get", "post", "put", "patch", "delete", "head", "send"}
+BATCH_CALLBACKS = {"then", "catch", "finally", "progress", "before"}
+CLOSURES = frozenset({"anonymous_function", "arrow_function"})
+SCOPES = frozenset({"class_declaration", "anonymous_class", "function_definition"})
+CRASH_COUNTING = "CountCrashesAsExceptions"
+
+
+@dataclass
+class HttpCall:
+    call: str  # as written, shortened
+    timeout: Value  # amount None: nothing bounds it
+    source: Source
+    library: str  # Http | Guzzle | curl | file_get_contents
+
+
+@dataclass
+class JobClass:
+    name: str
+    rel: str
+    line: int
+    parent: str | None
+    interfaces: set[str]
+    abstract: bool
+    props: dict[str, Resolved] = field(default_factory=dict)  # $timeout, $tries, attributes
+    methods: set[str] = field(default_factory=set)
+    middleware_text: str = ""
+    calls: list[HttpCall] = field(default_factory=list)
+    uses_batches: bool = False
+
+    @property
+    def source(self) -> Source:
+        return Source(self.rel, self.line)
+
+
+@dataclass
+class BatchSite:
+    source: Source
+    captures_this: list[Source] = field(default_factory=list)
+
+
+@dataclass
+class CodeScan:
+    classes: dict[str, JobClass] = field(default_factory=dict)  # every class, by short name
+    batches: list[BatchSite] = field(default_factory=list)
+    migrations_text: list[bytes] = field(default_factory=list)
+
+
+PROPS = {
+    "timeout",
+    "tries",
+    "maxExceptions",
+    "backoff",
+    "failOnTimeout",
+    "uniqueFor",
+    "connection",
+    "queue",
+    "retryUntil",
+}
+ATTRIBUTES = {
+    "Timeout": "timeout",
+    "Tries": "tries",
+    "MaxExceptions": "maxExceptions",
+    "Backoff": "backoff",
+    "FailOnTimeout": "failOnTimeout",
+    "UniqueFor": "uniqueFor",
+    "Connection": "connection",
+    "Queue": "queue",
+}
+
+
+def scan_classes(root: Node, rel: str, env: EnvFiles, scan: CodeScan) -> None:
+    guzzle = "GuzzleHttp\\Client" in text(root)
+    for declaration in walk(root, frozenset({"class_declaration"})):
+        job = _class(declaration, rel, env, guzzle)
+        if job is not None:
+            scan.classes.setdefault(job.name, job)
+    for site in _batch_sites(root, rel):
+        scan.batches.append(site)
+
+
+def _class(node: Node, rel: str, env: EnvFiles, guzzle: bool) -> JobClass | None:
+    name = node.child_by_field_name("name")
+    body = node.child_by_field_name("body")
+    if name is None or body is None:
+        return None
+    parent = interfaces = None
+    for child in node.named_children:
+        if child.type == "base_clause" and child.named_children:
+            parent = name_of(child.named_children[0])
+        elif child.type == "class_interface_clause":
+            interfaces = {name_of(c) for c in child.named_children}
+    abstract = any(c.type == "abstract_modifier" for c in node.children)
+    job = JobClass(text(name), rel, line(node), parent, interfaces or set(), abstract)
+    constants = {
+        text(c.named_children[0]): c.named_children[-1]
+        for c in walk(body, frozenset({"const_element"}))
+        if len(c.named_children) >= 2
+    }
+    ev = Evaluator(env, rel, constants)
+    for attribute in walk(node, frozenset({"attribute"}), into=frozenset({"declaration_list"})):
+        key = ATTRIBUTES.get(name_of(attribute.named_children[0]))
+        if key is not None:
+            args = call_args(attribute)
+            job.props[key] = (
+                ev.eval(args[0]) if args else Resolved(True, Source(rel, line(attribute)))
+            )
+        if CRASH_COUNTING in text(attribute):
+            job.middleware_text += CRASH_COUNTING
+    methods: dict[str, Node] = {}
+    for member in body.named_children:
+        if member.type == "property_declaration":
+            for element in member.named_children:
+                if element.type != "property_element" or not element.named_children:
+                    continue
+                prop = text(element.named_children[0]).lstrip("$")
+                if prop in PROPS and len(element.named_children) >= 2:
+                    job.props[prop] = ev.eval(element.named_children[-1])
+        elif member.type == "method_declaration":
+            method_name = text(member.child_by_field_name("name"))
+            methods[method_name] = member
+        elif member.type == "use_declaration" and CRASH_COUNTING in text(member):
+            job.middleware_text += CRASH_COUNTING
+    job.methods = set(methods)
+    if "middleware" in methods:
+        job.middleware_text += text(methods["middleware"])
+    if "__construct" in methods:
+        _constructor_settings(methods["__construct"], ev, job)
+    for method in _reachable(methods, "handle"):
+        job.calls += http_calls(method, rel, ev, guzzle)
+    return job
+
+
+def _constructor_settings(method: Node, ev: Evaluator, job: JobClass) -> None:
+    """`$this->onQueue('x')`, `$this->onConnection('y')`, `$this->timeout = 5` in __construct."""
+    for call in walk(method, frozenset({"member_call_expression"})):
+        called = text(call.child_by_field_name("name"))
+        args = call_args(call)
+        if called in ("onQueue", "onConnection") and args:
+            job.props["queue" if called == "onQueue" else "connection"] = ev.eval(args[0])
+    for assignment in walk(method, frozenset({"assignment_expression"})):
+        left = assignment.child_by_field_name("left")
+        right = assignment.child_by_field_name("right")
+        if left is not None and right is not None and text(left).startswith("$this->"):
+            prop = text(left).removeprefix("$this->")
+            if prop in PROPS:
+                job.props[prop] = ev.eval(right)
+
+
+def _reachable(methods: dict[str, Node], start: str) -> list[Node]:
+    """handle() and the class's own methods it calls through $this->name(...)."""
+    seen: list[str] = []
+    todo = [start]
+    while todo:
+        name = todo.pop()
+        if name in seen or name not in methods:
+            continue
+        seen.append(name)
+        for call in walk(methods[name], frozenset({"member_call_expression"})):
+            if text(call.child_by_field_name("object")) == "$this":
+                todo.append(text(call.child_by_field_name("name")))
+    return [methods[n] for n in seen]
+
+
+def http_calls(method: Node, rel: str, ev: Evaluator, guzzle: bool) -> list[HttpCall]:
+    """`guzzle`: the file imports GuzzleHttp\\Client, so a bare `new Client` is Guzzle's."""
+    found: list[HttpCall] = []
+    body = text(method)
+    for scoped in walk(method, frozenset({"scoped_call_expression"})):
+        if name_of(scoped.child_by_field_name("scope")) != "Http":
+            continue
+        chain = [scoped]
+        while chain[-1].parent is not None and chain[-1].parent.type == "member_call_expression":
+            chain.append(chain[-1].parent)
+        names = [text(n.child_by_field_name("name")) for n in chain]
+        if not HTTP_VERBS & set(names):
+            continue  # a builder kept in a variable: its later use is not followed
+        at = Source(rel, line(scoped))
+        shown = f"Http::{'()->'.join(names)}()"
+        timeout = _http_timeout(chain, names, ev, at)
+        found.append(HttpCall(shown[:80], timeout, at, "Http"))
+    guzzle_bounded = "'timeout'" in body or '"timeout"' in body or "TIMEOUT" in body
+    for creation in walk(method, frozenset({"object_creation_expression"})):
+        written = text(creation.named_children[0]) if creation.named_children else ""
+        is_guzzle = written.endswith("GuzzleHttp\\Client") or (written == "Client" and guzzle)
+        if is_guzzle and not guzzle_bounded and _sends(creation, body):
+            found.append(
+                HttpCall(
+                    "new GuzzleHttp\\Client()",
+                    _unbounded("Guzzle"),
+                    Source(rel, line(creation)),
+                    "Guzzle",
+                )
+            )
+    for call in walk(method, frozenset({"function_call_expression"})):
+        function = name_of(call.child_by_field_name("function"))
+        at = Source(rel, line(call))
+        if function == "curl_exec" and "CURLOPT_TIMEOUT" not in body:
+            found.append(HttpCall("curl_exec()", _unbounded("curl"), at, "curl"))
+        elif function == "file_get_contents":
+            args = call_args(call)
+            target = text(args[0]) if args else ""
+            if (
+                target.strip("'\"").startswith(("http://", "https://"))
+                and "stream_context" not in body
+            ):
+                found.append(
+                    HttpCall(
+                        "file_get_contents(URL)",
+                        _unbounded("file_get_contents"),
+                        at,
+                        "file_get_contents",
+                    )
+                )
+    return found
+
+
+def _sends(creation: Node, body: str) -> bool:
+    """A client kept in `$var` sends only if `$var->` is used; an inline one always does."""
+    parent = creation.parent
+    if parent is None or parent.type != "assignment_expression":
+        return True
+    target = text(parent.child_by_field_name("left"))
+    return f"{target}->" in body
+
+
+def _unbounded(library: str) -> Value:
+    return Value(f"{library} timeout", None, "s", Source(note=f"{library} has no default timeout"))
+
+
+def _http_timeout(chain: list[Node], names: list[str], ev: Evaluator, at: Source) -> Value:
+    """The longest the chain may wait: its timeout, times the attempts of ->retry(n)."""
+    bound = _http_single(chain, names, ev, at)
+    for node, name in zip(chain, names, strict=True):
+        args = call_args(node)
+        times = as_number(ev.eval(args[0]).value) if name == "retry" and args else None
+        if times and times > 1 and bound.amount:
+            label = f"{bound.label} x retry({times:g})"
+            return Value(
+                label, bound.amount * times, "s", Source(at.path, line(node), bound.source.note)
+            )
+    return bound
+
+
+def _http_single(chain: list[Node], names: list[str], ev: Evaluator, at: Source) -> Value:
+    for node, name in zip(chain, names, strict=True):
+        args = call_args(node)
+        if name == "timeout" and args:
+            resolved = ev.eval(args[0])
+            amount = as_number(resolved.value)
+            if resolved.known and amount is not None:
+                return Value("Http::timeout()", amount or None, "s", Source(at.path, line(node)))
+            return Value("Http::timeout()", 0.0, "s", Source(at.path, line(node), "unresolved"))
+        if name == "withOptions" and args and args[0].type == "array_creation_expression":
+            for key, value, _ in array_items(args[0]):
+                if key == "timeout":
+                    amount = as_number(ev.eval(value).value)
+                    return Value(
+                        "Http timeout option", amount or None, "s", Source(at.path, line(node))
+                    )
+    return Value(
+        "Http client default timeout",
+        30.0,
+        "s",
+        Source(note="Laravel HTTP client default since 9.x, no ->timeout()"),
+    )
+
+
+def _batch_sites(root: Node, rel: str) -> list[BatchSite]:
+    sites = []
+    for scoped in walk(root, frozenset({"scoped_call_expression"})):
+        if (
+            name_of(scoped.child_by_field_name("scope")) != "Bus"
+            or text(scoped.child_by_field_name("name")) != "batch"
+        ):
+            continue
+        site = BatchSite(Source(rel, line(scoped)))
+        node = scoped
+        while node.parent is not None and node.parent.type == "member_call_expression":
+            node = node.parent
+            if text(node.child_by_field_name("name")) not in BATCH_CALLBACKS:
+                continue
+            for arg in call_args(node):
+                if arg.type in CLOSURES and _uses_this(arg):
+                    site.captures_this.append(Source(rel, line(arg)))
+        sites.append(site)
+    return sites
+
+
+def _uses_this(closure: Node) -> bool:
+    if closure.type == "anonymous_function" and any(
+        c.type == "static_modifier" for c in closure.children
+    ):
+        return False
+    return any(text(v) == "$this" for v in walk(closure, frozenset({"variable_name"}), into=SCOPES))
+
+
+def resolve(scan: CodeScan) -> list[JobClass]:
+    """Queued classes with the settings they inherit from their parents filled in."""
+    jobs = []
+    for job in scan.classes.values():
+        chain = _ancestry(job, scan)
+        if job.abstract or not any(c.interfaces & QUEUED for c in chain):
+            continue
+        for ancestor in chain[1:]:
+            for key, value in ancestor.props.items():
+                job.props.setdefault(key, value)
+            job.methods |= ancestor.methods
+            job.interfaces |= ancestor.interfaces
+            if CRASH_COUNTING in ancestor.middleware_text:
+                job.middleware_text += CRASH_COUNTING
+        jobs.append(job)
+    return jobs
+
+
+def _ancestry(job: JobClass, scan: CodeScan) -> list[JobClass]:
+    chain = [job]
+    while chain[-1].parent and chain[-1].parent in scan.classes and len(chain) < 10:
+        parent = scan.classes[chain[-1].parent]
+        if parent in chain:
+            break
+        chain.append(parent)
+    return chain
+
+
+def prop_string(job: JobClass, key: str) -> str | None:
+    value = job.props.get(key)
+    if value is None or not value.known or value.value is None:
+        return None
+    return str(value.value)
+
+
+__all__ = ["CodeScan", "HttpCall", "JobClass", "resolve", "scan_classes", "string_value"]

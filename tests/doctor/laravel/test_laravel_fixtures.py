@@ -1,0 +1,87 @@
+"""Laravel projects: each sample yields exactly its expected finding ids, and values carry the
+file they were read from."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from tenure.doctor import diagnose
+from tenure.doctor.model import Value
+from tenure.doctor.rules import RULES
+
+FIXTURES = Path(__file__).parent / "fixtures"
+
+
+def names() -> list[str]:
+    return sorted(p.name for p in FIXTURES.iterdir() if (p / "doctor.json").exists())
+
+
+def expected(name: str) -> list[str]:
+    data: dict[str, list[str]] = json.loads((FIXTURES / name / "doctor.json").read_text())
+    return sorted(data["expected"])
+
+
+def run(name: str, monkeypatch: pytest.MonkeyPatch) -> object:
+    monkeypatch.chdir(FIXTURES / name)
+    return diagnose(None, ".", history=False)
+
+
+def test_at_least_ten_broken_and_two_clean_projects() -> None:
+    clean = [n for n in names() if not expected(n)]
+    assert len(clean) >= 2
+    assert len(names()) - len(clean) >= 10
+
+
+@pytest.mark.parametrize("name", names())
+def test_fixture_yields_exactly_its_findings(name: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(FIXTURES / name)
+    report = diagnose(None, ".", history=False)  # auto-detected: artisan + composer.json
+    found = sorted(f.rule for f in report.findings)
+    assert found == expected(name), [(f.rule, str(f.location), f.message) for f in report.findings]
+    for finding in report.findings:
+        assert finding.rule.startswith("laravel-")
+        assert RULES[finding.rule].cite.startswith("https://laravel.com/docs/")
+        assert finding.fix and finding.message
+
+
+def test_retry_after_names_the_env_file_it_came_from(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(FIXTURES / "job_timeout_from_env")
+    (error,) = diagnose(None, ".", history=False).findings
+    lease = next(c for c in error.clocks if isinstance(c, Value) and "retry_after" in c.label)
+    assert lease.amount == 60
+    assert lease.source.path == ".env.example" and lease.source.line == 3
+    assert "config/queue.php" in lease.source.note
+    assert error.location.path == "app/Jobs/ImportCsv.php"
+
+
+def test_horizon_timeout_default_and_local_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(FIXTURES / "horizon_timeout_over_retry_after")
+    (error,) = diagnose(None, ".", history=False).findings
+    assert "production.supervisor-1" in error.message  # 'local' (500 s) is not running config
+    timeout = error.clocks[0]
+    assert isinstance(timeout, Value) and timeout.amount == 120
+    assert "HORIZON_TIMEOUT" in timeout.source.note
+
+
+def test_explicit_laravel_path_and_not_a_laravel_project(tmp_path: Path) -> None:
+    from tenure.doctor import CannotRun
+
+    report = diagnose(None, str(tmp_path), history=False, laravel=str(FIXTURES / "sqs_connection"))
+    assert [f.rule for f in report.findings] == ["laravel-sqs-visibility-timeout"]
+    assert "AWS" in report.findings[0].message
+    with pytest.raises(CannotRun):
+        diagnose(None, str(tmp_path), history=False, laravel=str(tmp_path))
+
+
+def test_sarif_and_json_carry_laravel_rules(monkeypatch: pytest.MonkeyPatch) -> None:
+    from tenure.doctor.output import to_json, to_sarif
+
+    monkeypatch.chdir(FIXTURES / "batch_problems")
+    report = diagnose(None, ".", history=False)
+    sarif = to_sarif(report)
+    ids = [r["ruleId"] for r in sarif["runs"][0]["results"]]
+    assert sorted(ids) == ["laravel-batch-callback-this", "laravel-batch-table-missing"]
+    assert {f["rule"] for f in to_json(report)["findings"]} == set(ids)

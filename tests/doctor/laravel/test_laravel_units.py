@@ -1,0 +1,70 @@
+"""Smaller Laravel cases found while checking real applications by hand."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from tenure.doctor import diagnose
+from tenure.doctor.laravel.deploy import find_artisan
+from tenure.doctor.laravel.php import EnvFiles, Evaluator, parse, returned_array
+
+JOB = """<?php
+namespace App\\Jobs;
+
+use GuzzleHttp\\Client;
+use Illuminate\\Contracts\\Queue\\ShouldQueue;
+use Illuminate\\Support\\Facades\\Http;
+
+class Fetch implements ShouldQueue
+{
+    public $tries = 3;
+
+    public function handle(): void
+    {
+        $unused = new Client(['handler' => null]);
+        Http::retry(3, 100, throw: false)->get('https://api.example/');
+    }
+}
+"""
+
+
+def project(root: Path, files: dict[str, str]) -> Path:
+    files = {"artisan": "<?php\n", "composer.json": "{}\n", **files}
+    for name, text in files.items():
+        (root / name).parent.mkdir(parents=True, exist_ok=True)
+        (root / name).write_text(text)
+    return root
+
+
+def test_http_retry_multiplies_the_bound_and_unused_clients_send_nothing(tmp_path: Path) -> None:
+    root = project(tmp_path, {"app/Jobs/Fetch.php": JOB, "Procfile": "worker: php artisan "
+                              "queue:work --timeout=80\n"})  # fmt: skip
+    rules = [(f.rule, f.location.line) for f in diagnose(None, str(root), history=False).findings]
+    # 3 tries x 30 s default = 90 s >= 80 s; the Guzzle client is never used to send.
+    assert ("laravel-client-timeout-not-below-job", 15) in rules
+    assert not any(rule == "laravel-client-timeout-missing" for rule, _ in rules)
+
+
+def test_find_artisan_reads_connection_queues_and_flags() -> None:
+    found = find_artisan(["sh", "-c", "cd /app && php artisan queue:work sqs --queue=a,b --once"])
+    assert found == ("queue:work", "sqs", {"queue": "a,b", "once": ""})
+    assert find_artisan(["php", "artisan", "migrate"]) is None
+
+
+def test_evaluator_resolves_casts_min_max_and_arithmetic(tmp_path: Path) -> None:
+    (tmp_path / ".env").write_text("A=300\nB='x y' # note\nEMPTY=\n")
+    env = EnvFiles(str(tmp_path), str(tmp_path))
+    source = b"<?php return ['t' => min(max((int) env('A', 1), 10), 60 * 10), 'u' => env('Z')];"
+    array = returned_array(parse(source))
+    assert array is not None
+    ev = Evaluator(env, "config/x.php")
+    from tenure.doctor.laravel.php import array_get
+
+    t = array_get(array, "t")
+    u = array_get(array, "u")
+    assert t is not None and u is not None
+    resolved = ev.eval(t)
+    assert resolved.value == 300 and resolved.source.path == ".env"
+    assert not ev.eval(u).known
+    assert env.get("B") is not None and env.get("B").value == "x y"  # type: ignore[union-attr]
+    assert env.get("EMPTY") is not None
