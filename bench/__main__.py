@@ -1,103 +1,221 @@
-"""tenure's own throughput on the embedded SQLite store: enqueue one by one and in bulk, then
-drain no-op jobs with one worker process at --concurrency 1 and 2.
+"""tenure against the established Python queues, on the same engine, in the same run.
 
-    .venv/bin/python -m bench [--jobs 2000] [--rounds 3]
+    .venv/bin/python -m bench [--smoke] [--engines sqlite,postgres,redis] [--rounds N]
 
-Prints the median and min-max of each figure over the rounds.
+Installs the peers into bench/.venv-peers (and arq into bench/.venv-peers-arq), then for each
+engine runs every system on the same workloads, round after round, in A B ... B A order so
+that machine drift cancels; measures the raw engine limits; profiles tenure's worker; writes
+bench/REPORT.md and bench/results/latest.json. Exits non-zero if any measurement failed.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
+import json
 import os
-import statistics
+import platform
+import shlex
+import signal
 import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
-ROOT = Path(__file__).resolve().parents[1]
+from bench import engines, peers, profiling, rawlimits, report
+from bench.systems import SYSTEMS, System
 
+BENCH = Path(__file__).resolve().parent
+ROOT = BENCH.parent
+CLIENT_TIMEOUT_S = 150.0
 
-def one_round(jobs: int, workdir: Path) -> dict[str, float]:
-    db = workdir / f"bench-{time.monotonic_ns()}.db"
-    os.environ["TENURE_URL"] = f"sqlite:///{db}"
-    import importlib
-
-    import bench.noop_jobs as noop_jobs
-
-    importlib.reload(noop_jobs)
-    app = noop_jobs.app
-    figures: dict[str, float] = {}
-
-    start = time.perf_counter()
-    for i in range(min(jobs, 1000)):
-        noop_jobs.noop.dispatch(i)
-    figures["enqueue one by one (jobs/s)"] = min(jobs, 1000) / (time.perf_counter() - start)
-
-    start = time.perf_counter()
-    noop_jobs.noop.dispatch_many([(i,) for i in range(jobs)])
-    figures["enqueue in bulk (jobs/s)"] = jobs / (time.perf_counter() - start)
-
-    for concurrency in (1, 2):
-        total = app.counts()["queued"]
-        figures[f"drain, 1 worker x {concurrency} (jobs/s)"] = drain(db, concurrency, total)
-        noop_jobs.noop.dispatch_many([(i,) for i in range(jobs)])
-    app.close()
-    return figures
+FULL = {
+    "jobs": 10_000,
+    "sleep_jobs": 2_000,
+    "latency_jobs": 100,
+    "gap_ms": [10, 30],
+    "latency_cap": 10.0,
+    "enqueue_cap": 4.0,
+    "drain_cap": 6.0,
+}
+SMOKE = {
+    "jobs": 200,
+    "sleep_jobs": 100,
+    "latency_jobs": 5,
+    "gap_ms": [5, 10],
+    "latency_cap": 3.0,
+    "enqueue_cap": 2.0,
+    "drain_cap": 5.0,
+}
+SMOKE_SYSTEMS = {"tenure", "huey", "dramatiq", "procrastinate"}  # one peer per engine
 
 
-def drain(db: Path, concurrency: int, total: int) -> float:
-    """Jobs per second from the first job's start to the last job's end, read from the store
-    so that worker start-up (importing, forking children) is not counted."""
-    env = dict(os.environ, TENURE_URL=f"sqlite:///{db}", PYTHONPATH=str(ROOT))
-    subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "tenure",
-            "worker",
-            "--app",
-            "bench.noop_jobs:app",
-            "--burst",
-            "--concurrency",
-            str(concurrency),
-            "--log-level",
-            "WARNING",
-        ],
+def run_client(
+    system: System, engine: engines.Engine, layout: str, params: dict[str, Any], workdir: Path
+) -> dict[str, Any]:
+    url = engine.url_for(system.key)
+    spec = {
+        **params,
+        "system": system.key,
+        "engine": engine.name,
+        "url": url,
+        "layout": layout,
+        "workdir": str(workdir),
+    }
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "BENCH_URL": url, "BENCH_ENGINE": engine.name}
+    env.pop("TENURE_URL", None)
+    pgids = workdir / "pgids"
+    pgids.unlink(missing_ok=True)
+    proc = subprocess.Popen(
+        [peers.python(system.venv), "-m", "bench.client", json.dumps(spec)],
         env=env,
-        check=True,
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        stderr=open(workdir / f"client-{system.key}-{layout}.log", "ab"),  # noqa: SIM115
+        text=True,
+        start_new_session=True,
+    )
+    try:
+        out, _ = proc.communicate(timeout=CLIENT_TIMEOUT_S)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()
+        return {"error": f"client timed out after {CLIENT_TIMEOUT_S:g} s"}
+    finally:
+        # Worker groups the client started and could not end (it crashed or was killed).
+        if pgids.exists():
+            for line in pgids.read_text().split():
+                with contextlib.suppress(ProcessLookupError, PermissionError):
+                    os.killpg(int(line), signal.SIGKILL)
+    lines = [line for line in out.splitlines() if line.startswith("{")]
+    if not lines:
+        return {"error": f"client exited with {proc.returncode} and no result"}
+    result: dict[str, Any] = json.loads(lines[-1])
+    return result
+
+
+def tenure_ready(engine: engines.Engine) -> str | None:
+    """Why tenure's store for this engine cannot be benchmarked yet, or None."""
+    engine.reset()
+    code = (
+        "import tenure, sys\n"
+        "app = tenure.App(sys.argv[1])\n"
+        "@app.job\n"
+        "def probe(n): pass\n"
+        "probe.dispatch_many([(1,), (2,)]); probe.dispatch(3)\n"
+        "assert app.counts()['queued'] == 3, app.counts()\n"
+        "app.close()\n"
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", code, engine.url_for("tenure")],
+        capture_output=True,
+        text=True,
+        timeout=60,
         cwd=ROOT,
     )
-    import sqlite3
-
-    with sqlite3.connect(db) as conn:
-        # each drain starts from an empty attempts table (cleared below)
-        first, last, n = conn.execute(
-            "SELECT min(started_at), max(ended_at), count(*) FROM tenure_attempts"
-            " WHERE outcome = 'succeeded'"
-        ).fetchone()
-        conn.execute("DELETE FROM tenure_attempts")
-        conn.execute("DELETE FROM tenure_jobs")
-    assert n >= total, f"drained {n} of {total}"
-    return float(n / (last - first))
+    if proc.returncode != 0:
+        last = (proc.stderr.strip().splitlines() or ["no output"])[-1]
+        return f"tenure's {engine.name} store does not work yet: {last}"
+    return None
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--jobs", type=int, default=2000)
-    parser.add_argument("--rounds", type=int, default=3)
+def main() -> int:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawTextHelpFormatter
+    )
+    parser.add_argument("--smoke", action="store_true", help="tiny run for CI (< 2 min)")
+    parser.add_argument("--engines", default="sqlite,postgres,redis")
+    parser.add_argument("--rounds", type=int, default=None, help="default 3 (smoke: 1)")
+    parser.add_argument("--systems", default="", help="only these systems (comma-separated)")
+    parser.add_argument("--no-extras", action="store_true", help="skip raw limits and profile")
     args = parser.parse_args()
-    rounds: list[dict[str, float]] = []
-    with tempfile.TemporaryDirectory(prefix="tenure-bench-") as tmp:
-        for _ in range(args.rounds):
-            rounds.append(one_round(args.jobs, Path(tmp)))
-    print(f"tenure on SQLite, {args.jobs} no-op jobs, {args.rounds} rounds (median, min-max)")
-    for name in rounds[0]:
-        values = [r[name] for r in rounds]
-        print(f"  {name:34} {statistics.median(values):9.0f}   {min(values):.0f}-{max(values):.0f}")
+    params = SMOKE if args.smoke else FULL
+    rounds = args.rounds or (1 if args.smoke else 3)
+    wanted = set(filter(None, args.systems.split(","))) or (
+        SMOKE_SYSTEMS if args.smoke else {s.key for s in SYSTEMS}
+    )
+    started = time.monotonic()
+    notes: list[str] = []
+    for venv_name in sorted({s.venv for s in SYSTEMS if s.key in wanted}):
+        peers.ensure(venv_name, notes)
+
+    results: dict[str, Any] = {
+        "command": "python -m bench " + " ".join(shlex.quote(a) for a in sys.argv[1:]),
+        "smoke": args.smoke,
+        "rounds": rounds,
+        "params": params,
+        "machine": (
+            f"{platform.platform()}, {os.cpu_count()} CPUs, Python {platform.python_version()}"
+        ),
+        "engines": {},
+        "skipped": {},
+        "errors": [],
+        "load": [],
+        "settings": {},
+        "versions": {},
+    }
+    workdir = Path(tempfile.mkdtemp(prefix="tenure-bench-"))
+    for name in filter(None, args.engines.split(",")):
+        engine = engines.make(name, workdir)
+        problem = engine.problem() or tenure_ready(engine)
+        if problem:
+            print(f"bench: skipping {name}: {problem}", file=sys.stderr, flush=True)
+            results["skipped"][name] = problem
+            continue
+        systems = [s for s in SYSTEMS if name in s.engines and s.key in wanted]
+        per_system: dict[str, dict[str, list[float]]] = {s.key: {} for s in systems}
+        results["engines"][name] = {"describe": engine.describe(), "systems": per_system}
+        for r in range(rounds):
+            order = systems if r % 2 == 0 else list(reversed(systems))  # A B ... then ... B A
+            for layout in ("one", "two", "sleep"):
+                for system in order:
+                    if layout not in system.layouts:
+                        continue
+                    engine.reset()
+                    # Other work on the machine shows up here: the report prints the range.
+                    results["load"].append(os.getloadavg()[0])
+                    t0 = time.monotonic()
+                    result = run_client(system, engine, layout, params, workdir)
+                    took = time.monotonic() - t0
+                    print(
+                        f"bench: {name} round {r + 1} {layout:5} {system.key:13} {took:5.1f} s "
+                        + (result.get("error") or ""),
+                        file=sys.stderr,
+                        flush=True,
+                    )
+                    if "error" in result:
+                        results["errors"].append(f"{name} {system.key} {layout}: {result['error']}")
+                        continue
+                    results["settings"][system.key] = result.pop("settings")
+                    for key, value in result.items():
+                        per_system[system.key].setdefault(key, []).append(value)
+    ran = {key for data in results["engines"].values() for key in data["systems"]}
+    for system in SYSTEMS:
+        if system.key in ran:
+            results["versions"][system.label] = peers.versions(system.venv, system.packages)
+    if not args.no_extras:
+        results["raw_limits"] = rawlimits.measure(
+            [n for n in results["engines"]], smoke=args.smoke, workdir=workdir
+        )
+        results["profile"] = profiling.profile(
+            [n for n in results["engines"]], smoke=args.smoke, workdir=workdir
+        )
+    results["wall_s"] = time.monotonic() - started
+    results["notes"] = notes
+    out = BENCH / "results"
+    out.mkdir(exist_ok=True)
+    (out / ("smoke.json" if args.smoke else "latest.json")).write_text(
+        json.dumps(results, indent=1)
+    )
+    target = out / "SMOKE.md" if args.smoke else BENCH / "REPORT.md"
+    target.write_text(report.render(results))
+    print(f"bench: wrote {target.relative_to(ROOT)} in {results['wall_s']:.0f} s", file=sys.stderr)
+    for error in results["errors"]:
+        print(f"bench: FAILED {error}", file=sys.stderr)
+    return 1 if results["errors"] else 0
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

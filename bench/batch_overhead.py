@@ -37,9 +37,22 @@ JOBS_MODULE = textwrap.dedent(
 def run_worker(workdir: Path, url: str) -> None:
     env = dict(os.environ, TENURE_URL=url, PYTHONPATH=f"{workdir}{os.pathsep}{ROOT / 'src'}")
     subprocess.run(
-        [sys.executable, "-m", "tenure", "worker", "--app", "overhead_jobs:app", "--burst",
-         "--concurrency", "2", "--log-level", "WARNING"],
-        env=env, cwd=workdir, check=True,
+        [
+            sys.executable,
+            "-m",
+            "tenure",
+            "worker",
+            "--app",
+            "overhead_jobs:app",
+            "--burst",
+            "--concurrency",
+            "2",
+            "--log-level",
+            "WARNING",
+        ],
+        env=env,
+        cwd=workdir,
+        check=True,
     )
 
 
@@ -96,8 +109,10 @@ def main() -> None:
     plain, batch = statistics.median(rates["plain"]), statistics.median(rates["batch"])
     print(f"SQLite, {args.jobs:,} jobs, 1 worker x 2, {args.rounds} rounds (median, min-max):")
     for kind, values in rates.items():
-        print(f"  {kind:6} {statistics.median(values):8.0f} jobs/s   "
-              f"{min(values):.0f}-{max(values):.0f}")
+        print(
+            f"  {kind:6} {statistics.median(values):8.0f} jobs/s   "
+            f"{min(values):.0f}-{max(values):.0f}"
+        )
     print(f"  batch / plain = {batch / plain:.2f}")
 
 

@@ -1,0 +1,143 @@
+"""The three engines: where each phase's data lives, and how it is wiped between phases so
+every system starts on an empty store. Runs in tenure's venv (psycopg and redis-py are there)."""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from pathlib import Path
+from urllib.parse import urlsplit, urlunsplit
+
+REDIS_URL = os.environ.get("BENCH_REDIS_URL", "redis://127.0.0.1:6379/9")
+POSTGRES_URL = os.environ.get(
+    "BENCH_POSTGRES_URL", "postgresql://postgres@127.0.0.1:5432/tenure_bench"
+)
+
+
+class Engine:
+    name = ""
+
+    def problem(self) -> str | None:
+        """Why this engine cannot run here, or None."""
+        return None
+
+    def reset(self) -> None:
+        """Wipe everything the previous phase left."""
+
+    def url_for(self, system: str) -> str:
+        raise NotImplementedError
+
+    def describe(self) -> str:
+        return ""
+
+
+class SQLiteEngine(Engine):
+    name = "sqlite"
+
+    def __init__(self, workdir: Path) -> None:
+        self.dir = Path(tempfile.mkdtemp(prefix="sqlite-", dir=workdir))
+        self.phase = 0
+
+    def reset(self) -> None:
+        self.phase += 1  # a new file per phase: nothing to wipe, nothing to wait for
+
+    def path(self, system: str) -> Path:
+        return self.dir / f"{system}-{self.phase}.db"
+
+    def url_for(self, system: str) -> str:
+        path = self.path(system)
+        return f"sqlite:///{path}" if system.startswith("tenure") else str(path)
+
+    def describe(self) -> str:
+        import sqlite3
+
+        return f"SQLite {sqlite3.sqlite_version}, a file in {self.dir.parent} (WAL for tenure)"
+
+
+class RedisEngine(Engine):
+    name = "redis"
+
+    def __init__(self) -> None:
+        self.url = REDIS_URL
+
+    def _client(self):  # type: ignore[no-untyped-def]
+        import redis
+
+        return redis.Redis.from_url(self.url)
+
+    def problem(self) -> str | None:
+        try:
+            with self._client() as client:
+                client.ping()
+        except Exception as exc:
+            return f"Redis at {self.url} is not reachable: {exc}"
+        return None
+
+    def reset(self) -> None:
+        with self._client() as client:
+            client.flushdb()  # only the benchmark's own database number
+
+    def url_for(self, system: str) -> str:
+        return self.url
+
+    def describe(self) -> str:
+        with self._client() as client:
+            info = client.info("server")
+            conf = client.config_get("appendonly")
+            save = client.config_get("save")
+        return (
+            f"Redis {info['redis_version']} at {self.url} (appendonly={conf.get('appendonly')},"
+            f" save='{save.get('save')}')"
+        )
+
+
+class PostgresEngine(Engine):
+    name = "postgres"
+
+    def __init__(self) -> None:
+        self.url = POSTGRES_URL
+        parts = urlsplit(self.url)
+        self.database = parts.path.lstrip("/")
+        self.admin_url = urlunsplit(parts._replace(path="/postgres"))
+
+    def _admin(self):  # type: ignore[no-untyped-def]
+        import psycopg
+
+        return psycopg.connect(self.admin_url, autocommit=True)
+
+    def problem(self) -> str | None:
+        try:
+            with self._admin() as conn:
+                conn.execute("SELECT 1")
+        except Exception as exc:
+            return f"PostgreSQL at {self.admin_url} is not reachable: {exc}"
+        return None
+
+    def reset(self) -> None:
+        # A fresh database per phase: no bloat or dead tuples carried from the previous system.
+        with self._admin() as conn:
+            conn.execute(f'DROP DATABASE IF EXISTS "{self.database}" WITH (FORCE)')
+            conn.execute(f'CREATE DATABASE "{self.database}"')
+
+    def url_for(self, system: str) -> str:
+        return self.url
+
+    def describe(self) -> str:
+        with self._admin() as conn:
+            version = conn.execute("SHOW server_version").fetchone()[0]
+            settings = {
+                name: conn.execute(f"SHOW {name}").fetchone()[0]
+                for name in ("synchronous_commit", "fsync", "shared_buffers")
+            }
+        shown = ", ".join(f"{k}={v}" for k, v in settings.items())
+        return f"PostgreSQL {version} at {self.url.split('@')[-1]} ({shown}; server defaults)"
+
+
+def make(name: str, workdir: Path) -> Engine:
+    if name == "sqlite":
+        return SQLiteEngine(workdir)
+    if name == "redis":
+        return RedisEngine()
+    if name == "postgres":
+        return PostgresEngine()
+    raise SystemExit(f"--engines: expected sqlite, postgres or redis, got {name!r}")
