@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import functools
 import os
-import sys
-from typing import Annotated
+from collections.abc import Callable
+from typing import Annotated, Any
 
+import click
 import typer
 from rich.console import Console
 from rich.table import Table
@@ -284,12 +286,40 @@ def _register_optional_commands() -> None:
 _register_optional_commands()
 
 
+def _clean_errors(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """A store that cannot be opened or reached (bad URL, missing directory, server down) is
+    a clear message and exit 2, not a traceback; TENURE_DEBUG=1 shows the traceback."""
+
+    @functools.wraps(fn)
+    def command(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return fn(*args, **kwargs)
+        except (typer.Exit, typer.Abort, click.exceptions.ClickException, KeyboardInterrupt):
+            raise
+        except Exception as exc:
+            if os.environ.get("TENURE_DEBUG"):
+                raise
+            text = str(exc) if isinstance(exc, TenureError) else f"{type(exc).__name__}: {exc}"
+            err.print(f"error: {text}", highlight=False)
+            raise typer.Exit(2) from None
+
+    return command
+
+
+def _wrap_commands(app: typer.Typer) -> None:
+    for info in app.registered_commands:
+        if info.callback is not None:
+            info.callback = _clean_errors(info.callback)
+    for group in app.registered_groups:
+        if group.typer_instance is not None:
+            _wrap_commands(group.typer_instance)
+
+
+_wrap_commands(cli)
+
+
 def main() -> None:
-    try:
-        cli()
-    except TenureError as exc:
-        err.print(f"error: {exc}", highlight=False)
-        sys.exit(2)
+    cli()
 
 
 if __name__ == "__main__":

@@ -53,6 +53,8 @@ def decode(text: str) -> Arguments:
     """Decode a stored payload; raise PayloadError with a clear reason if it is corrupt."""
     try:
         data = json.loads(text)
+    except RecursionError:
+        raise PayloadError("payload is nested too deeply to decode") from None
     except (TypeError, ValueError) as exc:
         raise PayloadError(f"payload is not valid JSON ({exc}): {text[:80]!r}") from None
     if isinstance(data, dict) and "encrypted" in data:
@@ -75,6 +77,8 @@ def _check_json(job_name: str, args: tuple[Any, ...], kwargs: dict[str, Any]) ->
     for label, value in labelled:
         try:
             json.dumps(value, allow_nan=False)
+        except RecursionError:
+            raise PayloadError(f"{label} of job '{job_name}' is nested too deeply") from None
         except (TypeError, ValueError) as exc:
             raise PayloadError(
                 f"{label} of job '{job_name}' cannot be stored as JSON "

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import functools
 import json
+import math
 import random
 from dataclasses import asdict, dataclass, field
 from typing import Any
@@ -46,8 +47,10 @@ class Policy:
         try:
             data: dict[str, Any] = json.loads(text)
             known = {k: v for k, v in data.items() if k in cls.__dataclass_fields__}
-            return cls(**known)
-        except (TypeError, ValueError, AttributeError):
+            policy = cls(**known)
+            validate_policy(policy)
+            return policy
+        except (TypeError, ValueError, AttributeError, RecursionError):
             return cls()
 
 
@@ -59,10 +62,16 @@ def _policy_from_json(text: str) -> Policy:
 
 def validate_policy(policy: Policy) -> None:
     """Reject settings that cannot work, with an 'expected X, got Y' message."""
-    if policy.timeout <= 0:
+    if not _seconds(policy.timeout) or policy.timeout <= 0:
         raise ConfigError(f"timeout: expected seconds > 0, got {policy.timeout!r}")
-    if policy.kill_after < 0:
+    if not _seconds(policy.kill_after) or policy.kill_after < 0:
         raise ConfigError(f"kill_after: expected seconds >= 0, got {policy.kill_after!r}")
+    for name in ("tries", "max_exceptions"):
+        value = getattr(policy, name)
+        if value is not None and (not isinstance(value, int) or isinstance(value, bool)):
+            raise ConfigError(f"{name}: expected an int, got {value!r}")
+    if policy.retry_until is not None and not _seconds(policy.retry_until):
+        raise ConfigError(f"retry_until: expected a time, got {policy.retry_until!r}")
     if policy.tries is not None and policy.tries < 1:
         raise ConfigError(f"tries: expected an int >= 1 or None (unlimited), got {policy.tries!r}")
     if policy.tries is None and policy.retry_until is None:
@@ -73,6 +82,11 @@ def validate_policy(policy: Policy) -> None:
     if policy.max_exceptions is not None and policy.max_exceptions < 1:
         raise ConfigError(f"max_exceptions: expected an int >= 1, got {policy.max_exceptions!r}")
     validate_backoff(policy.backoff)
+
+
+def _seconds(value: object) -> bool:
+    """A real, finite number of seconds (NaN would make a timeout that never fires)."""
+    return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
 
 
 def validate_backoff(backoff: Backoff) -> None:

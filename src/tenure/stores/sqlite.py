@@ -5,10 +5,12 @@ the same job, and every timestamp comes from SQLite's own clock inside the trans
 
 from __future__ import annotations
 
+import logging
 import os
 import sqlite3
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from typing import Any
 
 from tenure.errors import ConfigError
@@ -29,7 +31,15 @@ from tenure.stores.base import (
 from tenure.stores.sqlite_base import _attempt, sqlite_path
 from tenure.stores.sqlite_ops import SQLiteOperations
 
+log = logging.getLogger("tenure.store")
+
 RESERVE_LOOKAHEAD = 32
+# Past every attempt row the job has: a stray row (a restore, a hand edit) must not make the
+# next attempt's number collide, which would fail the whole reservation for the queue.
+NEXT_ATTEMPT = (
+    "max(attempt, (SELECT coalesce(max(number), 0) FROM tenure_attempts"
+    " WHERE job_id = tenure_jobs.id)) + 1"
+)
 
 
 class SQLiteStore(SQLiteOperations):
@@ -102,11 +112,12 @@ class SQLiteStore(SQLiteOperations):
                 for row in rows:
                     if len(out) >= limit:
                         break
-                    deferral = self._guard_deferral(conn, row, now)
-                    if deferral is not None:
-                        self._defer(conn, row["id"], worker, now, *deferral)
-                        continue
-                    out.append(self._open_attempt(conn, row["id"], worker, now, lease))
+                    with self._isolated(conn, row["id"], now, "start"):
+                        deferral = self._guard_deferral(conn, row, now)
+                        if deferral is not None:
+                            self._defer(conn, row["id"], worker, now, *deferral)
+                            continue
+                        out.append(self._open_attempt(conn, row["id"], worker, now, lease))
                 if len(out) >= limit:
                     break
         return out
@@ -145,7 +156,7 @@ class SQLiteStore(SQLiteOperations):
     ) -> None:
         """Not now, and not the job's fault: a `deferred` attempt, no try used."""
         number = conn.execute(
-            "UPDATE tenure_jobs SET attempt = attempt + 1, run_at = ? WHERE id = ?"
+            f"UPDATE tenure_jobs SET attempt = {NEXT_ATTEMPT}, run_at = ? WHERE id = ?"
             " RETURNING attempt",
             (run_at, job_id),
         ).fetchone()["attempt"]
@@ -168,7 +179,7 @@ class SQLiteStore(SQLiteOperations):
         self, conn: sqlite3.Connection, job_id: str, worker: WorkerRef, now: float, lease: float
     ) -> Reservation:
         row = conn.execute(
-            "UPDATE tenure_jobs SET state = 'running', attempt = attempt + 1,"
+            f"UPDATE tenure_jobs SET state = 'running', attempt = {NEXT_ATTEMPT},"
             " lease_expires_at = ?, worker_id = ? WHERE id = ?"
             " RETURNING id, name, queue, payload, policy, attempt, lease_expires_at, batch_id",
             (now + lease, worker.id, job_id),
@@ -368,17 +379,44 @@ class SQLiteStore(SQLiteOperations):
                 (now,),
             ).fetchall()
             for row in rows:
-                attempt = _attempt(
-                    conn.execute(
-                        "SELECT * FROM tenure_attempts WHERE job_id = ? AND number = ?",
-                        (row["id"], row["attempt"]),
-                    ).fetchone()
-                )
-                error = describe_crash(attempt, row["lease_expires_at"])
-                self._close_attempt(conn, row["id"], row["attempt"], now, "crashed", error, None)
-                result = self._apply_decision(conn, row["id"], "crashed", error, now, False)
-                rescued.append(Rescued(row["id"], row["attempt"], result))
+                with self._isolated(conn, row["id"], now, "rescue"):
+                    rescued.append(self._rescue_one(conn, row, now))
         return rescued
+
+    def _rescue_one(self, conn: sqlite3.Connection, row: Any, now: float) -> Rescued:
+        found = conn.execute(
+            "SELECT * FROM tenure_attempts WHERE job_id = ? AND number = ?",
+            (row["id"], row["attempt"]),
+        ).fetchone()
+        if found is None:
+            error = "its lease expired with no result, and its attempt record is missing"
+        else:
+            error = describe_crash(_attempt(found), row["lease_expires_at"])
+        self._close_attempt(conn, row["id"], row["attempt"], now, "crashed", error, None)
+        result = self._apply_decision(conn, row["id"], "crashed", error, now, False)
+        return Rescued(row["id"], row["attempt"], result)
+
+    @contextmanager
+    def _isolated(
+        self, conn: sqlite3.Connection, job_id: str, now: float, what: str
+    ) -> Iterator[None]:
+        """One damaged job must not stop the queue: on an error, undo that job's part of the
+        transaction, fail it with the reason, and go on with the others."""
+        conn.execute("SAVEPOINT one_job")
+        try:
+            yield
+        except (sqlite3.Error, ValueError, TypeError, KeyError, OverflowError) as exc:
+            conn.execute("ROLLBACK TO one_job")
+            reason = (
+                f"tenure could not {what} this job, its row is damaged: {type(exc).__name__}: {exc}"
+            )
+            log.error("job %s: %s", job_id, reason)
+            conn.execute(
+                "UPDATE tenure_jobs SET state = 'failed', finished_at = ?, lease_expires_at = NULL,"
+                " last_error = ? WHERE id = ?",
+                (now, reason, job_id),
+            )
+        conn.execute("RELEASE one_job")
 
     def wait_for_work(self, *, queues: Sequence[str], timeout: float) -> None:
         # PRAGMA data_version changes when another connection commits: a cheap local check

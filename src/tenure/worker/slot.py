@@ -92,16 +92,33 @@ class Slot:
                 break
             try:
                 self._execute(reservation)
-            except Exception:  # the slot must survive anything, or the worker loses capacity
+            except Exception as exc:  # the slot must survive anything, or the worker shrinks
                 log.exception(
                     "slot %d: unexpected error around job %s", self.index, reservation.job_id
                 )
+                self._end_after_worker_error(reservation, exc)
             finally:
                 self.current = None
                 self.worker.slot_freed(self)
         if self.child is not None:
             self.child.stop()
             self.child = None
+
+    def _end_after_worker_error(self, res: Reservation, exc: Exception) -> None:
+        """Close the attempt rather than leave it open until its lease expires."""
+        self._discard_child()
+        try:
+            self.worker.report(
+                res,
+                Ended(
+                    "failed",
+                    f"tenure's worker failed around this attempt: {type(exc).__name__}: {exc}",
+                    permanent=True,
+                ),
+                0.0,
+            )
+        except Exception:
+            log.exception("slot %d: could not record the end of job %s", self.index, res.job_id)
 
     def _start_child_quietly(self) -> None:
         try:
