@@ -1,0 +1,87 @@
+"""Jobs for the chaos suite. Copied into each run's directory with its store URL and ledger.
+
+Every execution appends lines to the ledger with O_APPEND (one write per line, atomic for
+short lines): `start` when the body is entered, `effect` when `once()` granted the effect,
+`end` when the body returns. The ledger is the checker's record of what really ran,
+independent of tenure's own bookkeeping. Times come from CLOCK_REALTIME directly, so the
+clock-skew shim (which offsets time.time) does not bend them.
+"""
+
+import os
+import time
+from datetime import timedelta
+
+import tenure
+
+STORE_URL = "__STORE_URL__"
+LEDGER = "__LEDGER__"
+
+app = tenure.App(STORE_URL)
+
+
+def note(event: str) -> None:
+    ctx = tenure.current()
+    at = time.clock_gettime(time.CLOCK_REALTIME)
+    line = f"{ctx.job_id} {ctx.attempt} {os.getpid()} {os.getppid()} {event} {at:.4f}\n"
+    fd = os.open(LEDGER, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+    try:
+        os.write(fd, line.encode())
+    finally:
+        os.close(fd)
+
+
+def pause(ms: float) -> None:
+    """Sleep in small steps; a soft timeout interrupts a step like any other code."""
+    end = time.monotonic() + ms / 1000.0
+    while True:
+        left = end - time.monotonic()
+        if left <= 0:
+            return
+        time.sleep(min(left, 0.05))
+
+
+# Unlimited tries bounded by a deadline: a job killed again and again by the fault schedule
+# must end up succeeding, never failing because the schedule was unlucky.
+PATIENT = {"tries": None, "retry_until": timedelta(hours=2), "backoff": 0}
+
+
+@app.job(timeout=30, **PATIENT)
+def work(n: int, ms: float = 0.0, effect: bool = True) -> None:
+    note("start")
+    if effect and tenure.current().once("effect"):
+        note("effect")
+    pause(ms)
+    note("end")
+
+
+@app.job(timeout=1, kill_after=1, tries=2, backoff=0)
+def stubborn(seconds: float) -> None:
+    """Ignores the soft timeout: the worker must kill it at timeout + kill_after."""
+    note("start")
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        try:
+            time.sleep(0.05)
+        except tenure.JobTimeout:
+            note("ignored-timeout")
+    note("end")
+
+
+@app.job(timeout=20, tries=2, backoff=0)
+def hog(mb: int, hold_ms: float = 3000.0) -> None:
+    """Allocates past the worker's --memory cap: the child is killed (crashed)."""
+    note("start")
+    block = bytearray(mb * 1024 * 1024)
+    for i in range(0, len(block), 4096):
+        block[i] = 1
+    pause(hold_ms)
+    note("end")
+
+
+@app.job(timeout=30)
+async def awork(n: int, ms: float = 0.0) -> None:
+    import asyncio
+
+    note("start")
+    await asyncio.sleep(ms / 1000.0)
+    note("end")

@@ -1,0 +1,10 @@
+"""The bounded chaos suite: the repository root on sys.path so `import chaos` works."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+ROOT = str(Path(__file__).resolve().parents[2])
+if ROOT not in sys.path:
+    sys.path.insert(0, ROOT)

@@ -1,0 +1,65 @@
+"""Bounded fault scenarios (the `ci` profile of chaos/scenarios.py) on every backend that
+works here: nothing lost, no unexplained duplicate, no once() effect twice."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from chaos.harness import drop_store, store_url, store_works
+from chaos.scenarios import PROFILES, Unavailable, run_one
+
+pytestmark = pytest.mark.slow
+
+SQLITE = [
+    "kill-workers",
+    "kill-children",
+    "sigstop-group",
+    "sigstop-supervisor",
+    "deploy-short-grace",
+    "deploy-long-grace",
+    "memory",
+    "timeout-ignored",
+    "clock-skew",
+]
+# The networked stores get the scenarios their own code paths change.
+NETWORKED = ["kill-workers", "sigstop-group", "store-restart", "clock-skew"]
+CASES = [("sqlite", s) for s in SQLITE] + [(b, s) for b in ("postgres", "redis") for s in NETWORKED]
+
+
+def usable(backend: str, tmp_path: Path) -> None:
+    if backend == "sqlite":
+        return
+    url = store_url(backend, tmp_path)
+    why = store_works(url)
+    drop_store(url)
+    if why is not None:
+        pytest.skip(f"{backend} store not usable through tenure.App yet: {why}")
+
+
+@pytest.mark.parametrize(("backend", "scenario"), CASES, ids=[f"{b}-{s}" for b, s in CASES])
+def test_scenario(backend: str, scenario: str, tmp_path: Path) -> None:
+    usable(backend, tmp_path)
+    params: dict[str, Any] = dict(PROFILES["ci"][scenario])
+    try:
+        result = run_one(scenario, backend, params, keep=tmp_path)
+    except Unavailable as exc:
+        pytest.skip(str(exc))
+    row = result.row()
+    detail = {k: row[k] for k in ("notes", "problems", "examples", "outcomes")}
+    assert row["lost"] == 0, detail
+    assert row["unexplained_duplicates"] == 0, detail
+    assert row["unmatched"] == 0, detail
+    assert row["effects_twice"] == 0, detail
+    assert not row["problems"], detail
+    if scenario.startswith("sigstop"):
+        assert row["fenced"] >= 1, "the paused worker's late result was not refused"
+    if scenario.startswith("kill") or scenario == "deploy-short-grace":
+        assert row["faults"] > 0 and row["explained_reruns"] > 0, row
+    if scenario == "deploy-long-grace":
+        assert row["outcomes"].get("interrupted", 0) == 0, row["outcomes"]
+    if os.environ.get("CHAOS_VERBOSE"):
+        print(row)
