@@ -1,0 +1,49 @@
+"""The Redis store's store-wide records (hash tag `{g}`): live workers and restart requests."""
+
+from __future__ import annotations
+
+import json
+from typing import cast
+
+from tenure.stores.base import WorkerRecord
+from tenure.stores.redis_client import RedisClient
+from tenure.stores.redis_records import to_opt_float, worker_record
+
+
+class RedisWorkers(RedisClient):
+    def register_worker(self, record: WorkerRecord) -> None:
+        self._run(
+            (
+                self._g["register_worker"],
+                [self._global_key(f"worker:{record.id}"), self._global_key("workers")],
+                [
+                    record.id,
+                    record.host,
+                    record.pid,
+                    json.dumps(list(record.queues)),
+                    record.concurrency,
+                ],
+            )
+        )
+
+    def worker_stopped(self, worker_id: str) -> None:
+        self._run(
+            (self._g["touch_worker"], [self._global_key(f"worker:{worker_id}")], ["stopped_at"])
+        )
+
+    def list_workers(self) -> list[WorkerRecord]:
+        ids = cast(list[str], self._redis.zrevrange(self._global_key("workers"), 0, -1))
+        pipe = self._redis.pipeline(transaction=False)
+        for worker_id in ids:
+            pipe.hgetall(self._global_key(f"worker:{worker_id}"))
+        out: list[WorkerRecord] = []
+        for worker_id, fields in zip(ids, pipe.execute(), strict=True):
+            if fields:
+                out.append(worker_record(worker_id, fields))
+        return out
+
+    def request_restart(self) -> float:
+        return float(self._run((self._g["request_restart"], [self._global_key("control")], [])))
+
+    def restart_requested_at(self) -> float | None:
+        return to_opt_float(self._redis.hget(self._global_key("control"), "restart_at"))
