@@ -276,11 +276,25 @@ def demo(
 
 
 def _register_optional_commands() -> None:
+    # The dashboard imports only typer at load time and names its extra when it runs.
+    from tenure.web.command import register as register_dashboard
+
+    register_dashboard(cli)
     try:
-        from tenure.doctor.command import register  # type: ignore[import-not-found,unused-ignore]
-    except ImportError:
+        from tenure.doctor.command import register as register_doctor
+    except ModuleNotFoundError as exc:  # the 'doctor' extra (PyYAML, tree-sitter) is absent
+        missing = exc.name
+
+        @cli.command()
+        def doctor() -> None:
+            """Check the four clocks (needs: pip install 'tenure[doctor]')."""
+            fail(
+                f"tenure doctor needs the 'doctor' extra ({missing} is not installed): "
+                "pip install 'tenure[doctor]'"
+            )
+
         return
-    register(cli)
+    register_doctor(cli)
 
 
 _register_optional_commands()

@@ -1,0 +1,68 @@
+"""`tenure dashboard`: registered on the main CLI by cli.py, testable on any Typer app."""
+
+from __future__ import annotations
+
+import os
+from typing import Annotated
+
+import typer
+
+TOKEN_ENV = "TENURE_DASHBOARD_TOKEN"
+
+
+def register(cli: typer.Typer) -> None:
+    @cli.command("dashboard")
+    def dashboard(
+        app: Annotated[
+            str, typer.Option("--app", help="MODULE:ATTR of your tenure.App (its store is read).")
+        ],
+        host: Annotated[
+            str, typer.Option(help="Address to listen on; anything but loopback needs --auth.")
+        ] = "127.0.0.1",
+        port: Annotated[int, typer.Option(help="Port to listen on.")] = 8000,
+        auth: Annotated[
+            str | None,
+            typer.Option(
+                "--auth",
+                help=f"Token (12+ characters) every visitor must give; default ${TOKEN_ENV}.",
+                show_default=False,
+            ),
+        ] = None,
+        project: Annotated[
+            str, typer.Option(help="Directory the doctor page reads (deployment files, code).")
+        ] = ".",
+    ) -> None:
+        """Watch batches, attempt timelines, workers and failures in the browser."""
+        from tenure.web.security import refusal_to_bind
+
+        token = auth if auth is not None else (os.environ.get(TOKEN_ENV) or None)
+        why = refusal_to_bind(host, token)
+        if why is not None:
+            typer.echo(f"error: {why}", err=True)
+            raise typer.Exit(2)
+        try:
+            import uvicorn
+
+            from tenure.web import create_app
+        except ImportError as exc:
+            typer.echo(
+                f"error: the dashboard needs the web extra ({exc}); pip install 'tenure[web]'",
+                err=True,
+            )
+            raise typer.Exit(2) from None
+        from tenure.errors import ConfigError
+        from tenure.worker.loading import load_app
+
+        try:
+            the_app = load_app(app)
+        except ConfigError as exc:
+            typer.echo(f"error: {exc}", err=True)
+            raise typer.Exit(2) from None
+        web = create_app(the_app, auth_token=token, app_spec=app, project_root=project)
+        shown = f"[{host}]" if ":" in host else host
+        typer.echo(f"tenure dashboard on http://{shown}:{port}/ (Ctrl+C to stop)", err=True)
+        if token is not None:
+            typer.echo(
+                "sign in with the --auth token; the API takes Authorization: Bearer", err=True
+            )
+        uvicorn.run(web, host=host, port=port, log_level="warning", server_header=False)

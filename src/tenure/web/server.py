@@ -1,0 +1,362 @@
+"""The dashboard's Starlette application: server-rendered pages and the actions behind them.
+
+Store calls block, so every endpoint is a plain function: Starlette runs those in its thread
+pool and a slow store never stalls the event loop."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+from urllib.parse import parse_qs, urlencode
+
+import jinja2
+from starlette.applications import Starlette
+from starlette.concurrency import run_in_threadpool
+from starlette.middleware import Middleware
+from starlette.requests import Request
+from starlette.responses import HTMLResponse, RedirectResponse, Response
+from starlette.routing import Mount, Route
+from starlette.staticfiles import StaticFiles
+
+from tenure.app import App, redact
+from tenure.web import views
+from tenure.web.doctor_page import DoctorRunner
+from tenure.web.security import (
+    CSRF_COOKIE,
+    CSRF_FIELD,
+    SESSION_COOKIE,
+    Guard,
+    csrf_ok,
+    csrf_token,
+    session_value,
+    token_matches,
+)
+
+HERE = Path(__file__).parent
+FAILED_PAGE_LIMIT = 500
+RETRY_ALL_LIMIT = 100_000
+NOTICES = {
+    "retried": "The job is back in its queue with fresh tries.",
+    "not-failed": "Nothing to retry: the job is not failed (someone may have retried it).",
+    "forgotten": "The job and its attempts were deleted.",
+    "not-forgotten": "Nothing deleted: the job is not finished.",
+    "retried-all": "{n} failed job(s) are back in their queues.",
+    "cancelled": "The batch is cancelled: its queued jobs will not start.",
+    "not-cancelled": "Nothing cancelled: the batch is not running.",
+    "signed-out": "Signed out.",
+}
+
+
+@dataclass
+class Dashboard:
+    app: App
+    auth_token: str | None
+    meter: views.RateMeter
+    doctor: DoctorRunner
+    templates: jinja2.Environment
+
+
+def create_app(
+    tenure_app: App,
+    *,
+    auth_token: str | None = None,
+    app_spec: str | None = None,
+    project_root: str = ".",
+) -> Starlette:
+    """The dashboard for `tenure_app`. Without `auth_token` it answers loopback clients only;
+    `app_spec` (MODULE:ATTR) lets the doctor page run the same checks as `tenure doctor`."""
+    env = jinja2.Environment(
+        loader=jinja2.FileSystemLoader(HERE / "templates"),
+        autoescape=True,
+        undefined=jinja2.StrictUndefined,
+    )
+    env.filters.update(
+        ago=views.ago_text, duration=views.duration_text, when=views.when_text, num=_num
+    )
+    env.globals["store_url"] = redact(tenure_app.url)
+    dash = Dashboard(
+        app=tenure_app,
+        auth_token=auth_token,
+        meter=views.RateMeter(),
+        doctor=DoctorRunner(app_spec, os.path.abspath(project_root)),
+        templates=env,
+    )
+    from tenure.web.api import api_routes
+
+    routes = [
+        Route("/", overview_page, name="overview"),
+        Route("/batches", batches_page, name="batches"),
+        Route("/batches/{batch_id}", batch_page, name="batch"),
+        Route("/batches/{batch_id}/cancel", cancel_batch, methods=["POST"]),
+        Route("/jobs/{job_id}", job_page, name="job"),
+        Route("/jobs/{job_id}/retry", retry_job, methods=["POST"]),
+        Route("/jobs/{job_id}/forget", forget_job, methods=["POST"]),
+        Route("/failed", failed_page, name="failed"),
+        Route("/failed/retry-all", retry_all, methods=["POST"]),
+        Route("/doctor", doctor_page, name="doctor"),
+        Route("/login", login, methods=["GET", "POST"]),
+        Route("/logout", logout, methods=["POST"]),
+        Mount("/static", StaticFiles(directory=HERE / "static"), name="static"),
+        *api_routes(),
+    ]
+    web = Starlette(
+        routes=routes,
+        middleware=[Middleware(Guard, auth_token=auth_token)],
+        exception_handlers={404: not_found},
+    )
+    web.state.dashboard = dash
+    return web
+
+
+def _num(value: int | float) -> str:
+    return f"{value:,}".replace(",", "\u202f")  # a thin space groups digits in every locale
+
+
+def dashboard(request: Request) -> Dashboard:
+    dash: Dashboard = request.app.state.dashboard
+    return dash
+
+
+def render(
+    request: Request, template: str, context: dict[str, Any], status_code: int = 200
+) -> HTMLResponse:
+    dash = dashboard(request)
+    notice_key = request.query_params.get("notice", "")
+    notice = NOTICES.get(notice_key, "").format(n=_int(request.query_params.get("n")))
+    context = {"active": False, **context}
+    body = dash.templates.get_template(template).render(
+        request=request,
+        path=request.url.path,
+        csrf=csrf_token(request),
+        notice=notice,
+        signed_in=dash.auth_token is not None and SESSION_COOKIE in request.cookies,
+        **context,
+    )
+    response = HTMLResponse(body, status_code=status_code)
+    new = getattr(request.state, "new_csrf", None)
+    if new is not None:
+        response.set_cookie(CSRF_COOKIE, new, httponly=True, samesite="strict", path="/")
+    return response
+
+
+def _int(text: str | None) -> int:
+    try:
+        return int(text or 0)
+    except ValueError:
+        return 0
+
+
+async def form_of(request: Request) -> dict[str, str]:
+    """An urlencoded form; parsed here so the dashboard needs no multipart library."""
+    body = (await request.body()).decode("utf-8", "replace")
+    return {k: v[0] for k, v in parse_qs(body, keep_blank_values=True).items()}
+
+
+async def checked_form(request: Request) -> dict[str, str] | Response:
+    form = await form_of(request)
+    if not csrf_ok(request, form.get(CSRF_FIELD)):
+        return Response(
+            "403: the form's CSRF token is missing or stale; reload the page and try again\n",
+            status_code=403,
+            media_type="text/plain",
+        )
+    return form
+
+
+def not_found(request: Request, exc: Exception) -> Response:
+    if request.url.path.startswith("/api/"):
+        from starlette.responses import JSONResponse
+
+        return JSONResponse({"error": "not found"}, status_code=404)
+    return render(request, "not_found.html", {"what": request.url.path}, 404)
+
+
+# -- pages -----------------------------------------------------------------------------------
+def overview_page(request: Request) -> Response:
+    dash = dashboard(request)
+    data = views.overview(dash.app, dash.meter)
+    batches = [
+        views.batch_view(dash.app, b, data.now, callbacks=False)
+        for b in dash.app.store.list_batches(limit=5)
+    ]
+    active = data.active or any(b.active for b in batches)
+    return render(request, "overview.html", {"o": data, "batches": batches, "active": active})
+
+
+def batches_page(request: Request) -> Response:
+    dash = dashboard(request)
+    now = dash.app.store.now()
+    batches = [
+        views.batch_view(dash.app, b, now, callbacks=False)
+        for b in dash.app.store.list_batches(limit=100)
+    ]
+    return render(
+        request,
+        "batches.html",
+        {"batches": batches, "active": any(b.active for b in batches)},
+    )
+
+
+def batch_page(request: Request) -> Response:
+    dash = dashboard(request)
+    record = dash.app.store.get_batch(request.path_params["batch_id"])
+    if record is None:
+        return render(request, "not_found.html", {"what": "batch"}, 404)
+    v = views.batch_view(dash.app, record, dash.app.store.now())
+    return render(request, "batch.html", {"b": v, "active": v.active})
+
+
+def job_page(request: Request) -> Response:
+    dash = dashboard(request)
+    record = dash.app.store.get_job(request.path_params["job_id"])
+    if record is None:
+        return render(request, "not_found.html", {"what": "job"}, 404)
+    v = views.job_view(record, dash.app.store.now())
+    return render(request, "job.html", {"j": v, "active": v.active})
+
+
+def failed_page(request: Request) -> Response:
+    dash = dashboard(request)
+    jobs = dash.app.failed_jobs(limit=FAILED_PAGE_LIMIT)
+    count = dash.app.store.counts().get("failed", 0)
+    return render(
+        request,
+        "failed.html",
+        {"jobs": jobs, "count": count, "limit": FAILED_PAGE_LIMIT, "active": False},
+    )
+
+
+async def doctor_page(request: Request) -> Response:
+    dash = dashboard(request)
+    fresh = request.query_params.get("run") == "1"
+    result = await run_in_threadpool(dash.doctor.result, fresh=fresh)
+    return render(request, "doctor.html", {"d": result, "active": False})
+
+
+# -- actions: POST, CSRF-checked, confirmed, then redirect (a reload never repeats them) ------
+def confirm(request: Request, title: str, detail: str, button: str, back: str) -> Response:
+    return render(
+        request,
+        "confirm.html",
+        {"title": title, "detail": detail, "button": button, "back": back, "active": False},
+    )
+
+
+def redirect(path: str, **params: object) -> RedirectResponse:
+    query = urlencode({k: v for k, v in params.items() if v is not None})
+    return RedirectResponse(f"{path}?{query}" if query else path, status_code=303)
+
+
+async def retry_job(request: Request) -> Response:
+    form = await checked_form(request)
+    if isinstance(form, Response):
+        return form
+    job_id = request.path_params["job_id"]
+    if form.get("confirmed") != "1":
+        return confirm(
+            request,
+            f"Retry job {job_id}?",
+            "It goes back to its queue with fresh tries; a worker runs it again.",
+            "Retry",
+            f"/jobs/{job_id}",
+        )
+    done = await run_in_threadpool(dashboard(request).app.retry_failed, job_id)
+    return redirect(f"/jobs/{job_id}", notice="retried" if done else "not-failed")
+
+
+async def forget_job(request: Request) -> Response:
+    form = await checked_form(request)
+    if isinstance(form, Response):
+        return form
+    job_id = request.path_params["job_id"]
+    if form.get("confirmed") != "1":
+        return confirm(
+            request,
+            f"Forget job {job_id}?",
+            "The job and every attempt recorded for it are deleted. This cannot be undone.",
+            "Forget",
+            f"/jobs/{job_id}",
+        )
+    done = await run_in_threadpool(dashboard(request).app.forget, job_id)
+    if not done:
+        return redirect(f"/jobs/{job_id}", notice="not-forgotten")
+    return redirect("/failed", notice="forgotten")
+
+
+async def retry_all(request: Request) -> Response:
+    form = await checked_form(request)
+    if isinstance(form, Response):
+        return form
+    app = dashboard(request).app
+    if form.get("confirmed") != "1":
+        count = await run_in_threadpool(lambda: app.store.counts().get("failed", 0))
+        return confirm(
+            request,
+            f"Retry all {count} failed job(s)?",
+            "Each goes back to its queue with fresh tries.",
+            "Retry all",
+            "/failed",
+        )
+
+    def run() -> int:
+        return sum(1 for j in app.failed_jobs(limit=RETRY_ALL_LIMIT) if app.retry_failed(j.id))
+
+    n = await run_in_threadpool(run)
+    return redirect("/failed", notice="retried-all", n=n)
+
+
+async def cancel_batch(request: Request) -> Response:
+    form = await checked_form(request)
+    if isinstance(form, Response):
+        return form
+    batch_id = request.path_params["batch_id"]
+    if form.get("confirmed") != "1":
+        return confirm(
+            request,
+            f"Cancel batch {batch_id}?",
+            "Its queued jobs will not start; running ones finish and see the batch cancelled.",
+            "Cancel the batch",
+            f"/batches/{batch_id}",
+        )
+    done = await run_in_threadpool(dashboard(request).app.cancel_batch, batch_id)
+    return redirect(f"/batches/{batch_id}", notice="cancelled" if done else "not-cancelled")
+
+
+# -- signing in (only with --auth) -----------------------------------------------------------
+async def login(request: Request) -> Response:
+    dash = dashboard(request)
+    target = request.query_params.get("next", "/")
+    if not target.startswith("/") or target.startswith("//"):
+        target = "/"  # never an open redirect to another site
+    if dash.auth_token is None:
+        return RedirectResponse(target, status_code=303)
+    error = ""
+    if request.method == "POST":
+        form = await checked_form(request)
+        if isinstance(form, Response):
+            return form
+        if token_matches(form.get("token", ""), dash.auth_token):
+            response = RedirectResponse(target, status_code=303)
+            response.set_cookie(
+                SESSION_COOKIE,
+                session_value(dash.auth_token),
+                httponly=True,
+                samesite="strict",
+                path="/",
+                secure=request.url.scheme == "https",
+            )
+            return response
+        error = "That token is not the one this dashboard was started with."
+    status = 401 if error else 200
+    return render(request, "login.html", {"error": error, "next": target, "active": False}, status)
+
+
+async def logout(request: Request) -> Response:
+    form = await checked_form(request)
+    if isinstance(form, Response):
+        return form
+    response = redirect("/login", notice="signed-out")
+    response.delete_cookie(SESSION_COOKIE, path="/")
+    return response

@@ -1,0 +1,207 @@
+"""The pages and the JSON behind them, through Starlette's TestClient on a real SQLite store.
+Attempts are opened and ended through the Store API itself, as a worker would."""
+
+from __future__ import annotations
+
+import base64
+import os
+import re
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from starlette.routing import Route
+from starlette.testclient import TestClient
+
+from tenure.stores.base import WorkerRef
+from tenure.web import create_app
+from web.helpers import WebProject
+
+WORKER = WorkerRef("worker-t1", "host-a", 4242)
+
+
+@pytest.fixture
+def client(project: WebProject) -> Iterator[TestClient]:
+    web = create_app(project.app, app_spec=project.spec, project_root=str(project.dir))
+    with TestClient(web, base_url="http://127.0.0.1:8000", client=("127.0.0.1", 50000)) as c:
+        yield c
+
+
+def run_attempt(
+    app: Any, job_id: str, outcome: str, error: str = "boom", queue: str = "default"
+) -> None:
+    [r] = app.store.reserve(queues=[queue], worker=WORKER, lease=30)
+    assert r.job_id == job_id
+    if outcome == "succeeded":
+        assert app.store.complete(job_id=r.job_id, token=r.token).accepted
+    else:
+        app.store.end_attempt(
+            job_id=r.job_id,
+            token=r.token,
+            outcome=outcome,
+            error=error,
+            traceback=f'Traceback (most recent call last):\n  File "jobs.py"\n{error}\n',
+        )
+
+
+def failed_job(project: WebProject, n: int = 1, queue: str = "default") -> str:
+    job_id: str = project.jobs.always_fails.options(queue=queue).dispatch(n).id
+    run_attempt(project.app, job_id, "failed", f"ValueError: row {n} is bad", queue)
+    assert project.app.get_job(job_id).state == "failed"
+    return job_id
+
+
+def csrf_of(client: TestClient) -> str:
+    client.get("/")
+    token = client.cookies.get("tenure_csrf")
+    assert token
+    return str(token)
+
+
+def test_every_page_renders_with_navigation_and_landmarks(
+    project: WebProject, client: TestClient
+) -> None:
+    failed = failed_job(project)
+    batch = project.app.batch([project.jobs.tick.sig(i) for i in range(3)], name="b", total=5)
+    for path in ("/", "/batches", f"/batches/{batch.id}", f"/jobs/{failed}", "/failed", "/doctor"):
+        page = client.get(path)
+        assert page.status_code == 200, path
+        html = page.text
+        assert '<html lang="en">' in html
+        assert '<main id="main"' in html and '<nav aria-label="Main">' in html
+        assert 'name="viewport"' in html
+        assert 'aria-current="page"' in html or path.startswith("/jobs")
+        # offline: nothing is loaded from another host
+        assert not re.search(r'(src|href)="(https?:)?//', html), path
+    assert client.get("/static/dashboard.js").status_code == 200
+    assert client.get("/jobs/nope").status_code == 404
+    assert client.get("/api/jobs/nope").json() == {"error": "no job with id 'nope'"}
+
+
+def test_overview_counts_workers_and_rate(project: WebProject, client: TestClient) -> None:
+    failed_job(project)
+    project.jobs.tick.dispatch(1)
+    project.jobs.tick.options(delay=600).dispatch(2)
+    data = client.get("/api/overview").json()
+    [row] = data["queues"]
+    assert (row["waiting"], row["scheduled"], row["failed"]) == (1, 1, 1)
+    assert data["active"] is True
+    assert [w["id"] for w in data["workers"]] == []  # reserve alone registers no worker
+    html = client.get("/").text
+    assert "Waiting" in html and "Finished / min" in html
+    assert "No worker is running" in html
+    assert 'data-live="on"' in html
+
+
+def test_job_page_draws_a_crashed_then_succeeded_attempt_as_two_bars(
+    project: WebProject, client: TestClient
+) -> None:
+    job_id = project.jobs.crashes_first.dispatch().id
+    run_attempt(project.app, job_id, "crashed", "worker worker-t1 stopped heartbeating")
+    run_attempt(project.app, job_id, "succeeded")
+    html = client.get(f"/jobs/{job_id}").text
+    bars = re.findall(r'<rect class="bar outcome-(\w+)"', html)
+    assert bars == ["crashed", "succeeded"]
+    assert "worker-t1 (pid 4242 on host-a)" in html
+    assert "why it ran 2 times: attempt 1 crashed" in html
+    assert "Traceback of attempt 1" in html
+    data = client.get(f"/api/jobs/{job_id}").json()
+    assert [a["outcome"] for a in data["attempts"]] == ["crashed", "succeeded"]
+    assert data["state"] == "succeeded" and "payload" not in data
+
+
+def test_an_encrypted_payload_is_never_shown(
+    project: WebProject, client: TestClient, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    pytest.importorskip("cryptography")
+    key = base64.urlsafe_b64encode(os.urandom(32)).decode()
+    monkeypatch.setenv("TENURE_ENCRYPTION_KEY", key)
+    job_id = project.jobs.charge.dispatch("4111-1111-1111-1111").id
+    html = client.get(f"/jobs/{job_id}").text
+    assert "4111" not in html and "Encrypted" in html
+    data = client.get(f"/api/jobs/{job_id}").json()
+    assert data["encrypted"] is True and "4111" not in str(data)
+    plain = project.jobs.tick.dispatch(12345).id
+    assert "12345" in client.get(f"/jobs/{plain}").text
+
+
+def test_batch_page_shows_progress_against_the_declared_total_and_callbacks(
+    project: WebProject, client: TestClient
+) -> None:
+    jobs = project.jobs
+    b = project.app.batch(
+        [jobs.tick.sig(i) for i in range(4)], name="rows", total=4, then=jobs.done.sig("then")
+    )
+    for _ in range(2):
+        [r] = project.app.store.reserve(queues=["default"], worker=WORKER, lease=30)
+        project.app.store.complete(job_id=r.job_id, token=r.token)
+    html = client.get(f"/batches/{b.id}").text
+    assert 'max="4" value="2.0"' in html and "50.0%" in html
+    assert 'data-live="on"' in html
+    for _ in range(2):
+        [r] = project.app.store.reserve(queues=["default"], worker=WORKER, lease=30)
+        project.app.store.complete(job_id=r.job_id, token=r.token)
+    data = client.get(f"/api/batches/{b.id}").json()
+    assert (data["state"], data["progress"], data["done"]) == ("succeeded", 1.0, 4)
+    assert [c["kind"] for c in data["callbacks"]] == ["then"]
+    html = client.get(f"/batches/{b.id}").text
+    assert "100.0%" in html and 'data-live="off"' in html and "then" in html
+
+
+def test_retry_asks_for_confirmation_then_puts_the_job_back(
+    project: WebProject, client: TestClient
+) -> None:
+    job_id = failed_job(project)
+    token = csrf_of(client)
+    page = client.post(f"/jobs/{job_id}/retry", data={"csrf": token, "confirmed": "0"})
+    assert page.status_code == 200 and f"Retry job {job_id}?" in page.text
+    assert project.app.get_job(job_id).state == "failed"
+    done = client.post(
+        f"/jobs/{job_id}/retry", data={"csrf": token, "confirmed": "1"}, follow_redirects=False
+    )
+    assert done.status_code == 303 and done.headers["location"].endswith("notice=retried")
+    assert project.app.get_job(job_id).state == "queued"
+    assert "back in its queue" in client.get(done.headers["location"]).text
+
+
+def test_retry_all_and_forget(project: WebProject, client: TestClient) -> None:
+    ids = [failed_job(project, n) for n in range(3)]
+    token = csrf_of(client)
+    assert (
+        "Retry all 3 failed job(s)?" in client.post("/failed/retry-all", data={"csrf": token}).text
+    )
+    page = client.post("/failed/retry-all", data={"csrf": token, "confirmed": "1"})
+    assert "3 failed job(s) are back" in page.text
+    assert {project.app.get_job(i).state for i in ids} == {"queued"}
+    gone = failed_job(project, 9, queue="other")
+    client.post(f"/jobs/{gone}/forget", data={"csrf": token, "confirmed": "1"})
+    assert client.get(f"/api/jobs/{gone}").status_code == 404
+    kept = client.post(f"/jobs/{ids[0]}/forget", data={"csrf": token, "confirmed": "1"})
+    assert "Nothing deleted: the job is not finished." in kept.text
+    assert project.app.get_job(ids[0]).state == "queued"
+
+
+def test_doctor_page_shows_findings_or_says_to_run_the_doctor(
+    project: WebProject, client: TestClient
+) -> None:
+    project.jobs.tick.dispatch(1)
+    data = client.get("/api/doctor").json()
+    assert data["message"] is None, data["message"]
+    assert "file(s) read" in data["summary"]
+    html = client.get("/doctor").text
+    assert data["summary"] in html
+    for f in data["findings"]:
+        assert f["rule"] in html
+    bare = TestClient(create_app(project.app), base_url="http://127.0.0.1", client=("::1", 1))
+    assert "started without --app; run `tenure doctor" in bare.get("/doctor").text
+
+
+def test_openapi_describes_every_api_route(client: TestClient) -> None:
+    spec = client.get("/api/openapi.json").json()
+    assert spec["openapi"].startswith("3.")
+    routes = client.app.routes  # type: ignore[attr-defined]
+    api = {r.path for r in routes if isinstance(r, Route) and r.path.startswith("/api/")}
+    assert api - {"/api/openapi.json"} == set(spec["paths"])
+    for path, item in spec["paths"].items():
+        route = next(r for r in routes if isinstance(r, Route) and r.path == path)
+        assert {m.lower() for m in route.methods or ()} - {"head"} == set(item), path
