@@ -13,109 +13,233 @@ an expiry check made with it rescues slightly later, never early. Transactions o
 statements lock their rows first and then read `clock_timestamp()` once, so a lock wait cannot
 age the instant they decide with.
 
-Plumbing (pool, migrations, LISTEN connection) lives in `tenure.stores.pg_sql.database`.
+Plumbing (pool, migrations, LISTEN connection) lives in `tenure.stores.pg_sql.database`; the
+guards (unique, overlap, rate, once) in `pg_sql.guards`; the application's transactions in
+`pg_sql.transaction`.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 from psycopg.rows import DictRow
 
 from tenure.retry import Counters, Policy, decide
-from tenure.states import FINAL_STATES, JOB_STATES, visible_state
+from tenure.states import visible_state
 from tenure.stores.base import (
     AttemptRecord,
-    BatchRecord,
     EndResult,
-    JobRecord,
-    NewBatch,
     NewJob,
     Rescued,
     Reservation,
-    WorkerRecord,
     WorkerRef,
     describe_crash,
 )
-from tenure.stores.pg_sql import batches
-from tenure.stores.pg_sql.database import POOL_MAX, Cursor, Database
-from tenure.stores.pg_sql.jobs import NOW, attempt_record, insert_jobs, job_record
+from tenure.stores.pg_sql import batches, guards
+from tenure.stores.pg_sql.database import Cursor
+from tenure.stores.pg_sql.guards import CLOCK
+from tenure.stores.pg_sql.jobs import NOW, insert_jobs
+from tenure.stores.pg_sql.operations import PostgresOperations
+from tenure.stores.pg_sql.transaction import PostgresJobTransaction, caller_cursor
+
+# guarded jobs one reserve call may look at beyond `limit`: they may be deferred instead
+RESERVE_LOOKAHEAD = 32
+RESERVE_ROUNDS = 4
+_RETURNING = (
+    " RETURNING j.id, j.name, j.queue, j.payload, j.policy, j.attempt, j.lease_expires_at,"
+    " j.batch_id, j.run_at, j.seq"
+)
 
 
-class PostgresStore:
-    """`postgresql://user@host/db?schema=NAME` (default schema: tenure)."""
-
-    def __init__(self, url: str, *, pool_max: int = POOL_MAX) -> None:
-        self.url = url
-        self.db = Database(url, pool_max=pool_max)
-        self.schema = self.db.schema
-
-    def now(self) -> float:
-        with self.db.cursor() as cur:
-            return self.db.clock(cur)
-
-    def migrate(self) -> None:
-        self.db.migrate()
-
-    def close(self) -> None:
-        self.db.close()
+class PostgresStore(PostgresOperations):
+    """`postgresql://user@host/db?schema=NAME` (default schema: tenure). Reading, operating,
+    batches and the worker registry are in `tenure.stores.pg_sql.operations`."""
 
     # -- jobs through their life -------------------------------------------------------
-    def enqueue_many(self, jobs: Sequence[NewJob]) -> None:
-        with self.db.cursor() as cur:
-            insert_jobs(self.db, cur, jobs)
+    def enqueue_many(self, jobs: Sequence[NewJob], *, conn: Any = None) -> list[str]:
+        if conn is not None:
+            # The application's own transaction: its commit or rollback decides, not us.
+            with caller_cursor(self.db, conn) as cur:
+                return self._enqueue(cur, jobs)
+        if not any(j.guards.unique_key is not None for j in jobs):
+            with self.db.cursor() as cur:  # one statement, one round trip
+                insert_jobs(self.db, cur, jobs, skip_existing=True)
+            return [j.id for j in jobs]
+        with self.db.transaction() as cur:
+            return self._enqueue(cur, jobs)
+
+    def _enqueue(self, cur: Cursor, jobs: Sequence[NewJob]) -> list[str]:
+        # A held unique key stores nothing: its holder's id stands in the job's place. The
+        # key rows stay locked until this transaction ends, so racing dispatches store one.
+        holders = guards.take_unique_keys(self.db, cur, jobs)
+        ids = [holders.get(j.guards.unique_key or "", j.id) for j in jobs]
+        # an id already present is skipped: a dispatch retried after a lost reply must not
+        # create the job twice
+        insert_jobs(
+            self.db,
+            cur,
+            [j for j, stored in zip(jobs, ids, strict=True) if stored == j.id],
+            skip_existing=True,
+        )
+        return ids
 
     def reserve(
         self, *, queues: Sequence[str], worker: WorkerRef, lease: float, limit: int = 1
     ) -> list[Reservation]:
         out: list[Reservation] = []
+        for queue in queues:  # priority order: drain earlier queues first
+            seen: list[str] = []  # guarded jobs judged in this call: not looked at again
+            for _ in range(RESERVE_ROUNDS):
+                want = limit - len(out)
+                picked, guarded = self._reserve_plain(queue, want, seen, worker, lease, out)
+                if guarded:
+                    seen += self._reserve_guarded(queue, seen, limit, worker, lease, out)
+                if len(out) >= limit or picked < want or not guarded:
+                    break  # enough, or the queue has nothing more ready
+                if len(seen) >= limit + RESERVE_LOOKAHEAD:
+                    break  # looked far enough: the rest waits for the next call
+            if len(out) >= limit:
+                break
+        return out
+
+    def _reserve_plain(
+        self,
+        queue: str,
+        want: int,
+        seen: list[str],
+        worker: WorkerRef,
+        lease: float,
+        out: list[Reservation],
+    ) -> tuple[int, list[str]]:
+        """The hot path, one statement: claim the oldest ready jobs without guards; return how
+        many rows were picked and the ids of the guarded ones among them, to judge apart.
+
+        SKIP LOCKED passes over rows another worker is claiming, and a row claimed and
+        committed meanwhile fails the re-checked `state = 'queued'`, so no job is handed out
+        twice."""
         with self.db.cursor() as cur:
-            for queue in queues:  # priority order: drain earlier queues first
+            rows = cur.execute(
+                self.db.q(
+                    "WITH picked AS MATERIALIZED (SELECT id, run_at, seq,"
+                    " overlap_key IS NULL AND rate_key IS NULL AS free FROM {s}.tenure_jobs"
+                    f" WHERE queue = %(queue)s AND state = 'queued' AND run_at <= {NOW}"
+                    " AND id <> ALL(%(seen)s::text[]) ORDER BY run_at, seq LIMIT %(limit)s"
+                    " FOR UPDATE SKIP LOCKED),"
+                    " claimed AS (UPDATE {s}.tenure_jobs j SET state = 'running',"
+                    f" attempt = j.attempt + 1, lease_expires_at = {NOW} + %(lease)s,"
+                    " worker_id = %(worker)s FROM picked WHERE j.id = picked.id AND picked.free"
+                    f"{_RETURNING}),"
+                    " opened AS (INSERT INTO {s}.tenure_attempts (job_id, number, worker_id,"
+                    " host, pid, started_at, last_heartbeat_at)"
+                    f" SELECT id, attempt, %(worker)s, %(host)s, %(pid)s, {NOW}, {NOW}"
+                    " FROM claimed)"
+                    " SELECT c.*, p.picked, p.guarded FROM (SELECT count(*) AS picked,"
+                    " coalesce(array_agg(id ORDER BY run_at, seq) FILTER (WHERE NOT free),"
+                    " '{}') AS guarded FROM picked) p LEFT JOIN claimed c ON true"
+                    " ORDER BY c.run_at, c.seq"
+                ),
+                {
+                    "queue": queue,
+                    "seen": seen,
+                    "limit": want,
+                    "lease": float(lease),
+                    "worker": worker.id,
+                    "host": worker.host,
+                    "pid": worker.pid,
+                },
+            ).fetchall()
+        out.extend(_reservation(r) for r in rows if r["id"] is not None)
+        return int(rows[0]["picked"]), list(rows[0]["guarded"])
+
+    def _reserve_guarded(
+        self,
+        queue: str,
+        seen: list[str],
+        limit: int,
+        worker: WorkerRef,
+        lease: float,
+        out: list[Reservation],
+    ) -> list[str]:
+        """Judge the guarded jobs among the next ready ones (as far as SQLite looks), one by one
+        in one transaction: start, or defer (overlap held by a running job with a live lease,
+        or rate limit reached), or leave for the next pass (another worker is judging the same
+        key right now). Returns the ids judged."""
+        judged: list[str] = []
+        with self.db.transaction() as cur:
+            rows = cur.execute(
+                self.db.q(
+                    "SELECT j.id, j.overlap_key, j.overlap_delay, j.rate_key, j.rate_limit,"
+                    " j.rate_window FROM {s}.tenure_jobs j WHERE j.id IN (SELECT id"
+                    " FROM {s}.tenure_jobs WHERE queue = %(queue)s AND state = 'queued'"
+                    f" AND run_at <= {NOW} AND id <> ALL(%(seen)s::text[])"
+                    " ORDER BY run_at, seq LIMIT %(window)s)"
+                    " AND (j.overlap_key IS NOT NULL OR j.rate_key IS NOT NULL)"
+                    " AND j.state = 'queued' ORDER BY j.run_at, j.seq FOR UPDATE OF j SKIP LOCKED"
+                ),
+                {"queue": queue, "seen": seen, "window": limit - len(out) + RESERVE_LOOKAHEAD},
+            ).fetchall()
+            for row in rows:
                 if len(out) >= limit:
                     break
-                # One statement per queue, atomic on its own: SKIP LOCKED passes over rows
-                # another worker is claiming, and a row claimed and committed meanwhile fails
-                # the re-checked `state = 'queued'`, so no job is handed out twice.
-                rows = cur.execute(
-                    self.db.q(
-                        "WITH picked AS (SELECT id FROM {s}.tenure_jobs WHERE queue = %(queue)s"
-                        f" AND state = 'queued' AND run_at <= {NOW}"
-                        " ORDER BY run_at, seq LIMIT %(limit)s FOR UPDATE SKIP LOCKED),"
-                        " claimed AS (UPDATE {s}.tenure_jobs j SET state = 'running',"
-                        f" attempt = j.attempt + 1, lease_expires_at = {NOW} + %(lease)s,"
-                        " worker_id = %(worker)s FROM picked WHERE j.id = picked.id"
-                        " RETURNING j.id, j.name, j.queue, j.payload, j.policy, j.attempt,"
-                        " j.lease_expires_at, j.batch_id, j.run_at, j.seq),"
-                        " opened AS (INSERT INTO {s}.tenure_attempts (job_id, number, worker_id,"
-                        " host, pid, started_at, last_heartbeat_at)"
-                        f" SELECT id, attempt, %(worker)s, %(host)s, %(pid)s, {NOW}, {NOW}"
-                        " FROM claimed)"
-                        " SELECT * FROM claimed ORDER BY run_at, seq"
-                    ),
-                    {
-                        "queue": queue,
-                        "limit": limit - len(out),
-                        "lease": float(lease),
-                        "worker": worker.id,
-                        "host": worker.host,
-                        "pid": worker.pid,
-                    },
-                ).fetchall()
-                out.extend(
-                    Reservation(
-                        job_id=r["id"],
-                        name=r["name"],
-                        queue=r["queue"],
-                        payload=r["payload"],
-                        policy=Policy.from_json(r["policy"]),
-                        attempt=r["attempt"],
-                        token=r["attempt"],
-                        lease_expires_at=r["lease_expires_at"],
-                        batch_id=r["batch_id"],
-                    )
-                    for r in rows
-                )
-        return out
+                judged.append(row["id"])
+                try:
+                    now, deferred = guards.judge(self.db, cur, row)
+                except guards.KeyBusy:
+                    continue
+                if deferred is None:
+                    out.append(self._open_attempt(cur, row["id"], worker, now, lease))
+                else:
+                    self._defer(cur, row["id"], worker, now, *deferred)
+        return judged
+
+    def _open_attempt(
+        self, cur: Cursor, job_id: str, worker: WorkerRef, now: float, lease: float
+    ) -> Reservation:
+        row = cur.execute(
+            self.db.q(
+                "WITH claimed AS (UPDATE {s}.tenure_jobs j SET state = 'running',"
+                " attempt = j.attempt + 1, lease_expires_at = %(now)s + %(lease)s,"
+                f" worker_id = %(worker)s WHERE j.id = %(id)s{_RETURNING}),"
+                " opened AS (INSERT INTO {s}.tenure_attempts (job_id, number, worker_id, host,"
+                " pid, started_at, last_heartbeat_at) SELECT id, attempt, %(worker)s,"
+                " %(host)s, %(pid)s, %(now)s, %(now)s FROM claimed)"
+                " SELECT * FROM claimed"
+            ),
+            {
+                "id": job_id,
+                "now": now,
+                "lease": float(lease),
+                "worker": worker.id,
+                "host": worker.host,
+                "pid": worker.pid,
+            },
+        ).fetchone()
+        assert row is not None  # the row is locked by this transaction
+        return _reservation(row)
+
+    def _defer(
+        self, cur: Cursor, job_id: str, worker: WorkerRef, now: float, run_at: float, reason: str
+    ) -> None:
+        """Not now, and not the job's fault: a `deferred` attempt, no try used."""
+        cur.execute(
+            self.db.q(
+                "WITH moved AS (UPDATE {s}.tenure_jobs SET attempt = attempt + 1,"
+                " run_at = %(run_at)s WHERE id = %(id)s RETURNING id, attempt)"
+                " INSERT INTO {s}.tenure_attempts (job_id, number, worker_id, host, pid,"
+                " started_at, ended_at, outcome, error) SELECT id, attempt, %(worker)s,"
+                " %(host)s, %(pid)s, %(now)s, %(now)s, 'deferred', %(error)s FROM moved"
+            ),
+            {
+                "id": job_id,
+                "run_at": run_at,
+                "now": now,
+                "worker": worker.id,
+                "host": worker.host,
+                "pid": worker.pid,
+                "error": f"{reason}; deferred {max(run_at - now, 0):.1f} s",
+            },
+        )
 
     def heartbeat(
         self, *, worker: WorkerRef, leases: Sequence[tuple[str, int]], lease: float
@@ -147,27 +271,39 @@ class PostgresStore:
 
     def complete(self, *, job_id: str, token: int) -> EndResult:
         with self.db.transaction() as cur:
-            # The fast path in one statement; a stale token matches no row and falls through.
-            done = cur.execute(
-                self.db.q(
-                    f"WITH done AS (UPDATE {{s}}.tenure_jobs SET state = 'succeeded',"
-                    f" finished_at = {NOW}, lease_expires_at = NULL,"
-                    " tries_used = tries_used + 1 WHERE id = %(id)s AND attempt = %(token)s"
-                    " AND state = 'running' RETURNING id, batch_id),"
-                    f" closed AS (UPDATE {{s}}.tenure_attempts SET ended_at = {NOW},"
-                    " outcome = 'succeeded', error = NULL, traceback = NULL FROM done"
-                    " WHERE job_id = done.id AND number = %(token)s)"
-                    " SELECT id, batch_id FROM done"
-                ),
-                {"id": job_id, "token": token},
-            ).fetchone()
-            if done is None:
-                return self._refuse(cur, job_id, token, "succeeded")
-            if done["batch_id"] is not None:
-                batches.member_ended(
-                    self.db, cur, done["batch_id"], "succeeded", self.db.clock(cur)
-                )
-            return EndResult(accepted=True, state="succeeded")
+            result = self.complete_on(cur, job_id, token)
+            return self._refuse(cur, job_id, token, "succeeded") if result is None else result
+
+    def complete_on(self, cur: Cursor, job_id: str, token: int) -> EndResult | None:
+        """Write the success inside the caller's transaction; None when the token is stale."""
+        # The fast path in one statement; a stale token matches no row.
+        done = cur.execute(
+            self.db.q(
+                # the clock, not now(): in a job's own transaction, now() is when it began
+                f"WITH clock AS MATERIALIZED (SELECT {CLOCK} AS now),"
+                " done AS (UPDATE {s}.tenure_jobs SET state = 'succeeded',"
+                " finished_at = clock.now, lease_expires_at = NULL,"
+                " tries_used = tries_used + 1 FROM clock WHERE id = %(id)s"
+                " AND attempt = %(token)s AND state = 'running' RETURNING id, batch_id, clock.now),"
+                " closed AS (UPDATE {s}.tenure_attempts SET ended_at = done.now,"
+                " outcome = 'succeeded', error = NULL, traceback = NULL FROM done"
+                " WHERE job_id = done.id AND number = %(token)s)"
+                " SELECT id, batch_id FROM done"
+            ),
+            {"id": job_id, "token": token},
+        ).fetchone()
+        if done is None:
+            return None
+        if done["batch_id"] is not None:
+            batches.member_ended(self.db, cur, done["batch_id"], "succeeded", self.db.clock(cur))
+        return EndResult(accepted=True, state="succeeded")
+
+    def job_transaction(self, *, job_id: str, token: int) -> PostgresJobTransaction:
+        return PostgresJobTransaction(self, job_id, token)
+
+    def claim_once(self, *, job_id: str, token: int, key: str) -> bool:
+        with self.db.cursor() as cur:
+            return guards.claim_once(self.db, cur, job_id, token, key)
 
     def end_attempt(
         self,
@@ -340,163 +476,16 @@ class PostgresStore:
         # coming due send no NOTIFY).
         self.db.wait_for_notify(set(queues), timeout)
 
-    # -- batches -----------------------------------------------------------------------
-    def create_batch(self, *, batch: NewBatch, jobs: Sequence[NewJob]) -> None:
-        with self.db.transaction() as cur:
-            batches.create(self.db, cur, batch, jobs, self.db.clock(cur))
 
-    def add_to_batch(self, *, batch_id: str, jobs: Sequence[NewJob]) -> int:
-        with self.db.transaction() as cur:
-            return batches.add(self.db, cur, batch_id, jobs, self.db.clock(cur))
-
-    def cancel_batch(self, batch_id: str) -> bool:
-        with self.db.transaction() as cur:
-            return batches.cancel(self.db, cur, batch_id, self.db.clock(cur))
-
-    def get_batch(self, batch_id: str) -> BatchRecord | None:
-        with self.db.cursor() as cur:
-            return batches.read(self.db, cur, batch_id)
-
-    def list_batches(self, *, limit: int = 50) -> list[BatchRecord]:
-        with self.db.cursor() as cur:
-            return batches.list_recent(self.db, cur, limit)
-
-    def report_progress(self, *, job_id: str, token: int, fraction: float) -> None:
-        with self.db.cursor() as cur:
-            batches.report_progress(self.db, cur, job_id, token, fraction)
-
-    # -- reading and operating ---------------------------------------------------------
-    def get_job(self, job_id: str) -> JobRecord | None:
-        with self.db.cursor() as cur:
-            # One statement, one snapshot: the attempts agree with the job row.
-            row = cur.execute(
-                self.db.q(
-                    f"SELECT j.*, {NOW} AS now, coalesce((SELECT json_agg(a ORDER BY a.number)"
-                    " FROM {s}.tenure_attempts a WHERE a.job_id = j.id), '[]') AS attempts"
-                    " FROM {s}.tenure_jobs j WHERE j.id = %s"
-                ),
-                (job_id,),
-            ).fetchone()
-        if row is None:
-            return None
-        return job_record(row, [attempt_record(a) for a in row["attempts"]])
-
-    def list_jobs(
-        self, *, state: str | None = None, queue: str | None = None, limit: int = 100
-    ) -> list[JobRecord]:
-        where = ["true"]
-        params: list[object] = []
-        if state == "scheduled":
-            where.append(f"state = 'queued' AND run_at > {NOW}")
-        elif state == "queued":
-            where.append(f"state = 'queued' AND run_at <= {NOW}")
-        elif state is not None:
-            where.append("state = %s")
-            params.append(state)
-        if queue is not None:
-            where.append("queue = %s")
-            params.append(queue)
-        with self.db.cursor() as cur:
-            rows = cur.execute(
-                self.db.q(
-                    f"SELECT *, {NOW} AS now FROM {{s}}.tenure_jobs WHERE {' AND '.join(where)}"
-                    " ORDER BY created_at DESC, seq DESC LIMIT %s"
-                ),
-                (*params, limit),
-            ).fetchall()
-        return [job_record(r, []) for r in rows]
-
-    def counts(self) -> dict[str, int]:
-        out = dict.fromkeys(JOB_STATES, 0)
-        with self.db.cursor() as cur:
-            rows = cur.execute(
-                self.db.q(
-                    f"SELECT CASE WHEN state = 'queued' AND run_at > {NOW} THEN 'scheduled'"
-                    " ELSE state END AS s, count(*) AS n FROM {s}.tenure_jobs GROUP BY 1"
-                )
-            ).fetchall()
-        for row in rows:
-            out[row["s"]] = int(row["n"])
-        return out
-
-    def retry_job(self, job_id: str) -> bool:
-        with self.db.cursor() as cur:
-            rows = cur.execute(
-                self.db.q(
-                    f"WITH r AS (UPDATE {{s}}.tenure_jobs SET state = 'queued', run_at = {NOW},"
-                    " finished_at = NULL, tries_used = 0, exceptions = 0"
-                    " WHERE id = %s AND state = 'failed' RETURNING queue)"
-                    " SELECT pg_notify(%s, queue) FROM r"
-                ),
-                (job_id, self.db.channel),
-            ).fetchall()
-        return bool(rows)
-
-    def forget_job(self, job_id: str) -> bool:
-        with self.db.cursor() as cur:
-            # attempts go with the job (ON DELETE CASCADE)
-            cur.execute(
-                self.db.q("DELETE FROM {s}.tenure_jobs WHERE id = %s AND state = ANY(%s)"),
-                (job_id, sorted(FINAL_STATES)),
-            )
-            return cur.rowcount > 0
-
-    # -- workers -----------------------------------------------------------------------
-    def register_worker(self, record: WorkerRecord) -> None:
-        with self.db.cursor() as cur:
-            cur.execute(
-                self.db.q(
-                    "INSERT INTO {s}.tenure_workers (id, host, pid, queues, concurrency,"
-                    f" started_at, last_seen_at) VALUES (%s, %s, %s, %s, %s, {NOW}, {NOW})"
-                    " ON CONFLICT (id) DO UPDATE SET host = excluded.host, pid = excluded.pid,"
-                    " queues = excluded.queues, concurrency = excluded.concurrency,"
-                    " started_at = excluded.started_at, last_seen_at = excluded.last_seen_at,"
-                    " stopped_at = NULL"
-                ),
-                (record.id, record.host, record.pid, list(record.queues), record.concurrency),
-            )
-
-    def worker_stopped(self, worker_id: str) -> None:
-        with self.db.cursor() as cur:
-            cur.execute(
-                self.db.q(f"UPDATE {{s}}.tenure_workers SET stopped_at = {NOW} WHERE id = %s"),
-                (worker_id,),
-            )
-
-    def list_workers(self) -> list[WorkerRecord]:
-        with self.db.cursor() as cur:
-            rows = cur.execute(
-                self.db.q("SELECT * FROM {s}.tenure_workers ORDER BY started_at DESC")
-            ).fetchall()
-        return [
-            WorkerRecord(
-                id=r["id"],
-                host=r["host"],
-                pid=r["pid"],
-                queues=tuple(r["queues"]),
-                concurrency=r["concurrency"],
-                started_at=r["started_at"],
-                last_seen_at=r["last_seen_at"],
-                stopped_at=r["stopped_at"],
-            )
-            for r in rows
-        ]
-
-    def request_restart(self) -> float:
-        with self.db.cursor() as cur:
-            row = cur.execute(
-                self.db.q(
-                    "INSERT INTO {s}.tenure_control (key, value)"
-                    f" VALUES ('restart_at', ({NOW})::text)"
-                    " ON CONFLICT (key) DO UPDATE SET value = excluded.value RETURNING value"
-                )
-            ).fetchone()
-        assert row is not None
-        return float(row["value"])
-
-    def restart_requested_at(self) -> float | None:
-        with self.db.cursor() as cur:
-            row = cur.execute(
-                self.db.q("SELECT value FROM {s}.tenure_control WHERE key = 'restart_at'")
-            ).fetchone()
-        return float(row["value"]) if row else None
+def _reservation(r: DictRow) -> Reservation:
+    return Reservation(
+        job_id=r["id"],
+        name=r["name"],
+        queue=r["queue"],
+        payload=r["payload"],
+        policy=Policy.from_json(r["policy"]),
+        attempt=r["attempt"],
+        token=r["attempt"],
+        lease_expires_at=r["lease_expires_at"],
+        batch_id=r["batch_id"],
+    )

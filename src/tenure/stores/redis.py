@@ -41,6 +41,7 @@ touches one slot only:
     PREFIX:{q:QUEUE}:all          zset   every job id by sequence
     PREFIX:{q:QUEUE}:seq          string the queue's sequence counter
     PREFIX:{q:QUEUE}:notify       list   wake-up tokens idle workers BLPOP
+    PREFIX:{q:QUEUE}:uniq:KEY, :overlap, :rate:KEY, :once:ID   guards (see redis_guards.py)
     PREFIX:{g}:queues             set    every queue name ever used
     PREFIX:{g}:workers, :worker:ID, :control, :meta
 
@@ -70,6 +71,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Sequence
+from dataclasses import replace
 from typing import Any, cast
 
 import redis
@@ -81,7 +83,6 @@ from tenure.stores.base import (
     AttemptRecord,
     EndResult,
     JobRecord,
-    NewJob,
     Rescued,
     Reservation,
     WorkerRef,
@@ -98,6 +99,7 @@ from tenure.stores.redis_client import (
     quote_queue,
     split_prefix,
 )
+from tenure.stores.redis_guards import RedisGuards, effect_records
 from tenure.stores.redis_records import (
     attempt_records,
     job_record,
@@ -112,7 +114,6 @@ log = logging.getLogger("tenure.stores.redis")
 LAYOUT_VERSION = 1
 STALE = "stale token: lease taken over"
 
-ENQUEUE_CHUNK = 500  # jobs per script call: keeps one script from blocking Redis for long
 RESCUE_CHUNK = 500
 # A conflict means another client changed the job between our read and our write (a rescue or
 # a late result); the next read sees that change and settles it, so this bound is never reached
@@ -122,7 +123,7 @@ MAX_CAS_ROUNDS = 50
 __all__ = ["RedisStore", "clock_value", "glob_escape", "quote_queue", "split_prefix"]
 
 
-class RedisStore(RedisBatches, RedisWorkers):
+class RedisStore(RedisBatches, RedisGuards, RedisWorkers):
     # -- the Store protocol --------------------------------------------------------------
     def now(self) -> float:
         seconds, micros = self._redis.time()
@@ -155,33 +156,6 @@ class RedisStore(RedisBatches, RedisWorkers):
         self._redis.connection_pool.disconnect()
 
     # -- jobs through their life ---------------------------------------------------------
-    def enqueue_many(self, jobs: Sequence[NewJob]) -> None:
-        if not jobs:
-            return
-        by_queue: dict[str, list[NewJob]] = {}
-        for job in jobs:
-            by_queue.setdefault(job.queue, []).append(job)
-        # The registry first: a job must never exist in a queue that get_job cannot find.
-        calls: list[Call] = [
-            (self._g["register_queues"], [self._global_key("queues")], list(by_queue))
-        ]
-        for queue, queued in by_queue.items():
-            for start in range(0, len(queued), ENQUEUE_CHUNK):
-                args: list[Any] = []
-                for job in queued[start : start + ENQUEUE_CHUNK]:
-                    args += [
-                        job.id,
-                        job.name,
-                        job.payload,
-                        job.policy.to_json(),
-                        repr(float(job.delay)),
-                        optional(job.batch_id),
-                    ]
-                calls.append(self._qcall("enqueue", queue, *args))
-        self._run_many(calls)
-        for job in jobs:
-            self._remember(job.id, job.queue)
-
     def reserve(
         self, *, queues: Sequence[str], worker: WorkerRef, lease: float, limit: int = 1
     ) -> list[Reservation]:
@@ -403,13 +377,15 @@ class RedisStore(RedisBatches, RedisWorkers):
         pipe.time()
         pipe.hgetall(f"{base}:job:{job_id}")
         pipe.hgetall(f"{base}:att:{job_id}")
-        (seconds, micros), fields, attempts = pipe.execute()
+        pipe.hgetall(f"{base}:once:{job_id}")
+        (seconds, micros), fields, attempts, effects = pipe.execute()
         if not fields:
             self._job_queue.pop(job_id, None)
             return None
-        return job_record(
+        record = job_record(
             job_id, queue, fields, clock_value(seconds, micros), attempt_records(job_id, attempts)
         )
+        return replace(record, effects=effect_records(effects))
 
     def list_jobs(
         self, *, state: str | None = None, queue: str | None = None, limit: int = 100

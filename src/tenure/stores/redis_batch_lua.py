@@ -25,7 +25,7 @@ from __future__ import annotations
 
 CALLBACK_KINDS = ("then", "catch", "finally")
 CALLBACK_FIELDS = ("id", "base", "queue", "name", "payload", "policy", "delay")
-MEMBER_FIELDS = 7  # base, queue, id, name, payload, policy, delay
+MEMBER_FIELDS = 8  # base, queue, id, name, payload, policy, delay, guards
 
 BATCH_RULES = """
 -- c: {state, jobs, done, failed, cancelled, allow, catch_sent, finished}; cbs: list to append to.
@@ -124,7 +124,9 @@ local function enqueue_at(qbase, qname, id, name, payload, policy, delay, now_s,
   return 1
 end
 
--- ARGV from `first` on: groups of (base, queue, id, name, payload, policy, delay).
+-- ARGV from `first` on: groups of (base, queue, id, name, payload, policy, delay, guards);
+-- guards is '' or a JSON object of the job-hash fields the overlap and rate checks read
+-- (redis_guards.member_guards), so members are deferred like any job.
 local function b_add_members(bbase, bid, c, first, now_s, now)
   local ok = open_key(bbase, bid)
   local added, per_queue = 0, {}
@@ -133,6 +135,11 @@ local function b_add_members(bbase, bid, c, first, now_s, now)
     if enqueue_at(qbase, ARGV[i + 1], id, ARGV[i + 3], ARGV[i + 4], ARGV[i + 5],
         tonumber(ARGV[i + 6]) or 0, now_s, now) == 1 then
       redis.call('HSET', qbase .. ':job:' .. id, 'batch_id', bid, 'batch_base', bbase)
+      if ARGV[i + 7] ~= '' then
+        for field, value in pairs(cjson.decode(ARGV[i + 7])) do
+          redis.call('HSET', qbase .. ':job:' .. id, field, tostring(value))
+        end
+      end
       redis.call('HSET', ok, id, qbase)
       per_queue[qbase] = (per_queue[qbase] or 0) + 1
       added = added + 1

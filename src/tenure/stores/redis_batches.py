@@ -23,6 +23,7 @@ from tenure.errors import ConfigError, TenureError
 from tenure.stores.base import BatchRecord, NewBatch, NewJob
 from tenure.stores.redis_batch_lua import CALLBACK_FIELDS, CALLBACK_KINDS
 from tenure.stores.redis_client import RedisClient, optional
+from tenure.stores.redis_guards import member_guards
 from tenure.stores.redis_records import PROGRESS_UNITS, batch_record, to_int
 
 BATCH_PAGE = 100
@@ -142,7 +143,7 @@ class RedisBatches(RedisClient):
         args: list[Any] = []
         for job in jobs:
             job_id, queue, *rest = self._job_args(job)
-            args += [self._base(queue), queue, job_id, *rest]
+            args += [self._base(queue), queue, job_id, *rest, member_guards(job)]
         return args
 
     def _check_one_slot(self, batch_id: str, home: str, queues: Sequence[str]) -> None:

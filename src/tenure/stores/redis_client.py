@@ -16,6 +16,7 @@ from redis.retry import Retry
 
 from tenure.errors import ConfigError
 from tenure.stores.redis_batch_lua import BATCH_SCRIPTS, REGISTER_BATCH, batch_prelude
+from tenure.stores.redis_guard_lua import GUARD_PRELUDE, GUARD_SCRIPTS
 from tenure.stores.redis_lua import (
     GLOBAL_PRELUDE,
     GLOBAL_SCRIPTS,
@@ -60,10 +61,10 @@ class RedisClient:
         self._block_cap = BLOCK_CAP_S
         if isinstance(socket_timeout, int | float) and socket_timeout > 0:
             self._block_cap = max(MIN_BLOCK_S, min(BLOCK_CAP_S, float(socket_timeout) * 0.66))
-        prelude = PRELUDE + batch_prelude(NOTIFY_MAX)
+        prelude = PRELUDE + batch_prelude(NOTIFY_MAX) + GUARD_PRELUDE
         self._q = {
             name: self._redis.register_script(prelude + src)
-            for name, src in {**QUEUE_SCRIPTS, **BATCH_SCRIPTS}.items()
+            for name, src in {**QUEUE_SCRIPTS, **BATCH_SCRIPTS, **GUARD_SCRIPTS}.items()
         }
         self._g = {
             name: self._redis.register_script(GLOBAL_PRELUDE + src)

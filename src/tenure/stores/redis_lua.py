@@ -9,6 +9,10 @@ hash tag, and ARGV[1] = the queue's key base (job and attempt hashes are `base:j
 `base:att:ID`, built inside the script because their ids are only known there; they carry the
 same hash tag, so a script never leaves its queue's Redis Cluster slot), ARGV[2] = queue name.
 
+Every queue script also carries the batch functions of redis_batch_lua.py: `complete` and
+`end_apply` count a batch member's end in its batch (and enqueue its callbacks) in the same
+script that ends the job.
+
 Times: `redis.call('TIME')` is the only clock. Times are stored as strings with six decimals
 (`%.6f`); Lua's own `tostring` keeps only 14 significant digits, which would cut epoch seconds
 to 0.1 ms and make a stored lease differ from the one compared against.
@@ -90,70 +94,7 @@ local function optional(x)
 end
 """
 
-# ARGV[3..]: groups of (id, name, payload, policy, delay, batch_id as '-' or '+id').
-# An id that already exists is skipped, so a client retrying after a lost reply cannot create
-# the job twice.
-ENQUEUE = """
-local now_s, now = clock()
-local added = 0
-for i = 3, #ARGV, 6 do
-  local id = ARGV[i]
-  local jk = job_key(id)
-  if redis.call('EXISTS', jk) == 0 then
-    local seq = redis.call('INCR', SEQ)
-    local delay = tonumber(ARGV[i + 4]) or 0
-    if delay < 0 then delay = 0 end
-    local run_at = fmt(now + delay)
-    redis.call('HSET', jk, 'id', id, 'name', ARGV[i + 1], 'queue', queue_name,
-      'payload', ARGV[i + 2], 'state', 'queued', 'policy', ARGV[i + 3], 'created_at', now_s,
-      'run_at', run_at, 'attempt', 0, 'tries_used', 0, 'exceptions', 0, 'seq', seq)
-    local batch_id = optional(ARGV[i + 5])
-    if batch_id then redis.call('HSET', jk, 'batch_id', batch_id) end
-    redis.call('ZADD', QUEUED, run_at, queued_member(seq, id))
-    redis.call('ZADD', ALL, seq, id)
-    move_index(id, seq, nil, 'queued')
-    added = added + 1
-  end
-end
--- Delayed jobs wake waiters too: a waiter re-reads the earliest run_at and sleeps until then.
-notify(added)
-return added
-"""
-
-# ARGV[3..7]: limit, lease seconds, worker id, host, pid.
-RESERVE = """
-local now_s, now = clock()
-local limit = tonumber(ARGV[3])
-local lease = tonumber(ARGV[4])
-local out = {}
-while #out < limit do
-  local members = redis.call('ZRANGEBYSCORE', QUEUED, '-inf', now_s, 'LIMIT', 0, limit - #out)
-  if #members == 0 then break end
-  for _, member in ipairs(members) do
-    redis.call('ZREM', QUEUED, member)
-    local id = string.match(member, '^%d+:(.*)$')
-    local f = {}
-    if id then
-      f = redis.call('HMGET', job_key(id), 'state', 'attempt', 'seq', 'name', 'payload',
-        'policy', 'batch_id')
-    end
-    -- A member whose job is gone or not queued is a leftover (a damaged or hand-edited
-    -- record); dropping it keeps one bad entry from blocking the queue.
-    if f[1] == 'queued' then
-      local n = num(f[2]) + 1
-      local expires = fmt(now + lease)
-      redis.call('HSET', job_key(id), 'state', 'running', 'attempt', n,
-        'lease_expires_at', expires, 'worker_id', ARGV[5])
-      redis.call('ZADD', RUNNING, expires, id)
-      move_index(id, num(f[3]), 'queued', 'running')
-      redis.call('HSET', att_key(id), n .. '.worker_id', ARGV[5], n .. '.host', ARGV[6],
-        n .. '.pid', ARGV[7], n .. '.started_at', now_s, n .. '.last_heartbeat_at', now_s)
-      out[#out + 1] = {id, f[4] or '', f[5] or '', f[6] or '', tostring(n), expires, f[7]}
-    end
-  end
-end
-return out
-"""
+# ENQUEUE and RESERVE, which check the guards, live in redis_guard_lua.py.
 
 # ARGV[3]: lease seconds; ARGV[4..]: pairs (job id, token). Returns the ids whose lease is lost.
 HEARTBEAT = """
@@ -312,6 +253,7 @@ FORGET_JOB = """
 local id = ARGV[3]
 local state = redis.call('HGET', job_key(id), 'state')
 if not (state and FINAL[state]) then return 0 end
+forget_guards(id, redis.call('HMGET', job_key(id), 'unique_key', 'overlap_key'))
 redis.call('DEL', job_key(id), att_key(id))
 move_index(id, 0, state, nil)
 redis.call('ZREM', ALL, id)
@@ -340,8 +282,6 @@ return {now_s, first[2] or false}
 """
 
 QUEUE_SCRIPTS = {
-    "enqueue": ENQUEUE,
-    "reserve": RESERVE,
     "heartbeat": HEARTBEAT,
     "complete": COMPLETE,
     "end_read": END_READ,

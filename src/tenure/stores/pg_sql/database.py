@@ -18,6 +18,7 @@ from typing import Any
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 import psycopg
+from psycopg.pq import TransactionStatus
 from psycopg.rows import DictRow, dict_row
 from psycopg_pool import ConnectionPool, PoolTimeout
 
@@ -54,6 +55,11 @@ class Database:
         self._listener: psycopg.Connection[Any] | None = None
         self._listen_lock = threading.Lock()
         self._pid = os.getpid()
+
+    @property
+    def migrated(self) -> bool:
+        """True once this process brought the schema up to date."""
+        return self._migrated
 
     def q(self, sql: str) -> str:
         """The statement with `{s}` replaced by this store's (validated, quoted) schema."""
@@ -104,6 +110,34 @@ class Database:
                     f"lost the connection to PostgreSQL at {self.where}: {exc}"
                 ) from exc
             raise
+
+    def checkout(self) -> Connection:
+        """A pooled connection for the caller alone until `checkin`: a job's own transaction."""
+        if not self._migrated:
+            self.migrate()
+        try:
+            return self._get_pool().getconn()
+        except PoolTimeout as exc:
+            raise StoreUnavailable(
+                f"PostgreSQL at {self.where} gave no connection within "
+                f"{self.connect_timeout:g} s; is the server up? ({exc})"
+            ) from exc
+
+    def checkin(self, conn: Connection) -> None:
+        """Give a checked-out connection back, as the pool lent it: autocommit, dict rows. One
+        left broken or mid-transaction is rolled back or discarded by the pool."""
+        with self._lock:
+            pool = self._pool if self._pid == os.getpid() else None
+        if pool is None:  # the pool was closed or this is a forked child: just let it go
+            conn.close()
+            return
+        try:
+            if not conn.closed and conn.info.transaction_status == TransactionStatus.IDLE:
+                conn.autocommit = True
+            conn.row_factory = dict_row
+        except psycopg.Error:
+            conn.close()
+        pool.putconn(conn)
 
     @contextmanager
     def transaction(self) -> Iterator[Cursor]:

@@ -9,7 +9,7 @@ from psycopg.rows import DictRow
 
 from tenure.retry import Policy
 from tenure.states import visible_state
-from tenure.stores.base import AttemptRecord, JobRecord, NewJob
+from tenure.stores.base import AttemptRecord, EffectRecord, JobRecord, NewJob
 from tenure.stores.pg_sql.database import Cursor, Database
 
 NOW = "date_part('epoch', now())"  # epoch seconds as double precision, the server's clock
@@ -27,12 +27,16 @@ def insert_jobs(
         db.q(
             f"WITH clock AS (SELECT {NOW} AS now),"
             " ins AS (INSERT INTO {s}.tenure_jobs (id, name, queue, payload, state,"
-            " policy, created_at, run_at, batch_id)"
+            " policy, created_at, run_at, batch_id, overlap_key, overlap_delay, rate_key,"
+            " rate_limit, rate_window)"
             " SELECT j.id, j.name, j.queue, j.payload, 'queued', j.policy, clock.now,"
-            " clock.now + greatest(j.delay, 0), j.batch_id"
+            " clock.now + greatest(j.delay, 0), j.batch_id, j.overlap_key, j.overlap_delay,"
+            " j.rate_key, j.rate_limit, j.rate_window"
             " FROM unnest(%s::text[], %s::text[], %s::text[], %s::text[], %s::text[],"
-            " %s::float8[], %s::text[]) WITH ORDINALITY"
-            " AS j(id, name, queue, payload, policy, delay, batch_id, ord), clock"
+            " %s::float8[], %s::text[], %s::text[], %s::float8[], %s::text[], %s::int[],"
+            " %s::float8[]) WITH ORDINALITY AS j(id, name, queue, payload, policy, delay,"
+            " batch_id, overlap_key, overlap_delay, rate_key, rate_limit, rate_window, ord),"
+            " clock"
             f" ORDER BY j.ord{conflict} RETURNING queue, run_at, created_at),"
             # a SELECT in WITH runs only if read: MATERIALIZED and counted below, so it does
             " woke AS MATERIALIZED (SELECT pg_notify(%s, d.queue) FROM"
@@ -47,6 +51,11 @@ def insert_jobs(
             [j.policy.to_json() for j in jobs],
             [float(j.delay) for j in jobs],
             [j.batch_id for j in jobs],
+            [j.guards.overlap_key for j in jobs],
+            [j.guards.overlap_delay for j in jobs],
+            [j.guards.rate_key for j in jobs],
+            [j.guards.rate_limit for j in jobs],
+            [j.guards.rate_window for j in jobs],
             db.channel,
         ),
     ).fetchone()
@@ -69,7 +78,9 @@ def attempt_record(a: dict[str, Any]) -> AttemptRecord:
     )
 
 
-def job_record(row: DictRow, attempts: list[AttemptRecord]) -> JobRecord:
+def job_record(
+    row: DictRow, attempts: list[AttemptRecord], effects: list[EffectRecord] | None = None
+) -> JobRecord:
     """`row` is a tenure_jobs row plus `now`, the server's time when it was read."""
     return JobRecord(
         id=row["id"],
@@ -88,4 +99,5 @@ def job_record(row: DictRow, attempts: list[AttemptRecord]) -> JobRecord:
         worker_id=row["worker_id"],
         batch_id=row["batch_id"],
         attempts=attempts,
+        effects=effects or [],
     )

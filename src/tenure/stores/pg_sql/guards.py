@@ -1,0 +1,190 @@
+"""Uniqueness, overlap, rate limits and once() on PostgreSQL, decided inside the caller's
+transaction: atomically with the enqueue or the reservation they guard.
+
+Where SQLite serialises every writer, here two hosts decide at the same moment, so each guard
+names the lock its deciders meet on:
+
+- a unique key: its row in `tenure_unique`. `INSERT ... ON CONFLICT DO NOTHING` makes a second
+  dispatch wait for the first one's commit and then see its row; a row already there is locked
+  (`FOR UPDATE`) before it is judged and taken over. Keys are taken in sorted order, so two
+  dispatches of several keys cannot deadlock.
+- an overlap or rate key: a transaction-scoped advisory lock on the key, *tried*, never waited
+  for (a reservation that finds the key busy leaves the job for the next pass, so reserving
+  cannot deadlock and never queues behind another worker). The check that follows is a new
+  statement, so under READ COMMITTED it sees everything the previous holder committed.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from psycopg.rows import DictRow
+
+from tenure.states import FINAL_STATES
+from tenure.stores.base import NewJob
+from tenure.stores.pg_sql.database import Cursor, Database
+
+# pg_advisory_xact_lock's first key per kind (the migration lock is 0x7E4E)
+OVERLAP_LOCK = 0x7E4F
+RATE_LOCK = 0x7E50
+CLOCK = "date_part('epoch', clock_timestamp())"
+
+
+class KeyBusy(Exception):
+    """Another worker is deciding about this overlap or rate key right now: not now, no verdict."""
+
+
+# -- uniqueness, at enqueue --------------------------------------------------------------
+def take_unique_keys(db: Database, cur: Cursor, jobs: Sequence[NewJob]) -> dict[str, str]:
+    """Each unique key among `jobs` -> the id that stands for it: the job now holding it (from an
+    earlier dispatch), else the first job of this call with that key, which takes it."""
+    first: dict[str, NewJob] = {}
+    for job in jobs:
+        key = job.guards.unique_key
+        if key is not None and key not in first:
+            first[key] = job
+    return {key: _take(db, cur, first[key]) for key in sorted(first)}
+
+
+def _take(db: Database, cur: Cursor, job: NewJob) -> str:
+    guards = job.guards
+    params = {
+        "key": guards.unique_key,
+        "id": job.id,
+        "until": guards.unique_until,
+        "for": guards.unique_for,
+    }
+    while True:
+        # A concurrent dispatch of the key waits here for our commit, then finds our row.
+        taken = cur.execute(
+            db.q(
+                "INSERT INTO {s}.tenure_unique (key, job_id, until, expires_at)"
+                f" VALUES (%(key)s, %(id)s, %(until)s, {CLOCK} + %(for)s::float8)"
+                " ON CONFLICT (key) DO NOTHING RETURNING job_id"
+            ),
+            params,
+        ).fetchone()
+        if taken is not None:
+            return job.id
+        row = cur.execute(
+            db.q(
+                f"SELECT u.job_id, u.until, u.expires_at, j.state, {CLOCK} AS now"
+                " FROM {s}.tenure_unique u LEFT JOIN {s}.tenure_jobs j ON j.id = u.job_id"
+                " WHERE u.key = %(key)s FOR UPDATE OF u"
+            ),
+            params,
+        ).fetchone()
+        if row is None:
+            continue  # deleted meanwhile: take it afresh
+        holder = _holder(row)
+        if holder is not None:
+            return holder
+        cur.execute(
+            db.q(
+                "UPDATE {s}.tenure_unique SET job_id = %(id)s, until = %(until)s,"
+                f" expires_at = {CLOCK} + %(for)s::float8 WHERE key = %(key)s"
+            ),
+            params,
+        )
+        return job.id
+
+
+def _holder(row: DictRow) -> str | None:
+    """The job still holding the key, or None when the key is free (as on SQLite)."""
+    if row["state"] is None:  # the holder was forgotten
+        return None
+    if row["expires_at"] is not None and row["expires_at"] <= row["now"]:
+        return None
+    if row["until"] == "processing":
+        return str(row["job_id"]) if row["state"] == "queued" else None
+    return None if row["state"] in FINAL_STATES else str(row["job_id"])
+
+
+# -- overlap and rate limits, at reserve --------------------------------------------------
+def judge(db: Database, cur: Cursor, row: DictRow) -> tuple[float, tuple[float, str] | None]:
+    """(now, deferral): deferral is (run_at, reason) if the job's overlap or rate guard says not
+    now, None when it may start now (a rate-limited start is then recorded). Raises KeyBusy
+    when a key's lock is taken.
+
+    `now` is read by the overlap check itself, after the locks: a holder the check no longer
+    sees running had ended (and recorded its end) before that instant, so the attempts' own
+    start and end times show the one-at-a-time order that really happened."""
+    overlap_key, rate_key = row["overlap_key"], row["rate_key"]
+    locks = cur.execute(
+        "SELECT (%(o)s::text IS NULL OR pg_try_advisory_xact_lock(%(oc)s, hashtext(%(o)s)))"
+        " AS overlap, (%(r)s::text IS NULL OR pg_try_advisory_xact_lock(%(rc)s,"
+        " hashtext(%(r)s))) AS rate",
+        {
+            "o": None if overlap_key is None else f"{db.schema}:{overlap_key}",
+            "r": None if rate_key is None else f"{db.schema}:{rate_key}",
+            "oc": OVERLAP_LOCK,
+            "rc": RATE_LOCK,
+        },
+    ).fetchone()
+    if locks is None or not (locks["overlap"] and locks["rate"]):
+        raise KeyBusy
+    # The lock follows the holder's lease: a running job with this key and a live lease holds
+    # it, so a crashed holder blocks the key for one lease at most.
+    check = cur.execute(
+        db.q(
+            f"WITH clock AS MATERIALIZED (SELECT {CLOCK} AS now) SELECT clock.now,"
+            " (SELECT id FROM {s}.tenure_jobs WHERE overlap_key = %(key)s AND state = 'running'"
+            " AND lease_expires_at >= clock.now AND id <> %(id)s LIMIT 1) AS holder FROM clock"
+        ),
+        {"key": overlap_key, "id": row["id"]},
+    ).fetchone()
+    assert check is not None
+    now = float(check["now"])
+    if check["holder"] is not None:
+        reason = f"overlap key {overlap_key!r} is held by running job {check['holder']}"
+        return now, (now + (row["overlap_delay"] or 0.0), reason)
+    if rate_key is not None:
+        free_at = rate_free_at(db, cur, rate_key, row["rate_limit"], row["rate_window"], now)
+        if free_at is not None:
+            reason = (
+                f"rate limit {row['rate_limit']} per {row['rate_window']:g} s reached for "
+                f"{rate_key!r}"
+            )
+            return now, (free_at, reason)
+    return now, None
+
+
+def rate_free_at(
+    db: Database, cur: Cursor, key: str, limit: int, window: float, now: float
+) -> float | None:
+    """None if a start is allowed now (and records it, in the same statement), else when the
+    sliding window frees."""
+    row = cur.execute(
+        db.q(
+            "WITH gone AS (DELETE FROM {s}.tenure_rate_starts WHERE key = %(key)s"
+            " AND at <= %(now)s - %(window)s),"
+            " live AS MATERIALIZED (SELECT count(*) AS n, min(at) AS oldest"
+            " FROM {s}.tenure_rate_starts WHERE key = %(key)s AND at > %(now)s - %(window)s),"
+            " started AS (INSERT INTO {s}.tenure_rate_starts (key, at)"
+            " SELECT %(key)s, %(now)s FROM live WHERE live.n < %(limit)s)"
+            " SELECT n, oldest FROM live"
+        ),
+        {"key": key, "now": now, "window": window, "limit": limit},
+    ).fetchone()
+    if row is None or row["n"] < limit:
+        return None
+    return float(row["oldest"]) + window
+
+
+# -- once(), while the attempt runs -------------------------------------------------------
+def claim_once(db: Database, cur: Cursor, job_id: str, token: int, key: str) -> bool:
+    """True for the first claim of a job and key, and only while `token` is the job's current
+    running attempt. FOR SHARE holds off a rescue or takeover until the claim is written, and a
+    claim that waited re-reads the row, so a fenced attempt never records an effect."""
+    row = cur.execute(
+        db.q(
+            "WITH holder AS (SELECT id FROM {s}.tenure_jobs WHERE id = %(id)s"
+            " AND attempt = %(token)s AND state = 'running' FOR SHARE),"
+            " claimed AS (INSERT INTO {s}.tenure_once (job_id, key, attempt, at)"
+            f" SELECT id, %(key)s, %(token)s, {CLOCK} FROM holder"
+            " ON CONFLICT (job_id, key) DO NOTHING RETURNING 1)"
+            " SELECT count(*) AS n FROM claimed"
+        ),
+        {"id": job_id, "token": token, "key": key},
+    ).fetchone()
+    return bool(row and row["n"])

@@ -1,0 +1,143 @@
+"""Guards on Redis: uniqueness at enqueue, overlap and rate limits at reserve, once() claims.
+
+Each check runs inside the Lua script of the change it guards (redis_guard_lua.py), so it is
+atomic with it: two dispatches of one unique key from any number of processes store one job,
+and two workers can never both start a job of one overlap key.
+
+Key layout (besides the queue keys listed in redis.py); every guard key carries its queue's
+hash tag, so each guard lives in its queue's Redis Cluster slot:
+
+    PREFIX:{q:QUEUE}:uniq:KEY   hash  job (the holder's id), until, expires_at (unique_for)
+    PREFIX:{q:QUEUE}:overlap    hash  overlap key -> the job that last started under it
+    PREFIX:{q:QUEUE}:rate:KEY   zset  starts in the current window (expires when it is over)
+    PREFIX:{q:QUEUE}:once:ID    hash  effect key -> "attempt at" for once(key)
+
+Locks are never released by hand. A unique key is held while its holder exists, is not past
+`unique_for` and is queued (unique_until="processing") or not finished ("completed"). An
+overlap key is held while the job that last started under it is running with a live lease; a
+heartbeat cannot revive an expired lease, so a crashed holder blocks its key for one lease at
+most. Forgetting a job drops its once() records and the guard entries it still holds.
+
+Scope, and Redis Cluster
+------------------------
+Guard keys are per job name (tenure prefixes each key with it) *and per queue*: a job
+dispatched to its own queue, as usual, is guarded exactly as on SQLite and PostgreSQL, on a
+single server, Sentinel and Cluster alike. The same job dispatched to several queues (with
+`.options(queue=...)`) has separate locks in each queue, since one script can only reach one
+slot on a cluster; give such jobs one queue where the guard must span them. A rate window's key
+carries a TTL, so a `volatile-*` eviction policy could forget recent starts under memory
+pressure (use `noeviction`, as for everything else). Batch members carry their overlap and
+rate guards (the batch scripts store them); uniqueness does not apply to them, as on SQLite.
+
+Transactional completion (`ctx.transaction()`) needs a SQL store: Redis cannot commit the
+job's own writes with its completion, and `conn=` on dispatch cannot join an application's
+database transaction; both raise ConfigError.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from typing import Any
+
+from tenure.errors import ConfigError
+from tenure.stores.base import EffectRecord, JobTransaction, NewJob
+from tenure.stores.redis_client import Call, RedisClient, optional
+from tenure.stores.redis_records import to_float, to_int
+
+ENQUEUE_CHUNK = 500  # jobs per script call: keeps one script from blocking Redis for long
+
+
+class RedisGuards(RedisClient):
+    def enqueue_many(self, jobs: Sequence[NewJob], *, conn: Any = None) -> list[str]:
+        if conn is not None:
+            raise ConfigError(
+                "conn=: Redis cannot enqueue inside your database transaction; use PostgreSQL "
+                "or SQLite for conn="
+            )
+        if not jobs:
+            return []
+        by_queue: dict[str, list[int]] = {}
+        for i, job in enumerate(jobs):
+            by_queue.setdefault(job.queue, []).append(i)
+        # The registry first: a job must never exist in a queue that get_job cannot find.
+        calls: list[Call] = [
+            (self._g["register_queues"], [self._global_key("queues")], list(by_queue))
+        ]
+        positions: list[list[int]] = []
+        for queue, indexes in by_queue.items():
+            for start in range(0, len(indexes), ENQUEUE_CHUNK):
+                chunk = indexes[start : start + ENQUEUE_CHUNK]
+                args: list[Any] = []
+                for i in chunk:
+                    args += enqueue_args(jobs[i])
+                calls.append(self._qcall("enqueue", queue, *args))
+                positions.append(chunk)
+        ids = [job.id for job in jobs]
+        for chunk, stored in zip(positions, self._run_many(calls)[1:], strict=True):
+            for i, job_id in zip(chunk, stored, strict=True):
+                ids[i] = str(job_id)
+        for job, job_id in zip(jobs, ids, strict=True):
+            self._remember(job_id, job.queue)
+        return ids
+
+    def claim_once(self, *, job_id: str, token: int, key: str) -> bool:
+        queue = self._locate(job_id)
+        if queue is None:
+            return False
+        return bool(self._run(self._qcall("claim_once", queue, job_id, int(token), key)))
+
+    def job_transaction(self, *, job_id: str, token: int) -> JobTransaction:
+        raise ConfigError(
+            "transactional completion needs PostgreSQL or SQLite: Redis cannot commit the "
+            "job's own writes together with its completion"
+        )
+
+
+def enqueue_args(job: NewJob) -> list[Any]:
+    """One job's ARGV group for the enqueue script (redis_guard_lua.ENQUEUE_FIELDS long)."""
+    g = job.guards
+    return [
+        job.id,
+        job.name,
+        job.payload,
+        job.policy.to_json(),
+        repr(float(job.delay)),
+        optional(job.batch_id),
+        optional(g.unique_key),
+        g.unique_until,
+        optional(None if g.unique_for is None else repr(float(g.unique_for))),
+        optional(g.overlap_key),
+        repr(float(g.overlap_delay)),
+        optional(g.rate_key if g.rate_limit is not None and g.rate_window else None),
+        str(int(g.rate_limit or 0)),
+        repr(float(g.rate_window or 0.0)),
+    ]
+
+
+def member_guards(job: NewJob) -> str:
+    """A batch member's overlap and rate guards as the batch scripts store them ('' for none):
+    the job-hash fields the reserve script reads. Uniqueness does not apply to batch members,
+    as on SQLite."""
+    g = job.guards
+    fields: dict[str, str] = {}
+    if g.overlap_key is not None:
+        fields.update(overlap_key=g.overlap_key, overlap_delay=repr(float(g.overlap_delay)))
+    if g.rate_key is not None and g.rate_limit is not None and g.rate_window:
+        fields.update(
+            rate_key=g.rate_key,
+            rate_limit=str(int(g.rate_limit)),
+            rate_window=repr(float(g.rate_window)),
+        )
+    return json.dumps(fields) if fields else ""
+
+
+def effect_records(fields: dict[str, str]) -> list[EffectRecord]:
+    """once() records as the script stores them ("attempt at"), oldest first; a damaged value
+    reads as attempt 0 at time 0 rather than hiding the claim."""
+    out: list[EffectRecord] = []
+    for key, value in fields.items():
+        attempt, _, at = str(value).partition(" ")
+        out.append(EffectRecord(key=key, attempt=to_int(attempt), at=to_float(at)))
+    out.sort(key=lambda e: (e.at, e.key))
+    return out

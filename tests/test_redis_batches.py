@@ -1,0 +1,348 @@
+"""Redis-specific behaviour of batches: the Lua port of the batch rules agrees with
+tenure.batch on every state, a batch's keys live in its queue's slot, Redis Cluster refuses
+batches that span queues (and runs the ones that do not), and damaged batch records cannot make
+a script write outside the store's prefix. Batch semantics shared with the other backends live
+in tests/conformance/test_batch_lifecycle.py and test_batches.py.
+"""
+
+from __future__ import annotations
+
+import itertools
+import secrets
+import shutil
+import subprocess
+import tempfile
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import astuple
+from pathlib import Path
+from typing import Any
+
+import pytest
+import redis
+from redis.crc import key_slot
+
+from tenure import batch as rules
+from tenure.errors import ConfigError, TenureError
+from tenure.retry import Policy
+from tenure.stores.base import NewBatch, NewJob, WorkerRef
+from tenure.stores.redis import RedisStore, split_prefix
+from tenure.stores.redis_batch_lua import BATCH_RULES
+
+from servers import free_port, wait_for_port
+
+WORKER = WorkerRef(id="w-1", host="host-a", pid=111)
+ONE_TRY = Policy(tries=1, backoff=0)
+
+
+def job(queue: str = "default", policy: Policy | None = None) -> NewJob:
+    return NewJob(
+        id=secrets.token_hex(6),
+        name="member",
+        queue=queue,
+        payload='{"args":[],"kwargs":{}}',
+        policy=policy or Policy(tries=3, backoff=0),
+    )
+
+
+def drop_keys(store: RedisStore) -> None:
+    client = redis.Redis.from_url(split_prefix(store.url)[0])
+    try:
+        # one key per command: on a cluster node a multi-key DEL must stay in one slot
+        pipe = client.pipeline(transaction=False)
+        for key in client.scan_iter(match=store.key_pattern(), count=1000):
+            pipe.delete(key)
+        pipe.execute()
+    finally:
+        client.close()
+
+
+@pytest.fixture
+def make_store() -> Iterator[Callable[[str], RedisStore]]:
+    made: list[RedisStore] = []
+
+    def make(server_url: str) -> RedisStore:
+        store = RedisStore(f"{server_url}?prefix=tenure_tb_{secrets.token_hex(5)}")
+        store.migrate()
+        made.append(store)
+        return store
+
+    yield make
+    for store in made:
+        drop_keys(store)
+        store.close()
+
+
+@pytest.fixture
+def store(redis_url: str, make_store: Callable[[str], RedisStore]) -> RedisStore:
+    return make_store(redis_url)
+
+
+@pytest.fixture
+def client(redis_url: str) -> Iterator[redis.Redis]:
+    c = redis.Redis.from_url(redis_url, decode_responses=True)
+    yield c
+    c.close()
+
+
+def make_batch(store: RedisStore, members: list[NewJob], *, callbacks_in: str = "") -> str:
+    batch_id = secrets.token_hex(5)
+    queue = callbacks_in or (members[0].queue if members else "default")
+    store.create_batch(
+        batch=NewBatch(
+            id=batch_id,
+            name="b",
+            then=job(queue),
+            catch=job(queue),
+            finally_=job(queue),
+        ),
+        jobs=members,
+    )
+    return batch_id
+
+
+# -- the Lua rules are the Python rules ----------------------------------------------------------
+HARNESS = """
+local c = {state = ARGV[2], jobs = tonumber(ARGV[3]), done = tonumber(ARGV[4]),
+  failed = tonumber(ARGV[5]), cancelled = tonumber(ARGV[6]), allow = ARGV[7] == '1',
+  catch_sent = ARGV[8] == '1', finished = ARGV[9] == '1'}
+local cbs, cancel = {}, false
+if ARGV[1] == 'member_ended' then cancel = b_member_ended(c, ARGV[10], cbs)
+elseif ARGV[1] == 'cancelled_by_user' then cancel = b_cancelled_by_user(c)
+elseif ARGV[1] == 'queued_cancelled' then b_queued_cancelled(c, tonumber(ARGV[10]), cbs)
+else b_settle(c, cbs) end
+return {c.state, c.jobs, c.done, c.failed, c.cancelled, c.allow and 1 or 0,
+  c.catch_sent and 1 or 0, c.finished and 1 or 0, cbs, cancel and 1 or 0}
+"""
+
+
+def python_rule(op: str, counts: rules.BatchCounts, arg: str) -> rules.BatchChange:
+    if op == "member_ended":
+        return rules.member_ended(counts, arg)
+    if op == "cancelled_by_user":
+        return rules.cancelled_by_user(counts)
+    if op == "queued_cancelled":
+        return rules.queued_members_cancelled(counts, int(arg))
+    return rules.settle(counts)
+
+
+def test_the_lua_batch_rules_agree_with_tenure_batch_on_every_state(client: redis.Redis) -> None:
+    sha = client.script_load(BATCH_RULES + HARNESS)
+    ops = [
+        ("member_ended", "succeeded"),
+        ("member_ended", "failed"),
+        ("member_ended", "cancelled"),
+        ("cancelled_by_user", ""),
+        ("queued_cancelled", "0"),
+        ("queued_cancelled", "2"),
+        ("settle", ""),
+    ]
+    cases: list[tuple[str, str, rules.BatchCounts]] = []
+    numbers = itertools.product(range(4), range(3), range(3), range(3))
+    switches = list(itertools.product((False, True), repeat=3))
+    for state, (jobs, done, failed, cancelled) in itertools.product(rules.BATCH_STATES, numbers):
+        for allow, catch_sent, finished in switches:
+            counts = rules.BatchCounts(
+                state, jobs, done, failed, cancelled, allow, catch_sent, finished
+            )
+            cases += [(op, arg, counts) for op, arg in ops]
+    pipe = client.pipeline(transaction=False)
+    for op, arg, counts in cases:
+        flags = ["1" if x else "0" for x in (counts.allow_failures, counts.catch_sent)]
+        pipe.evalsha(
+            sha,
+            0,
+            op,
+            counts.state,
+            counts.jobs,
+            counts.done,
+            counts.failed,
+            counts.cancelled,
+            *flags,
+            "1" if counts.finished else "0",
+            arg,
+        )
+    replies = pipe.execute()
+    assert len(cases) > 20_000
+    for (op, arg, counts), reply in zip(cases, replies, strict=True):
+        want = python_rule(op, counts, arg)
+        c = want.counts
+        expected: list[Any] = [
+            c.state,
+            c.jobs,
+            c.done,
+            c.failed,
+            c.cancelled,
+            int(c.allow_failures),
+            int(c.catch_sent),
+            int(c.finished),
+            list(want.callbacks),
+            int(want.cancel_queued),
+        ]
+        assert reply == expected, (op, arg, astuple(counts))
+
+
+# -- where the keys live -------------------------------------------------------------------------
+def test_a_batch_lives_in_its_first_members_queue_slot(
+    store: RedisStore, client: redis.Redis
+) -> None:
+    batch_id = make_batch(store, [job("exports"), job("exports")])
+    batch_keys = [k for k in client.scan_iter(match=f"{store.prefix}:*{batch_id}")]
+    assert len(batch_keys) == 2  # the batch hash and its open members
+    queue_slot = key_slot(f"{store.prefix}:{{q:exports}}:queued".encode())
+    assert {key_slot(k.encode()) for k in batch_keys} == {queue_slot}
+    assert client.hget(f"{store.prefix}:{{g}}:batch_queues", batch_id) == "exports"
+
+
+def test_on_one_server_members_and_callbacks_may_use_any_queues(store: RedisStore) -> None:
+    a, b, c = job("alpha", ONE_TRY), job("beta"), job("gamma")
+    batch_id = make_batch(store, [a, b, c], callbacks_in="callbacks")
+    got = store.reserve(queues=["alpha"], worker=WORKER, lease=30)
+    store.end_attempt(job_id=got[0].job_id, token=got[0].token, outcome="failed", error="e")
+    record = store.get_batch(batch_id)
+    assert record is not None
+    assert (record.state, record.failed, record.cancelled) == ("failed", 1, 2)
+    assert [j.state for j in store.list_jobs(state="cancelled")] == ["cancelled"] * 2
+    assert store.counts()["cancelled"] == 2
+    assert store.reserve(queues=["beta", "gamma"], worker=WORKER, lease=30, limit=5) == []
+    names = {j.id for j in store.list_jobs(queue="callbacks")}
+    assert names == {record.catch_job_id, record.finally_job_id}
+
+
+def test_creating_a_batch_twice_is_refused(store: RedisStore) -> None:
+    batch_id = make_batch(store, [job()])
+    with pytest.raises(TenureError, match="already exists"):
+        store.create_batch(batch=NewBatch(id=batch_id, name="again"), jobs=[job()])
+    with pytest.raises(TenureError, match="already exists"):
+        store.create_batch(batch=NewBatch(id=batch_id, name="again"), jobs=[job("other")])
+
+
+# -- damaged records -----------------------------------------------------------------------------
+def test_damaged_queue_bases_never_lead_a_script_outside_the_prefix(
+    store: RedisStore, client: redis.Redis
+) -> None:
+    member, waiting = job(policy=ONE_TRY), job()
+    batch_id = make_batch(store, [member, waiting])
+    base = f"{store.prefix}:{{q:default}}"
+    foreign = f"elsewhere_{secrets.token_hex(4)}"
+    client.hset(f"{base}:batch:{batch_id}", "catch.base", f"{foreign}:{{q:default}}")
+    client.hset(f"{base}:bopen:{batch_id}", "ghost", f"{foreign}:{{q:default}}")
+    got = store.reserve(queues=["default"], worker=WORKER, lease=30)
+    store.end_attempt(job_id=got[0].job_id, token=got[0].token, outcome="failed", error="e")
+    record = store.get_batch(batch_id)
+    assert record is not None
+    # the ghost member is dropped as cancelled with the queued one; catch is skipped
+    assert (record.state, record.failed, record.cancelled, record.pending) == ("failed", 1, 2, 0)
+    assert record.catch_job_id is None and record.finally_job_id is not None
+    assert list(client.scan_iter(match=f"{foreign}*")) == []
+    assert list(client.scan_iter(match=":job:*")) == []
+
+
+def test_a_batch_hash_without_a_state_stops_its_bookkeeping_not_its_members(
+    store: RedisStore, client: redis.Redis
+) -> None:
+    batch_id = make_batch(store, [job(), job()])
+    client.hdel(f"{store.prefix}:{{q:default}}:batch:{batch_id}", "state")
+    for r in store.reserve(queues=["default"], worker=WORKER, lease=30, limit=2):
+        store.report_progress(job_id=r.job_id, token=r.token, fraction=0.5)
+        assert store.complete(job_id=r.job_id, token=r.token).accepted
+    record = store.get_batch(batch_id)
+    assert record is not None and record.state == "failed"
+    assert store.cancel_batch(batch_id) is False
+    assert store.add_to_batch(batch_id=batch_id, jobs=[job()]) == 0
+
+
+# -- Redis Cluster -------------------------------------------------------------------------------
+@pytest.fixture
+def cluster_node() -> Iterator[str]:
+    """A one-node Redis Cluster owning every slot, usable with a plain client. Redis 7.0 does
+    not refuse a script that crosses slots on a node that owns them all, so the tests also
+    check the slot of every key written."""
+    binary = shutil.which("redis-server")
+    if binary is None:
+        pytest.skip("no redis-server on PATH to start a cluster node")
+    root = Path(tempfile.mkdtemp(prefix="tenure-cluster-"))
+    port = bus_port = free_port()
+    while bus_port == port:  # a closed probe socket may hand the same port out twice
+        bus_port = free_port()
+    proc = subprocess.Popen(
+        [
+            binary,
+            "--port",
+            str(port),
+            "--bind",
+            "127.0.0.1",
+            "--dir",
+            str(root),
+            "--save",
+            "",
+            "--appendonly",
+            "no",
+            "--cluster-enabled",
+            "yes",
+            "--cluster-port",
+            str(bus_port),  # else port + 10000, which may not exist
+            "--cluster-config-file",
+            str(root / "nodes.conf"),
+            "--logfile",
+            str(root / "server.log"),
+        ],
+        start_new_session=True,
+    )
+    try:
+        assert wait_for_port(port), (root / "server.log").read_text(errors="replace")
+        url = f"redis://127.0.0.1:{port}/0"
+        c = redis.Redis.from_url(url)
+        c.execute_command("CLUSTER", "ADDSLOTSRANGE", 0, 16383)  # type: ignore[no-untyped-call]
+        deadline = time.monotonic() + 30
+        while (info := c.cluster("INFO")).get("cluster_state") != "ok":
+            log = (root / "server.log").read_text(errors="replace")
+            assert time.monotonic() < deadline, f"the cluster never became ok: {info!r}\n{log}"
+            time.sleep(0.02)
+        c.close()
+        yield url
+    finally:
+        proc.kill()
+        proc.wait(timeout=15)
+        shutil.rmtree(root, ignore_errors=True)
+
+
+def test_on_a_cluster_a_batch_in_one_queue_runs_whole(
+    cluster_node: str, make_store: Callable[[str], RedisStore]
+) -> None:
+    store = make_store(cluster_node)
+    members = [job("exports", ONE_TRY) for _ in range(3)]
+    batch_id = make_batch(store, members)
+    store.add_to_batch(batch_id=batch_id, jobs=[job("exports")])
+    got = store.reserve(queues=["exports"], worker=WORKER, lease=30, limit=2)
+    store.report_progress(job_id=got[0].job_id, token=got[0].token, fraction=0.5)
+    store.complete(job_id=got[0].job_id, token=got[0].token)
+    store.end_attempt(job_id=got[1].job_id, token=got[1].token, outcome="failed", error="e")
+    record = store.get_batch(batch_id)
+    assert record is not None
+    assert (record.state, record.done, record.failed, record.cancelled) == ("failed", 1, 1, 2)
+    assert record.catch_job_id is not None and record.finally_job_id is not None
+    other = make_batch(store, [job("exports")])
+    assert store.cancel_batch(other)
+    assert [b.id for b in store.list_batches()] == [other, batch_id]
+    client = redis.Redis.from_url(cluster_node, decode_responses=True)
+    try:
+        slots = {key_slot(k.encode()) for k in client.scan_iter(match=f"{store.prefix}:*")}
+    finally:
+        client.close()
+    home = key_slot(f"{store.prefix}:{{q:exports}}".encode())
+    assert slots == {home, key_slot(f"{store.prefix}:{{g}}".encode())}
+
+
+def test_on_a_cluster_a_batch_spanning_queues_is_refused_up_front(
+    cluster_node: str, make_store: Callable[[str], RedisStore]
+) -> None:
+    store = make_store(cluster_node)
+    with pytest.raises(ConfigError, match=r"Redis Cluster.*'exports'.*\['mail'\]"):
+        make_batch(store, [job("exports"), job("mail")])
+    with pytest.raises(ConfigError, match="Redis Cluster"):
+        make_batch(store, [job("exports")], callbacks_in="callbacks")
+    batch_id = make_batch(store, [job("exports")])
+    with pytest.raises(ConfigError, match="Redis Cluster"):
+        store.add_to_batch(batch_id=batch_id, jobs=[job("mail")])
+    assert store.list_jobs(queue="mail") == []

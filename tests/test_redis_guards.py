@@ -1,0 +1,268 @@
+"""Redis-specific behaviour of the guards: every guard key lives in its queue's Cluster slot (and
+the guards run on a real one-node cluster), a reservation facing deferrals with no delay cannot
+spin, forgetting a job drops its guard entries, a rate window's key expires, damaged once()
+records still read, and the verbs Redis cannot offer refuse with a ConfigError. Guard semantics
+shared with the other backends live in tests/conformance/test_guards.py.
+"""
+
+from __future__ import annotations
+
+import secrets
+import shutil
+import subprocess
+import tempfile
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+import redis
+from redis.crc import key_slot
+
+from tenure.errors import ConfigError
+from tenure.guards import Guards
+from tenure.retry import Policy
+from tenure.stores.base import NewBatch, NewJob, WorkerRef
+from tenure.stores.redis import RedisStore, split_prefix
+
+from servers import free_port, wait_for_port
+
+W1 = WorkerRef(id="w-1", host="host-a", pid=111)
+W2 = WorkerRef(id="w-2", host="host-b", pid=222)
+
+
+def job(guards: Guards | None = None, queue: str = "default") -> NewJob:
+    return NewJob(
+        id=secrets.token_hex(6),
+        name="charge",
+        queue=queue,
+        payload='{"args":[],"kwargs":{}}',
+        policy=Policy(tries=3, backoff=0),
+        guards=guards or Guards(),
+    )
+
+
+def keys_of(store: RedisStore) -> list[str]:
+    client = redis.Redis.from_url(split_prefix(store.url)[0], decode_responses=True)
+    try:
+        return sorted(client.scan_iter(match=store.key_pattern(), count=1000))
+    finally:
+        client.close()
+
+
+def drop_keys(store: RedisStore) -> None:
+    client = redis.Redis.from_url(split_prefix(store.url)[0])
+    try:
+        pipe = client.pipeline(transaction=False)  # one key per DEL: a cluster needs one slot
+        for key in client.scan_iter(match=store.key_pattern(), count=1000):
+            pipe.delete(key)
+        pipe.execute()
+    finally:
+        client.close()
+
+
+@pytest.fixture
+def make_store(redis_url: str) -> Iterator[Callable[..., RedisStore]]:
+    made: list[RedisStore] = []
+
+    def make(url: str = redis_url) -> RedisStore:
+        sep = "&" if "?" in url else "?"
+        store = RedisStore(f"{url}{sep}prefix=tenure_guards_{secrets.token_hex(5)}")
+        made.append(store)
+        return store
+
+    yield make
+    for store in made:
+        drop_keys(store)
+        store.close()
+
+
+def exercise_every_guard(store: RedisStore, queue: str) -> None:
+    """Unique, overlap, rate and once() in one queue, asserting the semantics on the way."""
+    first = job(Guards(unique_key="charge:1", overlap_key="charge:c1", overlap_delay=0), queue)
+    dup = job(Guards(unique_key="charge:1"), queue)
+    assert store.enqueue_many([first, dup]) == [first.id, first.id]
+    same_key = job(Guards(overlap_key="charge:c1", overlap_delay=5), queue)
+    limited = [job(Guards(rate_key="charge", rate_limit=1, rate_window=60), queue) for _ in "ab"]
+    store.enqueue_many([same_key, *limited])
+    got = store.reserve(queues=[queue], worker=W1, lease=30, limit=10)
+    # first starts; same_key waits for it; one of the limited two starts, the other waits
+    assert sorted(r.job_id for r in got) == sorted([first.id, limited[0].id])
+    running = {r.job_id: r for r in got}
+    assert store.claim_once(job_id=first.id, token=running[first.id].token, key="charge")
+    assert not store.claim_once(job_id=first.id, token=running[first.id].token, key="charge")
+    for waiting in (same_key, limited[1]):
+        record = store.get_job(waiting.id)
+        assert record is not None and record.state == "scheduled" and record.tries_used == 0
+        assert [a.outcome for a in record.attempts] == ["deferred"]
+    assert store.complete(job_id=first.id, token=running[first.id].token).accepted
+    record = store.get_job(first.id)
+    assert record is not None and [(e.key, e.attempt) for e in record.effects] == [("charge", 1)]
+
+
+def test_every_guard_key_lives_in_its_queues_slot(make_store: Callable[..., RedisStore]) -> None:
+    store = make_store()
+    exercise_every_guard(store, "billing")
+    slot = key_slot(f"{store.prefix}:{{q:billing}}:queued".encode())
+    keys = keys_of(store)
+    guard_keys = [k for k in keys if any(f":{kind}" in k for kind in ("uniq", "overlap", "rate"))]
+    assert {k.split("}:", 1)[1].split(":", 1)[0] for k in guard_keys} == {
+        "uniq",
+        "overlap",
+        "rate",
+    }
+    assert any(":once:" in k for k in keys)
+    for key in keys:
+        if "{q:" in key:
+            assert key_slot(key.encode()) == slot, key
+
+
+def test_guards_are_per_queue(make_store: Callable[..., RedisStore]) -> None:
+    """Documented: one script reaches one slot, so the same key in two queues is two keys."""
+    store = make_store()
+    a, b = job(Guards(unique_key="k"), "a"), job(Guards(unique_key="k"), "b")
+    assert store.enqueue_many([a, b]) == [a.id, b.id]
+
+
+def test_a_rate_window_key_expires_after_the_window(make_store: Callable[..., RedisStore]) -> None:
+    store = make_store()
+    store.enqueue_many([job(Guards(rate_key="r", rate_limit=5, rate_window=2))])
+    assert store.reserve(queues=["default"], worker=W1, lease=30)
+    client = redis.Redis.from_url(split_prefix(store.url)[0])
+    try:
+        ttl = client.pttl(f"{store.prefix}:{{q:default}}:rate:r")
+    finally:
+        client.close()
+    assert 2000 < ttl <= 3000
+
+
+def test_deferrals_without_delay_cannot_make_a_reservation_spin(
+    make_store: Callable[..., RedisStore],
+) -> None:
+    store = make_store()
+    guards = Guards(overlap_key="hot", overlap_delay=0)
+    holder = job(guards)
+    store.enqueue_many([holder])
+    assert [r.job_id for r in store.reserve(queues=["default"], worker=W1, lease=30)] == [holder.id]
+    waiting = [job(guards) for _ in range(100)]
+    plain = job()
+    store.enqueue_many([*waiting, plain])
+    got = store.reserve(queues=["default"], worker=W2, lease=30, limit=2)
+    # 100 blocked jobs in front of the plain one: the reservation looks at limit + 32 jobs,
+    # each once, defers them (still due now) and returns without reaching the plain job
+    assert got == []
+    deferred = [store.get_job(w.id) for w in waiting]
+    counts = [len(r.attempts) for r in deferred if r is not None]
+    assert sum(counts) == 2 + 32 and max(counts) == 1
+    assert all(r is not None and r.state == "queued" for r in deferred)
+
+
+def test_forget_drops_the_jobs_guard_entries(make_store: Callable[..., RedisStore]) -> None:
+    store = make_store()
+    j = job(Guards(unique_key="u", overlap_key="o"))
+    store.enqueue_many([j])
+    (r,) = store.reserve(queues=["default"], worker=W1, lease=30)
+    assert store.claim_once(job_id=j.id, token=r.token, key="e")
+    assert store.complete(job_id=j.id, token=r.token).accepted
+    assert any(":once:" in k or ":uniq:" in k or k.endswith(":overlap") for k in keys_of(store))
+    assert store.forget_job(j.id)
+    assert [k for k in keys_of(store) if ":once:" in k or ":uniq:" in k or ":overlap" in k] == []
+
+
+def test_a_damaged_once_record_still_reads(make_store: Callable[..., RedisStore]) -> None:
+    store = make_store()
+    j = job()
+    store.enqueue_many([j])
+    client = redis.Redis.from_url(split_prefix(store.url)[0])
+    try:
+        client.hset(f"{store.prefix}:{{q:default}}:once:{j.id}", "charge", "garbage")
+    finally:
+        client.close()
+    record = store.get_job(j.id)
+    assert record is not None and [(e.key, e.attempt, e.at) for e in record.effects] == [
+        ("charge", 0, 0.0)
+    ]
+
+
+def test_what_redis_cannot_do_is_refused_clearly(make_store: Callable[..., RedisStore]) -> None:
+    store = make_store()
+    with pytest.raises(ConfigError, match="Redis cannot enqueue inside your database"):
+        store.enqueue_many([job()], conn=object())
+    assert store.counts()["queued"] == 0
+    with pytest.raises(ConfigError, match="PostgreSQL or SQLite"):
+        store.job_transaction(job_id="x", token=1)
+
+
+def test_unique_for_counts_on_the_servers_clock(make_store: Callable[..., RedisStore]) -> None:
+    store = make_store()
+    first = job(Guards(unique_key="u", unique_for=0.3))
+    assert store.enqueue_many([first]) == [first.id]
+    again = replace(job(), guards=first.guards)
+    assert store.enqueue_many([again]) == [first.id]
+    time.sleep(0.35)  # unique_for itself: the lock's length, not a wait for a result
+    assert store.enqueue_many([again]) == [again.id]
+
+
+# -- Redis Cluster -------------------------------------------------------------------------------
+@pytest.fixture
+def cluster_node() -> Iterator[str]:
+    """A one-node Redis Cluster owning every slot. Redis 7.0 does not refuse a script that
+    crosses slots on a node that owns them all, so the test also checks every key's slot."""
+    binary = shutil.which("redis-server")
+    if binary is None:
+        pytest.skip("no redis-server on PATH to start a cluster node")
+    root = Path(tempfile.mkdtemp(prefix="tenure-guards-cluster-"))
+    port = bus = free_port()
+    while bus == port:
+        bus = free_port()
+    argv = [binary, "--port", str(port), "--bind", "127.0.0.1", "--dir", str(root)]
+    argv += ["--save", "", "--appendonly", "no", "--cluster-enabled", "yes"]
+    argv += ["--cluster-port", str(bus), "--cluster-config-file", str(root / "nodes.conf")]
+    proc = subprocess.Popen([*argv, "--logfile", str(root / "log")], start_new_session=True)
+    try:
+        assert wait_for_port(port), (root / "log").read_text(errors="replace")
+        url = f"redis://127.0.0.1:{port}/0"
+        client = redis.Redis.from_url(url, decode_responses=True)
+        client.execute_command("CLUSTER", "ADDSLOTSRANGE", 0, 16383)  # type: ignore[no-untyped-call]
+        deadline = time.monotonic() + 30
+        while "cluster_state:ok" not in client.execute_command("CLUSTER", "INFO"):  # type: ignore[no-untyped-call]
+            assert time.monotonic() < deadline, "the cluster node never became ok"
+            time.sleep(0.02)
+        client.close()
+        yield url
+    finally:
+        proc.kill()
+        proc.wait(timeout=15)
+        shutil.rmtree(root, ignore_errors=True)
+
+
+def test_guards_run_on_a_cluster_within_one_slot(
+    cluster_node: str, make_store: Callable[..., RedisStore]
+) -> None:
+    store = make_store(cluster_node)
+    exercise_every_guard(store, "billing")
+    slot = key_slot(f"{store.prefix}:{{q:billing}}:queued".encode())
+    for key in keys_of(store):
+        if "{q:" in key:
+            assert key_slot(key.encode()) == slot, key
+
+
+def test_batch_members_keep_their_overlap_and_rate_guards(
+    make_store: Callable[..., RedisStore],
+) -> None:
+    store = make_store()
+    holder = job(Guards(overlap_key="o"))
+    store.enqueue_many([holder])
+    assert store.reserve(queues=["default"], worker=W1, lease=30)
+    members = [
+        job(Guards(overlap_key="o", overlap_delay=5)),
+        job(Guards(rate_key="r", rate_limit=1, rate_window=60)),
+    ]
+    members.append(job(Guards(rate_key="r", rate_limit=1, rate_window=60)))
+    store.create_batch(batch=NewBatch(id=secrets.token_hex(4), name="guarded"), jobs=members)
+    got = store.reserve(queues=["default"], worker=W2, lease=30, limit=5)
+    assert [r.job_id for r in got] == [members[1].id]
+    for waiting in (members[0], members[2]):
+        record = store.get_job(waiting.id)
+        assert record is not None and [a.outcome for a in record.attempts] == ["deferred"]
