@@ -214,6 +214,10 @@ def main() -> int:
     print(f"bench: wrote {target.relative_to(ROOT)} in {results['wall_s']:.0f} s", file=sys.stderr)
     for error in results["errors"]:
         print(f"bench: FAILED {error}", file=sys.stderr)
+    if os.environ.get("CI") == "true" and results["skipped"]:
+        # under CI an engine that cannot run is a broken harness or store, not a footnote
+        print(f"bench: CI=true and engines were skipped: {results['skipped']}", file=sys.stderr)
+        return 1
     return 1 if results["errors"] else 0
 
 

@@ -243,3 +243,12 @@ def project(directory: Path, url: str) -> Iterator[Project]:
         yield p
     finally:
         p.stop_all()
+
+
+def skip_or_fail(reason: str) -> None:
+    """A backend that cannot run is a loud skip on a laptop and a failure under CI=true."""
+    import pytest
+
+    if os.environ.get("CI") == "true":
+        pytest.fail(f"CI=true: a skipped backend is a failure: {reason}")
+    pytest.skip(reason)

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from chaos import corrupt
-from chaos.harness import drop_store, store_url, store_works
+from chaos.harness import drop_store, skip_or_fail, store_url, store_works
 from chaos.scenarios import run_one
 
 pytestmark = pytest.mark.slow
@@ -26,7 +26,7 @@ def usable(backend: str, tmp_path: Path) -> None:
     why = store_works(url)
     drop_store(url)
     if why is not None:
-        pytest.skip(f"{backend} store not usable through tenure.App yet: {why}")
+        skip_or_fail(f"{backend} store not usable through tenure.App: {why}")
 
 
 def run(backend: str, kinds: list[str], tmp_path: Path, **extra: object) -> dict[str, object]:

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from chaos.harness import drop_store, store_url, store_works
+from chaos.harness import drop_store, skip_or_fail, store_url, store_works
 from chaos.scenarios import PROFILES, Unavailable, run_one
 
 pytestmark = pytest.mark.slow
@@ -37,7 +37,7 @@ def usable(backend: str, tmp_path: Path) -> None:
     why = store_works(url)
     drop_store(url)
     if why is not None:
-        pytest.skip(f"{backend} store not usable through tenure.App yet: {why}")
+        skip_or_fail(f"{backend} store not usable through tenure.App: {why}")
 
 
 @pytest.mark.parametrize(("backend", "scenario"), CASES, ids=[f"{b}-{s}" for b, s in CASES])
@@ -47,7 +47,7 @@ def test_scenario(backend: str, scenario: str, tmp_path: Path) -> None:
     try:
         result = run_one(scenario, backend, params, keep=tmp_path)
     except Unavailable as exc:
-        pytest.skip(str(exc))
+        skip_or_fail(str(exc))
     row = result.row()
     detail = {k: row[k] for k in ("notes", "problems", "examples", "outcomes")}
     assert row["lost"] == 0, detail

@@ -12,7 +12,7 @@ from tenure import payload
 from tenure.errors import PayloadError
 
 from chaos import fuzz
-from chaos.harness import drop_store, store_url, store_works
+from chaos.harness import drop_store, skip_or_fail, store_url, store_works
 
 EXAMPLES = 150
 
@@ -27,7 +27,7 @@ def app(request: pytest.FixtureRequest, tmp_path: Path) -> tenure.App:
     why = store_works(url)
     if why is not None:
         drop_store(url)
-        pytest.skip(f"{request.param} store not usable through tenure.App yet: {why}")
+        skip_or_fail(f"{request.param} store not usable through tenure.App: {why}")
     the_app = tenure.App(url)
     yield the_app
     the_app.close()

@@ -14,21 +14,21 @@ def open_store(url: str) -> Store:
         return SQLiteStore(url)
     if scheme in ("postgresql", "postgres"):
         try:
-            from tenure.stores.postgres import PostgresStore  # type: ignore[import-not-found,unused-ignore]
+            from tenure.stores.postgres import PostgresStore
         except ImportError as exc:
             raise ConfigError(
                 f"{url.split('@')[-1]}: the PostgreSQL store needs psycopg: "
                 "pip install 'tenure[postgres]'"
             ) from exc
-        return PostgresStore(url)  # type: ignore[no-any-return,return-value,unused-ignore]
+        return PostgresStore(url)
     if scheme in ("redis", "rediss"):
         try:
-            from tenure.stores.redis import RedisStore  # type: ignore[import-not-found,unused-ignore]
+            from tenure.stores.redis import RedisStore
         except ImportError as exc:
             raise ConfigError(
                 "the Redis store needs redis-py: pip install 'tenure[redis]'"
             ) from exc
-        return RedisStore(url)  # type: ignore[no-any-return,return-value,unused-ignore]
+        return RedisStore(url)
     raise ConfigError(
         f"store URL: expected sqlite:///PATH, postgresql://... or redis://..., got {url!r}"
     )
