@@ -13,9 +13,12 @@ an expiry check made with it rescues slightly later, never early. Transactions o
 statements lock their rows first and then read `clock_timestamp()` once, so a lock wait cannot
 age the instant they decide with.
 
+Jobs without guards are reserved by one statement (the hot path); guarded ones (overlap, rate
+limit) are judged apart, one by one in a transaction, each with the clock read after its locks.
+
 Plumbing (pool, migrations, LISTEN connection) lives in `tenure.stores.pg_sql.database`; the
 guards (unique, overlap, rate, once) in `pg_sql.guards`; the application's transactions in
-`pg_sql.transaction`.
+`pg_sql.transaction`; reading, operating and batches in `pg_sql.operations`.
 """
 
 from __future__ import annotations
