@@ -99,3 +99,25 @@ def test_dispatch_inside_the_applications_sqlite_transaction(
         welcome.options(conn=other).dispatch(3)
     other.close()
     conn.close()
+
+
+def test_first_dispatch_of_a_fresh_process_inside_a_write_transaction(tmp_path: Path) -> None:
+    """A web process's first dispatch may come inside its own write transaction: tenure must
+    not need the write lock just to find the schema is already there."""
+    import sqlite3
+
+    url = f"sqlite:///{tmp_path / 'shared.db'}"
+    tenure.App(url).counts()  # another process created the schema earlier
+    fresh = tenure.App(url)
+
+    @fresh.job
+    def audit(n: int) -> None: ...
+
+    conn = sqlite3.connect(tmp_path / "shared.db", timeout=2)
+    conn.execute("CREATE TABLE orders (n INTEGER)")
+    conn.commit()
+    conn.execute("INSERT INTO orders VALUES (1)")  # the caller now holds the write lock
+    h = audit.options(conn=conn).dispatch(1)
+    conn.commit()
+    conn.close()
+    assert fresh.get_job(h.id).state == "queued"

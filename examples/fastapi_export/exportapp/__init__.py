@@ -1,0 +1,1 @@
+"""A FastAPI app that exports customers as a tenure batch of small jobs."""
