@@ -55,6 +55,14 @@ _RETURNING = (
 )
 
 
+# Past every attempt row the job has: a stray row (a restore, a hand edit) must not make the
+# next attempt's number collide, which would fail the whole reservation for the queue.
+NEXT_ATTEMPT = (
+    "greatest(j.attempt, coalesce((SELECT max(a.number) FROM {s}.tenure_attempts a"
+    " WHERE a.job_id = j.id), 0)) + 1"
+)
+
+
 class PostgresStore(PostgresOperations):
     """`postgresql://user@host/db?schema=NAME` (default schema: tenure). Reading, operating,
     batches and the worker registry are in `tenure.stores.pg_sql.operations`."""
@@ -130,7 +138,8 @@ class PostgresStore(PostgresOperations):
                     " AND id <> ALL(%(seen)s::text[]) ORDER BY run_at, seq LIMIT %(limit)s"
                     " FOR UPDATE SKIP LOCKED),"
                     " claimed AS (UPDATE {s}.tenure_jobs j SET state = 'running',"
-                    f" attempt = j.attempt + 1, lease_expires_at = {NOW} + %(lease)s,"
+                    " attempt = " + NEXT_ATTEMPT + ","
+                    f" lease_expires_at = {NOW} + %(lease)s,"
                     " worker_id = %(worker)s FROM picked WHERE j.id = picked.id AND picked.free"
                     f"{_RETURNING}),"
                     " opened AS (INSERT INTO {s}.tenure_attempts (job_id, number, worker_id,"
@@ -202,7 +211,7 @@ class PostgresStore(PostgresOperations):
         row = cur.execute(
             self.db.q(
                 "WITH claimed AS (UPDATE {s}.tenure_jobs j SET state = 'running',"
-                " attempt = j.attempt + 1, lease_expires_at = %(now)s + %(lease)s,"
+                " attempt = " + NEXT_ATTEMPT + ", lease_expires_at = %(now)s + %(lease)s,"
                 f" worker_id = %(worker)s WHERE j.id = %(id)s{_RETURNING}),"
                 " opened AS (INSERT INTO {s}.tenure_attempts (job_id, number, worker_id, host,"
                 " pid, started_at, last_heartbeat_at) SELECT id, attempt, %(worker)s,"
@@ -227,7 +236,7 @@ class PostgresStore(PostgresOperations):
         """Not now, and not the job's fault: a `deferred` attempt, no try used."""
         cur.execute(
             self.db.q(
-                "WITH moved AS (UPDATE {s}.tenure_jobs SET attempt = attempt + 1,"
+                "WITH moved AS (UPDATE {s}.tenure_jobs j SET attempt = " + NEXT_ATTEMPT + ","
                 " run_at = %(run_at)s WHERE id = %(id)s RETURNING id, attempt)"
                 " INSERT INTO {s}.tenure_attempts (job_id, number, worker_id, host, pid,"
                 " started_at, ended_at, outcome, error) SELECT id, attempt, %(worker)s,"
