@@ -373,7 +373,8 @@ def clock_skew(ctx: Context, **p: Any) -> RunResult:
 # -- profiles ---------------------------------------------------------------------------------
 PROFILES: dict[str, dict[str, dict[str, Any]]] = {
     "ci": {
-        "kill-workers": {"jobs": 600, "every_ms": 500},
+        # 100 ms jobs: enough in flight that every kill interrupts something, even when fast
+        "kill-workers": {"jobs": 600, "every_ms": 500, "job_ms": 100},
         "kill-children": {"jobs": 200},
         "sigstop-group": {"jobs": 12, "stops": 1},
         "sigstop-supervisor": {"jobs": 12, "stops": 1},

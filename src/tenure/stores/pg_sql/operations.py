@@ -20,6 +20,11 @@ from tenure.stores.pg_sql.database import POOL_MAX, Database
 from tenure.stores.pg_sql.jobs import NOW, attempt_record, job_record
 
 
+def usable_id(value: str) -> bool:
+    """An id a person typed may hold a NUL, which PostgreSQL text cannot: no such job."""
+    return "\x00" not in value
+
+
 class PostgresOperations:
     """`postgresql://user@host/db?schema=NAME` (default schema: tenure)."""
 
@@ -48,10 +53,14 @@ class PostgresOperations:
             return batches.add(self.db, cur, batch_id, jobs, self.db.clock(cur))
 
     def cancel_batch(self, batch_id: str) -> bool:
+        if not usable_id(batch_id):
+            return False
         with self.db.transaction() as cur:
             return batches.cancel(self.db, cur, batch_id, self.db.clock(cur))
 
     def get_batch(self, batch_id: str) -> BatchRecord | None:
+        if not usable_id(batch_id):
+            return None
         with self.db.cursor() as cur:
             return batches.read(self.db, cur, batch_id)
 
@@ -65,6 +74,8 @@ class PostgresOperations:
 
     # -- reading and operating ---------------------------------------------------------
     def get_job(self, job_id: str) -> JobRecord | None:
+        if not usable_id(job_id):
+            return None
         with self.db.cursor() as cur:
             # One statement, one snapshot: the attempts and effects agree with the job row.
             row = cur.execute(
@@ -124,6 +135,8 @@ class PostgresOperations:
         return out
 
     def retry_job(self, job_id: str) -> bool:
+        if not usable_id(job_id):
+            return False
         with self.db.cursor() as cur:
             rows = cur.execute(
                 self.db.q(
@@ -137,6 +150,8 @@ class PostgresOperations:
         return bool(rows)
 
     def forget_job(self, job_id: str) -> bool:
+        if not usable_id(job_id):
+            return False
         with self.db.cursor() as cur:
             # attempts and once() records go with the job (ON DELETE CASCADE)
             cur.execute(
