@@ -12,6 +12,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from tenure.batch import BatchCounts
+from tenure.batch import progress as batch_progress
 from tenure.guards import NO_GUARDS, Guards
 from tenure.retry import Policy
 
@@ -308,3 +310,54 @@ def describe_crash(attempt: AttemptRecord, lease_expired_at: float) -> str:
 
 def clock_text(epoch: float) -> str:
     return time.strftime("%H:%M:%S", time.gmtime(epoch)) + " UTC"
+
+
+def batch_record(
+    row: Any, counts: BatchCounts, declared: int | None, partial: float
+) -> BatchRecord:
+    """A batch as every backend shows it, from its stored row (id, name, created_at,
+    finished_at and the callback job ids) and its counts: one rule for total and progress."""
+    total = declared if declared is not None and declared >= counts.jobs else counts.jobs
+    settled = counts.done + counts.failed + counts.cancelled
+    return BatchRecord(
+        id=row["id"],
+        name=row["name"],
+        state=counts.state,
+        total=total,
+        jobs=counts.jobs,
+        done=counts.done,
+        failed=counts.failed,
+        cancelled=counts.cancelled,
+        pending=max(0, total - settled),
+        progress=batch_progress(counts, declared, partial),
+        allow_failures=counts.allow_failures,
+        created_at=row["created_at"],
+        finished_at=row["finished_at"],
+        then_job_id=row["then_job_id"],
+        catch_job_id=row["catch_job_id"],
+        finally_job_id=row["finally_job_id"],
+        declared_total=declared,
+    )
+
+
+def callback_to_json(job: NewJob) -> dict[str, Any]:
+    """A batch callback written down until the batch settles; one shape on every backend."""
+    return {
+        "id": job.id,
+        "name": job.name,
+        "queue": job.queue,
+        "payload": job.payload,
+        "policy": job.policy.to_json(),
+        "delay": job.delay,
+    }
+
+
+def callback_from_json(data: dict[str, Any]) -> NewJob:
+    return NewJob(
+        id=data["id"],
+        name=data["name"],
+        queue=data["queue"],
+        payload=data["payload"],
+        policy=Policy.from_json(data["policy"]),
+        delay=float(data.get("delay", 0.0)),
+    )

@@ -14,8 +14,14 @@ from dataclasses import replace
 from typing import Any
 
 from tenure import batch as rules
-from tenure.retry import Policy
-from tenure.stores.base import BatchRecord, NewBatch, NewJob
+from tenure.stores.base import (
+    BatchRecord,
+    NewBatch,
+    NewJob,
+    batch_record,
+    callback_from_json,
+    callback_to_json,
+)
 
 log = logging.getLogger("tenure.store")
 
@@ -55,7 +61,7 @@ def insert_jobs(
 
 def create(conn: sqlite3.Connection, batch: NewBatch, jobs: Sequence[NewJob], now: float) -> None:
     callbacks = {
-        kind: _job_to_json(job)
+        kind: callback_to_json(job)
         for kind, job in zip(CALLBACK_KINDS, (batch.then, batch.catch, batch.finally_), strict=True)
         if job is not None
     }
@@ -164,7 +170,7 @@ def _enqueue_callback(conn: sqlite3.Connection, batch_id: str, kind: str, now: f
     row = conn.execute("SELECT callbacks FROM tenure_batches WHERE id = ?", (batch_id,)).fetchone()
     try:
         spec = json.loads(row["callbacks"]).get(kind)
-        job = None if spec is None else _job_from_json(spec)
+        job = None if spec is None else callback_from_json(spec)
     except (TypeError, ValueError, KeyError, AttributeError):
         # A damaged callbacks column must not keep the member that ended from ending.
         log.error("batch %s: its %s callback is unreadable and was not enqueued", batch_id, kind)
@@ -207,46 +213,4 @@ def _record(conn: sqlite3.Connection, row: Any) -> BatchRecord:
         (row["id"],),
     ).fetchone()[0]
     declared = None if row["declared_total"] is None else _count(row["declared_total"]) or None
-    total = declared if declared is not None and declared >= counts.jobs else counts.jobs
-    settled = counts.done + counts.failed + counts.cancelled
-    return BatchRecord(
-        id=row["id"],
-        name=row["name"],
-        state=counts.state,
-        total=total,
-        jobs=counts.jobs,
-        done=counts.done,
-        failed=counts.failed,
-        cancelled=counts.cancelled,
-        pending=max(0, total - settled),
-        progress=rules.progress(counts, declared, float(partial)),
-        allow_failures=counts.allow_failures,
-        created_at=row["created_at"],
-        finished_at=row["finished_at"],
-        then_job_id=row["then_job_id"],
-        catch_job_id=row["catch_job_id"],
-        finally_job_id=row["finally_job_id"],
-        declared_total=declared,
-    )
-
-
-def _job_to_json(job: NewJob) -> dict[str, Any]:
-    return {
-        "id": job.id,
-        "name": job.name,
-        "queue": job.queue,
-        "payload": job.payload,
-        "policy": job.policy.to_json(),
-        "delay": job.delay,
-    }
-
-
-def _job_from_json(data: dict[str, Any]) -> NewJob:
-    return NewJob(
-        id=data["id"],
-        name=data["name"],
-        queue=data["queue"],
-        payload=data["payload"],
-        policy=Policy.from_json(data["policy"]),
-        delay=float(data.get("delay", 0.0)),
-    )
+    return batch_record(row, counts, declared, float(partial))

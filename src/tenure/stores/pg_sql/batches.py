@@ -13,13 +13,18 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 from dataclasses import replace
-from typing import Any
 
 from psycopg.rows import DictRow
 
 from tenure import batch as rules
-from tenure.retry import Policy
-from tenure.stores.base import BatchRecord, NewBatch, NewJob
+from tenure.stores.base import (
+    BatchRecord,
+    NewBatch,
+    NewJob,
+    batch_record,
+    callback_from_json,
+    callback_to_json,
+)
 from tenure.stores.pg_sql.database import Cursor, Database
 from tenure.stores.pg_sql.jobs import insert_jobs
 
@@ -28,7 +33,7 @@ CALLBACK_KINDS = ("then", "catch", "finally")
 
 def create(db: Database, cur: Cursor, batch: NewBatch, jobs: Sequence[NewJob], now: float) -> None:
     callbacks = {
-        kind: _job_to_json(job)
+        kind: callback_to_json(job)
         for kind, job in zip(CALLBACK_KINDS, (batch.then, batch.catch, batch.finally_), strict=True)
         if job is not None
     }
@@ -154,7 +159,7 @@ def _enqueue_callback(db: Database, cur: Cursor, batch_id: str, kind: str) -> No
     ).fetchone()
     try:
         spec = json.loads(row["callbacks"]).get(kind) if row else None
-        job = None if spec is None else _job_from_json(spec)
+        job = None if spec is None else callback_from_json(spec)
     except (ValueError, TypeError, KeyError, AttributeError):
         # A damaged callbacks column loses that callback (its `*_job_id` stays empty, which
         # `tenure batch` shows); it must not make the member's own end fail and roll back,
@@ -195,47 +200,4 @@ def _batch_counts(row: DictRow) -> rules.BatchCounts:
 def _record(row: DictRow) -> BatchRecord:
     counts = _batch_counts(row)
     declared = row["declared_total"]
-    total = declared if declared is not None and declared >= counts.jobs else counts.jobs
-    settled = counts.done + counts.failed + counts.cancelled
-    return BatchRecord(
-        id=row["id"],
-        name=row["name"],
-        state=counts.state,
-        total=total,
-        jobs=counts.jobs,
-        done=counts.done,
-        failed=counts.failed,
-        cancelled=counts.cancelled,
-        pending=max(0, total - settled),
-        progress=rules.progress(counts, declared, float(row["partial"])),
-        allow_failures=counts.allow_failures,
-        created_at=row["created_at"],
-        finished_at=row["finished_at"],
-        then_job_id=row["then_job_id"],
-        catch_job_id=row["catch_job_id"],
-        finally_job_id=row["finally_job_id"],
-        declared_total=declared,
-    )
-
-
-def _job_to_json(job: NewJob) -> dict[str, Any]:
-    # the same shape SQLite stores, so a batch reads the same on every backend
-    return {
-        "id": job.id,
-        "name": job.name,
-        "queue": job.queue,
-        "payload": job.payload,
-        "policy": job.policy.to_json(),
-        "delay": job.delay,
-    }
-
-
-def _job_from_json(data: dict[str, Any]) -> NewJob:
-    return NewJob(
-        id=data["id"],
-        name=data["name"],
-        queue=data["queue"],
-        payload=data["payload"],
-        policy=Policy.from_json(data["policy"]),
-        delay=float(data.get("delay", 0.0)),
-    )
+    return batch_record(row, counts, declared, float(row["partial"]))
