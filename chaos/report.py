@@ -46,32 +46,27 @@ def _row(r: dict[str, Any]) -> str:
     )
 
 
-FINDINGS = """## Bugs found in tenure (reproduced by tests/chaos, xfail while they stand)
+FINDINGS = """## Bugs this suite found in tenure, all fixed (tests/chaos keeps them fixed)
 
-1. **A stray attempt row stops a whole queue** (SQLite): `SQLiteStore._open_attempt` INSERTs
-   `tenure_attempts (job_id, attempt + 1)`; if such a row exists (restore, manual fix) the
-   IntegrityError rolls back the entire `reserve()` transaction, every call, so no job of that
-   queue is reserved again; workers log "store unavailable during reserve" forever.
-2. **One damaged policy stops every rescue** (SQLite): `Policy.from_json` keeps wrong types
-   (`{"timeout": "soon", "tries": "x"}`); `Slot._run_in_child` then raises on
-   `started + policy.timeout`, the slot logs "unexpected error" and leaves the attempt open;
-   once its lease expires `SQLiteStore.rescue_expired` raises TypeError in `decide()` and rolls
-   back the whole rescue, so jobs of SIGKILLed workers stay `running` forever.
-3. **Deep JSON escapes as RecursionError**: `payload.decode` catches TypeError/ValueError only
-   (a `[[[[...` payload is not failed with a reason; the slot's catch-all leaves the attempt
-   open until its lease expires and it re-runs as crashed); `payload._check_json` lets
-   RecursionError out of `dispatch` instead of PayloadError.
-4. **`tenure ... --url` crashes with a traceback** for an unusable store: `sqlite://` (ValueError
-   from `sqlite_path`), a SQLite path in a missing directory (sqlite3.OperationalError), an
-   unreachable Redis/PostgreSQL (redis.ConnectionError / psycopg.OperationalError):
-   `tenure.cli.main` handles TenureError only.
+1. **A stray attempt row stopped a whole queue** (SQLite, then PostgreSQL): an attempt row at a
+   job's next number made the reservation's INSERT fail and roll back every reservation of the
+   queue. Fixed: the next attempt number skips past every existing row, and on SQLite each job
+   is reserved and rescued in a savepoint of its own (a damaged row fails only its job).
+2. **One damaged policy stopped every rescue** (SQLite): a policy of the wrong types raised in
+   the slot (leaving the attempt open) and then in `decide()`, rolling back the whole rescue.
+   Fixed: policies are type-checked (NaN timeouts refused) and fall back to the defaults; a slot
+   error fails its attempt at once.
+3. **Deeply nested JSON escaped as RecursionError** from decoding and from dispatch. Fixed: it
+   is a PayloadError with a reason.
+4. **`tenure ... --url` crashed with a traceback** for an unusable store (a bad SQLite URL, a
+   missing directory, an unreachable server), and **a job id with a NUL byte** raised
+   psycopg.DataError on PostgreSQL. Fixed: every command exits 2 with the message; such an id
+   is "no such job".
 
-Also seen, by design or minor: a worker paused past its lease runs up to ~0.2 s of job code
-after SIGCONT before its supervisor kills the attempt (once() refuses effects then); dict keys
-that are not strings are silently turned into strings at dispatch (`{1: "a"}` arrives as
-`{"1": "a"}`, tuples as lists); a NaN timeout never fires; an unknown state keeps a job out of
-every queue with no error.
-
+Seen and kept, by design: a worker paused past its lease runs up to ~0.2 s of job code after
+SIGCONT before its supervisor kills the attempt (the job's `once()` effects are refused then);
+dict keys that are not strings become strings at dispatch (JSON), tuples become lists; a row
+with an unknown state stays out of every queue (PostgreSQL's schema refuses such a state).
 """
 
 
