@@ -110,6 +110,7 @@ local cbs, cancel = {}, false
 if ARGV[1] == 'member_ended' then cancel = b_member_ended(c, ARGV[10], cbs)
 elseif ARGV[1] == 'cancelled_by_user' then cancel = b_cancelled_by_user(c)
 elseif ARGV[1] == 'queued_cancelled' then b_queued_cancelled(c, tonumber(ARGV[10]), cbs)
+elseif ARGV[1] == 'member_retried' then b_member_retried(c)
 else b_settle(c, cbs) end
 return {c.state, c.jobs, c.done, c.failed, c.cancelled, c.allow and 1 or 0,
   c.catch_sent and 1 or 0, c.finished and 1 or 0, cbs, cancel and 1 or 0}
@@ -123,6 +124,8 @@ def python_rule(op: str, counts: rules.BatchCounts, arg: str) -> rules.BatchChan
         return rules.cancelled_by_user(counts)
     if op == "queued_cancelled":
         return rules.queued_members_cancelled(counts, int(arg))
+    if op == "member_retried":  # refused: the counts stay as they were
+        return rules.BatchChange(rules.member_retried(counts) or counts)
     return rules.settle(counts)
 
 
@@ -135,6 +138,7 @@ def test_the_lua_batch_rules_agree_with_tenure_batch_on_every_state(client: redi
         ("cancelled_by_user", ""),
         ("queued_cancelled", "0"),
         ("queued_cancelled", "2"),
+        ("member_retried", ""),
         ("settle", ""),
     ]
     cases: list[tuple[str, str, rules.BatchCounts]] = []

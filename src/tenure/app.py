@@ -10,7 +10,7 @@ from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 from typing import Any, TypeVar, overload
 
-from tenure import payload
+from tenure import payload, tracing
 from tenure.coordinator import batch_over_ids, register_coordinator
 from tenure.errors import ConfigError, JobNotFound, UnknownJob
 from tenure.guards import KeyFunction, make_spec
@@ -205,8 +205,10 @@ class App:
     def dispatch_sigs(self, sigs: Sequence[Sig], *, conn: Any = None) -> list[JobHandle]:
         """Enqueue signatures in one round trip; nothing is stored if any of them is invalid.
         With `conn`, inside the application's own transaction (see Job.options)."""
-        new = [self._new_job(sig) for sig in sigs]
-        ids = self.store.enqueue_many(new, conn=conn) if new else []
+        with tracing.dispatching([s.name for s in sigs]) as traced:
+            new = [self._new_job(sig, trace=traced.carrier) for sig in sigs]
+            traced.sent([(n.id, n.name, n.queue) for n in new])
+            ids = self.store.enqueue_many(new, conn=conn) if new else []
         if self.after_dispatch is not None and conn is None:
             self.after_dispatch()
         return [
@@ -214,7 +216,14 @@ class App:
             for n, stored in zip(new, ids, strict=True)
         ]
 
-    def _new_job(self, sig: Sig, batch_id: str | None = None, job_id: str | None = None) -> NewJob:
+    def _new_job(
+        self,
+        sig: Sig,
+        batch_id: str | None = None,
+        job_id: str | None = None,
+        *,
+        trace: dict[str, str] | None = None,
+    ) -> NewJob:
         job = self.get_definition(sig.name)
         text = payload.encode(
             job.name,
@@ -222,6 +231,7 @@ class App:
             dict(sig.kwargs),
             max_bytes=self.max_payload_bytes,
             encrypted=job.encrypted,
+            trace=trace,
         )
         return NewJob(
             id=job_id or new_id(),
@@ -258,29 +268,41 @@ class App:
         queue: str | None = None,
         total: int | None = None,
         first_ids: Callable[[str], list[str]] | None = None,
+        conn: Any = None,
     ) -> BatchHandle:
-        """Start a batch: its jobs, and callback jobs run once each when it settles."""
+        """Start a batch: its jobs, and callback jobs run once each when it settles.
+
+        `conn`: your own database connection (psycopg, or sqlite3 on the store's file), so the
+        batch, its members and its callbacks are created in your transaction: a rollback
+        leaves none of them, and workers see them only after your commit (not on Redis)."""
         if total is not None and total < len(sigs):
             raise ConfigError(f"total: expected at least the {len(sigs)} jobs given, got {total}")
         batch_id = new_id()
         ids = first_ids(batch_id) if first_ids else [None] * len(sigs)
-        members = [
-            self._new_job(replace(s, queue=s.queue or queue), batch_id, i)
-            for s, i in zip(sigs, ids, strict=True)
-        ]
-        callbacks = [self._new_job(c) if c is not None else None for c in (then, catch, finally_)]
-        self.store.create_batch(
-            batch=NewBatch(
-                id=batch_id,
-                name=name,
-                total=total,
-                allow_failures=allow_failures,
-                then=callbacks[0],
-                catch=callbacks[1],
-                finally_=callbacks[2],
-            ),
-            jobs=members,
-        )
+        named = [s.name for s in (*sigs, then, catch, finally_) if s is not None]
+        with tracing.dispatching(named, batch_id=batch_id) as traced:
+            members = [
+                self._new_job(replace(s, queue=s.queue or queue), batch_id, i, trace=traced.carrier)
+                for s, i in zip(sigs, ids, strict=True)
+            ]
+            callbacks = [
+                self._new_job(c, trace=traced.carrier) if c is not None else None
+                for c in (then, catch, finally_)
+            ]
+            traced.sent([(m.id, m.name, m.queue) for m in members])
+            self.store.create_batch(
+                batch=NewBatch(
+                    id=batch_id,
+                    name=name,
+                    total=total,
+                    allow_failures=allow_failures,
+                    then=callbacks[0],
+                    catch=callbacks[1],
+                    finally_=callbacks[2],
+                ),
+                jobs=members,
+                conn=conn,
+            )
         return BatchHandle(batch_id, self)
 
     def batch_over_ids(
@@ -294,7 +316,8 @@ class App:
         **batch_options: Any,
     ) -> BatchHandle:
         """The coordinator pattern: job(lo, hi) over inclusive id ranges of `chunk` ids, planned
-        `slice_jobs` ranges at a time by coordinator jobs, with a declared total."""
+        `slice_jobs` ranges at a time by coordinator jobs, with a declared total. Takes the
+        options of `batch()`, `conn=` included."""
         return batch_over_ids(
             self, job, lo, hi, chunk=chunk, slice_jobs=slice_jobs, **batch_options
         )
@@ -303,8 +326,13 @@ class App:
         self, batch_id: str, sigs: Sequence[Sig], *, ids: Sequence[str] | None = None
     ) -> int:
         chosen = list(ids) if ids is not None else [None] * len(sigs)
-        members = [self._new_job(s, batch_id, i) for s, i in zip(sigs, chosen, strict=True)]
-        return self.store.add_to_batch(batch_id=batch_id, jobs=members)
+        with tracing.dispatching([s.name for s in sigs], batch_id=batch_id) as traced:
+            members = [
+                self._new_job(s, batch_id, i, trace=traced.carrier)
+                for s, i in zip(sigs, chosen, strict=True)
+            ]
+            traced.sent([(m.id, m.name, m.queue) for m in members])
+            return self.store.add_to_batch(batch_id=batch_id, jobs=members)
 
     def get_batch(self, batch_id: str) -> BatchInfo:
         record = self.store.get_batch(batch_id)
@@ -330,7 +358,29 @@ class App:
         return self.store.list_jobs(state="failed", limit=limit)
 
     def retry_failed(self, job_id: str) -> bool:
+        """Put a failed job back in its queue with fresh tries. False when it cannot be:
+        `retry_refusal(job_id)` says why."""
         return self.store.retry_job(job_id)
+
+    def retry_refusal(self, job_id: str) -> str:
+        """Why `retry_failed(job_id)` returned False, for a person to read."""
+        record = self.store.get_job(job_id)
+        if record is None:
+            return f"no job with id {job_id!r} in {redact(self.url)}"
+        if record.state != "failed":
+            return f"job {job_id} is {record.state}, not failed; only a failed job is retried"
+        batch = self.store.get_batch(record.batch_id) if record.batch_id else None
+        if batch is not None and batch.state != "running":
+            happened = {"failed": "failed", "cancelled": "been cancelled"}.get(
+                batch.state, "finished"
+            )
+            return (
+                f"job {job_id} is a member of batch {batch.id} ({batch.name!r}), which has "
+                f"{happened}: its callbacks ran and its queued members were settled, and "
+                "retrying one member cannot undo that, so the job stays failed. Dispatch it "
+                "again on its own, or start a new batch for the work that is left"
+            )
+        return f"job {job_id} changed while being retried; see `tenure jobs show {job_id}`"
 
     def forget(self, job_id: str) -> bool:
         return self.store.forget_job(job_id)

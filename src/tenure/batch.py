@@ -66,6 +66,21 @@ def member_ended(counts: BatchCounts, outcome: str) -> BatchChange:
     return BatchChange(change.counts, (*callbacks, *change.callbacks), cancel_queued)
 
 
+def member_retried(counts: BatchCounts) -> BatchCounts | None:
+    """A failed member is retried by hand: it goes back to the batch's pending work (no longer
+    counted as failed, so its next end is counted once), but only while the batch runs.
+
+    A batch that has failed, was cancelled or has settled already acted on its end: its queued
+    members were cancelled, its catch/then/finally enqueued. Retrying one member cannot take
+    those back, so None: refuse, and the member stays failed. `catch` stays sent: it runs on the
+    first failure, whatever happens next, so a retried member that fails again sends none.
+    """
+    if counts.state != RUNNING or counts.finished:
+        return None
+    # max(): a member its batch never counted as failed (a torn counter) is simply not counted
+    return replace(counts, failed=max(0, counts.failed - 1))
+
+
 def cancelled_by_user(counts: BatchCounts) -> BatchChange:
     if counts.state != RUNNING:
         return BatchChange(counts)

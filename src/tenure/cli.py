@@ -187,7 +187,7 @@ def failed_retry(
     ids = [job_id] if job_id else [j.id for j in the_app.failed_jobs(limit=1_000_000)]
     retried = [i for i in ids if the_app.retry_failed(i)]
     if job_id and not retried:
-        fail(f"job {job_id} is not a failed job (see `tenure jobs show {job_id}`)", code=1)
+        fail(the_app.retry_refusal(job_id), code=1)
     out.print(f"retried {len(retried)} job(s)")
 
 

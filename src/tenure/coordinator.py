@@ -8,7 +8,7 @@ again adds nothing twice. Only coordinators add jobs; the small jobs never dispa
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from tenure.batch import count_ranges, ranges
 from tenure.context import current
@@ -59,6 +59,7 @@ def batch_over_ids(
     catch: Sig | None = None,
     finally_: Sig | None = None,
     allow_failures: bool = False,
+    conn: Any = None,
 ) -> BatchHandle:
     if chunk < 1 or slice_jobs < 1:
         raise ConfigError(
@@ -77,6 +78,7 @@ def batch_over_ids(
         finally_=finally_,
         allow_failures=allow_failures,
         first_ids=lambda batch_id: [coordinator_id(batch_id, lo)],
+        conn=conn,  # only the batch and its first coordinator: the rest is planned later
     )
 
 

@@ -1,7 +1,9 @@
 """Job payloads: JSON only (never pickle), size-limited, optionally encrypted.
 
-A payload is the text stored with the job: {"args": [...], "kwargs": {...}}. Encrypted payloads
-are {"encrypted": "aesgcm-v1", "data": "<base64 nonce+ciphertext>"}, with the key taken from
+A payload is the text stored with the job: {"args": [...], "kwargs": {...}}, and, when the
+dispatch was traced, "trace": {"traceparent": ...} (tenure.tracing). Payloads stored without it
+(older rows, untraced dispatches) decode the same. Encrypted payloads are
+{"encrypted": "aesgcm-v1", "data": "<base64 nonce+ciphertext>"}, with the key taken from
 $TENURE_ENCRYPTION_KEY (32 random bytes, url-safe base64).
 """
 
@@ -23,6 +25,8 @@ ENCRYPTION_KEY_ENV = "TENURE_ENCRYPTION_KEY"
 class Arguments:
     args: tuple[Any, ...]
     kwargs: dict[str, Any]
+    # the W3C trace context of the dispatch (traceparent, tracestate); None when not traced
+    trace: dict[str, str] | None = None
 
 
 def encode(
@@ -32,12 +36,14 @@ def encode(
     *,
     max_bytes: int = DEFAULT_MAX_PAYLOAD_BYTES,
     encrypted: bool = False,
+    trace: dict[str, str] | None = None,
 ) -> str:
     """Encode arguments as JSON text, or raise PayloadError saying which argument is at fault."""
     _check_json(job_name, args, kwargs)
-    text = json.dumps(
-        {"args": list(args), "kwargs": kwargs}, separators=(",", ":"), allow_nan=False
-    )
+    envelope: dict[str, Any] = {"args": list(args), "kwargs": kwargs}
+    if trace:
+        envelope["trace"] = trace
+    text = json.dumps(envelope, separators=(",", ":"), allow_nan=False)
     if encrypted:
         text = _encrypt(text)
     size = len(text.encode())
@@ -64,7 +70,15 @@ def decode(text: str) -> Arguments:
     kwargs = data.get("kwargs", {})
     if not isinstance(kwargs, dict):
         raise PayloadError(f"payload 'kwargs' is not an object: {text[:80]!r}")
-    return Arguments(tuple(data.get("args", [])), kwargs)
+    return Arguments(tuple(data.get("args", [])), kwargs, _trace_carrier(data.get("trace")))
+
+
+def _trace_carrier(value: Any) -> dict[str, str] | None:
+    """The stored trace context, or None: a damaged one costs the link, never the job."""
+    if not isinstance(value, dict):
+        return None
+    carrier = {k: v for k, v in value.items() if isinstance(k, str) and isinstance(v, str)}
+    return carrier or None
 
 
 def is_encrypted(text: str) -> bool:

@@ -27,7 +27,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from tenure import payload
+from tenure import payload, tracing
 from tenure.app import App
 from tenure.context import JobContext, activate, deactivate
 from tenure.errors import ConfigError, PayloadError, UnknownJob
@@ -158,6 +158,14 @@ def _run_here(app: App, res: Reservation) -> None:
     ctx = JobContext(
         res.job_id, res.name, res.queue, res.attempt, res.batch_id, res.token, _app=app
     )
+    span = tracing.attempt_started(
+        name=res.name,
+        job_id=res.job_id,
+        queue=res.queue,
+        attempt=res.attempt,
+        batch_id=res.batch_id,
+        carrier=arguments.trace,
+    )
     token = activate(ctx)
     started = time.monotonic()
     try:
@@ -165,6 +173,7 @@ def _run_here(app: App, res: Reservation) -> None:
         if asyncio.iscoroutine(result):
             asyncio.run(result)
     except Exception as exc:
+        span.end("failed", exc)
         store.end_attempt(
             job_id=res.job_id,
             token=res.token,
@@ -173,9 +182,13 @@ def _run_here(app: App, res: Reservation) -> None:
             traceback=traceback.format_exc(),
         )
         return
+    except BaseException as exc:  # Ctrl-C in the test run: close the span, change nothing
+        span.end("interrupted", exc)
+        raise
     finally:
         deactivate(token)
     if time.monotonic() - started > res.policy.timeout:
+        span.end("timed_out")
         store.end_attempt(
             job_id=res.job_id,
             token=res.token,
@@ -183,6 +196,7 @@ def _run_here(app: App, res: Reservation) -> None:
             error=f"job {res.name!r} ran past its {res.policy.timeout:g} s timeout",
         )
         return
+    span.end("succeeded")
     store.complete(job_id=res.job_id, token=res.token)
 
 

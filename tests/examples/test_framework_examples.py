@@ -17,9 +17,9 @@ from pathlib import Path
 import pytest
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
-FRAMEWORKS = ["fastapi_export", "django_export"]
+FRAMEWORKS = ["fastapi_export", "django_export", "flask_export"]
 # what each example's suite must at least run per store (its test functions)
-MINIMUM = {"fastapi_export": 5, "django_export": 6}
+MINIMUM = {"fastapi_export": 5, "django_export": 6, "flask_export": 5}
 
 
 def run_example(name: str, store: str, extra_env: dict[str, str] | None = None) -> str:

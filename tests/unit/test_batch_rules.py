@@ -11,6 +11,7 @@ from tenure.batch import (
     cancelled_by_user,
     count_ranges,
     member_ended,
+    member_retried,
     progress,
     queued_members_cancelled,
     settle,
@@ -49,6 +50,20 @@ def test_cancel_runs_finally_only_when_nothing_is_outstanding() -> None:
     assert change.counts.state == "cancelled" and change.cancel_queued
     assert queued_members_cancelled(change.counts, 2).callbacks == ("finally",)
     assert cancelled_by_user(change.counts).callbacks == ()
+
+
+def test_a_retried_member_leaves_the_failed_count_only_while_the_batch_runs() -> None:
+    failed = member_ended(BatchCounts(jobs=2, allow_failures=True), "failed").counts
+    back = member_retried(failed)
+    assert back is not None and (back.failed, back.outstanding, back.catch_sent) == (0, 2, True)
+    again = member_ended(back, "failed")
+    assert again.counts.failed == 1 and again.callbacks == ()  # counted once, no second catch
+    # a batch that failed, was cancelled or settled has acted on its end: refused
+    stopped = member_ended(BatchCounts(jobs=2), "failed").counts
+    assert stopped.state == "failed" and member_retried(stopped) is None
+    settled = member_ended(again.counts, "succeeded").counts
+    assert settled.finished and member_retried(settled) is None
+    assert member_retried(cancelled_by_user(failed).counts) is None
 
 
 def test_empty_batch_finishes_at_once() -> None:

@@ -79,3 +79,14 @@ def test_encryption_without_a_key_is_a_clear_error(monkeypatch: pytest.MonkeyPat
 
 def new_key() -> str:
     return base64.urlsafe_b64encode(os.urandom(32)).decode()
+
+
+def test_the_trace_context_travels_in_the_payload_and_old_payloads_decode_the_same() -> None:
+    carrier = {"traceparent": "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"}
+    text = payload.encode("job", (1,), {"k": 2}, trace=carrier)
+    assert payload.decode(text) == payload.Arguments((1,), {"k": 2}, carrier)
+    assert "trace" not in payload.encode("job", (1,), {}, trace=None)
+    assert payload.decode('{"args":[1],"kwargs":{}}').trace is None  # stored before tracing
+    for damaged in ('"00-x"', "[1]", '{"traceparent": 7}', "{}"):
+        decoded = payload.decode(f'{{"args":[1],"kwargs":{{}},"trace":{damaged}}}')
+        assert decoded.args == (1,) and decoded.trace is None  # the link is lost, not the job

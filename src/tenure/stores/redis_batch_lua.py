@@ -2,7 +2,8 @@
 that apply them in the same atomic step as the job change that triggers them.
 
 `BATCH_RULES` is pure (tables in, tables out, no Redis calls), a line-by-line port of
-`tenure.batch.member_ended`, `cancelled_by_user`, `queued_members_cancelled` and `settle`;
+`tenure.batch.member_ended`, `member_retried`, `cancelled_by_user`, `queued_members_cancelled`
+and `settle`;
 tests/test_redis_batches.py runs it against the Python rules over every reachable state, so
 the two cannot drift apart silently. `BATCH_IO` reads and writes a batch's keys. Both are
 appended to the queue prelude, so `complete` and `end_apply` (in redis_lua.py) end a member and
@@ -59,6 +60,13 @@ local function b_member_ended(c, outcome, cbs)
   end
   b_settle(c, cbs)
   return cancel
+end
+
+-- A failed member retried by hand; false (c untouched) once the batch no longer runs.
+local function b_member_retried(c)
+  if c.state ~= 'running' or c.finished then return false end
+  c.failed = math.max(0, c.failed - 1)
+  return true
 end
 
 local function b_cancelled_by_user(c)

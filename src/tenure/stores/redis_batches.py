@@ -32,7 +32,12 @@ BATCH_PAGE = 100
 class RedisBatches(RedisClient):
     _cluster_mode: bool | None = None
 
-    def create_batch(self, *, batch: NewBatch, jobs: Sequence[NewJob]) -> None:
+    def create_batch(self, *, batch: NewBatch, jobs: Sequence[NewJob], conn: Any = None) -> None:
+        if conn is not None:
+            raise ConfigError(
+                "conn=: Redis cannot create a batch inside your database transaction; use "
+                "PostgreSQL or SQLite for conn=, or create the batch after your commit"
+            )
         members = [replace(j, batch_id=batch.id) for j in jobs]
         callbacks = list(
             zip(CALLBACK_KINDS, (batch.then, batch.catch, batch.finally_), strict=True)

@@ -99,6 +99,19 @@ def member_ended(conn: sqlite3.Connection, batch_id: str, outcome: str, now: flo
     _apply(conn, batch_id, rules.member_ended(_counts(conn, batch_id), outcome), now)
 
 
+def member_retried(conn: sqlite3.Connection, batch_id: str) -> bool:
+    """A failed member is about to be retried: take it out of the failed count, or refuse
+    (False, nothing changed) when its batch no longer runs (tenure.batch.member_retried)."""
+    counts = _counts(conn, batch_id)
+    if counts.state == "missing":
+        return True  # no batch left to count it in: it retries as a plain job
+    retried = rules.member_retried(counts)
+    if retried is None:
+        return False
+    conn.execute("UPDATE tenure_batches SET failed = ? WHERE id = ?", (retried.failed, batch_id))
+    return True
+
+
 def stops_new_work(conn: sqlite3.Connection, batch_id: str) -> bool:
     return _counts(conn, batch_id).stops_new_work
 

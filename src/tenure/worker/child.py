@@ -17,7 +17,7 @@ import traceback
 from types import FrameType
 from typing import IO, Any
 
-from tenure import payload
+from tenure import payload, tracing
 from tenure.context import JobContext, activate, deactivate
 from tenure.errors import JobTimeout, PayloadError
 from tenure.worker.loading import load_app
@@ -74,20 +74,33 @@ def run_one(app: Any, message: dict[str, Any]) -> dict[str, Any]:
         _lease_ok=lambda: _State.lease_ok,
         _transactional=job.transactional,
     )
+    # the attempt's span (a no-op unless the app uses OpenTelemetry), linked to its dispatch
+    span = tracing.attempt_started(
+        name=ctx.name,
+        job_id=ctx.job_id,
+        queue=ctx.queue,
+        attempt=ctx.attempt,
+        batch_id=ctx.batch_id,
+        carrier=arguments.trace,
+    )
     token = activate(ctx)
     _State.lease_ok = True
     _State.running = True
     try:
         job.fn(*arguments.args, **arguments.kwargs)
         _State.running = False
-        return _finish_transaction(ctx)
-    except JobTimeout:
+        ended = _finish_transaction(ctx)
+        span.end("succeeded" if ended.get("accepted", True) else "lost_lease")
+        return ended
+    except JobTimeout as exc:
         _State.running = False
         _abandon_transaction(ctx)
+        span.end("timed_out", exc)
         return {"status": "error", "kind": "timeout", "traceback": traceback.format_exc()}
     except BaseException as exc:  # the job's own error, whatever it is, ends only this attempt
         _State.running = False
         _abandon_transaction(ctx)
+        span.end("failed", exc)
         return {
             "status": "error",
             "kind": "exception",

@@ -72,6 +72,22 @@ def member_ended(db: Database, cur: Cursor, batch_id: str, outcome: str, now: fl
     _apply(db, cur, batch_id, rules.member_ended(_counts(db, cur, batch_id), outcome), now)
 
 
+def member_retried(db: Database, cur: Cursor, batch_id: str) -> bool:
+    """A failed member is about to be retried: take it out of the failed count, or refuse
+    (False, nothing changed) when its batch no longer runs (tenure.batch.member_retried).
+    The caller holds the member's row lock: job row, then batch row."""
+    counts = _counts(db, cur, batch_id)
+    if counts.state == "missing":
+        return True  # no batch left to count it in: it retries as a plain job
+    retried = rules.member_retried(counts)
+    if retried is None:
+        return False
+    cur.execute(
+        db.q("UPDATE {s}.tenure_batches SET failed = %s WHERE id = %s"), (retried.failed, batch_id)
+    )
+    return True
+
+
 def stops_new_work(db: Database, cur: Cursor, batch_id: str) -> bool:
     return _counts(db, cur, batch_id).stops_new_work
 
