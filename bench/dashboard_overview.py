@@ -9,9 +9,16 @@ failed, some scheduled, a few thousand still queued. That ageing step is the one
 UPDATE on the store's table, since running a million jobs through workers only to read their
 counts would measure the workers, not the page. A filled schema is reused with --keep.
 
-It then times, in this process, `store.counts()` alone, the whole overview page (GET /
-through the real Starlette app, templates included) and GET /api/overview, and prints the
-median and the 95th percentile against the 200 ms budget. Exits 1 when the page is over it.
+It then times, in this process, the store reads the overview makes (`queue_counts()`, from
+which the page also takes the totals, `list_workers()`, `list_batches(5)`), `counts()` for
+reference, the whole overview page (GET / through the real Starlette app, templates included)
+and GET /api/overview, and prints the median and the 95th percentile against the 200 ms
+budget. Exits 1 when the page's p95 is over it.
+
+On PostgreSQL the counts come from `tenure_job_counts`, counters kept by triggers on the jobs
+table (migration 0004), plus an index range for the scheduled jobs; the bench prints how many
+counter rows the read sums. A schema filled before 0004 is upgraded on first use: the
+migration counts the jobs present once, under a lock, and the bench times that too.
 """
 
 from __future__ import annotations
@@ -127,9 +134,13 @@ def main(argv: list[str] | None = None) -> int:
 
     app = build_app(args.url)
     try:
+        started = time.perf_counter()
+        app.store.migrate()
+        print(f"migrate(): {time.perf_counter() - started:.2f} s")
         fill(app, args.jobs)
         counts = app.store.counts()
         print(f"store: {sum(counts.values()):,} jobs {counts}")
+        print(f"counter rows summed per read: {counter_rows(app)}")
         web = create_app(app)
         client = TestClient(web, base_url="http://127.0.0.1", client=("127.0.0.1", 1))
 
@@ -140,6 +151,7 @@ def main(argv: list[str] | None = None) -> int:
         def api() -> None:
             assert client.get("/api/overview").status_code == 200
 
+        timed("store.queue_counts()", app.store.queue_counts, args.rounds)
         timed("store.counts()", app.store.counts, args.rounds)
         timed("store.list_workers()", app.store.list_workers, args.rounds)
         timed("store.list_batches(5)", lambda: app.store.list_batches(limit=5), args.rounds)
@@ -150,6 +162,14 @@ def main(argv: list[str] | None = None) -> int:
             drop_schema(app)
         app.close()
     return 0 if page_p95 < BUDGET_MS else 1
+
+
+def counter_rows(app: tenure.App) -> int:
+    import psycopg
+
+    with psycopg.connect(app.url.split("?", 1)[0], autocommit=True) as conn:
+        row = conn.execute(f'SELECT count(*) FROM "{SCHEMA}".tenure_job_counts').fetchone()
+    return int(row[0]) if row else 0
 
 
 def drop_schema(app: tenure.App) -> None:

@@ -93,6 +93,26 @@ def test_overview_counts_workers_and_rate(project: WebProject, client: TestClien
     assert 'data-live="on"' in html
 
 
+def test_overview_has_a_row_per_queue_and_totals_that_are_their_sum(
+    project: WebProject, client: TestClient
+) -> None:
+    failed_job(project, queue="mail")
+    project.jobs.tick.options(queue="mail").dispatch(1)
+    project.jobs.tick.options(queue="reports", delay=600).dispatch(2)
+    done = project.jobs.tick.options(queue="zzz-done").dispatch(3).id
+    run_attempt(project.app, done, "succeeded", queue="zzz-done")
+    data = client.get("/api/overview").json()
+    rows = {r["name"]: r for r in data["queues"]}
+    assert list(rows) == ["mail", "reports", "zzz-done"]  # sorted by name
+    assert (rows["mail"]["waiting"], rows["mail"]["failed"]) == (1, 1)
+    assert rows["reports"]["scheduled"] == 1
+    assert rows["zzz-done"]["succeeded"] == 1  # a queue with finished jobs only keeps its row
+    assert data["counts"] == project.app.store.counts()
+    assert data["counts"]["queued"] == sum(r["waiting"] for r in data["queues"])
+    html = client.get("/").text
+    assert all(f'<th scope="row">{name}</th>' in html for name in rows)
+
+
 def test_job_page_draws_a_crashed_then_succeeded_attempt_as_two_bars(
     project: WebProject, client: TestClient
 ) -> None:

@@ -16,6 +16,7 @@ from tenure.batch import BatchCounts
 from tenure.batch import progress as batch_progress
 from tenure.guards import NO_GUARDS, Guards
 from tenure.retry import Policy
+from tenure.states import JOB_STATES
 
 
 @dataclass(frozen=True)
@@ -220,6 +221,17 @@ class Store(Protocol):
 
     def complete(self, *, job_id: str, token: int) -> EndResult: ...
 
+    def complete_and_reserve(
+        self, *, job_id: str, token: int, queues: Sequence[str], worker: WorkerRef, lease: float
+    ) -> tuple[EndResult, Reservation | None]:
+        """Record a success and claim the same slot's next job in one round trip where the
+        backend allows (one transaction on SQL, one script on Redis): the worker's hot path.
+
+        The next attempt opens now, when its slot is free, as `reserve(limit=1)` would open
+        it. The store may return no job even though some are ready (e.g. a guarded job it
+        judges only in `reserve`); the worker then reserves the usual way.
+        """
+
     def job_transaction(self, *, job_id: str, token: int) -> JobTransaction:
         """Open a transaction for a running attempt's own writes (SQL backends only)."""
 
@@ -250,8 +262,9 @@ class Store(Protocol):
         """
 
     # -- batches -----------------------------------------------------------------------
-    def create_batch(self, *, batch: NewBatch, jobs: Sequence[NewJob]) -> None:
-        """Create the batch and its first members in one transaction."""
+    def create_batch(self, *, batch: NewBatch, jobs: Sequence[NewJob], conn: Any = None) -> None:
+        """Create the batch and its first members in one transaction; with `conn`, in the
+        application's own transaction, as `enqueue_many` does (SQL backends only)."""
 
     def add_to_batch(self, *, batch_id: str, jobs: Sequence[NewJob]) -> int:
         """Add members; ids already present are skipped, so a re-run coordinator adds nothing
@@ -277,10 +290,21 @@ class Store(Protocol):
     ) -> list[JobRecord]:
         """Newest first, without attempts."""
 
-    def counts(self) -> dict[str, int]: ...
+    def counts(self) -> dict[str, int]:
+        """Jobs per state, every state present: the sum of `queue_counts()` over its queues."""
+
+    def queue_counts(self) -> dict[str, dict[str, int]]:
+        """Jobs per queue, then per state (every state present), for each queue that holds a
+        job. Read from counters or indexes, never by scanning jobs: the dashboard asks on every
+        refresh, with millions of finished jobs in the store."""
 
     def retry_job(self, job_id: str) -> bool:
-        """Put a failed job back in its queue with fresh tries; False if it is not failed."""
+        """Put a failed job back in its queue with fresh tries; False if it is not failed.
+
+        A failed batch member goes back to its batch's pending work (its failed count drops)
+        only while the batch is running; once the batch has failed, been cancelled or settled,
+        its callbacks have run or its queued members were cancelled, so retrying one member
+        cannot undo that: False, and the job stays failed (`App.retry_refusal` says why)."""
 
     def forget_job(self, job_id: str) -> bool:
         """Delete a finished job and its attempts; False if absent or still live."""
@@ -296,6 +320,15 @@ class Store(Protocol):
         """Ask every worker started before now to finish its jobs and exit."""
 
     def restart_requested_at(self) -> float | None: ...
+
+
+def total_counts(by_queue: dict[str, dict[str, int]]) -> dict[str, int]:
+    """`counts()` from `queue_counts()`: one source, so the two never disagree."""
+    out = dict.fromkeys(JOB_STATES, 0)
+    for counts in by_queue.values():
+        for state, n in counts.items():
+            out[state] += n
+    return out
 
 
 def describe_crash(attempt: AttemptRecord, lease_expired_at: float) -> str:

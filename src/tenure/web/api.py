@@ -236,7 +236,6 @@ OPENAPI: dict[str, Any] = {
                 "properties": {
                     "now": _NUM,
                     "counts": {"type": "object", "additionalProperties": _INT},
-                    "per_queue": {"type": "boolean"},
                     "queues": {
                         "type": "array",
                         "items": {

@@ -12,7 +12,14 @@ from typing import Any
 from tenure import payload
 from tenure.app import App
 from tenure.describe import OUTCOME_WORDS, arguments_text, describe_attempt, describe_job
-from tenure.stores.base import AttemptRecord, BatchRecord, JobRecord, WorkerRecord, clock_text
+from tenure.stores.base import (
+    AttemptRecord,
+    BatchRecord,
+    JobRecord,
+    WorkerRecord,
+    clock_text,
+    total_counts,
+)
 
 # A worker renews its leases every lease/3 (10 s by default); a minute without a heartbeat is
 # a worker that died without saying so (SIGKILL, host lost), not a slow one.
@@ -51,7 +58,6 @@ class Overview:
     now: float
     counts: dict[str, int]
     queues: list[QueueRow]
-    per_queue: bool  # False: the store gives totals only, shown as one "all queues" row
     workers: list[WorkerRow]
     active: bool
 
@@ -85,16 +91,12 @@ class RateMeter:
 def overview(app: App, meter: RateMeter) -> Overview:
     store = app.store
     now = store.now()
-    counts = store.counts()
-    by_queue: dict[str, dict[str, int]] | None = None
-    # Per-queue counts are an optional store capability (see the module notes in README);
-    # without it the overview shows the totals as one row instead of scanning jobs per queue.
-    queue_counts = getattr(store, "queue_counts", None)
-    if callable(queue_counts):
-        by_queue = queue_counts()
-    rows_source = by_queue if by_queue is not None else {"all queues": counts}
+    # Per-queue counts come from the store's counters or indexes (never a scan of the jobs), and
+    # the totals are their sum: one read per refresh, and the two tables always agree.
+    by_queue = store.queue_counts()
+    counts = total_counts(by_queue)
     queues = []
-    for name, c in sorted(rows_source.items()):
+    for name, c in sorted(by_queue.items()):
         finished = c.get("succeeded", 0) + c.get("failed", 0)
         queues.append(
             QueueRow(
@@ -109,7 +111,7 @@ def overview(app: App, meter: RateMeter) -> Overview:
         )
     workers = [worker_row(w, now) for w in store.list_workers() if w.stopped_at is None]
     active = counts.get("running", 0) > 0 or counts.get("queued", 0) > 0
-    return Overview(now, counts, queues, by_queue is not None, workers, active)
+    return Overview(now, counts, queues, workers, active)
 
 
 def worker_row(w: WorkerRecord, now: float) -> WorkerRow:
@@ -278,7 +280,6 @@ def overview_json(o: Overview) -> dict[str, Any]:
     return {
         "now": o.now,
         "counts": o.counts,
-        "per_queue": o.per_queue,
         "queues": [q.__dict__ for q in o.queues],
         "workers": [{**w.__dict__, "queues": list(w.queues)} for w in o.workers],
         "active": o.active,

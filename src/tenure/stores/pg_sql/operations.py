@@ -5,6 +5,7 @@ here except through retry and forget; the queue's rules live in `tenure.stores.p
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 from tenure.states import FINAL_STATES, JOB_STATES
 from tenure.stores.base import (
@@ -14,10 +15,15 @@ from tenure.stores.base import (
     NewBatch,
     NewJob,
     WorkerRecord,
+    total_counts,
 )
 from tenure.stores.pg_sql import batches
 from tenure.stores.pg_sql.database import POOL_MAX, Database
 from tenure.stores.pg_sql.jobs import NOW, attempt_record, job_record
+from tenure.stores.pg_sql.transaction import caller_cursor
+
+# Counter rows left by disconnected backends that a read tolerates before folding them.
+FOLD_AFTER_ROWS = 256
 
 
 def usable_id(value: str) -> bool:
@@ -44,7 +50,12 @@ class PostgresOperations:
         self.db.close()
 
     # -- batches -----------------------------------------------------------------------
-    def create_batch(self, *, batch: NewBatch, jobs: Sequence[NewJob]) -> None:
+    def create_batch(self, *, batch: NewBatch, jobs: Sequence[NewJob], conn: Any = None) -> None:
+        if conn is not None:
+            # The application's own transaction: its commit or rollback decides, not us.
+            with caller_cursor(self.db, conn) as cur:
+                batches.create(self.db, cur, batch, jobs, self.db.clock(cur))
+            return
         with self.db.transaction() as cur:
             batches.create(self.db, cur, batch, jobs, self.db.clock(cur))
 
@@ -122,30 +133,93 @@ class PostgresOperations:
         return [job_record(r, []) for r in rows]
 
     def counts(self) -> dict[str, int]:
-        out = dict.fromkeys(JOB_STATES, 0)
+        return total_counts(self.queue_counts())
+
+    def queue_counts(self) -> dict[str, dict[str, int]]:
+        out: dict[str, dict[str, int]] = {}
         with self.db.cursor() as cur:
+            # One statement, one snapshot: the counters (kept by the triggers of migration
+            # 0004) and the scheduled jobs counted beside them agree. Scheduled ones are an
+            # index range of tenure_jobs_ready per queue that has queued jobs at all.
             rows = cur.execute(
                 self.db.q(
-                    f"SELECT CASE WHEN state = 'queued' AND run_at > {NOW} THEN 'scheduled'"
-                    " ELSE state END AS s, count(*) AS n FROM {s}.tenure_jobs GROUP BY 1"
+                    "WITH c AS (SELECT queue, state, sum(n) AS n,"
+                    " count(*) FILTER (WHERE shard <> 0 AND NOT EXISTS"
+                    " (SELECT FROM pg_stat_activity a WHERE a.pid = shard)) AS gone"
+                    " FROM {s}.tenure_job_counts GROUP BY queue, state)"
+                    " SELECT queue, state, n, gone, CASE WHEN state = 'queued' AND n > 0"
+                    " THEN (SELECT count(*) FROM {s}.tenure_jobs j WHERE j.state = 'queued'"
+                    f" AND j.queue = c.queue AND j.run_at > {NOW}) ELSE 0 END AS scheduled"
+                    " FROM c"
                 )
             ).fetchall()
+        gone = 0
         for row in rows:
-            out[row["s"]] = int(row["n"])
+            gone += int(row["gone"])
+            n = int(row["n"])
+            if n == 0:
+                continue  # a queue whose jobs were all forgotten, or moved on
+            counts = out.setdefault(row["queue"], dict.fromkeys(JOB_STATES, 0))
+            counts[row["state"]] += n
+            if row["state"] == "queued":
+                counts["queued"] -= int(row["scheduled"])
+                counts["scheduled"] += int(row["scheduled"])
+        if gone > FOLD_AFTER_ROWS:
+            self._fold_counts()
         return out
+
+    def _fold_counts(self) -> None:
+        """Move the counter rows of backends that have disconnected into shard 0.
+
+        Each backend writes rows of its own (see 0004_counters.sql), so every connection a
+        pool ever opened would leave rows behind; reading sums them, and folding keeps that
+        sum over a few rows. Rows still locked (a reused pid writing right now) are skipped,
+        not waited for: the next fold takes them."""
+        with self.db.transaction() as cur:
+            cur.execute(
+                self.db.q(
+                    "WITH gone AS (DELETE FROM {s}.tenure_job_counts WHERE (queue, state, shard)"
+                    " IN (SELECT queue, state, shard FROM {s}.tenure_job_counts"
+                    " WHERE shard <> 0 AND NOT EXISTS"
+                    " (SELECT FROM pg_stat_activity a WHERE a.pid = shard)"
+                    " FOR UPDATE SKIP LOCKED) RETURNING queue, state, n)"
+                    " INSERT INTO {s}.tenure_job_counts AS c (queue, state, shard, n)"
+                    " SELECT queue, state, 0, sum(n) FROM gone GROUP BY queue, state"
+                    # the same lock order as the triggers: two folds never deadlock
+                    " ORDER BY queue, state"
+                    " ON CONFLICT (queue, state, shard) DO UPDATE SET n = c.n + excluded.n"
+                )
+            )
+            cur.execute(self.db.q("DELETE FROM {s}.tenure_job_counts WHERE shard = 0 AND n = 0"))
 
     def retry_job(self, job_id: str) -> bool:
         if not usable_id(job_id):
             return False
-        with self.db.cursor() as cur:
+        with self.db.transaction() as cur:
+            # The job's row first, then its batch's: the lock order of every batch change.
+            row = cur.execute(
+                self.db.q(
+                    "SELECT batch_id FROM {s}.tenure_jobs WHERE id = %s AND state = 'failed'"
+                    " FOR UPDATE"
+                ),
+                (job_id,),
+            ).fetchone()
+            if row is None:
+                return False
+            # A member leaves its batch's failed count, so its next end is counted once; a
+            # batch that no longer runs refuses (see Store.retry_job).
+            if row["batch_id"] is not None and not batches.member_retried(
+                self.db, cur, row["batch_id"]
+            ):
+                return False
             rows = cur.execute(
                 self.db.q(
-                    f"WITH r AS (UPDATE {{s}}.tenure_jobs SET state = 'queued', run_at = {NOW},"
+                    "WITH r AS (UPDATE {s}.tenure_jobs SET state = 'queued', run_at = %s,"
                     " finished_at = NULL, tries_used = 0, exceptions = 0"
                     " WHERE id = %s AND state = 'failed' RETURNING queue)"
                     " SELECT pg_notify(%s, queue) FROM r"
                 ),
-                (job_id, self.db.channel),
+                (self.db.clock(cur), job_id, self.db.channel),
             ).fetchall()
         return bool(rows)
 
