@@ -1,5 +1,8 @@
 -- tenure's reserve and complete on PostgreSQL, as src/tenure/stores/postgres.py issues them
--- (one job per reserve; worker id, host and pid fixed). Keep in step with that file.
+-- (one job per reserve; worker id, host and pid fixed). Keep in step with that file. One
+-- transaction per job, as a busy worker's complete_and_reserve commits one per job.
+-- (Run with -M prepared: :job_id is sent as a bound parameter, so it needs no quoting.)
+BEGIN;
 WITH picked AS (SELECT id FROM tenure.tenure_jobs WHERE queue = 'default'
     AND state = 'queued' AND run_at <= date_part('epoch', now())
     ORDER BY run_at, seq LIMIT 1 FOR UPDATE SKIP LOCKED),
@@ -12,13 +15,12 @@ WITH picked AS (SELECT id FROM tenure.tenure_jobs WHERE queue = 'default'
     SELECT id, attempt, 'w-pgbench', 'bench', 1, date_part('epoch', now()),
     date_part('epoch', now()) FROM claimed)
 SELECT id AS job_id, attempt AS token FROM claimed \gset
-BEGIN;
 WITH done AS (UPDATE tenure.tenure_jobs SET state = 'succeeded',
     finished_at = date_part('epoch', now()), lease_expires_at = NULL,
-    tries_used = tries_used + 1 WHERE id = :'job_id' AND attempt = :token
+    tries_used = tries_used + 1 WHERE id = :job_id AND attempt = :token
     AND state = 'running' RETURNING id),
   closed AS (UPDATE tenure.tenure_attempts SET ended_at = date_part('epoch', now()),
     outcome = 'succeeded', error = NULL, traceback = NULL FROM done
     WHERE job_id = done.id AND number = :token)
 SELECT count(*) AS n FROM done;
-END;
+COMMIT;

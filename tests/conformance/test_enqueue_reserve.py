@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import time
+from dataclasses import replace
 
 import pytest
 
 from conformance.helpers import W1, W2, enqueue, job, new_job, reserve_one, wait_until
+from tenure.guards import Guards
 from tenure.retry import Policy
 from tenure.stores import Store
 
@@ -153,3 +155,11 @@ def _approx(x: float) -> object:
 
 def attempt_start(store: Store, job_id: str) -> float:
     return job(store, job_id).attempts[-1].started_at
+
+
+def test_guard_seconds_given_as_int_and_float_enqueue_together(store: Store) -> None:
+    # psycopg once refused the batch: a list mixing int (30) and float (1.0) has no one type
+    whole = replace(new_job(), guards=Guards(overlap_key="a", overlap_delay=30))
+    rate = replace(new_job(), guards=Guards(rate_key="r", rate_limit=5, rate_window=2))
+    ids = enqueue(store, whole, rate, new_job())
+    assert [job(store, i).state for i in ids] == ["queued"] * 3

@@ -39,7 +39,8 @@ from tenure.stores.base import (
     WorkerRef,
     describe_crash,
 )
-from tenure.stores.pg_sql import batches, guards
+from tenure.stores.pg_sql import batches, claims, guards
+from tenure.stores.pg_sql.claims import NEXT_ATTEMPT, RETURNING
 from tenure.stores.pg_sql.database import Cursor
 from tenure.stores.pg_sql.guards import CLOCK
 from tenure.stores.pg_sql.jobs import NOW, insert_jobs
@@ -49,18 +50,6 @@ from tenure.stores.pg_sql.transaction import PostgresJobTransaction, caller_curs
 # guarded jobs one reserve call may look at beyond `limit`: they may be deferred instead
 RESERVE_LOOKAHEAD = 32
 RESERVE_ROUNDS = 4
-_RETURNING = (
-    " RETURNING j.id, j.name, j.queue, j.payload, j.policy, j.attempt, j.lease_expires_at,"
-    " j.batch_id, j.run_at, j.seq"
-)
-
-
-# Past every attempt row the job has: a stray row (a restore, a hand edit) must not make the
-# next attempt's number collide, which would fail the whole reservation for the queue.
-NEXT_ATTEMPT = (
-    "greatest(j.attempt, coalesce((SELECT max(a.number) FROM {s}.tenure_attempts a"
-    " WHERE a.job_id = j.id), 0)) + 1"
-)
 
 
 class PostgresStore(PostgresOperations):
@@ -103,7 +92,10 @@ class PostgresStore(PostgresOperations):
             seen: list[str] = []  # guarded jobs judged in this call: not looked at again
             for _ in range(RESERVE_ROUNDS):
                 want = limit - len(out)
-                picked, guarded = self._reserve_plain(queue, want, seen, worker, lease, out)
+                with self.db.cursor() as cur:
+                    picked, guarded = self._reserve_plain(
+                        cur, queue, want, seen, worker, lease, out
+                    )
                 if guarded:
                     seen += self._reserve_guarded(queue, seen, limit, worker, lease, out)
                 if len(out) >= limit or picked < want or not guarded:
@@ -114,8 +106,50 @@ class PostgresStore(PostgresOperations):
                 break
         return out
 
+    def complete_and_reserve(
+        self, *, job_id: str, token: int, queues: Sequence[str], worker: WorkerRef, lease: float
+    ) -> tuple[EndResult, Reservation | None]:
+        """One statement, one round trip and one commit for a job outside any batch; a batch
+        member (or a stale token) takes the transaction path. Only plain jobs are claimed: a
+        guarded job at the head of a queue is left for `reserve`, which judges guards."""
+        order = list(dict.fromkeys(queues))
+        with self.db.cursor() as cur:
+            rows = cur.execute(
+                self.db.q(claims.COMPLETE_AND_CLAIM),
+                {"id": job_id, "token": token, **_claim_params(order[0], 1, [], worker, lease)},
+            ).fetchall()
+        if not rows[0]["completed"]:
+            return self._complete_and_reserve_in_transaction(job_id, token, order, worker, lease)
+        ok = EndResult(accepted=True, state="succeeded")
+        out = [_reservation(r) for r in rows if r["id"] is not None]
+        if out or rows[0]["picked"] or len(order) == 1:
+            return ok, out[0] if out else None
+        with self.db.cursor() as cur:
+            return ok, self._claim_one(cur, order[1:], worker, lease)
+
+    def _complete_and_reserve_in_transaction(
+        self, job_id: str, token: int, queues: Sequence[str], worker: WorkerRef, lease: float
+    ) -> tuple[EndResult, Reservation | None]:
+        with self.db.transaction() as cur:
+            result = self.complete_on(cur, job_id, token)
+            if result is None:
+                result = self._refuse(cur, job_id, token, "succeeded")
+            # after the batch row's lock (complete_on), as cancel_batch orders its locks
+            return result, self._claim_one(cur, queues, worker, lease)
+
+    def _claim_one(
+        self, cur: Cursor, queues: Sequence[str], worker: WorkerRef, lease: float
+    ) -> Reservation | None:
+        out: list[Reservation] = []
+        for queue in queues:
+            picked, _ = self._reserve_plain(cur, queue, 1, [], worker, lease, out)
+            if out or picked:
+                break  # claimed one, or the queue's head is guarded: `reserve` judges it
+        return out[0] if out else None
+
     def _reserve_plain(
         self,
+        cur: Cursor,
         queue: str,
         want: int,
         seen: list[str],
@@ -123,44 +157,12 @@ class PostgresStore(PostgresOperations):
         lease: float,
         out: list[Reservation],
     ) -> tuple[int, list[str]]:
-        """The hot path, one statement: claim the oldest ready jobs without guards; return how
-        many rows were picked and the ids of the guarded ones among them, to judge apart.
-
-        SKIP LOCKED passes over rows another worker is claiming, and a row claimed and
-        committed meanwhile fails the re-checked `state = 'queued'`, so no job is handed out
-        twice."""
-        with self.db.cursor() as cur:
-            rows = cur.execute(
-                self.db.q(
-                    "WITH picked AS MATERIALIZED (SELECT id, run_at, seq,"
-                    " overlap_key IS NULL AND rate_key IS NULL AS free FROM {s}.tenure_jobs"
-                    f" WHERE queue = %(queue)s AND state = 'queued' AND run_at <= {NOW}"
-                    " AND id <> ALL(%(seen)s::text[]) ORDER BY run_at, seq LIMIT %(limit)s"
-                    " FOR UPDATE SKIP LOCKED),"
-                    " claimed AS (UPDATE {s}.tenure_jobs j SET state = 'running',"
-                    " attempt = " + NEXT_ATTEMPT + ","
-                    f" lease_expires_at = {NOW} + %(lease)s,"
-                    " worker_id = %(worker)s FROM picked WHERE j.id = picked.id AND picked.free"
-                    f"{_RETURNING}),"
-                    " opened AS (INSERT INTO {s}.tenure_attempts (job_id, number, worker_id,"
-                    " host, pid, started_at, last_heartbeat_at)"
-                    f" SELECT id, attempt, %(worker)s, %(host)s, %(pid)s, {NOW}, {NOW}"
-                    " FROM claimed)"
-                    " SELECT c.*, p.picked, p.guarded FROM (SELECT count(*) AS picked,"
-                    " coalesce(array_agg(id ORDER BY run_at, seq) FILTER (WHERE NOT free),"
-                    " '{}') AS guarded FROM picked) p LEFT JOIN claimed c ON true"
-                    " ORDER BY c.run_at, c.seq"
-                ),
-                {
-                    "queue": queue,
-                    "seen": seen,
-                    "limit": want,
-                    "lease": float(lease),
-                    "worker": worker.id,
-                    "host": worker.host,
-                    "pid": worker.pid,
-                },
-            ).fetchall()
+        """The hot path, one statement (claims.CLAIM): claim the oldest ready jobs without
+        guards; return how many rows were picked and the ids of the guarded ones among them,
+        to judge apart."""
+        rows = cur.execute(
+            self.db.q(claims.CLAIM), _claim_params(queue, want, seen, worker, lease)
+        ).fetchall()
         out.extend(_reservation(r) for r in rows if r["id"] is not None)
         return int(rows[0]["picked"]), list(rows[0]["guarded"])
 
@@ -212,7 +214,7 @@ class PostgresStore(PostgresOperations):
             self.db.q(
                 "WITH claimed AS (UPDATE {s}.tenure_jobs j SET state = 'running',"
                 " attempt = " + NEXT_ATTEMPT + ", lease_expires_at = %(now)s + %(lease)s,"
-                f" worker_id = %(worker)s WHERE j.id = %(id)s{_RETURNING}),"
+                f" worker_id = %(worker)s WHERE j.id = %(id)s{RETURNING}),"
                 " opened AS (INSERT INTO {s}.tenure_attempts (job_id, number, worker_id, host,"
                 " pid, started_at, last_heartbeat_at) SELECT id, attempt, %(worker)s,"
                 " %(host)s, %(pid)s, %(now)s, %(now)s FROM claimed)"
@@ -487,6 +489,20 @@ class PostgresStore(PostgresOperations):
         # hand-back commits; the caller's timeout is the bounded fallback poll (delayed jobs
         # coming due send no NOTIFY).
         self.db.wait_for_notify(set(queues), timeout)
+
+
+def _claim_params(
+    queue: str, limit: int, seen: list[str], worker: WorkerRef, lease: float
+) -> dict[str, Any]:
+    return {
+        "queue": queue,
+        "seen": seen,
+        "limit": limit,
+        "lease": float(lease),
+        "worker": worker.id,
+        "host": worker.host,
+        "pid": worker.pid,
+    }
 
 
 def _reservation(r: DictRow) -> Reservation:

@@ -87,6 +87,7 @@ from tenure.stores.base import (
     Reservation,
     WorkerRef,
     describe_crash,
+    total_counts,
 )
 from tenure.stores.redis_batches import RedisBatches
 from tenure.stores.redis_client import (
@@ -112,6 +113,8 @@ from tenure.stores.redis_workers import RedisWorkers
 log = logging.getLogger("tenure.stores.redis")
 
 LAYOUT_VERSION = 1
+# The order of the figures the "counts" script returns after the clock.
+COUNTED_STATES = ("queued", "scheduled", "running", "succeeded", "failed", "cancelled")
 STALE = "stale token: lease taken over"
 
 RESCUE_CHUNK = 500
@@ -164,32 +167,69 @@ class RedisStore(RedisBatches, RedisGuards, RedisWorkers):
             if len(out) >= limit:
                 break
             rows = self._run(
-                self._qcall(
-                    "reserve",
-                    queue,
-                    limit - len(out),
-                    repr(float(lease)),
-                    worker.id,
-                    worker.host,
-                    worker.pid,
+                self._qcall("reserve", queue, *self._reserve_args(limit - len(out), worker, lease))
+            )
+            out += self._reservations(queue, rows)
+        return out
+
+    @staticmethod
+    def _reserve_args(limit: int, worker: WorkerRef, lease: float) -> tuple[Any, ...]:
+        return limit, repr(float(lease)), worker.id, worker.host, worker.pid
+
+    def _reservations(self, queue: str, rows: Sequence[Any]) -> list[Reservation]:
+        out = []
+        for job_id, name, payload, policy, attempt, expires, batch_id in rows:
+            self._remember(job_id, queue)
+            out.append(
+                Reservation(
+                    job_id=job_id,
+                    name=name,
+                    queue=queue,
+                    payload=payload,
+                    policy=Policy.from_json(policy),
+                    attempt=int(attempt),
+                    token=int(attempt),
+                    lease_expires_at=float(expires),
+                    batch_id=batch_id,
                 )
             )
-            for job_id, name, payload, policy, attempt, expires, batch_id in rows:
-                self._remember(job_id, queue)
-                out.append(
-                    Reservation(
-                        job_id=job_id,
-                        name=name,
-                        queue=queue,
-                        payload=payload,
-                        policy=Policy.from_json(policy),
-                        attempt=int(attempt),
-                        token=int(attempt),
-                        lease_expires_at=float(expires),
-                        batch_id=batch_id,
-                    )
-                )
         return out
+
+    def complete_and_reserve(
+        self, *, job_id: str, token: int, queues: Sequence[str], worker: WorkerRef, lease: float
+    ) -> tuple[EndResult, Reservation | None]:
+        """One round trip: one atomic script when the next job is looked for in the finished
+        job's own queue (the usual case: their keys share a hash tag), else the two scripts in
+        one pipeline. A connection lost between those two leaves the success recorded and at
+        worst one claimed job whose lease expires and is rescued, as after any lost reply."""
+        order = list(dict.fromkeys(queues))
+        queue = self._locate(job_id)
+        if queue is None:
+            return EndResult(accepted=False, state="missing", reason=STALE), None
+        if queue == order[0]:
+            reply, rows = self._run(
+                self._qcall(
+                    "complete_and_reserve",
+                    queue,
+                    job_id,
+                    int(token),
+                    *self._reserve_args(1, worker, lease),
+                )
+            )
+        else:
+            reply, rows = self._run_many(
+                [
+                    self._qcall("complete", queue, job_id, int(token)),
+                    self._qcall("reserve", order[0], *self._reserve_args(1, worker, lease)),
+                ]
+            )
+        result = (
+            EndResult(accepted=True, state="succeeded") if reply[0] == "ok" else _refused(reply)
+        )
+        claimed = self._reservations(order[0], rows)
+        if not claimed and len(order) > 1:
+            claimed = self.reserve(queues=order[1:], worker=worker, lease=lease, limit=1)
+        return result, claimed[0] if claimed else None
 
     def heartbeat(
         self, *, worker: WorkerRef, leases: Sequence[tuple[str, int]], lease: float
@@ -428,15 +468,19 @@ class RedisStore(RedisBatches, RedisGuards, RedisWorkers):
         return out
 
     def counts(self) -> dict[str, int]:
-        out = dict.fromkeys(JOB_STATES, 0)
-        replies = self._run_many([self._qcall("counts", q) for q in self._queues()])
-        for reply in replies:
-            for state, n in zip(
-                ("queued", "scheduled", "running", "succeeded", "failed", "cancelled"),
-                reply[1:],
-                strict=True,
-            ):
-                out[state] += int(n)
+        return total_counts(self.queue_counts())
+
+    def queue_counts(self) -> dict[str, dict[str, int]]:
+        # Every state has a sorted set per queue, so each figure is a ZCARD (O(1)) or, for
+        # queued against scheduled, a ZCOUNT by run_at (O(log n)): nothing here grows with the
+        # number of jobs. One script per queue, all in one round trip.
+        queues = self._queues()
+        replies = self._run_many([self._qcall("counts", q) for q in queues])
+        out: dict[str, dict[str, int]] = {}
+        for queue, reply in zip(queues, replies, strict=True):
+            counts = dict(zip(COUNTED_STATES, (int(n) for n in reply[1:]), strict=True))
+            if any(counts.values()):  # the registry keeps every queue ever used
+                out[queue] = {state: counts.get(state, 0) for state in JOB_STATES}
         return out
 
     def retry_job(self, job_id: str) -> bool:

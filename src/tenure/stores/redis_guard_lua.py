@@ -10,6 +10,8 @@ hash tag and a script never leaves its queue's slot.
 
 from __future__ import annotations
 
+from tenure.stores.redis_lua import COMPLETE
+
 # Fields per job in ENQUEUE's ARGV, after the two common ones (base, queue name).
 ENQUEUE_FIELDS = 14
 # Ready jobs a reservation looks at beyond `limit`: guarded jobs in front may be deferred.
@@ -229,4 +231,24 @@ if f[1] ~= 'running' or n == nil or n ~= tonumber(ARGV[4]) then return 0 end
 return redis.call('HSETNX', once_key(id), ARGV[5], n .. ' ' .. now_s)
 """
 
-GUARD_SCRIPTS = {"enqueue": ENQUEUE, "reserve": RESERVE, "claim_once": CLAIM_ONCE}
+# A busy worker's hot path in one atomic call: COMPLETE, then RESERVE of one job. Each body
+# runs as a function whose parameter shadows ARGV, so both read their own arguments unchanged.
+# ARGV[3..4]: job id, token (COMPLETE); ARGV[5..9]: limit, lease, worker id, host, pid (RESERVE).
+COMPLETE_AND_RESERVE = f"""
+local function complete_body(ARGV)
+{COMPLETE}
+end
+local function reserve_body(ARGV)
+{RESERVE}
+end
+local ended = complete_body({{ARGV[1], ARGV[2], ARGV[3], ARGV[4]}})
+local claimed = reserve_body({{ARGV[1], ARGV[2], ARGV[5], ARGV[6], ARGV[7], ARGV[8], ARGV[9]}})
+return {{ended, claimed}}
+"""
+
+GUARD_SCRIPTS = {
+    "enqueue": ENQUEUE,
+    "reserve": RESERVE,
+    "claim_once": CLAIM_ONCE,
+    "complete_and_reserve": COMPLETE_AND_RESERVE,
+}

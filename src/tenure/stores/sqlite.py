@@ -74,6 +74,13 @@ class SQLiteStore(SQLiteOperations):
     def _enqueue_in_caller_transaction(self, conn: Any, jobs: Sequence[NewJob]) -> list[str]:
         """Write the jobs with the application's own connection, inside its transaction: a
         rollback leaves no job, and workers see them only once the application commits."""
+        with self._caller_transaction(conn) as (caller, now):
+            return self._enqueue(caller, jobs, now)
+
+    @contextmanager
+    def _caller_transaction(self, conn: Any) -> Iterator[tuple[sqlite3.Connection, float]]:
+        """The application's own connection to this store's file, inside its transaction (one
+        is opened if none is): nothing here commits, the caller's commit or rollback decides."""
         if not isinstance(conn, sqlite3.Connection):
             raise ConfigError(
                 f"conn=: the SQLite store takes a sqlite3.Connection, got {type(conn).__name__}"
@@ -90,7 +97,7 @@ class SQLiteStore(SQLiteOperations):
         try:
             if not conn.in_transaction:
                 conn.execute("BEGIN")  # the caller's commit or rollback decides, not us
-            return self._enqueue(conn, jobs, self._now(conn))
+            yield conn, self._now(conn)
         finally:
             conn.row_factory = saved
 
@@ -99,27 +106,47 @@ class SQLiteStore(SQLiteOperations):
     ) -> list[Reservation]:
         if limit < 1:
             return []
-        out: list[Reservation] = []
         with self._write() as (conn, now):
-            for queue in queues:  # priority order: drain earlier queues first
-                rows = conn.execute(
-                    "SELECT id, overlap_key, overlap_delay, rate_key, rate_limit, rate_window"
-                    " FROM tenure_jobs WHERE queue = ? AND state = 'queued' AND run_at <= ?"
-                    " ORDER BY run_at, rowid LIMIT ?",
-                    # look a little further than `limit`: guarded jobs may be deferred
-                    (queue, now, limit - len(out) + RESERVE_LOOKAHEAD),
-                ).fetchall()
-                for row in rows:
-                    if len(out) >= limit:
-                        break
-                    with self._isolated(conn, row["id"], now, "start"):
-                        deferral = self._guard_deferral(conn, row, now)
-                        if deferral is not None:
-                            self._defer(conn, row["id"], worker, now, *deferral)
-                            continue
-                        out.append(self._open_attempt(conn, row["id"], worker, now, lease))
+            return self._reserve_on(conn, now, queues, worker, lease, limit)
+
+    def complete_and_reserve(
+        self, *, job_id: str, token: int, queues: Sequence[str], worker: WorkerRef, lease: float
+    ) -> tuple[EndResult, Reservation | None]:
+        # One write transaction instead of two: the hot path of a busy worker.
+        with self._write() as (conn, now):
+            result = self._complete_on(conn, job_id, token, now)
+            claimed = self._reserve_on(conn, now, queues, worker, lease, 1)
+        return result, claimed[0] if claimed else None
+
+    def _reserve_on(
+        self,
+        conn: sqlite3.Connection,
+        now: float,
+        queues: Sequence[str],
+        worker: WorkerRef,
+        lease: float,
+        limit: int,
+    ) -> list[Reservation]:
+        out: list[Reservation] = []
+        for queue in queues:  # priority order: drain earlier queues first
+            rows = conn.execute(
+                "SELECT id, overlap_key, overlap_delay, rate_key, rate_limit, rate_window"
+                " FROM tenure_jobs WHERE queue = ? AND state = 'queued' AND run_at <= ?"
+                " ORDER BY run_at, rowid LIMIT ?",
+                # look a little further than `limit`: guarded jobs may be deferred
+                (queue, now, limit - len(out) + RESERVE_LOOKAHEAD),
+            ).fetchall()
+            for row in rows:
                 if len(out) >= limit:
                     break
+                with self._isolated(conn, row["id"], now, "start"):
+                    deferral = self._guard_deferral(conn, row, now)
+                    if deferral is not None:
+                        self._defer(conn, row["id"], worker, now, *deferral)
+                        continue
+                    out.append(self._open_attempt(conn, row["id"], worker, now, lease))
+            if len(out) >= limit:
+                break
         return out
 
     def _guard_deferral(
@@ -430,9 +457,13 @@ class SQLiteStore(SQLiteOperations):
                 return
 
     # -- batches -----------------------------------------------------------------------
-    def create_batch(self, *, batch: NewBatch, jobs: Sequence[NewJob]) -> None:
-        with self._write() as (conn, now):
-            batches.create(conn, batch, jobs, now)
+    def create_batch(self, *, batch: NewBatch, jobs: Sequence[NewJob], conn: Any = None) -> None:
+        if conn is not None:
+            with self._caller_transaction(conn) as (caller, now):
+                batches.create(caller, batch, jobs, now)
+            return
+        with self._write() as (own, now):
+            batches.create(own, batch, jobs, now)
 
     def add_to_batch(self, *, batch_id: str, jobs: Sequence[NewJob]) -> int:
         with self._write() as (conn, now):

@@ -6,6 +6,7 @@ are read from the store at scrape time, so every worker reports the same queue d
 
 from __future__ import annotations
 
+import bisect
 import threading
 from collections import Counter
 from collections.abc import Callable
@@ -30,9 +31,11 @@ class Metrics:
             self.attempts[(job, outcome)] += 1
             self.duration_sum[job] = self.duration_sum.get(job, 0.0) + seconds
             self.duration_count[job] += 1
-            for bound in BUCKETS:
-                if seconds <= bound:
-                    self.duration_buckets[(job, bound)] += 1
+            # one increment per attempt (the smallest bucket that holds it); the cumulative
+            # counts Prometheus expects are summed at scrape time, not on the hot path
+            first = bisect.bisect_left(BUCKETS, seconds)
+            if first < len(BUCKETS):
+                self.duration_buckets[(job, BUCKETS[first])] += 1
 
     def renewed(self, ok: bool, leases: int) -> None:
         with self._lock:
@@ -48,10 +51,11 @@ class Metrics:
     def _histogram(self, job: str) -> list[str]:
         name = "tenure_attempt_duration_seconds"
         label = f'job="{_esc(job)}"'
-        out = [
-            f'{name}_bucket{{{label},le="{bound}"}} {self.duration_buckets[(job, bound)]}'
-            for bound in BUCKETS
-        ]
+        out = []
+        cumulative = 0
+        for bound in BUCKETS:
+            cumulative += self.duration_buckets[(job, bound)]
+            out.append(f'{name}_bucket{{{label},le="{bound}"}} {cumulative}')
         count = self.duration_count[job]
         out.append(f'{name}_bucket{{{label},le="+Inf"}} {count}')
         out.append(f"{name}_sum{{{label}}} {self.duration_sum[job]:.6f}")

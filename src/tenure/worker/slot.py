@@ -13,7 +13,7 @@ import traceback
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from tenure import payload
+from tenure import payload, tracing
 from tenure.context import JobContext, activate, deactivate
 from tenure.errors import PayloadError, UnknownJob
 from tenure.job import Job
@@ -56,11 +56,15 @@ class Slot:
 
     # -- called from other threads ------------------------------------------------------
     def assign(self, reservation: Reservation, reserved_at: float) -> None:
+        self.assign_current(reservation, reserved_at)
+        self.inbox.put(reservation)
+
+    def assign_current(self, reservation: Reservation, reserved_at: float) -> None:
+        """Make `reservation` the attempt this slot's lease checks watch."""
         self.current = reservation
         self.renewed_at = reserved_at
         self.lease_warned = False
         self._lease_lost = None
-        self.inbox.put(reservation)
 
     def lose_lease(self, reservation: Reservation, reason: str) -> None:
         if self.current is reservation and self._lease_lost is None:
@@ -90,19 +94,23 @@ class Slot:
             reservation = self.inbox.get()
             if reservation is None:
                 break
-            try:
-                self._execute(reservation)
-            except Exception as exc:  # the slot must survive anything, or the worker shrinks
-                log.exception(
-                    "slot %d: unexpected error around job %s", self.index, reservation.job_id
-                )
-                self._end_after_worker_error(reservation, exc)
-            finally:
-                self.current = None
-                self.worker.slot_freed(self)
+            # A busy slot claims its next job as it records a success, so it runs job after
+            # job without going back through the fetch loop (see Worker.report).
+            while reservation is not None:
+                reservation = self._execute_guarded(reservation)
+            self.current = None
+            self.worker.slot_freed(self)
         if self.child is not None:
             self.child.stop()
             self.child = None
+
+    def _execute_guarded(self, reservation: Reservation) -> Reservation | None:
+        try:
+            return self._execute(reservation)
+        except Exception as exc:  # the slot must survive anything, or the worker shrinks
+            log.exception("slot %d: unexpected error around job %s", self.index, reservation.job_id)
+            self._end_after_worker_error(reservation, exc)
+            return None
 
     def _end_after_worker_error(self, res: Reservation, exc: Exception) -> None:
         """Close the attempt rather than leave it open until its lease expires."""
@@ -133,7 +141,8 @@ class Slot:
             self.child.wait_ready()
         return self.child
 
-    def _execute(self, res: Reservation) -> None:
+    def _execute(self, res: Reservation) -> Reservation | None:
+        """Run one attempt and record its end; return the next job this slot claimed."""
         started = time.monotonic()
         log.debug(
             "job %s %s attempt %d started",
@@ -143,7 +152,11 @@ class Slot:
             extra=job_fields(res, worker=self.worker.ref.id),
         )
         ended = self._run(res, started)
-        self.worker.report(res, ended, time.monotonic() - started)
+        claimed_at = time.monotonic()
+        following = self.worker.report(res, ended, claimed_at - started, chain=True)
+        if following is not None:
+            self.assign_current(following, claimed_at)
+        return following
 
     def _run(self, res: Reservation, started: float) -> Ended:
         worker = self.worker
@@ -312,6 +325,16 @@ async def _run_coroutine(
     job: Job, arguments: payload.Arguments, ctx: JobContext, timeout: float
 ) -> str:
     token = activate(ctx)
+    # the attempt's span (a no-op unless the app uses OpenTelemetry), linked to its dispatch;
+    # started inside the task, so it is current in the job's own context only
+    span = tracing.attempt_started(
+        name=ctx.name,
+        job_id=ctx.job_id,
+        queue=ctx.queue,
+        attempt=ctx.attempt,
+        batch_id=ctx.batch_id,
+        carrier=arguments.trace,
+    )
     try:
         async with asyncio.timeout(timeout) as scope:
             try:
@@ -320,10 +343,18 @@ async def _run_coroutine(
                 if scope.expired():
                     raise
                 raise _JobRaisedTimeout() from None
-    except TimeoutError:
+    except TimeoutError as exc:
+        span.end("timed_out", exc)
         return "timed_out"
+    except _JobRaisedTimeout as exc:
+        span.end("failed", exc.__context__ or exc)
+        raise
+    except BaseException as exc:
+        span.end("failed", exc)
+        raise
     finally:
         deactivate(token)
+    span.end("succeeded")
     return "ok"
 
 

@@ -228,7 +228,7 @@ class Worker:
     def _hand_out(self, res: Reservation, reserved_at: float) -> None:
         with self._idle_changed:
             slot = self._idle.pop()
-        self._started += 1
+            self._started += 1
         slot.assign(res, reserved_at)
 
     def slot_freed(self, slot: Slot) -> None:
@@ -263,11 +263,18 @@ class Worker:
         self.stopping.wait(delay)
 
     # -- ending attempts ---------------------------------------------------------------
-    def report(self, res: Reservation, ended: Ended, duration: float) -> None:
+    def report(
+        self, res: Reservation, ended: Ended, duration: float, *, chain: bool = False
+    ) -> Reservation | None:
+        """Record how an attempt ended. With `chain`, a success also claims the slot's next
+        job in the same store call, when this worker may start one; that job is returned."""
         self._finished_count += 1
         self.metrics.attempt_ended(res.name, ended.outcome, duration)
+        following: Reservation | None = None
         if ended.recorded is not None:
             result: EndResult | None = ended.recorded
+        elif ended.outcome == "succeeded" and chain and self._take_start():
+            result, following = self._complete_and_reserve(res)
         elif ended.outcome == "succeeded":
             result = self._call_store(
                 lambda: self.store.complete(job_id=res.job_id, token=res.token),
@@ -286,6 +293,46 @@ class Worker:
                 attempts=self._store_attempts(),
             )
         self._log_end(res, ended, duration, result)
+        return following
+
+    def _complete_and_reserve(
+        self, res: Reservation
+    ) -> tuple[EndResult | None, Reservation | None]:
+        opts = self.options
+        try:
+            result, following = self.store.complete_and_reserve(
+                job_id=res.job_id,
+                token=res.token,
+                queues=opts.queues,
+                worker=self.ref,
+                lease=opts.lease,
+            )
+        except Exception:
+            # Recording the end matters; the next job can wait for the fetch loop. (Had the
+            # failed call committed, `complete` is refused by fencing and any job it claimed is
+            # rescued when its lease expires, as after a lost reply to `reserve`.)
+            following = None
+            result = self._call_store(
+                lambda: self.store.complete(job_id=res.job_id, token=res.token),
+                attempts=self._store_attempts(),
+            )
+        if following is None:
+            self._give_back_start()
+        return result, following
+
+    def _take_start(self) -> bool:
+        """Count one more started job, unless the worker is stopping or at --max-jobs."""
+        with self._idle_changed:
+            if self.stopping.is_set():
+                return False
+            if self.options.max_jobs is not None and self._started >= self.options.max_jobs:
+                return False
+            self._started += 1
+            return True
+
+    def _give_back_start(self) -> None:
+        with self._idle_changed:
+            self._started -= 1
 
     def _store_attempts(self) -> int:
         # Keep trying about as long as the lease lasts; after that the job will be rescued.

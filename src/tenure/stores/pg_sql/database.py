@@ -12,6 +12,7 @@ import os
 import re
 import threading
 import time
+import weakref
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
@@ -55,6 +56,7 @@ class Database:
         self._listener: psycopg.Connection[Any] | None = None
         self._listen_lock = threading.Lock()
         self._pid = os.getpid()
+        self._freshness = _Freshness()
 
     @property
     def migrated(self) -> bool:
@@ -84,7 +86,7 @@ class Database:
                     open=False,
                     # a connection that died with the server (restart, failover) is replaced
                     # on checkout instead of failing the caller's first statement
-                    check=ConnectionPool.check_connection,
+                    check=self._freshness.check,
                     timeout=self.connect_timeout,
                     name=f"tenure:{self.schema}",
                 )
@@ -99,6 +101,7 @@ class Database:
         try:
             with self._get_pool().connection() as conn:
                 yield conn
+                self._freshness.used(conn)  # not after an error: that one is checked
         except PoolTimeout as exc:
             raise StoreUnavailable(
                 f"PostgreSQL at {self.where} gave no connection within "
@@ -289,6 +292,29 @@ def channel_name(schema: str) -> str:
     if len(name) > 63:
         name = "tenure:" + hashlib.sha1(schema.encode()).hexdigest()[:24]
     return name
+
+
+class _Freshness:
+    """The pool's checkout check, skipped for a connection that worked moments ago: checking
+    costs a round trip on every store call, which a busy worker pays on every job. One idle
+    for longer is checked, so a restarted server's dead connections are replaced on checkout;
+    one that died in the last moment fails its call, which callers retry."""
+
+    FRESH_S = 1.0
+
+    def __init__(self) -> None:
+        self._used_at: weakref.WeakKeyDictionary[Connection, float] = weakref.WeakKeyDictionary()
+        self._lock = threading.Lock()
+
+    def used(self, conn: Connection) -> None:
+        with self._lock:
+            self._used_at[conn] = time.monotonic()
+
+    def check(self, conn: Connection) -> None:
+        with self._lock:
+            at = self._used_at.get(conn)
+        if at is None or time.monotonic() - at >= self.FRESH_S:
+            ConnectionPool.check_connection(conn)
 
 
 def connection_lost(exc: psycopg.OperationalError) -> bool:

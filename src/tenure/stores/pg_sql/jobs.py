@@ -52,10 +52,10 @@ def insert_jobs(
             [float(j.delay) for j in jobs],
             [j.batch_id for j in jobs],
             [j.guards.overlap_key for j in jobs],
-            [j.guards.overlap_delay for j in jobs],
+            [_seconds(j.guards.overlap_delay) for j in jobs],
             [j.guards.rate_key for j in jobs],
             [j.guards.rate_limit for j in jobs],
-            [j.guards.rate_window for j in jobs],
+            [_seconds(j.guards.rate_window) for j in jobs],
             db.channel,
         ),
     ).fetchone()
@@ -101,3 +101,8 @@ def job_record(
         attempts=attempts,
         effects=effects or [],
     )
+
+
+def _seconds(value: float | None) -> float | None:
+    # psycopg refuses a list mixing int and float (overlap_delay=30 beside 0.5): one type.
+    return None if value is None else float(value)

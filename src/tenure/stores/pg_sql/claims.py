@@ -1,0 +1,76 @@
+"""The statements of a PostgreSQL worker's hot path: claiming ready jobs, and recording a
+success while claiming the next job in the same statement. `{s}` is the schema (Database.q).
+
+A claim is one statement: SKIP LOCKED passes over rows another worker is claiming, and a row
+claimed and committed meanwhile fails the re-checked `state = 'queued'`, so no job is handed
+out twice. The clock is read once per statement (`clock_timestamp()`, an InitPlan parameter
+usable as an index bound), not `now()`: inside a transaction now() is when it began.
+"""
+
+from __future__ import annotations
+
+from tenure.stores.pg_sql.guards import CLOCK
+
+# Past every attempt row the job has: a stray row (a restore, a hand edit) must not make the
+# next attempt's number collide, which would fail the whole reservation for the queue.
+NEXT_ATTEMPT = (
+    "greatest(j.attempt, coalesce((SELECT max(a.number) FROM {s}.tenure_attempts a"
+    " WHERE a.job_id = j.id), 0)) + 1"
+)
+RETURNING = (
+    " RETURNING j.id, j.name, j.queue, j.payload, j.policy, j.attempt, j.lease_expires_at,"
+    " j.batch_id, j.run_at, j.seq"
+)
+_NOW = "(SELECT now FROM clock)"
+
+
+def _claim_ctes(gate: str) -> str:
+    """picked/claimed/opened: the oldest ready jobs of %(queue)s, up to %(limit)s, skipping
+    %(seen)s; guarded ones are picked (to report them) but not claimed. `gate` adds a
+    condition to the pick."""
+    return (
+        " picked AS MATERIALIZED (SELECT id, run_at, seq,"
+        " overlap_key IS NULL AND rate_key IS NULL AS free FROM {s}.tenure_jobs"
+        f" WHERE queue = %(queue)s AND state = 'queued' AND run_at <= {_NOW}"
+        f" AND id <> ALL(%(seen)s::text[]){gate} ORDER BY run_at, seq LIMIT %(limit)s"
+        " FOR UPDATE SKIP LOCKED),"
+        " claimed AS (UPDATE {s}.tenure_jobs j SET state = 'running',"
+        f" attempt = {NEXT_ATTEMPT}, lease_expires_at = {_NOW} + %(lease)s,"
+        f" worker_id = %(worker)s FROM picked WHERE j.id = picked.id AND picked.free{RETURNING}),"
+        " opened AS (INSERT INTO {s}.tenure_attempts (job_id, number, worker_id,"
+        " host, pid, started_at, last_heartbeat_at)"
+        f" SELECT id, attempt, %(worker)s, %(host)s, %(pid)s, {_NOW}, {_NOW} FROM claimed)"
+    )
+
+
+# One row per claimed job (or one row of NULLs), each with how many rows were picked and the
+# ids of the guarded ones among them, for `reserve` to judge apart.
+_CLAIM_RESULT = (
+    " SELECT c.*, p.picked, p.guarded{extra} FROM (SELECT count(*) AS picked,"
+    " coalesce(array_agg(id ORDER BY run_at, seq) FILTER (WHERE NOT free),"
+    " '{{}}') AS guarded FROM picked) p LEFT JOIN claimed c ON true"
+    " ORDER BY c.run_at, c.seq"
+)
+
+CLAIM = (
+    f"WITH clock AS MATERIALIZED (SELECT {CLOCK} AS now),"
+    + _claim_ctes("")
+    + (_CLAIM_RESULT.format(extra=""))
+)
+
+# A success and the next claim in one statement, so one round trip and one commit. Only for a
+# job outside any batch: a member's end is counted in its batch before anything else is
+# locked (the order cancel_batch takes its locks in), which needs the transaction path. So
+# `done` matches no batch member, and nothing is claimed unless the success was recorded;
+# `completed` = 0 sends the caller to that path (a batch member, or a stale token).
+COMPLETE_AND_CLAIM = (
+    f"WITH clock AS MATERIALIZED (SELECT {CLOCK} AS now),"
+    " done AS (UPDATE {s}.tenure_jobs SET state = 'succeeded', finished_at = clock.now,"
+    " lease_expires_at = NULL, tries_used = tries_used + 1 FROM clock WHERE id = %(id)s"
+    " AND attempt = %(token)s AND state = 'running' AND batch_id IS NULL"
+    " RETURNING id, clock.now),"
+    " closed AS (UPDATE {s}.tenure_attempts SET ended_at = done.now, outcome = 'succeeded',"
+    " error = NULL, traceback = NULL FROM done WHERE job_id = done.id AND number = %(token)s),"
+    + _claim_ctes(" AND EXISTS (SELECT 1 FROM done)")
+    + _CLAIM_RESULT.format(extra=", (SELECT count(*) FROM done) AS completed")
+)

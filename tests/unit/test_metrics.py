@@ -1,0 +1,34 @@
+"""The worker's Prometheus page: histogram buckets are cumulative, as Prometheus reads them."""
+
+from __future__ import annotations
+
+import re
+
+from tenure.worker.metrics import BUCKETS, Metrics
+
+
+def _buckets(page: str, job: str) -> dict[str, int]:
+    pattern = rf'tenure_attempt_duration_seconds_bucket\{{job="{job}",le="([^"]+)"\}} (\d+)'
+    return {le: int(n) for le, n in re.findall(pattern, page)}
+
+
+def test_each_bucket_counts_every_attempt_at_or_below_its_bound() -> None:
+    metrics = Metrics()
+    durations = [0.001, 0.005, 0.006, 0.3, 2.0, 2.0, 400.0]
+    for seconds in durations:
+        metrics.attempt_ended("export", "succeeded", seconds)
+
+    got = _buckets(metrics.render(0, None), "export")
+
+    expected = {str(b): sum(d <= b for d in durations) for b in BUCKETS}
+    assert got == {**expected, "+Inf": len(durations)}
+    assert 'tenure_attempt_duration_seconds_count{job="export"} 7' in metrics.render(0, None)
+
+
+def test_jobs_have_separate_histograms() -> None:
+    metrics = Metrics()
+    metrics.attempt_ended("a", "succeeded", 0.02)
+    metrics.attempt_ended("b", "failed", 20.0)
+    page = metrics.render(1, None)
+    assert _buckets(page, "a")["0.025"] == 1 and _buckets(page, "b")["0.025"] == 0
+    assert _buckets(page, "b")["30"] == 1
