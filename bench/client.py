@@ -163,6 +163,9 @@ def run(spec: dict[str, Any]) -> dict[str, Any]:
     adapter: Adapter = module.ADAPTER(spec["engine"], spec["url"])
     workdir = Path(spec["workdir"])
     path = str(workdir / f"marks-{system.key}-{layout}.bin")
+    # Marks are counted per phase: the same file name comes back every round and on every
+    # engine, and a drain timed from an earlier phase's first mark would be meaningless.
+    Path(path).unlink(missing_ok=True)
     env = {
         **os.environ,
         "PYTHONPATH": str(ROOT),
@@ -207,6 +210,8 @@ def run(spec: dict[str, Any]) -> dict[str, Any]:
             result["enqueue_bulk"] = rate
         workers.signal(signal.SIGCONT)
         drained = drain_rate(path, queued, spec["drain_cap"], before)
+        if drained["done"] > queued:  # each job marks once: more marks than jobs is a bug here
+            raise RuntimeError(f"drain: {drained['done']} marks for {queued} jobs queued")
         key = {"one": "drain_1", "two": "drain_2", "sleep": "sleep_16"}[layout]
         result[key] = drained["rate"]
         result[f"{key}_jobs"] = drained["done"]

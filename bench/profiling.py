@@ -62,9 +62,9 @@ def classify(stack: list[str]) -> str:
     if "_rescue" in text:
         return "supervisor: rescue_expired"
     if "logging" in text or "_log_end" in text or "log.info" in leaf:
-        return "supervisor: logging (INFO line per job start and end)"
+        return "supervisor: logging (one INFO line per job)"
     if "reserve" in text:
-        return "supervisor: store.reserve"
+        return "supervisor: store (complete_and_reserve, or reserve when idle)"
     if "complete" in text or "end_attempt" in text:
         return "supervisor: store.complete"
     if "wait_for_work" in text:
