@@ -27,6 +27,11 @@ class StoreUnavailable(TenureError, ConnectionError):
     """The store cannot be reached."""
 
 
+class JobTransactionEnded(TenureError):
+    """The job committed or rolled back the connection of ctx.transaction() itself, so its
+    writes can no longer be committed together with its success."""
+
+
 class JobTimeout(BaseException):
     """The attempt ran past its timeout; clean up quickly, the worker kills it soon.
 

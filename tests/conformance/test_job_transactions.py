@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from conformance.helpers import W1, W2, enqueue, expire_and_rescue, job, new_job
-from tenure.errors import ConfigError
+from tenure.errors import ConfigError, JobTransactionEnded
 from tenure.stores import Store
 from tenure.stores.base import NewBatch
 
@@ -186,3 +186,28 @@ def test_redis_refuses_a_job_transaction_clearly(
     with pytest.raises(ConfigError):
         store.job_transaction(job_id=j.id, token=r.token)
     assert job(store, j.id).state == "running"
+
+
+@pytest.mark.parametrize("ending", ["commit", "rollback"])
+def test_a_job_that_ends_its_transaction_itself_is_not_recorded_as_done(
+    store: Store, app_db: AppDB, ending: str
+) -> None:
+    j = new_job()
+    enqueue(store, j)
+    r = store.reserve(queues=["default"], worker=W1, lease=30)[0]
+    tx = store.job_transaction(job_id=j.id, token=r.token)
+    app_db.insert(tx.connection, j.id, 1)
+    getattr(tx.connection, ending)()  # what the job must not do: tenure commits it
+    app_db.insert(tx.connection, j.id, 2)
+
+    with pytest.raises(JobTransactionEnded, match=rf"job {j.id} committed or rolled back"):
+        tx.complete()
+
+    # its success is not recorded with writes that did not commit with it; the worker fails
+    # the job for good (see the e2e test), nothing here runs it again
+    assert job(store, j.id).state == "running"
+    committed = [(j.id, 1)] if ending == "commit" else []
+    # SQLite runs statements after the job's own COMMIT one by one (they land); PostgreSQL
+    # holds them in a transaction tenure rolls back
+    later = [(j.id, 2)] if app_db.backend == "sqlite" else []
+    assert sorted(app_db.rows()) == committed + later

@@ -173,6 +173,14 @@ def insert_row(n: int) -> None:
     time.sleep(0.01)
 
 
+@app.job(timeout=30, tries=5, transactional=TRANSACTIONAL)
+def insert_and_commit(n: int) -> None:
+    ctx = tenure.current()
+    conn = ctx.transaction()
+    conn.execute("INSERT INTO shop_rows (job_id, n) VALUES (?, ?)", (ctx.job_id, n))
+    conn.commit()  # wrong: tenure commits this connection with the job's success
+
+
 @app.job(timeout=30, tries=1, transactional=TRANSACTIONAL)
 def insert_then_fail(n: int) -> None:
     ctx = tenure.current()

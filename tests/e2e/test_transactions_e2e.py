@@ -60,6 +60,19 @@ def test_a_failing_transactional_job_leaves_no_row(project: Project) -> None:
     assert counts[ok.id] == 1 and counts[bad.id] == 0  # its row was rolled back with it
 
 
+def test_a_job_that_commits_its_own_transaction_fails_for_good_with_the_reason(
+    project: Project,
+) -> None:
+    make_table(project)
+    handle = project.jobs.insert_and_commit.dispatch(1)
+    assert project.worker("--burst").wait(60) == 0
+    info = project.app.get_job(handle.id)
+    # its row committed early, so running it again could write it twice: no retry (tries=5)
+    assert info.state == "failed" and len(info.attempts) == 1
+    assert "committed or rolled back its ctx.transaction() connection" in (info.last_error or "")
+    assert rows_per_job(project)[handle.id] == 1
+
+
 def test_transactional_jobs_are_refused_on_redis_at_definition() -> None:
     app = tenure.App("redis://127.0.0.1:6379/0")
 

@@ -225,3 +225,20 @@ def test_openapi_describes_every_api_route(client: TestClient) -> None:
     for path, item in spec["paths"].items():
         route = next(r for r in routes if isinstance(r, Route) and r.path == path)
         assert {m.lower() for m in route.methods or ()} - {"head"} == set(item), path
+
+
+def test_a_member_of_a_settled_batch_is_not_retried_and_the_page_says_why(
+    project: WebProject, client: TestClient
+) -> None:
+    batch = project.app.batch([project.jobs.always_fails.sig(1)], name="exports")
+    [r] = project.app.store.reserve(queues=["default"], worker=WORKER, lease=30)
+    project.app.store.end_attempt(job_id=r.job_id, token=r.token, outcome="failed", error="boom")
+    assert project.app.get_batch(batch.id).state == "failed"
+    token = csrf_of(client)
+
+    page = client.post(f"/jobs/{r.job_id}/retry", data={"csrf": token, "confirmed": "1"})
+    assert "its batch has already failed, been cancelled or finished" in page.text
+    api = client.post(f"/api/jobs/{r.job_id}/retry", json={})
+    assert api.status_code == 409 and api.json()["retried"] is False
+    assert f"member of batch {batch.id}" in api.json()["reason"]
+    assert project.app.get_job(r.job_id).state == "failed"

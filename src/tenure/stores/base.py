@@ -14,6 +14,7 @@ from typing import Any, Protocol
 
 from tenure.batch import BatchCounts
 from tenure.batch import progress as batch_progress
+from tenure.errors import JobTransactionEnded
 from tenure.guards import NO_GUARDS, Guards
 from tenure.retry import Policy
 from tenure.states import JOB_STATES
@@ -329,6 +330,17 @@ def total_counts(by_queue: dict[str, dict[str, int]]) -> dict[str, int]:
         for state, n in counts.items():
             out[state] += n
     return out
+
+
+def transaction_ended(job_id: str) -> JobTransactionEnded:
+    """What a job transaction's complete() raises when the job ended it itself."""
+    return JobTransactionEnded(
+        f"job {job_id} committed or rolled back its ctx.transaction() connection itself, so "
+        "tenure could not commit its writes together with its success, and part of its work "
+        "may already be committed; it was failed without a retry. Do not call commit() or "
+        "rollback() on that connection: tenure commits it when the job returns. Fix the job, "
+        f"then `tenure failed retry {job_id}`"
+    )
 
 
 def describe_crash(attempt: AttemptRecord, lease_expired_at: float) -> str:

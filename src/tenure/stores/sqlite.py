@@ -27,6 +27,7 @@ from tenure.stores.base import (
     Reservation,
     WorkerRef,
     describe_crash,
+    transaction_ended,
 )
 from tenure.stores.sqlite_base import _attempt, sqlite_path
 from tenure.stores.sqlite_ops import SQLiteOperations
@@ -504,8 +505,10 @@ class SQLiteJobTransaction:
 
     def complete(self) -> EndResult:
         conn = self.connection
-        now = self._store._now(conn)
         try:
+            if not conn.in_transaction:  # the job committed or rolled back by itself
+                raise transaction_ended(self._job_id)
+            now = self._store._now(conn)
             if not self._store._holds(conn, self._job_id, self._token, now):
                 # Fenced: the job's own writes must not land either. Roll back, then record
                 # the refusal in a transaction of its own.

@@ -115,8 +115,12 @@ async def api_retry(request: Request) -> Response:
     if refused is not None:
         return refused
     job_id = request.path_params["job_id"]
-    done = await run_in_threadpool(dashboard(request).app.retry_failed, job_id)
-    return JSONResponse({"id": job_id, "retried": done}, status_code=200 if done else 409)
+    app = dashboard(request).app
+    done = await run_in_threadpool(app.retry_failed, job_id)
+    if done:
+        return JSONResponse({"id": job_id, "retried": True})
+    reason = await run_in_threadpool(app.retry_refusal, job_id)
+    return JSONResponse({"id": job_id, "retried": False, "reason": reason}, status_code=409)
 
 
 async def api_forget(request: Request) -> Response:
@@ -182,7 +186,7 @@ def _post(summary: str, *params: dict[str, Any]) -> dict[str, Any]:
             "responses": {
                 "200": {"description": "Done", "content": _json("ActionResult")},
                 "409": {
-                    "description": "Not in a state that allows it",
+                    "description": "Not in a state that allows it (`reason` says why)",
                     "content": _json("ActionResult"),
                 },
                 "415": {"description": "Not JSON: refused as a possible cross-site request"},

@@ -40,6 +40,9 @@ RETRY_ALL_LIMIT = 100_000
 NOTICES = {
     "retried": "The job is back in its queue with fresh tries.",
     "not-failed": "Nothing to retry: the job is not failed (someone may have retried it).",
+    "batch-settled": "Not retried: its batch has already failed, been cancelled or finished, "
+    "and its callbacks ran; retrying one member cannot undo that. Dispatch the job again on "
+    "its own, or start a new batch for the work that is left.",
     "forgotten": "The job and its attempts were deleted.",
     "not-forgotten": "Nothing deleted: the job is not finished.",
     "retried-all": "{n} failed job(s) are back in their queues.",
@@ -262,8 +265,14 @@ async def retry_job(request: Request) -> Response:
             "Retry",
             f"/jobs/{job_id}",
         )
-    done = await run_in_threadpool(dashboard(request).app.retry_failed, job_id)
-    return redirect(f"/jobs/{job_id}", notice="retried" if done else "not-failed")
+    app = dashboard(request).app
+    done = await run_in_threadpool(app.retry_failed, job_id)
+    if done:
+        return redirect(f"/jobs/{job_id}", notice="retried")
+    record = await run_in_threadpool(app.store.get_job, job_id)
+    # still failed after a refused retry: the store keeps members of a settled batch failed
+    refused = record is not None and record.state == "failed"
+    return redirect(f"/jobs/{job_id}", notice="batch-settled" if refused else "not-failed")
 
 
 async def forget_job(request: Request) -> Response:

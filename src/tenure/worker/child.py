@@ -19,7 +19,7 @@ from typing import IO, Any
 
 from tenure import payload, tracing
 from tenure.context import JobContext, activate, deactivate
-from tenure.errors import JobTimeout, PayloadError
+from tenure.errors import JobTimeout, JobTransactionEnded, PayloadError
 from tenure.worker.loading import load_app
 
 SOFT_TIMEOUT_SIGNAL = signal.SIGUSR1
@@ -89,7 +89,13 @@ def run_one(app: Any, message: dict[str, Any]) -> dict[str, Any]:
     try:
         job.fn(*arguments.args, **arguments.kwargs)
         _State.running = False
-        ended = _finish_transaction(ctx)
+        try:
+            ended = _finish_transaction(ctx)
+        except JobTransactionEnded as exc:
+            # Part of its work may be committed already: running it again could do it twice,
+            # so it fails for good and a person decides (`tenure failed retry`).
+            span.end("failed", exc)
+            return {"status": "error", "kind": "permanent", "error": str(exc)}
         span.end("succeeded" if ended.get("accepted", True) else "lost_lease")
         return ended
     except JobTimeout as exc:

@@ -12,7 +12,7 @@ from psycopg.pq import TransactionStatus
 from psycopg.rows import dict_row, tuple_row
 
 from tenure.errors import ConfigError
-from tenure.stores.base import EndResult
+from tenure.stores.base import EndResult, transaction_ended
 from tenure.stores.pg_sql.database import Connection, Cursor, Database
 
 if TYPE_CHECKING:
@@ -62,6 +62,9 @@ def _unwrap(conn: Any) -> Any:
     return conn
 
 
+_MARKER = "tenure.job_transaction"
+
+
 class PostgresJobTransaction:
     """A running job's own writes and its completion in one PostgreSQL transaction.
 
@@ -77,8 +80,12 @@ class PostgresJobTransaction:
         self._job_id = job_id
         self._token = token
         self._conn: Connection | None = store.db.checkout()
+        # A transaction-local setting: it vanishes with this transaction, so complete() can
+        # tell whether the job committed or rolled back the connection itself.
+        self._marker = f"{job_id}:{token}"
         try:
             self._conn.autocommit = False
+            self._conn.execute(f"SELECT set_config('{_MARKER}', %s, true)", (self._marker,))
             cast("psycopg.Connection[Any]", self._conn).row_factory = tuple_row
         except BaseException:
             self._release()
@@ -91,6 +98,12 @@ class PostgresJobTransaction:
             raise psycopg.InterfaceError("this job transaction has already ended")
         try:
             with conn.cursor(row_factory=dict_row) as cur:
+                still = cur.execute(
+                    f"SELECT current_setting('{_MARKER}', true) AS marker"
+                ).fetchone()
+                if still is None or still["marker"] != self._marker:
+                    conn.rollback()  # whatever the job wrote after ending it is not ours
+                    raise transaction_ended(self._job_id)
                 result = self._store.complete_on(cur, self._job_id, self._token)
             if result is None:
                 # Fenced: the job's own writes must not land either. Roll them back, then
