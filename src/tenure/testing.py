@@ -158,14 +158,7 @@ def _run_here(app: App, res: Reservation) -> None:
     ctx = JobContext(
         res.job_id, res.name, res.queue, res.attempt, res.batch_id, res.token, _app=app
     )
-    span = tracing.attempt_started(
-        name=res.name,
-        job_id=res.job_id,
-        queue=res.queue,
-        attempt=res.attempt,
-        batch_id=res.batch_id,
-        carrier=arguments.trace,
-    )
+    span = tracing.attempt_started(res, arguments.trace)
     token = activate(ctx)
     started = time.monotonic()
     try:

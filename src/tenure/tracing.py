@@ -35,7 +35,7 @@ import sys
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from types import ModuleType
-from typing import Any
+from typing import Any, Protocol
 
 log = logging.getLogger("tenure.tracing")
 
@@ -190,17 +190,25 @@ class _AttemptSpan(Attempt):
         _end(span)
 
 
-def attempt_started(
-    *,
-    name: str,
-    job_id: str,
-    queue: str,
-    attempt: int,
-    batch_id: str | None,
-    carrier: dict[str, str] | None,
-) -> Attempt:
+class AttemptOf(Protocol):
+    """What an attempt span describes: a JobContext and a Reservation both have it."""
+
+    @property
+    def name(self) -> str: ...
+    @property
+    def job_id(self) -> str: ...
+    @property
+    def queue(self) -> str: ...
+    @property
+    def attempt(self) -> int: ...
+    @property
+    def batch_id(self) -> str | None: ...
+
+
+def attempt_started(of: AttemptOf, carrier: dict[str, str] | None) -> Attempt:
     """A CONSUMER span for one attempt, linked to the dispatch that stored the job (if the
     payload carries its context), and made current until `end()`."""
+    name, job_id, queue, attempt, batch_id = of.name, of.job_id, of.queue, of.attempt, of.batch_id
     otel = _otel()
     if otel is None:
         return _NO_ATTEMPT

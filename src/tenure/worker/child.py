@@ -75,14 +75,7 @@ def run_one(app: Any, message: dict[str, Any]) -> dict[str, Any]:
         _transactional=job.transactional,
     )
     # the attempt's span (a no-op unless the app uses OpenTelemetry), linked to its dispatch
-    span = tracing.attempt_started(
-        name=ctx.name,
-        job_id=ctx.job_id,
-        queue=ctx.queue,
-        attempt=ctx.attempt,
-        batch_id=ctx.batch_id,
-        carrier=arguments.trace,
-    )
+    span = tracing.attempt_started(ctx, arguments.trace)
     token = activate(ctx)
     _State.lease_ok = True
     _State.running = True

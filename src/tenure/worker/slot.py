@@ -327,14 +327,7 @@ async def _run_coroutine(
     token = activate(ctx)
     # the attempt's span (a no-op unless the app uses OpenTelemetry), linked to its dispatch;
     # started inside the task, so it is current in the job's own context only
-    span = tracing.attempt_started(
-        name=ctx.name,
-        job_id=ctx.job_id,
-        queue=ctx.queue,
-        attempt=ctx.attempt,
-        batch_id=ctx.batch_id,
-        carrier=arguments.trace,
-    )
+    span = tracing.attempt_started(ctx, arguments.trace)
     try:
         async with asyncio.timeout(timeout) as scope:
             try:
