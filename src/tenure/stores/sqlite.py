@@ -27,10 +27,10 @@ from tenure.stores.base import (
     Reservation,
     WorkerRef,
     describe_crash,
-    transaction_ended,
 )
 from tenure.stores.sqlite_base import _attempt, sqlite_path
 from tenure.stores.sqlite_ops import SQLiteOperations
+from tenure.stores.sqlite_transaction import SQLiteJobTransaction
 
 log = logging.getLogger("tenure.store")
 
@@ -130,13 +130,11 @@ class SQLiteStore(SQLiteOperations):
     ) -> list[Reservation]:
         out: list[Reservation] = []
         for queue in queues:  # priority order: drain earlier queues first
-            rows = conn.execute(
-                "SELECT id, overlap_key, overlap_delay, rate_key, rate_limit, rate_window"
-                " FROM tenure_jobs WHERE queue = ? AND state = 'queued' AND run_at <= ?"
-                " ORDER BY run_at, rowid LIMIT ?",
-                # look a little further than `limit`: guarded jobs may be deferred
-                (queue, now, limit - len(out) + RESERVE_LOOKAHEAD),
-            ).fetchall()
+            want = limit - len(out)
+            rows = self._ready(conn, queue, now, want)
+            if any(r["overlap_key"] is not None or r["rate_key"] is not None for r in rows):
+                # guarded jobs may be deferred: look a little further than `limit`
+                rows = self._ready(conn, queue, now, want + RESERVE_LOOKAHEAD)
             for row in rows:
                 if len(out) >= limit:
                     break
@@ -149,6 +147,15 @@ class SQLiteStore(SQLiteOperations):
             if len(out) >= limit:
                 break
         return out
+
+    @staticmethod
+    def _ready(conn: sqlite3.Connection, queue: str, now: float, limit: int) -> list[Any]:
+        return conn.execute(
+            "SELECT id, overlap_key, overlap_delay, rate_key, rate_limit, rate_window"
+            " FROM tenure_jobs WHERE queue = ? AND state = 'queued' AND run_at <= ?"
+            " ORDER BY run_at, rowid LIMIT ?",
+            (queue, now, limit),
+        ).fetchall()
 
     def _guard_deferral(
         self, conn: sqlite3.Connection, row: Any, now: float
@@ -485,45 +492,6 @@ class SQLiteStore(SQLiteOperations):
     def report_progress(self, *, job_id: str, token: int, fraction: float) -> None:
         with self._write() as (conn, _now):
             batches.report_progress(conn, job_id, token, fraction)
-
-
-class SQLiteJobTransaction:
-    """The job's own writes and its completion in one SQLite transaction.
-
-    It holds SQLite's single write lock from the start to the job's end (BEGIN IMMEDIATE: a
-    deferred transaction could not upgrade to a write once another process committed), so
-    every other writer waits meanwhile: keep such jobs short, or use PostgreSQL.
-    """
-
-    def __init__(self, store: SQLiteStore, job_id: str, token: int) -> None:
-        self._store = store
-        self._job_id = job_id
-        self._token = token
-        self.connection = sqlite3.connect(store.path, timeout=30.0, isolation_level=None)
-        self.connection.row_factory = sqlite3.Row
-        self.connection.execute("BEGIN IMMEDIATE")
-
-    def complete(self) -> EndResult:
-        conn = self.connection
-        try:
-            if not conn.in_transaction:  # the job committed or rolled back by itself
-                raise transaction_ended(self._job_id)
-            now = self._store._now(conn)
-            if not self._store._holds(conn, self._job_id, self._token, now):
-                # Fenced: the job's own writes must not land either. Roll back, then record
-                # the refusal in a transaction of its own.
-                conn.execute("ROLLBACK")
-                return self._store.complete(job_id=self._job_id, token=self._token)
-            result = self._store._complete_on(conn, self._job_id, self._token, now)
-            conn.execute("COMMIT")
-            return result
-        finally:
-            conn.close()
-
-    def rollback(self) -> None:
-        if self.connection.in_transaction:
-            self.connection.execute("ROLLBACK")
-        self.connection.close()
 
 
 __all__ = ["SQLiteJobTransaction", "SQLiteStore", "sqlite_path"]

@@ -1,0 +1,51 @@
+"""A running job's own writes and its completion in one SQLite transaction
+(`ctx.transaction()` of a `transactional=True` job)."""
+
+from __future__ import annotations
+
+import sqlite3
+from typing import TYPE_CHECKING
+
+from tenure.stores.base import EndResult, transaction_ended
+
+if TYPE_CHECKING:
+    from tenure.stores.sqlite import SQLiteStore
+
+
+class SQLiteJobTransaction:
+    """The job's own writes and its completion in one SQLite transaction.
+
+    It holds SQLite's single write lock from the start to the job's end (BEGIN IMMEDIATE: a
+    deferred transaction could not upgrade to a write once another process committed), so
+    every other writer waits meanwhile: keep such jobs short, or use PostgreSQL.
+    """
+
+    def __init__(self, store: SQLiteStore, job_id: str, token: int) -> None:
+        self._store = store
+        self._job_id = job_id
+        self._token = token
+        self.connection = sqlite3.connect(store.path, timeout=30.0, isolation_level=None)
+        self.connection.row_factory = sqlite3.Row
+        self.connection.execute("BEGIN IMMEDIATE")
+
+    def complete(self) -> EndResult:
+        conn = self.connection
+        try:
+            if not conn.in_transaction:  # the job committed or rolled back by itself
+                raise transaction_ended(self._job_id)
+            now = self._store._now(conn)
+            if not self._store._holds(conn, self._job_id, self._token, now):
+                # Fenced: the job's own writes must not land either. Roll back, then record
+                # the refusal in a transaction of its own.
+                conn.execute("ROLLBACK")
+                return self._store.complete(job_id=self._job_id, token=self._token)
+            result = self._store._complete_on(conn, self._job_id, self._token, now)
+            conn.execute("COMMIT")
+            return result
+        finally:
+            conn.close()
+
+    def rollback(self) -> None:
+        if self.connection.in_transaction:
+            self.connection.execute("ROLLBACK")
+        self.connection.close()
