@@ -30,7 +30,7 @@ from typing import Any
 from tenure import payload, tracing
 from tenure.app import App
 from tenure.context import JobContext, activate, deactivate
-from tenure.errors import ConfigError, PayloadError, UnknownJob
+from tenure.errors import ConfigError, JobTransactionEnded, PayloadError, UnknownJob
 from tenure.job import Job
 from tenure.stores.base import JobRecord, Reservation, WorkerRef
 from tenure.stores.sqlite import SQLiteStore
@@ -156,7 +156,14 @@ def _run_here(app: App, res: Reservation) -> None:
         )
         return
     ctx = JobContext(
-        res.job_id, res.name, res.queue, res.attempt, res.batch_id, res.token, _app=app
+        res.job_id,
+        res.name,
+        res.queue,
+        res.attempt,
+        res.batch_id,
+        res.token,
+        _app=app,
+        _transactional=job.transactional,
     )
     span = tracing.attempt_started(res, arguments.trace)
     token = activate(ctx)
@@ -166,6 +173,7 @@ def _run_here(app: App, res: Reservation) -> None:
         if asyncio.iscoroutine(result):
             asyncio.run(result)
     except Exception as exc:
+        _abandon(ctx)
         span.end("failed", exc)
         store.end_attempt(
             job_id=res.job_id,
@@ -176,11 +184,13 @@ def _run_here(app: App, res: Reservation) -> None:
         )
         return
     except BaseException as exc:  # Ctrl-C in the test run: close the span, change nothing
+        _abandon(ctx)
         span.end("interrupted", exc)
         raise
     finally:
         deactivate(token)
     if time.monotonic() - started > res.policy.timeout:
+        _abandon(ctx)
         span.end("timed_out")
         store.end_attempt(
             job_id=res.job_id,
@@ -190,7 +200,21 @@ def _run_here(app: App, res: Reservation) -> None:
         )
         return
     span.end("succeeded")
-    store.complete(job_id=res.job_id, token=res.token)
+    if ctx._transaction is None:
+        store.complete(job_id=res.job_id, token=res.token)
+        return
+    try:  # a transactional job: its writes commit with its success, as on a worker
+        ctx._transaction.complete()
+    except JobTransactionEnded as exc:
+        store.end_attempt(
+            job_id=res.job_id, token=res.token, outcome="failed", error=str(exc), permanent=True
+        )
+
+
+def _abandon(ctx: JobContext) -> None:
+    """Roll a transactional job's writes back: it did not succeed."""
+    if ctx._transaction is not None:
+        ctx._transaction.rollback()
 
 
 def _stored_queues(app: App) -> set[str]:

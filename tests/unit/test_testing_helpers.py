@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import sqlite3
+
 import pytest
 
 import tenure
@@ -82,3 +84,28 @@ def test_failed_assertions_say_what_was_dispatched(tenure_app: tenure.App) -> No
         assert_dispatched(ping, args=("b",))
     with pytest.raises(AssertionError, match="was dispatched"):
         assert_not_dispatched(ping)
+
+
+def test_drain_commits_a_transactional_jobs_writes_with_its_success(
+    tenure_app: tenure.App,
+) -> None:
+    path = tenure_app.url.removeprefix("sqlite:///")
+    tenure_app.counts()  # the store's schema first, then the application's table beside it
+    with sqlite3.connect(path) as conn:
+        conn.execute("CREATE TABLE shipped (order_id INTEGER NOT NULL)")
+
+    @tenure_app.job(transactional=True, tries=1)
+    def ship(order_id: int) -> None:
+        tenure.current().transaction().execute(
+            "INSERT INTO shipped (order_id) VALUES (?)", (order_id,)
+        )
+        if order_id == 2:
+            raise RuntimeError("the carrier refused it")
+
+    ok, bad = ship.dispatch(1), ship.dispatch(2)
+    drain(tenure_app)
+
+    assert tenure_app.get_job(ok.id).state == "succeeded"
+    assert tenure_app.get_job(bad.id).state == "failed"
+    with sqlite3.connect(path) as conn:  # the failed job's row was rolled back with it
+        assert [r[0] for r in conn.execute("SELECT order_id FROM shipped")] == [1]
