@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import os
 from collections.abc import Callable
@@ -44,12 +45,19 @@ UrlOption = Annotated[
 ]
 
 
+# Apps a command opened from a URL, closed when the command ends (see _clean_errors): their
+# connection pools must not outlive a command run in-process (tests, fuzzing).
+_opened: list[App] = []
+
+
 def open_app(app_spec: str | None, url: str | None) -> App:
     if app_spec:
         from tenure.worker.loading import load_app
 
-        return load_app(app_spec)
-    return App(url)
+        return load_app(app_spec)  # the application's own App: it owns its lifetime
+    app = App(url)
+    _opened.append(app)
+    return app
 
 
 def fail(message: str, code: int = 2) -> None:
@@ -316,6 +324,10 @@ def _clean_errors(fn: Callable[..., Any]) -> Callable[..., Any]:
             text = str(exc) if isinstance(exc, TenureError) else f"{type(exc).__name__}: {exc}"
             err.print(f"error: {text}", highlight=False)
             raise typer.Exit(2) from None
+        finally:
+            while _opened:
+                with contextlib.suppress(Exception):  # closing must not hide the outcome
+                    _opened.pop().close()
 
     return command
 
