@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 import sqlite3
 import threading
+import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
@@ -32,7 +33,7 @@ class SQLiteConnections:
         if conn is None or getattr(self._local, "pid", None) != os.getpid():
             conn = sqlite3.connect(self.path, timeout=30.0, isolation_level=None)
             conn.row_factory = sqlite3.Row
-            conn.execute("PRAGMA journal_mode=WAL")
+            _use_wal(conn)
             conn.execute("PRAGMA synchronous=NORMAL")
             conn.execute("PRAGMA busy_timeout=30000")
             self._local.conn = conn
@@ -108,6 +109,24 @@ class SQLiteConnections:
             self._local.conn = None
 
     # -- jobs through their life -------------------------------------------------------
+
+
+WAL_SWITCH_TIMEOUT_S = 30.0
+
+
+def _use_wal(conn: sqlite3.Connection) -> None:
+    """Put the file in WAL mode (it stays so). Processes opening a new file at once all try to
+    switch it, and SQLite answers 'database is locked' at once, without its busy handler, to
+    all but one: wait for that one instead of failing."""
+    deadline = time.monotonic() + WAL_SWITCH_TIMEOUT_S
+    while True:
+        try:
+            conn.execute("PRAGMA journal_mode=WAL")
+            return
+        except sqlite3.OperationalError as exc:
+            if "locked" not in str(exc) or time.monotonic() >= deadline:
+                raise
+            time.sleep(0.01)  # a back-off between tries, while another process switches it
 
 
 def sqlite_path(url: str) -> str:
