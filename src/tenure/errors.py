@@ -27,6 +27,11 @@ class StoreUnavailable(TenureError, ConnectionError):
     """The store cannot be reached."""
 
 
+class StoreMisconfigured(TenureError):
+    """The store refused the connection for a reason retrying will not fix: the database or
+    role does not exist, authentication failed, or the URL is malformed."""
+
+
 class JobTransactionEnded(TenureError):
     """The job committed or rolled back the connection of ctx.transaction() itself, so its
     writes can no longer be committed together with its success."""
