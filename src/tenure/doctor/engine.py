@@ -24,12 +24,13 @@ from tenure.doctor.code import (
     parse_one,
     relpath,
 )
-from tenure.doctor.history import Limits, check_history
+from tenure.doctor.history import Limits, check_history, measure, read_history, store_note
 from tenure.doctor.model import SEVERITIES, Finding, JobModel, Report, Skipped, Source, Value
 from tenure.doctor.readers import read_deployments
 from tenure.doctor.rules import finding
 from tenure.doctor.walk import Tree, scan
 from tenure.errors import ConfigError
+from tenure.stores.base import JobRecord
 
 INTERNAL_PREFIX = "tenure."
 
@@ -92,11 +93,12 @@ def diagnose(
     for launch in report.launches:
         report.skipped += [Skipped(str(launch.source), p) for p in launch.problems]
     foreign = _foreign(report, tree, base, laravel, celery, detect=detect)
+    # History first: a job's measured p95 decides whether it outlives the worker's grace.
+    past = _read_history(loaded.app, report, limits) if history and loaded.app else None
     if not foreign or report.jobs or report.launches:  # a pure Laravel/Celery audit: no tenure
         report.findings += check_clocks(report.launches, report.jobs, Source(relpath(root, base)))
-
-    if history and loaded.app is not None:
-        report.findings += _history(loaded.app, report, fallback, limits)
+    if past is not None and loaded.app is not None:
+        report.findings += _history(loaded.app, report, fallback, limits, past)
     rank = {s: i for i, s in enumerate(SEVERITIES)}
     report.findings.sort(
         key=lambda f: (rank[f.severity], str(f.location.path), f.location.line or 0)
@@ -259,7 +261,9 @@ def _job_models(
     return out
 
 
-def _history(app: App, report: Report, fallback: Source, limits: Limits | None) -> list[Finding]:
+def _read_history(app: App, report: Report, limits: Limits | None) -> list[JobRecord] | None:
+    """The store's recent jobs (None when there is no store to read), and each job's measured
+    p95 put on its model."""
     url = app.url
     if url.startswith("sqlite:"):
         from tenure.stores.sqlite import sqlite_path
@@ -268,14 +272,29 @@ def _history(app: App, report: Report, fallback: Source, limits: Limits | None) 
             db = sqlite_path(url)
         except ValueError as exc:
             report.skipped.append(Skipped("history", str(exc)))
-            return []
+            return None
         # Opening a missing SQLite file would create it: a doctor must not leave files behind.
         if not os.path.exists(db):
             report.skipped.append(Skipped("history", f"no store at {db} yet (no jobs run)"))
-            return []
+            return None
+    limits = limits or Limits()
+    try:
+        records = read_history(app.store, limits)
+    except Exception as exc:  # an unreachable store must not hide the other findings
+        report.skipped.append(Skipped("history", f"could not read the store: {exc}"))
+        return None
+    measured = measure(records, limits, store_note(app.store))
+    for model in report.jobs:
+        model.measured = measured.get(model.name)
+    return records
+
+
+def _history(
+    app: App, report: Report, fallback: Source, limits: Limits | None, records: list[JobRecord]
+) -> list[Finding]:
     try:
         jobs = {m.name: m for m in report.jobs}
-        return check_history(app.store, jobs, fallback, limits)
+        return check_history(app.store, jobs, fallback, limits, records)
     except Exception as exc:  # an unreachable store must not hide the other findings
         report.skipped.append(Skipped("history", f"could not read the store: {exc}"))
         return []

@@ -41,12 +41,37 @@ def read_history(store: Store, limits: Limits) -> list[JobRecord]:
     return out
 
 
+def measure(records: list[JobRecord], limits: Limits, where: str) -> dict[str, Value]:
+    """Each job's p95 attempt duration, for jobs with at least `limits.min_samples` ended
+    attempts: how long it really runs, which the clock checks prefer to its timeout."""
+    out: dict[str, Value] = {}
+    for name, values in sorted(_attempt_durations(records).items()):
+        if len(values) >= limits.min_samples:
+            out[name] = Value("p95 duration", round(p95(values), 2), "s",
+                              Source(note=f"{where}, {len(values)} attempts"))  # fmt: skip
+    return out
+
+
+def _attempt_durations(records: list[JobRecord]) -> dict[str, list[float]]:
+    durations: dict[str, list[float]] = defaultdict(list)
+    for record in records:
+        for attempt in record.attempts:
+            if attempt.outcome in TIMED_OUTCOMES and attempt.ended_at is not None:
+                durations[record.name].append(attempt.ended_at - attempt.started_at)
+    return durations
+
+
 def check_history(
-    store: Store, jobs: dict[str, JobModel], fallback: Source, limits: Limits | None = None
+    store: Store,
+    jobs: dict[str, JobModel],
+    fallback: Source,
+    limits: Limits | None = None,
+    records: list[JobRecord] | None = None,
 ) -> list[Finding]:
+    """`records`: the history already read with read_history, so it is read once per run."""
     limits = limits or Limits()
     now = store.now()
-    records = read_history(store, limits)
+    records = read_history(store, limits) if records is None else records
     where = store_note(store)
 
     def located(name: str) -> Source:
@@ -79,20 +104,10 @@ def _durations(
     where: str,
     located: Locate,
 ) -> list[Finding]:
-    durations: dict[str, list[float]] = defaultdict(list)
-    timeouts: dict[str, float] = {}
-    for record in records:
-        timeouts[record.name] = record.policy.timeout
-        for attempt in record.attempts:
-            if attempt.outcome in TIMED_OUTCOMES and attempt.ended_at is not None:
-                durations[record.name].append(attempt.ended_at - attempt.started_at)
+    timeouts = {record.name: record.policy.timeout for record in records}
     out: list[Finding] = []
-    for name, values in sorted(durations.items()):
-        if len(values) < limits.min_samples:
-            continue
-        slow = p95(values)
-        measured = Value("p95 duration", round(slow, 2), "s",
-                         Source(note=f"{where}, {len(values)} attempts"))  # fmt: skip
+    for name, measured in measure(records, limits, where).items():
+        slow = measured.amount or 0.0
         model = jobs.get(name)
         timeout = model.timeout if model is not None and model.timeout else None
         limit = timeout.amount if timeout is not None else timeouts[name]

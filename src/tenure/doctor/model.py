@@ -113,6 +113,8 @@ class JobModel:
     keywords: dict[str, Source] = field(default_factory=dict)  # decorator keywords present
     calls: list[ClientCall] = field(default_factory=list)
     path: str | None = None  # the file that defines it, as an absolute path
+    # How long it really runs: the p95 of its recorded attempts, when the store has enough.
+    measured: Value | None = None
 
 
 @dataclass(frozen=True)

@@ -36,9 +36,13 @@ RULES: dict[str, Rule] = {
              "tenure shuts down gracefully on SIGTERM and SIGINT only; any other stop signal "
              "kills the worker with its jobs mid-run."),
         Rule("job-outlives-grace", "warning", "deployment",
-             "A job may run longer than the worker's --grace",
+             "A job runs longer than the worker's --grace (measured in the store's history)",
              "A deploy gives running jobs --grace seconds; a longer run is interrupted and starts "
              "again from the beginning on another worker, so its side effects can happen twice."),
+        Rule("timeouts-exceed-grace", "info", "deployment",
+             "Jobs' timeouts exceed the worker's --grace, and no history says how long they run",
+             "A timeout is an upper bound, not a duration: most jobs end long before it, so the "
+             "doctor says this once per worker and warns per job only from measured runs."),
         Rule("lease-too-short", "warning", "deployment",
              "The lease is too short for its heartbeat to survive a hiccup",
              "The worker renews its lease every lease/3 and stops a job it could not renew for "
