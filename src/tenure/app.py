@@ -16,13 +16,16 @@ from tenure.errors import ConfigError, JobNotFound, UnknownJob
 from tenure.guards import KeyFunction, make_spec
 from tenure.job import Job, JobHandle, Sig
 from tenure.retry import Backoff, Policy, validate_policy
+from tenure.states import JOB_STATES
 from tenure.stores import Store, open_store
-from tenure.stores.base import BatchRecord, JobRecord, NewBatch, NewJob
+from tenure.stores.base import BatchRecord, JobRecord, NewBatch, NewJob, WorkerRecord
 
 F = TypeVar("F", bound=Callable[..., Any])
 
 DEFAULT_URL = "sqlite:///tenure.db"
 URL_ENV = "TENURE_URL"
+# A worker renews its record every lease/3; one not seen for this long is taken for gone.
+WORKER_SILENT_AFTER_S = 60.0
 
 JobInfo = JobRecord
 BatchInfo = BatchRecord
@@ -225,6 +228,7 @@ class App:
         trace: dict[str, str] | None = None,
     ) -> NewJob:
         job = self.get_definition(sig.name)
+        job.check_call(sig.args, sig.kwargs)
         text = payload.encode(
             job.name,
             tuple(sig.args),
@@ -353,6 +357,51 @@ class App:
 
     def counts(self) -> dict[str, int]:
         return self.store.counts()
+
+    def list_jobs(
+        self, *, state: str | None = None, queue: str | None = None, limit: int = 50
+    ) -> list[JobInfo]:
+        """Jobs newest first, optionally of one state and queue."""
+        if state is not None and state not in JOB_STATES:
+            raise ConfigError(f"state: expected one of {', '.join(JOB_STATES)}, got {state!r}")
+        return self.store.list_jobs(state=state, queue=queue, limit=limit)
+
+    def list_batches(self, *, limit: int = 50) -> list[BatchInfo]:
+        return self.store.list_batches(limit=limit)
+
+    def live_workers(self) -> list[WorkerRecord]:
+        """Workers that have not stopped and renewed their record recently."""
+        now = self.store.now()
+        return [
+            w
+            for w in self.store.list_workers()
+            if w.stopped_at is None and now - w.last_seen_at < WORKER_SILENT_AFTER_S
+        ]
+
+    def request_restart(self) -> float:
+        """Every worker finishes its current jobs and exits; returns the request's store time."""
+        return self.store.request_restart()
+
+    def migrate(self) -> None:
+        """Create or upgrade the store's schema (every store also does this on first use)."""
+        self.store.migrate()
+
+    def store_missing(self) -> str | None:
+        """Why this App's store does not exist yet (a SQLite file not there), else None: a
+        command that only reads must say so rather than create an empty store and report that
+        it is empty."""
+        if self.url.split(":", 1)[0].lower() != "sqlite":
+            return None
+        from tenure.stores.sqlite_base import sqlite_path
+
+        path = sqlite_path(self.url)
+        if os.path.exists(path):
+            return None
+        return f"no SQLite store at {os.path.abspath(path)} ({self.url})"
+
+    def describe_store(self) -> str:
+        """The store's URL for people and logs, its password masked."""
+        return redact(self.url)
 
     def failed_jobs(self, limit: int = 100) -> list[JobInfo]:
         return self.store.list_jobs(state="failed", limit=limit)

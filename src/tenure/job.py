@@ -69,6 +69,7 @@ class Job:
         self.guards = guards
         self.transactional = False  # ctx.transaction() commits with the completion
         self.is_async = inspect.iscoroutinefunction(fn)
+        self.signature = inspect.signature(fn)
         self.__doc__ = fn.__doc__
         self.__wrapped__ = fn
 
@@ -80,6 +81,17 @@ class Job:
 
     def sig(self, *args: Any, **kwargs: Any) -> Sig:
         return Sig(self.name, args, kwargs)
+
+    def check_call(self, args: Sequence[Any], kwargs: dict[str, Any]) -> None:
+        """Refuse, at dispatch, a call the function cannot take (a missing or extra argument,
+        a misspelled keyword): in the worker it would only fail every try with TypeError."""
+        try:
+            self.signature.bind(*args, **kwargs)
+        except TypeError as exc:
+            raise TypeError(
+                f"job {self.name!r} cannot be called with these arguments: {exc} "
+                f"(its signature: {self.name}{self.signature})"
+            ) from None
 
     def options(
         self, *, delay: float | timedelta = 0.0, queue: str | None = None, conn: Any = None

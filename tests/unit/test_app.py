@@ -121,3 +121,23 @@ def test_first_dispatch_of_a_fresh_process_inside_a_write_transaction(tmp_path: 
     conn.commit()
     conn.close()
     assert fresh.get_job(h.id).state == "queued"
+
+
+def test_dispatch_checks_the_call_against_the_signature(app: tenure.App) -> None:
+    @app.job
+    def send_invoice(order_id: int, *, copy: bool = False) -> None: ...
+
+    with pytest.raises(TypeError, match=r"too many positional arguments.*send_invoice\(order_id"):
+        send_invoice.dispatch(1, 2)
+    with pytest.raises(TypeError, match="missing a required argument: 'order_id'"):
+        send_invoice.dispatch()
+    with pytest.raises(TypeError, match="unexpected keyword argument 'cpy'"):
+        send_invoice.dispatch(1, cpy=True)
+    with pytest.raises(TypeError, match="too many positional"):
+        send_invoice.dispatch_many([(1,), (2, 3)])  # one bad call: nothing of the lot is stored
+    with pytest.raises(TypeError, match="missing a required argument"):
+        app.batch([send_invoice.sig(1), send_invoice.sig()])
+    assert app.counts().get("queued", 0) == 0
+    assert app.list_batches() == []
+    send_invoice.dispatch(7, copy=True)
+    assert app.counts()["queued"] == 1

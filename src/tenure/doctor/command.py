@@ -8,8 +8,7 @@ from typing import Annotated
 
 import typer
 
-from tenure.doctor.engine import CannotRun, diagnose
-from tenure.doctor.output import dumps, to_json, to_sarif, write_text
+from tenure.extras import missing_extra
 
 EXIT_CLEAN, EXIT_FINDINGS, EXIT_CANNOT_RUN = 0, 1, 2
 
@@ -51,8 +50,14 @@ def register(cli: typer.Typer) -> None:
         """Check the four clocks: job code, worker options, deployment files and history.
 
         Exit 0 when clean, 1 with error findings (warnings too with --strict), 2 when the
-        doctor could not run.
+        doctor could not run. Needs the 'doctor' extra: pip install 'tenure[doctor]'.
         """
+        try:
+            from tenure.doctor.engine import CannotRun, diagnose
+            from tenure.doctor.output import dumps, to_json, to_sarif, write_text
+        except ImportError as exc:
+            typer.echo(f"error: {missing_extra('tenure doctor', 'doctor', exc)}", err=True)
+            raise typer.Exit(EXIT_CANNOT_RUN) from None
         try:
             report = diagnose(app, path, history=history, laravel=laravel, celery=celery)
         except CannotRun as exc:

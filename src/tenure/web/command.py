@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import os
+import socket
 from typing import Annotated
 
 import typer
+
+from tenure.extras import missing_extra
 
 TOKEN_ENV = "TENURE_DASHBOARD_TOKEN"
 
@@ -32,24 +35,23 @@ def register(cli: typer.Typer) -> None:
             str, typer.Option(help="Directory the doctor page reads (deployment files, code).")
         ] = ".",
     ) -> None:
-        """Watch batches, attempt timelines, workers and failures in the browser."""
-        from tenure.web.security import refusal_to_bind
+        """Watch batches, attempt timelines, workers and failures in the browser.
 
+        Needs the 'web' extra: pip install 'tenure[web]'.
+        """
+        try:
+            import uvicorn
+
+            from tenure.web import create_app
+            from tenure.web.security import refusal_to_bind
+        except ImportError as exc:
+            typer.echo(f"error: {missing_extra('tenure dashboard', 'web', exc)}", err=True)
+            raise typer.Exit(2) from None
         token = auth if auth is not None else (os.environ.get(TOKEN_ENV) or None)
         why = refusal_to_bind(host, token)
         if why is not None:
             typer.echo(f"error: {why}", err=True)
             raise typer.Exit(2)
-        try:
-            import uvicorn
-
-            from tenure.web import create_app
-        except ImportError as exc:
-            typer.echo(
-                f"error: the dashboard needs the web extra ({exc}); pip install 'tenure[web]'",
-                err=True,
-            )
-            raise typer.Exit(2) from None
         from tenure.errors import ConfigError
         from tenure.worker.loading import load_app
 
@@ -60,9 +62,28 @@ def register(cli: typer.Typer) -> None:
             raise typer.Exit(2) from None
         web = create_app(the_app, auth_token=token, app_spec=app, project_root=project)
         shown = f"[{host}]" if ":" in host else host
+        try:
+            # Bound before the URL is announced: a busy port is an error, not a false promise.
+            listening = bind(host, port)
+        except OSError as exc:
+            typer.echo(f"error: cannot listen on {shown}:{port}: {exc.strerror or exc}", err=True)
+            raise typer.Exit(2) from None
         typer.echo(f"tenure dashboard on http://{shown}:{port}/ (Ctrl+C to stop)", err=True)
         if token is not None:
             typer.echo(
                 "sign in with the --auth token; the API takes Authorization: Bearer", err=True
             )
-        uvicorn.run(web, host=host, port=port, log_level="warning", server_header=False)
+        config = uvicorn.Config(web, log_level="warning", server_header=False)
+        uvicorn.Server(config).run(sockets=[listening])
+
+
+def bind(host: str, port: int) -> socket.socket:
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind((host, port))
+    except OSError:
+        sock.close()
+        raise
+    return sock

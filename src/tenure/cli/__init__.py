@@ -1,0 +1,77 @@
+"""The `tenure` command: thin; it parses, calls the library, and prints.
+
+It starts with the base install alone: commands whose extra is missing (the dashboard, the
+doctor, a PostgreSQL or Redis store) load anyway and name the `pip install` that brings it.
+"""
+
+from __future__ import annotations
+
+import os
+from importlib.metadata import PackageNotFoundError, version
+from typing import Annotated
+
+import typer
+
+from tenure.cli import operate
+from tenure.cli.batches import batch_cli
+from tenure.cli.common import say, wrap_commands
+from tenure.cli.jobs import failed_cli, jobs_cli
+from tenure.doctor.command import register as register_doctor
+from tenure.web.command import register as register_dashboard
+
+# Help text is printed as written: markup mode would eat "[web]" in "pip install 'tenure[web]'".
+cli = typer.Typer(
+    name="tenure",
+    no_args_is_help=True,
+    add_completion=False,
+    rich_markup_mode=None,
+)
+cli.add_typer(jobs_cli, name="jobs")
+cli.add_typer(failed_cli, name="failed")
+cli.add_typer(batch_cli, name="batch")
+operate.register(cli)
+register_dashboard(cli)
+register_doctor(cli)
+
+
+def installed_version() -> str:
+    try:
+        return version("tenure")
+    except PackageNotFoundError:  # running from a source tree that was never installed
+        from tenure import __version__
+
+        return __version__
+
+
+def show_version(value: bool) -> None:
+    if value:
+        say(f"tenure {installed_version()}")
+        raise typer.Exit()
+
+
+@cli.callback()
+def root(
+    _version: Annotated[
+        bool,
+        typer.Option(
+            "--version", callback=show_version, is_eager=True, help="Print the version and exit."
+        ),
+    ] = False,
+) -> None:
+    """Background jobs that never run twice by accident.
+
+    Every command reads the store of --app MODULE:ATTR, or --url, or $TENURE_URL (set it once
+    to point every command at one store), else ./tenure.db.
+    """
+
+
+wrap_commands(cli)
+
+
+def main() -> None:
+    cli()
+
+
+if __name__ == "__main__":
+    os.environ.setdefault("PYTHONUNBUFFERED", "1")
+    main()

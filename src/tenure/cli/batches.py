@@ -1,0 +1,72 @@
+"""`tenure batch ...`: follow, show, list and cancel batches."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+
+from tenure.cli.common import AppOption, UrlOption, fail, open_app, out, say
+from tenure.cli.jobs import cells, id_table
+from tenure.errors import JobNotFound
+
+batch_cli = typer.Typer(help="Batches: watch, show, list, cancel.", no_args_is_help=True)
+
+
+@batch_cli.command("watch")
+def batch_watch(batch_id: str, app: AppOption = None, url: UrlOption = None) -> None:
+    """Follow a batch with a live progress bar; closing it does not stop the work."""
+    from tenure.watch import summary, watch_batch
+
+    the_app = open_app(app, url)
+    try:
+        info = watch_batch(the_app, batch_id, out)
+    except JobNotFound as exc:
+        fail(str(exc), code=1)
+        return
+    except KeyboardInterrupt:
+        say(f"stopped watching; the batch goes on (tenure batch watch {batch_id})")
+        return
+    say(summary(info))
+
+
+@batch_cli.command("show")
+def batch_show(batch_id: str, app: AppOption = None, url: UrlOption = None) -> None:
+    """Where a batch stands, and its callback jobs."""
+    from tenure.watch import summary
+
+    try:
+        info = open_app(app, url).get_batch(batch_id)
+    except JobNotFound as exc:
+        fail(str(exc), code=1)
+        return
+    say(summary(info) + f"; progress {info.progress:.1%}")
+
+
+@batch_cli.command("list")
+def batch_list(
+    limit: Annotated[int, typer.Option()] = 20, app: AppOption = None, url: UrlOption = None
+) -> None:
+    """Recent batches, newest first."""
+    table = id_table("name", "state", "progress", "done", "failed", "total")
+    for b in open_app(app, url).list_batches(limit=limit):
+        table.add_row(
+            *cells(
+                b.id, b.name, b.state, f"{b.progress:.1%}", str(b.done), str(b.failed), str(b.total)
+            )
+        )
+    out.print(table)
+
+
+@batch_cli.command("cancel")
+def batch_cancel(batch_id: str, app: AppOption = None, url: UrlOption = None) -> None:
+    """Cancel a batch: its queued jobs never start; running ones see `batch.cancelled`."""
+    the_app = open_app(app, url)
+    if not the_app.cancel_batch(batch_id):
+        try:
+            state = the_app.get_batch(batch_id).state
+        except JobNotFound as exc:
+            fail(str(exc), code=1)
+            return
+        fail(f"batch {batch_id} is {state}, not running; nothing cancelled", code=1)
+    say(f"cancelled batch {batch_id}")

@@ -1,0 +1,113 @@
+"""What every command shares: the consoles, literal printing, errors, and finding the store.
+
+Everything printed from the store (arguments, errors, tracebacks, names) is data: it goes out
+with Rich markup off, so `[/]` or `list[int]` in a job's text prints as it is, never as style.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import os
+from collections.abc import Callable
+from typing import Annotated, Any
+
+import typer
+from rich.console import Console
+from rich.text import Text
+
+from tenure.app import DEFAULT_URL, URL_ENV, App
+from tenure.errors import TenureError
+
+out = Console(highlight=False)
+err = Console(stderr=True, highlight=False)
+
+AppOption = Annotated[
+    str | None,
+    typer.Option("--app", help="MODULE:ATTR of your tenure.App (its store URL is used)."),
+]
+UrlOption = Annotated[
+    str | None,
+    typer.Option("--url", help=f"Store URL; default ${URL_ENV}, else {DEFAULT_URL}."),
+]
+
+# Apps a command opened from a URL, closed when the command ends (see clean_errors): their
+# connection pools must not outlive a command run in-process (tests, fuzzing).
+_opened: list[App] = []
+
+
+def say(text: str, *, style: str | None = None) -> None:
+    """Print one piece of text exactly as it is."""
+    out.print(Text(text, style=style or ""), soft_wrap=True)
+
+
+def warn(text: str) -> None:
+    err.print(Text.assemble(("warning: ", "yellow"), text), soft_wrap=True)
+
+
+def fail(message: str, code: int = 2) -> None:
+    err.print(Text.assemble(("error: ", "red"), message), soft_wrap=True)
+    raise typer.Exit(code)
+
+
+def open_app(app_spec: str | None, url: str | None, *, create: bool = False) -> App:
+    """The App a command works on, named on stderr with where its store came from.
+
+    A command that does not `create` refuses a store that is not there: reading a SQLite
+    file that does not exist would create an empty one and report "nothing found", while the
+    jobs the user means live elsewhere."""
+    if app_spec:
+        from tenure.worker.loading import load_app
+
+        app = load_app(app_spec)  # the application's own App: it owns its lifetime
+        source = f"from --app {app_spec}"
+    else:
+        app = App(url)
+        _opened.append(app)
+        if url:
+            source = "from --url"
+        elif os.environ.get(URL_ENV):
+            source = f"from ${URL_ENV}"
+        else:
+            source = f"the default: no --app, --url or ${URL_ENV}"
+    err.print(Text(f"store: {app.describe_store()} ({source})", style="dim"), soft_wrap=True)
+    missing = None if create else app.store_missing()
+    if missing is not None:
+        fail(
+            f"{missing}; nothing was created. Point the command at your store with --app "
+            f"MODULE:ATTR, --url URL, or ${URL_ENV} (set it once for every command)"
+        )
+    return app
+
+
+def clean_errors(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """A store that cannot be opened or reached (bad URL, missing directory, server down) is
+    a clear message and exit 2, not a traceback; TENURE_DEBUG=1 shows the traceback."""
+
+    @functools.wraps(fn)
+    def command(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return fn(*args, **kwargs)
+        except (typer.Exit, typer.Abort, typer.TyperException, KeyboardInterrupt):
+            raise
+        except Exception as exc:
+            if os.environ.get("TENURE_DEBUG"):
+                raise
+            text = str(exc) if isinstance(exc, TenureError) else f"{type(exc).__name__}: {exc}"
+            err.print(Text(f"error: {text}"), soft_wrap=True)
+            raise typer.Exit(2) from None
+        finally:
+            while _opened:
+                with contextlib.suppress(Exception):  # closing must not hide the outcome
+                    _opened.pop().close()
+
+    return command
+
+
+def wrap_commands(app: typer.Typer) -> None:
+    for info in app.registered_commands:
+        if info.callback is not None:
+            info.callback = clean_errors(info.callback)
+    for group in app.registered_groups:
+        if group.typer_instance is not None:
+            wrap_commands(group.typer_instance)

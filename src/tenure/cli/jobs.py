@@ -1,0 +1,116 @@
+"""`tenure jobs ...` and `tenure failed ...`: look at jobs, and put failed ones back."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+from rich.table import Table
+from rich.text import Text
+
+from tenure.cli.common import AppOption, UrlOption, fail, open_app, out, say
+from tenure.describe import describe_job
+from tenure.errors import JobNotFound
+from tenure.states import JOB_STATES
+from tenure.stores.base import clock_text
+
+jobs_cli = typer.Typer(help="Look at jobs.", no_args_is_help=True)
+failed_cli = typer.Typer(help="Failed jobs: list, retry, forget.", no_args_is_help=True)
+
+
+def id_table(*columns: str) -> Table:
+    """A table whose first column, the id, is never cut: it is what `jobs show` needs."""
+    table = Table()
+    table.add_column("id", no_wrap=True, min_width=16)
+    for name in columns:
+        table.add_column(name, overflow="fold")
+    return table
+
+
+def cells(*values: str) -> list[Text]:
+    return [Text(v) for v in values]
+
+
+@jobs_cli.command("show")
+def jobs_show(job_id: str, app: AppOption = None, url: UrlOption = None) -> None:
+    """Show a job and every attempt: why it ran, and why it ran again."""
+    try:
+        info = open_app(app, url).get_job(job_id)
+    except JobNotFound as exc:
+        fail(str(exc), code=1)
+        return
+    for line in describe_job(info):
+        say(line)
+    last = info.attempts[-1] if info.attempts else None
+    if last is not None and last.traceback:
+        say("  traceback of the last attempt:")
+        say(last.traceback.rstrip())
+
+
+@jobs_cli.command("list")
+def jobs_list(
+    state: Annotated[str | None, typer.Option(help=", ".join(JOB_STATES))] = None,
+    queue: Annotated[str | None, typer.Option()] = None,
+    limit: Annotated[int, typer.Option()] = 50,
+    app: AppOption = None,
+    url: UrlOption = None,
+) -> None:
+    """List jobs, newest first, and the counts per state."""
+    the_app = open_app(app, url)
+    table = id_table("job", "queue", "state", "tries", "dispatched", "last error")
+    for job in the_app.list_jobs(state=state, queue=queue, limit=limit):
+        table.add_row(
+            *cells(
+                job.id,
+                job.name,
+                job.queue,
+                job.state,
+                str(job.tries_used),
+                clock_text(job.created_at),
+                (job.last_error or "")[:60],
+            )
+        )
+    out.print(table)
+    say(" ".join(f"{k}={v}" for k, v in the_app.counts().items()))
+
+
+@failed_cli.command("list")
+def failed_list(
+    limit: Annotated[int, typer.Option()] = 100, app: AppOption = None, url: UrlOption = None
+) -> None:
+    """List failed jobs with the reason each one failed."""
+    failed = open_app(app, url).failed_jobs(limit=limit)
+    if not failed:
+        say("no failed jobs")
+        return
+    table = id_table("job", "queue", "failed at", "reason")
+    for job in failed:
+        finished = clock_text(job.finished_at) if job.finished_at else ""
+        table.add_row(*cells(job.id, job.name, job.queue, finished, job.last_error or ""))
+    out.print(table)
+
+
+@failed_cli.command("retry")
+def failed_retry(
+    job_id: Annotated[str | None, typer.Argument()] = None,
+    all_: Annotated[bool, typer.Option("--all", help="Retry every failed job.")] = False,
+    app: AppOption = None,
+    url: UrlOption = None,
+) -> None:
+    """Put a failed job (or all of them) back in its queue with fresh tries."""
+    if all_ == (job_id is not None):
+        fail("give a job id or --all (not both)")
+    the_app = open_app(app, url)
+    ids = [job_id] if job_id else [j.id for j in the_app.failed_jobs(limit=1_000_000)]
+    retried = [i for i in ids if the_app.retry_failed(i)]
+    if job_id and not retried:
+        fail(the_app.retry_refusal(job_id), code=1)
+    say(f"retried {len(retried)} job(s)")
+
+
+@failed_cli.command("forget")
+def failed_forget(job_id: str, app: AppOption = None, url: UrlOption = None) -> None:
+    """Delete a failed (or finished) job and its attempts."""
+    if not open_app(app, url).forget(job_id):
+        fail(f"job {job_id} is not a finished job; nothing deleted", code=1)
+    say(f"forgot job {job_id}")
