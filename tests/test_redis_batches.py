@@ -27,7 +27,7 @@ from tenure.errors import ConfigError, TenureError
 from tenure.retry import Policy
 from tenure.stores.base import NewBatch, NewJob, WorkerRef
 from tenure.stores.redis import RedisStore, split_prefix
-from tenure.stores.redis_batch_lua import BATCH_RULES
+from tenure.stores.redis_scripts import read_lua
 
 from servers import free_port, wait_for_port
 
@@ -130,7 +130,7 @@ def python_rule(op: str, counts: rules.BatchCounts, arg: str) -> rules.BatchChan
 
 
 def test_the_lua_batch_rules_agree_with_tenure_batch_on_every_state(client: redis.Redis) -> None:
-    sha = client.script_load(BATCH_RULES + HARNESS)
+    sha = client.script_load(read_lua("lib/batch_rules.lua") + HARNESS)
     ops = [
         ("member_ended", "succeeded"),
         ("member_ended", "failed"),

@@ -52,7 +52,7 @@ first callback, else `default` (`PREFIX:{q:HOME}:batch:ID`, the batch and its co
 `:bopen:ID`, its members not settled yet); `PREFIX:{g}:batch_queues` maps a batch id to its
 home, `PREFIX:{g}:batches` orders batches for listing. A member's end and its batch's
 bookkeeping (counts, cancelling the members still queued, enqueuing then/catch/finally exactly
-once) are one Lua script (redis_batch_lua.py), so they are never torn and never repeated.
+once) are one Lua script (lua/lib/batch_io.lua), so they are never torn and never repeated.
 
 On a single server or a Sentinel-managed one, a batch's members and callbacks may use any mix
 of queues: the script reaches the other queues' keys too. On Redis Cluster they would sit in

@@ -1,7 +1,7 @@
 """Batches on Redis: where a batch's keys live, and the six batch methods of the Store protocol.
 
 A batch lives under the hash tag of its *home* queue: the queue of its first member, else of its
-first callback, else `default`. The rules themselves run in Lua (redis_batch_lua.py), inside
+first callback, else `default`. The rules themselves run in Lua (lua/lib/batch_rules.lua), inside
 the same script as the job change that triggers them, so a member's end, its batch's counts and
 the callbacks it enqueues are one atomic step. The store-wide keys (tag `{g}`) say where each
 batch lives:
@@ -21,10 +21,10 @@ import redis
 
 from tenure.errors import ConfigError, TenureError
 from tenure.stores.base import BatchRecord, NewBatch, NewJob
-from tenure.stores.redis_batch_lua import CALLBACK_FIELDS, CALLBACK_KINDS
 from tenure.stores.redis_client import RedisClient, optional
 from tenure.stores.redis_guards import member_guards
 from tenure.stores.redis_records import PROGRESS_UNITS, batch_record, to_int
+from tenure.stores.redis_scripts import CALLBACK_FIELDS, CALLBACK_KINDS
 
 BATCH_PAGE = 100
 

@@ -15,15 +15,7 @@ from redis.exceptions import NoScriptError
 from redis.retry import Retry
 
 from tenure.errors import ConfigError
-from tenure.stores.redis_batch_lua import BATCH_SCRIPTS, REGISTER_BATCH, batch_prelude
-from tenure.stores.redis_guard_lua import GUARD_PRELUDE, GUARD_SCRIPTS
-from tenure.stores.redis_lua import (
-    GLOBAL_PRELUDE,
-    GLOBAL_SCRIPTS,
-    NOTIFY_MAX,
-    PRELUDE,
-    QUEUE_SCRIPTS,
-)
+from tenure.stores.redis_scripts import global_scripts, queue_scripts
 
 DEFAULT_PREFIX = "tenure"
 STORED_STATES = ("queued", "running", "succeeded", "failed", "cancelled")
@@ -61,15 +53,8 @@ class RedisClient:
         self._block_cap = BLOCK_CAP_S
         if isinstance(socket_timeout, int | float) and socket_timeout > 0:
             self._block_cap = max(MIN_BLOCK_S, min(BLOCK_CAP_S, float(socket_timeout) * 0.66))
-        prelude = PRELUDE + batch_prelude(NOTIFY_MAX) + GUARD_PRELUDE
-        self._q = {
-            name: self._redis.register_script(prelude + src)
-            for name, src in {**QUEUE_SCRIPTS, **BATCH_SCRIPTS, **GUARD_SCRIPTS}.items()
-        }
-        self._g = {
-            name: self._redis.register_script(GLOBAL_PRELUDE + src)
-            for name, src in {**GLOBAL_SCRIPTS, "register_batch": REGISTER_BATCH}.items()
-        }
+        self._q = {name: self._redis.register_script(s) for name, s in queue_scripts().items()}
+        self._g = {name: self._redis.register_script(s) for name, s in global_scripts().items()}
         # job id -> queue. Ids are unique and a job never changes queue, so an entry is either
         # right or names a job that no longer exists anywhere.
         self._job_queue: dict[str, str] = {}

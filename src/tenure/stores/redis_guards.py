@@ -1,6 +1,6 @@
 """Guards on Redis: uniqueness at enqueue, overlap and rate limits at reserve, once() claims.
 
-Each check runs inside the Lua script of the change it guards (redis_guard_lua.py), so it is
+Each check runs inside the Lua script of the change it guards (lua/lib/guards.lua), so it is
 atomic with it: two dispatches of one unique key from any number of processes store one job,
 and two workers can never both start a job of one overlap key.
 
@@ -95,7 +95,7 @@ class RedisGuards(RedisClient):
 
 
 def enqueue_args(job: NewJob) -> list[Any]:
-    """One job's ARGV group for the enqueue script (redis_guard_lua.ENQUEUE_FIELDS long)."""
+    """One job's ARGV group for the enqueue script (redis_scripts.ENQUEUE_FIELDS long)."""
     g = job.guards
     return [
         job.id,

@@ -1,0 +1,154 @@
+-- Reading and writing a batch's keys, in the same atomic step as the job change that
+-- triggers it. A batch lives under the hash tag of its own queue (`BASE` = `PREFIX:{q:QUEUE}`):
+--
+--     BASE:batch:ID   hash  name, state, counts, `partial` (the running members' own progress,
+--                           in millionths, so sums are exact), callbacks as `then.id`, ...
+--     BASE:bopen:ID   hash  member job id -> that member's queue base, for members not settled
+--
+-- A member's job hash carries `batch_id` and `batch_base` (where its batch lives) and
+-- `progress_u` (its own progress in millionths, the highest reported). Keys of other queues
+-- (members or callbacks elsewhere) are built inside the scripts: fine on one server or
+-- Sentinel, refused up front on Redis Cluster, where they would be in another slot.
+local function batch_key(bbase, bid) return bbase .. ':batch:' .. bid end
+-- A queue base read back from a record must be one of this store's: a damaged record must not
+-- make a script write keys of another prefix (or no prefix at all).
+local OUR_PREFIX = string.match(base, '^(.*:){q:') or base
+local OUR_BASES = '^' .. string.gsub(OUR_PREFIX, '%W', '%%%0') .. '{q:.*}$'
+local function ours(qbase) return qbase ~= nil and string.find(qbase, OUR_BASES) ~= nil end
+local function open_key(bbase, bid) return bbase .. ':bopen:' .. bid end
+
+-- nil when the batch is missing or too damaged to apply rules to (no state).
+local function b_load(bk)
+  local f = redis.call('HMGET', bk, 'state', 'jobs', 'done', 'failed', 'cancelled',
+    'allow_failures', 'catch_sent', 'finished', 'partial')
+  if not f[1] then return nil end
+  return {state = f[1], jobs = num(f[2]), done = num(f[3]), failed = num(f[4]),
+    cancelled = num(f[5]), allow = f[6] == '1', catch_sent = f[7] == '1',
+    finished = f[8] == '1', partial = num(f[9])}
+end
+
+local function b_save(bk, c, now_s)
+  redis.call('HSET', bk, 'state', c.state, 'jobs', c.jobs, 'done', c.done, 'failed', c.failed,
+    'cancelled', c.cancelled, 'catch_sent', c.catch_sent and '1' or '0',
+    'finished', c.finished and '1' or '0', 'partial', c.partial)
+  if c.finished then redis.call('HSET', bk, 'finished_at', now_s) end
+end
+
+local function notify_at(qbase, n)
+  if n < 1 then return end
+  if n > NOTIFY_MAX then n = NOTIFY_MAX end
+  local tokens = {}
+  for i = 1, n do tokens[i] = '1' end
+  redis.call('LPUSH', qbase .. ':notify', unpack(tokens))
+  redis.call('LTRIM', qbase .. ':notify', 0, NOTIFY_MAX - 1)
+end
+
+-- Enqueue one job into any queue, given that queue's key base; 0 if its id is already there.
+local function enqueue_at(qbase, qname, id, name, payload, policy, delay, now_s, now)
+  local jk = qbase .. ':job:' .. id
+  if redis.call('EXISTS', jk) == 1 then return 0 end
+  local seq = redis.call('INCR', qbase .. ':seq')
+  if delay < 0 then delay = 0 end
+  local run_at = fmt(now + delay)
+  redis.call('HSET', jk, 'id', id, 'name', name, 'queue', qname, 'payload', payload,
+    'state', 'queued', 'policy', policy, 'created_at', now_s, 'run_at', run_at, 'attempt', 0,
+    'tries_used', 0, 'exceptions', 0, 'seq', seq)
+  redis.call('ZADD', qbase .. ':queued', run_at, queued_member(seq, id))
+  redis.call('ZADD', qbase .. ':all', seq, id)
+  redis.call('ZADD', qbase .. ':idx:queued', seq, id)
+  return 1
+end
+
+-- ARGV from `first` on: groups of (base, queue, id, name, payload, policy, delay, guards);
+-- guards is '' or a JSON object of the job-hash fields the overlap and rate checks read
+-- (redis_guards.member_guards), so members are deferred like any job.
+local function b_add_members(bbase, bid, c, first, now_s, now)
+  local ok = open_key(bbase, bid)
+  local added, per_queue = 0, {}
+  for i = first, #ARGV, MEMBER_FIELDS do
+    local qbase, id = ARGV[i], ARGV[i + 2]
+    if enqueue_at(qbase, ARGV[i + 1], id, ARGV[i + 3], ARGV[i + 4], ARGV[i + 5],
+        tonumber(ARGV[i + 6]) or 0, now_s, now) == 1 then
+      redis.call('HSET', qbase .. ':job:' .. id, 'batch_id', bid, 'batch_base', bbase)
+      if ARGV[i + 7] ~= '' then
+        for field, value in pairs(cjson.decode(ARGV[i + 7])) do
+          redis.call('HSET', qbase .. ':job:' .. id, field, tostring(value))
+        end
+      end
+      redis.call('HSET', ok, id, qbase)
+      per_queue[qbase] = (per_queue[qbase] or 0) + 1
+      added = added + 1
+    end
+  end
+  for qbase, n in pairs(per_queue) do notify_at(qbase, n) end
+  c.jobs = c.jobs + added
+  return added
+end
+
+-- Cancel every member still queued (scheduled ones too); running members finish on their own.
+local function b_cancel_queued(bbase, bid, c, now_s)
+  local ok = open_key(bbase, bid)
+  local open = redis.call('HGETALL', ok)
+  local n = 0
+  for i = 1, #open, 2 do
+    local id, qbase = open[i], open[i + 1]
+    local f = {}
+    if ours(qbase) then
+      f = redis.call('HMGET', qbase .. ':job:' .. id, 'state', 'seq', 'progress_u')
+    end
+    if f[1] == 'queued' or not f[1] then
+      if f[1] then
+        local seq = num(f[2])
+        redis.call('HSET', qbase .. ':job:' .. id, 'state', 'cancelled', 'finished_at', now_s)
+        redis.call('ZREM', qbase .. ':queued', queued_member(seq, id))
+        redis.call('ZREM', qbase .. ':idx:queued', id)
+        redis.call('ZADD', qbase .. ':idx:cancelled', seq, id)
+      end
+      -- a member whose record vanished can never end: count it as cancelled with the rest
+      redis.call('HDEL', ok, id)
+      c.partial = c.partial - num(f[3])
+      n = n + 1
+    end
+  end
+  return n
+end
+
+local function b_enqueue_callback(bbase, bid, kind, now_s, now)
+  local bk = batch_key(bbase, bid)
+  local f = redis.call('HMGET', bk, kind .. '.id', kind .. '.base', kind .. '.queue',
+    kind .. '.name', kind .. '.payload', kind .. '.policy', kind .. '.delay')
+  if not (f[1] and f[1] ~= '' and ours(f[2]) and f[3]) then return end
+  local added = enqueue_at(f[2], f[3], f[1], f[4] or '', f[5] or '', f[6] or '',
+    tonumber(f[7]) or 0, now_s, now)
+  notify_at(f[2], added)
+  redis.call('HSET', bk, kind .. '_job_id', f[1])
+end
+
+local function b_apply(bbase, bid, c, cbs, cancel, now_s, now)
+  if cancel then b_queued_cancelled(c, b_cancel_queued(bbase, bid, c, now_s), cbs) end
+  b_save(batch_key(bbase, bid), c, now_s)
+  for _, kind in ipairs(cbs) do b_enqueue_callback(bbase, bid, kind, now_s, now) end
+end
+
+-- The job behind `jk` reached a final state: count it in its batch, if it has one.
+local function batch_member_end(jk, id, outcome, now_s, now)
+  local f = redis.call('HMGET', jk, 'batch_id', 'batch_base', 'progress_u')
+  if not (f[1] and ours(f[2])) then return end
+  local bbase, bid = f[2], f[1]
+  local c = b_load(batch_key(bbase, bid))
+  if not c then return end
+  if redis.call('HDEL', open_key(bbase, bid), id) == 1 then
+    c.partial = c.partial - num(f[3])  -- its share becomes a whole settled member
+  end
+  local cbs = {}
+  local cancel = b_member_ended(c, outcome, cbs)
+  b_apply(bbase, bid, c, cbs, cancel, now_s, now)
+end
+
+-- A retry of this member would be wasted: its batch was cancelled or has failed.
+local function batch_stops_new_work(jk)
+  local f = redis.call('HMGET', jk, 'batch_id', 'batch_base')
+  if not (f[1] and ours(f[2])) then return false end
+  local state = redis.call('HGET', batch_key(f[2], f[1]), 'state')
+  return state == 'cancelled' or state == 'failed'
+end

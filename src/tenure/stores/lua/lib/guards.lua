@@ -1,0 +1,86 @@
+-- The guards: enqueue with uniqueness, reserve with overlap and rate-limit deferrals, and
+-- once() claims. See redis_guards.py for the key layout and what holds on Redis Cluster.
+-- Every guard key is built inside the script from the queue's base, so it carries the queue's
+-- hash tag and a script never leaves its queue's slot.
+local OVERLAP = base .. ':overlap'
+local function unique_key(key) return base .. ':uniq:' .. key end
+local function rate_key(key) return base .. ':rate:' .. key end
+local function once_key(id) return base .. ':once:' .. id end
+local function quoted(text) return "'" .. text .. "'" end
+
+-- The id of the job holding a unique key, or nil when the key is free: the holder is gone, the
+-- key expired (unique_for), or the holder is past the moment its uniqueness lasts for.
+local function unique_holder(key, now)
+  local u = redis.call('HMGET', unique_key(key), 'job', 'until', 'expires_at')
+  if not u[1] then return nil end
+  local state = redis.call('HGET', job_key(u[1]), 'state')
+  if not state then return nil end
+  if u[3] and (tonumber(u[3]) or 0) <= now then return nil end
+  if u[2] == 'processing' then
+    if state == 'queued' then return u[1] end
+    return nil
+  end
+  if FINAL[state] then return nil end
+  return u[1]
+end
+
+local function take_unique(key, id, held_until, unique_for, now)
+  local uk = unique_key(key)
+  redis.call('DEL', uk)
+  redis.call('HSET', uk, 'job', id, 'until', held_until)
+  if unique_for then redis.call('HSET', uk, 'expires_at', fmt(now + tonumber(unique_for))) end
+end
+
+-- The job running under this overlap key with a live lease, other than `id`: the lock follows
+-- the holder's lease (a heartbeat cannot revive an expired one), so a crashed holder blocks
+-- the key for one lease at most.
+local function overlap_holder(key, id, now)
+  local holder = redis.call('HGET', OVERLAP, key)
+  if (not holder) or holder == id then return nil end
+  local h = redis.call('HMGET', job_key(holder), 'state', 'lease_expires_at')
+  if h[1] == 'running' and (tonumber(h[2]) or -1) >= now then return holder end
+  return nil
+end
+
+-- nil when a start is allowed now (and records it as `member`), else when the window frees.
+-- The window's key expires once it is over: it holds nothing a later check needs.
+local function rate_free_at(key, limit, window, now, member)
+  local zk = rate_key(key)
+  redis.call('ZREMRANGEBYSCORE', zk, '-inf', fmt(now - window))
+  if redis.call('ZCARD', zk) >= limit then
+    local oldest = redis.call('ZRANGE', zk, 0, 0, 'WITHSCORES')
+    return (tonumber(oldest[2]) or now) + window
+  end
+  redis.call('ZADD', zk, fmt(now), member)
+  redis.call('PEXPIRE', zk, math.ceil(window * 1000) + 1000)
+  return nil
+end
+
+-- (run_at, reason) when the job's overlap or rate guard says not now; g is the job's fields.
+local function guard_deferral(id, n, g, now)
+  if g.overlap_key then
+    local holder = overlap_holder(g.overlap_key, id, now)
+    if holder then
+      return now + (tonumber(g.overlap_delay) or 0),
+        'overlap key ' .. quoted(g.overlap_key) .. ' is held by running job ' .. holder
+    end
+  end
+  local limit, window = tonumber(g.rate_limit), tonumber(g.rate_window)
+  if g.rate_key and limit and window then
+    local free_at = rate_free_at(g.rate_key, limit, window, now, id .. ':' .. n)
+    if free_at then
+      return free_at, string.format('rate limit %d per %g s reached for ', limit, window)
+        .. quoted(g.rate_key)
+    end
+  end
+  return nil
+end
+
+-- Forgetting a job drops its once() records and the guard entries it still holds.
+local function forget_guards(id, f)
+  redis.call('DEL', once_key(id))
+  if f[1] and redis.call('HGET', unique_key(f[1]), 'job') == id then
+    redis.call('DEL', unique_key(f[1]))
+  end
+  if f[2] and redis.call('HGET', OVERLAP, f[2]) == id then redis.call('HDEL', OVERLAP, f[2]) end
+end

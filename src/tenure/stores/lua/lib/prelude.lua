@@ -1,0 +1,87 @@
+-- The Redis store's Lua: every state change of a job is one script (queue/*.lua), run after
+-- this prelude, the batch functions (batch_rules.lua, batch_io.lua) and the guard functions
+-- (guards.lua). Python prepends the shared constants (NOTIFY_MAX, ...; see redis_scripts.py).
+--
+-- A script runs atomically on the server, so the check ("does this worker still hold the
+-- lease?") and the change it guards can never be split by another client: the same guarantee
+-- SQLite's BEGIN IMMEDIATE and PostgreSQL's row locks give the other stores.
+--
+-- Every queue script receives the same KEYS (see `RedisClient._queue_keys`), all under the
+-- queue's hash tag, and ARGV[1] = the queue's key base (job and attempt hashes are
+-- `base:job:ID` and `base:att:ID`, built inside the script because their ids are only known
+-- there; they carry the same hash tag, so a script never leaves its queue's Redis Cluster
+-- slot), ARGV[2] = queue name.
+--
+-- `complete` and `end_apply` count a batch member's end in its batch (and enqueue its
+-- callbacks) in the same script that ends the job.
+--
+-- Times: `redis.call('TIME')` is the only clock. Times are stored as strings with six decimals
+-- (`%.6f`); Lua's own `tostring` keeps only 14 significant digits, which would cut epoch
+-- seconds to 0.1 ms and make a stored lease differ from the one compared against.
+local base = ARGV[1]
+local queue_name = ARGV[2]
+local QUEUED, RUNNING, NOTIFY, SEQ, ALL = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
+local IDX = {queued = KEYS[6], running = KEYS[7], succeeded = KEYS[8], failed = KEYS[9],
+              cancelled = KEYS[10]}
+local FINAL = {succeeded = true, failed = true, cancelled = true}
+
+local function clock()
+  local t = redis.call('TIME')
+  local text = t[1] .. '.' .. string.format('%06d', tonumber(t[2]))
+  return text, tonumber(text)
+end
+local function fmt(x) return string.format('%.6f', x) end
+local function num(x) return tonumber(x) or 0 end
+local function job_key(id) return base .. ':job:' .. id end
+local function att_key(id) return base .. ':att:' .. id end
+-- Members of QUEUED are 'seq:id' so that jobs with the same run_at (one enqueue_many shares one
+-- clock reading) come out in the order they were sent, as SQLite's rowid orders them.
+local function queued_member(seq, id) return string.format('%016d', seq) .. ':' .. id end
+
+local function move_index(id, seq, from, to)
+  if from and IDX[from] then redis.call('ZREM', IDX[from], id) end
+  if to and IDX[to] then redis.call('ZADD', IDX[to], seq, id) end
+end
+
+local function notify(n)
+  if n < 1 then return end
+  if n > NOTIFY_MAX then n = NOTIFY_MAX end
+  local tokens = {}
+  for i = 1, n do tokens[i] = '1' end
+  redis.call('LPUSH', NOTIFY, unpack(tokens))
+  redis.call('LTRIM', NOTIFY, 0, NOTIFY_MAX - 1)
+end
+
+-- Fencing: a worker paused past its lease reports a result for an attempt someone else has
+-- taken over. Nothing changes but a note on the attempt that produced the late result.
+local function refuse(id, token, outcome, now_s)
+  local ak = att_key(id)
+  local n = tonumber(token)
+  if n and redis.call('HEXISTS', ak, n .. '.started_at') == 1 then
+    local previous = redis.call('HGET', ak, n .. '.outcome')
+    if (not previous) or previous == 'crashed' then
+      local note = "its worker reported '" .. outcome .. "' after the lease had been taken "
+        .. "over; the late result was refused (fencing)"
+      local err = redis.call('HGET', ak, n .. '.error')
+      if err then note = err .. '; ' .. note end
+      redis.call('HSET', ak, n .. '.outcome', 'lost_lease', n .. '.error', note)
+    end
+  end
+  local f = redis.call('HMGET', job_key(id), 'state', 'run_at')
+  return {'refused', f[1], f[2], now_s}
+end
+
+local function close_attempt(id, n, now_s, outcome, err, tb)
+  local ak = att_key(id)
+  redis.call('HSET', ak, n .. '.ended_at', now_s, n .. '.outcome', outcome)
+  if err then redis.call('HSET', ak, n .. '.error', err)
+  else redis.call('HDEL', ak, n .. '.error') end
+  if tb then redis.call('HSET', ak, n .. '.traceback', tb)
+  else redis.call('HDEL', ak, n .. '.traceback') end
+end
+
+-- Optional strings travel as '-' (none) or '+text'.
+local function optional(x)
+  if string.sub(x, 1, 1) == '+' then return string.sub(x, 2) end
+  return false
+end

@@ -1,0 +1,45 @@
+-- The second half: apply a decision taken in Python, only if the job is still exactly as it was
+-- read (compare-and-set); otherwise return 'conflict' and the caller reads again.
+-- ARGV[3..]: id, token, outcome, error ('-'/'+'), traceback ('-'/'+'), retry ('1'/'0'), delay,
+-- tries_used, exceptions, last_error, tries_used read, exceptions read, mode ('end'/'rescue').
+local now_s, now = clock()
+local id = ARGV[3]
+local jk = job_key(id)
+local f = redis.call('HMGET', jk, 'state', 'attempt', 'tries_used', 'exceptions',
+  'lease_expires_at', 'seq')
+local n = tonumber(f[2])
+if f[1] ~= 'running' or n == nil or n ~= tonumber(ARGV[4])
+    or num(f[3]) ~= tonumber(ARGV[13]) or num(f[4]) ~= tonumber(ARGV[14]) then
+  return {'conflict'}
+end
+-- Rescue acts only on a lease that is still expired; heartbeats cannot revive one, but a
+-- hand-edited lease could have moved.
+if ARGV[15] == 'rescue' and (tonumber(f[5]) or 0) >= now then return {'conflict'} end
+local seq = num(f[6])
+close_attempt(id, n, now_s, ARGV[5], optional(ARGV[6]), optional(ARGV[7]))
+redis.call('ZREM', RUNNING, id)
+if ARGV[8] == '1' and batch_stops_new_work(jk) then
+  -- Its batch was cancelled or has failed: the retry would be wasted work.
+  redis.call('HSET', jk, 'state', 'cancelled', 'finished_at', now_s, 'tries_used', ARGV[10],
+    'exceptions', ARGV[11], 'last_error', ARGV[12])
+  redis.call('HDEL', jk, 'lease_expires_at')
+  move_index(id, seq, 'running', 'cancelled')
+  batch_member_end(jk, id, 'cancelled', now_s, now)
+  return {'ok', 'cancelled', false, now_s}
+end
+if ARGV[8] == '1' then
+  local run_at = fmt(now + (tonumber(ARGV[9]) or 0))
+  redis.call('HSET', jk, 'state', 'queued', 'run_at', run_at, 'tries_used', ARGV[10],
+    'exceptions', ARGV[11], 'last_error', ARGV[12])
+  redis.call('HDEL', jk, 'lease_expires_at', 'worker_id')
+  redis.call('ZADD', QUEUED, run_at, queued_member(seq, id))
+  move_index(id, seq, 'running', 'queued')
+  notify(1)
+  return {'ok', 'queued', run_at, now_s}
+end
+redis.call('HSET', jk, 'state', 'failed', 'finished_at', now_s, 'tries_used', ARGV[10],
+  'exceptions', ARGV[11], 'last_error', ARGV[12])
+redis.call('HDEL', jk, 'lease_expires_at')
+move_index(id, seq, 'running', 'failed')
+batch_member_end(jk, id, 'failed', now_s, now)
+return {'ok', 'failed', false, now_s}

@@ -1,0 +1,22 @@
+-- ARGV[3]: lease seconds; ARGV[4..]: pairs (job id, token). Returns the ids whose lease is lost.
+local now_s, now = clock()
+local lease = tonumber(ARGV[3])
+local lost = {}
+for i = 4, #ARGV, 2 do
+  local id = ARGV[i]
+  local jk = job_key(id)
+  local f = redis.call('HMGET', jk, 'state', 'attempt', 'lease_expires_at')
+  local n = tonumber(f[2])
+  -- An expired lease is not renewed even if nobody rescued it yet: rescue_expired may be
+  -- deciding about it right now, and a lease must not come back to life.
+  if f[1] == 'running' and n ~= nil and n == tonumber(ARGV[i + 1])
+      and (tonumber(f[3]) or -1) >= now then
+    local expires = fmt(now + lease)
+    redis.call('HSET', jk, 'lease_expires_at', expires)
+    redis.call('ZADD', RUNNING, expires, id)
+    redis.call('HSET', att_key(id), n .. '.last_heartbeat_at', now_s)
+  else
+    lost[#lost + 1] = id
+  end
+end
+return lost

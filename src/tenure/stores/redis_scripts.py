@@ -1,0 +1,63 @@
+"""The Redis store's Lua, read from the `lua/` files shipped with the package.
+
+Each script is sent as one text: the constants below (so Python and Lua share one source for
+them), then the preludes its kind needs, then its own body. redis-py's `Script` runs it with
+EVALSHA and loads it (SCRIPT LOAD) only when the server answers NOSCRIPT, so the text crosses
+the wire once per server, not once per call. Redis 7's FUNCTION LOAD was weighed and not
+taken: it needs Redis 7 (tenure runs on 6.2 too), and a library is shared by every client of
+the server, so two tenure versions on one Redis would overwrite each other's functions unless
+each loaded a versioned copy; EVALSHA costs the same per call without either problem.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+from importlib import resources
+
+# Kept small: a burst of 10,000 jobs must not leave 10,000 wake-ups behind for idle workers to
+# chew through one by one; 32 is enough to wake every idle worker of a typical deployment.
+NOTIFY_MAX = 32
+# Fields per job in enqueue.lua's ARGV, after the two common ones (base, queue name).
+ENQUEUE_FIELDS = 14
+# Ready jobs a reservation looks at beyond `limit`: guarded jobs in front may be deferred.
+RESERVE_LOOKAHEAD = 32
+# Fields per batch member in ARGV: base, queue, id, name, payload, policy, delay, guards.
+MEMBER_FIELDS = 8
+CALLBACK_KINDS = ("then", "catch", "finally")
+CALLBACK_FIELDS = ("id", "base", "queue", "name", "payload", "policy", "delay")
+
+CONSTANTS = (
+    "local NOTIFY_MAX, ENQUEUE_FIELDS, RESERVE_LOOKAHEAD, MEMBER_FIELDS, CALLBACK_FIELDS = "
+    f"{NOTIFY_MAX}, {ENQUEUE_FIELDS}, {RESERVE_LOOKAHEAD}, {MEMBER_FIELDS}, "
+    f"{len(CALLBACK_FIELDS)}\n"
+)
+# Scripts on one queue's keys see the queue prelude; store-wide ones ({g} tag) a small one.
+QUEUE_LIBS = ("lib/prelude.lua", "lib/batch_rules.lua", "lib/batch_io.lua", "lib/guards.lua")
+GLOBAL_LIBS = ("lib/global_prelude.lua",)
+INCLUDE = re.compile(r"^--#include (\S+)$", re.MULTILINE)
+
+
+def read_lua(relative: str) -> str:
+    """One file under lua/, with its `--#include PATH` lines replaced by those files."""
+    text = resources.files("tenure.stores").joinpath("lua", relative).read_text("utf-8")
+    return INCLUDE.sub(lambda m: read_lua(m.group(1)), text)
+
+
+def _scripts(kind: str, libs: tuple[str, ...]) -> dict[str, str]:
+    prelude = CONSTANTS + "".join(read_lua(lib) for lib in libs)
+    folder = resources.files("tenure.stores").joinpath("lua", kind)
+    names = sorted(f.name[: -len(".lua")] for f in folder.iterdir() if f.name.endswith(".lua"))
+    return {name: prelude + read_lua(f"{kind}/{name}.lua") for name in names}
+
+
+@functools.cache
+def queue_scripts() -> dict[str, str]:
+    """Name -> full text of every script that works on one queue's keys."""
+    return _scripts("queue", QUEUE_LIBS)
+
+
+@functools.cache
+def global_scripts() -> dict[str, str]:
+    """Name -> full text of every script on the store-wide keys."""
+    return _scripts("global", GLOBAL_LIBS)
