@@ -72,6 +72,8 @@ def test_restart_lets_the_running_job_finish_then_exits(project: Project) -> Non
     wait_until(lambda: project.ledger.events(h.id, "start"), 60, "the job to start")
     result = tenure_cli(project, "restart")
     assert result.returncode == 0, result.stderr
+    assert "1 live worker(s)" in result.stdout  # the worker it reached, counted
+    assert "warning" not in result.stderr
     assert worker.wait(60) == 0
     assert outcomes(project, h.id) == ["succeeded"]
     assert "`tenure restart` requested" in worker.log()

@@ -353,8 +353,14 @@ def describe_crash(attempt: AttemptRecord, lease_expired_at: float) -> str:
     )
 
 
-def clock_text(epoch: float) -> str:
-    return time.strftime("%H:%M:%S", time.gmtime(epoch)) + " UTC"
+def clock_text(epoch: float, *, today: float | None = None) -> str:
+    """'14:03:22 UTC' for a time of today (UTC), '2026-11-30 14:03:22 UTC' for any other day:
+    a time without its date sends a reader to the wrong day's logs."""
+    moment = time.gmtime(epoch)
+    current = time.gmtime(time.time() if today is None else today)
+    if moment[:3] == current[:3]:
+        return time.strftime("%H:%M:%S UTC", moment)
+    return time.strftime("%Y-%m-%d %H:%M:%S UTC", moment)
 
 
 def batch_record(
