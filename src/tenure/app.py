@@ -392,7 +392,7 @@ class App:
         it is empty."""
         if self.url.split(":", 1)[0].lower() != "sqlite":
             return None
-        from tenure.stores.sqlite_base import sqlite_path
+        from tenure.stores.sqlite import sqlite_path
 
         path = sqlite_path(self.url)
         if os.path.exists(path):

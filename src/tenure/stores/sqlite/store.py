@@ -16,8 +16,6 @@ from typing import Any
 from tenure.errors import ConfigError
 from tenure.retry import Counters, Policy, decide
 from tenure.states import visible_state
-from tenure.stores import sqlite_batches as batches
-from tenure.stores import sqlite_guards as guards
 from tenure.stores.base import (
     BatchRecord,
     EndResult,
@@ -28,9 +26,10 @@ from tenure.stores.base import (
     WorkerRef,
     describe_crash,
 )
-from tenure.stores.sqlite_base import _attempt, sqlite_path
-from tenure.stores.sqlite_ops import SQLiteOperations
-from tenure.stores.sqlite_transaction import SQLiteJobTransaction
+from tenure.stores.sqlite import batches, guards
+from tenure.stores.sqlite.connection import _attempt, sqlite_path
+from tenure.stores.sqlite.operations import SQLiteOperations
+from tenure.stores.sqlite.transaction import SQLiteJobTransaction
 
 log = logging.getLogger("tenure.store")
 

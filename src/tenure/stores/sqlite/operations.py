@@ -7,9 +7,9 @@ import json
 from dataclasses import replace
 
 from tenure.states import FINAL_STATES, JOB_STATES
-from tenure.stores import sqlite_batches as batches
 from tenure.stores.base import EffectRecord, JobRecord, WorkerRecord, total_counts
-from tenure.stores.sqlite_base import SQLiteConnections, _attempt, _job
+from tenure.stores.sqlite import batches
+from tenure.stores.sqlite.connection import SQLiteConnections, _attempt, _job
 
 
 class SQLiteOperations(SQLiteConnections):

@@ -14,7 +14,7 @@ from typing import Any
 from tenure.retry import Policy
 from tenure.states import visible_state
 from tenure.stores.base import AttemptRecord, JobRecord
-from tenure.stores.sqlite_schema import SCHEMA, SCHEMA_VERSION
+from tenure.stores.sqlite.schema import SCHEMA, SCHEMA_VERSION
 
 NOW_SQL = "SELECT (julianday('now') - 2440587.5) * 86400.0"
 

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 from tenure.stores.base import EndResult, transaction_ended
 
 if TYPE_CHECKING:
-    from tenure.stores.sqlite import SQLiteStore
+    from tenure.stores.sqlite.store import SQLiteStore
 
 
 class SQLiteJobTransaction:
