@@ -18,7 +18,7 @@ import pytest
 import redis
 from redis.crc import key_slot
 
-from tenure.errors import ConfigError
+from tenure.errors import ConfigError, StoreUnavailable
 from tenure.retry import Policy
 from tenure.stores import open_store
 from tenure.stores.base import NewJob, Rescued, WorkerRecord, WorkerRef
@@ -435,7 +435,7 @@ def test_without_persistence_a_restart_loses_everything() -> None:
 def _reachable(store: RedisStore) -> bool:
     try:
         store.now()
-    except redis.ConnectionError:
+    except StoreUnavailable:
         return False
     return True
 

@@ -14,7 +14,7 @@ from redis.commands.core import Script
 from redis.exceptions import NoScriptError
 from redis.retry import Retry
 
-from tenure.errors import ConfigError
+from tenure.errors import ConfigError, StoreMisconfigured, StoreUnavailable
 from tenure.stores.redis_scripts import global_scripts, queue_scripts
 
 DEFAULT_PREFIX = "tenure"
@@ -35,20 +35,25 @@ class RedisClient:
     def __init__(self, url: str) -> None:
         self.url = url
         connect_url, self.prefix = split_prefix(url)
-        self._redis: redis.Redis = redis.Redis.from_url(
-            connect_url,
-            decode_responses=True,
-            # A damaged payload must reach the worker (which fails that job with a clear
-            # reason), not raise UnicodeDecodeError inside reserve or get_job.
-            encoding_errors="replace",
-            socket_connect_timeout=5.0,
-            socket_timeout=SOCKET_TIMEOUT_S,
-            health_check_interval=30,
-            # One quick retry replaces a pooled connection that died with a Redis restart;
-            # more would hide an outage from the worker (which backs off and logs it itself)
-            # for tens of seconds, and re-send scripts whose reply, not whose effect, was lost.
-            retry=Retry(ExponentialWithJitterBackoff(base=0.01, cap=0.1), retries=1),
-        )
+        where = urlsplit(connect_url).netloc.rpartition("@")[2] or "localhost"
+        try:
+            self._redis: redis.Redis = _TranslatingRedis.from_url(
+                connect_url,
+                decode_responses=True,
+                # A damaged payload must reach the worker (which fails that job with a clear
+                # reason), not raise UnicodeDecodeError inside reserve or get_job.
+                encoding_errors="replace",
+                socket_connect_timeout=5.0,
+                socket_timeout=SOCKET_TIMEOUT_S,
+                health_check_interval=30,
+                # One quick retry replaces a pooled connection that died with a Redis restart;
+                # more would hide an outage from the worker (which backs off and logs it itself)
+                # for tens of seconds, and re-send scripts whose reply, not whose effect, was lost.
+                retry=Retry(ExponentialWithJitterBackoff(base=0.01, cap=0.1), retries=1),
+            )
+        except ValueError as exc:  # redis-py's reading of the URL: a bad port, db or option
+            raise StoreMisconfigured(f"redis URL for {where}: {exc}") from exc
+        cast(_TranslatingRedis, self._redis).where = where
         socket_timeout = self._redis.connection_pool.connection_kwargs.get("socket_timeout")
         self._block_cap = BLOCK_CAP_S
         if isinstance(socket_timeout, int | float) and socket_timeout > 0:
@@ -142,6 +147,67 @@ class RedisClient:
                 found[job_id] = queue
                 self._remember(job_id, queue)
         return found
+
+
+# -- errors --------------------------------------------------------------------------------
+class _TranslatingRedis(redis.Redis):
+    """redis-py raising tenure's errors: every caller of the store (a worker backing off, the
+    CLI, dispatch in a web request) catches StoreUnavailable on every backend alike."""
+
+    where = "localhost"
+
+    def execute_command(self, *args: Any, **options: Any) -> Any:
+        try:
+            return super().execute_command(*args, **options)  # type: ignore[no-untyped-call]
+        except redis.RedisError as exc:
+            translated = store_error(exc, self.where)
+            if translated is None:
+                raise
+            raise translated from exc
+
+    def pipeline(self, transaction: bool = True, shard_hint: Any = None) -> Any:
+        pipe = _TranslatingPipeline(
+            self.connection_pool, self.response_callbacks, transaction, shard_hint
+        )
+        pipe.where = self.where
+        return pipe
+
+
+class _TranslatingPipeline(redis.client.Pipeline):
+    where = "localhost"
+
+    def execute(self, raise_on_error: bool = True) -> list[Any]:
+        try:
+            return super().execute(raise_on_error)
+        except redis.RedisError as exc:
+            translated = store_error(exc, self.where)
+            if translated is None:
+                raise
+            raise translated from exc
+
+
+# Refusals that retrying cannot fix: wrong password or user, an ACL that forbids the commands,
+# a database number the server does not have.
+MISCONFIGURED = (
+    redis.exceptions.AuthenticationError,
+    redis.exceptions.AuthorizationError,
+    redis.exceptions.AuthenticationWrongNumberOfArgsError,
+    redis.exceptions.NoPermissionError,
+)
+
+
+def store_error(exc: redis.RedisError, where: str) -> StoreMisconfigured | StoreUnavailable | None:
+    """The error a caller should act on, with redis-py's own reason; None: pass it on as is
+    (a script's own error, NOSCRIPT, a wrong type)."""
+    reason = " ".join(str(exc).split()) or type(exc).__name__
+    if isinstance(exc, MISCONFIGURED) or "DB index is out of range" in reason:
+        return StoreMisconfigured(
+            f"Redis at {where} refused the connection: {reason}; retrying will not help, "
+            "fix the store URL (user, password, database number) or the server's ACL"
+        )
+    if isinstance(exc, redis.ConnectionError | redis.TimeoutError):
+        return StoreUnavailable(f"cannot reach Redis at {where}: {reason}")
+    return None
 
 
 # -- URL and key helpers -------------------------------------------------------------------

@@ -23,7 +23,7 @@ from psycopg.pq import TransactionStatus
 from psycopg.rows import DictRow, dict_row
 from psycopg_pool import ConnectionPool, PoolTimeout
 
-from tenure.errors import ConfigError, StoreUnavailable
+from tenure.errors import ConfigError, StoreMisconfigured, StoreUnavailable
 from tenure.stores.pg_sql import migrations
 
 DEFAULT_SCHEMA = "tenure"
@@ -90,6 +90,10 @@ class Database:
                     timeout=self.connect_timeout,
                     name=f"tenure:{self.schema}",
                 )
+                # The pool retries a refused connection in the background until its timeout
+                # and then says only "timeout"; one plain connection first gives libpq's own
+                # reason at once, and a wrong database or password fails instead of retrying.
+                self._probe()
                 pool.open(wait=False)
                 self._pool = pool
             return self._pool
@@ -103,10 +107,7 @@ class Database:
                 yield conn
                 self._freshness.used(conn)  # not after an error: that one is checked
         except PoolTimeout as exc:
-            raise StoreUnavailable(
-                f"PostgreSQL at {self.where} gave no connection within "
-                f"{self.connect_timeout:g} s; is the server up? ({exc})"
-            ) from exc
+            raise self._no_connection(exc) from exc
         except psycopg.OperationalError as exc:
             if connection_lost(exc):
                 raise StoreUnavailable(
@@ -121,10 +122,27 @@ class Database:
         try:
             return self._get_pool().getconn()
         except PoolTimeout as exc:
-            raise StoreUnavailable(
-                f"PostgreSQL at {self.where} gave no connection within "
-                f"{self.connect_timeout:g} s; is the server up? ({exc})"
-            ) from exc
+            raise self._no_connection(exc) from exc
+
+    def _probe(self) -> None:
+        """Connect once outside the pool; raise why that fails, in libpq's own words."""
+        try:
+            psycopg.connect(
+                self.conninfo, connect_timeout=max(1, round(self.connect_timeout))
+            ).close()
+        except psycopg.Error as exc:
+            raise connect_error(exc, self.where) from exc
+
+    def _no_connection(self, exc: PoolTimeout) -> Exception:
+        """The pool timed out: ask the server directly why, so the caller learns the reason."""
+        try:
+            self._probe()
+        except (StoreMisconfigured, StoreUnavailable) as reason:
+            return reason
+        return StoreUnavailable(
+            f"PostgreSQL at {self.where} gave no connection within "
+            f"{self.connect_timeout:g} s (all {self._pool_max} in use?): {exc}"
+        )
 
     def checkin(self, conn: Connection) -> None:
         """Give a checked-out connection back, as the pool lent it: autocommit, dict rows. One
@@ -251,8 +269,8 @@ class Database:
             conn = psycopg.connect(
                 self.conninfo, autocommit=True, connect_timeout=max(1, round(self.connect_timeout))
             )
-        except psycopg.OperationalError as exc:
-            raise StoreUnavailable(f"cannot reach PostgreSQL at {self.where}: {exc}") from exc
+        except psycopg.Error as exc:
+            raise connect_error(exc, self.where) from exc
         conn.execute(f'LISTEN "{self.channel}"')
         return conn
 
@@ -315,6 +333,29 @@ class _Freshness:
             at = self._used_at.get(conn)
         if at is None or time.monotonic() - at >= self.FRESH_S:
             ConnectionPool.check_connection(conn)
+
+
+# libpq's words for a refusal that retrying cannot fix. Connecting reports no SQLSTATE, so
+# the text is all there is; anything else (refused, timed out, DNS, "starting up", too many
+# clients) is an outage the caller may wait out.
+MISCONFIGURED_MARKERS = (
+    "does not exist",  # database or role
+    "authentication failed",  # password, ident, peer, SCRAM
+    "no password supplied",
+    "no pg_hba.conf entry",
+    "connection is bad: invalid",  # a malformed option in the URL: port, sslmode...
+)
+
+
+def connect_error(exc: psycopg.Error, where: str) -> StoreMisconfigured | StoreUnavailable:
+    """Why connecting failed, as the error a caller should act on, with libpq's text."""
+    reason = " ".join(str(exc).split())
+    if isinstance(exc, psycopg.ProgrammingError) or any(m in reason for m in MISCONFIGURED_MARKERS):
+        return StoreMisconfigured(
+            f"PostgreSQL at {where} refused the connection: {reason}; retrying will not help, "
+            "fix the store URL (database, role, password) or the server's access rules"
+        )
+    return StoreUnavailable(f"cannot reach PostgreSQL at {where}: {reason}")
 
 
 def connection_lost(exc: psycopg.OperationalError) -> bool:
