@@ -1,6 +1,7 @@
 """tenure against the established Python queues, on the same engine, in the same run.
 
     .venv/bin/python -m bench [--smoke] [--engines sqlite,postgres,redis] [--rounds N]
+    .venv/bin/python -m bench doctor-corpus [--show]   (the doctor on real projects)
 
 Installs the peers into bench/.venv-peers (and arq into bench/.venv-peers-arq), then for each
 engine runs every system on the same workloads, round after round, in A B ... B A order so
@@ -122,6 +123,10 @@ def tenure_ready(engine: engines.Engine) -> str | None:
 
 
 def main() -> int:
+    if sys.argv[1:2] == ["doctor-corpus"]:  # a separate benchmark with its own options
+        from bench.doctor_corpus.score import main as doctor_corpus
+
+        return doctor_corpus(sys.argv[2:])
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawTextHelpFormatter
     )

@@ -1,0 +1,174 @@
+"""Score `tenure doctor` against the corpus: recall of the hand-written findings, false alarms
+on the traps, and precision over every error and warning it reports.
+
+    .venv/bin/python -m bench doctor-corpus [--mirror DIR] [--only NAME,...] [--show]
+
+Each project's expected file, projects/NAME.toml, lists
+  [[finding]]  rule, file, line, why, confidence   what a correct analyzer must report
+  [[trap]]     rule ("*" for any), file, line?, why  places that look wrong but are not
+A report matches a finding when rule, file and line agree (a finding without a line matches
+any line of its file). Precision counts every error and warning the doctor reports; infos are
+summaries, not claims, and are left out of it. A crash is a failed project.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+import tomllib
+import traceback
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from bench.doctor_corpus.fetch import HERE, Project, fetch_all, load_manifest, mirror_dir
+
+PROJECTS = HERE / "projects"
+
+
+@dataclass(frozen=True)
+class Expected:
+    rule: str
+    file: str
+    line: int | None
+    why: str
+
+    def matches(self, rule: str, path: str | None, line: int | None) -> bool:
+        return (
+            self.rule in (rule, "*")
+            and self.file == path
+            and (self.line is None or self.line == line)
+        )
+
+
+@dataclass
+class Score:
+    name: str
+    kind: str
+    findings: int = 0
+    found: int = 0
+    traps: int = 0
+    trapped: int = 0
+    reported: int = 0  # errors and warnings
+    correct: int = 0  # of those, matching an expected finding
+    seconds: float = 0.0
+    crash: str = ""
+    missed: list[Expected] = field(default_factory=list)
+    false_alarms: list[str] = field(default_factory=list)
+    unexpected: list[str] = field(default_factory=list)
+
+
+def load_expected(name: str) -> tuple[list[Expected], list[Expected]]:
+    data = tomllib.loads((PROJECTS / f"{name}.toml").read_text())
+
+    def entries(key: str) -> list[Expected]:
+        return [
+            Expected(e["rule"], e["file"], e.get("line"), e.get("why", ""))
+            for e in data.get(key, [])
+        ]
+
+    return entries("finding"), entries("trap")
+
+
+def score_project(project: Project) -> Score:
+    from tenure.doctor import diagnose
+
+    score = Score(project.name, project.kind)
+    expected, traps = load_expected(project.name)
+    score.findings, score.traps = len(expected), len(traps)
+    root = project.checkout / project.path
+    celery = str(root / project.celery) if project.celery else None
+    started = time.perf_counter()
+    try:
+        report = diagnose(None, str(root), history=False, celery=celery)
+    except BaseException as exc:
+        score.crash = "".join(traceback.format_exception_only(exc)).strip()
+        return score
+    finally:
+        score.seconds = time.perf_counter() - started
+    matched: set[int] = set()
+    for f in report.findings:
+        path, line = f.location.path, f.location.line
+        hits = [i for i, e in enumerate(expected) if e.matches(f.rule, path, line)]
+        matched.update(hits)
+        where = f"{f.severity} {f.rule} {path}:{line}"
+        if any(t.matches(f.rule, path, line) for t in traps):
+            score.trapped += 1
+            score.false_alarms.append(where)
+        if f.severity == "info":
+            continue
+        score.reported += 1
+        if hits:
+            score.correct += 1
+        elif where not in score.false_alarms:
+            score.unexpected.append(where)
+    score.found = len(matched)
+    score.missed = [e for i, e in enumerate(expected) if i not in matched]
+    return score
+
+
+def ratio(part: int, whole: int) -> str:
+    return f"{part / whole:6.1%}" if whole else "     -"
+
+
+def print_table(scores: list[Score], *, show: bool) -> None:
+    head = (
+        f"{'project':<22} {'kind':<8} {'recall':>14} {'traps hit':>11} {'precision':>14} {'s':>5}"
+    )
+    print(head)
+    print("-" * len(head))
+    for s in [*scores, total(scores)]:
+        if s.name == "TOTAL":
+            print("-" * len(head))
+        state = f"  CRASH: {s.crash}" if s.crash else ""
+        print(
+            f"{s.name:<22} {s.kind:<8} {s.found:>3}/{s.findings:<3}{ratio(s.found, s.findings)} "
+            f"{s.trapped:>4}/{s.traps:<4}  {s.correct:>3}/{s.reported:<3}"
+            f"{ratio(s.correct, s.reported)} {s.seconds:5.1f}{state}"
+        )
+        if show and s.name != "TOTAL":
+            for e in s.missed:
+                print(f"    missed    {e.rule} {e.file}:{e.line}")
+            for where in s.false_alarms:
+                print(f"    trap hit  {where}")
+            for where in s.unexpected:
+                print(f"    unexpected {where}")
+
+
+def total(scores: list[Score]) -> Score:
+    out = Score("TOTAL", "")
+    for s in scores:
+        out.findings += s.findings
+        out.found += s.found
+        out.traps += s.traps
+        out.trapped += s.trapped
+        out.reported += s.reported
+        out.correct += s.correct
+        out.seconds += s.seconds
+    crashes = [s.name for s in scores if s.crash]
+    out.crash = f"{len(crashes)} crashed: {', '.join(crashes)}" if crashes else ""
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="python -m bench doctor-corpus",
+        description=__doc__,
+        formatter_class=argparse.RawTextHelpFormatter,
+    )
+    parser.add_argument("--mirror", default=mirror_dir(), help="directory of git mirrors")
+    parser.add_argument("--only", default="", help="only these projects (comma-separated)")
+    parser.add_argument("--show", action="store_true", help="list misses and false alarms")
+    args = parser.parse_args(argv)
+    wanted = set(filter(None, args.only.split(",")))
+    projects = [p for p in load_manifest() if not wanted or p.name in wanted]
+    problems = fetch_all(projects, Path(args.mirror))
+    for name, problem in problems.items():
+        print(f"not scored: {name}: {problem}", file=sys.stderr)
+    scores = [score_project(p) for p in projects if p.name not in problems]
+    print_table(scores, show=args.show)
+    return 1 if problems or any(s.crash for s in scores) else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
