@@ -339,7 +339,7 @@ class App:
             return self.store.add_to_batch(batch_id=batch_id, jobs=members)
 
     def get_batch(self, batch_id: str) -> BatchInfo:
-        record = self.store.get_batch(batch_id)
+        record = self.find_batch(batch_id)
         if record is None:
             raise JobNotFound(f"no batch with id {batch_id!r} in {redact(self.url)}")
         return record
@@ -349,11 +349,30 @@ class App:
         return self.store.cancel_batch(batch_id)
 
     # -- reading and operating ---------------------------------------------------------
+    def now(self) -> float:
+        """The store's clock (epoch seconds): the one every lease and schedule is measured on."""
+        return self.store.now()
+
     def get_job(self, job_id: str) -> JobInfo:
-        record = self.store.get_job(job_id)
+        record = self.find_job(job_id)
         if record is None:
             raise JobNotFound(f"no job with id {job_id!r} in {redact(self.url)}")
         return record
+
+    def find_job(self, job_id: str) -> JobInfo | None:
+        """The job, or None when the store has no job with that id."""
+        return self.store.get_job(job_id)
+
+    def find_batch(self, batch_id: str) -> BatchInfo | None:
+        return self.store.get_batch(batch_id)
+
+    def queue_counts(self) -> dict[str, dict[str, int]]:
+        """Per queue, the number of jobs in each state (from counters or indexes, not a scan)."""
+        return self.store.queue_counts()
+
+    def workers(self) -> list[WorkerRecord]:
+        """Every worker the store knows of, stopped ones included."""
+        return self.store.list_workers()
 
     def counts(self) -> dict[str, int]:
         return self.store.counts()
@@ -371,10 +390,10 @@ class App:
 
     def live_workers(self) -> list[WorkerRecord]:
         """Workers that have not stopped and renewed their record recently."""
-        now = self.store.now()
+        now = self.now()
         return [
             w
-            for w in self.store.list_workers()
+            for w in self.workers()
             if w.stopped_at is None and now - w.last_seen_at < WORKER_SILENT_AFTER_S
         ]
 

@@ -42,7 +42,7 @@ def watch_batch(app: App, batch_id: str, console: Console, *, poll: float = POLL
         task = progress.add_task(info.name, total=info.total, rate="", state=info.state)
         while True:
             info = app.get_batch(batch_id)
-            elapsed = max(app.store.now() - info.created_at, 1e-6)
+            elapsed = max(app.now() - info.created_at, 1e-6)
             settled = info.done + info.failed + info.cancelled
             progress.update(
                 task,

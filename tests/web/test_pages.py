@@ -76,6 +76,9 @@ def test_every_page_renders_with_navigation_and_landmarks(
     assert client.get("/static/dashboard.js").status_code == 200
     assert client.get("/jobs/nope").status_code == 404
     assert client.get("/api/jobs/nope").json() == {"error": "no job with id 'nope'"}
+    bogus = client.get("/api/jobs?state=bogus")
+    assert bogus.status_code == 400
+    assert "state: expected one of queued" in bogus.json()["error"]
 
 
 def test_overview_counts_workers_and_rate(project: WebProject, client: TestClient) -> None:

@@ -14,9 +14,10 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from tenure import __version__
+from tenure.errors import ConfigError
 from tenure.web import views
 from tenure.web.security import CSRF_HEADER, csrf_ok
-from tenure.web.server import RETRY_ALL_LIMIT, dashboard
+from tenure.web.state import RETRY_ALL_LIMIT, dashboard
 
 MAX_LIST = 1000
 
@@ -66,12 +67,12 @@ def api_overview(request: Request) -> Response:
 
 def api_batches(request: Request) -> Response:
     app = dashboard(request).app
-    now = app.store.now()
+    now = app.now()
     return JSONResponse(
         {
             "batches": [
                 views.batch_json(views.batch_view(app, b, now, callbacks=False))
-                for b in app.store.list_batches(limit=limit_of(request, 50))
+                for b in app.list_batches(limit=limit_of(request, 50))
             ]
         }
     )
@@ -80,28 +81,33 @@ def api_batches(request: Request) -> Response:
 def api_batch(request: Request) -> Response:
     app = dashboard(request).app
     batch_id = request.path_params["batch_id"]
-    record = app.store.get_batch(batch_id)
+    record = app.find_batch(batch_id)
     if record is None:
         return missing("batch", batch_id)
-    return JSONResponse(views.batch_json(views.batch_view(app, record, app.store.now())))
+    return JSONResponse(views.batch_json(views.batch_view(app, record, app.now())))
 
 
 def api_jobs(request: Request) -> Response:
     app = dashboard(request).app
     q = request.query_params
-    jobs = app.store.list_jobs(
-        state=q.get("state") or None, queue=q.get("queue") or None, limit=limit_of(request, 100)
-    )
+    try:
+        jobs = app.list_jobs(
+            state=q.get("state") or None,
+            queue=q.get("queue") or None,
+            limit=limit_of(request, 100),
+        )
+    except ConfigError as exc:
+        return JSONResponse({"error": str(exc)}, status_code=400)
     return JSONResponse({"jobs": [views.job_summary_json(j) for j in jobs]})
 
 
 def api_job(request: Request) -> Response:
     app = dashboard(request).app
     job_id = request.path_params["job_id"]
-    record = app.store.get_job(job_id)
+    record = app.find_job(job_id)
     if record is None:
         return missing("job", job_id)
-    return JSONResponse(views.job_json(views.job_view(record, app.store.now())))
+    return JSONResponse(views.job_json(views.job_view(record, app.now())))
 
 
 def api_failed(request: Request) -> Response:

@@ -6,7 +6,6 @@ pool and a slow store never stalls the event loop."""
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs, urlencode
@@ -22,6 +21,7 @@ from starlette.staticfiles import StaticFiles
 
 from tenure.app import App, redact
 from tenure.web import views
+from tenure.web.api import api_routes
 from tenure.web.doctor_page import DoctorRunner
 from tenure.web.security import (
     CSRF_COOKIE,
@@ -33,10 +33,10 @@ from tenure.web.security import (
     session_value,
     token_matches,
 )
+from tenure.web.state import RETRY_ALL_LIMIT, Dashboard, dashboard
 
 HERE = Path(__file__).parent
 FAILED_PAGE_LIMIT = 500
-RETRY_ALL_LIMIT = 100_000
 NOTICES = {
     "retried": "The job is back in its queue with fresh tries.",
     "not-failed": "Nothing to retry: the job is not failed (someone may have retried it).",
@@ -50,15 +50,6 @@ NOTICES = {
     "not-cancelled": "Nothing cancelled: the batch is not running.",
     "signed-out": "Signed out.",
 }
-
-
-@dataclass
-class Dashboard:
-    app: App
-    auth_token: str | None
-    meter: views.RateMeter
-    doctor: DoctorRunner
-    templates: jinja2.Environment
 
 
 def create_app(
@@ -86,8 +77,6 @@ def create_app(
         doctor=DoctorRunner(app_spec, os.path.abspath(project_root)),
         templates=env,
     )
-    from tenure.web.api import api_routes
-
     routes = [
         Route("/", overview_page, name="overview"),
         Route("/batches", batches_page, name="batches"),
@@ -115,11 +104,6 @@ def create_app(
 
 def _num(value: int | float) -> str:
     return f"{value:,}".replace(",", "\u202f")  # a thin space groups digits in every locale
-
-
-def dashboard(request: Request) -> Dashboard:
-    dash: Dashboard = request.app.state.dashboard
-    return dash
 
 
 def render(
@@ -182,7 +166,7 @@ def overview_page(request: Request) -> Response:
     data = views.overview(dash.app, dash.meter)
     batches = [
         views.batch_view(dash.app, b, data.now, callbacks=False)
-        for b in dash.app.store.list_batches(limit=5)
+        for b in dash.app.list_batches(limit=5)
     ]
     active = data.active or any(b.active for b in batches)
     return render(request, "overview.html", {"o": data, "batches": batches, "active": active})
@@ -190,10 +174,10 @@ def overview_page(request: Request) -> Response:
 
 def batches_page(request: Request) -> Response:
     dash = dashboard(request)
-    now = dash.app.store.now()
+    now = dash.app.now()
     batches = [
         views.batch_view(dash.app, b, now, callbacks=False)
-        for b in dash.app.store.list_batches(limit=100)
+        for b in dash.app.list_batches(limit=100)
     ]
     return render(
         request,
@@ -204,26 +188,26 @@ def batches_page(request: Request) -> Response:
 
 def batch_page(request: Request) -> Response:
     dash = dashboard(request)
-    record = dash.app.store.get_batch(request.path_params["batch_id"])
+    record = dash.app.find_batch(request.path_params["batch_id"])
     if record is None:
         return render(request, "not_found.html", {"what": "batch"}, 404)
-    v = views.batch_view(dash.app, record, dash.app.store.now())
+    v = views.batch_view(dash.app, record, dash.app.now())
     return render(request, "batch.html", {"b": v, "active": v.active})
 
 
 def job_page(request: Request) -> Response:
     dash = dashboard(request)
-    record = dash.app.store.get_job(request.path_params["job_id"])
+    record = dash.app.find_job(request.path_params["job_id"])
     if record is None:
         return render(request, "not_found.html", {"what": "job"}, 404)
-    v = views.job_view(record, dash.app.store.now())
+    v = views.job_view(record, dash.app.now())
     return render(request, "job.html", {"j": v, "active": v.active})
 
 
 def failed_page(request: Request) -> Response:
     dash = dashboard(request)
     jobs = dash.app.failed_jobs(limit=FAILED_PAGE_LIMIT)
-    count = dash.app.store.counts().get("failed", 0)
+    count = dash.app.counts().get("failed", 0)
     return render(
         request,
         "failed.html",
@@ -269,7 +253,7 @@ async def retry_job(request: Request) -> Response:
     done = await run_in_threadpool(app.retry_failed, job_id)
     if done:
         return redirect(f"/jobs/{job_id}", notice="retried")
-    record = await run_in_threadpool(app.store.get_job, job_id)
+    record = await run_in_threadpool(app.find_job, job_id)
     # still failed after a refused retry: the store keeps members of a settled batch failed
     refused = record is not None and record.state == "failed"
     return redirect(f"/jobs/{job_id}", notice="batch-settled" if refused else "not-failed")
@@ -300,7 +284,7 @@ async def retry_all(request: Request) -> Response:
         return form
     app = dashboard(request).app
     if form.get("confirmed") != "1":
-        count = await run_in_threadpool(lambda: app.store.counts().get("failed", 0))
+        count = await run_in_threadpool(lambda: app.counts().get("failed", 0))
         return confirm(
             request,
             f"Retry all {count} failed job(s)?",

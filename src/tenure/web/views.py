@@ -89,11 +89,10 @@ class RateMeter:
 
 
 def overview(app: App, meter: RateMeter) -> Overview:
-    store = app.store
-    now = store.now()
+    now = app.now()
     # Per-queue counts come from the store's counters or indexes (never a scan of the jobs), and
     # the totals are their sum: one read per refresh, and the two tables always agree.
-    by_queue = store.queue_counts()
+    by_queue = app.queue_counts()
     counts = total_counts(by_queue)
     queues = []
     for name, c in sorted(by_queue.items()):
@@ -109,7 +108,7 @@ def overview(app: App, meter: RateMeter) -> Overview:
                 per_minute=meter.observe(name, time.monotonic(), finished),
             )
         )
-    workers = [worker_row(w, now) for w in store.list_workers() if w.stopped_at is None]
+    workers = [worker_row(w, now) for w in app.workers() if w.stopped_at is None]
     active = counts.get("running", 0) > 0 or counts.get("queued", 0) > 0
     return Overview(now, counts, queues, workers, active)
 
@@ -176,7 +175,7 @@ def batch_view(app: App, record: BatchRecord, now: float, *, callbacks: bool = T
         ):
             if job_id is None:
                 continue
-            job = app.store.get_job(job_id)
+            job = app.find_job(job_id)
             state = job.state if job is not None else "forgotten"
             found.append(Callback(kind, job_id, state, job.last_error if job else None))
     return BatchView(record, now, settled, percent, per_second, eta, found)
