@@ -14,7 +14,7 @@ from typing import Any
 from tenure.retry import Policy
 from tenure.states import visible_state
 from tenure.stores.base import AttemptRecord, JobRecord
-from tenure.stores.sqlite.schema import SCHEMA, SCHEMA_VERSION
+from tenure.stores.sqlite import schema
 
 NOW_SQL = "SELECT (julianday('now') - 2440587.5) * 86400.0"
 
@@ -78,29 +78,7 @@ class SQLiteConnections:
 
     def migrate(self) -> None:
         self._migrated = True
-        conn = self._conn()
-        if self._schema_is_current(conn):
-            # A read, no lock: a web process whose first dispatch runs inside the application's
-            # own write transaction (conn=) must not wait on the lock that transaction holds.
-            return
-        # One script in one locked transaction: CREATE ... IF NOT EXISTS is idempotent and the
-        # lock makes two processes migrating at once take turns.
-        conn.executescript(
-            "BEGIN IMMEDIATE;"
-            + SCHEMA
-            + "INSERT OR IGNORE INTO tenure_control (key, value) VALUES ('schema_version', "
-            + f"'{SCHEMA_VERSION}'); COMMIT;"
-        )
-
-    @staticmethod
-    def _schema_is_current(conn: sqlite3.Connection) -> bool:
-        try:
-            row = conn.execute(
-                "SELECT value FROM tenure_control WHERE key = 'schema_version'"
-            ).fetchone()
-        except sqlite3.OperationalError:  # no schema yet
-            return False
-        return row is not None and str(row[0]).isdigit() and int(row[0]) >= SCHEMA_VERSION
+        schema.migrate(self._conn())
 
     def close(self) -> None:
         conn = getattr(self._local, "conn", None)

@@ -1,101 +1,93 @@
-"""The SQLite schema. Created with IF NOT EXISTS inside one locked transaction, so it is
-idempotent and two processes migrating at once take turns."""
+"""The SQLite schema: numbered migrations (migrations/NNNN_name.sql) applied in order, each once.
 
-SCHEMA_VERSION = 1
-
-SCHEMA = """
-CREATE TABLE IF NOT EXISTS tenure_jobs (
-    id TEXT PRIMARY KEY,
-    name TEXT NOT NULL,
-    queue TEXT NOT NULL,
-    payload TEXT NOT NULL,
-    state TEXT NOT NULL,              -- queued | running | succeeded | failed | cancelled
-    policy TEXT NOT NULL,             -- retry.Policy as JSON: the rules the job was sent with
-    created_at REAL NOT NULL,
-    run_at REAL NOT NULL,
-    finished_at REAL,
-    attempt INTEGER NOT NULL DEFAULT 0,   -- attempts opened; the current one's number is the token
-    tries_used INTEGER NOT NULL DEFAULT 0,
-    exceptions INTEGER NOT NULL DEFAULT 0,
-    lease_expires_at REAL,
-    worker_id TEXT,
-    last_error TEXT,
-    batch_id TEXT,
-    progress REAL NOT NULL DEFAULT 0,     -- a batch member's own progress, 0..1
-    overlap_key TEXT,                     -- at most one running attempt per key
-    overlap_delay REAL,
-    rate_key TEXT,                        -- at most rate_limit starts per rate_window s
-    rate_limit INTEGER,
-    rate_window REAL
-);
-CREATE INDEX IF NOT EXISTS tenure_jobs_overlap ON tenure_jobs (overlap_key, state)
-    WHERE overlap_key IS NOT NULL;
-CREATE TABLE IF NOT EXISTS tenure_unique (
-    key TEXT PRIMARY KEY,
-    job_id TEXT NOT NULL,
-    until TEXT NOT NULL,                  -- completed | processing
-    expires_at REAL                       -- unique_for: the key is free after this time
-);
-CREATE TABLE IF NOT EXISTS tenure_rate_starts (
-    key TEXT NOT NULL,
-    at REAL NOT NULL
-);
-CREATE INDEX IF NOT EXISTS tenure_rate_starts_key ON tenure_rate_starts (key, at);
-CREATE TABLE IF NOT EXISTS tenure_once (
-    job_id TEXT NOT NULL,
-    key TEXT NOT NULL,
-    attempt INTEGER NOT NULL,             -- the attempt that claimed the effect
-    at REAL NOT NULL,
-    PRIMARY KEY (job_id, key)
-);
-CREATE INDEX IF NOT EXISTS tenure_jobs_ready ON tenure_jobs (queue, state, run_at);
-CREATE INDEX IF NOT EXISTS tenure_jobs_batch ON tenure_jobs (batch_id, state);
-CREATE TABLE IF NOT EXISTS tenure_batches (
-    id TEXT PRIMARY KEY,
-    name TEXT NOT NULL,
-    state TEXT NOT NULL,              -- running | succeeded | failed | cancelled
-    declared_total INTEGER,
-    jobs INTEGER NOT NULL DEFAULT 0,
-    done INTEGER NOT NULL DEFAULT 0,
-    failed INTEGER NOT NULL DEFAULT 0,
-    cancelled INTEGER NOT NULL DEFAULT 0,
-    allow_failures INTEGER NOT NULL DEFAULT 0,
-    catch_sent INTEGER NOT NULL DEFAULT 0,
-    finished INTEGER NOT NULL DEFAULT 0,
-    callbacks TEXT NOT NULL,          -- {"then": NewJob as JSON, ...}: enqueued once, later
-    then_job_id TEXT,
-    catch_job_id TEXT,
-    finally_job_id TEXT,
-    created_at REAL NOT NULL,
-    finished_at REAL
-);
-CREATE INDEX IF NOT EXISTS tenure_jobs_lease ON tenure_jobs (state, lease_expires_at);
-CREATE TABLE IF NOT EXISTS tenure_attempts (
-    job_id TEXT NOT NULL,
-    number INTEGER NOT NULL,
-    worker_id TEXT NOT NULL,
-    host TEXT NOT NULL,
-    pid INTEGER NOT NULL,
-    started_at REAL NOT NULL,
-    ended_at REAL,
-    outcome TEXT,
-    error TEXT,
-    traceback TEXT,
-    last_heartbeat_at REAL,
-    PRIMARY KEY (job_id, number)
-);
-CREATE TABLE IF NOT EXISTS tenure_workers (
-    id TEXT PRIMARY KEY,
-    host TEXT NOT NULL,
-    pid INTEGER NOT NULL,
-    queues TEXT NOT NULL,
-    concurrency INTEGER NOT NULL,
-    started_at REAL NOT NULL,
-    last_seen_at REAL NOT NULL,
-    stopped_at REAL
-);
-CREATE TABLE IF NOT EXISTS tenure_control (
-    key TEXT PRIMARY KEY,
-    value TEXT NOT NULL
-);
+The version a file is at is the row `schema_version` of `tenure_control`, where schema version
+1 (the only schema before migrations were numbered) already wrote it. Pending migrations are
+applied in one locked transaction (BEGIN IMMEDIATE), and the version is read again once the
+lock is held: two processes opening an old file at once take turns, and the second finds
+nothing left to do instead of applying a migration twice.
 """
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Sequence
+from importlib import resources
+
+from tenure.errors import ConfigError
+from tenure.stores.sql.migrations import Migration, load_migrations
+
+MIGRATIONS = load_migrations(
+    resources.files("tenure.stores.sqlite").joinpath("migrations"), store="SQLite"
+)
+SCHEMA_VERSION = MIGRATIONS[-1].version
+
+
+def schema_version(conn: sqlite3.Connection) -> int:
+    """The version the file is at; 0 for a file without tenure's tables."""
+    try:
+        row = conn.execute(
+            "SELECT value FROM tenure_control WHERE key = 'schema_version'"
+        ).fetchone()
+    except sqlite3.OperationalError:  # no tenure_control table: no schema yet
+        return 0
+    if row is None:
+        return 0
+    text = str(row[0])
+    if not text.isdigit():
+        # Guessing a version would re-apply or skip migrations; a person must look.
+        raise ConfigError(
+            f"SQLite store: tenure_control.schema_version expected a number, got {text!r}; "
+            "the file was edited by hand or is not a tenure store"
+        )
+    return int(text)
+
+
+def migrate(conn: sqlite3.Connection, migrations: Sequence[Migration] = MIGRATIONS) -> None:
+    """Bring the file to the newest version. A file already there costs one read and no lock:
+    a web process whose first dispatch runs inside the application's own write transaction
+    (conn=) must not wait on the lock that transaction holds. A file newer than this code is
+    left alone (migrations only add), as schema version 1 did."""
+    if schema_version(conn) >= migrations[-1].version:
+        return
+    migrate_locked(conn, migrations)
+
+
+def migrate_locked(conn: sqlite3.Connection, migrations: Sequence[Migration]) -> None:
+    """Take the write lock, then apply what is still pending once it is held."""
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        version = schema_version(conn)  # again: another process may have migrated meanwhile
+        for migration in migrations[version:]:
+            for statement in statements(migration.sql):
+                conn.execute(statement)
+            conn.execute(
+                "INSERT OR REPLACE INTO tenure_control (key, value) "
+                "VALUES ('schema_version', ?)",
+                (str(migration.version),),
+            )
+    except BaseException:
+        conn.execute("ROLLBACK")
+        raise
+    conn.execute("COMMIT")
+
+
+def statements(script: str) -> list[str]:
+    """The statements of a migration, one by one: executescript() would commit the open
+    transaction first and give up the lock. A semicolon ends a statement only where SQLite
+    says the text so far is complete, so one inside a string, comment or trigger body does
+    not."""
+    out: list[str] = []
+    start = 0
+    for end, char in enumerate(script):
+        if char == ";" and sqlite3.complete_statement(script[start : end + 1]):
+            statement = script[start : end + 1].strip()
+            if statement.strip(";").strip():
+                out.append(statement)
+            start = end + 1
+    if script[start:].strip() and not _only_comments(script[start:]):
+        raise ValueError(f"migration ends with an unterminated statement: {script[start:]!r}")
+    return out
+
+
+def _only_comments(text: str) -> bool:
+    return all(not line.strip() or line.strip().startswith("--") for line in text.splitlines())

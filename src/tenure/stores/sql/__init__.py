@@ -1,0 +1,1 @@
+"""What the SQL stores (SQLite, PostgreSQL) share, written once."""
