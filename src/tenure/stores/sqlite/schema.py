@@ -61,8 +61,7 @@ def migrate_locked(conn: sqlite3.Connection, migrations: Sequence[Migration]) ->
             for statement in statements(migration.sql):
                 conn.execute(statement)
             conn.execute(
-                "INSERT OR REPLACE INTO tenure_control (key, value) "
-                "VALUES ('schema_version', ?)",
+                "INSERT OR REPLACE INTO tenure_control (key, value) VALUES ('schema_version', ?)",
                 (str(migration.version),),
             )
     except BaseException:
