@@ -78,3 +78,26 @@ def test_missing_celery_target_cannot_run(tmp_path: Path) -> None:
         diagnose(None, str(tmp_path), history=False, celery=str(tmp_path / "nope.py"))
     with pytest.raises(CannotRun):
         diagnose(None, str(tmp_path), history=False, celery="no_such_module_here:app")
+
+
+def test_arithmetic_settings_are_values(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """`60 * 60` and a name bound earlier are a time limit; an env() read stays unknown."""
+    (tmp_path / "settings.py").write_text(
+        "SOFT = 60 * 5\n"
+        "CELERY_BROKER_URL = 'redis://r:6379/0'\n"
+        "CELERY_TASK_ACKS_LATE = True\n"
+        "CELERY_TASK_TIME_LIMIT = SOFT + 60 * 60\n"
+    )
+    monkeypatch.chdir(tmp_path)
+    report = diagnose(None, ".", history=False, celery="settings.py")
+    (late,) = [f for f in report.findings if f.rule == "celery-visibility-below-time-limit"]
+    assert "may run 3900 s" in late.message and "3600 s" in late.message
+    (tmp_path / "settings.py").write_text(
+        "import os\n"
+        "CELERY_BROKER_URL = 'redis://r:6379/0'\n"
+        "CELERY_TASK_ACKS_LATE = True\n"
+        "CELERY_TASK_TIME_LIMIT = int(os.environ.get('LIMIT', 60)) * 60\n"
+    )
+    report = diagnose(None, ".", history=False, celery="settings.py")
+    assert "celery-visibility-below-time-limit" not in [f.rule for f in report.findings]
+    assert any("task_time_limit" in s.reason and "unknown" in s.reason for s in report.skipped)

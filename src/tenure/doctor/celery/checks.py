@@ -97,6 +97,12 @@ def check(config: CeleryConfig) -> list[Finding]:
         "s",
         _where(config, hard, home),
     )
+    if not hard.known:
+        # Written but not resolvable (an env() read): unknown, never "no time limit".
+        config.skipped.append(Skipped(
+            str(limit.source), "task_time_limit is read from the environment: unknown, so the "
+            "checks that compare it were skipped"))  # fmt: skip
+        return out
     late_tasks = [
         t for t in config.tasks if t.options.get("acks_late", Setting(None, Source())).value is True
     ]
@@ -127,8 +133,11 @@ def check(config: CeleryConfig) -> list[Finding]:
                 )
             )
     multiplier = prefetch.value if isinstance(prefetch.value, int) else PREFETCH_DEFAULT
+    # With no time limit and early acks, how long tasks run is unknown: celery-task-unbounded
+    # speaks to that where a deploy makes it matter; guessing here made every app a finding.
     if multiplier > 1 and (
-        limit.amount is None or multiplier * limit.amount >= (visibility.amount or 0)
+        (limit.amount is None and acks_late.value is True)
+        or (limit.amount is not None and multiplier * limit.amount >= (visibility.amount or 0))
     ):
         waits = (
             "tasks with no time limit"
@@ -206,8 +215,10 @@ def _late(limit: Value, visibility: Value, who: str, at: Source) -> list[Finding
 
 
 def _pickle(config: CeleryConfig, home: str | None) -> list[Finding]:
+    """Only what a consumer accepts runs code: a pickle serializer whose content is not
+    accepted is refused (accept_content defaults to json), and restating it is noise."""
     out = []
-    for key in ("accept_content", "result_accept_content", "task_serializer", "result_serializer"):
+    for key in ("accept_content", "result_accept_content"):
         setting = config.settings.get(key)
         if setting is None or not setting.known:
             continue

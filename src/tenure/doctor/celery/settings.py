@@ -81,6 +81,9 @@ class CeleryConfig:
     tasks: list[TaskDef] = field(default_factory=list)
     delays: list[Delay] = field(default_factory=list)
     skipped: list[Skipped] = field(default_factory=list)
+    # Upper-case names bound to numbers in the module being read: `CELERY_TIME_LIMIT =
+    # CELERY_SOFT_TIME_LIMIT + 60` and `60 * 60` are values, not "no time limit".
+    constants: dict[str, Any] = field(default_factory=dict)
 
 
 class CannotLoad(Exception):
@@ -138,6 +141,7 @@ def read_source(config: CeleryConfig, path: str, base: str) -> None:
 
 def read_tree(config: CeleryConfig, tree: ast.AST, rel: str, *, settings: bool) -> None:
     """Settings (when `settings`), task decorators and countdown/eta calls in one module."""
+    config.constants = _constants(tree)
     for node in ast.walk(tree):
         if settings and isinstance(node, ast.Assign | ast.AnnAssign):
             _assignment(config, node, rel)
@@ -146,7 +150,11 @@ def read_tree(config: CeleryConfig, tree: ast.AST, rel: str, *, settings: bool) 
         if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
             for decorator in node.decorator_list:
                 if isinstance(decorator, ast.Call) and _callee(decorator).endswith("task"):
-                    options = {k.arg: _setting(k.value, rel) for k in decorator.keywords if k.arg}
+                    options = {
+                        k.arg: _setting(k.value, rel, config.constants)
+                        for k in decorator.keywords
+                        if k.arg
+                    }
                     config.tasks.append(TaskDef(node.name, Source(rel, node.lineno), options))
 
 
@@ -155,12 +163,63 @@ def _callee(call: ast.Call) -> str:
     return func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
 
 
-def _setting(node: ast.AST, rel: str) -> Setting:
+def _setting(node: ast.AST, rel: str, constants: dict[str, Any] | None = None) -> Setting:
     try:
         value = ast.literal_eval(node)
     except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
-        value = UNKNOWN
+        value = _arithmetic(node, constants or {})
     return Setting(value, Source(rel, getattr(node, "lineno", None)))
+
+
+ARITHMETIC = {
+    ast.Add: lambda a, b: a + b,
+    ast.Sub: lambda a, b: a - b,
+    ast.Mult: lambda a, b: a * b,
+    ast.Div: lambda a, b: a / b,
+    ast.FloorDiv: lambda a, b: a // b,
+}
+
+
+def _arithmetic(node: ast.AST, constants: dict[str, Any]) -> Any:
+    """Numbers combined with + - * / // and names of numbers bound earlier; UNKNOWN otherwise
+    (an env() call, a function): never a guess."""
+    if isinstance(node, ast.Constant):
+        value = node.value
+        return value if isinstance(value, int | float) and not isinstance(value, bool) else UNKNOWN
+    if isinstance(node, ast.Name):
+        return constants.get(node.id, UNKNOWN)
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub | ast.UAdd):
+        operand = _arithmetic(node.operand, constants)
+        if operand is UNKNOWN:
+            return UNKNOWN
+        return -operand if isinstance(node.op, ast.USub) else operand
+    if isinstance(node, ast.BinOp) and type(node.op) in ARITHMETIC:
+        left, right = _arithmetic(node.left, constants), _arithmetic(node.right, constants)
+        if left is UNKNOWN or right is UNKNOWN:
+            return UNKNOWN
+        try:
+            return ARITHMETIC[type(node.op)](left, right)
+        except (ZeroDivisionError, OverflowError):
+            return UNKNOWN
+    return UNKNOWN
+
+
+def _constants(tree: ast.AST) -> dict[str, Any]:
+    """Upper-case names assigned a number (in source order), module or class level."""
+    assigns = sorted(
+        (n for n in ast.walk(tree) if isinstance(n, ast.Assign) and len(n.targets) == 1),
+        key=lambda n: (n.lineno, n.col_offset),
+    )
+    out: dict[str, Any] = {}
+    for node in assigns:
+        target = node.targets[0]
+        if isinstance(target, ast.Name) and target.id.isupper():
+            value = _arithmetic(node.value, out)
+            if value is not UNKNOWN:
+                out[target.id] = value
+            else:
+                out.pop(target.id, None)
+    return out
 
 
 def _put(config: CeleryConfig, key: str, node: ast.AST, rel: str) -> None:
@@ -168,7 +227,7 @@ def _put(config: CeleryConfig, key: str, node: ast.AST, rel: str) -> None:
     if name not in KEYS and key.startswith("CELERY_"):
         name = key.removeprefix("CELERY_").lower()  # Django: namespace='CELERY'
     if name in KEYS:
-        config.settings[name] = _setting(node, rel)
+        config.settings[name] = _setting(node, rel, config.constants)
 
 
 def _assignment(config: CeleryConfig, node: ast.Assign | ast.AnnAssign, rel: str) -> None:
