@@ -11,8 +11,10 @@ from __future__ import annotations
 
 import ast
 import importlib
+import operator
 import os
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -171,12 +173,12 @@ def _setting(node: ast.AST, rel: str, constants: dict[str, Any] | None = None) -
     return Setting(value, Source(rel, getattr(node, "lineno", None)))
 
 
-ARITHMETIC = {
-    ast.Add: lambda a, b: a + b,
-    ast.Sub: lambda a, b: a - b,
-    ast.Mult: lambda a, b: a * b,
-    ast.Div: lambda a, b: a / b,
-    ast.FloorDiv: lambda a, b: a // b,
+ARITHMETIC: dict[type[ast.operator], Callable[[Any, Any], Any]] = {
+    ast.Add: operator.add,
+    ast.Sub: operator.sub,
+    ast.Mult: operator.mul,
+    ast.Div: operator.truediv,
+    ast.FloorDiv: operator.floordiv,
 }
 
 
