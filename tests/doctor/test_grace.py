@@ -22,7 +22,7 @@ FAILING: set[Severity] = {"error", "warning"}
 
 
 def quickstart() -> str:
-    match = re.search(r"```python\n# shop/jobs.py\n(.*?)```", README.read_text(), re.S)
+    match = re.search(r"```python\n# shop/jobs.py[^\n]*\n(.*?)```", README.read_text(), re.S)
     assert match, "README's Quickstart lost its `# shop/jobs.py` block"
     return match.group(1)
 
