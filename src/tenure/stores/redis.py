@@ -76,7 +76,7 @@ from typing import Any, cast
 
 import redis
 
-from tenure.errors import ConfigError, TenureError
+from tenure.errors import TenureError
 from tenure.retry import Counters, Policy, decide
 from tenure.states import JOB_STATES, visible_state
 from tenure.stores.base import (
@@ -112,7 +112,6 @@ from tenure.stores.redis_workers import RedisWorkers
 
 log = logging.getLogger("tenure.stores.redis")
 
-LAYOUT_VERSION = 1
 # The order of the figures the "counts" script returns after the clock.
 COUNTED_STATES = ("queued", "scheduled", "running", "succeeded", "failed", "cancelled")
 STALE = "stale token: lease taken over"
@@ -134,14 +133,7 @@ class RedisStore(RedisBatches, RedisGuards, RedisWorkers):
 
     def migrate(self) -> None:
         """Redis needs no schema; record the key layout so a future one can be recognised."""
-        meta = self._global_key("meta")
-        self._redis.hsetnx(meta, "layout", LAYOUT_VERSION)
-        found = to_int(self._redis.hget(meta, "layout"), LAYOUT_VERSION)
-        if found > LAYOUT_VERSION:
-            raise ConfigError(
-                f"the keys under prefix {self.prefix!r} use layout {found}, newer than this "
-                f"tenure understands ({LAYOUT_VERSION}); upgrade tenure on this host"
-            )
+        self.check_layout()
         try:
             policy = cast(dict[str, str], self._redis.config_get("maxmemory-policy"))
         except redis.ResponseError:  # managed services often forbid CONFIG

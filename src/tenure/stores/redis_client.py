@@ -27,6 +27,9 @@ BLOCK_CAP_S = 10.0
 # Redis reads a blocking timeout in milliseconds and treats 0 as "forever".
 MIN_BLOCK_S = 0.01
 JOB_CACHE_MAX = 100_000
+# The key layout this code reads and writes, kept in PREFIX:{g}:meta `layout`; a layout change
+# bumps it, so that an older tenure meeting newer keys stops instead of misreading them.
+LAYOUT_VERSION = 1
 
 Call = tuple[Script, list[str], list[Any]]
 
@@ -63,6 +66,7 @@ class RedisClient:
         # job id -> queue. Ids are unique and a job never changes queue, so an entry is either
         # right or names a job that no longer exists anywhere.
         self._job_queue: dict[str, str] = {}
+        self._layout_checked = False
 
     # -- keys ----------------------------------------------------------------------------
     def _global_key(self, name: str) -> str:
@@ -91,6 +95,8 @@ class RedisClient:
         return (self._q[script], self._queue_keys(queue), [self._base(queue), queue, *args])
 
     def _run(self, call: Call) -> Any:
+        if not self._layout_checked:
+            self.check_layout()
         script, keys, args = call
         return script(keys=keys, args=args, client=self._redis)
 
@@ -98,6 +104,8 @@ class RedisClient:
         """Run scripts in one round trip; a script the server forgot is loaded and re-run."""
         if not calls:
             return []
+        if not self._layout_checked:
+            self.check_layout()
         pipe = self._redis.pipeline(transaction=False)
         for script, keys, args in calls:
             pipe.evalsha(script.sha, len(keys), *keys, *args)
@@ -111,6 +119,26 @@ class RedisClient:
             if isinstance(result, Exception):
                 raise result
         return results
+
+    def check_layout(self) -> None:
+        """Record the key layout on first use, or refuse keys written in another one: every
+        change of state goes through a script, so no write happens before this check."""
+        meta = self._global_key("meta")
+        pipe = self._redis.pipeline(transaction=False)
+        pipe.hsetnx(meta, "layout", LAYOUT_VERSION)
+        pipe.hget(meta, "layout")
+        found = str(pipe.execute()[1])
+        if not found.isdigit():
+            raise ConfigError(
+                f"the keys under prefix {self.prefix!r}: {meta} field layout expected a "
+                f"number, got {found!r}; they were edited by hand or are not tenure's"
+            )
+        if int(found) > LAYOUT_VERSION:
+            raise ConfigError(
+                f"the keys under prefix {self.prefix!r} use layout {found}, newer than this "
+                f"tenure understands ({LAYOUT_VERSION}); upgrade tenure on this host"
+            )
+        self._layout_checked = True
 
     # -- finding a job's queue -----------------------------------------------------------
     def _queues(self) -> list[str]:

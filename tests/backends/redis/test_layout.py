@@ -1,0 +1,64 @@
+"""Redis keeps no schema, but its key layout has a version: written on first use, and keys
+written in a layout this code does not know are refused with a clear error, before any write."""
+
+from __future__ import annotations
+
+import secrets
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+import redis
+
+from tenure.errors import ConfigError
+from tenure.retry import Policy
+from tenure.stores.base import NewJob
+from tenure.stores.redis import RedisStore
+
+from servers import isolated_store_url
+
+
+@pytest.fixture
+def url(redis_url: str, tmp_path: Path) -> Iterator[str]:
+    with isolated_store_url("redis", redis_url, tmp_path) as isolated:
+        yield isolated
+
+
+@pytest.fixture
+def client(redis_url: str) -> Iterator[redis.Redis]:
+    c = redis.Redis.from_url(redis_url, decode_responses=True)
+    yield c
+    c.close()
+
+
+def job() -> NewJob:
+    return NewJob(id=secrets.token_hex(8), name="j", queue="default", payload="[]", policy=Policy())
+
+
+def test_first_use_records_the_layout_without_migrate(url: str, client: redis.Redis) -> None:
+    store = RedisStore(url)
+    try:
+        store.enqueue_many([job()])
+        assert client.hget(f"{store.prefix}:{{g}}:meta", "layout") == "1"
+    finally:
+        store.close()
+
+
+@pytest.mark.parametrize(
+    ("stored", "message"),
+    [("2", "use layout 2, newer than this tenure understands"), ("v1", "got 'v1'")],
+)
+def test_keys_in_another_layout_are_refused_before_any_write(
+    url: str, client: redis.Redis, stored: str, message: str
+) -> None:
+    store = RedisStore(url)
+    try:
+        meta = f"{store.prefix}:{{g}}:meta"
+        client.hset(meta, "layout", stored)
+        with pytest.raises(ConfigError, match=message):
+            store.enqueue_many([job()])
+        with pytest.raises(ConfigError, match=message):
+            store.migrate()
+        assert list(client.scan_iter(match=store.key_pattern())) == [meta]
+    finally:
+        store.close()
