@@ -13,9 +13,10 @@ from typing import Any, TypeVar, overload
 from tenure import payload, tracing
 from tenure.coordinator import batch_over_ids, register_coordinator
 from tenure.errors import ConfigError, JobNotFound, UnknownJob
-from tenure.guards import KeyFunction, make_spec
+from tenure.guards import KeyFunction
 from tenure.job import Job, JobHandle, Sig
-from tenure.retry import Backoff, Policy, validate_policy
+from tenure.retry import Backoff, Policy
+from tenure.settings import URL_ENV, JobOptions
 from tenure.states import JOB_STATES
 from tenure.stores import Store, open_store
 from tenure.stores.base import BatchRecord, JobRecord, NewBatch, NewJob, WorkerRecord
@@ -23,7 +24,6 @@ from tenure.stores.base import BatchRecord, JobRecord, NewBatch, NewJob, WorkerR
 F = TypeVar("F", bound=Callable[..., Any])
 
 DEFAULT_URL = "sqlite:///tenure.db"
-URL_ENV = "TENURE_URL"
 # A worker renews its record every lease/3; one not seen for this long is taken for gone.
 WORKER_SILENT_AFTER_S = 60.0
 
@@ -75,6 +75,8 @@ class App:
             self._store = None
 
     # -- defining jobs -----------------------------------------------------------------
+    # The keywords and their defaults are JobOptions' (tenure/settings.py); listed here so
+    # that editors and type checkers know them.
     @overload
     def job(self, fn: F) -> Job: ...
 
@@ -82,94 +84,49 @@ class App:
     def job(
         self,
         *,
-        name: str | None = None,
-        queue: str = "default",
-        timeout: float = 60.0,
-        kill_after: float = 5.0,
-        tries: int | None = 3,
-        backoff: Backoff = "exponential",
-        retry_until: timedelta | datetime | None = None,
-        max_exceptions: int | None = None,
-        count_crashes: bool = True,
-        fail_on_timeout: bool = False,
-        encrypted: bool = False,
-        unique: KeyFunction | bool | None = None,
-        unique_for: float | None = None,
-        unique_until: str = "completed",
-        overlap: KeyFunction | bool | None = None,
-        overlap_delay: float = 1.0,
-        rate_limit: str | None = None,
-        rate_key: KeyFunction | None = None,
-        transactional: bool = False,
+        name: str | None = ...,
+        queue: str = ...,
+        timeout: float = ...,
+        kill_after: float = ...,
+        tries: int | None = ...,
+        backoff: Backoff = ...,
+        retry_until: timedelta | datetime | None = ...,
+        max_exceptions: int | None = ...,
+        count_crashes: bool = ...,
+        fail_on_timeout: bool = ...,
+        encrypted: bool = ...,
+        unique: KeyFunction | bool | None = ...,
+        unique_for: float | None = ...,
+        unique_until: str = ...,
+        overlap: KeyFunction | bool | None = ...,
+        overlap_delay: float = ...,
+        rate_limit: str | None = ...,
+        rate_key: KeyFunction | None = ...,
+        transactional: bool = ...,
     ) -> Callable[[F], Job]: ...
 
     def job(self, fn: F | None = None, **settings: Any) -> Job | Callable[[F], Job]:
         """Register a function as a job: `@app.job(timeout=60, tries=3, backoff=10)`."""
         if fn is not None:
-            return self._register(fn, **settings)
-        return lambda f: self._register(f, **settings)
+            return self._register(fn, settings)
+        return lambda f: self._register(f, settings)
 
-    def _register(
-        self,
-        fn: Callable[..., Any],
-        *,
-        name: str | None = None,
-        queue: str = "default",
-        timeout: float = 60.0,
-        kill_after: float = 5.0,
-        tries: int | None = 3,
-        backoff: Backoff = "exponential",
-        retry_until: timedelta | datetime | None = None,
-        max_exceptions: int | None = None,
-        count_crashes: bool = True,
-        fail_on_timeout: bool = False,
-        encrypted: bool = False,
-        unique: KeyFunction | bool | None = None,
-        unique_for: float | None = None,
-        unique_until: str = "completed",
-        overlap: KeyFunction | bool | None = None,
-        overlap_delay: float = 1.0,
-        rate_limit: str | None = None,
-        rate_key: KeyFunction | None = None,
-        transactional: bool = False,
-    ) -> Job:
-        job_name = name or fn.__qualname__
+    def _register(self, fn: Callable[..., Any], settings: dict[str, Any]) -> Job:
+        try:
+            options = JobOptions.of(settings)
+        except ConfigError as exc:
+            raise ConfigError(f"@app.job on {fn.__qualname__}: {exc}") from None
+        job_name = options.name or fn.__qualname__
         if job_name in self.jobs and self.jobs[job_name].fn is not fn:
             other = self.jobs[job_name].fn
             raise ConfigError(
                 f"job name {job_name!r} is already used by {other.__module__}.{other.__qualname__};"
                 " pass name= to tell them apart"
             )
-        if retry_until is not None and not isinstance(retry_until, timedelta | datetime):
-            raise ConfigError(
-                f"job {job_name!r}: retry_until: expected a timedelta or a datetime, "
-                f"got {retry_until!r}"
-            )
-        if isinstance(backoff, tuple):
-            backoff = list(backoff)
-        policy = Policy(
-            timeout=float(timeout),
-            kill_after=float(kill_after),
-            tries=tries,
-            backoff=backoff,
-            # a placeholder for validation; the real deadline is fixed at dispatch
-            retry_until=0.0 if retry_until is not None else None,
-            max_exceptions=max_exceptions,
-            count_crashes=count_crashes,
-            fail_on_timeout=fail_on_timeout,
-        )
         try:
-            validate_policy(policy)
-            guard_spec = make_spec(
-                unique=unique,
-                unique_for=unique_for,
-                unique_until=unique_until,
-                overlap=overlap,
-                overlap_delay=overlap_delay,
-                rate_limit=rate_limit,
-                rate_key=rate_key,
-            )
-            if transactional:
+            policy = options.policy()
+            guard_spec = options.guards()
+            if options.transactional:
                 self._check_transactional(fn)
         except ConfigError as exc:
             raise ConfigError(f"job {job_name!r}: {exc}") from None
@@ -177,13 +134,13 @@ class App:
             self,
             fn,
             name=job_name,
-            queue=queue,
+            queue=options.queue,
             policy=policy,
-            retry_until=retry_until,
-            encrypted=encrypted,
+            retry_until=options.retry_until,
+            encrypted=options.encrypted,
             guards=guard_spec,
         )
-        job.transactional = transactional
+        job.transactional = options.transactional
         self.jobs[job_name] = job
         return job
 

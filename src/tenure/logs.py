@@ -13,10 +13,11 @@ import sys
 import time
 from typing import Any
 
+from tenure.settings import LOG_FORMAT_ENV
 from tenure.stores.base import Reservation
 
 JOB_FIELDS = ("job_id", "job", "attempt", "outcome", "queue", "worker", "duration_s")
-FORMAT_ENV = "TENURE_LOG_FORMAT"
+FORMAT_ENV = LOG_FORMAT_ENV
 
 
 class JsonFormatter(logging.Formatter):

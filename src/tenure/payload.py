@@ -16,9 +16,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from tenure.errors import ConfigError, PayloadError
+from tenure.settings import ENCRYPTION_KEY_ENV
 
 DEFAULT_MAX_PAYLOAD_BYTES = 256 * 1024
-ENCRYPTION_KEY_ENV = "TENURE_ENCRYPTION_KEY"
 
 
 @dataclass(frozen=True)

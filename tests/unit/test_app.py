@@ -141,3 +141,11 @@ def test_dispatch_checks_the_call_against_the_signature(app: tenure.App) -> None
     assert app.list_batches() == []
     send_invoice.dispatch(7, copy=True)
     assert app.counts()["queued"] == 1
+
+
+def test_a_misspelled_job_setting_is_named_with_the_known_ones(app: tenure.App) -> None:
+    def f() -> None: ...
+
+    with pytest.raises(ConfigError, match=r"@app.job on .*f: unknown setting 'tmeout'; expected"):
+        app.job(tmeout=5)(f)  # type: ignore[call-overload]
+    assert not any(job.fn is f for job in app.jobs.values())

@@ -16,8 +16,9 @@ import typer
 from rich.console import Console
 from rich.text import Text
 
-from tenure.app import DEFAULT_URL, URL_ENV, App
+from tenure.app import DEFAULT_URL, App
 from tenure.errors import TenureError
+from tenure.settings import DEBUG_ENV, URL_ENV
 
 out = Console(highlight=False)
 err = Console(stderr=True, highlight=False)
@@ -82,7 +83,7 @@ def open_app(app_spec: str | None, url: str | None, *, create: bool = False) -> 
 
 def clean_errors(fn: Callable[..., Any]) -> Callable[..., Any]:
     """A store that cannot be opened or reached (bad URL, missing directory, server down) is
-    a clear message and exit 2, not a traceback; TENURE_DEBUG=1 shows the traceback."""
+    a clear message and exit 2, not a traceback; $TENURE_DEBUG=1 shows the traceback."""
 
     @functools.wraps(fn)
     def command(*args: Any, **kwargs: Any) -> Any:
@@ -91,7 +92,7 @@ def clean_errors(fn: Callable[..., Any]) -> Callable[..., Any]:
         except (typer.Exit, typer.Abort, typer.TyperException, KeyboardInterrupt):
             raise
         except Exception as exc:
-            if os.environ.get("TENURE_DEBUG"):
+            if os.environ.get(DEBUG_ENV):
                 raise
             text = str(exc) if isinstance(exc, TenureError) else f"{type(exc).__name__}: {exc}"
             err.print(Text(f"error: {text}"), soft_wrap=True)

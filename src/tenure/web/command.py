@@ -9,8 +9,9 @@ from typing import Annotated
 import typer
 
 from tenure.extras import missing_extra
+from tenure.settings import DASHBOARD_TOKEN_ENV
 
-TOKEN_ENV = "TENURE_DASHBOARD_TOKEN"
+TOKEN_ENV = DASHBOARD_TOKEN_ENV
 
 
 def register(cli: typer.Typer) -> None:
