@@ -85,3 +85,15 @@ def test_sarif_and_json_carry_laravel_rules(monkeypatch: pytest.MonkeyPatch) -> 
     ids = [r["ruleId"] for r in sarif["runs"][0]["results"]]
     assert sorted(ids) == ["laravel-batch-callback-this", "laravel-batch-table-missing"]
     assert {f["rule"] for f in to_json(report)["findings"]} == set(ids)
+
+
+def test_env_variants_at_any_depth(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every .env* file is read, at any depth; development and test variants (by name or by
+    APP_ENV: develop, local, 'testing-ci') are not the running configuration."""
+    monkeypatch.chdir(FIXTURES / "env_variants_snipe")
+    report = diagnose(None, ".", history=False)
+    where = sorted(str(f.location) for f in report.findings if f.rule == "laravel-queue-sync")
+    assert where == [
+        ".env.docker:6 (QUEUE_DRIVER=sync)",
+        "docker/.env.production:2 (QUEUE_CONNECTION=sync)",
+    ]

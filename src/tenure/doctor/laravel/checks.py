@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from tenure.doctor.laravel.config import LOCAL_ENVS, Config, Connection
 from tenure.doctor.laravel.deploy import ArtisanWorker
 from tenure.doctor.laravel.jobs import UNIQUE, BatchSite, JobClass, prop_string
-from tenure.doctor.laravel.php import EnvFiles, Resolved, as_number
+from tenure.doctor.laravel.php import EnvFiles, Resolved, as_number, is_development_name
 from tenure.doctor.model import Finding, Source, Value
 from tenure.doctor.rules import finding
 
@@ -124,6 +124,12 @@ def own_timeout(job: JobClass) -> Value | None:
 
 def has_deadline(job: JobClass) -> bool:
     return "retryUntil" in job.methods or "retryUntil" in job.props
+
+
+def is_local(app_env: str) -> bool:
+    """APP_ENV values of development and test environments: local, testing-ci, develop."""
+    value = app_env.lower()
+    return value in LOCAL_ENVS or value.startswith(("test", "dev", "local"))
 
 
 def check(p: Project) -> list[Finding]:
@@ -339,7 +345,7 @@ def _sync(p: Project) -> list[Finding]:
     for name, entries in p.env.files.items():
         app_env = entries["APP_ENV"].value if "APP_ENV" in entries else "production"
         keys = [k for k in (key, "QUEUE_CONNECTION", "QUEUE_DRIVER") if k and k in entries]
-        if not keys or app_env.lower() in LOCAL_ENVS:
+        if not keys or is_local(app_env) or is_development_name(name):
             continue
         entry = entries[keys[0]]
         if entry.value.lower() == "sync":

@@ -8,6 +8,7 @@ place it came from; the rest is reported as unknown, never guessed.
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 
@@ -136,26 +137,78 @@ class EnvEntry:
 
 
 class EnvFiles:
-    """`.env`, `.env.production` and `.env.example`, first found wins, each value with its line."""
-
-    NAMES = (".env", ".env.production", ".env.example")
+    """Every `.env*` file of the project, at any depth (`.env.docker`, `.env.example.sail`,
+    `docker/.env.production`), each value with its line. env() resolves through them in the
+    order Laravel's own loading makes likely: `.env`, `.env.production`, deployment variants,
+    examples, and development or test variants last (ENV_RANK)."""
 
     def __init__(self, root: str, base: str) -> None:
         self.files: dict[str, dict[str, EnvEntry]] = {}
-        for name in self.NAMES:
-            path = os.path.join(root, name)
+        for path in sorted(find_env_files(root), key=lambda p: env_rank(root, p)):
+            if is_development_name(os.path.relpath(path, root)):
+                continue  # a test or development environment is not the running configuration
             try:
                 with open(path, encoding="utf-8-sig", errors="replace") as handle:
                     content = handle.read(1024 * 1024)
             except OSError:
                 continue
-            self.files[name] = read_env(content, os.path.relpath(path, base))
+            self.files[os.path.relpath(path, root)] = read_env(content, os.path.relpath(path, base))
+
+    def searched(self) -> str:
+        return ", ".join(self.files) or "any .env file (none found)"
 
     def get(self, key: str) -> EnvEntry | None:
         for entries in self.files.values():
             if key in entries:
                 return entries[key]
         return None
+
+
+# Not the application's own settings: dependencies, runtime files, tests.
+ENV_SKIP_DIRS = {"vendor", "node_modules", "storage", "tests", "test", ".git", "docs"}
+ENV_MAX_DEPTH = 4
+# Words in a file name that mark a development, test or CI environment.
+NOT_PRODUCTION = ("test", "dusk", "ci", "travis", "dev", "local", "sail")
+
+
+def find_env_files(root: str) -> list[str]:
+    found: list[str] = []
+    for directory, dirnames, filenames in os.walk(root):
+        depth = os.path.relpath(directory, root).count(os.sep)
+        dirnames[:] = [
+            d
+            for d in dirnames
+            if d not in ENV_SKIP_DIRS
+            and depth < ENV_MAX_DEPTH
+            and not os.path.islink(os.path.join(directory, d))
+        ]
+        found += [
+            os.path.join(directory, n) for n in filenames if n == ".env" or n.startswith(".env.")
+        ]
+    return found
+
+
+def is_development_name(name: str) -> bool:
+    """`.env.testing`, `.env.dusk.example`, `.ci/.env.ci`, `.env.dev.docker`, `.env.sail`."""
+    words = re.split(r"[./_-]+", name.lower())
+    return any(w.startswith(NOT_PRODUCTION) for w in words if w and w != "env")
+
+
+def env_rank(root: str, path: str) -> tuple[int, int, str]:
+    rel = os.path.relpath(path, root)
+    name = os.path.basename(path)
+    depth = rel.count(os.sep)
+    if is_development_name(rel):
+        rank = 5
+    elif name == ".env":
+        rank = 0
+    elif name == ".env.production":
+        rank = 1
+    elif "example" in name or "dist" in name or "sample" in name:
+        rank = 3
+    else:
+        rank = 2  # a deployment variant: .env.docker, .env.prod
+    return (rank, depth, rel)
 
 
 def read_env(content: str, rel: str) -> dict[str, EnvEntry]:
@@ -288,13 +341,11 @@ class Evaluator:
             if len(args) < 2:
                 return Resolved(
                     None,
-                    Source(
-                        self.rel, line(node), f"{key} is not set in {', '.join(EnvFiles.NAMES)}"
-                    ),
+                    Source(self.rel, line(node), f"{key} is not set in {self.env.searched()}"),
                     known=False,
                 )
             fallback = self.eval(args[1], depth + 1)
-            note = f"env('{key}') default; {key} is not set in .env, .env.production, .env.example"
+            note = f"env('{key}') default; {key} is not set in {self.env.searched()}"
             return Resolved(fallback.value, Source(self.rel, line(node), note), fallback.known)
         if name in ("min", "max") and args:
             values = [self.eval(a, depth + 1) for a in args]
