@@ -2,6 +2,7 @@
 
     .venv/bin/python -m bench [--smoke] [--engines sqlite,postgres,redis] [--rounds N]
     .venv/bin/python -m bench doctor-corpus [--show]   (the doctor on real projects)
+    .venv/bin/python -m bench walk [--url URL]         (one job's path through the modules)
 
 Installs the peers into bench/.venv-peers (and arq into bench/.venv-peers-arq), then for each
 engine runs every system on the same workloads, round after round, in A B ... B A order so
@@ -127,6 +128,10 @@ def main() -> int:
         from bench.doctor_corpus.score import main as doctor_corpus
 
         return doctor_corpus(sys.argv[2:])
+    if sys.argv[1:2] == ["walk"]:
+        from bench.walk import main as walk
+
+        return walk(sys.argv[2:])
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawTextHelpFormatter
     )
