@@ -8,9 +8,11 @@ from __future__ import annotations
 
 import fnmatch
 import os
+import re
 import stat
 from dataclasses import dataclass, field
 
+from tenure.doctor.dockerfile import copied_files
 from tenure.doctor.model import Skipped
 
 MAX_FILE_BYTES = 2 * 1024 * 1024
@@ -27,6 +29,17 @@ KINDS = {
     "procfile": ("Procfile", "Procfile.*"),
     "dotenv": (".env",),
 }
+
+
+# Words in a file's path that mark a development, test or CI environment: not production.
+NOT_PRODUCTION = {"dusk", "ci", "travis", "dev", "devel", "develop", "development", "local", "sail"}
+
+
+def is_development_name(rel: str) -> bool:
+    """`.env.testing`, `.env.dusk.example`, `.ci/.env.ci`, `docker-compose.dev.yml`,
+    `.env.dev.docker`: named for development or tests, so not the running configuration."""
+    words = re.split(r"[./_-]+", rel.lower())
+    return any(w in NOT_PRODUCTION or w.startswith("test") for w in words)
 
 
 @dataclass
@@ -61,6 +74,7 @@ def scan(root: str) -> Tree:
         where = os.path.relpath(exc.filename, root) if exc.filename else root
         tree.skipped.append(Skipped(where, f"cannot list directory: {exc.strerror}"))
 
+    dockerfiles: list[str] = []
     for directory, dirnames, filenames in os.walk(root, onerror=on_error, followlinks=False):
         keep = []
         for name in sorted(dirnames):
@@ -78,7 +92,26 @@ def scan(root: str) -> Tree:
         dirnames[:] = keep
         for name in sorted(filenames):
             _take(tree, root, os.path.join(directory, name))
+            if name.startswith("Dockerfile"):
+                dockerfiles.append(os.path.join(directory, name))
+    _take_copied(tree, root, dockerfiles)
     return tree
+
+
+def _take_copied(tree: Tree, root: str, dockerfiles: list[str]) -> None:
+    """Files a Dockerfile copies into its image are deployment files wherever they live, in
+    folders the walk passes over included (`.github/docker/supervisord.conf`)."""
+    taken = {f.path for files in tree.files.values() for f in files}
+    for dockerfile in dockerfiles:
+        try:
+            with open(dockerfile, "rb") as handle:
+                text = handle.read(MAX_FILE_BYTES).decode("utf-8", "replace")
+        except OSError:
+            continue
+        for path in copied_files(root, dockerfile, text):
+            if path not in taken:
+                taken.add(path)
+                _take(tree, root, path)
 
 
 def _take(tree: Tree, root: str, path: str) -> None:

@@ -68,3 +68,22 @@ def test_evaluator_resolves_casts_min_max_and_arithmetic(tmp_path: Path) -> None
     assert not ev.eval(u).known
     assert env.get("B") is not None and env.get("B").value == "x y"  # type: ignore[union-attr]
     assert env.get("EMPTY") is not None
+
+
+def test_script_workers_across_backslash_continued_lines() -> None:
+    """Cut from taiga-back docker/async_entrypoint.sh: the command spans three lines."""
+    from tenure.doctor.laravel.deploy import logical_lines, read_workers
+    from tenure.doctor.walk import Tree
+
+    script = (
+        "#!/usr/bin/env bash\nset -euo pipefail\n"
+        "exec gosu app php artisan queue:work redis \\\n"
+        "    --timeout=120 \\\n    --tries=3\n"
+    )
+    assert list(logical_lines(script))[-1] == (
+        3,
+        "exec gosu app php artisan queue:work redis --timeout=120 --tries=3",
+    )
+    (worker,) = read_workers(Tree("/nowhere"), [("docker/entrypoint.sh", script)])[0]
+    assert worker.source.line == 3 and worker.options["timeout"] == "120"
+    assert worker.connection == "redis"

@@ -11,9 +11,10 @@ from dataclasses import dataclass
 from tenure.doctor.laravel.config import LOCAL_ENVS, Config, Connection
 from tenure.doctor.laravel.deploy import ArtisanWorker
 from tenure.doctor.laravel.jobs import UNIQUE, BatchSite, JobClass, prop_string
-from tenure.doctor.laravel.php import EnvFiles, Resolved, as_number, is_development_name
+from tenure.doctor.laravel.php import EnvFiles, Resolved, as_number
 from tenure.doctor.model import Finding, Source, Value
 from tenure.doctor.rules import finding
+from tenure.doctor.walk import is_development_name
 
 WORKER_TIMEOUT_DEFAULT_S = 60.0
 MARGIN_S = 5.0
@@ -305,7 +306,9 @@ def _grace(p: Project, all_runners: list[Runner]) -> list[Finding]:
             mine = next((r for r in all_runners if r.source == w.source), None)
             if mine is None:
                 continue
-            candidates = [mine.timeout] + [
+            # queue:work's default 60 s is a bound nobody chose, not a duration: with nothing
+            # set, a 10 s grace below it is how every default install looks (noise).
+            candidates = [t for t in [mine.timeout] if not t.source.is_default] + [
                 t for j in p.jobs if serves(mine, p, j) for t in [own_timeout(j)] if t is not None
             ]
         for value in candidates:

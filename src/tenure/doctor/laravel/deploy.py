@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 import os
 import shlex
-from collections.abc import Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -20,7 +20,7 @@ from tenure.doctor.readers.systemd import DEFAULT_TIMEOUT_STOP_S
 from tenure.doctor.readers.units import UNBOUNDED, seconds, systemd_timespan
 from tenure.doctor.readers.worker_command import interpolate, split_command
 from tenure.doctor.readers.yamlnodes import YamlProblem, YMap, get_path, load_documents
-from tenure.doctor.walk import Tree, decode, read_dotenv
+from tenure.doctor.walk import FoundFile, Tree, decode, is_development_name, read_dotenv
 
 COMMANDS = ("queue:work", "queue:listen", "horizon")
 FLAGS = {"once", "stop-when-empty", "force", "quiet", "verbose", "no-interaction"}
@@ -90,10 +90,18 @@ def _options(tokens: list[str]) -> tuple[str | None, dict[str, str]]:
     return connection, options
 
 
+Found = tuple[str, str | None, dict[str, str]]
+Finder = Callable[[list[str]], Found | None]
+
+
 def read_workers(
-    tree: Tree, scripts: list[tuple[str, str]]
+    tree: Tree, scripts: list[tuple[str, str]], find: Finder | None = None, needle: str = "artisan"
 ) -> tuple[list[ArtisanWorker], list[Skipped]]:
-    """Workers from Compose, Kubernetes, systemd, supervisord, Procfile and shell scripts."""
+    """Workers from Compose, Kubernetes, systemd, supervisord, Procfile and shell scripts.
+    `find` recognises the worker command (artisan's by default; Celery's for --celery), and
+    `needle` is a word its files must contain. Files named for development or tests (a
+    docker-compose.dev.yml) are not the deployment."""
+    find = find or find_artisan
     workers: list[ArtisanWorker] = []
     skipped: list[Skipped] = []
     env_by_dir: dict[str, dict[str, str]] = {}
@@ -101,30 +109,34 @@ def read_workers(
         content = decode(found)
         if isinstance(content, str):
             env_by_dir[os.path.dirname(found.path)] = read_dotenv(content)
-    for found in tree.files["yaml"]:
-        content = decode(found)
-        if isinstance(content, str) and "artisan" in content and "{{" not in content:
+    for kind, found, content in _deployment_files(tree, needle):
+        if kind == "yaml" and "{{" not in content:
             env = env_by_dir.get(os.path.dirname(found.path), {})
-            workers += _yaml(found.rel, content, env, skipped)
-    for found in tree.files["systemd"]:
-        content = decode(found)
-        if isinstance(content, str) and "artisan" in content:
-            workers += _systemd(found.rel, content)
-    for found in tree.files["supervisord"]:
-        content = decode(found)
-        if isinstance(content, str) and "artisan" in content and "[program:" in content:
-            workers += _supervisord(found.rel, content)
-    for found in tree.files["procfile"]:
-        content = decode(found)
-        if isinstance(content, str) and "artisan" in content:
-            workers += _lines(found.rel, content, "procfile", procfile=True)
+            workers += _yaml(found.rel, content, env, skipped, find)
+        elif kind == "systemd":
+            workers += _systemd(found.rel, content, find)
+        elif kind == "supervisord" and "[program:" in content:
+            workers += _supervisord(found.rel, content, find)
+        elif kind == "procfile":
+            workers += _lines(found.rel, content, "procfile", find, procfile=True)
     for rel, content in scripts:
-        workers += _lines(rel, content, "script", procfile=False)
+        if not is_development_name(rel):
+            workers += _lines(rel, content, "script", find, procfile=False)
     return workers, skipped
 
 
+def _deployment_files(tree: Tree, needle: str) -> Iterator[tuple[str, FoundFile, str]]:
+    for kind in ("yaml", "systemd", "supervisord", "procfile"):
+        for found in tree.files[kind]:
+            if is_development_name(found.rel):
+                continue
+            content = decode(found)
+            if isinstance(content, str) and needle in content:
+                yield kind, found, content
+
+
 def _yaml(
-    path: str, content: str, env: Mapping[str, str], skipped: list[Skipped]
+    path: str, content: str, env: Mapping[str, str], skipped: list[Skipped], find: Finder
 ) -> list[ArtisanWorker]:
     try:
         documents = load_documents(content)
@@ -134,9 +146,9 @@ def _yaml(
     out: list[ArtisanWorker] = []
     for document in documents:
         if compose.is_compose(document):
-            out += _compose(path, document, env, skipped)
+            out += _compose(path, document, env, skipped, find)
         elif kubernetes.is_manifest(document):
-            out += _kubernetes(path, document)
+            out += _kubernetes(path, document, find)
     return out
 
 
@@ -149,15 +161,13 @@ def _argv(value: Any, env: Mapping[str, str]) -> list[str]:
 
 
 def _compose(
-    path: str, document: YMap, env: Mapping[str, str], skipped: list[Skipped]
+    path: str, document: YMap, env: Mapping[str, str], skipped: list[Skipped], find: Finder
 ) -> list[ArtisanWorker]:
     out = []
     for name, service in document["services"].items():
         if not isinstance(service, YMap):
             continue
-        found = find_artisan(
-            _argv(service.get("entrypoint"), env) + _argv(service.get("command"), env)
-        )
+        found = find(_argv(service.get("entrypoint"), env) + _argv(service.get("command"), env))
         if found is None:
             continue
         result = ReadResult()
@@ -173,7 +183,7 @@ def _compose(
     return out
 
 
-def _kubernetes(path: str, document: YMap) -> list[ArtisanWorker]:
+def _kubernetes(path: str, document: YMap, find: Finder) -> list[ArtisanWorker]:
     spec_path = kubernetes.POD_SPEC_PATHS.get(str(document.get("kind")))
     pod = get_path(document, *spec_path) if spec_path else None
     if not isinstance(pod, YMap):
@@ -191,7 +201,7 @@ def _kubernetes(path: str, document: YMap) -> list[ArtisanWorker]:
             for v in (container.get(key) or [])
             if isinstance(container.get(key), list)
         ]
-        found = find_artisan(argv)
+        found = find(argv)
         if found is None:
             continue
         grace = kubernetes._grace(path, pod, container, ReadResult())
@@ -211,10 +221,10 @@ def _kubernetes(path: str, document: YMap) -> list[ArtisanWorker]:
     return out
 
 
-def _systemd(path: str, content: str) -> list[ArtisanWorker]:
+def _systemd(path: str, content: str, find: Finder) -> list[ArtisanWorker]:
     last = {e.key: e for e in read_ini(content, backslash_continues=True) if e.section == "Service"}
     start = last.get("ExecStart")
-    found = find_artisan(split_command(start.value.lstrip("-@+!:"))) if start else None
+    found = find(split_command(start.value.lstrip("-@+!:"))) if start else None
     if start is None or found is None:
         return []
     stop = last.get("TimeoutStopSec") or last.get("TimeoutSec")
@@ -249,7 +259,7 @@ def _systemd(path: str, content: str) -> list[ArtisanWorker]:
     ]
 
 
-def _supervisord(path: str, content: str) -> list[ArtisanWorker]:
+def _supervisord(path: str, content: str, find: Finder) -> list[ArtisanWorker]:
     programs: dict[str, dict[str, Any]] = {}
     for entry in read_ini(content, backslash_continues=False):
         if entry.section.startswith("program:"):
@@ -257,7 +267,7 @@ def _supervisord(path: str, content: str) -> list[ArtisanWorker]:
     out = []
     for name, keys in programs.items():
         command = keys.get("command")
-        found = find_artisan(split_command(command.value)) if command else None
+        found = find(split_command(command.value)) if command else None
         if command is None or found is None:
             continue
         out.append(
@@ -286,18 +296,36 @@ def _json_or_split(command: str) -> list[str]:
     return split_command(command)
 
 
-def _lines(path: str, content: str, platform: str, *, procfile: bool) -> list[ArtisanWorker]:
-    out = []
+def logical_lines(content: str) -> Iterator[tuple[int, str]]:
+    """(first line number, text) with backslash-continued lines joined, as a shell reads them."""
+    pending: list[str] = []
+    start = 0
     for number, raw in enumerate(content.splitlines(), start=1):
-        stripped = raw.strip()
-        if "artisan" not in stripped or stripped.startswith("#"):
+        if not pending:
+            start = number
+        if raw.rstrip().endswith("\\"):
+            pending.append(raw.rstrip()[:-1])
+            continue
+        pending.append(raw)
+        yield start, " ".join(part.strip() for part in pending)
+        pending = []
+    if pending:
+        yield start, " ".join(part.strip() for part in pending)
+
+
+def _lines(
+    path: str, content: str, platform: str, find: Finder, *, procfile: bool
+) -> list[ArtisanWorker]:
+    out = []
+    for number, stripped in logical_lines(content):
+        if stripped.startswith("#"):
             continue
         name, command = (
             (stripped.partition(":")[0], stripped.partition(":")[2])
             if procfile
             else (os.path.basename(path), stripped.removeprefix("CMD").removeprefix("exec "))
         )
-        found = find_artisan(_json_or_split(command.strip()))
+        found = find(_json_or_split(command.strip()))
         if found is None:
             continue
         grace = (

@@ -8,7 +8,6 @@ place it came from; the rest is reported as unknown, never guessed.
 from __future__ import annotations
 
 import os
-import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 
@@ -16,6 +15,7 @@ import tree_sitter_php
 from tree_sitter import Language, Node, Parser
 
 from tenure.doctor.model import Source
+from tenure.doctor.walk import is_development_name
 
 _PARSER: Parser | None = None
 # Laravel's env() turns these strings into PHP values (Illuminate\Support\Env).
@@ -167,8 +167,6 @@ class EnvFiles:
 # Not the application's own settings: dependencies, runtime files, tests.
 ENV_SKIP_DIRS = {"vendor", "node_modules", "storage", "tests", "test", ".git", "docs"}
 ENV_MAX_DEPTH = 4
-# Words in a file name that mark a development, test or CI environment.
-NOT_PRODUCTION = ("test", "dusk", "ci", "travis", "dev", "local", "sail")
 
 
 def find_env_files(root: str) -> list[str]:
@@ -186,12 +184,6 @@ def find_env_files(root: str) -> list[str]:
             os.path.join(directory, n) for n in filenames if n == ".env" or n.startswith(".env.")
         ]
     return found
-
-
-def is_development_name(name: str) -> bool:
-    """`.env.testing`, `.env.dusk.example`, `.ci/.env.ci`, `.env.dev.docker`, `.env.sail`."""
-    words = re.split(r"[./_-]+", name.lower())
-    return any(w.startswith(NOT_PRODUCTION) for w in words if w and w != "env")
 
 
 def env_rank(root: str, path: str) -> tuple[int, int, str]:

@@ -1,0 +1,97 @@
+"""Dockerfiles: the files they copy into the image, and the ENV they set.
+
+Projects keep what runs inside the image in folders the tree walk passes over
+(`.github/docker/supervisord.conf`, copied by Pterodactyl's Dockerfile to /etc/supervisord.conf):
+a file a Dockerfile COPYs is part of the deployment wherever it lives.
+"""
+
+from __future__ import annotations
+
+import os
+import shlex
+from dataclasses import dataclass
+
+from tenure.doctor.model import Source
+
+
+@dataclass(frozen=True)
+class EnvSetting:
+    key: str
+    value: str
+    source: Source
+
+
+def instructions(text: str) -> list[tuple[int, str, str]]:
+    """(line, INSTRUCTION, arguments) with backslash continuations joined, comments dropped."""
+    out: list[tuple[int, str, str]] = []
+    pending: list[str] = []
+    start = 0
+    for number, raw in enumerate(text.splitlines(), start=1):
+        stripped = raw.strip()
+        if not pending:
+            if not stripped or stripped.startswith("#"):
+                continue
+            start = number
+        elif stripped.startswith("#"):
+            continue
+        if stripped.endswith("\\"):
+            pending.append(stripped[:-1])
+            continue
+        pending.append(stripped)
+        joined = " ".join(p.strip() for p in pending)
+        pending = []
+        word, _, rest = joined.partition(" ")
+        out.append((start, word.upper(), rest.strip()))
+    return out
+
+
+def copied_sources(text: str) -> list[str]:
+    """The local sources of COPY and ADD (not `--from=` stages, not URLs), as written."""
+    out: list[str] = []
+    for _, word, rest in instructions(text):
+        if word not in ("COPY", "ADD"):
+            continue
+        try:
+            parts = shlex.split(rest)
+        except ValueError:
+            continue
+        if any(p.startswith("--from") for p in parts):
+            continue
+        paths = [p for p in parts if not p.startswith("--")]
+        out += [p for p in paths[:-1] if "://" not in p and not any(c in p for c in "*?$")]
+    return out
+
+
+def copied_files(root: str, dockerfile: str, text: str) -> list[str]:
+    """Absolute paths of the regular files the Dockerfile copies, with the build context taken
+    as the project root or the Dockerfile's own folder (whichever holds the source)."""
+    found: list[str] = []
+    for source in copied_sources(text):
+        for context in (root, os.path.dirname(dockerfile)):
+            path = os.path.normpath(os.path.join(context, source))
+            if not path.startswith(root + os.sep):
+                continue
+            if os.path.isfile(path):
+                found.append(path)
+                break
+    return found
+
+
+def env_settings(rel: str, text: str) -> list[EnvSetting]:
+    """`ENV KEY=value ...` and the old `ENV KEY value` form."""
+    out: list[EnvSetting] = []
+    for number, word, rest in instructions(text):
+        if word != "ENV":
+            continue
+        try:
+            parts = shlex.split(rest)
+        except ValueError:
+            continue
+        if parts and "=" not in parts[0]:
+            out.append(EnvSetting(parts[0], " ".join(parts[1:]), Source(rel, number)))
+            continue
+        for part in parts:
+            key, eq, value = part.partition("=")
+            if eq:
+                out.append(EnvSetting(key, value, Source(rel, number, f"ENV {key}={value}")))
+    return out
