@@ -134,7 +134,7 @@ def _foreign(report: Report, tree: Tree, base: str, laravel: str | None, celery:
         ran = True
     if celery:
         try:
-            result = audit_celery(celery, base, tree.files["python"])
+            result = audit_celery(celery, base, tree)
         except CannotLoad as exc:
             raise CannotRun(str(exc)) from exc
         report.findings += result.findings

@@ -96,8 +96,29 @@ def test_arithmetic_settings_are_values(monkeypatch: pytest.MonkeyPatch, tmp_pat
         "import os\n"
         "CELERY_BROKER_URL = 'redis://r:6379/0'\n"
         "CELERY_TASK_ACKS_LATE = True\n"
-        "CELERY_TASK_TIME_LIMIT = int(os.environ.get('LIMIT', 60)) * 60\n"
+        "CELERY_TASK_TIME_LIMIT = int(os.environ['LIMIT']) * 60\n"
     )
     report = diagnose(None, ".", history=False, celery="settings.py")
     assert "celery-visibility-below-time-limit" not in [f.rule for f in report.findings]
     assert any("task_time_limit" in s.reason and "unknown" in s.reason for s in report.skipped)
+
+
+def test_environment_reads_resolve_from_env_files_or_default(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """Cut from bookwyrm celerywyrm/settings.py: `env("KEY", default)` is the .env file's value
+    when one sets it, else the default; a development .env variant does not count."""
+    (tmp_path / "settings.py").write_text(
+        "from environs import Env\nenv = Env()\n"
+        "CELERY_BROKER_URL = 'redis://r:6379/0'\n"
+        "CELERY_TASK_ACKS_LATE = True\n"
+        "CELERY_TASK_TIME_LIMIT = env.int('CELERY_TASK_TIME_LIMIT', 600) * 10\n"
+    )
+    (tmp_path / ".env.dev").write_text("CELERY_TASK_TIME_LIMIT=1\n")
+    monkeypatch.chdir(tmp_path)
+    report = diagnose(None, ".", history=False, celery="settings.py")
+    (late,) = [f for f in report.findings if f.rule == "celery-visibility-below-time-limit"]
+    assert "may run 6000 s" in late.message
+    (tmp_path / ".env.example").write_text("CELERY_TASK_TIME_LIMIT=30\n")
+    report = diagnose(None, ".", history=False, celery="settings.py")
+    assert "celery-visibility-below-time-limit" not in [f.rule for f in report.findings]

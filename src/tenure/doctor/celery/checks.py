@@ -7,10 +7,11 @@ import ast
 import os
 from dataclasses import dataclass
 
+from tenure.doctor.celery.launches import check_launches, read_launches
 from tenure.doctor.celery.settings import CannotLoad, CeleryConfig, Setting, load, read_tree
 from tenure.doctor.model import Finding, Skipped, Source, Value
 from tenure.doctor.rules import finding
-from tenure.doctor.walk import FoundFile
+from tenure.doctor.walk import Tree
 
 # kombu's defaults (FOREIGN.md): Redis 1 h, SQS 30 min; RabbitMQ has no visibility timeout.
 VISIBILITY_DEFAULT_S = {"redis": 3600.0, "sqs": 1800.0}
@@ -36,21 +37,24 @@ class CeleryAudit:
     skipped: list[Skipped]
 
 
-def audit(spec: str, base: str, files: list[FoundFile]) -> CeleryAudit:
-    """`files`: the project's Python files, searched for task options and countdown/eta."""
+def audit(spec: str, base: str, tree: Tree) -> CeleryAudit:
+    """`tree`: the project's files: Python ones are searched for task options and
+    countdown/eta, deployment files and scripts for the commands that start workers."""
     config = load(spec, base)
-    for found in files:
+    for found in tree.files["python"]:
         if not any(m in found.data for m in MARKERS):
             continue
         if config.path and os.path.realpath(found.path) == os.path.realpath(config.path):
             continue
         try:
-            tree = ast.parse(found.data, filename=found.path)
+            module = ast.parse(found.data, filename=found.path)
         except (SyntaxError, ValueError, RecursionError):
             config.skipped.append(Skipped(found.rel, "cannot parse as Python"))
             continue
-        read_tree(config, tree, os.path.relpath(found.path, base), settings=False)
-    return CeleryAudit(check(config), config.skipped)
+        read_tree(config, module, os.path.relpath(found.path, base), settings=False)
+    workers, skipped = read_launches(tree)
+    findings = check(config) + check_launches(config, workers)
+    return CeleryAudit(findings, config.skipped + skipped)
 
 
 def _get(config: CeleryConfig, key: str, default: object, note: str) -> Setting:

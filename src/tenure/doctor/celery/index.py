@@ -50,4 +50,23 @@ CELERY_RULES: tuple[tuple[str, Severity, str, str, str], ...] = (
         f"{DOCS}/userguide/security.html#serializers: pickle should be avoided for untrusted "
         "input; accept_content defaults to json.",
     ),
+    (
+        "celery-task-unbounded",
+        "warning",
+        "Tasks need a time limit where a deploy's grace ends in SIGKILL",
+        "On SIGTERM a worker waits for its running tasks until the platform's grace ends and "
+        "it is killed; a task with no time limit still running then is lost (acknowledged at "
+        "start) or repeated from the start (acks_late).",
+        f"{DOCS}/userguide/workers.html#time-limits: a single task can potentially run forever; "
+        "the time limit (--time-limit / task_time_limit) guards against it.",
+    ),
+    (
+        "celery-grace-below-time-limit",
+        "warning",
+        "The platform's grace must outlast the longest task time limit",
+        "A task allowed to run longer than the grace a deploy gives the worker is killed "
+        "mid-run whenever a deploy finds it running.",
+        f"{DOCS}/userguide/workers.html#stopping-the-worker: on TERM the worker finishes all "
+        "currently executing tasks before it shuts down (warm shutdown).",
+    ),
 )

@@ -11,13 +11,12 @@ from __future__ import annotations
 
 import ast
 import importlib
-import operator
 import os
 import sys
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from tenure.doctor.celery.values import UNKNOWN, Scope, collect_constants, evaluate, read_env_files
 from tenure.doctor.model import Skipped, Source
 
 KEYS = (
@@ -46,7 +45,6 @@ OLD_NAMES = {
     "CELERY_RESULT_SERIALIZER": "result_serializer",
 }
 CELERY_KWARGS = {"broker": "broker_url"}
-UNKNOWN = object()
 
 
 @dataclass
@@ -83,9 +81,9 @@ class CeleryConfig:
     tasks: list[TaskDef] = field(default_factory=list)
     delays: list[Delay] = field(default_factory=list)
     skipped: list[Skipped] = field(default_factory=list)
-    # Upper-case names bound to numbers in the module being read: `CELERY_TIME_LIMIT =
-    # CELERY_SOFT_TIME_LIMIT + 60` and `60 * 60` are values, not "no time limit".
-    constants: dict[str, Any] = field(default_factory=dict)
+    # What non-literal values are evaluated with: names bound earlier in the module being
+    # read and the project's .env files (`60 * 60`, `env("LIMIT", 600)` are values).
+    scope: Scope = field(default_factory=Scope)
 
 
 class CannotLoad(Exception):
@@ -98,6 +96,7 @@ def load(spec: str, base: str) -> CeleryConfig:
         if not os.path.isfile(spec):
             raise CannotLoad(f"--celery {spec}: no such file")
         config = CeleryConfig(spec, os.path.abspath(spec))
+        config.scope.env, config.scope.env_files = read_env_files(base)
         read_source(config, os.path.abspath(spec), base)
         return config
     return _import(spec, base)
@@ -143,7 +142,7 @@ def read_source(config: CeleryConfig, path: str, base: str) -> None:
 
 def read_tree(config: CeleryConfig, tree: ast.AST, rel: str, *, settings: bool) -> None:
     """Settings (when `settings`), task decorators and countdown/eta calls in one module."""
-    config.constants = _constants(tree)
+    config.scope.constants = collect_constants(tree, config.scope)
     for node in ast.walk(tree):
         if settings and isinstance(node, ast.Assign | ast.AnnAssign):
             _assignment(config, node, rel)
@@ -153,7 +152,7 @@ def read_tree(config: CeleryConfig, tree: ast.AST, rel: str, *, settings: bool) 
             for decorator in node.decorator_list:
                 if isinstance(decorator, ast.Call) and _callee(decorator).endswith("task"):
                     options = {
-                        k.arg: _setting(k.value, rel, config.constants)
+                        k.arg: _setting(k.value, rel, config.scope)
                         for k in decorator.keywords
                         if k.arg
                     }
@@ -165,63 +164,12 @@ def _callee(call: ast.Call) -> str:
     return func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
 
 
-def _setting(node: ast.AST, rel: str, constants: dict[str, Any] | None = None) -> Setting:
+def _setting(node: ast.AST, rel: str, scope: Scope | None = None) -> Setting:
     try:
         value = ast.literal_eval(node)
     except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
-        value = _arithmetic(node, constants or {})
+        value = evaluate(node, scope or Scope())
     return Setting(value, Source(rel, getattr(node, "lineno", None)))
-
-
-ARITHMETIC: dict[type[ast.operator], Callable[[Any, Any], Any]] = {
-    ast.Add: operator.add,
-    ast.Sub: operator.sub,
-    ast.Mult: operator.mul,
-    ast.Div: operator.truediv,
-    ast.FloorDiv: operator.floordiv,
-}
-
-
-def _arithmetic(node: ast.AST, constants: dict[str, Any]) -> Any:
-    """Numbers combined with + - * / // and names of numbers bound earlier; UNKNOWN otherwise
-    (an env() call, a function): never a guess."""
-    if isinstance(node, ast.Constant):
-        value = node.value
-        return value if isinstance(value, int | float) and not isinstance(value, bool) else UNKNOWN
-    if isinstance(node, ast.Name):
-        return constants.get(node.id, UNKNOWN)
-    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub | ast.UAdd):
-        operand = _arithmetic(node.operand, constants)
-        if operand is UNKNOWN:
-            return UNKNOWN
-        return -operand if isinstance(node.op, ast.USub) else operand
-    if isinstance(node, ast.BinOp) and type(node.op) in ARITHMETIC:
-        left, right = _arithmetic(node.left, constants), _arithmetic(node.right, constants)
-        if left is UNKNOWN or right is UNKNOWN:
-            return UNKNOWN
-        try:
-            return ARITHMETIC[type(node.op)](left, right)
-        except (ZeroDivisionError, OverflowError):
-            return UNKNOWN
-    return UNKNOWN
-
-
-def _constants(tree: ast.AST) -> dict[str, Any]:
-    """Upper-case names assigned a number (in source order), module or class level."""
-    assigns = sorted(
-        (n for n in ast.walk(tree) if isinstance(n, ast.Assign) and len(n.targets) == 1),
-        key=lambda n: (n.lineno, n.col_offset),
-    )
-    out: dict[str, Any] = {}
-    for node in assigns:
-        target = node.targets[0]
-        if isinstance(target, ast.Name) and target.id.isupper():
-            value = _arithmetic(node.value, out)
-            if value is not UNKNOWN:
-                out[target.id] = value
-            else:
-                out.pop(target.id, None)
-    return out
 
 
 def _put(config: CeleryConfig, key: str, node: ast.AST, rel: str) -> None:
@@ -229,7 +177,7 @@ def _put(config: CeleryConfig, key: str, node: ast.AST, rel: str) -> None:
     if name not in KEYS and key.startswith("CELERY_"):
         name = key.removeprefix("CELERY_").lower()  # Django: namespace='CELERY'
     if name in KEYS:
-        config.settings[name] = _setting(node, rel, config.constants)
+        config.settings[name] = _setting(node, rel, config.scope)
 
 
 def _assignment(config: CeleryConfig, node: ast.Assign | ast.AnnAssign, rel: str) -> None:

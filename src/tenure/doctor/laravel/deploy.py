@@ -46,7 +46,7 @@ class ArtisanWorker:
 
 def find_artisan(argv: list[str]) -> tuple[str, str | None, dict[str, str]] | None:
     """(command, connection, options) of the first `artisan queue:work|horizon` in argv."""
-    tokens = _expand(argv)
+    tokens = expand(argv)
     for i, token in enumerate(tokens[:-1]):
         if os.path.basename(token) == "artisan" and tokens[i + 1] in COMMANDS:
             connection, options = _options(tokens[i + 2 :])
@@ -54,12 +54,12 @@ def find_artisan(argv: list[str]) -> tuple[str, str | None, dict[str, str]] | No
     return None
 
 
-def _expand(tokens: list[str]) -> list[str]:
+def expand(tokens: list[str]) -> list[str]:
     out: list[str] = []
     for token in tokens:
         if any(c.isspace() for c in token.strip()):
             try:
-                out.extend(_expand(shlex.split(token, comments=True)))
+                out.extend(expand(shlex.split(token, comments=True)))
             except ValueError:
                 out.extend(token.split())
         else:
@@ -145,11 +145,28 @@ def _yaml(
         return []
     out: list[ArtisanWorker] = []
     for document in documents:
+        if compose.is_compose(document) and is_development_compose(document):
+            continue
         if compose.is_compose(document):
             out += _compose(path, document, env, skipped, find)
         elif kubernetes.is_manifest(document):
             out += _kubernetes(path, document, find)
     return out
+
+
+# Commands only development setups run: a Compose file with one is a development file.
+DEVELOPMENT_COMMANDS = ("manage.py runserver", "artisan serve", "flask run", "--reload")
+
+
+def is_development_compose(document: YMap) -> bool:
+    """Misago's docker-compose.yaml runs `manage.py runserver` next to its Celery worker: the
+    file is the development setup, whatever its name."""
+    for service in document["services"].values():
+        command = service.get("command") if isinstance(service, YMap) else None
+        text = " ".join(map(str, command)) if isinstance(command, list) else str(command or "")
+        if any(marker in text for marker in DEVELOPMENT_COMMANDS):
+            return True
+    return False
 
 
 def _argv(value: Any, env: Mapping[str, str]) -> list[str]:

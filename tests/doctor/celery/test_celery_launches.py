@@ -1,0 +1,118 @@
+"""Where Celery workers start and the grace around them, on layouts cut from real projects."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from tenure.doctor import diagnose
+from tenure.doctor.celery.launches import find_celery
+
+SETTINGS = "CELERY_BROKER_URL = 'redis://redis_broker:6379/0'\n"
+
+
+def run(tmp_path: Path, files: dict[str, str], monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    for name, text in {"settings.py": SETTINGS, **files}.items():
+        target = tmp_path / name
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(text)
+    monkeypatch.chdir(tmp_path)
+    report = diagnose(None, ".", history=False, celery="settings.py")
+    return sorted(f"{f.rule} {f.location.path}:{f.location.line}" for f in report.findings)
+
+
+def test_find_celery_reads_long_short_and_glued_options() -> None:
+    found = find_celery(["celery", "-A", "wger", "worker", "-c4", "-Qmail,default",
+                         "--time-limit=300", "-B", "-l", "info"])  # fmt: skip
+    options = {"app": "wger", "concurrency": "4", "queues": "mail,default",
+               "time-limit": "300", "loglevel": "info"}  # fmt: skip
+    assert found == ("worker", "wger", options)
+    assert find_celery(["celery", "-A", "proj", "beat"]) is None
+    assert find_celery(["python", "-m", "celery", "-A", "p", "worker"]) is not None
+    # Mayan's run_worker.sh: the whole command is one quoted argument of su --command.
+    mayan = ["su", "mayan", "--command", "nice -n 0 /opt/venv/bin/celery -A mayan worker -Ofair"]
+    assert find_celery(mayan) == ("worker", "mayan", {"app": "mayan", "optimization": "fair"})
+
+
+BOOKWYRM_COMPOSE = """services:
+  web:
+    build: .
+    command: gunicorn bookwyrm.wsgi:application --bind 0.0.0.0:8000
+  celery_worker:
+    env_file: .env
+    build: .
+    command: celery -A celerywyrm worker --pool=threads --concurrency=20 -l info -Q high_priority
+  celery_beat:
+    build: .
+    command: celery -A celerywyrm beat -l INFO
+"""
+BOOKWYRM_UNIT = """[Unit]
+Description=BookWyrm worker
+
+[Service]
+User=bookwyrm
+ExecStart=/opt/bookwyrm/venv/bin/celery -A celerywyrm worker -l info -Q high_priority
+"""
+
+
+def test_unbounded_tasks_under_compose_and_systemd(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    found = run(tmp_path, {
+        "docker-compose.yml": BOOKWYRM_COMPOSE,
+        "docker-compose.dev.yml": BOOKWYRM_COMPOSE,  # the development overlay: not a deploy
+        "contrib/systemd/bookwyrm-worker.service": BOOKWYRM_UNIT,
+    }, monkeypatch)  # fmt: skip
+    assert found == [
+        "celery-task-unbounded contrib/systemd/bookwyrm-worker.service:6",
+        "celery-task-unbounded docker-compose.yml:8",
+    ]
+
+
+def test_a_time_limit_bounds_tasks_and_is_compared_with_the_grace(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    limited = SETTINGS + "CELERY_TASK_SOFT_TIME_LIMIT = 5 * 60\nCELERY_TASK_TIME_LIMIT = 6 * 60\n"
+    found = run(tmp_path, {"settings.py": limited, "docker-compose.yml": BOOKWYRM_COMPOSE},
+                monkeypatch)  # fmt: skip
+    assert found == ["celery-grace-below-time-limit docker-compose.yml:8"]
+    graced = BOOKWYRM_COMPOSE.replace("    env_file: .env\n", "    stop_grace_period: 7m\n")
+    found = run(tmp_path, {"settings.py": limited, "docker-compose.yml": graced}, monkeypatch)
+    assert found == []
+
+
+def test_development_compose_is_not_a_deploy(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Cut from Misago's docker-compose.yaml: runserver next to the worker."""
+    compose = """services:
+  misago:
+    command: python manage.py runserver 0.0.0.0:8000
+  celery-worker:
+    command: celery -A devproject worker --loglevel=info
+"""
+    assert run(tmp_path, {"docker-compose.yaml": compose}, monkeypatch) == []
+
+
+def test_entrypoint_script_gets_the_grace_of_the_service_running_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Cut from taiga-back docker/async_entrypoint.sh (a continued exec line) and a Compose
+    service that runs it."""
+    script = (
+        "#!/usr/bin/env bash\nset -euo pipefail\n\n"
+        "exec gosu taiga celery -A taiga.celery worker -B \\\n"
+        '    --concurrency 4 \\\n    -l INFO \\\n    "$@"\n'
+    )
+    compose = """services:
+  taiga-async:
+    image: taigaio/taiga-back:latest
+    entrypoint: ["/taiga-back/docker/async_entrypoint.sh"]
+    stop_grace_period: 30s
+"""
+    alone = run(tmp_path, {"docker/async_entrypoint.sh": script}, monkeypatch)
+    assert alone == []  # no service runs it: its grace is unknown, so nothing is claimed
+    found = run(tmp_path, {"docker/async_entrypoint.sh": script,
+                           "deploy/docker-compose.yml": compose}, monkeypatch)  # fmt: skip
+    assert found == ["celery-task-unbounded docker/async_entrypoint.sh:4"]
