@@ -18,7 +18,7 @@ from tenure.job import Job, JobHandle, Sig
 from tenure.retry import Backoff, Policy
 from tenure.settings import URL_ENV, JobOptions
 from tenure.states import JOB_STATES
-from tenure.stores import Store, open_store
+from tenure.stores import Store, open_store, store_class
 from tenure.stores.base import BatchRecord, JobRecord, NewBatch, NewJob, WorkerRecord
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -145,11 +145,11 @@ class App:
         return job
 
     def _check_transactional(self, fn: Callable[..., Any]) -> None:
-        scheme = self.url.split(":", 1)[0].lower()
-        if scheme in ("redis", "rediss"):
+        capabilities = store_class(self.url).capabilities
+        if not capabilities.job_transactions:
             raise ConfigError(
-                "transactional=True needs PostgreSQL (or SQLite): Redis cannot commit the job's "
-                "own writes together with its completion"
+                f"transactional=True needs PostgreSQL (or SQLite): {capabilities.name} cannot "
+                "commit the job's own writes together with its completion"
             )
         if inspect.iscoroutinefunction(fn):
             raise ConfigError("transactional=True is for sync jobs (they run in a child process)")

@@ -1,13 +1,18 @@
-"""One store per test, on each backend: the conformance suite runs every test three times."""
+"""One store per test, on each backend: the conformance suite runs every test three times.
+
+No test here names a backend (tests/backends/test_conformance_is_backend_blind.py checks it):
+a difference in ability is read from `store.capabilities`, what differs behind the store
+from the `kit` fixture, and what only one backend promises is tested in tests/backends/.
+"""
 
 from __future__ import annotations
 
-import importlib.util
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
+from backends.kit import Kit, kit_for
 from tenure.stores import Store, open_store
 
 from servers import isolated_store_url
@@ -22,19 +27,16 @@ def store_url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
     if kind == "postgres":
         base = request.getfixturevalue("postgres_url")
     elif kind == "redis":
-        # Only an absent module skips: a Redis store that exists but fails must fail here.
-        if importlib.util.find_spec("tenure.stores.redis") is None:
-            pytest.skip("redis store not written yet")
         base = request.getfixturevalue("redis_url")
     with isolated_store_url(kind, base, tmp_path) as url:
         yield url
 
 
 @pytest.fixture
-def backend(store_url: str) -> str:
-    return {"sqlite": "sqlite", "postgresql": "postgres", "redis": "redis"}[
-        store_url.split(":", 1)[0]
-    ]
+def kit(store_url: str) -> Kit:
+    """What a test does behind the store's back (its own connection, damaged records), for
+    whichever backend runs; what a backend can do is `store.capabilities`."""
+    return kit_for(store_url)
 
 
 @pytest.fixture

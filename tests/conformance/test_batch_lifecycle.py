@@ -9,13 +9,12 @@ from __future__ import annotations
 
 import itertools
 import secrets
-import sqlite3
 import threading
-from collections.abc import Mapping, Sequence
-from urllib.parse import parse_qs, urlsplit
+from collections.abc import Sequence
 
 import pytest
 
+from backends.kit import Kit
 from conformance.helpers import W1, expire_and_rescue, job, new_job, reserve_one
 from tenure.retry import Policy
 from tenure.stores import Store, open_store
@@ -358,83 +357,32 @@ def test_progress_of_a_member_outside_any_batch_is_harmless(store: Store) -> Non
 
 
 # -- damaged records ----------------------------------------------------------------------------
-def damage_batch(store_url: str, batch_id: str, fields: Mapping[str, str]) -> None:
-    """Overwrite stored fields of a batch directly, as a bad migration or a person might."""
-    kind = store_url.split(":", 1)[0]
-    if kind == "sqlite":
-        from tenure.stores.sqlite import sqlite_path
-
-        with sqlite3.connect(sqlite_path(store_url)) as conn:
-            for field, value in fields.items():
-                conn.execute(
-                    f"UPDATE tenure_batches SET {field} = ? WHERE id = ?", (value, batch_id)
-                )
-    elif kind == "postgresql":
-        import psycopg
-
-        schema = parse_qs(urlsplit(store_url).query)["schema"][0]
-        with psycopg.connect(store_url.split("?", 1)[0], autocommit=True) as conn:
-            for field, value in fields.items():
-                conn.execute(
-                    f'UPDATE "{schema}".tenure_batches SET {field} = %s WHERE id = %s',
-                    (value, batch_id),
-                )
-    else:
-        import redis
-
-        prefix = parse_qs(urlsplit(store_url).query)["prefix"][0]
-        client = redis.Redis.from_url(store_url.split("?", 1)[0])
-        try:
-            (key,) = client.scan_iter(match=f"{prefix}:*:batch:{batch_id}")
-            for field, value in fields.items():
-                client.hset(key, field, value)
-        finally:
-            client.close()
-
-
-# What each backend's storage lets a damaged record hold. SQLite's columns take any value;
-# PostgreSQL's types and CHECK constraints leave only the callbacks text; a Redis hash holds
-# any string in any field.
-DAMAGE = {
-    "sqlite": {"state": "bogus", "callbacks": "{not json"},
-    "postgres": {"callbacks": "{not json"},
-    "redis": {"state": "bogus", "then.delay": "soon", "created_at": "x", "finished_at": "y"},
-}
-UNREADABLE_CALLBACKS = {
-    "sqlite": {"callbacks": "{not json"},
-    "postgres": {"callbacks": "{not json"},
-    "redis": {"then.id": "", "then.base": "elsewhere:{q:x}", "finally.delay": "x"},
-}
 NUMBERS_DAMAGE = {"jobs": "garbage", "declared_total": "x", "done": "3.5.1", "failed": "-4"}
 
 
-def test_a_damaged_batch_does_not_crash_readers(store: Store, store_url: str, backend: str) -> None:
+def test_a_damaged_batch_does_not_crash_readers(store: Store, kit: Kit) -> None:
     batch_id = make_batch(store, [new_job()], total=3)
     healthy = make_batch(store, [new_job()])
-    damage_batch(store_url, batch_id, DAMAGE[backend])
+    kit.damage_batch(batch_id, kit.damaged_batch)
     assert batch(store, batch_id).id == batch_id
     assert [b.id for b in store.list_batches()] == [healthy, batch_id]
 
 
-def test_counts_that_are_not_numbers_do_not_crash_readers(
-    store: Store, store_url: str, backend: str
-) -> None:
-    if backend == "postgres":
-        pytest.skip("PostgreSQL's integer columns cannot hold a damaged count")
+def test_counts_that_are_not_numbers_do_not_crash_readers(store: Store, kit: Kit) -> None:
+    if not kit.counts_can_be_damaged:
+        pytest.skip("this backend's integer columns cannot hold a damaged count")
     batch_id = make_batch(store, [new_job()], total=3)
-    damage_batch(store_url, batch_id, NUMBERS_DAMAGE)
+    kit.damage_batch(batch_id, NUMBERS_DAMAGE)
     b = batch(store, batch_id)
     assert (b.id, b.jobs, b.failed, b.declared_total) == (batch_id, 0, 0, None)
     assert 0.0 <= b.progress <= 1.0
     assert [x.id for x in store.list_batches()] == [batch_id]
 
 
-def test_a_member_of_a_batch_with_unreadable_callbacks_still_ends(
-    store: Store, store_url: str, backend: str
-) -> None:
+def test_a_member_of_a_batch_with_unreadable_callbacks_still_ends(store: Store, kit: Kit) -> None:
     member = new_job()
     batch_id = make_batch(store, [member])
-    damage_batch(store_url, batch_id, UNREADABLE_CALLBACKS[backend])
+    kit.damage_batch(batch_id, kit.unreadable_callbacks)
     r = reserve_one(store)
     assert store.complete(job_id=r.job_id, token=r.token).accepted
     b = batch(store, batch_id)

@@ -1,12 +1,11 @@
 """A batch created inside the application's own transaction (`app.batch(..., conn=conn)`, and
-`app.batch_over_ids(..., conn=conn)`), as `job.options(conn=...)` does for single jobs: on
-SQLite (a sqlite3 connection to the store's file) and PostgreSQL (psycopg), a rollback leaves no
-batch and no member, a commit makes them visible, and only then; Redis refuses clearly.
+`app.batch_over_ids(..., conn=conn)`), as `job.options(conn=...)` does for single jobs: where
+the store can (`capabilities.enqueue_in_caller_transaction`), a rollback leaves no batch and no
+member, a commit makes them visible, and only then; a store that cannot refuses clearly.
 """
 
 from __future__ import annotations
 
-import sqlite3
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -14,6 +13,7 @@ from typing import Any
 import pytest
 
 import tenure
+from backends.kit import Kit, foreign_connection
 from conformance.helpers import W1
 from tenure.errors import ConfigError, JobNotFound
 from tenure.stores import Store
@@ -34,22 +34,11 @@ def app(store: Store, store_url: str) -> Iterator[tenure.App]:
     a.close()
 
 
-def app_connection(store_url: str, backend: str) -> Any:
-    """The application's own connection to the store's database, in manual-commit mode."""
-    if backend == "sqlite":
-        return sqlite3.connect(store_url.removeprefix("sqlite:///"), timeout=30)
-    import psycopg
-
-    from tenure.stores.pg_sql.database import parse_url
-
-    return psycopg.connect(parse_url(store_url)[0])
-
-
 @pytest.fixture
-def conn(store_url: str, backend: str) -> Iterator[Any]:
-    if backend == "redis":
-        pytest.skip("Redis has no application transaction (see the refusal test)")
-    c = app_connection(store_url, backend)
+def conn(store: Store, kit: Kit) -> Iterator[Any]:
+    if not store.capabilities.enqueue_in_caller_transaction:
+        pytest.skip("this store has no application transaction (see the refusal test)")
+    c = kit.app_connection()
     try:
         yield c
     finally:
@@ -96,27 +85,30 @@ def test_a_committed_batch_is_visible_only_after_the_commit_and_runs(
 
 
 def test_the_same_connection_checks_apply_as_for_single_jobs(
-    app: tenure.App, backend: str, tmp_path: Path
+    app: tenure.App, kit: Kit, tmp_path: Path
 ) -> None:
     with pytest.raises(ConfigError, match="conn="):
         app.batch(sigs(app), conn=object())
-    if backend != "redis":
-        elsewhere = sqlite3.connect(tmp_path / "elsewhere.db")
+    if app.store.capabilities.enqueue_in_caller_transaction:
+        elsewhere = foreign_connection(tmp_path)
         try:
             with pytest.raises(ConfigError, match="conn=") as refused:
                 app.batch(sigs(app), conn=elsewhere)
-            expected = "not to this store" if backend == "sqlite" else "psycopg"
-            assert expected in str(refused.value)
+            assert kit.foreign_connection_refusal in str(refused.value)
         finally:
             elsewhere.close()
     assert app.store.list_batches() == [] and stored_jobs(app) == 0
 
 
-def test_redis_refuses_a_batch_in_a_transaction_clearly(app: tenure.App, backend: str) -> None:
-    if backend != "redis":
-        pytest.skip("Redis only")
-    with pytest.raises(ConfigError, match="Redis cannot create a batch inside your database"):
+def test_a_store_without_caller_transactions_refuses_a_batch_in_one_clearly(
+    app: tenure.App,
+) -> None:
+    capabilities = app.store.capabilities
+    if capabilities.enqueue_in_caller_transaction:
+        pytest.skip("this store creates batches in the application's transaction (above)")
+    refusal = f"{capabilities.name} cannot create a batch inside your database"
+    with pytest.raises(ConfigError, match=refusal):
         app.batch(sigs(app), conn=object())
-    with pytest.raises(ConfigError, match="Redis cannot create a batch"):
+    with pytest.raises(ConfigError, match=refusal):
         app.batch_over_ids(app.jobs["export_rows"], 1, 100, conn=object())
     assert app.store.list_batches() == [] and stored_jobs(app) == 0

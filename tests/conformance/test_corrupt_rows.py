@@ -6,55 +6,24 @@ reason); a policy that cannot be read falls back to the safe defaults.
 
 from __future__ import annotations
 
-import sqlite3
-from urllib.parse import parse_qs, urlsplit
-
 import pytest
 
+from backends.kit import Kit
 from conformance.helpers import W1, enqueue, job, new_job, reserve_one, wait_until
 from tenure.retry import Policy
 from tenure.stores import Store
 
+
+def damage(kit: Kit, job_id: str, field: str, value: str) -> None:
+    assert kit.damage_job(job_id, field, value) == 1, f"no stored job {job_id} to damage"
+
+
 DAMAGED_POLICIES = ["{not json", "[1, 2]", "null", '"tries"', ""]
 
 
-def write_behind_the_store(store_url: str, job_id: str, field: str, value: str) -> None:
-    """Overwrite one stored field of a job directly, as a bad migration or a person might."""
-    kind = store_url.split(":", 1)[0]
-    if kind == "sqlite":
-        from tenure.stores.sqlite import sqlite_path
-
-        with sqlite3.connect(sqlite_path(store_url)) as conn:
-            changed = conn.execute(
-                f"UPDATE tenure_jobs SET {field} = ? WHERE id = ?", (value, job_id)
-            ).rowcount
-    elif kind == "postgresql":
-        import psycopg
-
-        schema = parse_qs(urlsplit(store_url).query)["schema"][0]
-        base = store_url.split("?", 1)[0]
-        with psycopg.connect(base, autocommit=True) as conn:
-            changed = conn.execute(
-                f'UPDATE "{schema}".tenure_jobs SET {field} = %s WHERE id = %s', (value, job_id)
-            ).rowcount
-    else:
-        import redis
-
-        prefix = parse_qs(urlsplit(store_url).query)["prefix"][0]
-        client = redis.Redis.from_url(store_url.split("?", 1)[0])
-        try:
-            keys = [k for k in client.scan_iter(match=f"{prefix}:*:job:{job_id}")]
-            for key in keys:
-                client.hset(key, field, value)
-            changed = len(keys)
-        finally:
-            client.close()
-    assert changed == 1, f"could not find the stored job {job_id} to damage"
-
-
-def test_a_payload_that_is_not_json_is_handed_out_as_it_is(store: Store, store_url: str) -> None:
+def test_a_payload_that_is_not_json_is_handed_out_as_it_is(store: Store, kit: Kit) -> None:
     (job_id,) = enqueue(store, new_job())
-    write_behind_the_store(store_url, job_id, "payload", "\x01not json {")
+    damage(kit, job_id, "payload", "\x01not json {")
     assert job(store, job_id).payload == "\x01not json {"
     r = reserve_one(store)
     assert r.payload == "\x01not json {"
@@ -72,10 +41,10 @@ def test_a_payload_that_is_not_json_is_handed_out_as_it_is(store: Store, store_u
 
 @pytest.mark.parametrize("damaged", DAMAGED_POLICIES)
 def test_a_policy_that_cannot_be_read_falls_back_to_the_defaults(
-    store: Store, store_url: str, damaged: str
+    store: Store, kit: Kit, damaged: str
 ) -> None:
     good, bad = enqueue(store, new_job(), new_job())
-    write_behind_the_store(store_url, bad, "policy", damaged)
+    damage(kit, bad, "policy", damaged)
     assert job(store, bad).policy == Policy()
     assert [j.id for j in store.list_jobs()] == [bad, good]
     handed = store.reserve(queues=["default"], worker=W1, lease=0.3, limit=5)

@@ -2,8 +2,8 @@
 
 The dashboard reads them on every refresh, so no backend may count by scanning jobs; what
 these tests hold them to is agreeing, at every moment they are read, with the jobs themselves.
-On PostgreSQL the counts are counters kept by triggers (migration 0004), so the mixed workload
-below compares them with a real GROUP BY over the jobs table after every path that moves a job.
+Where the counts are counters of their own, tests/backends/ compares them with the jobs after
+the same mixed workload (`run_mixed_workload`).
 """
 
 from __future__ import annotations
@@ -12,12 +12,9 @@ import random
 import secrets
 import threading
 from dataclasses import replace
-from pathlib import Path
 from typing import Any
 
-import pytest
-
-from conformance.helpers import W1, W2, enqueue, new_job, reserve_one, wait_until
+from conformance.helpers import W2, enqueue, new_job, reserve_one, wait_until
 from tenure.guards import Guards
 from tenure.retry import Policy
 from tenure.states import JOB_STATES
@@ -47,28 +44,6 @@ def assert_counts_agree(store: Store) -> dict[str, dict[str, int]]:
     totals = store.counts()
     assert totals == {s: sum(q[s] for q in by_queue.values()) for s in JOB_STATES}
     return by_queue
-
-
-ByQueueAndState = dict[tuple[str, str], int]
-
-
-def postgres_group_by(store: Store) -> tuple[ByQueueAndState, ByQueueAndState]:
-    """PostgreSQL only: (the jobs table counted with GROUP BY, the trigger-kept counters)."""
-    db: Any = store.db  # type: ignore[attr-defined]
-    with db.cursor() as cur:
-        jobs = cur.execute(
-            db.q("SELECT queue, state, count(*) AS n FROM {s}.tenure_jobs GROUP BY 1, 2")
-        ).fetchall()
-        kept = cur.execute(
-            db.q(
-                "SELECT queue, state, sum(n) AS n FROM {s}.tenure_job_counts GROUP BY 1, 2"
-                " HAVING sum(n) <> 0"
-            )
-        ).fetchall()
-    return (
-        {(r["queue"], r["state"]): int(r["n"]) for r in jobs},
-        {(r["queue"], r["state"]): int(r["n"]) for r in kept},
-    )
 
 
 # -- the shape -------------------------------------------------------------------------------
@@ -291,17 +266,15 @@ class Workload:
             )
 
 
-def test_counts_agree_with_the_jobs_after_a_concurrent_mixed_workload(
-    store: Store, store_url: str, backend: str
-) -> None:
+def run_mixed_workload(store: Store, store_url: str) -> None:
+    """Four clients of one store running a random mix of every change of state at once."""
     stores = [store] + [open_store(store_url) for _ in range(3)]
     errors: list[BaseException] = []
+    sql = store.capabilities.job_transactions
     workloads = [
-        Workload(s, seed=9000 + i, worker=WorkerRef(f"mixed-{i}", "host", 100 + i), sql=False)
+        Workload(s, seed=9000 + i, worker=WorkerRef(f"mixed-{i}", "host", 100 + i), sql=sql)
         for i, s in enumerate(stores)
     ]
-    for w in workloads:
-        w.sql = backend != "redis"
 
     def run(w: Workload) -> None:
         try:
@@ -317,98 +290,15 @@ def test_counts_agree_with_the_jobs_after_a_concurrent_mixed_workload(
         for t in threads:
             t.join()
         assert not errors, errors
-        one_in_each_state(store)  # whatever the threads' interleaving left, every state is held
-        by_queue = assert_counts_agree(store)
-        assert all(sum(q[state] for q in by_queue.values()) for state in JOB_STATES), by_queue
-        if backend == "postgres":
-            jobs, kept = postgres_group_by(store)
-            assert kept == jobs
     finally:
         for s in stores[1:]:
             s.close()
 
 
-# -- PostgreSQL: the counters themselves -----------------------------------------------------
-def test_postgres_folds_the_rows_of_gone_backends_without_changing_a_count(
-    store: Store, store_url: str, backend: str
+def test_counts_agree_with_the_jobs_after_a_concurrent_mixed_workload(
+    store: Store, store_url: str
 ) -> None:
-    if backend != "postgres":
-        pytest.skip("PostgreSQL only: counter rows per backend")
-    for i in range(6):  # six clients, six backends, each leaving counter rows of its own
-        other = open_store(store_url)
-        enqueue(other, *[new_job(queue=f"fold{i % 2}") for _ in range(5)])
-        other.close()
-    before = store.queue_counts()
-    db: Any = store.db  # type: ignore[attr-defined]
-
-    def shards() -> int:
-        with db.cursor() as cur:
-            row = cur.execute(db.q("SELECT count(*) AS n FROM {s}.tenure_job_counts")).fetchone()
-        return int(row["n"])
-
-    assert shards() >= 6
-
-    def folded() -> bool:
-        # a closed client's backend leaves pg_stat_activity a moment after the socket closes;
-        # until then its rows are a live backend's, which a fold leaves alone
-        store._fold_counts()  # type: ignore[attr-defined]
-        return shards() == 2  # one row per (queue, state), in shard 0
-
-    wait_until(folded, what="the closed clients' backends to exit and their rows to fold")
-    assert before == {"fold0": zeros(queued=15), "fold1": zeros(queued=15)}
-    assert store.queue_counts() == before
-
-
-def test_postgres_upgrade_backfills_the_counters_from_the_jobs_present(
-    request: pytest.FixtureRequest, backend: str
-) -> None:
-    """0004 on a populated schema: the counters start from the jobs already there."""
-    if backend != "postgres":
-        pytest.skip("PostgreSQL only: versioned migrations")
-    import psycopg
-
-    from tenure.stores.pg_sql import migrations
-    from tenure.stores.pg_sql.database import parse_url
-    from tenure.stores.postgres import PostgresStore
-
-    from servers import isolated_store_url
-
-    base: str = request.getfixturevalue("postgres_url")
-    with isolated_store_url("postgres", base, Path(".")) as url:
-        conninfo, schema = parse_url(url)
-        with psycopg.connect(conninfo, autocommit=True) as conn, conn.transaction():
-            conn.execute(f'CREATE SCHEMA "{schema}"')
-            conn.execute(
-                f'CREATE TABLE "{schema}".tenure_schema_version (version integer PRIMARY KEY,'
-                " name text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now())"
-            )
-            for step in migrations()[:3]:
-                conn.execute(step.sql.replace("{s}", f'"{schema}"').encode())
-                conn.execute(
-                    f'INSERT INTO "{schema}".tenure_schema_version (version, name) VALUES (%s, %s)',
-                    (step.version, step.name),
-                )
-            conn.execute(
-                f'INSERT INTO "{schema}".tenure_jobs (id, name, queue, payload, state, policy,'
-                " created_at, run_at) SELECT 'old-' || i, 'n', 'q' || (i %% 2), '{}',"
-                " CASE WHEN i %% 3 = 0 THEN 'succeeded' ELSE 'queued' END, %s, 0,"
-                " CASE WHEN i %% 5 = 0 THEN 1e12 ELSE 0 END FROM generate_series(1, 300) i",
-                (new_job().policy.to_json(),),
-            )
-        store = PostgresStore(url)
-        try:
-            store.migrate()
-            store.migrate()  # idempotent
-            assert store.db.schema_version() == len(migrations()) >= 4
-            assert_counts_agree(store)
-            jobs, kept = postgres_group_by(store)
-            assert kept == jobs and sum(jobs.values()) == 300
-            # and from there on the triggers keep them
-            r = reserve_one(store, queues=["q1"], worker=W1)
-            store.complete(job_id=r.job_id, token=r.token)
-            assert_counts_agree(store)
-            with psycopg.connect(conninfo, autocommit=True) as conn:
-                conn.execute(f'TRUNCATE "{schema}".tenure_jobs CASCADE')
-            assert store.queue_counts() == {}
-        finally:
-            store.close()
+    run_mixed_workload(store, store_url)
+    one_in_each_state(store)  # whatever the threads' interleaving left, every state is held
+    by_queue = assert_counts_agree(store)
+    assert all(sum(q[state] for q in by_queue.values()) for state in JOB_STATES), by_queue

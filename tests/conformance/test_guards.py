@@ -9,39 +9,29 @@ job and key and only for the attempt holding the lease.
 from __future__ import annotations
 
 import collections
-import inspect
 import itertools
 import json
-import sqlite3
 import subprocess
 import sys
 import threading
 import time
+from collections.abc import Iterator
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from backends.kit import Kit, foreign_connection
 from conformance.helpers import W1, W2, enqueue, expire_and_rescue, job, new_job, wait_until
 from tenure.errors import ConfigError
 from tenure.guards import Guards
 from tenure.stores import Store
 from tenure.stores.base import NewJob, WorkerRef
 
-PENDING = "redis guards not written yet"
-
 
 def guarded(guards: Guards, **kw: Any) -> NewJob:
     return replace(new_job(**kw), guards=guards)
-
-
-@pytest.fixture
-def guarded_store(store: Store, backend: str, request: pytest.FixtureRequest) -> Store:
-    """The store, with redis cases expected to fail while RedisStore lacks the guard verbs."""
-    if backend == "redis" and not hasattr(store, "claim_once"):
-        request.applymarker(pytest.mark.xfail(strict=False, reason=PENDING))
-    return store
 
 
 def outcomes(store: Store, job_id: str) -> list[str | None]:
@@ -49,8 +39,7 @@ def outcomes(store: Store, job_id: str) -> list[str | None]:
 
 
 # -- uniqueness ------------------------------------------------------------------------------
-def test_a_held_unique_key_returns_the_holders_id_and_stores_nothing(guarded_store: Store) -> None:
-    store = guarded_store
+def test_a_held_unique_key_returns_the_holders_id_and_stores_nothing(store: Store) -> None:
     first = guarded(Guards(unique_key="order:7"))
     assert store.enqueue_many([first]) == [first.id]
     second = guarded(Guards(unique_key="order:7"))
@@ -65,8 +54,7 @@ def test_a_held_unique_key_returns_the_holders_id_and_stores_nothing(guarded_sto
     assert store.counts()["queued"] == 4
 
 
-def test_an_id_already_present_is_skipped(guarded_store: Store) -> None:
-    store = guarded_store
+def test_an_id_already_present_is_skipped(store: Store) -> None:
     j = new_job()
     u = guarded(Guards(unique_key="k"))
     assert store.enqueue_many([j, u]) == [j.id, u.id]
@@ -74,8 +62,7 @@ def test_an_id_already_present_is_skipped(guarded_store: Store) -> None:
     assert store.counts()["queued"] == 2
 
 
-def test_unique_until_completed_holds_the_key_while_running(guarded_store: Store) -> None:
-    store = guarded_store
+def test_unique_until_completed_holds_the_key_while_running(store: Store) -> None:
     key = Guards(unique_key="report", unique_until="completed")
     first = guarded(key)
     store.enqueue_many([first])
@@ -88,9 +75,8 @@ def test_unique_until_completed_holds_the_key_while_running(guarded_store: Store
 
 
 def test_unique_until_processing_frees_the_key_when_the_holder_starts(
-    guarded_store: Store,
+    store: Store,
 ) -> None:
-    store = guarded_store
     key = Guards(unique_key="sync", unique_until="processing")
     first = guarded(key)
     store.enqueue_many([first])
@@ -101,8 +87,7 @@ def test_unique_until_processing_frees_the_key_when_the_holder_starts(
     assert store.enqueue_many([guarded(key)]) == [second.id]
 
 
-def test_a_forgotten_or_failed_holder_frees_the_key(guarded_store: Store) -> None:
-    store = guarded_store
+def test_a_forgotten_or_failed_holder_frees_the_key(store: Store) -> None:
     key = Guards(unique_key="once-a-day")
     first = guarded(key, policy=replace(new_job().policy, tries=1))
     store.enqueue_many([first])
@@ -118,8 +103,7 @@ def test_a_forgotten_or_failed_holder_frees_the_key(guarded_store: Store) -> Non
     assert store.enqueue_many([third]) == [third.id]
 
 
-def test_unique_for_expires_on_the_stores_clock(guarded_store: Store) -> None:
-    store = guarded_store
+def test_unique_for_expires_on_the_stores_clock(store: Store) -> None:
     key = Guards(unique_key="digest", unique_for=0.5)
     first = guarded(key)
     store.enqueue_many([first])
@@ -154,7 +138,7 @@ print(" ".join(ids), flush=True)
 
 
 def test_concurrent_dispatches_of_one_key_from_four_processes_store_one_job(
-    guarded_store: Store, store_url: str
+    store: Store, store_url: str
 ) -> None:
     procs = [
         subprocess.Popen(
@@ -182,12 +166,11 @@ def test_concurrent_dispatches_of_one_key_from_four_processes_store_one_job(
     assert [p.returncode for p in procs] == [0, 0, 0, 0]
     assert sum(len(a) for a in answers) == 200
     assert len({i for a in answers for i in a}) == 1, "two dispatches both took the key"
-    assert guarded_store.counts()["queued"] == 1
+    assert store.counts()["queued"] == 1
 
 
 # -- overlap ---------------------------------------------------------------------------------
-def test_overlap_defers_while_the_holder_runs_and_uses_no_try(guarded_store: Store) -> None:
-    store = guarded_store
+def test_overlap_defers_while_the_holder_runs_and_uses_no_try(store: Store) -> None:
     first = guarded(Guards(overlap_key="customer:1", overlap_delay=0.3))
     second = guarded(Guards(overlap_key="customer:1", overlap_delay=0.3))
     elsewhere = guarded(Guards(overlap_key="customer:2", overlap_delay=0.3))
@@ -214,8 +197,7 @@ def test_overlap_defers_while_the_holder_runs_and_uses_no_try(guarded_store: Sto
     assert outcomes(store, second.id) == ["deferred", "succeeded"]
 
 
-def test_the_overlap_lock_follows_the_holders_lease(guarded_store: Store) -> None:
-    store = guarded_store
+def test_the_overlap_lock_follows_the_holders_lease(store: Store) -> None:
     holder = guarded(Guards(overlap_key="k", overlap_delay=0.05))
     waiter = guarded(Guards(overlap_key="k", overlap_delay=0.05))
     enqueue(store, holder)
@@ -231,8 +213,7 @@ def test_the_overlap_lock_follows_the_holders_lease(guarded_store: Store) -> Non
     assert job(store, holder.id).lease_expires_at is not None  # not even rescued yet
 
 
-def test_concurrent_reservers_never_overlap_one_key(guarded_store: Store) -> None:
-    store = guarded_store
+def test_concurrent_reservers_never_overlap_one_key(store: Store) -> None:
     jobs = [
         guarded(Guards(overlap_key=f"key:{i % 2}", overlap_delay=0.01), queue="ov")
         for i in range(16)
@@ -276,8 +257,7 @@ def test_concurrent_reservers_never_overlap_one_key(guarded_store: Store) -> Non
 
 
 # -- rate limits -----------------------------------------------------------------------------
-def test_rate_limit_defers_in_a_sliding_window_without_using_tries(guarded_store: Store) -> None:
-    store = guarded_store
+def test_rate_limit_defers_in_a_sliding_window_without_using_tries(store: Store) -> None:
     rate = Guards(rate_key="api", rate_limit=2, rate_window=1.0)
     jobs = [guarded(rate) for _ in range(5)]
     enqueue(store, *jobs)
@@ -335,10 +315,7 @@ print(json.dumps(got), flush=True)
 """
 
 
-def test_processes_racing_under_a_rate_limit_never_exceed_it(
-    guarded_store: Store, store_url: str
-) -> None:
-    store = guarded_store
+def test_processes_racing_under_a_rate_limit_never_exceed_it(store: Store, store_url: str) -> None:
     rate = Guards(rate_key="rl", rate_limit=3, rate_window=0.5)
     jobs = [guarded(rate, queue="rate") for _ in range(12)]
     enqueue(store, *jobs)
@@ -377,8 +354,7 @@ def test_processes_racing_under_a_rate_limit_never_exceed_it(
 
 
 # -- once() ----------------------------------------------------------------------------------
-def test_claim_once_is_true_once_per_job_and_key(guarded_store: Store) -> None:
-    store = guarded_store
+def test_claim_once_is_true_once_per_job_and_key(store: Store) -> None:
     j = new_job()
     enqueue(store, j)
     r = store.reserve(queues=["default"], worker=W1, lease=0.5)[0]
@@ -401,8 +377,7 @@ def test_claim_once_is_true_once_per_job_and_key(guarded_store: Store) -> None:
     assert store.claim_once(job_id=k.id, token=rk.token, key="charge") is True
 
 
-def test_a_stale_token_claims_nothing(guarded_store: Store) -> None:
-    store = guarded_store
+def test_a_stale_token_claims_nothing(store: Store) -> None:
     j = new_job()
     enqueue(store, j)
     r1 = store.reserve(queues=["default"], worker=W1, lease=0.4)[0]
@@ -417,8 +392,7 @@ def test_a_stale_token_claims_nothing(guarded_store: Store) -> None:
     assert [e.key for e in job(store, j.id).effects] == ["charge"]
 
 
-def test_forget_removes_the_once_records(guarded_store: Store) -> None:
-    store = guarded_store
+def test_forget_removes_the_once_records(store: Store) -> None:
     j = new_job()
     enqueue(store, j)
     r = store.reserve(queues=["default"], worker=W1, lease=30)[0]
@@ -433,60 +407,44 @@ def test_forget_removes_the_once_records(guarded_store: Store) -> None:
 
 
 # -- enqueue inside the application's transaction -------------------------------------------
-def app_connection(store_url: str, backend: str) -> Any:
-    """The application's own connection to the store's database, in manual-commit mode."""
-    if backend == "sqlite":
-        return sqlite3.connect(store_url.removeprefix("sqlite:///"), timeout=30)
-    import psycopg
-
-    from tenure.stores.pg_sql.database import parse_url
-
-    return psycopg.connect(parse_url(store_url)[0])
-
-
 @pytest.fixture
-def conn_store(store: Store, backend: str, request: pytest.FixtureRequest) -> Store:
-    if backend == "redis" and "conn" not in inspect.signature(store.enqueue_many).parameters:
-        request.applymarker(pytest.mark.xfail(strict=False, reason=PENDING))
-    return store
-
-
-def test_enqueue_in_a_rolled_back_transaction_leaves_no_job(
-    conn_store: Store, backend: str, store_url: str
-) -> None:
-    store = conn_store
-    if backend == "redis":
-        with pytest.raises(ConfigError):
-            store.enqueue_many([new_job()], conn=object())
-        return
-    conn = app_connection(store_url, backend)
+def conn(store: Store, kit: Kit) -> Iterator[Any]:
+    """The application's own connection, where the store can enqueue in its transaction."""
+    if not store.capabilities.enqueue_in_caller_transaction:
+        pytest.skip("this store has no application transaction (see the refusal test)")
+    c = kit.app_connection()
     try:
-        j = new_job()
-        assert store.enqueue_many([j], conn=conn) == [j.id]
-        assert store.get_job(j.id) is None  # not visible before the application commits
-        conn.rollback()
+        yield c
     finally:
-        conn.close()
+        c.close()
+
+
+def test_enqueue_in_a_rolled_back_transaction_leaves_no_job(store: Store, conn: Any) -> None:
+    j = new_job()
+    assert store.enqueue_many([j], conn=conn) == [j.id]
+    assert store.get_job(j.id) is None  # not visible before the application commits
+    conn.rollback()
     assert store.get_job(j.id) is None
     assert store.reserve(queues=["default"], worker=W1, lease=30) == []
 
 
+def test_a_store_without_caller_transactions_refuses_conn(store: Store) -> None:
+    if store.capabilities.enqueue_in_caller_transaction:
+        pytest.skip("this store enqueues in the application's transaction (the tests around)")
+    with pytest.raises(ConfigError):
+        store.enqueue_many([new_job()], conn=object())
+    assert store.counts()["queued"] == 0
+
+
 def test_enqueue_in_a_committed_transaction_is_visible_after_commit(
-    conn_store: Store, backend: str, store_url: str
+    store: Store, conn: Any
 ) -> None:
-    store = conn_store
-    if backend == "redis":
-        pytest.skip("Redis has no application transaction to enqueue in (see the error test)")
-    conn = app_connection(store_url, backend)
-    try:
-        first = guarded(Guards(unique_key="signup:1"))
-        dup = guarded(Guards(unique_key="signup:1"))
-        plain = new_job()
-        assert store.enqueue_many([first, dup, plain], conn=conn) == [first.id, first.id, plain.id]
-        assert store.counts()["queued"] == 0
-        conn.commit()
-    finally:
-        conn.close()
+    first = guarded(Guards(unique_key="signup:1"))
+    dup = guarded(Guards(unique_key="signup:1"))
+    plain = new_job()
+    assert store.enqueue_many([first, dup, plain], conn=conn) == [first.id, first.id, plain.id]
+    assert store.counts()["queued"] == 0
+    conn.commit()
     assert store.counts()["queued"] == 2
     got = store.reserve(queues=["default"], worker=W1, lease=30, limit=5)
     assert sorted(r.job_id for r in got) == sorted([first.id, plain.id])
@@ -494,125 +452,41 @@ def test_enqueue_in_a_committed_transaction_is_visible_after_commit(
 
 
 def test_enqueue_refuses_a_connection_it_cannot_write_in(
-    conn_store: Store, backend: str, tmp_path: Path
+    store: Store, kit: Kit, tmp_path: Path
 ) -> None:
-    store = conn_store
-    with pytest.raises(ConfigError, match=None if backend == "redis" else "conn="):
+    capable = store.capabilities.enqueue_in_caller_transaction
+    with pytest.raises(ConfigError, match="conn=" if capable else None):
         store.enqueue_many([new_job()], conn=object())
-    if backend == "postgres":
-        other = sqlite3.connect(tmp_path / "elsewhere.db")
+    if capable:
+        other = foreign_connection(tmp_path)
         try:
-            with pytest.raises(ConfigError, match="psycopg"):
-                store.enqueue_many([new_job()], conn=other)
-        finally:
-            other.close()
-    elif backend == "sqlite":
-        other = sqlite3.connect(tmp_path / "elsewhere.db")
-        try:
-            with pytest.raises(ConfigError, match="not to this store"):
+            with pytest.raises(ConfigError, match=kit.foreign_connection_refusal):
                 store.enqueue_many([new_job()], conn=other)
         finally:
             other.close()
     assert store.counts()["queued"] == 0
 
 
-def test_postgres_takes_the_driver_connection_of_a_sqlalchemy_proxy(
-    store: Store, backend: str, store_url: str
+def test_workers_wake_only_when_the_application_commits(
+    store: Store, other_store: Store, conn: Any
 ) -> None:
-    if backend != "postgres":
-        pytest.skip("PostgreSQL only: SQLAlchemy on psycopg")
-
-    class DBAPIProxy:  # what SQLAlchemy's Connection.connection is: the driver's inside
-        def __init__(self, inner: Any) -> None:
-            self.driver_connection = inner
-
-    conn = app_connection(store_url, backend)
-    try:
-        j = new_job()
-        assert store.enqueue_many([j], conn=DBAPIProxy(conn)) == [j.id]
-        conn.commit()
-        conn.autocommit = True
-        with pytest.raises(ConfigError, match="autocommit"):
-            store.enqueue_many([new_job()], conn=conn)
-    finally:
-        conn.close()
-    assert job(store, j.id).state == "queued"
-
-
-def test_postgres_wakes_workers_only_when_the_application_commits(
-    store: Store, other_store: Store, backend: str, store_url: str
-) -> None:
-    if backend != "postgres":
-        pytest.skip("PostgreSQL only: NOTIFY is transactional")
+    if not store.capabilities.listen_notify:
+        pytest.skip("this store's wake-ups do not travel with a transaction")
     other_store.wait_for_work(queues=["default"], timeout=0.1)  # LISTEN is in place
-    conn = app_connection(store_url, backend)
-    try:
-        store.enqueue_many([new_job()], conn=conn)
-        began = time.monotonic()
-        other_store.wait_for_work(queues=["default"], timeout=0.6)
-        assert time.monotonic() - began >= 0.5, "woke before the application committed"
-        conn.commit()
-        began = time.monotonic()
-        other_store.wait_for_work(queues=["default"], timeout=10)
-        assert time.monotonic() - began < 5, "the commit's NOTIFY did not wake the worker"
-    finally:
-        conn.close()
+    store.enqueue_many([new_job()], conn=conn)
+    began = time.monotonic()
+    other_store.wait_for_work(queues=["default"], timeout=0.6)
+    assert time.monotonic() - began >= 0.5, "woke before the application committed"
+    conn.commit()
+    began = time.monotonic()
+    other_store.wait_for_work(queues=["default"], timeout=10)
+    assert time.monotonic() - began < 5, "the commit's NOTIFY did not wake the worker"
 
 
-def test_jobs_without_guards_reserve_in_order_as_before(guarded_store: Store) -> None:
+def test_jobs_without_guards_reserve_in_order_as_before(store: Store) -> None:
     """Guards leave no trace on jobs without them: plain jobs reserve as before."""
-    store = guarded_store
     jobs = [new_job() for _ in range(5)]
     enqueue(store, *jobs)
     got = store.reserve(queues=["default"], worker=W1, lease=30, limit=5)
     assert [r.job_id for r in got] == [j.id for j in jobs]
     assert collections.Counter(outcomes(store, j.id)[0] for j in jobs) == {None: 5}
-
-
-def test_postgres_upgrades_a_version_2_schema_with_jobs_in_it(
-    backend: str, request: pytest.FixtureRequest
-) -> None:
-    """0003 adds the guard columns and tables to a populated schema; old jobs run unguarded."""
-    if backend != "postgres":
-        pytest.skip("PostgreSQL only: versioned migrations")
-    import psycopg
-
-    from tenure.stores.pg_sql import migrations
-    from tenure.stores.pg_sql.database import parse_url
-    from tenure.stores.postgres import PostgresStore
-
-    from servers import isolated_store_url
-
-    base: str = request.getfixturevalue("postgres_url")
-    with isolated_store_url("postgres", base, Path(".")) as url:
-        conninfo, schema = parse_url(url)
-        with psycopg.connect(conninfo, autocommit=True) as conn, conn.transaction():
-            conn.execute(f'CREATE SCHEMA "{schema}"')
-            conn.execute(
-                f'CREATE TABLE "{schema}".tenure_schema_version (version integer PRIMARY KEY,'
-                " name text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now())"
-            )
-            for step in migrations()[:2]:
-                conn.execute(step.sql.replace("{s}", f'"{schema}"').encode())
-                conn.execute(
-                    f'INSERT INTO "{schema}".tenure_schema_version (version, name) VALUES (%s, %s)',
-                    (step.version, step.name),
-                )
-            conn.execute(
-                f'INSERT INTO "{schema}".tenure_jobs (id, name, queue, payload, state, policy,'
-                " created_at, run_at) VALUES ('old-job', 'n', 'default', '{}', 'queued', %s,"
-                " 0, 0)",
-                (new_job().policy.to_json(),),
-            )
-        store = PostgresStore(url)
-        try:
-            store.migrate()
-            store.migrate()  # idempotent
-            assert store.db.schema_version() == len(migrations()) >= 3
-            r = store.reserve(queues=["default"], worker=W1, lease=30)[0]
-            assert r.job_id == "old-job"
-            assert store.claim_once(job_id="old-job", token=r.token, key="k")
-            assert store.complete(job_id="old-job", token=r.token).accepted
-            assert [e.key for e in job(store, "old-job").effects] == ["k"]
-        finally:
-            store.close()

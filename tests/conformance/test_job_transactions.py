@@ -1,17 +1,17 @@
 """A running job's own writes and its completion in one transaction (`ctx.transaction()`,
-DESIGN 6, issue 5): on SQLite and PostgreSQL the job's rows and its `succeeded` commit together
-or not at all, and a stale token rolls the job's writes back. Redis has no such transaction and
-says so clearly.
+DESIGN 6, issue 5): where the store can (`capabilities.job_transactions`), the job's rows and
+its `succeeded` commit together or not at all, and a stale token rolls the job's writes back; a
+store that cannot says so clearly.
 """
 
 from __future__ import annotations
 
-import sqlite3
 from collections.abc import Iterator
 from typing import Any
 
 import pytest
 
+from backends.kit import Kit
 from conformance.helpers import W1, W2, enqueue, expire_and_rescue, job, new_job
 from tenure.errors import ConfigError, JobTransactionEnded
 from tenure.stores import Store
@@ -21,23 +21,11 @@ from tenure.stores.base import NewBatch
 class AppDB:
     """The application's own table next to the store, and a connection of its own to read it."""
 
-    def __init__(self, store_url: str, backend: str) -> None:
-        self.backend = backend
-        if backend == "sqlite":
-            self.table = "app_rows"
-            self.mark = "?"
-            self.conn: Any = sqlite3.connect(
-                store_url.removeprefix("sqlite:///"), timeout=30, isolation_level=None
-            )
-        else:
-            import psycopg
-
-            from tenure.stores.pg_sql.database import parse_url
-
-            conninfo, schema = parse_url(store_url)
-            self.table = f'"{schema}".app_rows'
-            self.mark = "%s"
-            self.conn = psycopg.connect(conninfo, autocommit=True)
+    def __init__(self, kit: Kit) -> None:
+        self.kit = kit
+        self.table = kit.app_table("app_rows")
+        self.mark = kit.placeholder
+        self.conn: Any = kit.app_connection(autocommit=True)
         self.conn.execute(f"CREATE TABLE {self.table} (job_id TEXT NOT NULL, n INTEGER NOT NULL)")
 
     def insert(self, conn: Any, job_id: str, n: int) -> None:
@@ -51,10 +39,10 @@ class AppDB:
 
 
 @pytest.fixture
-def app_db(store: Store, store_url: str, backend: str) -> Iterator[AppDB]:
-    if backend == "redis":
-        pytest.skip("Redis cannot commit a job's writes with its completion (see the error test)")
-    db = AppDB(store_url, backend)
+def app_db(store: Store, kit: Kit) -> Iterator[AppDB]:
+    if not store.capabilities.job_transactions:
+        pytest.skip("this store cannot commit a job's writes with its completion (see refusal)")
+    db = AppDB(kit)
     try:
         yield db
     finally:
@@ -121,10 +109,10 @@ def test_a_stale_token_rolls_the_jobs_writes_back(store: Store, app_db: AppDB) -
 
 
 def test_a_takeover_during_the_transaction_is_refused_at_its_end(
-    store: Store, other_store: Store, app_db: AppDB, backend: str
+    store: Store, other_store: Store, app_db: AppDB
 ) -> None:
-    if backend != "postgres":
-        pytest.skip("SQLite's job transaction holds the write lock: nobody rescues meanwhile")
+    if not store.capabilities.concurrent_job_transactions:
+        pytest.skip("a job transaction holds the one write lock: nobody rescues meanwhile")
     j = new_job()
     enqueue(store, j)
     r1 = store.reserve(queues=["default"], worker=W1, lease=0.4)[0]
@@ -138,11 +126,9 @@ def test_a_takeover_during_the_transaction_is_refused_at_its_end(
     assert job(store, j.id).state == "running"
 
 
-def test_transactions_of_two_jobs_do_not_share_a_connection(
-    store: Store, app_db: AppDB, backend: str
-) -> None:
-    if backend != "postgres":
-        pytest.skip("SQLite has one writer: a second job transaction waits for the first")
+def test_transactions_of_two_jobs_do_not_share_a_connection(store: Store, app_db: AppDB) -> None:
+    if not store.capabilities.concurrent_job_transactions:
+        pytest.skip("one writer: a second job transaction waits for the first")
     a, b = new_job(), new_job()
     enqueue(store, a, b)
     ra, rb = store.reserve(queues=["default"], worker=W1, lease=30, limit=2)
@@ -173,13 +159,9 @@ def test_a_batch_members_end_is_in_the_same_commit(store: Store, app_db: AppDB) 
     assert app_db.rows() == [(r.job_id, 1)]
 
 
-def test_redis_refuses_a_job_transaction_clearly(
-    store: Store, backend: str, request: pytest.FixtureRequest
-) -> None:
-    if backend != "redis":
-        pytest.skip("SQLite and PostgreSQL support job transactions (the tests above)")
-    if not hasattr(store, "job_transaction"):
-        request.applymarker(pytest.mark.xfail(strict=False, reason="redis guards not written yet"))
+def test_a_store_without_job_transactions_refuses_one_clearly(store: Store) -> None:
+    if store.capabilities.job_transactions:
+        pytest.skip("this store supports job transactions (the tests above)")
     j = new_job()
     enqueue(store, j)
     r = store.reserve(queues=["default"], worker=W1, lease=30)[0]
@@ -207,7 +189,7 @@ def test_a_job_that_ends_its_transaction_itself_is_not_recorded_as_done(
     # the job for good (see the e2e test), nothing here runs it again
     assert job(store, j.id).state == "running"
     committed = [(j.id, 1)] if ending == "commit" else []
-    # SQLite runs statements after the job's own COMMIT one by one (they land); PostgreSQL
-    # holds them in a transaction tenure rolls back
-    later = [(j.id, 2)] if app_db.backend == "sqlite" else []
+    # statements after the job's own COMMIT either run one by one (they land) or are held in
+    # a transaction tenure rolls back, as the backend's driver does
+    later = [(j.id, 2)] if app_db.kit.statements_after_its_own_commit_land else []
     assert sorted(app_db.rows()) == committed + later

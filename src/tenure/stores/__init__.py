@@ -3,15 +3,17 @@
 from __future__ import annotations
 
 from tenure.errors import ConfigError
-from tenure.stores.base import Store
+from tenure.stores.base import Capabilities, Store
 
 
-def open_store(url: str) -> Store:
+def store_class(url: str) -> type[Store]:
+    """The backend a URL names, not yet opened: its `capabilities` can be read without a
+    connection (App checks job definitions against them at import time)."""
     scheme = url.split(":", 1)[0].lower()
     if scheme == "sqlite":
         from tenure.stores.sqlite import SQLiteStore
 
-        return SQLiteStore(url)
+        return SQLiteStore
     if scheme in ("postgresql", "postgres"):
         try:
             from tenure.stores.postgres import PostgresStore
@@ -20,7 +22,7 @@ def open_store(url: str) -> Store:
                 f"{url.split('@')[-1]}: the PostgreSQL store needs psycopg: "
                 "pip install 'tenure[postgres]'"
             ) from exc
-        return PostgresStore(url)
+        return PostgresStore
     if scheme in ("redis", "rediss"):
         try:
             from tenure.stores.redis import RedisStore
@@ -28,10 +30,14 @@ def open_store(url: str) -> Store:
             raise ConfigError(
                 "the Redis store needs redis-py: pip install 'tenure[redis]'"
             ) from exc
-        return RedisStore(url)
+        return RedisStore
     raise ConfigError(
         f"store URL: expected sqlite:///PATH, postgresql://... or redis://..., got {url!r}"
     )
 
 
-__all__ = ["Store", "open_store"]
+def open_store(url: str) -> Store:
+    return store_class(url)(url)
+
+
+__all__ = ["Capabilities", "Store", "open_store", "store_class"]

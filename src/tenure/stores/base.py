@@ -10,7 +10,7 @@ from __future__ import annotations
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any, ClassVar, Protocol
 
 from tenure.batch import BatchCounts
 from tenure.batch import progress as batch_progress
@@ -169,6 +169,24 @@ class WorkerRecord:
     stopped_at: float | None = None
 
 
+@dataclass(frozen=True)
+class Capabilities:
+    """What a backend can do beyond the contract every store keeps. Callers (App, the worker,
+    the conformance suite) read these instead of guessing from the URL's scheme."""
+
+    name: str  # for people: "SQLite", "PostgreSQL", "Redis"
+    # job_transaction(): a running job's own writes commit together with its success
+    job_transactions: bool
+    # enqueue_many / create_batch(conn=): jobs written inside the application's transaction
+    enqueue_in_caller_transaction: bool
+    # several job transactions open at once, and rescue working meanwhile (not one writer)
+    concurrent_job_transactions: bool
+    # wake-ups travel with the transaction that wrote the jobs (PostgreSQL's NOTIFY)
+    listen_notify: bool
+    # workers on several hosts may share the store (SQLite: one host, one file)
+    many_hosts: bool
+
+
 class JobTransaction(Protocol):
     """A running job's own writes and its completion, committed together or not at all."""
 
@@ -185,6 +203,10 @@ class Store(Protocol):
     """What every backend provides. Each method is atomic on its own."""
 
     url: str
+    capabilities: ClassVar[Capabilities]
+
+    def __init__(self, url: str) -> None:
+        """Every store is opened from its URL alone."""
 
     def now(self) -> float:
         """The store's clock, epoch seconds: the only clock leases and schedules use."""

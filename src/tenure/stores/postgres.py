@@ -24,7 +24,7 @@ guards (unique, overlap, rate, once) in `pg_sql.guards`; the application's trans
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, ClassVar
 
 from psycopg.rows import DictRow
 
@@ -32,6 +32,7 @@ from tenure.retry import Counters, Policy, decide
 from tenure.states import visible_state
 from tenure.stores.base import (
     AttemptRecord,
+    Capabilities,
     EndResult,
     NewJob,
     Rescued,
@@ -55,6 +56,15 @@ RESERVE_ROUNDS = 4
 class PostgresStore(PostgresOperations):
     """`postgresql://user@host/db?schema=NAME` (default schema: tenure). Reading, operating,
     batches and the worker registry are in `tenure.stores.pg_sql.operations`."""
+
+    capabilities: ClassVar[Capabilities] = Capabilities(
+        name="PostgreSQL",
+        job_transactions=True,
+        enqueue_in_caller_transaction=True,
+        concurrent_job_transactions=True,
+        listen_notify=True,
+        many_hosts=True,
+    )
 
     # -- jobs through their life -------------------------------------------------------
     def enqueue_many(self, jobs: Sequence[NewJob], *, conn: Any = None) -> list[str]:

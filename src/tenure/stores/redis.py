@@ -72,7 +72,7 @@ import logging
 import time
 from collections.abc import Sequence
 from dataclasses import replace
-from typing import Any, cast
+from typing import Any, ClassVar, cast
 
 import redis
 
@@ -81,6 +81,7 @@ from tenure.retry import Counters, Policy, decide
 from tenure.states import JOB_STATES, visible_state
 from tenure.stores.base import (
     AttemptRecord,
+    Capabilities,
     EndResult,
     JobRecord,
     Rescued,
@@ -126,6 +127,15 @@ __all__ = ["RedisStore", "clock_value", "glob_escape", "quote_queue", "split_pre
 
 
 class RedisStore(RedisBatches, RedisGuards, RedisWorkers):
+    capabilities: ClassVar[Capabilities] = Capabilities(
+        name="Redis",
+        job_transactions=False,
+        enqueue_in_caller_transaction=False,
+        concurrent_job_transactions=False,
+        listen_notify=False,
+        many_hosts=True,
+    )
+
     # -- the Store protocol --------------------------------------------------------------
     def now(self) -> float:
         seconds, micros = self._redis.time()

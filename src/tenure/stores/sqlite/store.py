@@ -11,13 +11,14 @@ import sqlite3
 import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
-from typing import Any
+from typing import Any, ClassVar
 
 from tenure.errors import ConfigError
 from tenure.retry import Counters, Policy, decide
 from tenure.states import visible_state
 from tenure.stores.base import (
     BatchRecord,
+    Capabilities,
     EndResult,
     NewBatch,
     NewJob,
@@ -44,6 +45,15 @@ NEXT_ATTEMPT = (
 
 class SQLiteStore(SQLiteOperations):
     """The embedded default store; the job lifecycle and batches live here."""
+
+    capabilities: ClassVar[Capabilities] = Capabilities(
+        name="SQLite",
+        job_transactions=True,
+        enqueue_in_caller_transaction=True,
+        concurrent_job_transactions=False,  # one writer: a job transaction holds the lock
+        listen_notify=False,
+        many_hosts=False,
+    )
 
     def enqueue_many(self, jobs: Sequence[NewJob], *, conn: Any = None) -> list[str]:
         if conn is not None:

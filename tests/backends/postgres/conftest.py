@@ -1,0 +1,43 @@
+"""A PostgreSQL store per test, in a schema of its own, for what only PostgreSQL promises."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from backends.postgres.kit import PostgresKit
+from tenure.stores import Store, open_store
+
+from servers import isolated_store_url
+
+
+@pytest.fixture
+def store_url(postgres_url: str, tmp_path: Path) -> Iterator[str]:
+    with isolated_store_url("postgres", postgres_url, tmp_path) as url:
+        yield url
+
+
+@pytest.fixture
+def kit(store_url: str) -> PostgresKit:
+    return PostgresKit(store_url)
+
+
+@pytest.fixture
+def store(store_url: str) -> Iterator[Store]:
+    s = open_store(store_url)
+    s.migrate()
+    try:
+        yield s
+    finally:
+        s.close()
+
+
+@pytest.fixture
+def other_store(store_url: str) -> Iterator[Store]:
+    s = open_store(store_url)
+    try:
+        yield s
+    finally:
+        s.close()

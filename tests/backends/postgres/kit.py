@@ -1,0 +1,40 @@
+"""The conformance suite's hands behind a PostgreSQL store: psycopg, in the store's schema."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import psycopg
+
+from tenure.stores.pg_sql.database import parse_url
+
+
+class PostgresKit:
+    # Types and CHECK constraints leave only the callbacks text to damage.
+    damaged_batch: Mapping[str, str] = {"callbacks": "{not json"}
+    unreadable_callbacks: Mapping[str, str] = {"callbacks": "{not json"}
+    counts_can_be_damaged = False
+    statements_after_its_own_commit_land = False
+    foreign_connection_refusal = "psycopg"
+    placeholder = "%s"
+
+    def __init__(self, store_url: str) -> None:
+        self.conninfo, self.schema = parse_url(store_url)
+
+    def app_connection(self, *, autocommit: bool = False) -> Any:
+        return psycopg.connect(self.conninfo, autocommit=autocommit)
+
+    def app_table(self, name: str) -> str:
+        return f'"{self.schema}".{name}'
+
+    def damage_job(self, job_id: str, field: str, value: str) -> int:
+        with psycopg.connect(self.conninfo, autocommit=True) as conn:
+            sql = f"UPDATE {self.app_table('tenure_jobs')} SET {field} = %s WHERE id = %s"
+            return conn.execute(sql.encode(), (value, job_id)).rowcount
+
+    def damage_batch(self, batch_id: str, fields: Mapping[str, str]) -> None:
+        with psycopg.connect(self.conninfo, autocommit=True) as conn:
+            for field, value in fields.items():
+                sql = f"UPDATE {self.app_table('tenure_batches')} SET {field} = %s WHERE id = %s"
+                conn.execute(sql.encode(), (value, batch_id))

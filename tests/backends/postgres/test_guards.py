@@ -1,0 +1,79 @@
+"""PostgreSQL-only parts of the guards and of enqueueing in the application's transaction:
+SQLAlchemy's proxy connection, autocommit refused, and migration 0003 on a populated schema."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from backends.postgres.kit import PostgresKit
+from conformance.helpers import W1, job, new_job
+from tenure.errors import ConfigError
+from tenure.stores import Store
+
+
+def test_enqueue_takes_the_driver_connection_of_a_sqlalchemy_proxy(
+    store: Store, kit: PostgresKit
+) -> None:
+    class DBAPIProxy:  # what SQLAlchemy's Connection.connection is: the driver's inside
+        def __init__(self, inner: Any) -> None:
+            self.driver_connection = inner
+
+    conn = kit.app_connection()
+    try:
+        j = new_job()
+        assert store.enqueue_many([j], conn=DBAPIProxy(conn)) == [j.id]
+        conn.commit()
+        conn.autocommit = True
+        with pytest.raises(ConfigError, match="autocommit"):
+            store.enqueue_many([new_job()], conn=conn)
+    finally:
+        conn.close()
+    assert job(store, j.id).state == "queued"
+
+
+def test_upgrading_a_version_2_schema_with_jobs_in_it(request: pytest.FixtureRequest) -> None:
+    """0003 adds the guard columns and tables to a populated schema; old jobs run unguarded."""
+    import psycopg
+
+    from tenure.stores.pg_sql import migrations
+    from tenure.stores.pg_sql.database import parse_url
+    from tenure.stores.postgres import PostgresStore
+
+    from servers import isolated_store_url
+
+    base: str = request.getfixturevalue("postgres_url")
+    with isolated_store_url("postgres", base, Path(".")) as url:
+        conninfo, schema = parse_url(url)
+        with psycopg.connect(conninfo, autocommit=True) as conn, conn.transaction():
+            conn.execute(f'CREATE SCHEMA "{schema}"')
+            conn.execute(
+                f'CREATE TABLE "{schema}".tenure_schema_version (version integer PRIMARY KEY,'
+                " name text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now())"
+            )
+            for step in migrations()[:2]:
+                conn.execute(step.sql.replace("{s}", f'"{schema}"').encode())
+                conn.execute(
+                    f'INSERT INTO "{schema}".tenure_schema_version (version, name) VALUES (%s, %s)',
+                    (step.version, step.name),
+                )
+            conn.execute(
+                f'INSERT INTO "{schema}".tenure_jobs (id, name, queue, payload, state, policy,'
+                " created_at, run_at) VALUES ('old-job', 'n', 'default', '{}', 'queued', %s,"
+                " 0, 0)",
+                (new_job().policy.to_json(),),
+            )
+        store = PostgresStore(url)
+        try:
+            store.migrate()
+            store.migrate()  # idempotent
+            assert store.db.schema_version() == len(migrations()) >= 3
+            r = store.reserve(queues=["default"], worker=W1, lease=30)[0]
+            assert r.job_id == "old-job"
+            assert store.claim_once(job_id="old-job", token=r.token, key="k")
+            assert store.complete(job_id="old-job", token=r.token).accepted
+            assert [e.key for e in job(store, "old-job").effects] == ["k"]
+        finally:
+            store.close()
