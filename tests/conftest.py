@@ -12,6 +12,8 @@ from collections.abc import Iterator
 
 import pytest
 
+from topologies import ThrowawayPgBouncer, ThrowawayRedisCluster, ThrowawayRedisSentinel
+
 from servers import (
     DEFAULT_POSTGRES_URL,
     DEFAULT_REDIS_URL,
@@ -106,3 +108,57 @@ def throwaway_redis() -> Iterator[ThrowawayRedis]:
         yield server
     finally:
         server.close()
+
+
+# -- production topologies: the environment's if it names one, else a throwaway -------------
+@pytest.fixture(scope="session")
+def pgbouncer_url(postgres_url: str) -> Iterator[str]:
+    """PgBouncer in transaction pooling before the test PostgreSQL."""
+    named = os.environ.get("TENURE_TEST_PGBOUNCER_URL")
+    if named:
+        yield named
+        return
+    try:
+        bouncer = ThrowawayPgBouncer(postgres_url)
+        bouncer.start()
+    except Exception as exc:
+        skip_or_fail(f"no PgBouncer: {exc}; set TENURE_TEST_PGBOUNCER_URL or install pgbouncer")
+        return
+    try:
+        yield bouncer.url
+    finally:
+        bouncer.close()
+
+
+@pytest.fixture(scope="session")
+def redis_cluster_url() -> Iterator[str]:
+    """A Redis Cluster of three masters, as redis+cluster://host:port,host:port,.../0."""
+    named = os.environ.get("TENURE_TEST_REDIS_CLUSTER_URL")
+    if named:
+        yield named
+        return
+    try:
+        cluster = ThrowawayRedisCluster()
+        cluster.start()
+    except Exception as exc:
+        skip_or_fail(f"no Redis Cluster: {exc}; set TENURE_TEST_REDIS_CLUSTER_URL")
+        return
+    try:
+        yield cluster.url
+    finally:
+        cluster.close()
+
+
+@pytest.fixture
+def redis_sentinel() -> Iterator[ThrowawayRedisSentinel]:
+    """A master, a replica and three Sentinels of the test's own, to fail over at will."""
+    try:
+        topology = ThrowawayRedisSentinel()
+        topology.start()
+    except Exception as exc:
+        skip_or_fail(f"cannot start a Redis Sentinel topology: {exc}")
+        return
+    try:
+        yield topology
+    finally:
+        topology.close()
