@@ -94,11 +94,43 @@ def fetch_one(project: Project, mirror: Path) -> str | None:
         done = git("clone", "--quiet", "--shared", "--no-checkout", str(source), str(target))
         if done.returncode != 0:
             return f"git clone {source} failed: {done.stderr.strip()}"
+    missing = missing_blobs(target, project.commit)
+    if missing:  # a mirror may leave out its largest files (fonts, archives): check out the rest
+        git("sparse-checkout", "init", "--no-cone", cwd=target)
+        patterns = ["/*"] + ["!/" + glob_escape(path) for path in missing]
+        (target / ".git" / "info" / "sparse-checkout").write_text("\n".join(patterns) + "\n")
     done = git("-c", "advice.detachedHead=false", "checkout", "--quiet", "--force",
                project.commit, cwd=target)  # fmt: skip
     if done.returncode != 0:
         return f"commit {project.commit} of {project.repo} not in the mirror: {done.stderr.strip()}"
     return None
+
+
+def missing_blobs(target: Path, commit: str) -> list[str]:
+    """Paths at `commit` whose content the mirror does not hold."""
+    listing = git("ls-tree", "-r", "-z", commit, cwd=target)
+    if listing.returncode != 0:
+        return []
+    entries = []
+    for record in listing.stdout.split("\0"):
+        meta, _, path = record.partition("\t")
+        parts = meta.split()
+        if len(parts) == 3 and parts[1] == "blob":
+            entries.append((parts[2], path))
+    check = subprocess.run(
+        ["git", "cat-file", "--batch-check"],
+        cwd=target,
+        input="".join(f"{sha}\n" for sha, _ in entries),
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    absent = {line.split()[0] for line in check.stdout.splitlines() if line.endswith(" missing")}
+    return [path for sha, path in entries if sha in absent]
+
+
+def glob_escape(path: str) -> str:
+    return "".join("\\" + c if c in "*?[]!#\\" else c for c in path)
 
 
 def fetch_all(projects: list[Project], mirror: Path) -> dict[str, str]:
