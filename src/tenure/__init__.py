@@ -15,8 +15,7 @@ from tenure.errors import (
 )
 from tenure.job import Job, JobHandle, Sig
 from tenure.stores.base import AttemptRecord as Attempt
-
-__version__ = "0.1.0"
+from tenure.version import __version__ as __version__
 
 __all__ = [
     "App",

@@ -11,7 +11,7 @@ from datetime import datetime, timedelta
 from typing import Any, TypeVar, overload
 
 from tenure import payload, tracing
-from tenure.coordinator import batch_over_ids, register_coordinator
+from tenure.coordinator import COORDINATOR, coordinator, plan_over_ids
 from tenure.errors import ConfigError, JobNotFound, UnknownJob
 from tenure.guards import KeyFunction
 from tenure.job import Job, JobHandle, Sig
@@ -56,7 +56,8 @@ class App:
         self._store_pid: int | None = None
         # tenure.testing.inline() runs what was just dispatched, in the test process
         self.after_dispatch: Callable[[], None] | None = None
-        register_coordinator(self)
+        coordinate = coordinator(self.add_to_batch)
+        self.job(name=COORDINATOR, timeout=60, tries=5, backoff=[1, 5, 30])(coordinate)
 
     def __repr__(self) -> str:
         return f"<tenure.App {redact(self.url)} jobs={sorted(self.jobs)}>"
@@ -279,8 +280,17 @@ class App:
         """The coordinator pattern: job(lo, hi) over inclusive id ranges of `chunk` ids, planned
         `slice_jobs` ranges at a time by coordinator jobs, with a declared total. Takes the
         options of `batch()`, `conn=` included."""
-        return batch_over_ids(
-            self, job, lo, hi, chunk=chunk, slice_jobs=slice_jobs, **batch_options
+        plan = plan_over_ids(
+            job.name,
+            lo,
+            hi,
+            chunk=chunk,
+            slice_jobs=slice_jobs,
+            name=batch_options.pop("name", None),
+            queue=batch_options.pop("queue", None),
+        )
+        return self.batch(
+            plan.sigs, name=plan.name, total=plan.total, first_ids=plan.first_ids, **batch_options
         )
 
     def add_to_batch(

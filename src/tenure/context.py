@@ -4,16 +4,27 @@ from __future__ import annotations
 
 import contextvars
 import functools
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 from tenure.errors import TenureError
 
 if TYPE_CHECKING:
-    from tenure.app import App
     from tenure.job import Sig
-    from tenure.stores.base import BatchRecord, JobTransaction
+    from tenure.stores.base import BatchRecord, JobTransaction, Store
+
+
+class ContextApp(Protocol):
+    """What a running job's context uses of its `tenure.App` (a Protocol, so that this
+    module, which the App's own modules import, does not import the App back)."""
+
+    @property
+    def store(self) -> Store: ...
+
+    def add_to_batch(self, batch_id: str, sigs: Sequence[Sig]) -> int: ...
+
+    def get_batch(self, batch_id: str) -> BatchRecord: ...
 
 
 @dataclass
@@ -21,7 +32,7 @@ class BatchContext:
     """The batch a running job belongs to."""
 
     id: str
-    _app: App = field(repr=False)
+    _app: ContextApp = field(repr=False)
     _job_id: str = field(repr=False)
     _token: int = field(repr=False)
 
@@ -106,7 +117,7 @@ class JobContext:
     attempt: int
     batch_id: str | None = None
     token: int = 0
-    _app: App | None = field(default=None, repr=False)
+    _app: ContextApp | None = field(default=None, repr=False)
     _lease_ok: Callable[[], bool] = field(default=lambda: True, repr=False)
     _transaction: JobTransaction | None = field(default=None, repr=False)
     _transactional: bool = field(default=False, repr=False)

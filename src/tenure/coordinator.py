@@ -8,21 +8,23 @@ again adds nothing twice. Only coordinators add jobs; the small jobs never dispa
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 
 from tenure.batch import count_ranges, ranges
 from tenure.context import current
 from tenure.errors import ConfigError
 from tenure.job import Sig
 
-if TYPE_CHECKING:
-    from tenure.app import App, BatchHandle
-    from tenure.job import Job
+COORDINATOR = "tenure.coordinate"  # every App registers `coordinator(...)` under this name
 
-COORDINATOR = "tenure.coordinate"
+AddToBatch = Callable[..., int]  # App.add_to_batch(batch_id, sigs, *, ids=...)
 
 
-def register_coordinator(app: App) -> None:
+def coordinator(add_to_batch: AddToBatch) -> Callable[..., None]:
+    """The coordinator job's function, adding through `add_to_batch` (the App's): this module
+    plans, the App acts, so the two never import each other."""
+
     def coordinate(
         job_name: str, lo: int, hi: int, chunk: int, slice_jobs: int, queue: str | None
     ) -> None:
@@ -40,14 +42,23 @@ def register_coordinator(app: App) -> None:
                 COORDINATOR, (job_name, slice_hi + 1, hi, chunk, slice_jobs, queue), queue=queue
             )
             members.append((coordinator_id(batch.id, slice_hi + 1), nxt))
-        app.add_to_batch(batch.id, [s for _, s in members], ids=[i for i, _ in members])
+        add_to_batch(batch.id, [s for _, s in members], ids=[i for i, _ in members])
 
-    app.job(name=COORDINATOR, timeout=60, tries=5, backoff=[1, 5, 30])(coordinate)
+    return coordinate
 
 
-def batch_over_ids(
-    app: App,
-    job: Job,
+@dataclass(frozen=True)
+class OverIds:
+    """A coordinated batch, planned: what `App.batch` is given to create it."""
+
+    sigs: Sequence[Sig]  # only the first coordinator: the rest is planned later
+    name: str
+    total: int  # declared once: progress never goes backwards
+    first_ids: Callable[[str], list[str]]
+
+
+def plan_over_ids(
+    job_name: str,
     lo: int,
     hi: int,
     *,
@@ -55,12 +66,7 @@ def batch_over_ids(
     slice_jobs: int = 200,
     name: str | None = None,
     queue: str | None = None,
-    then: Sig | None = None,
-    catch: Sig | None = None,
-    finally_: Sig | None = None,
-    allow_failures: bool = False,
-    conn: Any = None,
-) -> BatchHandle:
+) -> OverIds:
     if chunk < 1 or slice_jobs < 1:
         raise ConfigError(
             f"chunk and slice_jobs: expected ints >= 1, got chunk={chunk!r}, "
@@ -68,17 +74,12 @@ def batch_over_ids(
         )
     n_ranges = count_ranges(lo, hi, chunk)
     n_coordinators = -(-n_ranges // slice_jobs)
-    first = Sig(COORDINATOR, (job.name, lo, hi, chunk, slice_jobs, queue), queue=queue)
-    return app.batch(
-        [first] if n_ranges else [],
-        name=name or f"{job.name} over ids {lo}..{hi}",
-        total=n_ranges + n_coordinators,  # declared once: progress never goes backwards
-        then=then,
-        catch=catch,
-        finally_=finally_,
-        allow_failures=allow_failures,
+    first = Sig(COORDINATOR, (job_name, lo, hi, chunk, slice_jobs, queue), queue=queue)
+    return OverIds(
+        sigs=[first] if n_ranges else [],
+        name=name or f"{job_name} over ids {lo}..{hi}",
+        total=n_ranges + n_coordinators,
         first_ids=lambda batch_id: [coordinator_id(batch_id, lo)],
-        conn=conn,  # only the batch and its first coordinator: the rest is planned later
     )
 
 

@@ -6,13 +6,13 @@ import inspect
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from tenure.guards import NO_SPEC, GuardSpec
 from tenure.retry import Policy
 
 if TYPE_CHECKING:
-    from tenure.app import App
+    from tenure.stores.base import Store
 
 
 @dataclass(frozen=True)
@@ -26,11 +26,23 @@ class Sig:
     delay: float = 0.0
 
 
+class JobsApp(Protocol):
+    """What a job definition uses of its `tenure.App` (a Protocol: the App imports this
+    module, so this module must not import the App back)."""
+
+    @property
+    def store(self) -> Store: ...
+
+    def get_job(self, job_id: str) -> Any: ...
+
+    def dispatch_sigs(self, sigs: Sequence[Sig], *, conn: Any = None) -> list[JobHandle]: ...
+
+
 @dataclass(frozen=True)
 class JobHandle:
     id: str
     name: str
-    app: App = field(repr=False, compare=False)
+    app: JobsApp = field(repr=False, compare=False)
     deduplicated: bool = False
 
     def info(self) -> Any:
@@ -49,7 +61,7 @@ class Job:
 
     def __init__(
         self,
-        app: App,
+        app: JobsApp,
         fn: Callable[..., Any],
         *,
         name: str,

@@ -31,7 +31,7 @@ from tenure import payload, tracing
 from tenure.app import App
 from tenure.context import JobContext, activate, deactivate
 from tenure.errors import ConfigError, JobTransactionEnded, PayloadError, UnknownJob
-from tenure.job import Job
+from tenure.job import Job, JobsApp
 from tenure.stores.base import JobRecord, Reservation, WorkerRef
 from tenure.stores.sqlite import SQLiteStore
 
@@ -106,7 +106,7 @@ def freeze(app: App, at: float | None = None) -> FrozenClock:
     return clock
 
 
-def dispatched(app: App, job: Job) -> list[payload.Arguments]:
+def dispatched(app: JobsApp, job: Job) -> list[payload.Arguments]:
     return [
         payload.decode(r.payload)
         for r in app.store.list_jobs(limit=1_000_000)

@@ -52,7 +52,7 @@ class _Loaded:
     """What the spans need from OpenTelemetry, looked up once per process."""
 
     def __init__(self, trace: ModuleType) -> None:
-        from tenure import __version__
+        from tenure.version import __version__
 
         self.trace = trace
         self.context: Any = importlib.import_module("opentelemetry.context")
