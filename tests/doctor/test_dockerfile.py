@@ -66,3 +66,14 @@ def test_env_settings_both_forms() -> None:
         ("APP_ENV", "production", 2),
         ("OLD", "style value", 4),
     ]
+
+
+def test_development_names_are_files_and_folders_named_so() -> None:
+    from tenure.doctor.walk import is_development_name
+
+    assert is_development_name(".ci/.env.ci") and is_development_name("docker-compose.dev.yml")
+    assert is_development_name("dev/docker/entrypoint.app.sh")
+    assert is_development_name(".env.testing-ci") and is_development_name(".env.dusk.example")
+    assert not is_development_name("docker/rootfs/usr/local/bin/run_worker.sh")
+    assert not is_development_name("docker/.env.production")
+    assert not is_development_name("deploy/devops/docker-compose.yml")

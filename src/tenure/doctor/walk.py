@@ -37,9 +37,17 @@ NOT_PRODUCTION = {"dusk", "ci", "travis", "dev", "devel", "develop", "developmen
 
 def is_development_name(rel: str) -> bool:
     """`.env.testing`, `.env.dusk.example`, `.ci/.env.ci`, `docker-compose.dev.yml`,
-    `.env.dev.docker`: named for development or tests, so not the running configuration."""
-    words = re.split(r"[./_-]+", rel.lower())
-    return any(w in NOT_PRODUCTION or w.startswith("test") for w in words)
+    `.env.dev.docker`: named for development or tests, so not the running configuration.
+    Folders count only when named so outright (`dev/docker/`, `.ci/`): `/usr/local/bin` in an
+    image's rootfs is not a local setup."""
+    *folders, name = rel.lower().split("/")
+    words = re.split(r"[._-]+", name)
+    if any(w in NOT_PRODUCTION or w.startswith("test") for w in words):
+        return True
+    return any(f.lstrip(".") in DEVELOPMENT_FOLDERS for f in folders)
+
+
+DEVELOPMENT_FOLDERS = {"dev", "development", "ci", "test", "tests", "testing", "local_testing"}
 
 
 @dataclass

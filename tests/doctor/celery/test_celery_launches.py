@@ -116,3 +116,71 @@ def test_entrypoint_script_gets_the_grace_of_the_service_running_it(
     found = run(tmp_path, {"docker/async_entrypoint.sh": script,
                            "deploy/docker-compose.yml": compose}, monkeypatch)  # fmt: skip
     assert found == ["celery-task-unbounded docker/async_entrypoint.sh:4"]
+
+
+def test_echo_lines_help_texts_and_other_subcommands_are_not_workers() -> None:
+    """Cut from baserow backend/docker/docker-entrypoint.sh and open-event kubernetes/run.sh."""
+    assert find_celery(["echo", "[LOG] Starting celery worker"]) is None
+    assert find_celery(["celery-worker", ":", "Start the celery worker queue"]) is None
+    assert find_celery(["exec", "celery", "-A", "baserow", "inspect", "ping", "-d", "w@h"]) is None
+    assert find_celery(["exec", "celery", "-A", "baserow", "worker", "-l", "INFO"]) is not None
+    mayan = ["su", "mayan", "--command",
+             "nice -n ${NICE} ${MAYAN_PYTHON_BIN_DIR}celery -A mayan worker -Ofair"]  # fmt: skip
+    assert find_celery(mayan) is not None
+
+
+def test_kubernetes_container_running_the_script(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Cut from open-event-server: the Deployment's celery container runs kubernetes/run.sh."""
+    script = (
+        '#!/bin/bash\nif [ "$DEPLOYMENT" == "celery" ]\nthen\n'
+        '    echo "[LOG] Starting celery worker"\n'
+        "    celery -A app.instance.celery worker -B --loglevel=warning\nfi\n"
+    )
+    deployment = """apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: api-server
+spec:
+  template:
+    spec:
+      containers:
+      - name: celery
+        image: eventyay/nextgen-api-server:latest
+        command: ["/bin/sh","-c"]
+        args: ["./kubernetes/run.sh"]
+"""
+    found = run(tmp_path, {"kubernetes/run.sh": script,
+                           "kubernetes/yamls/deployment.yml": deployment}, monkeypatch)  # fmt: skip
+    assert found == ["celery-task-unbounded kubernetes/run.sh:5"]
+
+
+def test_entrypoint_subcommand_and_script_stem(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Baserow's Compose runs `command: celery-worker`, a case of the image's entrypoint; Mayan's
+    runs `command: [run_worker, worker_a]`, the run_worker.sh script under /usr/local/bin."""
+    entrypoint = (
+        "#!/bin/bash\nstart_celery_worker(){\n"
+        '  exec celery -A baserow worker -l INFO "$@"\n}\n'
+        'case "$1" in\n    celery-worker)\n      start_celery_worker -Q celery\n    ;;\nesac\n'
+    )
+    compose = """services:
+  celery:
+    image: baserow/backend:1.35.3
+    command: celery-worker
+  worker_a:
+    image: mayanedms/mayanedms:s4.3
+    command:
+      - run_worker
+      - worker_a
+"""
+    worker = 'su mayan --command "${BIN}celery -A mayan worker -Ofair ${@}"\n'
+    found = run(tmp_path, {"backend/docker/docker-entrypoint.sh": entrypoint,
+                           "docker/rootfs/usr/local/bin/run_worker.sh": worker,
+                           "docker-compose.yml": compose}, monkeypatch)  # fmt: skip
+    assert found == [
+        "celery-task-unbounded backend/docker/docker-entrypoint.sh:3",
+        "celery-task-unbounded docker/rootfs/usr/local/bin/run_worker.sh:1",
+    ]

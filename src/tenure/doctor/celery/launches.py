@@ -10,14 +10,23 @@ acknowledged at start (the default) or runs again from the start with acks_late.
 from __future__ import annotations
 
 import os
+import re
 import stat
+from collections.abc import Callable, Iterator
+from functools import partial
 
 from tenure.doctor.celery.settings import CeleryConfig
-from tenure.doctor.laravel.deploy import SEPARATORS, ArtisanWorker, expand, read_workers
+from tenure.doctor.laravel.deploy import (
+    SEPARATORS,
+    ArtisanWorker,
+    expand,
+    is_development_compose,
+    read_workers,
+)
 from tenure.doctor.model import Finding, Skipped, Source, Value
-from tenure.doctor.readers import compose
+from tenure.doctor.readers import compose, kubernetes
 from tenure.doctor.readers.common import ReadResult
-from tenure.doctor.readers.yamlnodes import YamlProblem, YMap, load_documents
+from tenure.doctor.readers.yamlnodes import YamlProblem, YMap, get_path, load_documents
 from tenure.doctor.rules import finding
 from tenure.doctor.walk import (
     IGNORED_DIRS,
@@ -28,6 +37,7 @@ from tenure.doctor.walk import (
     is_development_name,
 )
 
+Grace = Callable[[], Value | None]
 CeleryWorker = ArtisanWorker  # command "worker", connection: the -A app, options by long name
 SHORT = {"-A": "app", "-c": "concurrency", "-Q": "queues", "-P": "pool", "-l": "loglevel",
          "-n": "hostname", "-O": "optimization"}  # fmt: skip
@@ -37,18 +47,69 @@ SCRIPT_NAMES = {"run", "entrypoint", "start", "start-worker", "worker"}
 
 
 def find_celery(argv: list[str]) -> tuple[str, str | None, dict[str, str]] | None:
-    """("worker", app, options) of the first `celery ... worker` in argv."""
+    """("worker", app, options) of the first `celery ... worker` in argv that is a command:
+    `celery` in command position (after wrappers such as exec, gosu USER, nice -n N, python -m)
+    and `worker` its sub-command, so `echo "Starting celery worker"` and a help text are not."""
     tokens = expand(argv)
+    start = 0
     for i, token in enumerate(tokens):
-        if os.path.basename(token) != "celery":
+        if token in SEPARATORS:
+            start = i + 1
+            continue
+        if _name(token) != "celery" or not _command_position(tokens[start:i]):
             continue
         rest = tokens[i + 1 :]
         end = next((j for j, t in enumerate(rest) if t in SEPARATORS), len(rest))
-        rest = rest[:end]
-        if "worker" not in rest:
+        if _subcommand(rest[:end]) != "worker":
             continue
-        options = _options([t for t in rest if t != "worker"])
+        options = _options([t for t in rest[:end] if t != "worker"])
         return "worker", options.get("app"), options
+    return None
+
+
+WRAPPERS = {"exec", "nice", "nohup", "env", "sudo", "su", "gosu", "su-exec", "chpst", "tini",
+            "setuidgid", "s6-setuidgid", "runuser", "dumb-init", "--", "-m", "ddtrace-run",
+            "newrelic-admin", "run-program", "opentelemetry-instrument", "watchmedo",
+            "auto-restart"}  # fmt: skip
+TAKES_USER = {"gosu", "su-exec", "su", "setuidgid", "s6-setuidgid", "runuser", "-u"}
+# Celery's global options that take a value (celery -A proj -b URL worker ...).
+GLOBAL_VALUES = {"-A", "--app", "-b", "--broker", "--result-backend", "--workdir", "--config"}
+
+
+def _command_position(prefix: list[str]) -> bool:
+    previous = ""
+    for token in prefix:
+        name = _name(token)
+        ok = (
+            not name  # a bare $VARIABLE: a nice level, a wrapper chosen at deploy time
+            or name in WRAPPERS
+            or name.startswith("python")
+            or token.startswith("-")
+            or "=" in token
+            or token.isdigit()
+            or previous in TAKES_USER
+        )
+        if not ok:
+            return False
+        previous = name
+    return True
+
+
+def _name(token: str) -> str:
+    """The program a token names: `${BIN_DIR}celery` and `/venv/bin/celery` are celery."""
+    return os.path.basename(VARIABLE.sub("", token))
+
+
+VARIABLE = re.compile(r"\$\{?\w+\}?")
+
+
+def _subcommand(rest: list[str]) -> str | None:
+    i = 0
+    while i < len(rest):
+        token = rest[i]
+        if not token.startswith("-"):
+            return token
+        i += 2 if token in GLOBAL_VALUES else 1
     return None
 
 
@@ -105,17 +166,22 @@ def read_launches(tree: Tree) -> tuple[list[CeleryWorker], list[Skipped]]:
     skipped: list[Skipped] = []
     scripts = find_scripts(tree.root, skipped)
     workers, more = read_workers(tree, scripts, find=find_celery, needle="celery")
-    return _tie_scripts(tree, workers), skipped + more
+    return _tie_scripts(tree, workers, dict(scripts)), skipped + more
 
 
-def _tie_scripts(tree: Tree, workers: list[CeleryWorker]) -> list[CeleryWorker]:
-    """A script worker whose script a Compose service runs gets that service's grace (the
-    service names no `celery worker` itself, so it is no launch of its own)."""
-    scripts = {os.path.basename(w.source.path or ""): w for w in workers if w.platform == "script"}
-    if not scripts:
+def _tie_scripts(
+    tree: Tree, workers: list[CeleryWorker], scripts: dict[str, str]
+) -> list[CeleryWorker]:
+    """A script worker gets the grace of the Compose service or Kubernetes container that runs
+    its script: by path or name (`./kubernetes/run.sh`, `command: run_worker`), or as the
+    sub-command of an entrypoint that dispatches on it (`command: celery-worker` and a
+    `celery-worker)` case in the script). Such services name no `celery worker` themselves, so
+    they are no launches of their own."""
+    waiting = [w for w in workers if w.platform == "script" and w.platform_grace is None]
+    if not waiting:
         return workers
     for found in tree.files["yaml"]:
-        if is_development_name(found.rel) or not any(n.encode() in found.data for n in scripts):
+        if is_development_name(found.rel):
             continue
         content = decode(found)
         try:
@@ -123,26 +189,57 @@ def _tie_scripts(tree: Tree, workers: list[CeleryWorker]) -> list[CeleryWorker]:
         except YamlProblem:
             continue
         for document in documents:
-            if not compose.is_compose(document):
-                continue
-            for name, service in document["services"].items():
-                if not isinstance(service, YMap):
-                    continue
-                argv = [str(v) for key in ("entrypoint", "command")
-                        for v in _words(service.get(key))]  # fmt: skip
-                for token in argv:
-                    worker = scripts.get(os.path.basename(token))
-                    if worker is not None and worker.platform_grace is None:
-                        worker.platform_grace = compose._grace(found.rel, service, {}, ReadResult())
-                        worker.name = f"{worker.name} (run by Compose service {name})"
+            for label, argv, own_entrypoint, grace in _runners(found.rel, document):
+                for worker in waiting:
+                    text = scripts.get(worker.source.path or "", "")
+                    if worker.platform_grace is None and _runs(argv, own_entrypoint, worker, text):
+                        worker.platform_grace = grace()
+                        worker.name = f"{worker.name} (run by {label})"
     return workers
+
+
+def _runners(path: str, document: object) -> Iterator[tuple[str, list[str], bool, Grace]]:
+    """(label, argv, has its own entrypoint, grace) of each Compose service and Kubernetes
+    container in one YAML document."""
+    if compose.is_compose(document):
+        assert isinstance(document, YMap)
+        if is_development_compose(document):
+            return
+        for name, service in document["services"].items():
+            if isinstance(service, YMap):
+                argv = _words(service.get("entrypoint")) + _words(service.get("command"))
+                yield (f"Compose service {name}", argv, "entrypoint" in service,
+                       partial(compose._grace, path, service, {}, ReadResult()))  # fmt: skip
+    elif kubernetes.is_manifest(document):
+        assert isinstance(document, YMap)
+        spec_path = kubernetes.POD_SPEC_PATHS.get(str(document.get("kind")))
+        pod = get_path(document, *spec_path) if spec_path else None
+        containers = pod.get("containers") if isinstance(pod, YMap) else None
+        for container in containers if isinstance(containers, list) else []:
+            if isinstance(container, YMap) and isinstance(pod, YMap):
+                argv = _words(container.get("command")) + _words(container.get("args"))
+                yield (f"Kubernetes container {container.get('name', '?')}", argv,
+                       "command" in container,
+                       partial(kubernetes._grace, path, pod, container, ReadResult()))  # fmt: skip
+
+
+def _runs(argv: list[str], own_entrypoint: bool, worker: CeleryWorker, script: str) -> bool:
+    path = worker.source.path or ""
+    names = {os.path.basename(path), os.path.splitext(os.path.basename(path))[0]}
+    tokens = expand(argv)
+    if any(t and (os.path.basename(t) in names or os.path.splitext(os.path.basename(t))[0]
+                  in names) for t in tokens):  # fmt: skip
+        return True
+    if own_entrypoint or not tokens:
+        return False
+    return re.search(rf"^\s*{re.escape(tokens[0])}\)", script, re.MULTILINE) is not None
 
 
 def _words(value: object) -> list[str]:
     if isinstance(value, str):
         return expand([value])
     if isinstance(value, list):
-        return [str(v) for v in value if v is not None]
+        return expand([str(v) for v in value if v is not None])
     return []
 
 
