@@ -4,7 +4,7 @@ and a running job's own writes committed together with its completion (`ctx.tran
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, cast
+from typing import Any, Protocol, cast
 
 import psycopg
 from psycopg.conninfo import conninfo_to_dict
@@ -15,8 +15,15 @@ from tenure.errors import ConfigError
 from tenure.stores.base import EndResult, transaction_ended
 from tenure.stores.pg_sql.database import Connection, Cursor, Database
 
-if TYPE_CHECKING:
-    from tenure.stores.postgres import PostgresStore
+
+class Completer(Protocol):
+    """What a job transaction uses of the PostgreSQL store, which imports this module."""
+
+    db: Database
+
+    def complete_on(self, cur: Cursor, job_id: str, token: int) -> EndResult | None: ...
+
+    def complete(self, *, job_id: str, token: int) -> EndResult: ...
 
 
 def caller_cursor(db: Database, conn: Any) -> Cursor:
@@ -75,7 +82,7 @@ class PostgresJobTransaction:
     job's rows nor its success, and the job runs again.
     """
 
-    def __init__(self, store: PostgresStore, job_id: str, token: int) -> None:
+    def __init__(self, store: Completer, job_id: str, token: int) -> None:
         self._store = store
         self._job_id = job_id
         self._token = token

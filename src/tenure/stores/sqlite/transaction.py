@@ -4,12 +4,25 @@
 from __future__ import annotations
 
 import sqlite3
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 from tenure.stores.base import EndResult, transaction_ended
 
-if TYPE_CHECKING:
-    from tenure.stores.sqlite.store import SQLiteStore
+
+class Completer(Protocol):
+    """What a job transaction uses of the SQLite store, which imports this module."""
+
+    path: str
+
+    def _now(self, conn: sqlite3.Connection) -> float: ...
+
+    def _holds(self, conn: sqlite3.Connection, job_id: str, token: int, now: float) -> bool: ...
+
+    def _complete_on(
+        self, conn: sqlite3.Connection, job_id: str, token: int, now: float
+    ) -> EndResult: ...
+
+    def complete(self, *, job_id: str, token: int) -> EndResult: ...
 
 
 class SQLiteJobTransaction:
@@ -20,7 +33,7 @@ class SQLiteJobTransaction:
     every other writer waits meanwhile: keep such jobs short, or use PostgreSQL.
     """
 
-    def __init__(self, store: SQLiteStore, job_id: str, token: int) -> None:
+    def __init__(self, store: Completer, job_id: str, token: int) -> None:
         self._store = store
         self._job_id = job_id
         self._token = token
