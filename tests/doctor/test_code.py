@@ -11,6 +11,8 @@ from tenure.doctor.astutil import Module
 from tenure.doctor.clients import find_client_calls
 from tenure.doctor.code import batch_members, check_dispatch_sites, find_jobs
 
+from conftest import FIXTURES, run_in
+
 
 def calls(source: str) -> dict[str, float | None]:
     """{call as written: its bound} for the first function in `source`."""
@@ -147,3 +149,18 @@ def test_payload_arguments(argument: str, rule: str | None) -> None:
     module = parse(f"def f(p, text, upload_id):\n    resize.dispatch({argument})\n")
     found = [f.rule for f in check_dispatch_sites([module], {"resize"})]
     assert found == ([rule] if rule else [])
+
+
+def test_async_blocking_calls_point_at_the_call_and_its_helper(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    report = run_in(FIXTURES / "async_blocking", "fx_async_blocking:app", monkeypatch)
+    found = sorted(
+        (str(f.location), f.job, "(in fetch_rates())" in f.message)
+        for f in report.findings
+        if f.rule == "async-blocking-call"
+    )
+    assert found == [
+        ("fx_async_blocking.py:15", "refresh_rates", True),
+        ("fx_async_blocking.py:20", "refresh_rates", False),
+    ]

@@ -11,6 +11,7 @@ import os
 from dataclasses import dataclass
 
 from tenure.doctor.astutil import FunctionNode, Module, called_helpers, keyword, number
+from tenure.doctor.asyncblock import check_async_job
 from tenure.doctor.clients import find_client_calls
 from tenure.doctor.model import Finding, JobModel, Skipped, Source, Value
 from tenure.doctor.rules import finding
@@ -158,6 +159,7 @@ def check_job(model: JobModel, job: AstJob, batch_members: set[str]) -> list[Fin
     model.calls = find_client_calls(job.function, job.module)
     out += _client_findings(model)
     out += _sleep_loops(model, job)
+    out += check_async_job(model, job.function, job.module)
     tries = job.kw("tries")
     if tries is not None and _is_none(tries.value) and not model.has_retry_until:
         out.append(finding(

@@ -80,6 +80,11 @@ RULES: dict[str, Rule] = {
              "Jobs should not poll with time.sleep in a loop",
              "A sleeping job holds a worker slot and runs toward its timeout while doing "
              "nothing; a delayed follow-up job frees the slot and survives deploys."),
+        Rule("async-blocking-call", "warning", "code",
+             "Async jobs must not make blocking calls",
+             "A blocking call (time.sleep, requests, subprocess.run) stops the event loop: the "
+             "job's timeout cannot interrupt it, since asyncio cancels only at an await, and "
+             "every other coroutine on the loop stalls with it."),
         Rule("tries-unlimited-no-deadline", "error", "code",
              "tries=None needs retry_until",
              "A job with unlimited tries and no deadline that always fails retries forever, "
