@@ -87,3 +87,21 @@ def test_script_workers_across_backslash_continued_lines() -> None:
     (worker,) = read_workers(Tree("/nowhere"), [("docker/entrypoint.sh", script)])[0]
     assert worker.source.line == 3 and worker.options["timeout"] == "120"
     assert worker.connection == "redis"
+
+
+def test_scheduled_workers_from_config_variables_and_literals() -> None:
+    """FreeScout's kernel passes a variable assigned config('app.queue_work_params'), twice;
+    a Laravel 11 routes/console.php passes an array literal to the Schedule facade."""
+    from pathlib import Path
+
+    from tenure.doctor.laravel.php import parse
+    from tenure.doctor.laravel.schedule import scheduled_workers
+
+    root = str(Path(__file__).parent / "fixtures" / "scheduled_worker_freescout")
+    kernel = parse((Path(root) / "app/Console/Kernel.php").read_bytes())
+    (worker,) = scheduled_workers(root, root, "app/Console/Kernel.php", kernel)
+    assert str(worker.source) == "config/app.php:6"
+    assert worker.options["timeout"] == "1800" and worker.queues == ("emails", "default")
+    routes = parse((Path(root) / "routes/console.php").read_bytes())
+    (literal,) = scheduled_workers(root, root, "routes/console.php", routes)
+    assert str(literal.source) == "routes/console.php:5" and literal.options["timeout"] == "45"

@@ -8,9 +8,10 @@ from dataclasses import dataclass, field
 
 from tenure.doctor.laravel.checks import Project, check
 from tenure.doctor.laravel.config import read_config
-from tenure.doctor.laravel.deploy import read_workers
+from tenure.doctor.laravel.deploy import ArtisanWorker, read_workers
 from tenure.doctor.laravel.jobs import CodeScan, resolve, scan_classes
 from tenure.doctor.laravel.php import EnvFiles, parse
+from tenure.doctor.laravel.schedule import scheduled_workers
 from tenure.doctor.model import Finding, Skipped, Source
 from tenure.doctor.walk import IGNORED_DIRS, MAX_FILE_BYTES, SKIP_DIRS, Tree
 
@@ -49,6 +50,7 @@ def audit(root: str, base: str, tree: Tree) -> Audit:
     scripts: list[tuple[str, str]] = []
     table = config.batch_table.encode()
     batch_table_found = False
+    scheduled: list[ArtisanWorker] = []
     for path, data in _files(root, result):
         rel = os.path.relpath(path, base)
         name = os.path.basename(path)
@@ -57,13 +59,18 @@ def audit(root: str, base: str, tree: Tree) -> Audit:
             in_database = os.sep + "database" + os.sep in path
             if in_database and table in data:
                 batch_table_found = True
-            if b"class " in data or b"Bus::" in data:
-                scan_classes(parse(data), rel, env, scan)
+            schedules = b"queue:" in data and b"->command(" in data
+            if b"class " in data or b"Bus::" in data or schedules:
+                tree_php = parse(data)
+                scan_classes(tree_php, rel, env, scan)
+                if schedules:  # routes/console.php (Laravel 11+) has no class
+                    scheduled += scheduled_workers(root, base, rel, tree_php)
         elif b"artisan" in data:
             result.files_read += 1
             scripts.append((rel, data.decode("utf-8", "replace")))
     jobs = resolve(scan)
     workers, skipped = read_workers(tree, scripts)
+    workers += scheduled
     result.skipped += skipped
     result.jobs, result.workers = len(jobs), len(workers)
     project = Project(
