@@ -20,7 +20,14 @@ from collections.abc import Callable
 from pathlib import Path
 from urllib.parse import urlsplit
 
-from servers import START_TIMEOUT_S, _as_server_user, _unprivileged_user, free_port, wait_for_port
+from servers import (
+    START_TIMEOUT_S,
+    _as_server_user,
+    _unprivileged_user,
+    free_port,
+    wait_for_port,
+    with_query_param,
+)
 
 
 def _spawn(argv: list[str], log: Path) -> subprocess.Popen[bytes]:
@@ -119,6 +126,13 @@ def cluster_port() -> int:
                 bus.bind(("127.0.0.1", port + 10_000))
                 return port
     raise RuntimeError("no free port pair (port, port + 10000) for a cluster node")
+
+
+def through_pgbouncer(bouncer_url: str, direct_url: str) -> str:
+    """A tenure URL for the store behind the pooler, LISTEN on a direct connection."""
+    return with_query_param(
+        with_query_param(bouncer_url, "pooler", "transaction"), "listen_url", direct_url
+    )
 
 
 # -- Redis Cluster --------------------------------------------------------------------------

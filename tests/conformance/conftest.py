@@ -14,10 +14,12 @@ import pytest
 
 from backends.kit import Kit, kit_for
 from tenure.stores import Store, open_store
+from topologies import through_pgbouncer
 
 from servers import isolated_store_url
 
-BACKENDS = ("sqlite", "postgres", "redis")
+# "pgbouncer": the PostgreSQL store behind PgBouncer in transaction pooling, LISTEN direct.
+BACKENDS = ("sqlite", "postgres", "redis", "pgbouncer")
 
 
 @pytest.fixture(params=BACKENDS)
@@ -28,6 +30,12 @@ def store_url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
         base = request.getfixturevalue("postgres_url")
     elif kind == "redis":
         base = request.getfixturevalue("redis_url")
+    elif kind == "pgbouncer":
+        direct = request.getfixturevalue("postgres_url")
+        bouncer = request.getfixturevalue("pgbouncer_url")
+        with isolated_store_url("postgres", bouncer, tmp_path) as url:
+            yield through_pgbouncer(url, direct)
+        return
     with isolated_store_url(kind, base, tmp_path) as url:
         yield url
 

@@ -45,6 +45,15 @@ class Database:
 
     def __init__(self, url: str, *, pool_max: int = POOL_MAX) -> None:
         self.conninfo, self.schema = parse_url(url)
+        pooled, listen_url = pooler_settings(url)
+        # Behind a transaction pooler (PgBouncer pool_mode=transaction) a server connection is
+        # lent for one transaction: a statement prepared on it is not there next time, and a
+        # LISTEN on it hears nothing. So nothing is prepared, and LISTEN takes `listen_url`
+        # (a direct connection), or idle workers poll.
+        self.connect_kwargs: dict[str, Any] = {"prepare_threshold": None} if pooled else {}
+        self.listen_conninfo: str | None = (
+            parse_url(listen_url)[0] if listen_url else None if pooled else self.conninfo
+        )
         self.quoted_schema = f'"{self.schema}"'
         self.channel = channel_name(self.schema)
         self.where = self.conninfo.split("@")[-1].split("?")[0]  # for messages: no password
@@ -80,7 +89,7 @@ class Database:
             if self._pool is None:
                 pool: ConnectionPool[Connection] = ConnectionPool(
                     self.conninfo,
-                    kwargs={"autocommit": True, "row_factory": dict_row},
+                    kwargs={"autocommit": True, "row_factory": dict_row, **self.connect_kwargs},
                     min_size=1,
                     max_size=self._pool_max,
                     open=False,
@@ -128,7 +137,9 @@ class Database:
         """Connect once outside the pool; raise why that fails, in libpq's own words."""
         try:
             psycopg.connect(
-                self.conninfo, connect_timeout=max(1, round(self.connect_timeout))
+                self.conninfo,
+                connect_timeout=max(1, round(self.connect_timeout)),
+                **self.connect_kwargs,
             ).close()
         except psycopg.Error as exc:
             raise connect_error(exc, self.where) from exc
@@ -233,6 +244,9 @@ class Database:
     def wait_for_notify(self, wanted: set[str], timeout: float) -> None:
         """Block until a NOTIFY for one of `wanted` (any, if empty) arrives, or `timeout`."""
         deadline = time.monotonic() + max(timeout, 0.0)
+        if self.listen_conninfo is None:  # behind a pooler with no listen_url: a bounded poll
+            time.sleep(max(timeout, 0.0))
+            return
         # One thread reads the LISTEN connection at a time; another waits its turn, within
         # its own timeout.
         if not self._listen_lock.acquire(timeout=max(timeout, 0.0)):
@@ -265,9 +279,12 @@ class Database:
     def _listen(self) -> psycopg.Connection[Any]:
         if not self._migrated:
             self.migrate()
+        assert self.listen_conninfo is not None
         try:
             conn = psycopg.connect(
-                self.conninfo, autocommit=True, connect_timeout=max(1, round(self.connect_timeout))
+                self.listen_conninfo,
+                autocommit=True,
+                connect_timeout=max(1, round(self.connect_timeout)),
             )
         except psycopg.Error as exc:
             raise connect_error(exc, self.where) from exc
@@ -283,6 +300,8 @@ def parse_url(url: str) -> tuple[str, str]:
     for key, value in parse_qsl(parts.query, keep_blank_values=True):
         if key == "schema":
             schema = value
+        elif key in POOLER_PARAMS:
+            continue
         else:
             kept.append((key, value))
     if not SCHEMA_NAME.fullmatch(schema):
@@ -291,6 +310,25 @@ def parse_url(url: str) -> tuple[str, str]:
             f" or _; at most 63), got {schema!r}"
         )
     return urlunsplit(parts._replace(query=urlencode(kept))), schema
+
+
+POOLER_PARAMS = ("pooler", "listen_url")
+
+
+def pooler_settings(url: str) -> tuple[bool, str | None]:
+    """`?pooler=transaction` (behind PgBouncer or another transaction pooler) and
+    `?listen_url=postgresql://...` (a direct connection for LISTEN), from a tenure URL."""
+    pooled, listen_url = False, None
+    for key, value in parse_qsl(urlsplit(url).query, keep_blank_values=True):
+        if key == "pooler":
+            if value not in ("transaction", "session", "none"):
+                raise ConfigError(f"pooler: expected transaction, session or none, got {value!r}")
+            pooled = value == "transaction"
+        elif key == "listen_url":
+            if not value.startswith(("postgresql://", "postgres://")):
+                raise ConfigError(f"listen_url: expected a postgresql:// URL, got {value!r}")
+            listen_url = value
+    return pooled, listen_url
 
 
 def connect_timeout(conninfo: str) -> float:
