@@ -7,7 +7,7 @@ from typing import Any
 
 import psycopg
 
-from tenure.stores.pg_sql.database import parse_url
+from tenure.stores.postgres.database import parse_url
 
 
 class PostgresKit:

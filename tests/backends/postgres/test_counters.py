@@ -71,9 +71,9 @@ def test_the_upgrade_backfills_the_counters_from_the_jobs_present(
     """0004 on a populated schema: the counters start from the jobs already there."""
     import psycopg
 
-    from tenure.stores.pg_sql import migrations
-    from tenure.stores.pg_sql.database import parse_url
     from tenure.stores.postgres import PostgresStore
+    from tenure.stores.postgres.database import parse_url
+    from tenure.stores.postgres.schema import migrations
 
     from servers import isolated_store_url
 

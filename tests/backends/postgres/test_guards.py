@@ -38,9 +38,9 @@ def test_upgrading_a_version_2_schema_with_jobs_in_it(request: pytest.FixtureReq
     """0003 adds the guard columns and tables to a populated schema; old jobs run unguarded."""
     import psycopg
 
-    from tenure.stores.pg_sql import migrations
-    from tenure.stores.pg_sql.database import parse_url
     from tenure.stores.postgres import PostgresStore
+    from tenure.stores.postgres.database import parse_url
+    from tenure.stores.postgres.schema import migrations
 
     from servers import isolated_store_url
 

@@ -18,9 +18,9 @@ from conformance.helpers import W1, enqueue, job, new_job, reserve_one, wait_unt
 from tenure.errors import ConfigError, StoreUnavailable
 from tenure.retry import Policy
 from tenure.stores import open_store
-from tenure.stores.pg_sql import migrations
-from tenure.stores.pg_sql.database import channel_name, parse_url
 from tenure.stores.postgres import PostgresStore
+from tenure.stores.postgres.database import channel_name, parse_url
+from tenure.stores.postgres.schema import migrations
 
 from servers import ThrowawayPostgres, with_query_param
 

@@ -9,7 +9,7 @@ usable as an index bound), not `now()`: inside a transaction now() is when it be
 
 from __future__ import annotations
 
-from tenure.stores.pg_sql.guards import CLOCK
+from tenure.stores.postgres.guards import CLOCK
 
 # Past every attempt row the job has: a stray row (a restore, a hand edit) must not make the
 # next attempt's number collide, which would fail the whole reservation for the queue.

@@ -10,7 +10,7 @@ from psycopg.rows import DictRow
 from tenure.retry import Policy
 from tenure.states import visible_state
 from tenure.stores.base import AttemptRecord, EffectRecord, JobRecord, NewJob
-from tenure.stores.pg_sql.database import Cursor, Database
+from tenure.stores.postgres.database import Cursor, Database
 
 NOW = "date_part('epoch', now())"  # epoch seconds as double precision, the server's clock
 

@@ -17,10 +17,10 @@ from tenure.stores.base import (
     WorkerRecord,
     total_counts,
 )
-from tenure.stores.pg_sql import batches
-from tenure.stores.pg_sql.database import POOL_MAX, Database
-from tenure.stores.pg_sql.jobs import NOW, attempt_record, job_record
-from tenure.stores.pg_sql.transaction import caller_cursor
+from tenure.stores.postgres import batches
+from tenure.stores.postgres.database import POOL_MAX, Database
+from tenure.stores.postgres.jobs import NOW, attempt_record, job_record
+from tenure.stores.postgres.transaction import caller_cursor
 
 # Counter rows left by disconnected backends that a read tolerates before folding them.
 FOLD_AFTER_ROWS = 256

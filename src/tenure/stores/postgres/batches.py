@@ -25,8 +25,8 @@ from tenure.stores.base import (
     callback_from_json,
     callback_to_json,
 )
-from tenure.stores.pg_sql.database import Cursor, Database
-from tenure.stores.pg_sql.jobs import insert_jobs
+from tenure.stores.postgres.database import Cursor, Database
+from tenure.stores.postgres.jobs import insert_jobs
 
 CALLBACK_KINDS = ("then", "catch", "finally")
 

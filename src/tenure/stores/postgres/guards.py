@@ -22,7 +22,7 @@ from psycopg.rows import DictRow
 
 from tenure.states import FINAL_STATES
 from tenure.stores.base import NewJob
-from tenure.stores.pg_sql.database import Cursor, Database
+from tenure.stores.postgres.database import Cursor, Database
 
 # pg_advisory_xact_lock's first key per kind (the migration lock is 0x7E4E)
 OVERLAP_LOCK = 0x7E4F

@@ -16,9 +16,9 @@ age the instant they decide with.
 Jobs without guards are reserved by one statement (the hot path); guarded ones (overlap, rate
 limit) are judged apart, one by one in a transaction, each with the clock read after its locks.
 
-Plumbing (pool, migrations, LISTEN connection) lives in `tenure.stores.pg_sql.database`; the
-guards (unique, overlap, rate, once) in `pg_sql.guards`; the application's transactions in
-`pg_sql.transaction`; reading, operating and batches in `pg_sql.operations`.
+Plumbing (pool, migrations, LISTEN connection) lives in `tenure.stores.postgres.database`; the
+guards (unique, overlap, rate, once) in `guards.py`; the application's transactions in
+`transaction.py`; reading, operating and batches in `operations.py`.
 """
 
 from __future__ import annotations
@@ -40,13 +40,13 @@ from tenure.stores.base import (
     WorkerRef,
     describe_crash,
 )
-from tenure.stores.pg_sql import batches, claims, guards
-from tenure.stores.pg_sql.claims import NEXT_ATTEMPT, RETURNING
-from tenure.stores.pg_sql.database import Cursor
-from tenure.stores.pg_sql.guards import CLOCK
-from tenure.stores.pg_sql.jobs import NOW, insert_jobs
-from tenure.stores.pg_sql.operations import PostgresOperations
-from tenure.stores.pg_sql.transaction import PostgresJobTransaction, caller_cursor
+from tenure.stores.postgres import batches, claims, guards
+from tenure.stores.postgres.claims import NEXT_ATTEMPT, RETURNING
+from tenure.stores.postgres.database import Cursor
+from tenure.stores.postgres.guards import CLOCK
+from tenure.stores.postgres.jobs import NOW, insert_jobs
+from tenure.stores.postgres.operations import PostgresOperations
+from tenure.stores.postgres.transaction import PostgresJobTransaction, caller_cursor
 
 # guarded jobs one reserve call may look at beyond `limit`: they may be deferred instead
 RESERVE_LOOKAHEAD = 32
@@ -55,7 +55,7 @@ RESERVE_ROUNDS = 4
 
 class PostgresStore(PostgresOperations):
     """`postgresql://user@host/db?schema=NAME` (default schema: tenure). Reading, operating,
-    batches and the worker registry are in `tenure.stores.pg_sql.operations`."""
+    batches and the worker registry are in `tenure.stores.postgres.operations`."""
 
     capabilities: ClassVar[Capabilities] = Capabilities(
         name="PostgreSQL",

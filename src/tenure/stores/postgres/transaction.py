@@ -13,7 +13,7 @@ from psycopg.rows import dict_row, tuple_row
 
 from tenure.errors import ConfigError
 from tenure.stores.base import EndResult, transaction_ended
-from tenure.stores.pg_sql.database import Connection, Cursor, Database
+from tenure.stores.postgres.database import Connection, Cursor, Database
 
 
 class Completer(Protocol):

@@ -24,7 +24,7 @@ from psycopg.rows import DictRow, dict_row
 from psycopg_pool import ConnectionPool, PoolTimeout
 
 from tenure.errors import ConfigError, StoreMisconfigured, StoreUnavailable
-from tenure.stores.pg_sql import migrations
+from tenure.stores.postgres.schema import migrations
 
 DEFAULT_SCHEMA = "tenure"
 SCHEMA_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,62}")
