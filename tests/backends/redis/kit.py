@@ -7,7 +7,7 @@ from typing import Any
 
 import redis
 
-from tenure.stores.redis_client import split_prefix
+from tenure.stores.redis.client import split_prefix
 
 
 class RedisKit:

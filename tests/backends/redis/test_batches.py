@@ -27,7 +27,7 @@ from tenure.errors import ConfigError, TenureError
 from tenure.retry import Policy
 from tenure.stores.base import NewBatch, NewJob, WorkerRef
 from tenure.stores.redis import RedisStore, split_prefix
-from tenure.stores.redis_scripts import read_lua
+from tenure.stores.redis.scripts import read_lua
 
 from servers import free_port, wait_for_port
 

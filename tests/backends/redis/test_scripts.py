@@ -8,7 +8,7 @@ from pathlib import Path
 import redis
 
 import tenure.stores
-from tenure.stores.redis_scripts import global_scripts, queue_scripts, read_lua
+from tenure.stores.redis.scripts import global_scripts, queue_scripts, read_lua
 
 STORES = Path(tenure.stores.__file__).parent
 

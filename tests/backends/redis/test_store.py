@@ -390,7 +390,7 @@ def test_a_fresh_store_finds_jobs_by_id_alone(store: RedisStore) -> None:
         other.close()
 
 
-# -- what a restart keeps (the text at the top of redis.py) ---------------------------------------
+# -- what a restart keeps (the text at the top of stores/redis/store.py) ------------------------
 def test_with_aof_a_restart_keeps_jobs_attempts_and_leases(
     throwaway_redis: ThrowawayRedis,
 ) -> None:

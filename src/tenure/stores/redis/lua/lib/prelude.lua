@@ -1,6 +1,6 @@
 -- The Redis store's Lua: every state change of a job is one script (queue/*.lua), run after
 -- this prelude, the batch functions (batch_rules.lua, batch_io.lua) and the guard functions
--- (guards.lua). Python prepends the shared constants (NOTIFY_MAX, ...; see redis_scripts.py).
+-- (guards.lua). Python prepends the shared constants (NOTIFY_MAX, ...; see scripts.py).
 --
 -- A script runs atomically on the server, so the check ("does this worker still hold the
 -- lease?") and the change it guards can never be split by another client: the same guarantee

@@ -6,8 +6,8 @@ import json
 from typing import cast
 
 from tenure.stores.base import WorkerRecord
-from tenure.stores.redis_client import RedisClient
-from tenure.stores.redis_records import to_opt_float, worker_record
+from tenure.stores.redis.client import RedisClient
+from tenure.stores.redis.records import to_opt_float, worker_record
 
 
 class RedisWorkers(RedisClient):

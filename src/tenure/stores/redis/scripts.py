@@ -40,13 +40,13 @@ INCLUDE = re.compile(r"^--#include (\S+)$", re.MULTILINE)
 
 def read_lua(relative: str) -> str:
     """One file under lua/, with its `--#include PATH` lines replaced by those files."""
-    text = resources.files("tenure.stores").joinpath("lua", relative).read_text("utf-8")
+    text = resources.files("tenure.stores.redis").joinpath("lua", relative).read_text("utf-8")
     return INCLUDE.sub(lambda m: read_lua(m.group(1)), text)
 
 
 def _scripts(kind: str, libs: tuple[str, ...]) -> dict[str, str]:
     prelude = CONSTANTS + "".join(read_lua(lib) for lib in libs)
-    folder = resources.files("tenure.stores").joinpath("lua", kind)
+    folder = resources.files("tenure.stores.redis").joinpath("lua", kind)
     names = sorted(f.name[: -len(".lua")] for f in folder.iterdir() if f.name.endswith(".lua"))
     return {name: prelude + read_lua(f"{kind}/{name}.lua") for name in names}
 

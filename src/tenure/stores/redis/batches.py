@@ -21,10 +21,10 @@ import redis
 
 from tenure.errors import ConfigError, TenureError
 from tenure.stores.base import BatchRecord, NewBatch, NewJob
-from tenure.stores.redis_client import RedisClient, optional
-from tenure.stores.redis_guards import member_guards
-from tenure.stores.redis_records import PROGRESS_UNITS, batch_record, to_int
-from tenure.stores.redis_scripts import CALLBACK_FIELDS, CALLBACK_KINDS
+from tenure.stores.redis.client import RedisClient, optional
+from tenure.stores.redis.guards import member_guards
+from tenure.stores.redis.records import PROGRESS_UNITS, batch_record, to_int
+from tenure.stores.redis.scripts import CALLBACK_FIELDS, CALLBACK_KINDS
 
 BATCH_PAGE = 100
 

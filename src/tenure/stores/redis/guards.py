@@ -4,7 +4,7 @@ Each check runs inside the Lua script of the change it guards (lua/lib/guards.lu
 atomic with it: two dispatches of one unique key from any number of processes store one job,
 and two workers can never both start a job of one overlap key.
 
-Key layout (besides the queue keys listed in redis.py); every guard key carries its queue's
+Key layout (besides the queue keys listed in store.py); every guard key carries its queue's
 hash tag, so each guard lives in its queue's Redis Cluster slot:
 
     PREFIX:{q:QUEUE}:uniq:KEY   hash  job (the holder's id), until, expires_at (unique_for)
@@ -42,8 +42,8 @@ from typing import Any
 
 from tenure.errors import ConfigError
 from tenure.stores.base import EffectRecord, JobTransaction, NewJob
-from tenure.stores.redis_client import Call, RedisClient, optional
-from tenure.stores.redis_records import to_float, to_int
+from tenure.stores.redis.client import Call, RedisClient, optional
+from tenure.stores.redis.records import to_float, to_int
 
 ENQUEUE_CHUNK = 500  # jobs per script call: keeps one script from blocking Redis for long
 
@@ -95,7 +95,7 @@ class RedisGuards(RedisClient):
 
 
 def enqueue_args(job: NewJob) -> list[Any]:
-    """One job's ARGV group for the enqueue script (redis_scripts.ENQUEUE_FIELDS long)."""
+    """One job's ARGV group for the enqueue script (scripts.ENQUEUE_FIELDS long)."""
     g = job.guards
     return [
         job.id,

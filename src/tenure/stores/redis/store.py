@@ -41,7 +41,7 @@ touches one slot only:
     PREFIX:{q:QUEUE}:all          zset   every job id by sequence
     PREFIX:{q:QUEUE}:seq          string the queue's sequence counter
     PREFIX:{q:QUEUE}:notify       list   wake-up tokens idle workers BLPOP
-    PREFIX:{q:QUEUE}:uniq:KEY, :overlap, :rate:KEY, :once:ID   guards (see redis_guards.py)
+    PREFIX:{q:QUEUE}:uniq:KEY, :overlap, :rate:KEY, :once:ID   guards (see guards.py)
     PREFIX:{g}:queues             set    every queue name ever used
     PREFIX:{g}:workers, :worker:ID, :control, :meta
 
@@ -90,26 +90,23 @@ from tenure.stores.base import (
     describe_crash,
     total_counts,
 )
-from tenure.stores.redis_batches import RedisBatches
-from tenure.stores.redis_client import (
+from tenure.stores.redis.batches import RedisBatches
+from tenure.stores.redis.client import (
     LIST_PAGE,
     MIN_BLOCK_S,
     Call,
     clock_value,
-    glob_escape,
     optional,
-    quote_queue,
-    split_prefix,
 )
-from tenure.stores.redis_guards import RedisGuards, effect_records
-from tenure.stores.redis_records import (
+from tenure.stores.redis.guards import RedisGuards, effect_records
+from tenure.stores.redis.records import (
     attempt_records,
     job_record,
     to_float,
     to_int,
     to_opt_float,
 )
-from tenure.stores.redis_workers import RedisWorkers
+from tenure.stores.redis.workers import RedisWorkers
 
 log = logging.getLogger("tenure.stores.redis")
 
@@ -122,8 +119,6 @@ RESCUE_CHUNK = 500
 # a late result); the next read sees that change and settles it, so this bound is never reached
 # in practice; it only turns a bug into an error instead of a hang.
 MAX_CAS_ROUNDS = 50
-
-__all__ = ["RedisStore", "clock_value", "glob_escape", "quote_queue", "split_prefix"]
 
 
 class RedisStore(RedisBatches, RedisGuards, RedisWorkers):

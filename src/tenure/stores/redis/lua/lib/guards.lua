@@ -1,5 +1,5 @@
 -- The guards: enqueue with uniqueness, reserve with overlap and rate-limit deferrals, and
--- once() claims. See redis_guards.py for the key layout and what holds on Redis Cluster.
+-- once() claims. See guards.py for the key layout and what holds on Redis Cluster.
 -- Every guard key is built inside the script from the queue's base, so it carries the queue's
 -- hash tag and a script never leaves its queue's slot.
 local OVERLAP = base .. ':overlap'

@@ -1,5 +1,5 @@
 """The Redis store's plumbing: the connection, key names, running Lua scripts, and finding
-which queue holds a job. `RedisStore` (redis.py) builds the Store protocol on top of it.
+which queue holds a job. `RedisStore` (store.py) builds the Store protocol on top of it.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from redis.exceptions import NoScriptError
 from redis.retry import Retry
 
 from tenure.errors import ConfigError, StoreMisconfigured, StoreUnavailable
-from tenure.stores.redis_scripts import global_scripts, queue_scripts
+from tenure.stores.redis.scripts import global_scripts, queue_scripts
 
 DEFAULT_PREFIX = "tenure"
 STORED_STATES = ("queued", "running", "succeeded", "failed", "cancelled")

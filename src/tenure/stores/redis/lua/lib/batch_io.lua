@@ -61,7 +61,7 @@ end
 
 -- ARGV from `first` on: groups of (base, queue, id, name, payload, policy, delay, guards);
 -- guards is '' or a JSON object of the job-hash fields the overlap and rate checks read
--- (redis_guards.member_guards), so members are deferred like any job.
+-- (guards.member_guards), so members are deferred like any job.
 local function b_add_members(bbase, bid, c, first, now_s, now)
   local ok = open_key(bbase, bid)
   local added, per_queue = 0, {}
