@@ -17,7 +17,7 @@ from tenure.errors import ConfigError
 from tenure.retry import Policy
 from tenure.stores import open_store
 from tenure.stores.base import NewJob
-from tenure.stores.pg_sql.database import parse_url, pooler_settings
+from tenure.stores.postgres.database import parse_url, pooler_settings
 
 from servers import isolated_store_url
 
