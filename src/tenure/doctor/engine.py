@@ -111,6 +111,7 @@ def _foreign(report: Report, tree: Tree, base: str, laravel: str | None, celery:
     """Run the Laravel and Celery audits that apply; True when one ran."""
     from tenure.doctor.celery.checks import CannotLoad
     from tenure.doctor.celery.checks import audit as audit_celery
+    from tenure.doctor.celery.detect import find_celery_settings
 
     def is_laravel(folder: str) -> bool:
         return all(os.path.isfile(os.path.join(folder, f)) for f in ("artisan", "composer.json"))
@@ -132,6 +133,14 @@ def _foreign(report: Report, tree: Tree, base: str, laravel: str | None, celery:
         report.skipped += found.skipped
         report.files_read += found.files_read
         ran = True
+    if not celery and detect and project is None and not report.jobs:
+        settings = find_celery_settings(tree.files["python"])
+        if settings is not None:  # said in the report, so a wrong guess is visible
+            celery = settings.path
+            report.notes.append(
+                f"Celery settings read from {settings.rel} (the file that "
+                "configures Celery most; choose another with --celery)"
+            )
     if celery:
         try:
             result = audit_celery(celery, base, tree)

@@ -145,6 +145,7 @@ class Report:
     findings: list[Finding] = field(default_factory=list)
     skipped: list[Skipped] = field(default_factory=list)
     files_read: int = 0
+    notes: list[str] = field(default_factory=list)  # what the doctor chose by itself, and why
 
     def count(self, severity: Severity) -> int:
         return sum(1 for f in self.findings if f.severity == severity)

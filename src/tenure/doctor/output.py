@@ -39,6 +39,8 @@ def write_text(report: Report, stream: TextIO, *, color: bool | None = None) -> 
     console = Console(file=stream, highlight=False, force_terminal=color, no_color=color is False,
                       width=100 if not stream.isatty() else None)  # fmt: skip
     console.print(f"[bold]tenure doctor[/bold] {escape(report.root)}: {summary(report)}")
+    for note in report.notes:
+        console.print(f"[dim]{escape(note)}[/dim]")
     explained: set[str] = set()
     for f in report.findings:
         console.print()
@@ -104,6 +106,7 @@ def to_json(report: Report) -> dict[str, Any]:
         "jobs": [asdict(j) for j in report.jobs],
         "launches": [asdict(w) for w in report.launches],
         "skipped": [asdict(s) for s in report.skipped],
+        "notes": report.notes,
     }
 
 
