@@ -17,10 +17,11 @@ from tenure.stores.base import (
     WorkerRecord,
     total_counts,
 )
-from tenure.stores.postgres import batches
 from tenure.stores.postgres.database import POOL_MAX, Database
+from tenure.stores.postgres.dialect import PostgresDialect
 from tenure.stores.postgres.jobs import NOW, attempt_record, job_record
 from tenure.stores.postgres.transaction import caller_cursor
+from tenure.stores.sql import batches
 
 # Counter rows left by disconnected backends that a read tolerates before folding them.
 FOLD_AFTER_ROWS = 256
@@ -37,6 +38,7 @@ class PostgresOperations:
     def __init__(self, url: str, *, pool_max: int = POOL_MAX) -> None:
         self.url = url
         self.db = Database(url, pool_max=pool_max)
+        self.dialect = PostgresDialect(self.db)
         self.schema = self.db.schema
 
     def now(self) -> float:
@@ -54,34 +56,34 @@ class PostgresOperations:
         if conn is not None:
             # The application's own transaction: its commit or rollback decides, not us.
             with caller_cursor(self.db, conn) as cur:
-                batches.create(self.db, cur, batch, jobs, self.db.clock(cur))
+                batches.create(self.dialect, cur, batch, jobs, self.db.clock(cur))
             return
         with self.db.transaction() as cur:
-            batches.create(self.db, cur, batch, jobs, self.db.clock(cur))
+            batches.create(self.dialect, cur, batch, jobs, self.db.clock(cur))
 
     def add_to_batch(self, *, batch_id: str, jobs: Sequence[NewJob]) -> int:
         with self.db.transaction() as cur:
-            return batches.add(self.db, cur, batch_id, jobs, self.db.clock(cur))
+            return batches.add(self.dialect, cur, batch_id, jobs, self.db.clock(cur))
 
     def cancel_batch(self, batch_id: str) -> bool:
         if not usable_id(batch_id):
             return False
         with self.db.transaction() as cur:
-            return batches.cancel(self.db, cur, batch_id, self.db.clock(cur))
+            return batches.cancel(self.dialect, cur, batch_id, self.db.clock(cur))
 
     def get_batch(self, batch_id: str) -> BatchRecord | None:
         if not usable_id(batch_id):
             return None
         with self.db.cursor() as cur:
-            return batches.read(self.db, cur, batch_id)
+            return batches.read(self.dialect, cur, batch_id)
 
     def list_batches(self, *, limit: int = 50) -> list[BatchRecord]:
         with self.db.cursor() as cur:
-            return batches.list_recent(self.db, cur, limit)
+            return batches.list_recent(self.dialect, cur, limit)
 
     def report_progress(self, *, job_id: str, token: int, fraction: float) -> None:
         with self.db.cursor() as cur:
-            batches.report_progress(self.db, cur, job_id, token, fraction)
+            batches.report_progress(self.dialect, cur, job_id, token, fraction)
 
     # -- reading and operating ---------------------------------------------------------
     def get_job(self, job_id: str) -> JobRecord | None:
@@ -209,7 +211,7 @@ class PostgresOperations:
             # A member leaves its batch's failed count, so its next end is counted once; a
             # batch that no longer runs refuses (see Store.retry_job).
             if row["batch_id"] is not None and not batches.member_retried(
-                self.db, cur, row["batch_id"]
+                self.dialect, cur, row["batch_id"]
             ):
                 return False
             rows = cur.execute(

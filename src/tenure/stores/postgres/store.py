@@ -40,13 +40,15 @@ from tenure.stores.base import (
     WorkerRef,
     describe_crash,
 )
-from tenure.stores.postgres import batches, claims, guards
+from tenure.stores.postgres import claims, guards
 from tenure.stores.postgres.claims import NEXT_ATTEMPT, RETURNING
 from tenure.stores.postgres.database import Cursor
+from tenure.stores.postgres.dialect import lock_batches
 from tenure.stores.postgres.guards import CLOCK
 from tenure.stores.postgres.jobs import NOW, insert_jobs
 from tenure.stores.postgres.operations import PostgresOperations
 from tenure.stores.postgres.transaction import PostgresJobTransaction, caller_cursor
+from tenure.stores.sql import batches
 
 # guarded jobs one reserve call may look at beyond `limit`: they may be deferred instead
 RESERVE_LOOKAHEAD = 32
@@ -319,7 +321,9 @@ class PostgresStore(PostgresOperations):
         if done is None:
             return None
         if done["batch_id"] is not None:
-            batches.member_ended(self.db, cur, done["batch_id"], "succeeded", self.db.clock(cur))
+            batches.member_ended(
+                self.dialect, cur, done["batch_id"], "succeeded", self.db.clock(cur)
+            )
         return EndResult(accepted=True, state="succeeded")
 
     def job_transaction(self, *, job_id: str, token: int) -> PostgresJobTransaction:
@@ -412,7 +416,7 @@ class PostgresStore(PostgresOperations):
         if (
             decision.retry
             and batch_id is not None
-            and batches.stops_new_work(self.db, cur, batch_id)
+            and batches.stops_new_work(self.dialect, cur, batch_id)
         ):
             # Its batch was cancelled or has failed: the retry would be wasted work.
             cur.execute(
@@ -423,7 +427,7 @@ class PostgresStore(PostgresOperations):
                 ),
                 (now, c.tries_used, c.exceptions, error, job["id"]),
             )
-            batches.member_ended(self.db, cur, batch_id, "cancelled", now)
+            batches.member_ended(self.dialect, cur, batch_id, "cancelled", now)
             return EndResult(True, "cancelled", "its batch no longer runs new work")
         if decision.retry:
             cur.execute(
@@ -449,7 +453,7 @@ class PostgresStore(PostgresOperations):
             (now, c.tries_used, c.exceptions, reason, job["id"]),
         )
         if batch_id is not None:
-            batches.member_ended(self.db, cur, batch_id, "failed", now)
+            batches.member_ended(self.dialect, cur, batch_id, "failed", now)
         return EndResult(True, "failed", decision.reason)
 
     def rescue_expired(self) -> list[Rescued]:
@@ -472,7 +476,7 @@ class PostgresStore(PostgresOperations):
             ).fetchall()
             # Jobs of one batch may be among them: take their batch rows up front, in one
             # order, so two rescuers cannot each hold a batch the other waits for.
-            batches.lock(self.db, cur, [r["batch_id"] for r in rows if r["batch_id"]])
+            lock_batches(self.db, cur, [r["batch_id"] for r in rows if r["batch_id"]])
             for row in rows:
                 attempt = AttemptRecord(
                     job_id=row["id"],

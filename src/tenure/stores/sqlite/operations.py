@@ -8,8 +8,9 @@ from dataclasses import replace
 
 from tenure.states import FINAL_STATES, JOB_STATES
 from tenure.stores.base import EffectRecord, JobRecord, WorkerRecord, total_counts
-from tenure.stores.sqlite import batches
+from tenure.stores.sql import batches
 from tenure.stores.sqlite.connection import SQLiteConnections, _attempt, _job
+from tenure.stores.sqlite.dialect import SQLITE
 
 
 class SQLiteOperations(SQLiteConnections):
@@ -97,7 +98,9 @@ class SQLiteOperations(SQLiteConnections):
                 return False
             # A member leaves its batch's failed count, so its next end is counted once; a
             # batch that no longer runs refuses (see Store.retry_job).
-            if row["batch_id"] is not None and not batches.member_retried(conn, row["batch_id"]):
+            if row["batch_id"] is not None and not batches.member_retried(
+                SQLITE, conn, row["batch_id"]
+            ):
                 return False
             return bool(
                 conn.execute(

@@ -27,8 +27,10 @@ from tenure.stores.base import (
     WorkerRef,
     describe_crash,
 )
-from tenure.stores.sqlite import batches, guards
+from tenure.stores.sql import batches
+from tenure.stores.sqlite import guards
 from tenure.stores.sqlite.connection import _attempt, sqlite_path
+from tenure.stores.sqlite.dialect import SQLITE, insert_jobs
 from tenure.stores.sqlite.operations import SQLiteOperations
 from tenure.stores.sqlite.transaction import SQLiteJobTransaction
 
@@ -72,13 +74,13 @@ class SQLiteStore(SQLiteOperations):
                     continue
                 guards.take_unique(conn, job.guards, job.id, now)
                 # the next job of this call with the same key must see this one
-                batches.insert_jobs(conn, [job], now, skip_existing=True)
+                insert_jobs(conn, [job], now, skip_existing=True)
             else:
                 fresh.append(job)
             ids.append(job.id)
         # an id already present is skipped: a dispatch retried after a lost reply must not
         # create the job twice
-        batches.insert_jobs(conn, fresh, now, skip_existing=True)
+        insert_jobs(conn, fresh, now, skip_existing=True)
         return ids
 
     def _enqueue_in_caller_transaction(self, conn: Any, jobs: Sequence[NewJob]) -> list[str]:
@@ -288,7 +290,7 @@ class SQLiteStore(SQLiteOperations):
         batch_id = row["batch_id"]
         self._close_attempt(conn, job_id, token, now, "succeeded", None, None)
         if batch_id is not None:
-            batches.member_ended(conn, batch_id, "succeeded", now)
+            batches.member_ended(SQLITE, conn, batch_id, "succeeded", now)
         return EndResult(accepted=True, state="succeeded")
 
     def job_transaction(self, *, job_id: str, token: int) -> SQLiteJobTransaction:
@@ -387,14 +389,18 @@ class SQLiteStore(SQLiteOperations):
         )
         c = decision.counters
         batch_id = row["batch_id"]
-        if decision.retry and batch_id is not None and batches.stops_new_work(conn, batch_id):
+        if (
+            decision.retry
+            and batch_id is not None
+            and batches.stops_new_work(SQLITE, conn, batch_id)
+        ):
             # Its batch was cancelled or has failed: the retry would be wasted work.
             conn.execute(
                 "UPDATE tenure_jobs SET state = 'cancelled', finished_at = ?, lease_expires_at"
                 " = NULL, tries_used = ?, exceptions = ?, last_error = ? WHERE id = ?",
                 (now, c.tries_used, c.exceptions, error, job_id),
             )
-            batches.member_ended(conn, batch_id, "cancelled", now)
+            batches.member_ended(SQLITE, conn, batch_id, "cancelled", now)
             return EndResult(True, "cancelled", "its batch no longer runs new work")
         if decision.retry:
             conn.execute(
@@ -411,7 +417,7 @@ class SQLiteStore(SQLiteOperations):
             (now, c.tries_used, c.exceptions, reason, job_id),
         )
         if batch_id is not None:
-            batches.member_ended(conn, batch_id, "failed", now)
+            batches.member_ended(SQLITE, conn, batch_id, "failed", now)
         return EndResult(True, "failed", decision.reason)
 
     def rescue_expired(self) -> list[Rescued]:
@@ -477,30 +483,30 @@ class SQLiteStore(SQLiteOperations):
     def create_batch(self, *, batch: NewBatch, jobs: Sequence[NewJob], conn: Any = None) -> None:
         if conn is not None:
             with self._caller_transaction(conn) as (caller, now):
-                batches.create(caller, batch, jobs, now)
+                batches.create(SQLITE, caller, batch, jobs, now)
             return
         with self._write() as (own, now):
-            batches.create(own, batch, jobs, now)
+            batches.create(SQLITE, own, batch, jobs, now)
 
     def add_to_batch(self, *, batch_id: str, jobs: Sequence[NewJob]) -> int:
         with self._write() as (conn, now):
-            return batches.add(conn, batch_id, jobs, now)
+            return batches.add(SQLITE, conn, batch_id, jobs, now)
 
     def cancel_batch(self, batch_id: str) -> bool:
         with self._write() as (conn, now):
-            return batches.cancel(conn, batch_id, now)
+            return batches.cancel(SQLITE, conn, batch_id, now)
 
     def get_batch(self, batch_id: str) -> BatchRecord | None:
         with self._read() as conn:
-            return batches.read(conn, batch_id)
+            return batches.read(SQLITE, conn, batch_id)
 
     def list_batches(self, *, limit: int = 50) -> list[BatchRecord]:
         with self._read() as conn:
-            return batches.list_recent(conn, limit)
+            return batches.list_recent(SQLITE, conn, limit)
 
     def report_progress(self, *, job_id: str, token: int, fraction: float) -> None:
         with self._write() as (conn, _now):
-            batches.report_progress(conn, job_id, token, fraction)
+            batches.report_progress(SQLITE, conn, job_id, token, fraction)
 
 
 __all__ = ["SQLiteJobTransaction", "SQLiteStore", "sqlite_path"]

@@ -1,0 +1,34 @@
+"""PostgreSQL as the shared SQL code (stores/sql/) sees it: the schema-qualified statements,
+row locks, and the one insert every enqueue path shares."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from tenure.stores.base import NewJob
+from tenure.stores.postgres.database import Cursor, Database
+from tenure.stores.postgres.jobs import insert_jobs
+
+
+class PostgresDialect:
+    greatest = "greatest"
+    lock_rows = " FOR UPDATE"
+    creation_order = "seq"
+
+    def __init__(self, db: Database) -> None:
+        self.q = db.q
+        self._db = db
+
+    def insert_jobs(
+        self, cur: Cursor, jobs: Sequence[NewJob], now: float, *, skip_existing: bool
+    ) -> int:
+        # created_at and run_at come from the server's now() inside the statement itself
+        return insert_jobs(self._db, cur, jobs, skip_existing=skip_existing)
+
+
+def lock_batches(db: Database, cur: Cursor, batch_ids: Sequence[str]) -> None:
+    """Lock several batch rows in one fixed order, for a caller ending jobs of many batches."""
+    cur.execute(
+        db.q("SELECT id FROM {s}.tenure_batches WHERE id = ANY(%s) ORDER BY id FOR UPDATE"),
+        (sorted(set(batch_ids)),),
+    )

@@ -1,0 +1,64 @@
+"""SQLite as the shared SQL code (stores/sql/) sees it: unqualified tables, `?` parameters,
+no row locks (one writer holds the whole file), and the one insert every enqueue path shares."""
+
+from __future__ import annotations
+
+import functools
+import sqlite3
+from collections.abc import Sequence
+
+from tenure.stores.base import NewJob
+
+
+class SQLiteDialect:
+    greatest = "max"
+    lock_rows = ""  # BEGIN IMMEDIATE already holds the one write lock
+    creation_order = "rowid"
+
+    def q(self, sql: str) -> str:
+        return _sqlite_sql(sql)
+
+    def insert_jobs(
+        self, cur: sqlite3.Connection, jobs: Sequence[NewJob], now: float, *, skip_existing: bool
+    ) -> int:
+        return insert_jobs(cur, jobs, now, skip_existing=skip_existing)
+
+
+@functools.lru_cache(maxsize=256)
+def _sqlite_sql(sql: str) -> str:
+    # the shared statements never hold a literal '%' or '{s}.' of their own
+    return sql.replace("{s}.", "").replace("%s", "?")
+
+
+SQLITE = SQLiteDialect()
+
+
+def insert_jobs(
+    conn: sqlite3.Connection, jobs: Sequence[NewJob], now: float, *, skip_existing: bool = False
+) -> int:
+    verb = "INSERT OR IGNORE" if skip_existing else "INSERT"
+    before = conn.total_changes
+    conn.executemany(
+        f"{verb} INTO tenure_jobs (id, name, queue, payload, state, policy, created_at, run_at,"
+        " batch_id, overlap_key, overlap_delay, rate_key, rate_limit, rate_window)"
+        " VALUES (?, ?, ?, ?, 'queued', ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        [
+            (
+                j.id,
+                j.name,
+                j.queue,
+                j.payload,
+                j.policy.to_json(),
+                now,
+                now + max(j.delay, 0.0),
+                j.batch_id,
+                j.guards.overlap_key,
+                j.guards.overlap_delay,
+                j.guards.rate_key,
+                j.guards.rate_limit,
+                j.guards.rate_window,
+            )
+            for j in jobs
+        ],
+    )
+    return conn.total_changes - before
