@@ -184,3 +184,39 @@ def test_entrypoint_subcommand_and_script_stem(
         "celery-task-unbounded backend/docker/docker-entrypoint.sh:3",
         "celery-task-unbounded docker/rootfs/usr/local/bin/run_worker.sh:1",
     ]
+
+
+def test_celery_multi_under_supervisord_with_limits_from_settings(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Cut from MediaCMS: supervisord programs run `celery multi start`, one with
+    --soft-time-limit; the encode task's soft limit is settings.CELERY_SOFT_TIME_LIMIT."""
+    short = (
+        "[program:celery_short]\nstartsecs=0\n"
+        "command=/home/m/bin/celery multi start short1 short2 --pidfile=/var/run/m/%%n.pid "
+        "--soft-time-limit=300 -c10 -Q short_tasks\n"
+    )
+    long = (
+        "[program:celery_long]\n"
+        "command=/home/m/bin/celery multi start long1 -Ofair --prefetch-multiplier=1 -Q long\n"
+    )
+    tasks = (
+        "from celery import shared_task\nfrom django.conf import settings\n\n"
+        "@shared_task(bind=True, queue='long', soft_time_limit=settings.CELERY_SOFT_TIME_LIMIT)\n"
+        "def encode_media(self, media_id):\n    pass\n"
+    )
+    found = run(tmp_path, {
+        "settings.py": SETTINGS + "CELERY_SOFT_TIME_LIMIT = 2 * 60 * 60\n",
+        "files/tasks.py": tasks,
+        "deploy/docker/supervisord/supervisord-celery_short.conf": short,
+        "deploy/docker/supervisord/supervisord-celery_long.conf": long,
+    }, monkeypatch)  # fmt: skip
+    assert found == [
+        "celery-grace-below-time-limit deploy/docker/supervisord/supervisord-celery_long.conf:2",
+        "celery-grace-below-time-limit deploy/docker/supervisord/supervisord-celery_short.conf:3",
+    ]
+    assert find_celery(["celery", "multi", "start", "w1", "w2", "-Q", "q"]) == (
+        "worker",
+        None,
+        {"queues": "q", "multi": "true"},
+    )

@@ -15,7 +15,7 @@ import stat
 from collections.abc import Callable, Iterator
 from functools import partial
 
-from tenure.doctor.celery.settings import CeleryConfig
+from tenure.doctor.celery.settings import CeleryConfig, TaskDef
 from tenure.doctor.laravel.deploy import (
     SEPARATORS,
     ArtisanWorker,
@@ -60,9 +60,19 @@ def find_celery(argv: list[str]) -> tuple[str, str | None, dict[str, str]] | Non
             continue
         rest = tokens[i + 1 :]
         end = next((j for j, t in enumerate(rest) if t in SEPARATORS), len(rest))
-        if _subcommand(rest[:end]) != "worker":
+        words = rest[:end]
+        sub = _subcommand(words)
+        if sub == "multi" and "start" in words:
+            # `celery multi start w1 w2 ...`: workers daemonized by celery itself.
+            names = words[words.index("start") + 1 :]
+            words = [t for t in words if t not in ("multi", "start")]
+            words = [t for t in words if t.startswith("-") or t not in names[: _names(names)]]
+            options = _options(words)
+            options["multi"] = "true"
+            return "worker", options.get("app"), options
+        if sub != "worker":
             continue
-        options = _options([t for t in rest[:end] if t != "worker"])
+        options = _options([t for t in words if t != "worker"])
         return "worker", options.get("app"), options
     return None
 
@@ -74,6 +84,11 @@ WRAPPERS = {"exec", "nice", "nohup", "env", "sudo", "su", "gosu", "su-exec", "ch
 TAKES_USER = {"gosu", "su-exec", "su", "setuidgid", "s6-setuidgid", "runuser", "-u"}
 # Celery's global options that take a value (celery -A proj -b URL worker ...).
 GLOBAL_VALUES = {"-A", "--app", "-b", "--broker", "--result-backend", "--workdir", "--config"}
+
+
+def _names(words: list[str]) -> int:
+    """How many node names follow `celery multi start` (up to the first option)."""
+    return next((i for i, w in enumerate(words) if w.startswith("-")), len(words))
 
 
 def _command_position(prefix: list[str]) -> bool:
@@ -246,33 +261,26 @@ def _words(value: object) -> list[str]:
 def check_launches(config: CeleryConfig, workers: list[CeleryWorker]) -> list[Finding]:
     out: list[Finding] = []
     hard = config.settings.get("task_time_limit")
-    if hard is not None and not hard.known:
-        return out  # unknown: never reported as "no time limit"
     soft = config.settings.get("task_soft_time_limit")
-    if soft is not None and not soft.known:
-        return out
+    if any(s is not None and not s.known for s in (hard, soft)):
+        return out  # unknown: never reported as "no time limit"
     # A soft limit bounds a task too: SoftTimeLimitExceeded ends it unless it catches it.
     bounds = [s.value for s in (hard, soft) if s is not None and isinstance(s.value, int | float)]
     global_limit = max(bounds) if bounds else None
-    task_limits = [
-        (t, o.value)
-        for t in config.tasks
-        for o in [t.options.get("time_limit")]
-        if o is not None and o.known and isinstance(o.value, int | float)
-    ]
     for w in workers:
         grace = w.platform_grace
         if grace is None or grace.amount is None:
             continue  # grace unknown (a script no service is seen to run) or unbounded
-        own = w.options.get("time-limit")
-        limit = _number(own) if own is not None else global_limit
+        # --time-limit or --soft-time-limit on the command line: either ends a task.
+        given = [_number(w.options[k]) for k in ("time-limit", "soft-time-limit") if k in w.options]
+        default = max((v for v in given if v is not None), default=global_limit)
+        limits = [_task_limit(t, default) for t in _served(config, w)]
         who = f"Celery worker {w.platform} {w.name}"
-        if limit is None:
+        if None in limits or (not limits and default is None):
             out.append(_unbounded(w, who, grace, config))
-            continue
-        longest = max([limit] + [v for _, v in task_limits])
-        if longest > grace.amount:
-            where = w.source if own is not None else (hard.source if hard else w.source)
+        longest = max([v for v in limits if v is not None] + ([default] if default else []),
+                      default=None)  # fmt: skip
+        if longest is not None and longest > grace.amount:
             out.append(finding(
                 "celery-grace-below-time-limit",
                 f"{who} lets tasks run up to {longest:g} s (time limit), but the platform kills "
@@ -281,8 +289,35 @@ def check_launches(config: CeleryConfig, workers: list[CeleryWorker]) -> list[Fi
                 f"raise the platform grace above {longest:g} s, or lower the time limit below "
                 f"{grace.amount:g} s and split longer work",
                 w.source,
-                clocks=(Value("task time limit", longest, "s", where), grace)))  # fmt: skip
+                clocks=(Value("task time limit", longest, "s", w.source), grace)))  # fmt: skip
     return out
+
+
+def _served(config: CeleryConfig, w: CeleryWorker) -> list[TaskDef]:
+    """The tasks a worker runs, by the queue= on their decorator when it reads named queues
+    (-Q); every task when it does not say, or a task does not."""
+    queues = {q.strip() for q in w.options.get("queues", "").split(",") if q.strip()}
+    if not queues:
+        return config.tasks
+    served = []
+    for task in config.tasks:
+        queue = task.options.get("queue")
+        if queue is None or not queue.known or not isinstance(queue.value, str):
+            served.append(task)  # routed elsewhere (task_routes) or unknown: may be here
+        elif queue.value in queues:
+            served.append(task)
+    return served
+
+
+def _task_limit(task: TaskDef, default: float | None) -> float | None:
+    """A task's own time_limit/soft_time_limit when it sets one, else the worker's."""
+    own = [
+        o.value
+        for key in ("time_limit", "soft_time_limit")
+        for o in [task.options.get(key)]
+        if o is not None and o.known and isinstance(o.value, int | float)
+    ]
+    return max(own) if own else default
 
 
 def _unbounded(w: CeleryWorker, who: str, grace: Value, config: CeleryConfig) -> Finding:

@@ -143,6 +143,8 @@ def read_source(config: CeleryConfig, path: str, base: str) -> None:
 def read_tree(config: CeleryConfig, tree: ast.AST, rel: str, *, settings: bool) -> None:
     """Settings (when `settings`), task decorators and countdown/eta calls in one module."""
     config.scope.constants = collect_constants(tree, config.scope)
+    if settings:  # the settings file: task modules read its names as settings.NAME
+        config.scope.settings = dict(config.scope.constants)
     for node in ast.walk(tree):
         if settings and isinstance(node, ast.Assign | ast.AnnAssign):
             _assignment(config, node, rel)

@@ -32,6 +32,8 @@ class Scope:
     constants: dict[str, Any] = field(default_factory=dict)
     env: dict[str, str] = field(default_factory=dict)  # the project's .env files, merged
     env_files: str = ""  # their names, for notes
+    # The settings file's own names, for `settings.CELERY_SOFT_TIME_LIMIT` in task modules.
+    settings: dict[str, Any] = field(default_factory=dict)
 
 
 def read_env_files(folder: str) -> tuple[dict[str, str], str]:
@@ -61,6 +63,10 @@ def evaluate(node: ast.AST, scope: Scope) -> Any:
         return value if isinstance(value, int | float) and not isinstance(value, bool) else UNKNOWN
     if isinstance(node, ast.Name):
         return scope.constants.get(node.id, UNKNOWN)
+    if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name):
+        if node.value.id == "settings":  # django.conf.settings: the settings file read
+            return scope.settings.get(node.attr, UNKNOWN)
+        return UNKNOWN
     if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub | ast.UAdd):
         operand = evaluate(node.operand, scope)
         if not isinstance(operand, int | float):
@@ -141,7 +147,7 @@ def collect_constants(tree: ast.AST, scope: Scope) -> dict[str, Any]:
         key=lambda n: (n.lineno, n.col_offset),
     )
     out: dict[str, Any] = {}
-    inner = Scope(out, scope.env, scope.env_files)
+    inner = Scope(out, scope.env, scope.env_files, scope.settings)
     for node in assigns:
         target = node.targets[0]
         if isinstance(target, ast.Name) and target.id.isupper():
