@@ -144,6 +144,7 @@ def check(p: Project) -> list[Finding]:
     out += _http(p, all_runners)
     out += _unique(p)
     out += _sqs(p, all_runners)
+    out += _horizon_below_jobs(p, all_runners)
     if not p.workers:
         out.append(
             finding(
@@ -478,6 +479,30 @@ def _unique(p: Project) -> list[Finding]:
         for job in p.jobs
         if job.interfaces & UNIQUE and "uniqueVia" not in job.methods
     ]
+
+
+def _horizon_below_jobs(p: Project, all_runners: list[Runner]) -> list[Finding]:
+    """A job's own $timeout replaces queue:work's --timeout, but not a Horizon supervisor's:
+    Horizon kills its workers at the supervisor's timeout on scale-down and terminate."""
+    out: list[Finding] = []
+    for r in all_runners:
+        if not r.name.startswith("Horizon ") or r.timeout.amount is None:
+            continue
+        for job in p.jobs:
+            own = own_timeout(job)
+            if not serves(r, p, job) or own is None:
+                continue
+            if own.amount is None or own.amount > r.timeout.amount:
+                runs = "has no timeout" if own.amount is None else f"may run {own.amount:g} s"
+                out.append(finding(
+                    "laravel-horizon-timeout-below-job",
+                    f"job {job.name} {runs}, but {r.name} kills its workers after "
+                    f"{r.timeout.amount:g} s when Horizon scales down or terminates: the job is "
+                    "killed mid-run at every deploy that finds it running.",
+                    f"raise the supervisor's timeout above {own.amount or 0:g} s (and "
+                    "retry_after above that), or run long jobs on a supervisor of their own",
+                    own.source, clocks=(own, r.timeout), job=job.name))  # fmt: skip
+    return out
 
 
 def _sqs(p: Project, all_runners: list[Runner]) -> list[Finding]:

@@ -136,4 +136,14 @@ LARAVEL_RULES: tuple[tuple[str, Severity, str, str, str], ...] = (
         "cannot compare them with the platform's stop grace.",
         f"{DOCS}/queues#running-the-queue-worker",
     ),
+    (
+        "laravel-horizon-timeout-below-job",
+        "warning",
+        "A Horizon supervisor's timeout must not be below the timeout of a job it runs",
+        "Horizon force-kills a supervisor's workers at its own timeout when it scales down or "
+        "terminates, whatever the job's $timeout says: a longer job is killed mid-run on every "
+        "deploy and scale-down, and runs again after retry_after.",
+        f"{DOCS}/horizon#timeouts: the supervisor's timeout should be a few seconds shorter "
+        "than retry_after; jobs longer than it are killed when Horizon terminates its workers.",
+    ),
 )
