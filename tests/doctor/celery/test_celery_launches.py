@@ -220,3 +220,26 @@ def test_celery_multi_under_supervisord_with_limits_from_settings(
         None,
         {"queues": "q", "multi": "true"},
     )
+
+
+def test_memory_per_child_against_the_container_limit(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """8 children x 400 MB (worker_max_memory_per_child is in KB) under a 2 GB Compose limit;
+    the same with concurrency 4 fits."""
+    settings = SETTINGS + (
+        "CELERY_TASK_TIME_LIMIT = 5\nCELERY_WORKER_MAX_MEMORY_PER_CHILD = 400 * 1024\n"
+    )
+    compose = """services:
+  worker:
+    image: app:1
+    command: celery -A proj worker --concurrency 8 -l info
+    deploy:
+      resources:
+        limits:
+          memory: 2g
+"""
+    found = run(tmp_path, {"settings.py": settings, "docker-compose.yml": compose}, monkeypatch)
+    assert found == ["celery-memory-per-child-over-limit settings.py:3"]
+    fits = compose.replace("--concurrency 8", "-c 4")
+    assert run(tmp_path, {"settings.py": settings, "docker-compose.yml": fits}, monkeypatch) == []

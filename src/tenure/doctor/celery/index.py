@@ -69,4 +69,14 @@ CELERY_RULES: tuple[tuple[str, Severity, str, str, str], ...] = (
         f"{DOCS}/userguide/workers.html#stopping-the-worker: on TERM the worker finishes all "
         "currently executing tasks before it shuts down (warm shutdown).",
     ),
+    (
+        "celery-memory-per-child-over-limit",
+        "error",
+        "worker_max_memory_per_child times the concurrency must stay below the memory limit",
+        "Celery replaces a child only after a task that left it over max_memory_per_child; when "
+        "the children together may pass the container's limit, the kernel OOM-kills the whole "
+        "worker first, with every task it runs.",
+        f"{DOCS}/userguide/configuration.html#worker-max-memory-per-child: the maximum resident "
+        "memory in kilobytes a child may use before it is replaced, checked after a task.",
+    ),
 )

@@ -268,6 +268,7 @@ def check_launches(config: CeleryConfig, workers: list[CeleryWorker]) -> list[Fi
     bounds = [s.value for s in (hard, soft) if s is not None and isinstance(s.value, int | float)]
     global_limit = max(bounds) if bounds else None
     for w in workers:
+        out += _memory(config, w)
         grace = w.platform_grace
         if grace is None or grace.amount is None:
             continue  # grace unknown (a script no service is seen to run) or unbounded
@@ -291,6 +292,44 @@ def check_launches(config: CeleryConfig, workers: list[CeleryWorker]) -> list[Fi
                 w.source,
                 clocks=(Value("task time limit", longest, "s", w.source), grace)))  # fmt: skip
     return out
+
+
+def _memory(config: CeleryConfig, w: CeleryWorker) -> list[Finding]:
+    """Celery replaces a child only after a task that left it above max_memory_per_child
+    (kilobytes); when every child may reach it together, the container's limit comes first
+    and the kernel kills the whole worker."""
+    limit = w.memory_limit
+    if limit is None or limit.amount is None:
+        return []
+    per_child = _setting_number(config, "worker_max_memory_per_child", w, "max-memory-per-child")
+    children = _setting_number(config, "worker_concurrency", w, "concurrency")
+    if per_child is None or children is None:
+        return []  # without both the doctor cannot tell; concurrency defaults to the CPU count
+    budget_mb = per_child[0] / 1024 * children[0]
+    if budget_mb < limit.amount:
+        return []
+    return [finding(
+        "celery-memory-per-child-over-limit",
+        f"Celery worker {w.platform} {w.name} lets {children[0]:g} children grow to "
+        f"{per_child[0] / 1024:g} MB each ({budget_mb:g} MB) under a {limit.amount:g} MB memory "
+        "limit: the kernel OOM-kills the container, with every running task, before Celery "
+        "replaces a child.",
+        f"set worker_max_memory_per_child below {int(limit.amount * 0.8 / children[0] * 1024)} "
+        "(KB), or raise the memory limit",
+        per_child[1], clocks=(Value("max_memory_per_child", per_child[0] / 1024, "MB",
+                                    per_child[1]), limit))]  # fmt: skip
+
+
+def _setting_number(
+    config: CeleryConfig, key: str, w: CeleryWorker, option: str
+) -> tuple[float, Source] | None:
+    if option in w.options:
+        value = _number(w.options[option])
+        return (value, w.source) if value is not None else None
+    setting = config.settings.get(key)
+    if setting is not None and isinstance(setting.value, int | float):
+        return float(setting.value), setting.source
+    return None
 
 
 def _served(config: CeleryConfig, w: CeleryWorker) -> list[TaskDef]:

@@ -37,6 +37,7 @@ class ArtisanWorker:
     options: dict[str, str] = field(default_factory=dict)
     platform_grace: Value | None = None
     containers: int = 1  # replicas: how many hosts (containers) run it
+    memory_limit: Value | None = None  # the container's hard memory limit (MB)
 
     @property
     def queues(self) -> tuple[str, ...] | None:
@@ -192,11 +193,11 @@ def _compose(
         skipped += result.skipped
         replicas = seconds(get_path(service, "deploy", "replicas") or service.get("scale") or 1)
         at = Source(path, service.line_of("command") if "command" in service else service.line)
-        out.append(
-            ArtisanWorker(
-                "compose", name, at, found[0], found[1], found[2], grace, int(replicas or 1)
-            )
+        worker = ArtisanWorker(
+            "compose", name, at, found[0], found[1], found[2], grace, int(replicas or 1)
         )
+        worker.memory_limit = compose._memory(path, service, env)
+        out.append(worker)
     return out
 
 
@@ -223,18 +224,18 @@ def _kubernetes(path: str, document: YMap, find: Finder) -> list[ArtisanWorker]:
             continue
         grace = kubernetes._grace(path, pod, container, ReadResult())
         at = Source(path, container.line_of("args" if "args" in container else "command"))
-        out.append(
-            ArtisanWorker(
-                "kubernetes",
-                f"{name}/{container.get('name', '?')}",
-                at,
-                found[0],
-                found[1],
-                found[2],
-                grace,
-                int(replicas or 1),
-            )
+        worker = ArtisanWorker(
+            "kubernetes",
+            f"{name}/{container.get('name', '?')}",
+            at,
+            found[0],
+            found[1],
+            found[2],
+            grace,
+            int(replicas or 1),
         )
+        worker.memory_limit = kubernetes._memory(path, container)
+        out.append(worker)
     return out
 
 
