@@ -77,3 +77,21 @@ def test_development_names_are_files_and_folders_named_so() -> None:
     assert not is_development_name("docker/rootfs/usr/local/bin/run_worker.sh")
     assert not is_development_name("docker/.env.production")
     assert not is_development_name("deploy/devops/docker-compose.yml")
+
+
+def test_templates_for_other_projects_are_not_deployments(tmp_path: Path) -> None:
+    """Cut from Baserow's plugin-boilerplate/{{ cookiecutter.project_slug }}/ and a catalogue
+    of other applications' Compose files under templates/; a Helm chart's templates stay."""
+    from tenure.doctor.laravel.deploy import find_artisan, read_workers
+
+    compose = "services:\n  worker:\n    command: php artisan queue:work --timeout=60\n"
+    files = {
+        "plugin-boilerplate/{{ cookiecutter.project_slug }}/docker-compose.yml": compose,
+        "templates/compose/some-other-app.yaml": compose,
+        "deploy/docker-compose.yml": compose,
+    }
+    write(tmp_path, files)
+    tree = scan(str(tmp_path))
+    workers, _ = read_workers(tree, [], find=find_artisan)
+    assert [w.source.path for w in workers] == ["deploy/docker-compose.yml"]
+    assert any("template for other projects" in s.reason for s in tree.skipped)

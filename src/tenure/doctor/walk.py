@@ -47,6 +47,19 @@ def is_development_name(rel: str) -> bool:
     return any(f.lstrip(".") in DEVELOPMENT_FOLDERS for f in folders)
 
 
+def is_template_folder(name: str) -> bool:
+    """`{{ cookiecutter.project_slug }}/`, `cookiecutter-app/`: files other projects are
+    generated from (Baserow ships a plugin boilerplate with its own Compose files)."""
+    return "{{" in name or "cookiecutter" in name.lower()
+
+
+def is_foreign_template(rel: str, has_chart: bool = False) -> bool:
+    """A Compose file under a `templates/` folder is another application's, shipped for users
+    to pick (a catalogue of services), unless the folder is a Helm chart's own templates."""
+    folders = rel.lower().split("/")[:-1]
+    return not has_chart and "templates" in folders
+
+
 DEVELOPMENT_FOLDERS = {"dev", "development", "ci", "test", "tests", "testing", "local_testing"}
 
 
@@ -95,6 +108,9 @@ def scan(root: str) -> Tree:
                 continue
             elif name in SKIP_DIRS:
                 tree.skipped.append(Skipped(rel, "not running configuration (tests, docs...)"))
+            elif is_template_folder(name):
+                tree.skipped.append(Skipped(rel, "a template for other projects, not this "
+                                            "project's deployment"))  # fmt: skip
             elif not name.startswith("."):
                 keep.append(name)
         dirnames[:] = keep

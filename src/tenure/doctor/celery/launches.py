@@ -35,6 +35,7 @@ from tenure.doctor.walk import (
     Tree,
     decode,
     is_development_name,
+    is_template_folder,
 )
 
 Grace = Callable[[], Value | None]
@@ -157,6 +158,7 @@ def find_scripts(root: str, skipped: list[Skipped]) -> list[tuple[str, str]]:
             for d in dirnames
             if d not in IGNORED_DIRS | SKIP_DIRS
             and (not d.startswith(".") or d in (".docker", ".s6"))
+            and not is_template_folder(d)
             and not os.path.islink(os.path.join(directory, d))
         )
         for name in sorted(filenames):

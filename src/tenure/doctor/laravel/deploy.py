@@ -20,7 +20,14 @@ from tenure.doctor.readers.systemd import DEFAULT_TIMEOUT_STOP_S
 from tenure.doctor.readers.units import UNBOUNDED, seconds, systemd_timespan
 from tenure.doctor.readers.worker_command import interpolate, split_command
 from tenure.doctor.readers.yamlnodes import YamlProblem, YMap, get_path, load_documents
-from tenure.doctor.walk import FoundFile, Tree, decode, is_development_name, read_dotenv
+from tenure.doctor.walk import (
+    FoundFile,
+    Tree,
+    decode,
+    is_development_name,
+    is_foreign_template,
+    read_dotenv,
+)
 
 COMMANDS = ("queue:work", "queue:listen", "horizon")
 FLAGS = {"once", "stop-when-empty", "force", "quiet", "verbose", "no-interaction"}
@@ -126,10 +133,19 @@ def read_workers(
     return workers, skipped
 
 
+def _in_chart(path: str) -> bool:
+    folder = os.path.dirname(path)
+    return os.path.basename(folder) == "templates" and os.path.isfile(
+        os.path.join(os.path.dirname(folder), "Chart.yaml")
+    )
+
+
 def _deployment_files(tree: Tree, needle: str) -> Iterator[tuple[str, FoundFile, str]]:
     for kind in ("yaml", "systemd", "supervisord", "procfile"):
         for found in tree.files[kind]:
-            if is_development_name(found.rel):
+            if is_development_name(found.rel) or is_foreign_template(
+                found.rel, _in_chart(found.path)
+            ):
                 continue
             content = decode(found)
             if isinstance(content, str) and needle in content:
