@@ -199,8 +199,11 @@ class WorkerProcess:
             os.kill(self.proc.pid, signum)
 
     def signal_group(self, signum: int) -> None:
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(self.proc.pid, signum)
+        """The supervisor's process group and each child's: a child leads a session of its
+        own (so that a job's subprocesses die with its attempt), out of the worker's group."""
+        for group in [self.proc.pid, *self.children()]:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(group, signum)
 
     def kill(self) -> None:
         if self.proc.poll() is None:

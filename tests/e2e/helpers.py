@@ -99,11 +99,15 @@ class WorkerProcess:
         os.kill(self.proc.pid, signum)
 
     def signal_group(self, signum: int) -> None:
-        os.killpg(self.proc.pid, signum)
+        """Signal the supervisor's process group and each child's (a child leads a session of
+        its own, so that a job's subprocesses die with its attempt)."""
+        for group in [self.proc.pid, *children_of(self.proc.pid)]:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(group, signum)
 
     def kill_group(self) -> None:
         """SIGKILL the supervisor and every child at once, like the OOM killer or a host loss."""
-        os.killpg(self.proc.pid, signal.SIGKILL)
+        self.signal_group(signal.SIGKILL)
         self.proc.wait(timeout=30)
 
     def wait(self, timeout: float = 60) -> int:
@@ -118,6 +122,16 @@ class WorkerProcess:
 
     def log(self) -> str:
         return self.log_path.read_text(errors="replace")
+
+
+def children_of(pid: int) -> list[int]:
+    """Child processes of `pid`, whichever of its threads forked them."""
+    out: list[int] = []
+    with contextlib.suppress(OSError):
+        for task in Path(f"/proc/{pid}/task").iterdir():
+            with contextlib.suppress(OSError, ValueError):
+                out.extend(int(x) for x in (task / "children").read_text().split())
+    return out
 
 
 def wait_until(condition: Callable[[], Any], timeout: float = 60, what: str = "condition") -> Any:

@@ -12,9 +12,9 @@ import sys
 import time
 from typing import Any
 
+from tenure.worker import process_tree
 from tenure.worker.child import LEASE_DANGER_SIGNAL, SOFT_TIMEOUT_SIGNAL
 
-PAGE_SIZE = os.sysconf("SC_PAGE_SIZE")
 STARTUP_TIMEOUT_S = 60.0
 
 
@@ -38,6 +38,9 @@ class ChildProcess:
             ],
             pass_fds=(to_child_r, from_child_w),
             stdin=subprocess.DEVNULL,
+            # A session of its own: whatever the job starts can be killed with it (killpg),
+            # and a Ctrl-C in the worker's terminal reaches none of it.
+            start_new_session=True,
         )
         os.close(to_child_r)
         os.close(from_child_w)
@@ -93,24 +96,38 @@ class ChildProcess:
             os.kill(self.proc.pid, signum)
 
     def rss_mb(self) -> float:
-        try:
-            with open(f"/proc/{self.proc.pid}/statm") as f:
-                return int(f.read().split()[1]) * PAGE_SIZE / 1_048_576
-        except (OSError, ValueError, IndexError):
-            return 0.0
+        """The child process alone: what recycling it between jobs gives back."""
+        return process_tree.rss_mb(self.proc.pid)
+
+    def tree_rss_mb(self) -> float:
+        """The child and every process the job started: what the memory cap counts."""
+        return process_tree.tree_rss_mb(self.proc.pid)
 
     def kill(self) -> None:
-        self._signal(signal.SIGKILL)
+        """SIGKILL the child and every process the job started."""
+        if self.proc.returncode is None:  # not reaped yet: its pid cannot name another process
+            process_tree.kill_tree(self.proc.pid)
+        else:  # it died on its own; what it started may still run
+            self._kill_leftovers()
         self._close_pipes()
         self.proc.wait()
 
     def stop(self) -> None:
-        """Ask an idle child to exit (its input closes), kill it if it lingers."""
+        """Ask an idle child to exit (its input closes), kill it if it lingers; processes a
+        job left running in the child's session go with it."""
         self._close_pipes()
         try:
             self.proc.wait(timeout=5)
         except subprocess.TimeoutExpired:
             self.kill()
+            return
+        self._kill_leftovers()
+
+    def _kill_leftovers(self) -> None:
+        # A process group outlives its leader while a member lives, and Linux does not reuse
+        # the id meanwhile: after the child was reaped, killpg still reaches only its session.
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(self.proc.pid, signal.SIGKILL)
 
     def _close_pipes(self) -> None:
         if self._out.closed:

@@ -218,7 +218,7 @@ class Slot:
             try:
                 answer = child.receive(POLL_S)
             except ChildDied as exc:
-                self.child = None
+                self._discard_child()  # what the job started dies with it
                 return Ended("crashed", str(exc))
             if answer is not None:
                 ended = self._translate(res, answer)
@@ -268,12 +268,12 @@ class Slot:
         limit = self.worker.options.memory_mb
         if limit is None:
             return None
-        rss = child.rss_mb()
+        rss = child.tree_rss_mb()
         if rss <= limit:
             return None
         return (
-            f"the child process (pid {child.pid}) used {rss:.0f} MB, over the worker's "
-            f"--memory {limit:g} MB, and was killed"
+            f"the child process (pid {child.pid}) and the processes it started used "
+            f"{rss:.0f} MB, over the worker's --memory {limit:g} MB, and were killed"
         )
 
     def _recycle_if_bloated(self) -> None:
@@ -315,15 +315,18 @@ class Slot:
                 future.cancel()
                 return stop or Ended(
                     "timed_out",
-                    f"async job {res.name!r} ignored cancellation at its {res.policy.timeout:g} s "
-                    "timeout; abandoned (an async job cannot be killed: do not swallow "
-                    "CancelledError)",
+                    f"async job {res.name!r} did not end at its {res.policy.timeout:g} s "
+                    "timeout and was abandoned: it swallows CancelledError or blocks the event "
+                    "loop (time.sleep, requests...; an async job cannot be killed)",
                 )
 
 
 async def _run_coroutine(
     job: Job, arguments: payload.Arguments, ctx: JobContext, timeout: float
-) -> str:
+) -> tuple[str, float]:
+    """How the job ended ("ok", "timed_out" or "overran") and how long it ran."""
+    loop = asyncio.get_running_loop()
+    began = loop.time()
     token = activate(ctx)
     # the attempt's span (a no-op unless the app uses OpenTelemetry), linked to its dispatch;
     # started inside the task, so it is current in the job's own context only
@@ -338,7 +341,7 @@ async def _run_coroutine(
                 raise _JobRaisedTimeout() from None
     except TimeoutError as exc:
         span.end("timed_out", exc)
-        return "timed_out"
+        return "timed_out", loop.time() - began
     except _JobRaisedTimeout as exc:
         span.end("failed", exc.__context__ or exc)
         raise
@@ -347,17 +350,23 @@ async def _run_coroutine(
         raise
     finally:
         deactivate(token)
+    ran = loop.time() - began
+    if ran > timeout:
+        # A blocking call held the event loop past the deadline, so asyncio.timeout never got
+        # to cancel the job: it ran over its timeout all the same, and is recorded so.
+        span.end("timed_out")
+        return "overran", ran
     span.end("succeeded")
-    return "ok"
+    return "ok", ran
 
 
 class _JobRaisedTimeout(Exception):
     """The job raised its own TimeoutError (not tenure's timeout)."""
 
 
-def _async_result(res: Reservation, future: concurrent.futures.Future[str]) -> Ended:
+def _async_result(res: Reservation, future: concurrent.futures.Future[tuple[str, float]]) -> Ended:
     try:
-        result = future.result()
+        result, ran = future.result()
     except _JobRaisedTimeout as exc:
         cause = exc.__context__ or exc
         return Ended("failed", f"TimeoutError: {cause}", "".join(traceback.format_exception(cause)))
@@ -369,5 +378,13 @@ def _async_result(res: Reservation, future: concurrent.futures.Future[str]) -> E
         return Ended(
             "timed_out",
             f"job {res.name!r} timed out after {res.policy.timeout:g} s (attempt {res.attempt})",
+        )
+    if result == "overran":
+        return Ended(
+            "timed_out",
+            f"async job {res.name!r} ran {ran:.2f} s, past its {res.policy.timeout:g} s timeout, "
+            "without letting the event loop cancel it: a blocking call (time.sleep, requests, "
+            "a sync driver) holds the loop; await an async equivalent or make it a sync job "
+            f"(attempt {res.attempt})",
         )
     return Ended("succeeded")

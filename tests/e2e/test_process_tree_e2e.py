@@ -1,0 +1,72 @@
+"""An attempt's whole process tree ends with it: at the hard timeout, over the memory cap, and
+at a worker's hard stop; an async job that blocks its event loop past its timeout is
+recorded as timed out. Real workers, real subprocesses, on SQLite."""
+
+from __future__ import annotations
+
+import signal
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from e2e.helpers import Project, state_is, wait_until
+from e2e.tree_helpers import running, tree_project, wait_for_grandchild
+
+pytestmark = pytest.mark.slow
+
+
+@pytest.fixture
+def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Project]:
+    with tree_project(tmp_path, f"sqlite:///{tmp_path / 'tenure.db'}", monkeypatch) as p:
+        yield p
+
+
+def outcomes(project: Project, job_id: str) -> list[str | None]:
+    return [a.outcome for a in project.app.get_job(job_id).attempts]
+
+
+def test_hard_timeout_kills_the_processes_the_job_started(project: Project) -> None:
+    worker = project.worker()
+    h = project.jobs.spawn_and_ignore_timeout.dispatch()
+    grandchild = wait_for_grandchild(project)
+    wait_until(state_is(project.app, h.id, "failed"), 60, "the hard kill")
+    assert outcomes(project, h.id) == ["timed_out"]
+    wait_until(lambda: not running(grandchild), 10, f"the job's `sleep` (pid {grandchild}) to end")
+    assert project.ledger.events(h.id, "caught")  # it did ignore the soft timeout
+    assert worker.proc.poll() is None
+
+
+def test_memory_cap_counts_and_kills_the_processes_the_job_started(project: Project) -> None:
+    worker = project.worker("--memory", "120")
+    h = project.jobs.spawn_memory_hog.dispatch(250)
+    grandchild = wait_for_grandchild(project)
+    wait_until(state_is(project.app, h.id, "failed"), 60, "the memory kill")
+    assert outcomes(project, h.id) == ["crashed"]
+    error = project.app.get_job(h.id).attempts[0].error or ""
+    assert "over the worker's --memory 120 MB" in error
+    wait_until(lambda: not running(grandchild), 10, f"the memory hog (pid {grandchild}) to end")
+    after = project.jobs.noop.dispatch()
+    wait_until(state_is(project.app, after.id, "succeeded"), 60, "the next job")
+    assert worker.proc.poll() is None
+
+
+def test_hard_stop_kills_the_processes_the_job_started(project: Project) -> None:
+    worker = project.worker("--grace", "1")
+    h = project.jobs.spawn_and_wait.dispatch()
+    grandchild = wait_for_grandchild(project)
+    worker.signal(signal.SIGTERM)
+    assert worker.wait(60) == 0
+    assert outcomes(project, h.id) == ["interrupted"]
+    wait_until(lambda: not running(grandchild), 10, f"the job's `sleep` (pid {grandchild}) to end")
+
+
+def test_async_job_blocking_past_its_timeout_is_timed_out(project: Project) -> None:
+    project.worker()
+    h = project.jobs.async_blocks.dispatch(3)
+    wait_until(state_is(project.app, h.id, "succeeded", "failed"), 60, "the attempt to end")
+    assert project.ledger.events(h.id, "end")  # nothing could stop the blocking call
+    (attempt,) = project.app.get_job(h.id).attempts
+    assert attempt.outcome == "timed_out", attempt.error
+    assert "past its 1 s timeout" in (attempt.error or "")
+    assert "blocking call" in (attempt.error or "")
