@@ -184,9 +184,7 @@ class Slot:
             return Ended("lost_lease", self._lease_lost)
         if self.worker.hard_stop.is_set():
             return Ended(
-                "interrupted",
-                f"the worker was stopping and the attempt outlived --grace "
-                f"{self.worker.options.grace:g} s; handed back to the queue",
+                "interrupted", f"{self.worker.shutdown.hard_reason}; handed back to the queue"
             )
         return None
 

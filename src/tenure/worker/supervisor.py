@@ -13,15 +13,19 @@ import socket
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
-from types import FrameType
 from typing import TypeVar
 
-from tenure.app import App
+from tenure.app import App, redact
+from tenure.errors import ConfigError, StoreMisconfigured
 from tenure.logs import job_fields
-from tenure.stores.base import EndResult, Reservation, WorkerRecord, WorkerRef
+from tenure.stores.base import EndResult, Reservation, Store, WorkerRecord, WorkerRef
+from tenure.worker.burst import BurstEnd
+from tenure.worker.leases import LeaseKeeper
 from tenure.worker.metrics import Metrics, serve
+from tenure.worker.options import WorkerOptions
+from tenure.worker.shutdown import Shutdown
 from tenure.worker.slot import Ended, Slot
+from tenure.worker.store_file import StoreFile, sqlite_path
 
 log = logging.getLogger("tenure.worker")
 
@@ -29,53 +33,21 @@ T = TypeVar("T")
 
 IDLE_WAIT_S = 1.0
 STORE_RETRY_MAX_S = 5.0
-# The worker kills an attempt whose lease it could not renew for this share of the lease,
-# so the attempt is stopped before the store can hand the job to another worker.
-LEASE_GIVE_UP_SHARE = 0.8
-LEASE_WARN_SHARE = 0.5
-
-
-@dataclass(frozen=True)
-class WorkerOptions:
-    app_spec: str
-    queues: tuple[str, ...] = ("default",)
-    concurrency: int = 1
-    lease: float = 30.0
-    grace: float = 8.0
-    max_jobs: int | None = None
-    max_time: float | None = None
-    memory_mb: float | None = None
-    burst: bool = False
-    metrics_port: int | None = None
-    metrics_host: str = "127.0.0.1"
-
-    def problems(self) -> list[str]:
-        out = []
-        if self.concurrency < 1:
-            out.append(f"--concurrency: expected >= 1, got {self.concurrency}")
-        if self.lease < 1:
-            out.append(f"--lease: expected seconds >= 1, got {self.lease:g}")
-        if self.grace < 0:
-            out.append(f"--grace: expected seconds >= 0, got {self.grace:g}")
-        if not self.queues or any(not q for q in self.queues):
-            out.append(f"--queues: expected names separated by commas, got {self.queues!r}")
-        if self.memory_mb is not None and self.memory_mb <= 0:
-            out.append(f"--memory: expected MB > 0, got {self.memory_mb:g}")
-        return out
+# Store errors retrying cannot fix: a refused connection, a bad URL, a schema too new.
+REFUSALS = (StoreMisconfigured, ConfigError)
 
 
 class Worker:
     def __init__(self, app: App, options: WorkerOptions) -> None:
         self.app = app
         self.options = options
-        self.store = app.store
         self.ref = WorkerRef(
             id=f"w-{secrets.token_hex(3)}", host=socket.gethostname(), pid=os.getpid()
         )
-        self.stopping = threading.Event()
-        self.hard_stop = threading.Event()
+        self.shutdown = Shutdown(self.ref.id, options.grace, self._running, self._wake)
+        self.stopping = self.shutdown.requested
+        self.hard_stop = self.shutdown.hard
         self.finished = threading.Event()
-        self.stop_reason = ""
         self.needs_children = any(not j.is_async for j in app.jobs.values())
         self.slots = [Slot(self, i) for i in range(options.concurrency)]
         self._idle = list(self.slots)
@@ -85,25 +57,34 @@ class Worker:
         self._loop: asyncio.AbstractEventLoop | None = None
         self._loop_lock = threading.Lock()
         self._registered_at = 0.0
+        self._store_file = StoreFile(None)
+        self._burst: BurstEnd | None = None
         self.metrics = Metrics()
+
+    @property
+    def store(self) -> Store:
+        # Opened on first use, not at construction, so that a store URL that cannot be opened
+        # is reported by run() like any other refusal.
+        return self.app.store
 
     # -- lifecycle ---------------------------------------------------------------------
     def run(self) -> int:
         if threading.current_thread() is threading.main_thread():
-            signal.signal(signal.SIGTERM, self._on_signal)
-            signal.signal(signal.SIGINT, self._on_signal)
-        self._register()
+            signal.signal(signal.SIGTERM, self.shutdown.on_signal)
+            signal.signal(signal.SIGINT, self.shutdown.on_signal)
+        log.info("worker %s using the store %s", self.ref.id, redact(self.app.url))
+        if not self._register():
+            log.info(
+                "worker %s stopped before it registered: %s", self.ref.id, self.shutdown.reason
+            )
+            return self.shutdown.exit_code
+        self._store_file = StoreFile(sqlite_path(self.store, self.app.url))
         if self.options.metrics_port is not None:
             server = serve(self.options.metrics_port, self.options.metrics_host, self._metrics_page)
             log.info("metrics on http://%s:%d/metrics", *server.server_address[:2])
         for slot in self.slots:
             slot.thread.start()
-        heartbeat = threading.Thread(
-            target=self._heartbeat_loop, name="tenure-heartbeat", daemon=True
-        )
-        heartbeat.start()
-        # A thread of its own: a heartbeat stuck on a dead store must not stop the guard.
-        threading.Thread(target=self._guard_loop, name="tenure-lease-guard", daemon=True).start()
+        heartbeat = LeaseKeeper(self).start()
         log.info(
             "worker %s started: queues %s, concurrency %d, lease %g s, grace %g s",
             self.ref.id,
@@ -121,15 +102,18 @@ class Worker:
             self._call_store(lambda: self.store.worker_stopped(self.ref.id), attempts=3)
             if self._loop is not None:
                 self._loop.call_soon_threadsafe(self._loop.stop)
+            self._store_file.close()
             log.info(
                 "worker %s stopped (%s) after %d jobs",
                 self.ref.id,
-                self.stop_reason or "done",
+                self.shutdown.reason or "done",
                 self._finished_count,
             )
-        return 0
+        return self.shutdown.exit_code
 
-    def _register(self) -> None:
+    def _register(self) -> bool:
+        """Register with the store, retrying through an outage until a stop request; False
+        when the worker stopped (asked to, or refused by the store) before it could."""
         record = WorkerRecord(
             id=self.ref.id,
             host=self.ref.host,
@@ -139,29 +123,27 @@ class Worker:
             started_at=0.0,
             last_seen_at=0.0,
         )
-        self._call_store(lambda: self.store.register_worker(record))
-        self._registered_at = self._call_store(self.store.now)
+
+        def register() -> float:
+            self.store.register_worker(record)
+            return self.store.now()
+
+        registered_at = self._call_store(register, until=self.stopping)
+        if registered_at is None:
+            return False
+        self._registered_at = registered_at
+        return True
 
     def stop(self, reason: str, *, grace: float | None) -> None:
         """Stop reserving; after `grace` s (None: wait for running jobs) hand the rest back."""
-        if not self.stopping.is_set():
-            self.stop_reason = reason
-            log.info("worker %s stopping: %s", self.ref.id, reason)
-            self.stopping.set()
-            if grace is not None:
-                timer = threading.Timer(grace, self.hard_stop.set)
-                timer.daemon = True
-                timer.start()
+        self.shutdown.request(reason, grace=grace)
+
+    def _wake(self) -> None:
         with self._idle_changed:
             self._idle_changed.notify_all()
 
-    def _on_signal(self, signum: int, frame: FrameType | None) -> None:
-        name = signal.Signals(signum).name
-        if self.stopping.is_set():
-            log.warning("second %s: handing running jobs back now", name)
-            self.hard_stop.set()
-            return
-        self.stop(f"{name} received", grace=self.options.grace)
+    def _running(self) -> int:
+        return sum(1 for slot in self.slots if slot.current is not None)
 
     def _drain(self) -> None:
         for slot in self.slots:
@@ -182,8 +164,10 @@ class Worker:
                 self.stop(f"--max-time {opts.max_time:g} s reached", grace=None)
                 break
             if now >= next_rescue:
-                next_rescue = now + min(max(opts.lease / 3, 0.5), 5.0)
+                next_rescue = now + self._rescue_interval()
                 self._rescue()
+                if self._store_file_gone():
+                    break
             free = self._free_slots()
             if free == 0:
                 self._wait_for_free_slot()
@@ -196,6 +180,9 @@ class Worker:
                     queues=opts.queues, worker=self.ref, lease=opts.lease, limit=free
                 )
                 failures = 0
+            except REFUSALS as exc:
+                self._refused(exc)
+                break
             except Exception as exc:
                 failures += 1
                 self._store_trouble("reserve", exc, failures)
@@ -207,14 +194,50 @@ class Worker:
                 break
             if jobs:
                 continue
-            if opts.burst and self._free_slots() == len(self.slots):
-                self.stop("--burst: the queues are empty", grace=None)
+            if opts.burst and self._free_slots() == len(self.slots) and self._burst_done():
                 break
             try:
                 self.store.wait_for_work(queues=opts.queues, timeout=IDLE_WAIT_S)
+            except REFUSALS as exc:
+                self._refused(exc)
+                break
             except Exception as exc:
                 failures += 1
                 self._store_trouble("wait", exc, failures)
+
+    def _rescue_interval(self) -> float:
+        return min(max(self.options.lease / 3, 0.5), 5.0)
+
+    def _store_file_gone(self) -> bool:
+        problem = self._store_file.problem()
+        if problem is None:
+            return False
+        self.shutdown.refused(problem, "its SQLite store file is gone")
+        return True
+
+    def _refused(self, exc: Exception) -> None:
+        self.shutdown.refused(f"the store refused the worker: {exc}", "the store refused it")
+
+    def _burst_done(self) -> bool:
+        """The queues are empty: exit, unless a running job's lease is going unrenewed (its
+        worker may be dead: the job is ours to rescue and run once the lease expires)."""
+        if self._burst is None:
+            self._burst = BurstEnd(self.store, self.options.queues, self._rescue_interval() + 1)
+        try:
+            now = self.store.now()
+            waiting = self._burst.waiting_for(now)
+            if waiting:
+                log.debug("--burst: waiting for %d job(s) whose lease is not renewed", len(waiting))
+                return False
+            left = self._burst.leftover(now)
+        except Exception as exc:  # an outage now: the fetch loop backs off and looks again
+            log.warning("--burst: cannot read what is left (%s: %s)", type(exc).__name__, exc)
+            return False
+        (log.info if left.empty else log.warning)(
+            "--burst: the queues are empty; %s", left.describe()
+        )
+        self.stop("--burst: the queues are empty", grace=None)
+        return True
 
     def _free_slots(self) -> int:
         with self._idle_changed:
@@ -299,6 +322,7 @@ class Worker:
         self, res: Reservation
     ) -> tuple[EndResult | None, Reservation | None]:
         opts = self.options
+        result: EndResult | None
         try:
             result, following = self.store.complete_and_reserve(
                 job_id=res.job_id,
@@ -376,90 +400,39 @@ class Worker:
                 extra=fields,
             )
 
-    def _call_store(self, call: Callable[[], T], attempts: int = 1_000_000) -> T:
-        """Retry a store call through a short outage, backing off; give up after `attempts`."""
+    def _call_store(
+        self,
+        call: Callable[[], T],
+        attempts: int = 1_000_000,
+        *,
+        until: threading.Event | None = None,
+    ) -> T | None:
+        """Retry a store call through a short outage, backing off; None after `attempts`
+        failures, once `until` is set (default: a hard stop), or when the store refuses the
+        worker for good."""
+        interrupt = self.hard_stop if until is None else until
         failures = 0
         while True:
             try:
                 return call()
+            except REFUSALS as exc:
+                self._refused(exc)
+                return None
             except Exception as exc:
                 failures += 1
-                if failures >= attempts:
+                if failures >= attempts or interrupt.is_set():
                     log.error("store call failed %d times: %s", failures, exc)
-                    return None  # type: ignore[return-value]
+                    return None
                 delay = min(STORE_RETRY_MAX_S, 0.2 * 2**failures)
                 log.warning(
                     "store unavailable (%s: %s); retrying in %.1f s", type(exc).__name__, exc, delay
                 )
-                time.sleep(delay)
+                if interrupt.wait(delay):  # a stop request ends the wait at once
+                    log.info("store call given up: the worker is stopping (%s)", exc)
+                    return None
 
-    # -- leases ------------------------------------------------------------------------
-    def _heartbeat_loop(self) -> None:
-        interval = self.options.lease / 3
-        next_beat = time.monotonic() + interval
-        outage_logged = False
-        while not self.finished.is_set():
-            if time.monotonic() >= next_beat:
-                next_beat = time.monotonic() + interval
-                ok = self._renew_leases()
-                if not ok and not outage_logged:
-                    log.warning("cannot renew leases: the store is unreachable")
-                outage_logged = not ok
-            self.finished.wait(min(0.25, interval))
-
-    def _guard_loop(self) -> None:
-        while not self.finished.wait(0.1):
-            self._guard_leases()
-
-    def _renew_leases(self) -> bool:
-        held = [(slot, slot.current) for slot in self.slots if slot.current is not None]
-        sent_at = time.monotonic()
-        try:
-            lost = set(
-                self.store.heartbeat(
-                    worker=self.ref,
-                    leases=[(r.job_id, r.token) for _, r in held if r],
-                    lease=self.options.lease,
-                )
-            )
-            self._check_restart()
-        except Exception as exc:
-            log.debug("heartbeat failed: %s", exc)
-            self.metrics.renewed(False, 0)
-            return False
-        self.metrics.renewed(True, len(held))
-        for slot, res in held:
-            if res is None:
-                continue
-            if res.job_id in lost:
-                slot.lose_lease(
-                    res,
-                    "its lease was taken over before it ended (the worker "
-                    "could not renew it in time); stopped so it cannot run twice",
-                )
-            elif slot.current is res:
-                slot.renewed_at = sent_at
-        return True
-
-    def _guard_leases(self) -> None:
-        """Stop attempts whose lease this worker could not renew, before the lease expires."""
-        lease = self.options.lease
-        for slot in self.slots:
-            res = slot.current
-            if res is None:
-                continue
-            age = time.monotonic() - slot.renewed_at
-            if age > lease * LEASE_GIVE_UP_SHARE:
-                slot.lose_lease(
-                    res,
-                    f"the worker could not renew the lease for {age:.1f} s "
-                    "(store unreachable?) and stopped the attempt before the lease "
-                    "could expire",
-                )
-            elif age > lease * LEASE_WARN_SHARE:
-                slot.warn_lease()
-
-    def _check_restart(self) -> None:
+    def check_restart(self) -> None:
+        """Stop gracefully if `tenure restart` was asked for since this worker started."""
         requested = self.store.restart_requested_at()
         if requested is not None and requested > self._registered_at:
             self.stop("`tenure restart` requested", grace=None)
@@ -481,3 +454,6 @@ class Worker:
                 threading.Thread(target=loop.run_forever, name="tenure-async", daemon=True).start()
                 self._loop = loop
             return self._loop
+
+
+__all__ = ["Worker", "WorkerOptions"]

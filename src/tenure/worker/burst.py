@@ -1,0 +1,103 @@
+"""When a `--burst` worker may exit, and what it leaves behind.
+
+Empty queues are not the end of the work: a dead worker's job stays `running` until its lease
+expires, and then it is the burst worker's to rescue and run. So a burst worker waits for
+running jobs whose leases stop being renewed (at most until those leases expire), but not for
+jobs a live worker holds (their leases move) nor for scheduled ones (retries, delays), which it
+names when it exits.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from tenure.stores.base import JobRecord, Store, clock_text
+
+LIST_LIMIT = 10_000
+
+
+@dataclass(frozen=True)
+class Leftover:
+    retries: int  # scheduled after a failed attempt
+    delayed: int  # scheduled by the caller (delay=...)
+    next_due_at: float | None  # store clock
+    running_elsewhere: int
+    now: float
+
+    def describe(self) -> str:
+        scheduled = self.retries + self.delayed
+        parts = []
+        if scheduled:
+            retries = f"{self.retries} {'retry' if self.retries == 1 else 'retries'}"
+            delayed = f"{self.delayed} delayed"
+            kinds = ", ".join(
+                text for n, text in ((self.retries, retries), (self.delayed, delayed)) if n
+            )
+            due = ""
+            if self.next_due_at is not None:
+                wait = max(0.0, self.next_due_at - self.now)
+                due = f", the next due in {wait:.0f} s at {clock_text(self.next_due_at)}"
+            parts.append(f"{scheduled} scheduled ({kinds}{due})")
+        if self.running_elsewhere:
+            parts.append(f"{self.running_elsewhere} running on other live workers")
+        if not parts:
+            return "nothing is scheduled or running"
+        return "left: " + "; ".join(parts)
+
+    @property
+    def empty(self) -> bool:
+        return not (self.retries or self.delayed or self.running_elsewhere)
+
+
+class BurstEnd:
+    """Tracks, across idle ticks, the running jobs a burst worker is waiting for."""
+
+    def __init__(self, store: Store, queues: Sequence[str], slack: float) -> None:
+        self.store = store
+        self.queues = tuple(queues)
+        self.slack = slack  # time after a lease expired for the rescue to take it
+        self._first_lease: dict[str, float | None] = {}
+        self._alive: set[str] = set()
+
+    def _running(self) -> list[JobRecord]:
+        return [
+            job
+            for queue in self.queues
+            for job in self.store.list_jobs(state="running", queue=queue, limit=LIST_LIMIT)
+        ]
+
+    def waiting_for(self, now: float) -> list[JobRecord]:
+        """Running jobs whose lease has not moved since first seen and has not long expired:
+        their worker may be dead, and the job this worker's to run once the lease expires."""
+        waiting = []
+        for job in self._running():
+            if job.id in self._alive:
+                continue
+            first = self._first_lease.setdefault(job.id, job.lease_expires_at)
+            if job.lease_expires_at != first:  # renewed: a live worker holds it
+                self._alive.add(job.id)
+                continue
+            if first is not None and now > first + self.slack:
+                continue  # expired and still not rescued: not worth waiting on any longer
+            waiting.append(job)
+        return waiting
+
+    def leftover(self, now: float) -> Leftover:
+        retries = delayed = 0
+        next_due: float | None = None
+        by_queue = self.store.queue_counts()
+        for queue in self.queues:
+            scheduled = by_queue.get(queue, {}).get("scheduled", 0)
+            if not scheduled:
+                continue
+            for job in self.store.list_jobs(
+                state="scheduled", queue=queue, limit=min(scheduled, LIST_LIMIT)
+            ):
+                if job.tries_used:
+                    retries += 1
+                else:
+                    delayed += 1
+                next_due = job.run_at if next_due is None else min(next_due, job.run_at)
+        running = len(self._running())
+        return Leftover(retries, delayed, next_due, running, now)

@@ -1,0 +1,99 @@
+"""Keeping a worker's leases: renew them every lease/3, and stop an attempt whose lease the
+worker could not renew before the store can hand its job to another worker."""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from tenure.worker.supervisor import Worker
+
+log = logging.getLogger("tenure.worker")
+
+# The worker kills an attempt whose lease it could not renew for this share of the lease,
+# so the attempt is stopped before the store can hand the job to another worker.
+LEASE_GIVE_UP_SHARE = 0.8
+LEASE_WARN_SHARE = 0.5
+
+
+class LeaseKeeper:
+    def __init__(self, worker: Worker) -> None:
+        self.worker = worker
+
+    def start(self) -> threading.Thread:
+        """Start the heartbeat and the guard; return the heartbeat's thread (to join)."""
+        heartbeat = threading.Thread(
+            target=self._heartbeat_loop, name="tenure-heartbeat", daemon=True
+        )
+        heartbeat.start()
+        # A thread of its own: a heartbeat stuck on a dead store must not stop the guard.
+        threading.Thread(target=self._guard_loop, name="tenure-lease-guard", daemon=True).start()
+        return heartbeat
+
+    def _heartbeat_loop(self) -> None:
+        interval = self.worker.options.lease / 3
+        next_beat = time.monotonic() + interval
+        outage_logged = False
+        while not self.worker.finished.is_set():
+            if time.monotonic() >= next_beat:
+                next_beat = time.monotonic() + interval
+                ok = self._renew_leases()
+                if not ok and not outage_logged:
+                    log.warning("cannot renew leases: the store is unreachable")
+                outage_logged = not ok
+            self.worker.finished.wait(min(0.25, interval))
+
+    def _guard_loop(self) -> None:
+        while not self.worker.finished.wait(0.1):
+            self._guard_leases()
+
+    def _renew_leases(self) -> bool:
+        held = [(slot, slot.current) for slot in self.worker.slots if slot.current is not None]
+        sent_at = time.monotonic()
+        try:
+            lost = set(
+                self.worker.store.heartbeat(
+                    worker=self.worker.ref,
+                    leases=[(r.job_id, r.token) for _, r in held if r],
+                    lease=self.worker.options.lease,
+                )
+            )
+            self.worker.check_restart()
+        except Exception as exc:
+            log.debug("heartbeat failed: %s", exc)
+            self.worker.metrics.renewed(False, 0)
+            return False
+        self.worker.metrics.renewed(True, len(held))
+        for slot, res in held:
+            if res is None:
+                continue
+            if res.job_id in lost:
+                slot.lose_lease(
+                    res,
+                    "its lease was taken over before it ended (the worker "
+                    "could not renew it in time); stopped so it cannot run twice",
+                )
+            elif slot.current is res:
+                slot.renewed_at = sent_at
+        return True
+
+    def _guard_leases(self) -> None:
+        """Stop attempts whose lease this worker could not renew, before the lease expires."""
+        lease = self.worker.options.lease
+        for slot in self.worker.slots:
+            res = slot.current
+            if res is None:
+                continue
+            age = time.monotonic() - slot.renewed_at
+            if age > lease * LEASE_GIVE_UP_SHARE:
+                slot.lose_lease(
+                    res,
+                    f"the worker could not renew the lease for {age:.1f} s "
+                    "(store unreachable?) and stopped the attempt before the lease "
+                    "could expire",
+                )
+            elif age > lease * LEASE_WARN_SHARE:
+                slot.warn_lease()
