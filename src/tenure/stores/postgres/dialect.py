@@ -14,10 +14,14 @@ class PostgresDialect:
     greatest = "greatest"
     lock_rows = " FOR UPDATE"
     creation_order = "seq"
+    clock_sql = "date_part('epoch', clock_timestamp())"
 
     def __init__(self, db: Database) -> None:
         self.q = db.q
         self._db = db
+
+    def wake(self, cur: Cursor, queue: str) -> None:
+        cur.execute("SELECT pg_notify(%s, %s)", (self._db.channel, queue))
 
     def insert_jobs(
         self, cur: Cursor, jobs: Sequence[NewJob], now: float, *, skip_existing: bool

@@ -28,8 +28,7 @@ from typing import Any, ClassVar
 
 from psycopg.rows import DictRow
 
-from tenure.retry import Counters, Policy, decide
-from tenure.states import visible_state
+from tenure.retry import Policy
 from tenure.stores.base import (
     AttemptRecord,
     Capabilities,
@@ -48,7 +47,7 @@ from tenure.stores.postgres.guards import CLOCK
 from tenure.stores.postgres.jobs import NOW, insert_jobs
 from tenure.stores.postgres.operations import PostgresOperations
 from tenure.stores.postgres.transaction import PostgresJobTransaction, caller_cursor
-from tenure.stores.sql import batches
+from tenure.stores.sql import batches, endings
 
 # guarded jobs one reserve call may look at beyond `limit`: they may be deferred instead
 RESERVE_LOOKAHEAD = 32
@@ -145,7 +144,7 @@ class PostgresStore(PostgresOperations):
         with self.db.transaction() as cur:
             result = self.complete_on(cur, job_id, token)
             if result is None:
-                result = self._refuse(cur, job_id, token, "succeeded")
+                result = endings.refuse(self.dialect, cur, job_id, token, "succeeded")
             # after the batch row's lock (complete_on), as cancel_batch orders its locks
             return result, self._claim_one(cur, queues, worker, lease)
 
@@ -298,7 +297,11 @@ class PostgresStore(PostgresOperations):
     def complete(self, *, job_id: str, token: int) -> EndResult:
         with self.db.transaction() as cur:
             result = self.complete_on(cur, job_id, token)
-            return self._refuse(cur, job_id, token, "succeeded") if result is None else result
+            return (
+                endings.refuse(self.dialect, cur, job_id, token, "succeeded")
+                if result is None
+                else result
+            )
 
     def complete_on(self, cur: Cursor, job_id: str, token: int) -> EndResult | None:
         """Write the success inside the caller's transaction; None when the token is stale."""
@@ -344,117 +347,12 @@ class PostgresStore(PostgresOperations):
         permanent: bool = False,
     ) -> EndResult:
         with self.db.transaction() as cur:
-            # Fencing: only the holder of the current attempt may end it. An expired lease not
-            # yet rescued is still honoured: nobody else has the job, and taking the result
-            # avoids a needless re-run.
-            job = cur.execute(
-                self.db.q(
-                    "SELECT id, queue, policy, tries_used, exceptions, batch_id"
-                    " FROM {s}.tenure_jobs WHERE id = %s AND attempt = %s AND state = 'running'"
-                    " FOR UPDATE"
-                ),
-                (job_id, token),
-            ).fetchone()
+            job = endings.held_job(self.dialect, cur, job_id, token)
             if job is None:
-                return self._refuse(cur, job_id, token, outcome)
+                return endings.refuse(self.dialect, cur, job_id, token, outcome)
             now = self.db.clock(cur)
-            self._close_attempt(cur, job_id, token, now, outcome, error, traceback)
-            return self._apply_decision(cur, job, outcome, error, now, permanent)
-
-    def _refuse(self, cur: Cursor, job_id: str, token: int, outcome: str) -> EndResult:
-        """Record a late result that was refused, on the attempt that produced it."""
-        note = (
-            f"its worker reported '{outcome}' after the lease had been taken over; "
-            "the late result was refused (fencing)"
-        )
-        cur.execute(
-            self.db.q(
-                "UPDATE {s}.tenure_attempts SET outcome = 'lost_lease',"
-                " error = coalesce(error || '; ', '') || %s WHERE job_id = %s AND number = %s"
-                " AND (outcome IS NULL OR outcome = 'crashed')"
-            ),
-            (note, job_id, token),
-        )
-        row = cur.execute(
-            self.db.q(
-                "SELECT state, run_at, date_part('epoch', clock_timestamp()) AS now"
-                " FROM {s}.tenure_jobs WHERE id = %s"
-            ),
-            (job_id,),
-        ).fetchone()
-        state = visible_state(row["state"], row["run_at"], row["now"]) if row else "missing"
-        return EndResult(accepted=False, state=state, reason="stale token: lease taken over")
-
-    def _close_attempt(
-        self,
-        cur: Cursor,
-        job_id: str,
-        number: int,
-        now: float,
-        outcome: str,
-        error: str | None,
-        traceback: str | None,
-    ) -> None:
-        cur.execute(
-            self.db.q(
-                "UPDATE {s}.tenure_attempts SET ended_at = %s, outcome = %s, error = %s,"
-                " traceback = %s WHERE job_id = %s AND number = %s"
-            ),
-            (now, outcome, error, traceback, job_id, number),
-        )
-
-    def _apply_decision(
-        self, cur: Cursor, job: DictRow, outcome: str, error: str, now: float, permanent: bool
-    ) -> EndResult:
-        """Retry or fail the (locked) job by its own Policy: the one rule every store shares."""
-        counters = Counters(job["tries_used"], job["exceptions"])
-        decision = decide(
-            Policy.from_json(job["policy"]), counters, outcome, now, permanent=permanent
-        )
-        c = decision.counters
-        batch_id = job["batch_id"]
-        if (
-            decision.retry
-            and batch_id is not None
-            and batches.stops_new_work(self.dialect, cur, batch_id)
-        ):
-            # Its batch was cancelled or has failed: the retry would be wasted work.
-            cur.execute(
-                self.db.q(
-                    "UPDATE {s}.tenure_jobs SET state = 'cancelled', finished_at = %s,"
-                    " lease_expires_at = NULL, tries_used = %s, exceptions = %s,"
-                    " last_error = %s WHERE id = %s"
-                ),
-                (now, c.tries_used, c.exceptions, error, job["id"]),
-            )
-            batches.member_ended(self.dialect, cur, batch_id, "cancelled", now)
-            return EndResult(True, "cancelled", "its batch no longer runs new work")
-        if decision.retry:
-            cur.execute(
-                self.db.q(
-                    "UPDATE {s}.tenure_jobs SET state = 'queued', run_at = %s,"
-                    " lease_expires_at = NULL, worker_id = NULL, tries_used = %s,"
-                    " exceptions = %s, last_error = %s WHERE id = %s"
-                ),
-                (now + decision.delay, c.tries_used, c.exceptions, error, job["id"]),
-            )
-            if decision.delay <= 0:
-                # handed back at once (interrupted, lost lease): wake an idle worker for it
-                cur.execute("SELECT pg_notify(%s, %s)", (self.db.channel, job["queue"]))
-                return EndResult(True, "queued", decision.reason, decision.delay)
-            return EndResult(True, "scheduled", decision.reason, decision.delay)
-        reason = f"{error}; failed because {decision.reason}"
-        cur.execute(
-            self.db.q(
-                "UPDATE {s}.tenure_jobs SET state = 'failed', finished_at = %s,"
-                " lease_expires_at = NULL, tries_used = %s, exceptions = %s, last_error = %s"
-                " WHERE id = %s"
-            ),
-            (now, c.tries_used, c.exceptions, reason, job["id"]),
-        )
-        if batch_id is not None:
-            batches.member_ended(self.dialect, cur, batch_id, "failed", now)
-        return EndResult(True, "failed", decision.reason)
+            endings.close_attempt(self.dialect, cur, job_id, token, now, outcome, error, traceback)
+            return endings.apply_decision(self.dialect, cur, job, outcome, error, now, permanent)
 
     def rescue_expired(self) -> list[Rescued]:
         rescued: list[Rescued] = []
@@ -493,8 +391,12 @@ class PostgresStore(PostgresOperations):
                     last_heartbeat_at=row["last_heartbeat_at"],
                 )
                 error = describe_crash(attempt, row["lease_expires_at"])
-                self._close_attempt(cur, row["id"], row["attempt"], now, "crashed", error, None)
-                result = self._apply_decision(cur, row, "crashed", error, now, False)
+                endings.close_attempt(
+                    self.dialect, cur, row["id"], row["attempt"], now, "crashed", error, None
+                )
+                result = endings.apply_decision(
+                    self.dialect, cur, row, "crashed", error, now, False
+                )
                 rescued.append(Rescued(row["id"], row["attempt"], result))
         return rescued
 

@@ -36,6 +36,7 @@ CALLBACK_KINDS = ("then", "catch", "finally")
 # A sqlite3 connection or a psycopg cursor: `execute(sql, params)` returning something with
 # fetchone(), fetchall() and rowcount, rows readable by column name.
 Cursor = Any
+Row = Any  # a sqlite3.Row or a psycopg dict row: read by column name
 
 
 class Dialect(Protocol):
@@ -46,6 +47,10 @@ class Dialect(Protocol):
     greatest: str  # the larger of two values: max (SQLite) or greatest (PostgreSQL)
     lock_rows: str  # appended to a SELECT of rows about to be changed: "" or " FOR UPDATE"
     creation_order: str  # a column that orders batches created in the same instant
+    clock_sql: str  # the server's clock as epoch seconds, inside a statement
+
+    def wake(self, cur: Cursor, queue: str) -> None:
+        """Tell idle workers of `queue` that a job is ready, when the transaction commits."""
 
     def q(self, sql: str) -> str: ...
 

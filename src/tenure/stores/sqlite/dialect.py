@@ -9,11 +9,17 @@ from collections.abc import Sequence
 
 from tenure.stores.base import NewJob
 
+NOW_SQL = "(julianday('now') - 2440587.5) * 86400.0"  # epoch seconds, SQLite's own clock
+
 
 class SQLiteDialect:
     greatest = "max"
     lock_rows = ""  # BEGIN IMMEDIATE already holds the one write lock
     creation_order = "rowid"
+    clock_sql = NOW_SQL
+
+    def wake(self, cur: sqlite3.Connection, queue: str) -> None:
+        pass  # waiters watch the file's data_version: every commit wakes them
 
     def q(self, sql: str) -> str:
         return _sqlite_sql(sql)

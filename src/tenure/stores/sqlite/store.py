@@ -14,8 +14,7 @@ from contextlib import contextmanager
 from typing import Any, ClassVar
 
 from tenure.errors import ConfigError
-from tenure.retry import Counters, Policy, decide
-from tenure.states import visible_state
+from tenure.retry import Policy
 from tenure.stores.base import (
     BatchRecord,
     Capabilities,
@@ -27,7 +26,7 @@ from tenure.stores.base import (
     WorkerRef,
     describe_crash,
 )
-from tenure.stores.sql import batches
+from tenure.stores.sql import batches, endings
 from tenure.stores.sqlite import guards
 from tenure.stores.sqlite.connection import _attempt, sqlite_path
 from tenure.stores.sqlite.dialect import SQLITE, insert_jobs
@@ -286,9 +285,9 @@ class SQLiteStore(SQLiteOperations):
             (now, job_id, token),
         ).fetchone()
         if row is None:
-            return self._refuse(conn, job_id, token, now, "succeeded")
+            return endings.refuse(SQLITE, conn, job_id, token, "succeeded", now)
         batch_id = row["batch_id"]
-        self._close_attempt(conn, job_id, token, now, "succeeded", None, None)
+        endings.close_attempt(SQLITE, conn, job_id, token, now, "succeeded", None, None)
         if batch_id is not None:
             batches.member_ended(SQLITE, conn, batch_id, "succeeded", now)
         return EndResult(accepted=True, state="succeeded")
@@ -319,10 +318,11 @@ class SQLiteStore(SQLiteOperations):
         permanent: bool = False,
     ) -> EndResult:
         with self._write() as (conn, now):
-            if not self._holds(conn, job_id, token, now):
-                return self._refuse(conn, job_id, token, now, outcome)
-            self._close_attempt(conn, job_id, token, now, outcome, error, traceback)
-            return self._apply_decision(conn, job_id, outcome, error, now, permanent)
+            job = endings.held_job(SQLITE, conn, job_id, token)
+            if job is None:
+                return endings.refuse(SQLITE, conn, job_id, token, outcome, now)
+            endings.close_attempt(SQLITE, conn, job_id, token, now, outcome, error, traceback)
+            return endings.apply_decision(SQLITE, conn, job, outcome, error, now, permanent)
 
     def _holds(self, conn: sqlite3.Connection, job_id: str, token: int, now: float) -> bool:
         # Fencing: a worker paused past its lease must not end an attempt someone else now owns.
@@ -334,98 +334,12 @@ class SQLiteStore(SQLiteOperations):
         ).fetchone()
         return row is not None
 
-    def _refuse(
-        self, conn: sqlite3.Connection, job_id: str, token: int, now: float, outcome: str
-    ) -> EndResult:
-        """Record a late result that was refused, on the attempt that produced it."""
-        note = (
-            f"its worker reported '{outcome}' after the lease had been taken over; "
-            "the late result was refused (fencing)"
-        )
-        conn.execute(
-            "UPDATE tenure_attempts SET outcome = 'lost_lease',"
-            " error = COALESCE(error || '; ', '') || ? WHERE job_id = ? AND number = ?"
-            " AND (outcome IS NULL OR outcome = 'crashed')",
-            (note, job_id, token),
-        )
-        row = conn.execute(
-            "SELECT state, run_at FROM tenure_jobs WHERE id = ?", (job_id,)
-        ).fetchone()
-        state = visible_state(row["state"], row["run_at"], now) if row else "missing"
-        return EndResult(accepted=False, state=state, reason="stale token: lease taken over")
-
-    def _close_attempt(
-        self,
-        conn: sqlite3.Connection,
-        job_id: str,
-        number: int,
-        now: float,
-        outcome: str,
-        error: str | None,
-        traceback: str | None,
-    ) -> None:
-        conn.execute(
-            "UPDATE tenure_attempts SET ended_at = ?, outcome = ?, error = ?, traceback = ?"
-            " WHERE job_id = ? AND number = ?",
-            (now, outcome, error, traceback, job_id, number),
-        )
-
-    def _apply_decision(
-        self,
-        conn: sqlite3.Connection,
-        job_id: str,
-        outcome: str,
-        error: str,
-        now: float,
-        permanent: bool,
-    ) -> EndResult:
-        row = conn.execute(
-            "SELECT policy, tries_used, exceptions, batch_id FROM tenure_jobs WHERE id = ?",
-            (job_id,),
-        ).fetchone()
-        counters = Counters(row["tries_used"], row["exceptions"])
-        decision = decide(
-            Policy.from_json(row["policy"]), counters, outcome, now, permanent=permanent
-        )
-        c = decision.counters
-        batch_id = row["batch_id"]
-        if (
-            decision.retry
-            and batch_id is not None
-            and batches.stops_new_work(SQLITE, conn, batch_id)
-        ):
-            # Its batch was cancelled or has failed: the retry would be wasted work.
-            conn.execute(
-                "UPDATE tenure_jobs SET state = 'cancelled', finished_at = ?, lease_expires_at"
-                " = NULL, tries_used = ?, exceptions = ?, last_error = ? WHERE id = ?",
-                (now, c.tries_used, c.exceptions, error, job_id),
-            )
-            batches.member_ended(SQLITE, conn, batch_id, "cancelled", now)
-            return EndResult(True, "cancelled", "its batch no longer runs new work")
-        if decision.retry:
-            conn.execute(
-                "UPDATE tenure_jobs SET state = 'queued', run_at = ?, lease_expires_at = NULL,"
-                " worker_id = NULL, tries_used = ?, exceptions = ?, last_error = ? WHERE id = ?",
-                (now + decision.delay, c.tries_used, c.exceptions, error, job_id),
-            )
-            state = "queued" if decision.delay <= 0 else "scheduled"
-            return EndResult(True, state, decision.reason, decision.delay)
-        reason = f"{error}; failed because {decision.reason}"
-        conn.execute(
-            "UPDATE tenure_jobs SET state = 'failed', finished_at = ?, lease_expires_at = NULL,"
-            " tries_used = ?, exceptions = ?, last_error = ? WHERE id = ?",
-            (now, c.tries_used, c.exceptions, reason, job_id),
-        )
-        if batch_id is not None:
-            batches.member_ended(SQLITE, conn, batch_id, "failed", now)
-        return EndResult(True, "failed", decision.reason)
-
     def rescue_expired(self) -> list[Rescued]:
         rescued: list[Rescued] = []
         with self._write() as (conn, now):
             rows = conn.execute(
-                "SELECT id, attempt, lease_expires_at FROM tenure_jobs WHERE state = 'running'"
-                " AND lease_expires_at < ?",
+                f"SELECT {endings.DECISION_COLUMNS}, attempt, lease_expires_at FROM tenure_jobs"
+                " WHERE state = 'running' AND lease_expires_at < ?",
                 (now,),
             ).fetchall()
             for row in rows:
@@ -442,8 +356,8 @@ class SQLiteStore(SQLiteOperations):
             error = "its lease expired with no result, and its attempt record is missing"
         else:
             error = describe_crash(_attempt(found), row["lease_expires_at"])
-        self._close_attempt(conn, row["id"], row["attempt"], now, "crashed", error, None)
-        result = self._apply_decision(conn, row["id"], "crashed", error, now, False)
+        endings.close_attempt(SQLITE, conn, row["id"], row["attempt"], now, "crashed", error, None)
+        result = endings.apply_decision(SQLITE, conn, row, "crashed", error, now, False)
         return Rescued(row["id"], row["attempt"], result)
 
     @contextmanager

@@ -1,0 +1,122 @@
+"""How an attempt ends on the SQL stores, written once for SQLite and PostgreSQL: the fencing
+check, a late result refused, the attempt row closed, and the retry decision (pure Python,
+tenure.retry.decide) applied to the job and its batch, all inside the caller's transaction."""
+
+from __future__ import annotations
+
+from tenure.retry import Counters, Policy, decide
+from tenure.states import visible_state
+from tenure.stores.base import EndResult
+from tenure.stores.sql import batches
+from tenure.stores.sql.batches import Cursor, Dialect, Row
+
+STALE = "stale token: lease taken over"
+# What apply_decision reads of the job.
+DECISION_COLUMNS = "id, queue, policy, tries_used, exceptions, batch_id"
+
+
+def held_job(d: Dialect, cur: Cursor, job_id: str, token: int) -> Row | None:
+    """The job (DECISION_COLUMNS), locked where rows lock, if `token` still holds it; None
+    when fenced. A lease that expired but was not yet rescued is still honoured: nobody else
+    has the job, and taking the result avoids a needless re-run."""
+    row: Row | None = cur.execute(
+        d.q(
+            f"SELECT {DECISION_COLUMNS} FROM {{s}}.tenure_jobs"
+            f" WHERE id = %s AND attempt = %s AND state = 'running'{d.lock_rows}"
+        ),
+        (job_id, token),
+    ).fetchone()
+    return row
+
+
+def refuse(
+    d: Dialect, cur: Cursor, job_id: str, token: int, outcome: str, now: float | None = None
+) -> EndResult:
+    """Record a late result that was refused (fencing), on the attempt that produced it.
+    `now` None reads the server's clock in the same statement."""
+    note = (
+        f"its worker reported '{outcome}' after the lease had been taken over; "
+        "the late result was refused (fencing)"
+    )
+    cur.execute(
+        d.q(
+            "UPDATE {s}.tenure_attempts SET outcome = 'lost_lease',"
+            " error = coalesce(error || '; ', '') || %s WHERE job_id = %s AND number = %s"
+            " AND (outcome IS NULL OR outcome = 'crashed')"
+        ),
+        (note, job_id, token),
+    )
+    clock, params = (d.clock_sql, (job_id,)) if now is None else ("%s", (now, job_id))
+    row = cur.execute(
+        d.q(f"SELECT state, run_at, {clock} AS now FROM {{s}}.tenure_jobs WHERE id = %s"), params
+    ).fetchone()
+    state = visible_state(row["state"], row["run_at"], row["now"]) if row else "missing"
+    return EndResult(accepted=False, state=state, reason=STALE)
+
+
+def close_attempt(
+    d: Dialect,
+    cur: Cursor,
+    job_id: str,
+    number: int,
+    now: float,
+    outcome: str,
+    error: str | None,
+    traceback: str | None,
+) -> None:
+    cur.execute(
+        d.q(
+            "UPDATE {s}.tenure_attempts SET ended_at = %s, outcome = %s, error = %s,"
+            " traceback = %s WHERE job_id = %s AND number = %s"
+        ),
+        (now, outcome, error, traceback, job_id, number),
+    )
+
+
+def apply_decision(
+    d: Dialect, cur: Cursor, job: Row, outcome: str, error: str, now: float, permanent: bool
+) -> EndResult:
+    """Retry or fail the (locked) job by its own Policy: the one rule every store shares.
+    `job` holds DECISION_COLUMNS."""
+    counters = Counters(job["tries_used"], job["exceptions"])
+    decision = decide(Policy.from_json(job["policy"]), counters, outcome, now, permanent=permanent)
+    c = decision.counters
+    batch_id = job["batch_id"]
+    if decision.retry and batch_id is not None and batches.stops_new_work(d, cur, batch_id):
+        # Its batch was cancelled or has failed: the retry would be wasted work.
+        cur.execute(
+            d.q(
+                "UPDATE {s}.tenure_jobs SET state = 'cancelled', finished_at = %s,"
+                " lease_expires_at = NULL, tries_used = %s, exceptions = %s,"
+                " last_error = %s WHERE id = %s"
+            ),
+            (now, c.tries_used, c.exceptions, error, job["id"]),
+        )
+        batches.member_ended(d, cur, batch_id, "cancelled", now)
+        return EndResult(True, "cancelled", "its batch no longer runs new work")
+    if decision.retry:
+        cur.execute(
+            d.q(
+                "UPDATE {s}.tenure_jobs SET state = 'queued', run_at = %s,"
+                " lease_expires_at = NULL, worker_id = NULL, tries_used = %s,"
+                " exceptions = %s, last_error = %s WHERE id = %s"
+            ),
+            (now + decision.delay, c.tries_used, c.exceptions, error, job["id"]),
+        )
+        if decision.delay <= 0:
+            # handed back at once (interrupted, lost lease): wake an idle worker for it
+            d.wake(cur, job["queue"])
+            return EndResult(True, "queued", decision.reason, decision.delay)
+        return EndResult(True, "scheduled", decision.reason, decision.delay)
+    reason = f"{error}; failed because {decision.reason}"
+    cur.execute(
+        d.q(
+            "UPDATE {s}.tenure_jobs SET state = 'failed', finished_at = %s,"
+            " lease_expires_at = NULL, tries_used = %s, exceptions = %s, last_error = %s"
+            " WHERE id = %s"
+        ),
+        (now, c.tries_used, c.exceptions, reason, job["id"]),
+    )
+    if batch_id is not None:
+        batches.member_ended(d, cur, batch_id, "failed", now)
+    return EndResult(True, "failed", decision.reason)
