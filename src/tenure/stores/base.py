@@ -345,6 +345,17 @@ class Store(Protocol):
     def restart_requested_at(self) -> float | None: ...
 
 
+class CountsFromQueues:
+    """`counts()` written once for every store, from `queue_counts()`: one source, so the two
+    never disagree, and a backend implements one verb, not two."""
+
+    def queue_counts(self) -> dict[str, dict[str, int]]:
+        raise NotImplementedError
+
+    def counts(self) -> dict[str, int]:
+        return total_counts(self.queue_counts())
+
+
 def total_counts(by_queue: dict[str, dict[str, int]]) -> dict[str, int]:
     """`counts()` from `queue_counts()`: one source, so the two never disagree."""
     out = dict.fromkeys(JOB_STATES, 0)

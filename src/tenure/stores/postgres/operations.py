@@ -10,12 +10,12 @@ from typing import Any
 from tenure.states import FINAL_STATES, JOB_STATES
 from tenure.stores.base import (
     BatchRecord,
+    CountsFromQueues,
     EffectRecord,
     JobRecord,
     NewBatch,
     NewJob,
     WorkerRecord,
-    total_counts,
 )
 from tenure.stores.postgres.database import POOL_MAX, Database
 from tenure.stores.postgres.dialect import PostgresDialect
@@ -32,7 +32,7 @@ def usable_id(value: str) -> bool:
     return "\x00" not in value
 
 
-class PostgresOperations:
+class PostgresOperations(CountsFromQueues):
     """`postgresql://user@host/db?schema=NAME` (default schema: tenure)."""
 
     def __init__(self, url: str, *, pool_max: int = POOL_MAX) -> None:
@@ -133,9 +133,6 @@ class PostgresOperations:
                 (*params, limit),
             ).fetchall()
         return [job_record(r, []) for r in rows]
-
-    def counts(self) -> dict[str, int]:
-        return total_counts(self.queue_counts())
 
     def queue_counts(self) -> dict[str, dict[str, int]]:
         out: dict[str, dict[str, int]] = {}

@@ -82,13 +82,13 @@ from tenure.states import JOB_STATES, visible_state
 from tenure.stores.base import (
     AttemptRecord,
     Capabilities,
+    CountsFromQueues,
     EndResult,
     JobRecord,
     Rescued,
     Reservation,
     WorkerRef,
     describe_crash,
-    total_counts,
 )
 from tenure.stores.redis.batches import RedisBatches
 from tenure.stores.redis.client import (
@@ -121,7 +121,7 @@ RESCUE_CHUNK = 500
 MAX_CAS_ROUNDS = 50
 
 
-class RedisStore(RedisBatches, RedisGuards, RedisWorkers):
+class RedisStore(RedisBatches, RedisGuards, RedisWorkers, CountsFromQueues):
     capabilities: ClassVar[Capabilities] = Capabilities(
         name="Redis",
         job_transactions=False,
@@ -463,9 +463,6 @@ class RedisStore(RedisBatches, RedisGuards, RedisWorkers):
                     if len(out) >= limit:
                         break
         return out
-
-    def counts(self) -> dict[str, int]:
-        return total_counts(self.queue_counts())
 
     def queue_counts(self) -> dict[str, dict[str, int]]:
         # Every state has a sorted set per queue, so each figure is a ZCARD (O(1)) or, for

@@ -7,13 +7,13 @@ import json
 from dataclasses import replace
 
 from tenure.states import FINAL_STATES, JOB_STATES
-from tenure.stores.base import EffectRecord, JobRecord, WorkerRecord, total_counts
+from tenure.stores.base import CountsFromQueues, EffectRecord, JobRecord, WorkerRecord
 from tenure.stores.sql import batches
 from tenure.stores.sqlite.connection import SQLiteConnections, _attempt, _job
 from tenure.stores.sqlite.dialect import SQLITE
 
 
-class SQLiteOperations(SQLiteConnections):
+class SQLiteOperations(SQLiteConnections, CountsFromQueues):
     # -- reading and operating ---------------------------------------------------------
     def get_job(self, job_id: str) -> JobRecord | None:
         with self._read() as conn:
@@ -60,9 +60,6 @@ class SQLiteOperations(SQLiteConnections):
             (*params, limit),
         ).fetchall()
         return [_job(r, now, []) for r in rows]
-
-    def counts(self) -> dict[str, int]:
-        return total_counts(self.queue_counts())
 
     def queue_counts(self) -> dict[str, dict[str, int]]:
         out: dict[str, dict[str, int]] = {}
