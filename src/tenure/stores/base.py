@@ -1,172 +1,36 @@
 """The store interface: one narrow seam, named in job verbs, that every backend implements.
 
-Plain dataclasses in and out; no SQL or Redis types cross it. Times are epoch seconds measured
-on the *store's* clock (`Store.now()`), never a worker's, so that a worker with a skewed clock
-can neither expire a lease early nor keep one late.
+Plain dataclasses in and out (stores/records.py, re-exported here); no SQL or Redis types cross
+it. Times are epoch seconds measured on the *store's* clock (`Store.now()`), never a worker's,
+so that a worker with a skewed clock can neither expire a lease early nor keep one late.
 """
 
 from __future__ import annotations
 
-import time
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, ClassVar, Protocol
 
-from tenure.batch import BatchCounts
-from tenure.batch import progress as batch_progress
-from tenure.errors import JobTransactionEnded
-from tenure.guards import NO_GUARDS, Guards
-from tenure.retry import Policy
 from tenure.states import JOB_STATES
-
-
-@dataclass(frozen=True)
-class NewJob:
-    id: str
-    name: str
-    queue: str
-    payload: str
-    policy: Policy
-    delay: float = 0.0  # seconds after the store's now
-    batch_id: str | None = None
-    guards: Guards = NO_GUARDS
-
-
-@dataclass(frozen=True)
-class WorkerRef:
-    """Who holds a lease: written on every attempt so a person can find the process."""
-
-    id: str
-    host: str
-    pid: int
-
-
-@dataclass(frozen=True)
-class Reservation:
-    """A job handed to a worker. `token` fences the lease: only its holder may end the attempt."""
-
-    job_id: str
-    name: str
-    queue: str
-    payload: str
-    policy: Policy
-    attempt: int
-    token: int
-    lease_expires_at: float
-    batch_id: str | None = None
-
-
-@dataclass(frozen=True)
-class AttemptRecord:
-    job_id: str
-    number: int
-    worker_id: str
-    host: str
-    pid: int
-    started_at: float
-    ended_at: float | None
-    outcome: str | None  # None while running
-    error: str | None
-    traceback: str | None
-    last_heartbeat_at: float | None
-
-    @property
-    def worker(self) -> str:
-        return self.worker_id
-
-
-@dataclass(frozen=True)
-class EffectRecord:
-    """An effect `once(key)` recorded, and the attempt that claimed it."""
-
-    key: str
-    attempt: int
-    at: float
-
-
-@dataclass(frozen=True)
-class JobRecord:
-    id: str
-    name: str
-    queue: str
-    payload: str
-    state: str  # as shown: queued | scheduled | running | succeeded | failed | cancelled
-    policy: Policy
-    created_at: float
-    run_at: float
-    finished_at: float | None
-    tries_used: int
-    exceptions: int
-    last_error: str | None
-    lease_expires_at: float | None
-    worker_id: str | None
-    batch_id: str | None
-    attempts: list[AttemptRecord] = field(default_factory=list)
-    effects: list[EffectRecord] = field(default_factory=list)
-
-
-@dataclass(frozen=True)
-class EndResult:
-    """What the store did with an attempt's end."""
-
-    accepted: bool  # False: the token was stale (lease taken over); nothing changed but a note
-    state: str  # the job's state afterwards, or "missing" when no such job exists
-    reason: str = ""
-    retry_in: float | None = None
-
-
-@dataclass(frozen=True)
-class Rescued:
-    job_id: str
-    attempt: int
-    result: EndResult
-
-
-@dataclass(frozen=True)
-class NewBatch:
-    """A batch to create. Callbacks are jobs written down now and enqueued, exactly once each,
-    by the store when the batch reaches the moment they are for."""
-
-    id: str
-    name: str
-    total: int | None = None  # declared total: progress is measured against it
-    allow_failures: bool = False
-    then: NewJob | None = None
-    catch: NewJob | None = None
-    finally_: NewJob | None = None
-
-
-@dataclass(frozen=True)
-class BatchRecord:
-    id: str
-    name: str
-    state: str  # running | succeeded | failed | cancelled
-    total: int  # the declared total, else the members added so far
-    jobs: int
-    done: int
-    failed: int
-    cancelled: int
-    pending: int  # total - done - failed - cancelled (never below 0)
-    progress: float  # 0..1, monotonic while jobs <= a declared total
-    allow_failures: bool
-    created_at: float
-    finished_at: float | None
-    then_job_id: str | None
-    catch_job_id: str | None
-    finally_job_id: str | None
-    declared_total: int | None = None
-
-
-@dataclass(frozen=True)
-class WorkerRecord:
-    id: str
-    host: str
-    pid: int
-    queues: tuple[str, ...]
-    concurrency: int
-    started_at: float
-    last_seen_at: float
-    stopped_at: float | None = None
+from tenure.stores.records import (
+    AttemptRecord,
+    BatchRecord,
+    EffectRecord,
+    EndResult,
+    JobRecord,
+    NewBatch,
+    NewJob,
+    Rescued,
+    Reservation,
+    WorkerRecord,
+    WorkerRef,
+    batch_record,
+    callback_from_json,
+    callback_to_json,
+    clock_text,
+    describe_crash,
+    transaction_ended,
+)
 
 
 @dataclass(frozen=True)
@@ -365,83 +229,27 @@ def total_counts(by_queue: dict[str, dict[str, int]]) -> dict[str, int]:
     return out
 
 
-def transaction_ended(job_id: str) -> JobTransactionEnded:
-    """What a job transaction's complete() raises when the job ended it itself."""
-    return JobTransactionEnded(
-        f"job {job_id} committed or rolled back its ctx.transaction() connection itself, so "
-        "tenure could not commit its writes together with its success, and part of its work "
-        "may already be committed; it was failed without a retry. Do not call commit() or "
-        "rollback() on that connection: tenure commits it when the job returns. Fix the job, "
-        f"then `tenure failed retry {job_id}`"
-    )
-
-
-def describe_crash(attempt: AttemptRecord, lease_expired_at: float) -> str:
-    """The words `tenure jobs show` prints for an attempt whose worker vanished."""
-    seen = attempt.last_heartbeat_at or attempt.started_at
-    return (
-        f"worker {attempt.worker_id} (pid {attempt.pid} on {attempt.host}) stopped heartbeating "
-        f"at {clock_text(seen)}; its lease expired at {clock_text(lease_expired_at)} with no "
-        "result (killed by signal 9, out of memory, or host lost?)"
-    )
-
-
-def clock_text(epoch: float, *, today: float | None = None) -> str:
-    """'14:03:22 UTC' for a time of today (UTC), '2026-11-30 14:03:22 UTC' for any other day:
-    a time without its date sends a reader to the wrong day's logs."""
-    moment = time.gmtime(epoch)
-    current = time.gmtime(time.time() if today is None else today)
-    if moment[:3] == current[:3]:
-        return time.strftime("%H:%M:%S UTC", moment)
-    return time.strftime("%Y-%m-%d %H:%M:%S UTC", moment)
-
-
-def batch_record(
-    row: Any, counts: BatchCounts, declared: int | None, partial: float
-) -> BatchRecord:
-    """A batch as every backend shows it, from its stored row (id, name, created_at,
-    finished_at and the callback job ids) and its counts: one rule for total and progress."""
-    total = declared if declared is not None and declared >= counts.jobs else counts.jobs
-    settled = counts.done + counts.failed + counts.cancelled
-    return BatchRecord(
-        id=row["id"],
-        name=row["name"],
-        state=counts.state,
-        total=total,
-        jobs=counts.jobs,
-        done=counts.done,
-        failed=counts.failed,
-        cancelled=counts.cancelled,
-        pending=max(0, total - settled),
-        progress=batch_progress(counts, declared, partial),
-        allow_failures=counts.allow_failures,
-        created_at=row["created_at"],
-        finished_at=row["finished_at"],
-        then_job_id=row["then_job_id"],
-        catch_job_id=row["catch_job_id"],
-        finally_job_id=row["finally_job_id"],
-        declared_total=declared,
-    )
-
-
-def callback_to_json(job: NewJob) -> dict[str, Any]:
-    """A batch callback written down until the batch settles; one shape on every backend."""
-    return {
-        "id": job.id,
-        "name": job.name,
-        "queue": job.queue,
-        "payload": job.payload,
-        "policy": job.policy.to_json(),
-        "delay": job.delay,
-    }
-
-
-def callback_from_json(data: dict[str, Any]) -> NewJob:
-    return NewJob(
-        id=data["id"],
-        name=data["name"],
-        queue=data["queue"],
-        payload=data["payload"],
-        policy=Policy.from_json(data["policy"]),
-        delay=float(data.get("delay", 0.0)),
-    )
+__all__ = [
+    "AttemptRecord",
+    "BatchRecord",
+    "Capabilities",
+    "CountsFromQueues",
+    "EffectRecord",
+    "EndResult",
+    "JobRecord",
+    "JobTransaction",
+    "NewBatch",
+    "NewJob",
+    "Rescued",
+    "Reservation",
+    "Store",
+    "WorkerRecord",
+    "WorkerRef",
+    "batch_record",
+    "callback_from_json",
+    "callback_to_json",
+    "clock_text",
+    "describe_crash",
+    "total_counts",
+    "transaction_ended",
+]
