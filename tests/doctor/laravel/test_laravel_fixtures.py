@@ -97,3 +97,28 @@ def test_env_variants_at_any_depth(monkeypatch: pytest.MonkeyPatch) -> None:
         ".env.docker:6 (QUEUE_DRIVER=sync)",
         "docker/.env.production:2 (QUEUE_CONNECTION=sync)",
     ]
+
+
+def test_deployment_environment_wins_over_env_files(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Compose environment (map and list forms), env_file and Dockerfile ENV are env sources
+    ranked before every .env file, as real environment variables are in Laravel."""
+    from tenure.doctor.laravel.php import EnvFiles
+    from tenure.doctor.laravel.runtime_env import compose_environments, dockerfile_environments
+    from tenure.doctor.walk import scan
+
+    root = FIXTURES / "runtime_env_compose"
+    env = EnvFiles(str(root), str(root))
+    text = (root / "Dockerfile").read_text()
+    env.add_runtime(compose_environments(scan(str(root)), str(root))
+                    + dockerfile_environments([("Dockerfile", text)]))  # fmt: skip
+    assert list(env.files)[:3] == [
+        "docker-compose.yml (service app)",
+        "docker-compose.yml (service worker)",
+        "Dockerfile",
+    ]
+    entry = env.get("QUEUE_CONNECTION")
+    assert entry is not None and str(entry.source) == "docker/app.env:2 (QUEUE_CONNECTION=sync)"
+    monkeypatch.chdir(root)
+    where = sorted(str(f.location) for f in diagnose(None, ".", history=False).findings)
+    assert where == [".env.example:2 (QUEUE_CONNECTION=sync)",
+                     "docker/app.env:2 (QUEUE_CONNECTION=sync)"]  # fmt: skip

@@ -11,6 +11,7 @@ from tenure.doctor.laravel.config import read_config
 from tenure.doctor.laravel.deploy import ArtisanWorker, read_workers
 from tenure.doctor.laravel.jobs import CodeScan, resolve, scan_classes
 from tenure.doctor.laravel.php import EnvFiles, parse
+from tenure.doctor.laravel.runtime_env import compose_environments, dockerfile_environments
 from tenure.doctor.laravel.schedule import scheduled_workers
 from tenure.doctor.model import Finding, Skipped, Source
 from tenure.doctor.walk import IGNORED_DIRS, MAX_FILE_BYTES, SKIP_DIRS, Tree
@@ -44,6 +45,13 @@ def audit(root: str, base: str, tree: Tree) -> Audit:
     deployment files doctor already found under its PATH."""
     result = Audit()
     env = EnvFiles(root, base)
+    files = _files(root, result)
+    dockerfiles = [
+        (os.path.relpath(path, base), data.decode("utf-8", "replace"))
+        for path, data in files
+        if os.path.basename(path).startswith("Dockerfile") and b"ENV" in data
+    ]
+    env.add_runtime(compose_environments(tree, base) + dockerfile_environments(dockerfiles))
     config = read_config(root, base, env)
     result.skipped += config.skipped
     scan = CodeScan()
@@ -51,7 +59,7 @@ def audit(root: str, base: str, tree: Tree) -> Audit:
     table = config.batch_table.encode()
     batch_table_found = False
     scheduled: list[ArtisanWorker] = []
-    for path, data in _files(root, result):
+    for path, data in files:
         rel = os.path.relpath(path, base)
         name = os.path.basename(path)
         if name.endswith(".php"):

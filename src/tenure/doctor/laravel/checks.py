@@ -352,7 +352,8 @@ def _sync(p: Project) -> list[Finding]:
         if not keys or is_local(app_env) or is_development_name(name):
             continue
         entry = entries[keys[0]]
-        if entry.value.lower() == "sync":
+        # A Compose env_file is read both as itself and as the service's environment.
+        if entry.value.lower() == "sync" and entry.source not in {f.location for f in out}:
             out.append(
                 finding(
                     "laravel-queue-sync",

@@ -154,6 +154,11 @@ class EnvFiles:
                 continue
             self.files[os.path.relpath(path, root)] = read_env(content, os.path.relpath(path, base))
 
+    def add_runtime(self, sources: list[tuple[str, dict[str, EnvEntry]]]) -> None:
+        """Environments a deployment sets (Compose, Dockerfile ENV): they win over .env files,
+        as real environment variables do in Laravel."""
+        self.files = {**dict(sources), **self.files}
+
     def searched(self) -> str:
         return ", ".join(self.files) or "any .env file (none found)"
 
