@@ -1,13 +1,16 @@
 """Every setting in one place: what a job and a worker can be told, their defaults, the
 environment variables that set them, and one validation that says "expected X, got Y".
 
-A job's settings are JobOptions: `@app.job` keywords, defaults and checks written once.
+A job's settings are JobOptions; a worker's are WorkerOptions, from which the CLI builds
+`tenure worker`'s options (flag, help, default and environment variable per field), so a new
+setting is written once, here.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from dataclasses import dataclass, fields
+import os
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field, fields
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -21,6 +24,7 @@ ENCRYPTION_KEY_ENV = "TENURE_ENCRYPTION_KEY"
 LOG_FORMAT_ENV = "TENURE_LOG_FORMAT"
 DASHBOARD_TOKEN_ENV = "TENURE_DASHBOARD_TOKEN"
 DEBUG_ENV = "TENURE_DEBUG"
+WORKER_ENV_PREFIX = "TENURE_WORKER_"
 
 
 # -- jobs ----------------------------------------------------------------------------------
@@ -91,3 +95,100 @@ class JobOptions:
             rate_limit=self.rate_limit,
             rate_key=self.rate_key,
         )
+
+
+# -- workers -------------------------------------------------------------------------------
+def _option(default: Any, help: str, *, flag: str | None = None) -> Any:
+    return field(default=default, metadata={"help": help, "flag": flag})
+
+
+@dataclass(frozen=True)
+class WorkerOptions:
+    """`tenure worker`'s settings. Each field is a flag (`--max-jobs`) and an environment
+    variable (`TENURE_WORKER_MAX_JOBS`); a flag given wins over the variable."""
+
+    app_spec: str = field(metadata={"help": "MODULE:ATTR of your tenure.App.", "flag": "--app"})
+    queues: tuple[str, ...] = _option(("default",), "Queues in priority order, comma-separated.")
+    concurrency: int = _option(1, "Attempts run at once.")
+    lease: float = _option(30.0, "Lease in seconds; renewed every lease/3.")
+    grace: float = _option(8.0, "On SIGTERM, seconds running jobs get before being handed back.")
+    max_jobs: int | None = _option(None, "Exit after this many jobs.")
+    max_time: float | None = _option(None, "Exit after this many seconds.")
+    memory_mb: float | None = _option(
+        None, "Kill and replace a child process above this many MB.", flag="--memory"
+    )
+    burst: bool = _option(False, "Drain the queues, then exit.")
+    metrics_port: int | None = _option(None, "Serve Prometheus metrics on this port (/metrics).")
+    metrics_host: str = _option(
+        "127.0.0.1", "Address for --metrics-port; 0.0.0.0 inside a container."
+    )
+
+    def problems(self) -> list[str]:
+        out = []
+        if self.concurrency < 1:
+            out.append(f"--concurrency: expected >= 1, got {self.concurrency}")
+        if self.lease < 1:
+            out.append(f"--lease: expected seconds >= 1, got {self.lease:g}")
+        if self.grace < 0:
+            out.append(f"--grace: expected seconds >= 0, got {self.grace:g}")
+        if not self.queues or any(not q for q in self.queues):
+            out.append(f"--queues: expected names separated by commas, got {self.queues!r}")
+        if self.memory_mb is not None and self.memory_mb <= 0:
+            out.append(f"--memory: expected MB > 0, got {self.memory_mb:g}")
+        return out
+
+    def validate(self) -> WorkerOptions:
+        problems = self.problems()
+        if problems:
+            raise ConfigError("; ".join(problems))
+        return self
+
+    @classmethod
+    def from_env(
+        cls, app_spec: str, environ: Mapping[str, str] | None = None, **given: Any
+    ) -> WorkerOptions:
+        """Options from `TENURE_WORKER_*` variables; keywords given here win over them."""
+        env = os.environ if environ is None else environ
+        values: dict[str, Any] = {}
+        for f in fields(cls):
+            text = env.get(worker_env_name(f.name))
+            if f.name == "app_spec" or text is None or f.name in given:
+                continue
+            values[f.name] = parse_worker_value(f.name, text)
+        return cls(app_spec=app_spec, **{**values, **given})
+
+
+def worker_flag(name: str) -> str:
+    flag: str | None = next(f for f in fields(WorkerOptions) if f.name == name).metadata["flag"]
+    return flag or "--" + name.replace("_", "-")
+
+
+def worker_env_name(name: str) -> str:
+    return WORKER_ENV_PREFIX + worker_flag(name).removeprefix("--").replace("-", "_").upper()
+
+
+def split_queues(text: str) -> tuple[str, ...]:
+    return tuple(q.strip() for q in text.split(","))
+
+
+_PARSERS: dict[str, Callable[[str], Any]] = {
+    "queues": split_queues,
+    "concurrency": int,
+    "lease": float,
+    "grace": float,
+    "max_jobs": int,
+    "max_time": float,
+    "memory_mb": float,
+    "metrics_port": int,
+    "metrics_host": str,
+    "burst": lambda text: text.strip().lower() in ("1", "true", "yes", "on"),
+}
+
+
+def parse_worker_value(name: str, text: str) -> Any:
+    try:
+        return _PARSERS[name](text)
+    except ValueError:
+        raise ConfigError(
+            f"${worker_env_name(name)}: expected {_PARSERS[name].__name__}, got {text!r}"
+        ) from None

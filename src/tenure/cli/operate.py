@@ -2,63 +2,71 @@
 
 from __future__ import annotations
 
-from typing import Annotated
+import inspect
+from collections.abc import Callable
+from dataclasses import MISSING, fields
+from typing import Annotated, Any, get_type_hints
 
 import typer
 
 from tenure.cli.common import AppOption, UrlOption, fail, open_app, out, say, warn
 from tenure.errors import ConfigError
 from tenure.logs import setup_logging
+from tenure.settings import WorkerOptions, split_queues, worker_env_name, worker_flag
 from tenure.stores.base import clock_text
 
 
-def worker(
-    app: Annotated[str, typer.Option("--app", help="MODULE:ATTR of your tenure.App.")],
-    queues: Annotated[str, typer.Option(help="Queues in priority order, comma-separated.")] = (
-        "default"
-    ),
-    concurrency: Annotated[int, typer.Option(help="Attempts run at once.")] = 1,
-    lease: Annotated[float, typer.Option(help="Lease in seconds; renewed every lease/3.")] = 30.0,
-    grace: Annotated[
-        float, typer.Option(help="On SIGTERM, seconds running jobs get before being handed back.")
-    ] = 8.0,
-    max_jobs: Annotated[int | None, typer.Option(help="Exit after this many jobs.")] = None,
-    max_time: Annotated[float | None, typer.Option(help="Exit after this many seconds.")] = None,
-    memory: Annotated[
-        float | None, typer.Option(help="Kill and replace a child process above this many MB.")
-    ] = None,
-    burst: Annotated[bool, typer.Option(help="Drain the queues, then exit.")] = False,
-    metrics_port: Annotated[
-        int | None, typer.Option(help="Serve Prometheus metrics on this port (/metrics).")
-    ] = None,
-    metrics_host: Annotated[
-        str, typer.Option(help="Address for --metrics-port; 0.0.0.0 inside a container.")
-    ] = "127.0.0.1",
-    log_level: Annotated[str, typer.Option(help="DEBUG, INFO, WARNING...")] = "INFO",
-) -> None:
-    """Run a worker: reserve jobs, run each attempt in a child process, renew leases."""
-    from tenure.worker.loading import load_app
-    from tenure.worker.supervisor import Worker, WorkerOptions
-
-    setup_logging(log_level)
-    options = WorkerOptions(
-        app_spec=app,
-        queues=tuple(q.strip() for q in queues.split(",")),
-        concurrency=concurrency,
-        lease=lease,
-        grace=grace,
-        max_jobs=max_jobs,
-        max_time=max_time,
-        memory_mb=memory,
-        burst=burst,
-        metrics_port=metrics_port,
-        metrics_host=metrics_host,
+def worker_command() -> Callable[..., None]:
+    """`tenure worker`, its options made from WorkerOptions' fields (flag, help, default and
+    $TENURE_WORKER_* variable), so that a worker setting is declared once, in settings.py."""
+    hints = get_type_hints(WorkerOptions)
+    params = []
+    for f in fields(WorkerOptions):
+        kind: Any = hints[f.name]
+        default: Any = f.default
+        if f.name == "queues":  # a tuple in the options, "a,b" on the command line
+            kind, default = str, ",".join(f.default)  # type: ignore[arg-type]
+        option = typer.Option(
+            worker_flag(f.name), help=f.metadata["help"], envvar=worker_env_name(f.name)
+        )
+        params.append(
+            inspect.Parameter(
+                f.name,
+                inspect.Parameter.KEYWORD_ONLY,
+                default=inspect.Parameter.empty if default is MISSING else default,
+                annotation=Annotated[kind, option],
+            )
+        )
+    log_option = typer.Option("--log-level", help="DEBUG, INFO, WARNING...")
+    params.append(
+        inspect.Parameter(
+            "log_level",
+            inspect.Parameter.KEYWORD_ONLY,
+            default="INFO",
+            annotation=Annotated[str, log_option],
+        )
     )
+
+    def worker(**values: Any) -> None:
+        """Run a worker: reserve jobs, run each attempt in a child process, renew leases."""
+        setup_logging(values.pop("log_level"))
+        values["queues"] = split_queues(values["queues"])
+        run_worker(WorkerOptions(**values))
+
+    worker.__signature__ = inspect.Signature(params)  # type: ignore[attr-defined]
+    worker.__annotations__ = {p.name: p.annotation for p in params}
+    return worker
+
+
+def run_worker(options: WorkerOptions) -> None:
+    from tenure.worker.loading import load_app
+    from tenure.worker.supervisor import Worker
+
     problems = options.problems()
     if problems:
         fail("; ".join(problems))
     try:
-        the_app = load_app(app)
+        the_app = load_app(options.app_spec)
         code = Worker(the_app, options).run()
     except ConfigError as exc:
         fail(str(exc))
@@ -98,5 +106,6 @@ def demo(
 
 
 def register(cli: typer.Typer) -> None:
-    for command in (worker, restart, migrate, demo):
+    cli.command("worker")(worker_command())
+    for command in (restart, migrate, demo):
         cli.command()(command)

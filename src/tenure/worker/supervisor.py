@@ -18,11 +18,11 @@ from typing import TypeVar
 from tenure.app import App, redact
 from tenure.errors import ConfigError, StoreMisconfigured
 from tenure.logs import job_fields
+from tenure.settings import WorkerOptions
 from tenure.stores.base import EndResult, Reservation, Store, WorkerRecord, WorkerRef
 from tenure.worker.burst import BurstEnd
 from tenure.worker.leases import LeaseKeeper
 from tenure.worker.metrics import Metrics, serve
-from tenure.worker.options import WorkerOptions
 from tenure.worker.shutdown import Shutdown
 from tenure.worker.slot import Ended, Slot
 from tenure.worker.store_file import StoreFile, sqlite_path
