@@ -122,3 +122,20 @@ def test_deployment_environment_wins_over_env_files(monkeypatch: pytest.MonkeyPa
     where = sorted(str(f.location) for f in diagnose(None, ".", history=False).findings)
     assert where == [".env.example:2 (QUEUE_CONNECTION=sync)",
                      "docker/app.env:2 (QUEUE_CONNECTION=sync)"]  # fmt: skip
+
+
+def test_classes_sharing_a_short_name_are_both_checked(monkeypatch: pytest.MonkeyPatch) -> None:
+    """App\\Jobs\\Billing\\SendInvoice (timeout inherited through `use App\\Support\\BaseJob`)
+    and App\\Jobs\\Mail\\SendInvoice: the second is not dropped, and the parent is the
+    imported BaseJob, not App\\Jobs\\BaseJob."""
+    monkeypatch.chdir(FIXTURES / "same_short_name")
+    found = diagnose(None, ".", history=False).findings
+    where = sorted(
+        (str(f.location.path), f.message.split(" may run ")[1].split(",")[0])
+        for f in found
+        if f.rule == "laravel-timeout-not-below-retry-after"
+    )
+    assert where == [
+        ("app/Jobs/Mail/SendInvoice.php", "150 s"),
+        ("app/Support/BaseJob.php", "120 s"),
+    ]

@@ -3,6 +3,7 @@ timeout settings, the HTTP calls their handle() makes, and `Bus::batch` call sit
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 
 from tree_sitter import Node
@@ -52,6 +53,7 @@ class JobClass:
     middleware_text: str = ""
     calls: list[HttpCall] = field(default_factory=list)
     uses_batches: bool = False
+    fqn: str = ""  # App\Jobs\SendInvoice: two classes may share a short name
 
     @property
     def source(self) -> Source:
@@ -66,7 +68,7 @@ class BatchSite:
 
 @dataclass
 class CodeScan:
-    classes: dict[str, JobClass] = field(default_factory=dict)  # every class, by short name
+    classes: dict[str, JobClass] = field(default_factory=dict)  # every class, by full name
     batches: list[BatchSite] = field(default_factory=list)
     migrations_text: list[bytes] = field(default_factory=list)
 
@@ -94,12 +96,22 @@ ATTRIBUTES = {
 }
 
 
+NAMESPACE = re.compile(r"^\s*namespace\s+([\w\\]+)\s*[;{]", re.M)
+USE = re.compile(r"^\s*use\s+\\?([\w\\]+)(?:\s+as\s+(\w+))?\s*;", re.M)
+
+
 def scan_classes(root: Node, rel: str, env: EnvFiles, scan: CodeScan) -> None:
-    guzzle = "GuzzleHttp\\Client" in text(root)
+    source = text(root)
+    guzzle = "GuzzleHttp\\Client" in source
+    found = NAMESPACE.search(source)
+    namespace = found.group(1) if found else ""
+    imports = {alias or name.rsplit("\\", 1)[-1]: name for name, alias in USE.findall(source)}
     for declaration in walk(root, frozenset({"class_declaration"})):
         job = _class(declaration, rel, env, guzzle)
         if job is not None:
-            scan.classes.setdefault(job.name, job)
+            job.fqn = f"{namespace}\\{job.name}" if namespace else job.name
+            job.parent = _qualify(job.parent, namespace, imports)
+            scan.classes.setdefault(job.fqn, job)
     for site in _batch_sites(root, rel):
         scan.batches.append(site)
 
@@ -112,7 +124,7 @@ def _class(node: Node, rel: str, env: EnvFiles, guzzle: bool) -> JobClass | None
     parent = interfaces = None
     for child in node.named_children:
         if child.type == "base_clause" and child.named_children:
-            parent = name_of(child.named_children[0])
+            parent = text(child.named_children[0])  # as written; made full by scan_classes
         elif child.type == "class_interface_clause":
             interfaces = {name_of(c) for c in child.named_children}
     abstract = any(c.type == "abstract_modifier" for c in node.children)
@@ -338,14 +350,36 @@ def resolve(scan: CodeScan) -> list[JobClass]:
     return jobs
 
 
+def _qualify(name: str | None, namespace: str, imports: dict[str, str]) -> str | None:
+    """A class name as written in a file, made full with its namespace and `use` imports."""
+    if not name:
+        return name
+    if name.startswith("\\"):
+        return name[1:]
+    head, _, rest = name.partition("\\")
+    if head in imports:
+        return imports[head] + ("\\" + rest if rest else "")
+    return f"{namespace}\\{name}" if namespace else name
+
+
 def _ancestry(job: JobClass, scan: CodeScan) -> list[JobClass]:
     chain = [job]
-    while chain[-1].parent and chain[-1].parent in scan.classes and len(chain) < 10:
-        parent = scan.classes[chain[-1].parent]
-        if parent in chain:
+    while chain[-1].parent and len(chain) < 10:
+        parent = _lookup(scan, chain[-1].parent)
+        if parent is None or parent in chain:
             break
         chain.append(parent)
     return chain
+
+
+def _lookup(scan: CodeScan, fqn: str) -> JobClass | None:
+    """By full name; else by short name when exactly one class has it (a parent in a file
+    whose namespace the doctor could not read)."""
+    if fqn in scan.classes:
+        return scan.classes[fqn]
+    short = fqn.rsplit("\\", 1)[-1]
+    matches = [c for c in scan.classes.values() if c.name == short]
+    return matches[0] if len(matches) == 1 else None
 
 
 def prop_string(job: JobClass, key: str) -> str | None:
