@@ -411,12 +411,14 @@ def _http(p: Project, all_runners: list[Runner]) -> list[Finding]:
     for job in p.jobs:
         bound = own_timeout(job)
         if bound is None:
-            # A job no runner visibly serves (its connection unresolved) runs on one of them.
-            served = [r.timeout for r in all_runners if serves(r, p, job)] or [
-                r.timeout for r in all_runners
-            ]
+            # The workers that run the job bound it, the shortest first. A job no runner
+            # visibly serves (its queue or connection unresolved) runs on one of them, which
+            # one unknown: only a call outliving every worker's timeout is certain to outlive.
+            served = [r.timeout for r in all_runners if serves(r, p, job)]
+            pick = min if served else max
+            served = served or [r.timeout for r in all_runners]
             bound = (
-                min(served, key=lambda v: v.amount or float("inf"))
+                pick(served, key=lambda v: v.amount or float("inf"))
                 if served
                 else Value(
                     "queue:work --timeout",
