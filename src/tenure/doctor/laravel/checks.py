@@ -1,136 +1,29 @@
-"""The Laravel rules applied to what config.py, jobs.py and deploy.py read.
-
-A *runner* is whatever executes jobs with a timeout: a `queue:work`/`queue:listen` command, a
-Horizon supervisor, or, when the project shows none, the worker Laravel starts by default.
+"""The Laravel rules applied to what config.py, jobs.py and deploy.py read: the clocks (timeouts
+against retry_after, Horizon and the platform's grace), tries, sync queues and SQS. The rules
+about job code are in code_checks.py; the project model and its runners in project.py.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
-from tenure.doctor.laravel.config import LOCAL_ENVS, Config, Connection
-from tenure.doctor.laravel.deploy import ArtisanWorker
-from tenure.doctor.laravel.jobs import UNIQUE, BatchSite, JobClass, prop_string
-from tenure.doctor.laravel.php import EnvFiles, Resolved, as_number
+from tenure.doctor.laravel.code_checks import batch_findings, http_findings, unique_findings
+from tenure.doctor.laravel.config import Connection
+from tenure.doctor.laravel.php import as_number
+from tenure.doctor.laravel.project import (
+    MARGIN_S,
+    Project,
+    Runner,
+    has_deadline,
+    is_local,
+    job_connection,
+    own_timeout,
+    runners,
+    serves,
+)
 from tenure.doctor.model import Finding, Source, Value
 from tenure.doctor.rules import finding
 from tenure.doctor.walk import is_development_name
 
-WORKER_TIMEOUT_DEFAULT_S = 60.0
-MARGIN_S = 5.0
-
-
-@dataclass
-class Runner:
-    name: str
-    source: Source
-    connection: str
-    queues: tuple[str, ...]
-    timeout: Value  # amount None: no timeout at all
-    tries: Resolved | None
-    once: bool = False
-
-
-@dataclass
-class Project:
-    config: Config
-    env: EnvFiles
-    jobs: list[JobClass]
-    workers: list[ArtisanWorker]
-    batches: list[BatchSite]
-    batch_table_found: bool
-    where: Source  # the project root, for findings about what is missing
-
-
-def runners(p: Project) -> list[Runner]:
-    default = str(p.config.default.value or "sync")
-    out: list[Runner] = []
-    for w in p.workers:
-        if w.command == "horizon":
-            continue
-        connection = w.connection or default
-        queue = p.config.connections.get(connection)
-        queues = w.queues or ((queue.queue if queue else "default"),)
-        raw = w.options.get("timeout")
-        amount = as_number(raw) if raw is not None else WORKER_TIMEOUT_DEFAULT_S
-        timeout = Value(
-            f"{w.command} --timeout",
-            None if amount == 0 else amount,
-            "s",
-            w.source if raw is not None else Source(note=f"{w.command} default"),
-        )
-        tries_raw = w.options.get("tries")
-        tries = Resolved(as_number(tries_raw), w.source) if tries_raw is not None else None
-        out.append(
-            Runner(
-                f"{w.platform} {w.name}",
-                w.source,
-                connection,
-                queues,
-                timeout,
-                tries,
-                "once" in w.options,
-            )
-        )
-    for s in p.config.supervisors:
-        timeout = s.timeout or Value(f"Horizon {s.name} timeout", None, "s", s.source)
-        out.append(
-            Runner(
-                f"Horizon {s.environment}.{s.name}",
-                s.source,
-                s.connection,
-                s.queues,
-                timeout,
-                s.tries,
-            )
-        )
-    if not out:
-        at = Source(p.where.path, None, "queue:work default; no worker command found")
-        queue = p.config.connections.get(default)
-        out.append(
-            Runner(
-                "php artisan queue:work",
-                at,
-                default,
-                (queue.queue if queue else "default",),
-                Value("queue:work --timeout", WORKER_TIMEOUT_DEFAULT_S, "s", at),
-                None,
-            )
-        )
-    return out
-
-
-def job_connection(p: Project, job: JobClass) -> str:
-    return prop_string(job, "connection") or str(p.config.default.value or "sync")
-
-
-def job_queue(p: Project, job: JobClass) -> str:
-    connection = p.config.connections.get(job_connection(p, job))
-    return prop_string(job, "queue") or (connection.queue if connection else "default")
-
-
-def serves(r: Runner, p: Project, job: JobClass) -> bool:
-    return r.connection == job_connection(p, job) and job_queue(p, job) in r.queues
-
-
-def own_timeout(job: JobClass) -> Value | None:
-    value = job.props.get("timeout")
-    if value is None or not value.known:
-        return None
-    amount = as_number(value.value)
-    if amount is None:
-        return None
-    return Value(f"{job.name} $timeout", None if amount == 0 else amount, "s", value.source)
-
-
-def has_deadline(job: JobClass) -> bool:
-    return "retryUntil" in job.methods or "retryUntil" in job.props
-
-
-def is_local(app_env: str) -> bool:
-    """APP_ENV values of development and test environments: local, testing-ci, develop."""
-    value = app_env.lower()
-    return value in LOCAL_ENVS or value.startswith(("test", "dev", "local"))
+__all__ = ["Project", "check"]
 
 
 def check(p: Project) -> list[Finding]:
@@ -140,9 +33,9 @@ def check(p: Project) -> list[Finding]:
     out += _tries(p, all_runners)
     out += _grace(p, all_runners)
     out += _sync(p)
-    out += _batches(p)
-    out += _http(p, all_runners)
-    out += _unique(p)
+    out += batch_findings(p)
+    out += http_findings(p, all_runners)
+    out += unique_findings(p)
     out += _sqs(p, all_runners)
     out += _horizon_below_jobs(p, all_runners)
     if not p.workers:
@@ -375,113 +268,6 @@ def _sync(p: Project) -> list[Finding]:
             )
         )
     return out
-
-
-def _batches(p: Project) -> list[Finding]:
-    out: list[Finding] = []
-    if p.batches and p.config.batch_driver == "database" and not p.batch_table_found:
-        table = p.config.batch_table
-        out.append(
-            finding(
-                "laravel-batch-table-missing",
-                f"Bus::batch is used but no migration under database/ creates the {table} table: "
-                "dispatching the batch fails.",
-                "php artisan make:queue-batches-table && php artisan migrate",
-                p.batches[0].source,
-            )
-        )
-    for site in p.batches:
-        for at in site.captures_this:
-            out.append(
-                finding(
-                    "laravel-batch-callback-this",
-                    "a batch callback uses $this: the closure is serialized with the whole object "
-                    "and run later by a worker, where that object's state is stale or "
-                    "unserializable.",
-                    "copy what the callback needs into local variables and `use (...)` them, or "
-                    "make it a static function",
-                    at,
-                )
-            )
-    return out
-
-
-def _http(p: Project, all_runners: list[Runner]) -> list[Finding]:
-    out: list[Finding] = []
-    for job in p.jobs:
-        bound = own_timeout(job)
-        if bound is None:
-            # The workers that run the job bound it, the shortest first. A job no runner
-            # visibly serves (its queue or connection unresolved) runs on one of them, which
-            # one unknown: only a call outliving every worker's timeout is certain to outlive.
-            served = [r.timeout for r in all_runners if serves(r, p, job)]
-            pick = min if served else max
-            served = served or [r.timeout for r in all_runners]
-            bound = (
-                pick(served, key=lambda v: v.amount or float("inf"))
-                if served
-                else Value(
-                    "queue:work --timeout",
-                    WORKER_TIMEOUT_DEFAULT_S,
-                    "s",
-                    Source(note="queue:work default"),
-                )
-            )
-        for call in job.calls:
-            if call.timeout.amount is None:
-                out.append(
-                    finding(
-                        "laravel-client-timeout-missing",
-                        f"job {job.name} calls {call.call} with no timeout: it can wait until the "
-                        "job is killed, and the request may still complete on the other side.",
-                        "pass a timeout: ['timeout' => 10] for Guzzle, CURLOPT_TIMEOUT for curl, "
-                        "or "
-                        "use Http::timeout(10)",
-                        call.source,
-                        clocks=(call.timeout,),
-                        job=job.name,
-                    )
-                )
-            elif bound.amount is not None and call.timeout.amount >= bound.amount:
-                out.append(
-                    finding(
-                        "laravel-client-timeout-not-below-job",
-                        f"job {job.name} calls {call.call} bounded at {call.timeout.amount:g} s, "
-                        "but "
-                        f"the job itself is killed at {bound.amount:g} s: the call may outlive it.",
-                        f"->timeout({max(int(bound.amount / 2), 1)}) or a longer job timeout",
-                        call.source,
-                        clocks=(call.timeout, bound),
-                        job=job.name,
-                    )
-                )
-    return out
-
-
-def _unique(p: Project) -> list[Finding]:
-    driver = p.config.cache_driver
-    if driver is None or not driver.known or driver.value not in ("array", "file"):
-        return []
-    containers = sum(w.containers for w in p.workers if w.platform in ("compose", "kubernetes"))
-    if driver.value == "file" and containers < 2:
-        return []
-    where = (
-        "every process keeps its own"
-        if driver.value == "array"
-        else f"{containers} worker containers each keep their own"
-    )
-    return [
-        finding(
-            "laravel-unique-lock-store",
-            f"job {job.name} is ShouldBeUnique, but the default cache store is '{driver.value}' "
-            f"({driver.source}): {where} locks, so the job is not unique at all.",
-            "use a shared cache with atomic locks (redis, memcached, database) or uniqueVia()",
-            job.source,
-            job=job.name,
-        )
-        for job in p.jobs
-        if job.interfaces & UNIQUE and "uniqueVia" not in job.methods
-    ]
 
 
 def _horizon_below_jobs(p: Project, all_runners: list[Runner]) -> list[Finding]:

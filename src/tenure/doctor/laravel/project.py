@@ -1,0 +1,130 @@
+"""What the Laravel rules look at: the project as read (config, env, jobs, workers) and its
+*runners*, whatever executes jobs with a timeout: a `queue:work`/`queue:listen` command, a
+Horizon supervisor, or, when the project shows none, the worker Laravel starts by default.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from tenure.doctor.laravel.config import LOCAL_ENVS, Config
+from tenure.doctor.laravel.deploy import ArtisanWorker
+from tenure.doctor.laravel.jobs import BatchSite, JobClass, prop_string
+from tenure.doctor.laravel.php import EnvFiles, Resolved, as_number
+from tenure.doctor.model import Source, Value
+
+WORKER_TIMEOUT_DEFAULT_S = 60.0
+MARGIN_S = 5.0
+
+
+@dataclass
+class Runner:
+    name: str
+    source: Source
+    connection: str
+    queues: tuple[str, ...]
+    timeout: Value  # amount None: no timeout at all
+    tries: Resolved | None
+    once: bool = False
+
+
+@dataclass
+class Project:
+    config: Config
+    env: EnvFiles
+    jobs: list[JobClass]
+    workers: list[ArtisanWorker]
+    batches: list[BatchSite]
+    batch_table_found: bool
+    where: Source  # the project root, for findings about what is missing
+
+
+def runners(p: Project) -> list[Runner]:
+    default = str(p.config.default.value or "sync")
+    out: list[Runner] = []
+    for w in p.workers:
+        if w.command == "horizon":
+            continue
+        connection = w.connection or default
+        queue = p.config.connections.get(connection)
+        queues = w.queues or ((queue.queue if queue else "default"),)
+        raw = w.options.get("timeout")
+        amount = as_number(raw) if raw is not None else WORKER_TIMEOUT_DEFAULT_S
+        timeout = Value(
+            f"{w.command} --timeout",
+            None if amount == 0 else amount,
+            "s",
+            w.source if raw is not None else Source(note=f"{w.command} default"),
+        )
+        tries_raw = w.options.get("tries")
+        tries = Resolved(as_number(tries_raw), w.source) if tries_raw is not None else None
+        out.append(
+            Runner(
+                f"{w.platform} {w.name}",
+                w.source,
+                connection,
+                queues,
+                timeout,
+                tries,
+                "once" in w.options,
+            )
+        )
+    for s in p.config.supervisors:
+        timeout = s.timeout or Value(f"Horizon {s.name} timeout", None, "s", s.source)
+        out.append(
+            Runner(
+                f"Horizon {s.environment}.{s.name}",
+                s.source,
+                s.connection,
+                s.queues,
+                timeout,
+                s.tries,
+            )
+        )
+    if not out:
+        at = Source(p.where.path, None, "queue:work default; no worker command found")
+        queue = p.config.connections.get(default)
+        out.append(
+            Runner(
+                "php artisan queue:work",
+                at,
+                default,
+                (queue.queue if queue else "default",),
+                Value("queue:work --timeout", WORKER_TIMEOUT_DEFAULT_S, "s", at),
+                None,
+            )
+        )
+    return out
+
+
+def job_connection(p: Project, job: JobClass) -> str:
+    return prop_string(job, "connection") or str(p.config.default.value or "sync")
+
+
+def job_queue(p: Project, job: JobClass) -> str:
+    connection = p.config.connections.get(job_connection(p, job))
+    return prop_string(job, "queue") or (connection.queue if connection else "default")
+
+
+def serves(r: Runner, p: Project, job: JobClass) -> bool:
+    return r.connection == job_connection(p, job) and job_queue(p, job) in r.queues
+
+
+def own_timeout(job: JobClass) -> Value | None:
+    value = job.props.get("timeout")
+    if value is None or not value.known:
+        return None
+    amount = as_number(value.value)
+    if amount is None:
+        return None
+    return Value(f"{job.name} $timeout", None if amount == 0 else amount, "s", value.source)
+
+
+def has_deadline(job: JobClass) -> bool:
+    return "retryUntil" in job.methods or "retryUntil" in job.props
+
+
+def is_local(app_env: str) -> bool:
+    """APP_ENV values of development and test environments: local, testing-ci, develop."""
+    value = app_env.lower()
+    return value in LOCAL_ENVS or value.startswith(("test", "dev", "local"))
