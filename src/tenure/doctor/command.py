@@ -44,7 +44,11 @@ def register(cli: typer.Typer) -> None:
         ] = None,
         celery: Annotated[
             str | None,
-            typer.Option("--celery", help="Celery app to audit: MODULE:ATTR or a .py PATH."),
+            typer.Option(
+                "--celery",
+                help="Celery app to audit: MODULE:ATTR or a settings .py PATH (found under PATH "
+                "by itself when omitted).",
+            ),
         ] = None,
     ) -> None:
         """Check the four clocks: job code, worker options, deployment files and history.
