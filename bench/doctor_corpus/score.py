@@ -117,8 +117,10 @@ def print_table(scores: list[Score], *, show: bool) -> None:
     )
     print(head)
     print("-" * len(head))
-    for s in [*scores, total(scores)]:
-        if s.name == "TOTAL":
+    kinds = sorted({s.kind for s in scores})
+    subtotals = [total([s for s in scores if s.kind == k], f"all {k}") for k in kinds]
+    for s in [*scores, *subtotals, total(scores)]:
+        if s.name in ("TOTAL", subtotals[0].name if subtotals else ""):
             print("-" * len(head))
         state = f"  CRASH: {s.crash}" if s.crash else ""
         print(
@@ -126,7 +128,7 @@ def print_table(scores: list[Score], *, show: bool) -> None:
             f"{s.trapped:>4}/{s.traps:<4}  {s.correct:>3}/{s.reported:<3}"
             f"{ratio(s.correct, s.reported)} {s.seconds:5.1f}{state}"
         )
-        if show and s.name != "TOTAL":
+        if show and s.kind:
             for e in s.missed:
                 print(f"    missed    {e.rule} {e.file}:{e.line}")
             for where in s.false_alarms:
@@ -135,8 +137,8 @@ def print_table(scores: list[Score], *, show: bool) -> None:
                 print(f"    unexpected {where}")
 
 
-def total(scores: list[Score]) -> Score:
-    out = Score("TOTAL", "")
+def total(scores: list[Score], name: str = "TOTAL") -> Score:
+    out = Score(name, "")
     for s in scores:
         out.findings += s.findings
         out.found += s.found
