@@ -132,6 +132,8 @@ def _foreign(report: Report, tree: Tree, base: str, laravel: str | None, celery:
         report.findings += found.findings
         report.skipped += found.skipped
         report.files_read += found.files_read
+        report.notes.append(f"Laravel: {found.jobs} queued job class(es), {found.workers} "
+                            "worker command(s) found")  # fmt: skip
         ran = True
     if not celery and detect and project is None and not report.jobs:
         settings = find_celery_settings(tree.files["python"])
@@ -148,6 +150,9 @@ def _foreign(report: Report, tree: Tree, base: str, laravel: str | None, celery:
             raise CannotRun(str(exc)) from exc
         report.findings += result.findings
         report.skipped += result.skipped
+        shown = ", ".join(result.workers[:4]) + (" ..." if len(result.workers) > 4 else "")
+        report.notes.append(f"Celery: {result.tasks} task(s), {len(result.workers)} worker "
+                            f"command(s) found{': ' + shown if shown else ''}")  # fmt: skip
         ran = True
     return ran
 

@@ -41,7 +41,8 @@ def test_settings_are_found_and_named(tmp_path: Path, monkeypatch: pytest.Monkey
     assert [f.rule for f in report.findings] == ["celery-task-unbounded"]
     assert report.notes == [
         "Celery settings read from celerywyrm/settings.py (the file that configures Celery "
-        "most; choose another with --celery)"
+        "most; choose another with --celery)",
+        "Celery: 0 task(s), 1 worker command(s) found: docker-compose.yml:4 (compose)",
     ]
     # Nothing Celery-like: no note, no Celery audit.
     plain = tmp_path / "plain"

@@ -35,6 +35,8 @@ __all__ = ["CannotLoad", "CeleryAudit", "audit"]
 class CeleryAudit:
     findings: list[Finding]
     skipped: list[Skipped]
+    workers: list[str]  # where each worker starts, for the report's notes
+    tasks: int = 0
 
 
 def audit(spec: str, base: str, tree: Tree) -> CeleryAudit:
@@ -54,7 +56,8 @@ def audit(spec: str, base: str, tree: Tree) -> CeleryAudit:
         read_tree(config, module, os.path.relpath(found.path, base), settings=False)
     workers, skipped = read_launches(tree)
     findings = check(config) + check_launches(config, workers)
-    return CeleryAudit(findings, config.skipped + skipped)
+    places = [f"{w.source} ({w.platform})" for w in workers]
+    return CeleryAudit(findings, config.skipped + skipped, places, len(config.tasks))
 
 
 def _get(config: CeleryConfig, key: str, default: object, note: str) -> Setting:
