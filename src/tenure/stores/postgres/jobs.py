@@ -1,15 +1,10 @@
-"""Job rows in and out: the one insert every enqueue path shares, and rows to records."""
+"""The one insert every enqueue path on PostgreSQL shares."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
 
-from psycopg.rows import DictRow
-
-from tenure.retry import Policy
-from tenure.states import visible_state
-from tenure.stores.base import AttemptRecord, EffectRecord, JobRecord, NewJob
+from tenure.stores.base import NewJob
 from tenure.stores.postgres.database import Cursor, Database
 
 NOW = "date_part('epoch', now())"  # epoch seconds as double precision, the server's clock
@@ -60,47 +55,6 @@ def insert_jobs(
         ),
     ).fetchone()
     return int(row["added"]) if row else 0
-
-
-def attempt_record(a: dict[str, Any]) -> AttemptRecord:
-    return AttemptRecord(
-        job_id=a["job_id"],
-        number=a["number"],
-        worker_id=a["worker_id"],
-        host=a["host"],
-        pid=a["pid"],
-        started_at=a["started_at"],
-        ended_at=a["ended_at"],
-        outcome=a["outcome"],
-        error=a["error"],
-        traceback=a["traceback"],
-        last_heartbeat_at=a["last_heartbeat_at"],
-    )
-
-
-def job_record(
-    row: DictRow, attempts: list[AttemptRecord], effects: list[EffectRecord] | None = None
-) -> JobRecord:
-    """`row` is a tenure_jobs row plus `now`, the server's time when it was read."""
-    return JobRecord(
-        id=row["id"],
-        name=row["name"],
-        queue=row["queue"],
-        payload=row["payload"],
-        state=visible_state(row["state"], row["run_at"], row["now"]),
-        policy=Policy.from_json(row["policy"]),
-        created_at=row["created_at"],
-        run_at=row["run_at"],
-        finished_at=row["finished_at"],
-        tries_used=row["tries_used"],
-        exceptions=row["exceptions"],
-        last_error=row["last_error"],
-        lease_expires_at=row["lease_expires_at"],
-        worker_id=row["worker_id"],
-        batch_id=row["batch_id"],
-        attempts=attempts,
-        effects=effects or [],
-    )
 
 
 def _seconds(value: float | None) -> float | None:

@@ -19,9 +19,10 @@ from tenure.stores.base import (
 )
 from tenure.stores.postgres.database import POOL_MAX, Database
 from tenure.stores.postgres.dialect import PostgresDialect
-from tenure.stores.postgres.jobs import NOW, attempt_record, job_record
+from tenure.stores.postgres.jobs import NOW
 from tenure.stores.postgres.transaction import caller_cursor
 from tenure.stores.sql import batches
+from tenure.stores.sql.rows import attempt_record, job_record
 
 # Counter rows left by disconnected backends that a read tolerates before folding them.
 FOLD_AFTER_ROWS = 256
@@ -105,6 +106,7 @@ class PostgresOperations(CountsFromQueues):
             return None
         return job_record(
             row,
+            row["now"],
             [attempt_record(a) for a in row["attempts"]],
             [EffectRecord(key=e["key"], attempt=e["attempt"], at=e["at"]) for e in row["effects"]],
         )
@@ -132,7 +134,7 @@ class PostgresOperations(CountsFromQueues):
                 ),
                 (*params, limit),
             ).fetchall()
-        return [job_record(r, []) for r in rows]
+        return [job_record(r, r["now"], []) for r in rows]
 
     def queue_counts(self) -> dict[str, dict[str, int]]:
         out: dict[str, dict[str, int]] = {}

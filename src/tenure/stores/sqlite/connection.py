@@ -9,11 +9,7 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from typing import Any
 
-from tenure.retry import Policy
-from tenure.states import visible_state
-from tenure.stores.base import AttemptRecord, JobRecord
 from tenure.stores.sqlite import schema
 
 NOW_SQL = "SELECT (julianday('now') - 2440587.5) * 86400.0"
@@ -116,40 +112,3 @@ def sqlite_path(url: str) -> str:
             "sqlite needs a file that every worker process can open, e.g. sqlite:///tenure.db"
         )
     return path
-
-
-def _attempt(row: Any) -> AttemptRecord:
-    return AttemptRecord(
-        job_id=row["job_id"],
-        number=row["number"],
-        worker_id=row["worker_id"],
-        host=row["host"],
-        pid=row["pid"],
-        started_at=row["started_at"],
-        ended_at=row["ended_at"],
-        outcome=row["outcome"],
-        error=row["error"],
-        traceback=row["traceback"],
-        last_heartbeat_at=row["last_heartbeat_at"],
-    )
-
-
-def _job(row: Any, now: float, attempts: list[AttemptRecord]) -> JobRecord:
-    return JobRecord(
-        id=row["id"],
-        name=row["name"],
-        queue=row["queue"],
-        payload=row["payload"],
-        state=visible_state(row["state"], row["run_at"], now),
-        policy=Policy.from_json(row["policy"]),
-        created_at=row["created_at"],
-        run_at=row["run_at"],
-        finished_at=row["finished_at"],
-        tries_used=row["tries_used"],
-        exceptions=row["exceptions"],
-        last_error=row["last_error"],
-        lease_expires_at=row["lease_expires_at"],
-        worker_id=row["worker_id"],
-        batch_id=row["batch_id"],
-        attempts=attempts,
-    )

@@ -4,12 +4,12 @@ worker registry. No job changes state here except through retry and forget."""
 from __future__ import annotations
 
 import json
-from dataclasses import replace
 
 from tenure.states import FINAL_STATES, JOB_STATES
 from tenure.stores.base import CountsFromQueues, EffectRecord, JobRecord, WorkerRecord
 from tenure.stores.sql import batches
-from tenure.stores.sqlite.connection import SQLiteConnections, _attempt, _job
+from tenure.stores.sql.rows import attempt_record, job_record
+from tenure.stores.sqlite.connection import SQLiteConnections
 from tenure.stores.sqlite.dialect import SQLITE
 
 
@@ -22,7 +22,7 @@ class SQLiteOperations(SQLiteConnections, CountsFromQueues):
             if row is None:
                 return None
             attempts = [
-                _attempt(a)
+                attempt_record(a)
                 for a in conn.execute(
                     "SELECT * FROM tenure_attempts WHERE job_id = ? ORDER BY number", (job_id,)
                 )
@@ -33,7 +33,7 @@ class SQLiteOperations(SQLiteConnections, CountsFromQueues):
                     "SELECT * FROM tenure_once WHERE job_id = ? ORDER BY at", (job_id,)
                 )
             ]
-        return replace(_job(row, now, attempts), effects=effects)
+        return job_record(row, now, attempts, effects)
 
     def list_jobs(
         self, *, state: str | None = None, queue: str | None = None, limit: int = 100
@@ -59,7 +59,7 @@ class SQLiteOperations(SQLiteConnections, CountsFromQueues):
             " ORDER BY created_at DESC, rowid DESC LIMIT ?",
             (*params, limit),
         ).fetchall()
-        return [_job(r, now, []) for r in rows]
+        return [job_record(r, now, []) for r in rows]
 
     def queue_counts(self) -> dict[str, dict[str, int]]:
         out: dict[str, dict[str, int]] = {}

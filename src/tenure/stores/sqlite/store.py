@@ -27,8 +27,9 @@ from tenure.stores.base import (
     describe_crash,
 )
 from tenure.stores.sql import batches, endings
+from tenure.stores.sql.rows import attempt_record
 from tenure.stores.sqlite import guards
-from tenure.stores.sqlite.connection import _attempt, sqlite_path
+from tenure.stores.sqlite.connection import sqlite_path
 from tenure.stores.sqlite.dialect import SQLITE, insert_jobs
 from tenure.stores.sqlite.operations import SQLiteOperations
 from tenure.stores.sqlite.transaction import SQLiteJobTransaction
@@ -355,7 +356,7 @@ class SQLiteStore(SQLiteOperations):
         if found is None:
             error = "its lease expired with no result, and its attempt record is missing"
         else:
-            error = describe_crash(_attempt(found), row["lease_expires_at"])
+            error = describe_crash(attempt_record(found), row["lease_expires_at"])
         endings.close_attempt(SQLITE, conn, row["id"], row["attempt"], now, "crashed", error, None)
         result = endings.apply_decision(SQLITE, conn, row, "crashed", error, now, False)
         return Rescued(row["id"], row["attempt"], result)
