@@ -34,6 +34,7 @@ def test_burst_runs_a_dead_workers_job_and_names_what_is_scheduled(project: Proj
     info = project.app.get_job(h.id)
     assert [a.outcome for a in info.attempts] == ["crashed", "succeeded"], info.attempts
     log = "\n".join(messages(burst))
+    assert f"running job(s) ({h.id}): if their worker renews the lease" in log, log
     assert "1 scheduled (1 delayed, the next due in" in log, log
     assert project.app.get_job(later.id).state == "scheduled"
 

@@ -103,6 +103,7 @@ def test_worker_notices_its_sqlite_file_deleted_and_exits_2(sqlite_project: Proj
     h = project.jobs.noop.dispatch()
     wait_until(state_is(project.app, h.id, "succeeded"), 60, "the worker to run a job")
     path = project.app.store.path
+    assert f"(file {path})" in messages(worker)[0]  # the first line names the file
     project.app.close()
     for suffix in ("", "-wal", "-shm"):
         if os.path.exists(path + suffix):

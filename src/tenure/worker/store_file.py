@@ -68,3 +68,16 @@ def sqlite_path(store: object, url: str) -> str | None:
         return None
     path = getattr(store, "path", None)
     return path if isinstance(path, str) else None
+
+
+def store_label(app_label: str, url: str) -> str:
+    """How the worker names its store: the masked URL, and for SQLite the file's absolute
+    path, since a relative one depends on the directory the worker was started in."""
+    if not url.lower().startswith("sqlite:"):
+        return app_label
+    from tenure.stores.sqlite import sqlite_path as path_of
+
+    try:
+        return f"{app_label} (file {os.path.abspath(path_of(url))})"
+    except ValueError:  # the store itself reports a bad SQLite URL when it opens
+        return app_label

@@ -15,17 +15,24 @@ import time
 from collections.abc import Callable
 from typing import TypeVar
 
-from tenure.app import App, redact
+from tenure.app import App
 from tenure.errors import ConfigError, StoreMisconfigured
 from tenure.logs import job_fields
 from tenure.settings import WorkerOptions
-from tenure.stores.base import EndResult, Reservation, Store, WorkerRecord, WorkerRef
+from tenure.stores.base import (
+    EndResult,
+    JobRecord,
+    Reservation,
+    Store,
+    WorkerRecord,
+    WorkerRef,
+)
 from tenure.worker.burst import BurstEnd
 from tenure.worker.leases import LeaseKeeper
 from tenure.worker.metrics import Metrics, serve
 from tenure.worker.shutdown import Shutdown
 from tenure.worker.slot import Ended, Slot
-from tenure.worker.store_file import StoreFile, sqlite_path
+from tenure.worker.store_file import StoreFile, sqlite_path, store_label
 
 log = logging.getLogger("tenure.worker")
 
@@ -59,6 +66,7 @@ class Worker:
         self._registered_at = 0.0
         self._store_file = StoreFile(None)
         self._burst: BurstEnd | None = None
+        self._burst_told: set[str] = set()
         self.metrics = Metrics()
 
     @property
@@ -72,7 +80,11 @@ class Worker:
         if threading.current_thread() is threading.main_thread():
             signal.signal(signal.SIGTERM, self.shutdown.on_signal)
             signal.signal(signal.SIGINT, self.shutdown.on_signal)
-        log.info("worker %s using the store %s", self.ref.id, redact(self.app.url))
+        log.info(
+            "worker %s using the store %s",
+            self.ref.id,
+            store_label(self.app.describe_store(), self.app.url),
+        )
         if not self._register():
             log.info(
                 "worker %s stopped before it registered: %s", self.ref.id, self.shutdown.reason
@@ -227,7 +239,7 @@ class Worker:
             now = self.store.now()
             waiting = self._burst.waiting_for(now)
             if waiting:
-                log.debug("--burst: waiting for %d job(s) whose lease is not renewed", len(waiting))
+                self._burst_waiting(waiting, now)
                 return False
             left = self._burst.leftover(now)
         except Exception as exc:  # an outage now: the fetch loop backs off and looks again
@@ -238,6 +250,21 @@ class Worker:
         )
         self.stop("--burst: the queues are empty", grace=None)
         return True
+
+    def _burst_waiting(self, waiting: list[JobRecord], now: float) -> None:
+        ids = {job.id for job in waiting}
+        if ids <= self._burst_told:
+            return
+        self._burst_told |= ids
+        expires = max((job.lease_expires_at or now) for job in waiting)
+        log.info(
+            "--burst: the queues are empty; waiting up to %.0f s for %d running job(s) (%s): "
+            "if their worker renews the lease, it is alive and this worker exits; if the lease "
+            "expires, their worker is dead and this worker runs them",
+            max(0.0, expires - now),
+            len(waiting),
+            ", ".join(sorted(ids)),
+        )
 
     def _free_slots(self) -> int:
         with self._idle_changed:
