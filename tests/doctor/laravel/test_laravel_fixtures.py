@@ -139,3 +139,14 @@ def test_classes_sharing_a_short_name_are_both_checked(monkeypatch: pytest.Monke
         ("app/Jobs/Mail/SendInvoice.php", "150 s"),
         ("app/Support/BaseJob.php", "120 s"),
     ]
+
+
+def test_kubernetes_env_and_config_maps_win_over_env_files(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """retry_after comes from the container's env (45), not .env.example's 90."""
+    monkeypatch.chdir(FIXTURES / "runtime_env_kubernetes")
+    (error,) = diagnose(None, ".", history=False).findings
+    lease = next(c for c in error.clocks if isinstance(c, Value) and "retry_after" in c.label)
+    assert lease.amount == 45
+    assert (lease.source.path, lease.source.line) == ("deploy/worker.yaml", 19)

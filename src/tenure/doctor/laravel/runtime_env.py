@@ -1,16 +1,18 @@
 """The environment a deployment gives the application, which Laravel lets win over every .env
 file (real environment variables are never overwritten by dotenv): Compose `environment:` and
-`env_file:`, and Dockerfile `ENV`. Each becomes an env source ranked before the .env files."""
+`env_file:`, Kubernetes containers' `env:` and the ConfigMaps their `envFrom:` names, and
+Dockerfile `ENV`. Each becomes an env source ranked before the .env files."""
 
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
 
 from tenure.doctor.dockerfile import env_settings
 from tenure.doctor.laravel.php import EnvEntry, read_env
 from tenure.doctor.model import Source
-from tenure.doctor.readers import compose
-from tenure.doctor.readers.yamlnodes import YamlProblem, YMap, load_documents
+from tenure.doctor.readers import compose, kubernetes
+from tenure.doctor.readers.yamlnodes import YamlProblem, YMap, get_path, load_documents
 from tenure.doctor.walk import Tree, decode, is_development_name, is_foreign_template
 
 Sources = list[tuple[str, dict[str, EnvEntry]]]
@@ -18,28 +20,70 @@ Sources = list[tuple[str, dict[str, EnvEntry]]]
 
 def compose_environments(tree: Tree, base: str) -> Sources:
     """One source per Compose service that sets an environment (`environment:` map or list,
-    then its `env_file:` files, which `environment:` overrides)."""
+    then its `env_file:` files, which `environment:` overrides), and one per Kubernetes
+    container (its ConfigMaps from `envFrom:`, then its own `env:`)."""
     out: Sources = []
+    documents = list(_documents(tree))
+    config_maps = {
+        str(get_path(d, "metadata", "name")): (rel, d)
+        for rel, d in documents
+        if d.get("kind") == "ConfigMap" and isinstance(d.get("data"), YMap)
+    }
+    for rel, document in documents:
+        if compose.is_compose(document):
+            for name, service in document["services"].items():
+                if not isinstance(service, YMap):
+                    continue
+                entries = _env_files(service, os.path.join(tree.root, rel), base)
+                entries.update(_environment(service, rel))
+                if entries:
+                    out.append((f"{rel} (service {name})", entries))
+        elif kubernetes.is_manifest(document):
+            out += _pod_environments(rel, document, config_maps)
+    return out
+
+
+def _documents(tree: Tree) -> Iterator[tuple[str, YMap]]:
     for found in tree.files["yaml"]:
         if is_development_name(found.rel) or is_foreign_template(found.rel):
             continue
-        if b"environment" not in found.data and b"env_file" not in found.data:
+        if not any(word in found.data for word in (b"environment", b"env_file", b"env:",
+                                                   b"ConfigMap", b"envFrom")):  # fmt: skip
             continue
         content = decode(found)
         try:
             documents = load_documents(content) if isinstance(content, str) else []
         except YamlProblem:
             continue
-        for document in documents:
-            if not compose.is_compose(document):
-                continue
-            for name, service in document["services"].items():
-                if not isinstance(service, YMap):
-                    continue
-                entries = _env_files(service, found.path, base)
-                entries.update(_environment(service, found.rel))
-                if entries:
-                    out.append((f"{found.rel} (service {name})", entries))
+        yield from ((found.rel, d) for d in documents if isinstance(d, YMap))
+
+
+def _pod_environments(
+    rel: str, document: YMap, config_maps: dict[str, tuple[str, YMap]]
+) -> Sources:
+    spec_path = kubernetes.POD_SPEC_PATHS.get(str(document.get("kind")))
+    pod = get_path(document, *spec_path) if spec_path else None
+    containers = pod.get("containers") if isinstance(pod, YMap) else None
+    out: Sources = []
+    for container in containers if isinstance(containers, list) else []:
+        if not isinstance(container, YMap):
+            continue
+        entries: dict[str, EnvEntry] = {}
+        for source in container.get("envFrom") or []:
+            name = get_path(source, "configMapRef", "name") if isinstance(source, YMap) else None
+            if name is not None and str(name) in config_maps:
+                map_rel, config_map = config_maps[str(name)]
+                data = config_map["data"]
+                entries.update({str(k): EnvEntry(str(v), Source(map_rel, data.line_of(k),
+                                                                 f"{k}={v}"))
+                                for k, v in data.items() if v is not None})  # fmt: skip
+        for item in container.get("env") or []:
+            if isinstance(item, YMap) and "name" in item and "value" in item:
+                key, value = str(item["name"]), str(item["value"])
+                entries[key] = EnvEntry(value, Source(rel, item.line_of("value"), f"{key}={value}"))
+        if entries:
+            label = f"{rel} (container {container.get('name', '?')})"
+            out.append((label, entries))
     return out
 
 
