@@ -71,20 +71,17 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Sequence
-from dataclasses import replace
 from typing import Any, ClassVar, cast
 
 import redis
 
 from tenure.errors import TenureError
 from tenure.retry import Counters, Policy, decide
-from tenure.states import JOB_STATES, visible_state
+from tenure.states import visible_state
 from tenure.stores.base import (
     AttemptRecord,
     Capabilities,
-    CountsFromQueues,
     EndResult,
-    JobRecord,
     Rescued,
     Reservation,
     WorkerRef,
@@ -92,16 +89,13 @@ from tenure.stores.base import (
 )
 from tenure.stores.redis.batches import RedisBatches
 from tenure.stores.redis.client import (
-    LIST_PAGE,
     MIN_BLOCK_S,
     Call,
-    clock_value,
     optional,
 )
-from tenure.stores.redis.guards import RedisGuards, effect_records
+from tenure.stores.redis.guards import RedisGuards
+from tenure.stores.redis.operations import RedisOperations
 from tenure.stores.redis.records import (
-    attempt_records,
-    job_record,
     to_float,
     to_int,
     to_opt_float,
@@ -110,8 +104,6 @@ from tenure.stores.redis.workers import RedisWorkers
 
 log = logging.getLogger("tenure.stores.redis")
 
-# The order of the figures the "counts" script returns after the clock.
-COUNTED_STATES = ("queued", "scheduled", "running", "succeeded", "failed", "cancelled")
 STALE = "stale token: lease taken over"
 
 RESCUE_CHUNK = 500
@@ -121,7 +113,7 @@ RESCUE_CHUNK = 500
 MAX_CAS_ROUNDS = 50
 
 
-class RedisStore(RedisBatches, RedisGuards, RedisWorkers, CountsFromQueues):
+class RedisStore(RedisBatches, RedisGuards, RedisWorkers, RedisOperations):
     capabilities: ClassVar[Capabilities] = Capabilities(
         name="Redis",
         job_transactions=False,
@@ -132,10 +124,6 @@ class RedisStore(RedisBatches, RedisGuards, RedisWorkers, CountsFromQueues):
     )
 
     # -- the Store protocol --------------------------------------------------------------
-    def now(self) -> float:
-        seconds, micros = self._redis.time()
-        return clock_value(seconds, micros)
-
     def migrate(self) -> None:
         """Redis needs no schema; record the key layout so a future one can be recognised."""
         self.check_layout()
@@ -403,90 +391,6 @@ class RedisStore(RedisBatches, RedisGuards, RedisWorkers, CountsFromQueues):
                 wait = min(wait, float(due) - float(now_text) + 0.002)
         wait = max(wait, MIN_BLOCK_S)
         self._redis.blpop([f"{self._base(q)}:notify" for q in names], timeout=round(wait, 3))
-
-    # -- reading and operating -----------------------------------------------------------
-    def get_job(self, job_id: str) -> JobRecord | None:
-        queue = self._locate(job_id)
-        if queue is None:
-            return None
-        base = self._base(queue)
-        pipe = self._redis.pipeline(transaction=True)  # one consistent view: job + attempts
-        pipe.time()
-        pipe.hgetall(f"{base}:job:{job_id}")
-        pipe.hgetall(f"{base}:att:{job_id}")
-        pipe.hgetall(f"{base}:once:{job_id}")
-        (seconds, micros), fields, attempts, effects = pipe.execute()
-        if not fields:
-            self._job_queue.pop(job_id, None)
-            return None
-        record = job_record(
-            job_id, queue, fields, clock_value(seconds, micros), attempt_records(job_id, attempts)
-        )
-        return replace(record, effects=effect_records(effects))
-
-    def list_jobs(
-        self, *, state: str | None = None, queue: str | None = None, limit: int = 100
-    ) -> list[JobRecord]:
-        if limit <= 0 or (state is not None and state not in JOB_STATES):
-            return []
-        index = "all" if state is None else "queued" if state == "scheduled" else state
-        queues = [queue] if queue is not None else self._queues()
-        now = self.now()
-        found: list[tuple[float, int, JobRecord]] = []
-        for name in queues:
-            found += self._list_queue(name, index, state, limit, now)
-        found.sort(key=lambda item: (item[0], item[1]), reverse=True)
-        return [record for _, _, record in found[:limit]]
-
-    def _list_queue(
-        self, queue: str, index: str, state: str | None, limit: int, now: float
-    ) -> list[tuple[float, int, JobRecord]]:
-        base = self._base(queue)
-        key = f"{base}:all" if index == "all" else f"{base}:idx:{index}"
-        out: list[tuple[float, int, JobRecord]] = []
-        start = 0
-        while len(out) < limit:
-            ids = cast(list[str], self._redis.zrevrange(key, start, start + LIST_PAGE - 1))
-            if not ids:
-                break
-            start += len(ids)
-            pipe = self._redis.pipeline(transaction=False)
-            for job_id in ids:
-                pipe.hgetall(f"{base}:job:{job_id}")
-            for job_id, fields in zip(ids, pipe.execute(), strict=True):
-                if not fields:
-                    continue
-                record = job_record(job_id, queue, fields, now, [])
-                # The visible state decides (queued vs scheduled), not the index alone.
-                if state is None or record.state == state:
-                    out.append((record.created_at, to_int(fields.get("seq")), record))
-                    if len(out) >= limit:
-                        break
-        return out
-
-    def queue_counts(self) -> dict[str, dict[str, int]]:
-        # Every state has a sorted set per queue, so each figure is a ZCARD (O(1)) or, for
-        # queued against scheduled, a ZCOUNT by run_at (O(log n)): nothing here grows with the
-        # number of jobs. One script per queue, all in one round trip.
-        queues = self._queues()
-        replies = self._run_many([self._qcall("counts", q) for q in queues])
-        out: dict[str, dict[str, int]] = {}
-        for queue, reply in zip(queues, replies, strict=True):
-            counts = dict(zip(COUNTED_STATES, (int(n) for n in reply[1:]), strict=True))
-            if any(counts.values()):  # the registry keeps every queue ever used
-                out[queue] = {state: counts.get(state, 0) for state in JOB_STATES}
-        return out
-
-    def retry_job(self, job_id: str) -> bool:
-        queue = self._locate(job_id)
-        return queue is not None and bool(self._run(self._qcall("retry_job", queue, job_id)))
-
-    def forget_job(self, job_id: str) -> bool:
-        queue = self._locate(job_id)
-        if queue is None or not self._run(self._qcall("forget_job", queue, job_id)):
-            return False
-        self._job_queue.pop(job_id, None)
-        return True
 
 
 def _refused(reply: list[Any]) -> EndResult:

@@ -1,0 +1,106 @@
+"""Reading and operating on Redis: what the CLI, the dashboard and the doctor ask (a job, a
+page of jobs, counts per queue), and retry or forget. No job changes state here except through
+retry and forget, each one script."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import cast
+
+from tenure.states import JOB_STATES
+from tenure.stores.base import CountsFromQueues, JobRecord
+from tenure.stores.redis.client import LIST_PAGE, RedisClient, clock_value
+from tenure.stores.redis.guards import effect_records
+from tenure.stores.redis.records import attempt_records, job_record, to_int
+
+# The order of the figures the "counts" script returns after the clock.
+COUNTED_STATES = ("queued", "scheduled", "running", "succeeded", "failed", "cancelled")
+
+
+class RedisOperations(RedisClient, CountsFromQueues):
+    def now(self) -> float:
+        seconds, micros = self._redis.time()
+        return clock_value(seconds, micros)
+
+    def get_job(self, job_id: str) -> JobRecord | None:
+        queue = self._locate(job_id)
+        if queue is None:
+            return None
+        base = self._base(queue)
+        pipe = self._redis.pipeline(transaction=True)  # one consistent view: job + attempts
+        pipe.time()
+        pipe.hgetall(f"{base}:job:{job_id}")
+        pipe.hgetall(f"{base}:att:{job_id}")
+        pipe.hgetall(f"{base}:once:{job_id}")
+        (seconds, micros), fields, attempts, effects = pipe.execute()
+        if not fields:
+            self._job_queue.pop(job_id, None)
+            return None
+        record = job_record(
+            job_id, queue, fields, clock_value(seconds, micros), attempt_records(job_id, attempts)
+        )
+        return replace(record, effects=effect_records(effects))
+
+    def list_jobs(
+        self, *, state: str | None = None, queue: str | None = None, limit: int = 100
+    ) -> list[JobRecord]:
+        if limit <= 0 or (state is not None and state not in JOB_STATES):
+            return []
+        index = "all" if state is None else "queued" if state == "scheduled" else state
+        queues = [queue] if queue is not None else self._queues()
+        now = self.now()
+        found: list[tuple[float, int, JobRecord]] = []
+        for name in queues:
+            found += self._list_queue(name, index, state, limit, now)
+        found.sort(key=lambda item: (item[0], item[1]), reverse=True)
+        return [record for _, _, record in found[:limit]]
+
+    def _list_queue(
+        self, queue: str, index: str, state: str | None, limit: int, now: float
+    ) -> list[tuple[float, int, JobRecord]]:
+        base = self._base(queue)
+        key = f"{base}:all" if index == "all" else f"{base}:idx:{index}"
+        out: list[tuple[float, int, JobRecord]] = []
+        start = 0
+        while len(out) < limit:
+            ids = cast(list[str], self._redis.zrevrange(key, start, start + LIST_PAGE - 1))
+            if not ids:
+                break
+            start += len(ids)
+            pipe = self._redis.pipeline(transaction=False)
+            for job_id in ids:
+                pipe.hgetall(f"{base}:job:{job_id}")
+            for job_id, fields in zip(ids, pipe.execute(), strict=True):
+                if not fields:
+                    continue
+                record = job_record(job_id, queue, fields, now, [])
+                # The visible state decides (queued vs scheduled), not the index alone.
+                if state is None or record.state == state:
+                    out.append((record.created_at, to_int(fields.get("seq")), record))
+                    if len(out) >= limit:
+                        break
+        return out
+
+    def queue_counts(self) -> dict[str, dict[str, int]]:
+        # Every state has a sorted set per queue, so each figure is a ZCARD (O(1)) or, for
+        # queued against scheduled, a ZCOUNT by run_at (O(log n)): nothing here grows with the
+        # number of jobs. One script per queue, all in one round trip.
+        queues = self._queues()
+        replies = self._run_many([self._qcall("counts", q) for q in queues])
+        out: dict[str, dict[str, int]] = {}
+        for queue, reply in zip(queues, replies, strict=True):
+            counts = dict(zip(COUNTED_STATES, (int(n) for n in reply[1:]), strict=True))
+            if any(counts.values()):  # the registry keeps every queue ever used
+                out[queue] = {state: counts.get(state, 0) for state in JOB_STATES}
+        return out
+
+    def retry_job(self, job_id: str) -> bool:
+        queue = self._locate(job_id)
+        return queue is not None and bool(self._run(self._qcall("retry_job", queue, job_id)))
+
+    def forget_job(self, job_id: str) -> bool:
+        queue = self._locate(job_id)
+        if queue is None or not self._run(self._qcall("forget_job", queue, job_id)):
+            return False
+        self._job_queue.pop(job_id, None)
+        return True
