@@ -15,11 +15,20 @@ from tenure.coordinator import COORDINATOR, coordinator, plan_over_ids
 from tenure.errors import ConfigError, JobNotFound, UnknownJob
 from tenure.guards import KeyFunction
 from tenure.job import Job, JobHandle, Sig
+from tenure.periodic import PeriodicJob, PeriodicStatus, check_catch_up, run_id, status
 from tenure.retry import Backoff, Policy
+from tenure.schedule import Schedule
 from tenure.settings import URL_ENV, JobOptions
 from tenure.states import JOB_STATES
 from tenure.stores import Store, open_store, store_class
-from tenure.stores.base import BatchRecord, JobRecord, NewBatch, NewJob, WorkerRecord
+from tenure.stores.base import (
+    BatchRecord,
+    JobRecord,
+    NewBatch,
+    NewJob,
+    PeriodicClaim,
+    WorkerRecord,
+)
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -52,6 +61,7 @@ class App:
         self.url = url or os.environ.get(URL_ENV) or DEFAULT_URL
         self.max_payload_bytes = max_payload_bytes
         self.jobs: dict[str, Job] = {}
+        self.periodic_jobs: dict[str, PeriodicJob] = {}
         self._store: Store | None = None
         self._store_pid: int | None = None
         # tenure.testing.inline() runs what was just dispatched, in the test process
@@ -145,6 +155,31 @@ class App:
         self.jobs[job_name] = job
         return job
 
+    def periodic(
+        self, expression: str, *, tz: str | None = None, catch_up: str = "latest", **settings: Any
+    ) -> Callable[[F], Job]:
+        """Register a job that takes no arguments, run on a cron schedule in time zone `tz`
+        (IANA name, default UTC): `@app.periodic("*/5 * * * *", tz="Europe/Rome")`. The
+        workers dispatch each due time once (see tenure.periodic); after downtime only the
+        latest missed one runs, none with `catch_up="none"`. Other keywords are @app.job's."""
+        schedule = Schedule.parse(expression, tz)
+        check_catch_up(catch_up)
+
+        def register(fn: F) -> Job:
+            try:
+                inspect.signature(fn).bind()
+            except TypeError:
+                raise ConfigError(
+                    f"@app.periodic on {fn.__qualname__}: a periodic job is called with no "
+                    f"arguments, but it takes {fn.__name__}{inspect.signature(fn)}; give the "
+                    "parameters defaults, or read what they carry inside the job"
+                ) from None
+            job = self._register(fn, settings)
+            self.periodic_jobs[job.name] = PeriodicJob(job.name, job.queue, schedule, catch_up)
+            return job
+
+        return register
+
     def _check_transactional(self, fn: Callable[..., Any]) -> None:
         capabilities = store_class(self.url).capabilities
         if not capabilities.job_transactions:
@@ -216,6 +251,26 @@ class App:
         else:
             until = deadline.timestamp()
         return Policy(**{**job.policy.__dict__, "retry_until": until})
+
+    # -- periodic jobs -----------------------------------------------------------------
+    def claim_periodic(self, name: str, due: float, *, run: bool) -> PeriodicClaim:
+        """Claim one due time of a periodic job in the store, dispatching its run with the
+        claim when `run` (the workers call this; see tenure.periodic)."""
+        periodic = self.periodic_jobs[name]
+        job = self._new_job(Sig(name), job_id=run_id(name, due)) if run else None
+        return self.store.claim_periodic(name=name, queue=periodic.queue, due=due, job=job)
+
+    def periodic_status(self) -> list[PeriodicStatus]:
+        """Each periodic job with its next due time and its latest run (for `tenure periodic
+        list` and the dashboard)."""
+        stored = {r.name: r for r in self.store.list_periodic()}
+        now = self.now()
+        out = []
+        for name in sorted(self.periodic_jobs):
+            record = stored.get(name)
+            last = self.store.get_job(record.last_job_id) if record and record.last_job_id else None
+            out.append(status(self.periodic_jobs[name], record, last, now))
+        return out
 
     # -- batches -----------------------------------------------------------------------
     def batch(

@@ -20,6 +20,8 @@ from tenure.stores.records import (
     JobRecord,
     NewBatch,
     NewJob,
+    PeriodicClaim,
+    PeriodicRecord,
     Rescued,
     Reservation,
     WorkerRecord,
@@ -169,6 +171,27 @@ class Store(Protocol):
     def report_progress(self, *, job_id: str, token: int, fraction: float) -> None:
         """A running member's own progress, 0..1; kept as the highest value reported."""
 
+    # -- periodic jobs -----------------------------------------------------------------
+    def claim_periodic(
+        self, *, name: str, queue: str, due: float, job: NewJob | None
+    ) -> PeriodicClaim:
+        """Claim the due time `due` of the periodic job `name`, atomically (one transaction,
+        one script): every worker of every host calls this, and each due time is dispatched
+        once. The periodic state lives in `queue`'s part of the store (its Redis slot).
+
+        - no state yet: `due` is recorded, nothing dispatched (a newly deployed periodic job
+          starts at its next due time, not with a back-filled run): "recorded";
+        - a stored due time at or after `due`: nothing changes (another worker got it):
+          "taken";
+        - else `due` is recorded and `job` enqueued with it: "dispatched"; with `job` None
+          the state moves on without a dispatch (a run skipped on purpose): "recorded".
+
+        `job`'s id should be made from name and due, so a retried call cannot create it twice.
+        """
+
+    def list_periodic(self) -> list[PeriodicRecord]:
+        """Every periodic job's stored state, by name."""
+
     # -- reading and operating ---------------------------------------------------------
     def get_job(self, job_id: str) -> JobRecord | None: ...
 
@@ -240,6 +263,8 @@ __all__ = [
     "JobTransaction",
     "NewBatch",
     "NewJob",
+    "PeriodicClaim",
+    "PeriodicRecord",
     "Rescued",
     "Reservation",
     "Store",

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 
 from tenure.batch import BatchCounts
 from tenure.batch import progress as batch_progress
@@ -150,6 +150,20 @@ class BatchRecord:
     catch_job_id: str | None
     finally_job_id: str | None
     declared_total: int | None = None
+
+
+# What claim_periodic did with a due time (see Store.claim_periodic).
+PeriodicClaim = Literal["dispatched", "recorded", "taken"]
+
+
+@dataclass(frozen=True)
+class PeriodicRecord:
+    """What the store holds of one periodic job: the latest due time claimed (dispatched, or
+    only recorded), and the job dispatched for the latest run (None before the first)."""
+
+    name: str
+    last_due: float
+    last_job_id: str | None
 
 
 @dataclass(frozen=True)

@@ -18,6 +18,7 @@ from typing import TypeVar
 from tenure.app import App
 from tenure.errors import ConfigError, StoreMisconfigured
 from tenure.logs import job_fields
+from tenure.periodic import PeriodicTicker
 from tenure.settings import WorkerOptions
 from tenure.stores.base import (
     EndResult,
@@ -68,6 +69,7 @@ class Worker:
         self._burst: BurstEnd | None = None
         self._burst_told: set[str] = set()
         self.metrics = Metrics()
+        self.periodic = PeriodicTicker(app)  # this worker's share of dispatching periodic jobs
 
     @property
     def store(self) -> Store:
@@ -180,6 +182,7 @@ class Worker:
                 self._rescue()
                 if self._store_file_gone():
                     break
+            self.periodic.tick()  # about once a second; each due time claimed in the store
             free = self._free_slots()
             if free == 0:
                 self._wait_for_free_slot()

@@ -34,6 +34,8 @@ from tenure.stores.base import (
     Capabilities,
     EndResult,
     NewJob,
+    PeriodicClaim,
+    PeriodicRecord,
     Rescued,
     Reservation,
     WorkerRef,
@@ -47,7 +49,7 @@ from tenure.stores.postgres.guards import CLOCK
 from tenure.stores.postgres.jobs import NOW, insert_jobs
 from tenure.stores.postgres.operations import PostgresOperations
 from tenure.stores.postgres.transaction import PostgresJobTransaction, caller_cursor
-from tenure.stores.sql import batches, endings
+from tenure.stores.sql import batches, endings, periodic
 
 # guarded jobs one reserve call may look at beyond `limit`: they may be deferred instead
 RESERVE_LOOKAHEAD = 32
@@ -405,6 +407,19 @@ class PostgresStore(PostgresOperations):
         # hand-back commits; the caller's timeout is the bounded fallback poll (delayed jobs
         # coming due send no NOTIFY).
         self.db.wait_for_notify(set(queues), timeout)
+
+    # -- periodic jobs -----------------------------------------------------------------
+    def claim_periodic(
+        self, *, name: str, queue: str, due: float, job: NewJob | None
+    ) -> PeriodicClaim:
+        with self.db.transaction() as cur:
+            return periodic.claim(
+                self.dialect, cur, name, due, job, lambda jobs: self._enqueue(cur, jobs)
+            )
+
+    def list_periodic(self) -> list[PeriodicRecord]:
+        with self.db.cursor() as cur:
+            return periodic.read_all(self.dialect, cur)
 
 
 def _claim_params(

@@ -42,6 +42,7 @@ touches one slot only:
     PREFIX:{q:QUEUE}:seq          string the queue's sequence counter
     PREFIX:{q:QUEUE}:notify       list   wake-up tokens idle workers BLPOP
     PREFIX:{q:QUEUE}:uniq:KEY, :overlap, :rate:KEY, :once:ID   guards (see guards.py)
+    PREFIX:{q:QUEUE}:periodic     hash   periodic jobs whose runs go to QUEUE (periodic.py)
     PREFIX:{g}:queues             set    every queue name ever used
     PREFIX:{g}:workers, :worker:ID, :control, :meta
 
@@ -95,6 +96,7 @@ from tenure.stores.redis.client import (
 )
 from tenure.stores.redis.guards import RedisGuards
 from tenure.stores.redis.operations import RedisOperations
+from tenure.stores.redis.periodic import RedisPeriodic
 from tenure.stores.redis.records import (
     to_float,
     to_int,
@@ -113,7 +115,7 @@ RESCUE_CHUNK = 500
 MAX_CAS_ROUNDS = 50
 
 
-class RedisStore(RedisBatches, RedisGuards, RedisWorkers, RedisOperations):
+class RedisStore(RedisBatches, RedisGuards, RedisPeriodic, RedisWorkers, RedisOperations):
     capabilities: ClassVar[Capabilities] = Capabilities(
         name="Redis",
         job_transactions=False,

@@ -21,12 +21,14 @@ from tenure.stores.base import (
     EndResult,
     NewBatch,
     NewJob,
+    PeriodicClaim,
+    PeriodicRecord,
     Rescued,
     Reservation,
     WorkerRef,
     describe_crash,
 )
-from tenure.stores.sql import batches, endings
+from tenure.stores.sql import batches, endings, periodic
 from tenure.stores.sql.rows import attempt_record
 from tenure.stores.sqlite import guards
 from tenure.stores.sqlite.connection import sqlite_path
@@ -422,6 +424,19 @@ class SQLiteStore(SQLiteOperations):
     def report_progress(self, *, job_id: str, token: int, fraction: float) -> None:
         with self._write() as (conn, _now):
             batches.report_progress(SQLITE, conn, job_id, token, fraction)
+
+    # -- periodic jobs -----------------------------------------------------------------
+    def claim_periodic(
+        self, *, name: str, queue: str, due: float, job: NewJob | None
+    ) -> PeriodicClaim:
+        with self._write() as (conn, now):
+            return periodic.claim(
+                SQLITE, conn, name, due, job, lambda jobs: self._enqueue(conn, jobs, now)
+            )
+
+    def list_periodic(self) -> list[PeriodicRecord]:
+        with self._read() as conn:
+            return periodic.read_all(SQLITE, conn)
 
 
 __all__ = ["SQLiteJobTransaction", "SQLiteStore", "sqlite_path"]

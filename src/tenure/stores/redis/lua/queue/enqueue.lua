@@ -1,49 +1,13 @@
--- ARGV[3..]: groups of ENQUEUE_FIELDS: id, name, payload, policy, delay, batch_id, unique_key,
--- unique_until, unique_for, overlap_key, overlap_delay, rate_key, rate_limit, rate_window
--- (optional ones as '-' or '+text'). Returns, per job, its id, or the id of the job holding its
--- unique key. An id that already exists is skipped, so a client retrying after a lost reply
--- cannot create the job twice.
+-- ARGV[3..]: groups of ENQUEUE_FIELDS, one per job (see lib/enqueue.lua). Returns, per job, its
+-- id, or the id of the job holding its unique key.
+--#include lib/enqueue.lua
 local now_s, now = clock()
 local added = 0
 local ids = {}
 for i = 3, #ARGV, ENQUEUE_FIELDS do
-  local id = ARGV[i]
-  local ukey = optional(ARGV[i + 6])
-  local holder = nil
-  if ukey then holder = unique_holder(ukey, now) end
-  if holder then
-    ids[#ids + 1] = holder
-  else
-    -- taken at once: the next job of this call with the same key must see this one
-    if ukey then take_unique(ukey, id, ARGV[i + 7], optional(ARGV[i + 8]), now) end
-    local jk = job_key(id)
-    if redis.call('EXISTS', jk) == 0 then
-      local seq = redis.call('INCR', SEQ)
-      local delay = tonumber(ARGV[i + 4]) or 0
-      if delay < 0 then delay = 0 end
-      local run_at = fmt(now + delay)
-      redis.call('HSET', jk, 'id', id, 'name', ARGV[i + 1], 'queue', queue_name,
-        'payload', ARGV[i + 2], 'state', 'queued', 'policy', ARGV[i + 3], 'created_at', now_s,
-        'run_at', run_at, 'attempt', 0, 'tries_used', 0, 'exceptions', 0, 'seq', seq)
-      local batch_id = optional(ARGV[i + 5])
-      if batch_id then redis.call('HSET', jk, 'batch_id', batch_id) end
-      if ukey then redis.call('HSET', jk, 'unique_key', ukey) end
-      local okey = optional(ARGV[i + 9])
-      if okey then
-        redis.call('HSET', jk, 'overlap_key', okey, 'overlap_delay', ARGV[i + 10])
-      end
-      local rkey = optional(ARGV[i + 11])
-      if rkey then
-        redis.call('HSET', jk, 'rate_key', rkey, 'rate_limit', ARGV[i + 12],
-          'rate_window', ARGV[i + 13])
-      end
-      redis.call('ZADD', QUEUED, run_at, queued_member(seq, id))
-      redis.call('ZADD', ALL, seq, id)
-      move_index(id, seq, nil, 'queued')
-      added = added + 1
-    end
-    ids[#ids + 1] = id
-  end
+  local id, created = enqueue_one(i, now_s, now)
+  ids[#ids + 1] = id
+  added = added + created
 end
 -- Delayed jobs wake waiters too: a waiter re-reads the earliest run_at and sleeps until then.
 notify(added)

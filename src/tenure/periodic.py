@@ -1,0 +1,166 @@
+"""Periodic jobs: `@app.periodic("*/5 * * * *", tz="Europe/Rome")`, dispatched by the workers
+themselves, with no scheduler process and no leader.
+
+Every worker ticks about once a second (`PeriodicTicker.tick`, from its fetch loop): for each
+periodic job it computes the latest due time at or before the store's now and, when that due
+time changed since its last look, asks the store to claim it (`Store.claim_periodic`). The
+store holds each job's last claimed due time and moves it forward atomically with the run's
+enqueue, so however many workers on however many hosts tick, each due time is dispatched once;
+the run's job id is made from the name and the due time, so a claim retried after a lost reply
+cannot create a second job.
+
+After downtime only the latest missed due time is looked at, so at most one run catches up
+(`catch_up="latest"`, the default); `catch_up="none"` skips a due time first looked at more
+than `LATE_AFTER_S` after it. A periodic job seen for the first time starts at its next due
+time: the latest past one is recorded, not run.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Protocol
+
+from tenure.errors import ConfigError
+from tenure.schedule import Schedule
+from tenure.stores.base import JobRecord, PeriodicClaim, PeriodicRecord
+
+log = logging.getLogger("tenure.periodic")
+
+CATCH_UP = ("latest", "none")
+# catch_up="none": a due time looked at first this long after it passed is skipped. Longer
+# than a worker's tick (1 s) plus a short store outage; shorter than a deploy's downtime.
+LATE_AFTER_S = 60.0
+TICK_EVERY_S = 1.0
+
+
+@dataclass(frozen=True)
+class PeriodicJob:
+    """A job registered with `@app.periodic`: its name, queue, schedule and catch-up rule."""
+
+    name: str
+    queue: str
+    schedule: Schedule
+    catch_up: str = "latest"
+
+    def due_at(self, now: float) -> tuple[float, bool] | None:
+        """(the latest due time at or before `now`, whether to run it), or None if the
+        schedule has never been due."""
+        due = self.schedule.latest_due(now)
+        if due is None:
+            return None
+        return due, self.catch_up == "latest" or now - due <= LATE_AFTER_S
+
+
+def check_catch_up(value: str) -> str:
+    if value not in CATCH_UP:
+        raise ConfigError(f"catch_up: expected one of {', '.join(CATCH_UP)}, got {value!r}")
+    return value
+
+
+def run_id(name: str, due: float) -> str:
+    """The job id of the run for one due time: the same on every worker, so a claim sent
+    twice creates one job (16 hex digits, like every other job id)."""
+    return hashlib.sha256(f"periodic\0{name}\0{due:.0f}".encode()).hexdigest()[:16]
+
+
+class PeriodicApp(Protocol):
+    """What the ticker uses of its `tenure.App` (a Protocol: the App imports this module)."""
+
+    periodic_jobs: dict[str, PeriodicJob]
+
+    def now(self) -> float: ...
+
+    def claim_periodic(self, name: str, due: float, *, run: bool) -> PeriodicClaim: ...
+
+
+@dataclass(frozen=True)
+class Claimed:
+    name: str
+    due: float
+    outcome: PeriodicClaim
+
+
+class PeriodicTicker:
+    """One per worker. `tick()` from a loop that turns about once a second; `run_once(now)`
+    does one round at a given store time (tests drive it with times they choose)."""
+
+    def __init__(
+        self, app: PeriodicApp, *, monotonic: Callable[[], float] = time.monotonic
+    ) -> None:
+        self.app = app
+        self._monotonic = monotonic
+        self._next_tick = 0.0
+        self._looked: dict[str, float] = {}  # name -> the due time last claimed
+
+    def tick(self) -> list[Claimed]:
+        """A round, at most once per TICK_EVERY_S; a store error is logged and retried on the
+        next tick (the due time is still the latest then, so nothing is lost)."""
+        if not self.app.periodic_jobs or self._monotonic() < self._next_tick:
+            return []
+        self._next_tick = self._monotonic() + TICK_EVERY_S
+        try:
+            return self.run_once(self.app.now())
+        except Exception as exc:
+            log.warning(
+                "periodic jobs: could not claim due times (%s: %s)", type(exc).__name__, exc
+            )
+            return []
+
+    def run_once(self, now: float) -> list[Claimed]:
+        out: list[Claimed] = []
+        for name, job in self.app.periodic_jobs.items():
+            found = job.due_at(now)
+            if found is None or self._looked.get(name) == found[0]:
+                continue
+            due, run = found
+            outcome = self.app.claim_periodic(name, due, run=run)
+            self._looked[name] = due
+            out.append(Claimed(name, due, outcome))
+            if outcome == "dispatched":
+                log.info("periodic job %s dispatched for %s", name, _when(due))
+            elif outcome == "recorded" and run:
+                log.info("periodic job %s: first seen; it runs from its next due time", name)
+            elif outcome == "recorded":
+                log.info("periodic job %s: %s skipped (catch_up='none')", name, _when(due))
+        return out
+
+
+@dataclass(frozen=True)
+class PeriodicStatus:
+    """A periodic job as `tenure periodic list` and the dashboard show it."""
+
+    name: str
+    expression: str
+    tz: str
+    queue: str
+    catch_up: str
+    next_due: float | None
+    last_due: float | None  # the latest due time claimed (run or skipped)
+    last_job_id: str | None  # the latest run
+    last_state: str | None  # that run's state; None if there was none or it is gone
+    last_run_at: float | None  # when that run was dispatched
+
+
+def status(
+    job: PeriodicJob, record: PeriodicRecord | None, last: JobRecord | None, now: float
+) -> PeriodicStatus:
+    return PeriodicStatus(
+        name=job.name,
+        expression=job.schedule.expression,
+        tz=job.schedule.tz,
+        queue=job.queue,
+        catch_up=job.catch_up,
+        next_due=job.schedule.next_due(now),
+        last_due=record.last_due if record else None,
+        last_job_id=record.last_job_id if record else None,
+        last_state=last.state if last else None,
+        last_run_at=last.created_at if last else None,
+    )
+
+
+def _when(due: float) -> str:
+    return time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime(due))

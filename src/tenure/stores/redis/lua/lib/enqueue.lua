@@ -1,0 +1,40 @@
+-- One job's enqueue, for every script that creates jobs from an ARGV group of ENQUEUE_FIELDS
+-- starting at `i`: id, name, payload, policy, delay, batch_id, unique_key, unique_until,
+-- unique_for, overlap_key, overlap_delay, rate_key, rate_limit, rate_window (optional ones as
+-- '-' or '+text'). Returns the job's id, or the id of the job holding its unique key, and 1
+-- when a job was created (0: deduplicated, or the id already exists, so a client retrying
+-- after a lost reply cannot create the job twice). Included after the guards (guards.lua).
+local function enqueue_one(i, now_s, now)
+  local id = ARGV[i]
+  local ukey = optional(ARGV[i + 6])
+  local holder = nil
+  if ukey then holder = unique_holder(ukey, now) end
+  if holder then return holder, 0 end
+  -- taken at once: the next job of this call with the same key must see this one
+  if ukey then take_unique(ukey, id, ARGV[i + 7], optional(ARGV[i + 8]), now) end
+  local jk = job_key(id)
+  if redis.call('EXISTS', jk) == 1 then return id, 0 end
+  local seq = redis.call('INCR', SEQ)
+  local delay = tonumber(ARGV[i + 4]) or 0
+  if delay < 0 then delay = 0 end
+  local run_at = fmt(now + delay)
+  redis.call('HSET', jk, 'id', id, 'name', ARGV[i + 1], 'queue', queue_name,
+    'payload', ARGV[i + 2], 'state', 'queued', 'policy', ARGV[i + 3], 'created_at', now_s,
+    'run_at', run_at, 'attempt', 0, 'tries_used', 0, 'exceptions', 0, 'seq', seq)
+  local batch_id = optional(ARGV[i + 5])
+  if batch_id then redis.call('HSET', jk, 'batch_id', batch_id) end
+  if ukey then redis.call('HSET', jk, 'unique_key', ukey) end
+  local okey = optional(ARGV[i + 9])
+  if okey then
+    redis.call('HSET', jk, 'overlap_key', okey, 'overlap_delay', ARGV[i + 10])
+  end
+  local rkey = optional(ARGV[i + 11])
+  if rkey then
+    redis.call('HSET', jk, 'rate_key', rkey, 'rate_limit', ARGV[i + 12],
+      'rate_window', ARGV[i + 13])
+  end
+  redis.call('ZADD', QUEUED, run_at, queued_member(seq, id))
+  redis.call('ZADD', ALL, seq, id)
+  move_index(id, seq, nil, 'queued')
+  return id, 1
+end

@@ -1,0 +1,64 @@
+"""Periodic jobs on Redis: a job's periodic state is a field of its queue's hash
+
+    PREFIX:{q:QUEUE}:periodic   hash  periodic job name -> "LAST_DUE LAST_JOB_ID"
+
+under the queue's hash tag, so claiming a due time and enqueuing its run are one script in one
+Redis Cluster slot (lua/queue/claim_periodic.lua, which creates the job with the same
+lib/enqueue.lua as every dispatch). A periodic job moved to another queue starts afresh there:
+its first due time in the new queue is recorded, not run.
+"""
+
+from __future__ import annotations
+
+from typing import Any, cast
+
+from tenure.errors import TenureError
+from tenure.stores.base import NewJob, PeriodicClaim, PeriodicRecord
+from tenure.stores.redis.client import Call, RedisClient
+from tenure.stores.redis.guards import enqueue_args
+
+CLAIMS: tuple[PeriodicClaim, ...] = ("dispatched", "recorded", "taken")
+
+
+class RedisPeriodic(RedisClient):
+    def claim_periodic(
+        self, *, name: str, queue: str, due: float, job: NewJob | None
+    ) -> PeriodicClaim:
+        if job is not None and job.queue != queue:
+            raise TenureError(
+                f"periodic job {name!r}: its run goes to {job.queue!r}, not {queue!r}"
+            )
+        run = enqueue_args(job) if job is not None else []
+        # The registry first: list_periodic (and get_job) find a queue through it.
+        calls: list[Call] = [
+            (self._g["register_queues"], [self._global_key("queues")], [queue]),
+            self._qcall("claim_periodic", queue, name, repr(float(due)), *run),
+        ]
+        outcome = str(self._run_many(calls)[1])
+        if outcome not in CLAIMS:
+            raise TenureError(f"claim_periodic answered {outcome!r}")
+        if outcome == "dispatched" and job is not None:
+            self._remember(job.id, queue)
+        return outcome
+
+    def list_periodic(self) -> list[PeriodicRecord]:
+        queues = self._queues()
+        pipe = self._redis.pipeline(transaction=False)
+        for queue in queues:
+            pipe.hgetall(f"{self._base(queue)}:periodic")
+        latest: dict[str, PeriodicRecord] = {}
+        for fields in cast(list[dict[str, Any]], pipe.execute() if queues else []):
+            for name, value in fields.items():
+                record = periodic_record(name, str(value))
+                if name not in latest or record.last_due > latest[name].last_due:
+                    latest[name] = record
+        return [latest[name] for name in sorted(latest)]
+
+
+def periodic_record(name: str, value: str) -> PeriodicRecord:
+    due, _, job_id = value.partition(" ")
+    try:
+        last_due = float(due)
+    except ValueError:
+        last_due = 0.0  # a damaged field still lists the job rather than hiding it
+    return PeriodicRecord(name, last_due, job_id or None)
