@@ -120,13 +120,20 @@ class PeriodicTicker:
             outcome = self.app.claim_periodic(name, due, run=run)
             self._looked[name] = due
             out.append(Claimed(name, due, outcome))
-            if outcome == "dispatched":
-                log.info("periodic job %s dispatched for %s", name, _when(due))
-            elif outcome == "recorded" and run:
-                log.info("periodic job %s: first seen; it runs from its next due time", name)
-            elif outcome == "recorded":
-                log.info("periodic job %s: %s skipped (catch_up='none')", name, _when(due))
+            self._log(name, due, run, outcome)
         return out
+
+    @staticmethod
+    def _log(name: str, due: float, run: bool, outcome: PeriodicClaim) -> None:
+        when = due_text(due)
+        if outcome == "dispatched":
+            log.info("periodic job %s dispatched for %s", name, when)
+        elif outcome == "recorded" and run:
+            log.info("periodic job %s first seen at %s: it runs from its next due time", name, when)
+        elif outcome == "recorded":
+            log.info("periodic job %s: %s skipped, too late (catch_up='none')", name, when)
+        else:  # every worker but one says this at every due time: not worth more than DEBUG
+            log.debug("periodic job %s: %s already claimed by another worker", name, when)
 
 
 @dataclass(frozen=True)
@@ -162,5 +169,5 @@ def status(
     )
 
 
-def _when(due: float) -> str:
+def due_text(due: float) -> str:
     return time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime(due))

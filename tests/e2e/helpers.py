@@ -40,11 +40,11 @@ class Ledger:
 class Project:
     """A directory with a jobs module bound to one store URL and one ledger."""
 
-    def __init__(self, directory: Path, store_url: str) -> None:
+    def __init__(self, directory: Path, store_url: str, template: Path = TEMPLATE) -> None:
         self.dir = directory
         self.module_name = f"e2e_jobs_{secrets.token_hex(4)}"
         self.ledger = Ledger(directory / "ledger.txt")
-        text = TEMPLATE.read_text().replace("__STORE_URL__", store_url)
+        text = template.read_text().replace("__STORE_URL__", store_url)
         text = text.replace("__LEDGER__", str(self.ledger.path))
         (directory / f"{self.module_name}.py").write_text(text)
         spec = importlib.util.spec_from_file_location(
@@ -56,8 +56,10 @@ class Project:
         self.app = self.jobs.app
         self.workers: list[WorkerProcess] = []
 
-    def worker(self, *args: str) -> WorkerProcess:
-        w = WorkerProcess(self, list(args))
+    def worker(self, *args: str, host: str | None = None) -> WorkerProcess:
+        """A worker process; with `host`, in a UTS namespace of its own named `host` (a
+        second "host": its own hostname, which its worker id and attempts record)."""
+        w = WorkerProcess(self, list(args), host=host)
         self.workers.append(w)
         return w
 
@@ -68,14 +70,16 @@ class Project:
 
 
 class WorkerProcess:
-    def __init__(self, project: Project, args: list[str]) -> None:
+    def __init__(self, project: Project, args: list[str], host: str | None = None) -> None:
         env = dict(os.environ)
         env["PYTHONPATH"] = os.pathsep.join([str(SRC), env.get("PYTHONPATH", "")])
         env["PYTHONUNBUFFERED"] = "1"
         self.log_path = project.dir / f"worker-{secrets.token_hex(3)}.log"
         self._log = self.log_path.open("wb")
+        as_host = ["unshare", "--uts", "sh", "-c", 'hostname "$0" && exec "$@"', host or ""]
         self.proc = subprocess.Popen(
             [
+                *(as_host if host else []),
                 sys.executable,
                 "-m",
                 "tenure",
