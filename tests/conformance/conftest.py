@@ -13,13 +13,14 @@ from pathlib import Path
 import pytest
 
 from backends.kit import Kit, kit_for
-from tenure.stores import Store, open_store
+from tenure.stores import Store, open_store, store_class
 from topologies import through_pgbouncer
 
 from servers import isolated_store_url
 
 # "pgbouncer": the PostgreSQL store behind PgBouncer in transaction pooling, LISTEN direct.
-BACKENDS = ("sqlite", "postgres", "redis", "pgbouncer")
+# "redis_cluster": the Redis store on a Redis Cluster of three masters.
+BACKENDS = ("sqlite", "postgres", "redis", "pgbouncer", "redis_cluster")
 
 
 @pytest.fixture(params=BACKENDS)
@@ -30,6 +31,8 @@ def store_url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
         base = request.getfixturevalue("postgres_url")
     elif kind == "redis":
         base = request.getfixturevalue("redis_url")
+    elif kind == "redis_cluster":
+        kind, base = "redis", request.getfixturevalue("redis_cluster_url")
     elif kind == "pgbouncer":
         direct = request.getfixturevalue("postgres_url")
         bouncer = request.getfixturevalue("pgbouncer_url")
@@ -38,6 +41,20 @@ def store_url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
         return
     with isolated_store_url(kind, base, tmp_path) as url:
         yield url
+
+
+@pytest.fixture(autouse=True)
+def _what_the_store_cannot_do(request: pytest.FixtureRequest) -> None:
+    """A test marked batches_across_queues skips, with the reason, on a store that refuses
+    such batches (Redis Cluster: one batch, one slot); the refusal itself is tested there."""
+    if request.node.get_closest_marker("batches_across_queues") is None:
+        return
+    url: str = request.getfixturevalue("store_url")
+    if not store_class(url).capabilities.batches_span_queues:
+        pytest.skip(
+            "this store keeps every job and callback of a batch in the batch's queue "
+            "(capabilities.batches_span_queues is false) and refuses others with a ConfigError"
+        )
 
 
 @pytest.fixture

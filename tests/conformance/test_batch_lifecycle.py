@@ -84,6 +84,7 @@ def fail_for_good(store: Store, job_id: str, token: int) -> None:
 
 
 # -- creating and adding -------------------------------------------------------------------
+@pytest.mark.batches_across_queues
 def test_without_a_declared_total_progress_is_the_share_of_members_settled(store: Store) -> None:
     batch_id = make_batch(store, [new_job() for _ in range(4)])
     b = batch(store, batch_id)
@@ -98,6 +99,7 @@ def test_without_a_declared_total_progress_is_the_share_of_members_settled(store
     assert b.progress == pytest.approx(1 / 8)
 
 
+@pytest.mark.batches_across_queues
 def test_a_declared_total_smaller_than_the_members_gives_way_to_them(store: Store) -> None:
     batch_id = make_batch(store, [new_job() for _ in range(2)], total=2)
     store.add_to_batch(batch_id=batch_id, jobs=[new_job()])
@@ -105,6 +107,7 @@ def test_a_declared_total_smaller_than_the_members_gives_way_to_them(store: Stor
     assert (b.total, b.jobs, b.declared_total, b.pending) == (3, 3, 2, 3)
 
 
+@pytest.mark.batches_across_queues
 def test_members_are_ordinary_jobs_of_their_own_queues(store: Store) -> None:
     here, there = new_job(queue="default"), new_job(queue="reports", delay=3600)
     batch_id = make_batch(store, [here, there])
@@ -113,6 +116,7 @@ def test_members_are_ordinary_jobs_of_their_own_queues(store: Store) -> None:
     assert reserve_one(store, queues=["reports", "default"]).job_id == here.id
 
 
+@pytest.mark.batches_across_queues
 def test_adding_stops_once_the_batch_failed_or_was_cancelled(store: Store) -> None:
     failing = make_batch(store, [new_job(policy=ONE_TRY), new_job()])
     r = reserve_one(store)
@@ -128,6 +132,7 @@ def test_adding_stops_once_the_batch_failed_or_was_cancelled(store: Store) -> No
     assert store.get_job(late.id) is None
 
 
+@pytest.mark.batches_across_queues
 def test_an_empty_batch_settles_at_once_and_records_its_callbacks(store: Store) -> None:
     batch_id = make_batch(store, [], total=None)
     b = batch(store, batch_id)
@@ -139,6 +144,7 @@ def test_an_empty_batch_settles_at_once_and_records_its_callbacks(store: Store) 
     assert not store.cancel_batch(batch_id)
 
 
+@pytest.mark.batches_across_queues
 def test_list_batches_is_newest_first_and_includes_finished_ones(store: Store) -> None:
     ids = [make_batch(store, [new_job()]), make_batch(store, []), make_batch(store, [new_job()])]
     listed = store.list_batches()
@@ -149,6 +155,7 @@ def test_list_batches_is_newest_first_and_includes_finished_ones(store: Store) -
 
 
 # -- members ending, callbacks once ----------------------------------------------------------
+@pytest.mark.batches_across_queues
 def test_callbacks_are_jobs_enqueued_once_and_named_on_the_record(store: Store) -> None:
     members = [new_job() for _ in range(3)]
     batch_id = make_batch(store, members)
@@ -167,6 +174,7 @@ def test_callbacks_are_jobs_enqueued_once_and_named_on_the_record(store: Store) 
     assert callbacks(store) == ["finally", "then"]
 
 
+@pytest.mark.batches_across_queues
 def test_the_first_failure_cancels_queued_and_scheduled_members_not_running_ones(
     store: Store,
 ) -> None:
@@ -194,6 +202,7 @@ def test_the_first_failure_cancels_queued_and_scheduled_members_not_running_ones
     assert_callback_ids(store, b, "catch", "finally")
 
 
+@pytest.mark.batches_across_queues
 def test_a_retry_of_a_member_of_a_failed_batch_is_cancelled_instead(store: Store) -> None:
     doomed, retried = new_job(policy=ONE_TRY), new_job(policy=TWO_TRIES)
     batch_id = make_batch(store, [doomed, retried])
@@ -207,6 +216,7 @@ def test_a_retry_of_a_member_of_a_failed_batch_is_cancelled_instead(store: Store
     assert callbacks(store) == ["catch", "finally"]
 
 
+@pytest.mark.batches_across_queues
 def test_a_member_whose_lease_expired_is_rescued_into_its_batch(store: Store) -> None:
     fragile, other = new_job(policy=ONE_TRY), new_job()
     batch_id = make_batch(store, [fragile, other])
@@ -219,6 +229,7 @@ def test_a_member_whose_lease_expired_is_rescued_into_its_batch(store: Store) ->
     assert_callback_ids(store, b, "catch", "finally")
 
 
+@pytest.mark.batches_across_queues
 def test_a_rescued_member_with_tries_left_runs_again_and_counts_once(store: Store) -> None:
     member = new_job(policy=TWO_TRIES)
     batch_id = make_batch(store, [member])
@@ -234,6 +245,7 @@ def test_a_rescued_member_with_tries_left_runs_again_and_counts_once(store: Stor
     assert callbacks(store) == ["finally", "then"]
 
 
+@pytest.mark.batches_across_queues
 def test_allow_failures_counts_every_failure_sends_catch_once_and_then(store: Store) -> None:
     members = [new_job(policy=ONE_TRY) for _ in range(5)]
     batch_id = make_batch(store, members, allow_failures=True)
@@ -248,6 +260,7 @@ def test_allow_failures_counts_every_failure_sends_catch_once_and_then(store: St
     assert_callback_ids(store, b, "then", "catch", "finally")
 
 
+@pytest.mark.batches_across_queues
 def test_members_failing_at_once_send_catch_once(store: Store, store_url: str) -> None:
     members = [new_job(policy=ONE_TRY) for _ in range(24)]
     batch_id = make_batch(store, members, allow_failures=True)
@@ -277,6 +290,7 @@ def test_members_failing_at_once_send_catch_once(store: Store, store_url: str) -
 
 
 # -- cancel ----------------------------------------------------------------------------------
+@pytest.mark.batches_across_queues
 def test_cancel_lets_running_members_finish_then_sends_finally_once(store: Store) -> None:
     members = [new_job() for _ in range(4)]
     batch_id = make_batch(store, members)
@@ -297,6 +311,7 @@ def test_cancel_lets_running_members_finish_then_sends_finally_once(store: Store
     assert not store.cancel_batch(batch_id)
 
 
+@pytest.mark.batches_across_queues
 def test_cancel_with_nothing_running_settles_at_once(store: Store) -> None:
     batch_id = make_batch(store, [new_job(), new_job(delay=3600)], total=10)
     assert store.cancel_batch(batch_id)
@@ -308,6 +323,7 @@ def test_cancel_with_nothing_running_settles_at_once(store: Store) -> None:
 
 
 # -- progress --------------------------------------------------------------------------------
+@pytest.mark.batches_across_queues
 def test_progress_against_a_declared_total_never_goes_back_through_a_whole_life(
     store: Store,
 ) -> None:
@@ -360,6 +376,7 @@ def test_progress_of_a_member_outside_any_batch_is_harmless(store: Store) -> Non
 NUMBERS_DAMAGE = {"jobs": "garbage", "declared_total": "x", "done": "3.5.1", "failed": "-4"}
 
 
+@pytest.mark.batches_across_queues
 def test_a_damaged_batch_does_not_crash_readers(store: Store, kit: Kit) -> None:
     batch_id = make_batch(store, [new_job()], total=3)
     healthy = make_batch(store, [new_job()])
@@ -368,6 +385,7 @@ def test_a_damaged_batch_does_not_crash_readers(store: Store, kit: Kit) -> None:
     assert [b.id for b in store.list_batches()] == [healthy, batch_id]
 
 
+@pytest.mark.batches_across_queues
 def test_counts_that_are_not_numbers_do_not_crash_readers(store: Store, kit: Kit) -> None:
     if not kit.counts_can_be_damaged:
         pytest.skip("this backend's integer columns cannot hold a damaged count")
@@ -379,6 +397,7 @@ def test_counts_that_are_not_numbers_do_not_crash_readers(store: Store, kit: Kit
     assert [x.id for x in store.list_batches()] == [batch_id]
 
 
+@pytest.mark.batches_across_queues
 def test_a_member_of_a_batch_with_unreadable_callbacks_still_ends(store: Store, kit: Kit) -> None:
     member = new_job()
     batch_id = make_batch(store, [member])

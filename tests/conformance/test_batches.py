@@ -69,6 +69,7 @@ def run_all(store: Store, *, fail: Sequence[str] = ()) -> None:
                 assert store.complete(job_id=r.job_id, token=r.token).accepted
 
 
+@pytest.mark.batches_across_queues
 def test_a_new_batch_counts_its_members(store: Store) -> None:
     members = [new_job() for _ in range(3)]
     batch_id = make_batch(store, members, total=5)
@@ -80,6 +81,7 @@ def test_a_new_batch_counts_its_members(store: Store) -> None:
     assert store.get_batch("no-such-batch") is None
 
 
+@pytest.mark.batches_across_queues
 def test_list_batches_is_newest_first(store: Store) -> None:
     first = make_batch(store, [new_job()])
     second = make_batch(store, [new_job()])
@@ -87,6 +89,7 @@ def test_list_batches_is_newest_first(store: Store) -> None:
     assert [b.id for b in store.list_batches(limit=1)] == [second]
 
 
+@pytest.mark.batches_across_queues
 def test_all_members_succeeding_enqueues_then_and_finally_once(store: Store) -> None:
     batch_id = make_batch(store, [new_job() for _ in range(3)])
     run_all(store)
@@ -98,6 +101,7 @@ def test_all_members_succeeding_enqueues_then_and_finally_once(store: Store) -> 
     assert b.catch_job_id is None
 
 
+@pytest.mark.batches_across_queues
 def test_a_failed_member_fails_the_batch_and_cancels_the_rest(store: Store) -> None:
     members = [new_job(policy=ONE_TRY) for _ in range(4)]
     batch_id = make_batch(store, members)
@@ -110,6 +114,7 @@ def test_a_failed_member_fails_the_batch_and_cancels_the_rest(store: Store) -> N
     assert store.reserve(queues=["default"], worker=W1, lease=30, limit=10) == []
 
 
+@pytest.mark.batches_across_queues
 def test_allow_failures_still_runs_then_and_catch(store: Store) -> None:
     members = [new_job() for _ in range(3)]
     batch_id = make_batch(store, members, allow_failures=True)
@@ -125,6 +130,7 @@ def test_an_empty_batch_finishes_at_once(store: Store) -> None:
     assert callbacks_enqueued(store) == ["finally", "then"]
 
 
+@pytest.mark.batches_across_queues
 def test_cancel_stops_queued_members_and_a_running_ones_retry(store: Store) -> None:
     members = [new_job(policy=Policy(tries=3, backoff=0)) for _ in range(3)]
     batch_id = make_batch(store, members)
@@ -144,6 +150,7 @@ def test_cancel_stops_queued_members_and_a_running_ones_retry(store: Store) -> N
     assert not store.cancel_batch("no-such-batch")
 
 
+@pytest.mark.batches_across_queues
 def test_add_to_batch_skips_members_it_already_has(store: Store) -> None:
     a, b_ = new_job(), new_job()
     batch_id = make_batch(store, [a], total=3)
@@ -153,6 +160,7 @@ def test_add_to_batch_skips_members_it_already_has(store: Store) -> None:
     assert job(store, b_.id).batch_id == batch_id
 
 
+@pytest.mark.batches_across_queues
 def test_add_to_a_finished_batch_adds_nothing(store: Store) -> None:
     batch_id = make_batch(store, [new_job()])
     run_all(store)
@@ -176,6 +184,7 @@ def test_progress_against_a_declared_total_never_goes_back(store: Store) -> None
     assert b.progress == pytest.approx(0.1) and b.total == 10 and b.jobs == 4
 
 
+@pytest.mark.batches_across_queues
 def test_members_ending_at_once_keep_exact_counts_and_one_then(
     store: Store, store_url: str
 ) -> None:

@@ -6,6 +6,8 @@ from __future__ import annotations
 import secrets
 from dataclasses import replace
 
+import pytest
+
 from conformance.helpers import W1, W2, attempt, enqueue, job, new_job, reserve_one
 from tenure.guards import Guards
 from tenure.stores import Store
@@ -116,6 +118,7 @@ def test_a_job_whose_overlap_key_is_held_is_never_started_by_it(store: Store) ->
     assert job(store, waiter.id).state in ("queued", "scheduled")
 
 
+@pytest.mark.batches_across_queues
 def test_batch_members_are_counted_in_their_batch_and_settle_it_once(store: Store) -> None:
     batch_id = "b-" + secrets.token_hex(4)
     members = [new_job(batch_id=batch_id) for _ in range(2)]

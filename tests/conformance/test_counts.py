@@ -14,6 +14,8 @@ import threading
 from dataclasses import replace
 from typing import Any
 
+import pytest
+
 from conformance.helpers import W2, enqueue, new_job, reserve_one, wait_until
 from tenure.guards import Guards
 from tenure.retry import Policy
@@ -295,6 +297,7 @@ def run_mixed_workload(store: Store, store_url: str) -> None:
             s.close()
 
 
+@pytest.mark.batches_across_queues
 def test_counts_agree_with_the_jobs_after_a_concurrent_mixed_workload(
     store: Store, store_url: str
 ) -> None:

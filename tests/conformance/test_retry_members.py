@@ -16,6 +16,8 @@ import subprocess
 import sys
 from collections.abc import Sequence
 
+import pytest
+
 import tenure
 from conformance.helpers import W1, job, new_job, reserve_one
 from tenure.retry import Policy
@@ -74,6 +76,7 @@ def run(store: Store, member: NewJob, *, fail: bool, progress: float | None = No
         assert store.complete(job_id=r.job_id, token=r.token).accepted
 
 
+@pytest.mark.batches_across_queues
 def test_a_retried_member_of_a_running_batch_is_counted_once_when_it_succeeds(
     store: Store,
 ) -> None:
@@ -97,6 +100,7 @@ def test_a_retried_member_of_a_running_batch_is_counted_once_when_it_succeeds(
     assert callbacks(store) == ["catch", "finally", "then"]  # each once; no second catch
 
 
+@pytest.mark.batches_across_queues
 def test_a_retried_member_that_fails_again_is_counted_once(store: Store) -> None:
     a, b = members(2)
     batch_id = make_batch(store, [a, b], allow_failures=True)
@@ -110,6 +114,7 @@ def test_a_retried_member_that_fails_again_is_counted_once(store: Store) -> None
     assert callbacks(store) == ["catch", "finally", "then"]  # catch once, whatever happens next
 
 
+@pytest.mark.batches_across_queues
 def test_a_retried_members_own_progress_counts_again(store: Store) -> None:
     """Its share was a whole settled member while failed; retried, it is open work again, with
     the progress it had reported (kept across retries, as for any member)."""
@@ -125,6 +130,7 @@ def test_a_retried_members_own_progress_counts_again(store: Store) -> None:
     assert batch(store, batch_id).progress == 1.0
 
 
+@pytest.mark.batches_across_queues
 def test_a_member_of_a_failed_batch_is_not_retried(store: Store) -> None:
     """Without allow_failures the first failure failed the batch: catch ran, the queued members
     were cancelled. A retry cannot undo that, so it is refused and nothing changes."""
@@ -144,6 +150,7 @@ def test_a_member_of_a_failed_batch_is_not_retried(store: Store) -> None:
     assert callbacks(store) == ["catch", "finally"]
 
 
+@pytest.mark.batches_across_queues
 def test_a_member_of_a_settled_batch_is_not_retried(store: Store) -> None:
     """allow_failures: the batch succeeded with a failure and sent then/finally; retrying the
     failed member would leave those callbacks describing work that is running again."""
@@ -159,6 +166,7 @@ def test_a_member_of_a_settled_batch_is_not_retried(store: Store) -> None:
     assert store.reserve(queues=[a.queue, b.queue], worker=W1, lease=30) == []
 
 
+@pytest.mark.batches_across_queues
 def test_a_member_of_a_cancelled_batch_is_not_retried(store: Store) -> None:
     a, b = members(2)
     batch_id = make_batch(store, [a, b], allow_failures=True)
@@ -178,6 +186,7 @@ def test_a_job_outside_any_batch_still_retries(store: Store) -> None:
     assert not store.retry_job(lone.id)  # not failed any more
 
 
+@pytest.mark.batches_across_queues
 def test_tenure_failed_retry_says_why_a_member_stays_failed(store: Store, store_url: str) -> None:
     """The person retrying learns what happened and what to do, not just "not retried"."""
     a, b = members(2)

@@ -23,16 +23,17 @@ def store_class(url: str) -> type[Store]:
                 "pip install 'tenure[postgres]'"
             ) from exc
         return PostgresStore
-    if scheme in ("redis", "rediss"):
+    if scheme in ("redis", "rediss", "redis+sentinel", "redis+cluster"):
         try:
-            from tenure.stores.redis import RedisStore
+            from tenure.stores.redis import RedisClusterStore, RedisStore
         except ImportError as exc:
             raise ConfigError(
                 "the Redis store needs redis-py: pip install 'tenure[redis]'"
             ) from exc
-        return RedisStore
+        return RedisClusterStore if scheme == "redis+cluster" else RedisStore
     raise ConfigError(
-        f"store URL: expected sqlite:///PATH, postgresql://... or redis://..., got {url!r}"
+        "store URL: expected sqlite:///PATH, postgresql://..., redis://..., "
+        f"redis+cluster://... or redis+sentinel://..., got {url!r}"
     )
 
 

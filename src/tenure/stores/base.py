@@ -51,6 +51,9 @@ class Capabilities:
     listen_notify: bool
     # workers on several hosts may share the store (SQLite: one host, one file)
     many_hosts: bool
+    # a batch's members and callbacks may use different queues (Redis Cluster: one slot, so
+    # one queue per batch; create_batch and add_to_batch refuse others with a ConfigError)
+    batches_span_queues: bool = True
 
 
 class JobTransaction(Protocol):

@@ -5,9 +5,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-import redis
-
 from tenure.stores.redis.client import split_prefix
+
+from servers import raw_redis
 
 
 class RedisKit:
@@ -38,7 +38,7 @@ class RedisKit:
         raise AssertionError("Redis has no application database: check store.capabilities")
 
     def _hset_all(self, pattern: str, fields: Mapping[str, str]) -> int:
-        client = redis.Redis.from_url(self.server_url)
+        client = raw_redis(self.server_url)
         try:
             keys = list(client.scan_iter(match=f"{self.prefix}:{pattern}"))
             for key in keys:

@@ -29,7 +29,7 @@ from tenure.stores.base import NewBatch, NewJob, WorkerRef
 from tenure.stores.redis import RedisStore, split_prefix
 from tenure.stores.redis.scripts import read_lua
 
-from servers import free_port, wait_for_port
+from servers import free_port, raw_redis, wait_for_port
 
 WORKER = WorkerRef(id="w-1", host="host-a", pid=111)
 ONE_TRY = Policy(tries=1, backoff=0)
@@ -46,7 +46,7 @@ def job(queue: str = "default", policy: Policy | None = None) -> NewJob:
 
 
 def drop_keys(store: RedisStore) -> None:
-    client = redis.Redis.from_url(split_prefix(store.url)[0])
+    client = raw_redis(split_prefix(store.url)[0])
     try:
         # one key per command: on a cluster node a multi-key DEL must stay in one slot
         pipe = client.pipeline(transaction=False)
@@ -304,7 +304,8 @@ def cluster_node() -> Iterator[str]:
             assert time.monotonic() < deadline, f"the cluster never became ok: {info!r}\n{log}"
             time.sleep(0.02)
         c.close()
-        yield url
+        # a redis:// URL to a cluster node is refused: the store reaches clusters this way
+        yield url.replace("redis://", "redis+cluster://", 1)
     finally:
         proc.kill()
         proc.wait(timeout=15)
@@ -329,7 +330,7 @@ def test_on_a_cluster_a_batch_in_one_queue_runs_whole(
     other = make_batch(store, [job("exports")])
     assert store.cancel_batch(other)
     assert [b.id for b in store.list_batches()] == [other, batch_id]
-    client = redis.Redis.from_url(cluster_node, decode_responses=True)
+    client = raw_redis(cluster_node)
     try:
         slots = {key_slot(k.encode()) for k in client.scan_iter(match=f"{store.prefix}:*")}
     finally:

@@ -26,7 +26,7 @@ from tenure.retry import Policy
 from tenure.stores.base import NewBatch, NewJob, WorkerRef
 from tenure.stores.redis import RedisStore, split_prefix
 
-from servers import free_port, wait_for_port
+from servers import free_port, raw_redis, wait_for_port
 
 W1 = WorkerRef(id="w-1", host="host-a", pid=111)
 W2 = WorkerRef(id="w-2", host="host-b", pid=222)
@@ -44,7 +44,7 @@ def job(guards: Guards | None = None, queue: str = "default") -> NewJob:
 
 
 def keys_of(store: RedisStore) -> list[str]:
-    client = redis.Redis.from_url(split_prefix(store.url)[0], decode_responses=True)
+    client = raw_redis(split_prefix(store.url)[0])
     try:
         return sorted(client.scan_iter(match=store.key_pattern(), count=1000))
     finally:
@@ -52,7 +52,7 @@ def keys_of(store: RedisStore) -> list[str]:
 
 
 def drop_keys(store: RedisStore) -> None:
-    client = redis.Redis.from_url(split_prefix(store.url)[0])
+    client = raw_redis(split_prefix(store.url)[0])
     try:
         pipe = client.pipeline(transaction=False)  # one key per DEL: a cluster needs one slot
         for key in client.scan_iter(match=store.key_pattern(), count=1000):
@@ -129,7 +129,7 @@ def test_a_rate_window_key_expires_after_the_window(make_store: Callable[..., Re
     store = make_store()
     store.enqueue_many([job(Guards(rate_key="r", rate_limit=5, rate_window=2))])
     assert store.reserve(queues=["default"], worker=W1, lease=30)
-    client = redis.Redis.from_url(split_prefix(store.url)[0])
+    client = raw_redis(split_prefix(store.url)[0])
     try:
         ttl = client.pttl(f"{store.prefix}:{{q:default}}:rate:r")
     finally:
@@ -174,7 +174,7 @@ def test_a_damaged_once_record_still_reads(make_store: Callable[..., RedisStore]
     store = make_store()
     j = job()
     store.enqueue_many([j])
-    client = redis.Redis.from_url(split_prefix(store.url)[0])
+    client = raw_redis(split_prefix(store.url)[0])
     try:
         client.hset(f"{store.prefix}:{{q:default}}:once:{j.id}", "charge", "garbage")
     finally:
@@ -230,7 +230,8 @@ def cluster_node() -> Iterator[str]:
             assert time.monotonic() < deadline, "the cluster node never became ok"
             time.sleep(0.02)
         client.close()
-        yield url
+        # a redis:// URL to a cluster node is refused: the store reaches clusters this way
+        yield url.replace("redis://", "redis+cluster://", 1)
     finally:
         proc.kill()
         proc.wait(timeout=15)

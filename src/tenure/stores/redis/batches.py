@@ -17,8 +17,6 @@ from collections.abc import Sequence
 from dataclasses import replace
 from typing import Any, cast
 
-import redis
-
 from tenure.errors import ConfigError, TenureError
 from tenure.stores.base import BatchRecord, NewBatch, NewJob
 from tenure.stores.redis.client import RedisClient, optional
@@ -30,8 +28,6 @@ BATCH_PAGE = 100
 
 
 class RedisBatches(RedisClient):
-    _cluster_mode: bool | None = None
-
     def create_batch(self, *, batch: NewBatch, jobs: Sequence[NewJob], conn: Any = None) -> None:
         if conn is not None:
             raise ConfigError(
@@ -161,10 +157,4 @@ class RedisBatches(RedisClient):
             )
 
     def _in_cluster(self) -> bool:
-        if self._cluster_mode is None:
-            try:
-                info = self._redis.info("cluster")
-                self._cluster_mode = to_int(info.get("cluster_enabled")) == 1
-            except redis.ResponseError:  # a proxy that hides INFO: assume one server
-                self._cluster_mode = False
-        return self._cluster_mode
+        return self._cluster

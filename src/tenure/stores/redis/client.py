@@ -6,23 +6,20 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from typing import Any, cast
-from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 import redis
-from redis.backoff import ExponentialWithJitterBackoff
 from redis.commands.core import Script
 from redis.exceptions import NoScriptError
-from redis.retry import Retry
 
-from tenure.errors import ConfigError, StoreMisconfigured, StoreUnavailable
+from tenure.errors import ConfigError, StoreMisconfigured
+from tenure.stores.redis import cluster as on_cluster
+from tenure.stores.redis.connection import SOCKET_TIMEOUT_S, connect
+from tenure.stores.redis.connection import split_prefix as split_prefix
 from tenure.stores.redis.scripts import global_scripts, queue_scripts
 
-DEFAULT_PREFIX = "tenure"
 STORED_STATES = ("queued", "running", "succeeded", "failed", "cancelled")
 LIST_PAGE = 200
 
-# BLPOP must return before the socket timeout fires, or the wait would look like an outage.
-SOCKET_TIMEOUT_S = 15.0
 BLOCK_CAP_S = 10.0
 # Redis reads a blocking timeout in milliseconds and treats 0 as "forever".
 MIN_BLOCK_S = 0.01
@@ -37,27 +34,15 @@ Call = tuple[Script, list[str], list[Any]]
 class RedisClient:
     def __init__(self, url: str) -> None:
         self.url = url
-        connect_url, self.prefix = split_prefix(url)
-        where = urlsplit(connect_url).netloc.rpartition("@")[2] or "localhost"
-        try:
-            self._redis: redis.Redis = _TranslatingRedis.from_url(
-                connect_url,
-                decode_responses=True,
-                # A damaged payload must reach the worker (which fails that job with a clear
-                # reason), not raise UnicodeDecodeError inside reserve or get_job.
-                encoding_errors="replace",
-                socket_connect_timeout=5.0,
-                socket_timeout=SOCKET_TIMEOUT_S,
-                health_check_interval=30,
-                # One quick retry replaces a pooled connection that died with a Redis restart;
-                # more would hide an outage from the worker (which backs off and logs it itself)
-                # for tens of seconds, and re-send scripts whose reply, not whose effect, was lost.
-                retry=Retry(ExponentialWithJitterBackoff(base=0.01, cap=0.1), retries=1),
-            )
-        except ValueError as exc:  # redis-py's reading of the URL: a bad port, db or option
-            raise StoreMisconfigured(f"redis URL for {where}: {exc}") from exc
-        cast(_TranslatingRedis, self._redis).where = where
-        socket_timeout = self._redis.connection_pool.connection_kwargs.get("socket_timeout")
+        opened = connect(url)
+        self._redis: Any = opened.client  # redis.Redis, or RedisCluster on a cluster
+        self.prefix, self._where, self._cluster = opened.prefix, opened.where, opened.cluster
+        # BLPOP must return before the socket timeout fires, or the wait would look like an
+        # outage; a URL may set a shorter socket_timeout.
+        socket_timeout = SOCKET_TIMEOUT_S
+        if not self._cluster:
+            kwargs = self._redis.connection_pool.connection_kwargs
+            socket_timeout = kwargs.get("socket_timeout") or SOCKET_TIMEOUT_S
         self._block_cap = BLOCK_CAP_S
         if isinstance(socket_timeout, int | float) and socket_timeout > 0:
             self._block_cap = max(MIN_BLOCK_S, min(BLOCK_CAP_S, float(socket_timeout) * 0.66))
@@ -106,23 +91,49 @@ class RedisClient:
             return []
         if not self._layout_checked:
             self.check_layout()
-        pipe = self._redis.pipeline(transaction=False)
-        for script, keys, args in calls:
-            pipe.evalsha(script.sha, len(keys), *keys, *args)
-        results: list[Any] = pipe.execute(raise_on_error=False)
+        results = self._send_scripts(calls)
         for i, result in enumerate(results):
             # NOSCRIPT means that script did not run at all (Redis restarted or SCRIPT FLUSH),
-            # so running it again cannot apply anything twice.
-            if isinstance(result, NoScriptError):
+            # so running it again cannot apply anything twice; nor did a cluster node that
+            # redirected it (the cluster client follows the redirection).
+            if isinstance(result, NoScriptError) or on_cluster.redirected(result):
                 results[i] = self._run(calls[i])
         for result in results:
             if isinstance(result, Exception):
                 raise result
         return results
 
+    def _send_scripts(self, calls: Sequence[Call]) -> list[Any]:
+        if self._cluster:
+            return on_cluster.run_per_node(self._redis, self._where, calls)
+        pipe = self._redis.pipeline(transaction=False)
+        for script, keys, args in calls:
+            pipe.evalsha(script.sha, len(keys), *keys, *args)
+        return cast(list[Any], pipe.execute(raise_on_error=False))
+
+    def _slot_transaction(self, key: str) -> Any:
+        """A MULTI/EXEC pipeline for reads of `key`'s slot (and TIME) in one consistent view."""
+        if self._cluster:
+            return on_cluster.slot_pipeline(self._redis, self._where, key)
+        return self._redis.pipeline(transaction=True)
+
+    def _wait_for_token(self, keys: Sequence[str], wait: float) -> None:
+        """Block on the notify lists `keys` for up to `wait` s (a BLPOP)."""
+        if self._cluster:
+            on_cluster.wait_on_slots(self._redis, keys, wait)
+        else:
+            self._redis.blpop(list(keys), timeout=round(wait, 3))
+
+    def _disconnect(self) -> None:
+        self._redis.close()
+        if not self._cluster:
+            self._redis.connection_pool.disconnect()
+
     def check_layout(self) -> None:
         """Record the key layout on first use, or refuse keys written in another one: every
         change of state goes through a script, so no write happens before this check."""
+        if not self._cluster:
+            self._refuse_cluster_node()
         meta = self._global_key("meta")
         pipe = self._redis.pipeline(transaction=False)
         pipe.hsetnx(meta, "layout", LAYOUT_VERSION)
@@ -139,6 +150,17 @@ class RedisClient:
                 f"tenure understands ({LAYOUT_VERSION}); upgrade tenure on this host"
             )
         self._layout_checked = True
+
+    def _refuse_cluster_node(self) -> None:
+        try:
+            enabled = str(self._redis.info("cluster").get("cluster_enabled", "0"))
+        except redis.ResponseError:  # a proxy or managed service that hides INFO
+            return
+        if enabled == "1":
+            raise StoreMisconfigured(
+                f"Redis at {self._where} is a node of a Redis Cluster: a redis:// URL reaches "
+                "one node only; use redis+cluster://HOST:PORT[,HOST:PORT...]/0"
+            )
 
     # -- finding a job's queue -----------------------------------------------------------
     def _queues(self) -> list[str]:
@@ -177,83 +199,7 @@ class RedisClient:
         return found
 
 
-# -- errors --------------------------------------------------------------------------------
-class _TranslatingRedis(redis.Redis):
-    """redis-py raising tenure's errors: every caller of the store (a worker backing off, the
-    CLI, dispatch in a web request) catches StoreUnavailable on every backend alike."""
-
-    where = "localhost"
-
-    def execute_command(self, *args: Any, **options: Any) -> Any:
-        try:
-            return super().execute_command(*args, **options)  # type: ignore[no-untyped-call]
-        except redis.RedisError as exc:
-            translated = store_error(exc, self.where)
-            if translated is None:
-                raise
-            raise translated from exc
-
-    def pipeline(self, transaction: bool = True, shard_hint: Any = None) -> Any:
-        pipe = _TranslatingPipeline(
-            self.connection_pool, self.response_callbacks, transaction, shard_hint
-        )
-        pipe.where = self.where
-        return pipe
-
-
-class _TranslatingPipeline(redis.client.Pipeline):
-    where = "localhost"
-
-    def execute(self, raise_on_error: bool = True) -> list[Any]:
-        try:
-            return super().execute(raise_on_error)
-        except redis.RedisError as exc:
-            translated = store_error(exc, self.where)
-            if translated is None:
-                raise
-            raise translated from exc
-
-
-# Refusals that retrying cannot fix: wrong password or user, an ACL that forbids the commands,
-# a database number the server does not have.
-MISCONFIGURED = (
-    redis.exceptions.AuthenticationError,
-    redis.exceptions.AuthorizationError,
-    redis.exceptions.AuthenticationWrongNumberOfArgsError,
-    redis.exceptions.NoPermissionError,
-)
-
-
-def store_error(exc: redis.RedisError, where: str) -> StoreMisconfigured | StoreUnavailable | None:
-    """The error a caller should act on, with redis-py's own reason; None: pass it on as is
-    (a script's own error, NOSCRIPT, a wrong type)."""
-    reason = " ".join(str(exc).split()) or type(exc).__name__
-    if isinstance(exc, MISCONFIGURED) or "DB index is out of range" in reason:
-        return StoreMisconfigured(
-            f"Redis at {where} refused the connection: {reason}; retrying will not help, "
-            "fix the store URL (user, password, database number) or the server's ACL"
-        )
-    if isinstance(exc, redis.ConnectionError | redis.TimeoutError):
-        return StoreUnavailable(f"cannot reach Redis at {where}: {reason}")
-    return None
-
-
-# -- URL and key helpers -------------------------------------------------------------------
-def split_prefix(url: str) -> tuple[str, str]:
-    """Take `prefix=` out of a redis:// URL: it names our keys, redis-py must not see it."""
-    parts = urlsplit(url)
-    query = parse_qsl(parts.query, keep_blank_values=True)
-    prefixes = [value for key, value in query if key == "prefix"]
-    rest = [(key, value) for key, value in query if key != "prefix"]
-    prefix = prefixes[-1] if prefixes else DEFAULT_PREFIX
-    if not prefix or any(c in prefix for c in "{}") or any(c.isspace() for c in prefix):
-        raise ConfigError(
-            f"redis URL: prefix= expected a non-empty name without braces or spaces "
-            f"(e.g. prefix=myapp), got {prefix!r}"
-        )
-    return urlunsplit(parts._replace(query=urlencode(rest))), prefix
-
-
+# -- key helpers -------------------------------------------------------------------------
 def quote_queue(queue: str) -> str:
     """A queue name made safe inside a hash tag: a brace would end the tag early and let one
     queue's keys spell another's; '%' is escaped too so that two names never encode alike."""

@@ -27,7 +27,8 @@ class RedisOperations(RedisClient, CountsFromQueues):
         if queue is None:
             return None
         base = self._base(queue)
-        pipe = self._redis.pipeline(transaction=True)  # one consistent view: job + attempts
+        # one consistent view: job + attempts
+        pipe = self._slot_transaction(f"{base}:job:{job_id}")
         pipe.time()
         pipe.hgetall(f"{base}:job:{job_id}")
         pipe.hgetall(f"{base}:att:{job_id}")

@@ -63,8 +63,7 @@ create_batch and add_to_batch refuse anything else with a ConfigError before wri
 Operations over several queues (reserving across queues in priority order, counts, list_jobs,
 finding a job by id alone) run one script per queue: each queue's part is atomic, the whole is
 not, exactly like a worker asking each queue in turn. Waiting on several queues uses one BLPOP
-over their notify lists, which needs them in one slot on a cluster (one queue per worker, or a
-standalone / Sentinel-managed server).
+over their notify lists; on a cluster, one per slot in turn (cluster.py).
 """
 
 from __future__ import annotations
@@ -142,8 +141,7 @@ class RedisStore(RedisBatches, RedisGuards, RedisPeriodic, RedisWorkers, RedisOp
             )
 
     def close(self) -> None:
-        self._redis.close()
-        self._redis.connection_pool.disconnect()
+        self._disconnect()
 
     # -- jobs through their life ---------------------------------------------------------
     def reserve(
@@ -392,7 +390,7 @@ class RedisStore(RedisBatches, RedisGuards, RedisPeriodic, RedisWorkers, RedisOp
             if due is not None:
                 wait = min(wait, float(due) - float(now_text) + 0.002)
         wait = max(wait, MIN_BLOCK_S)
-        self._redis.blpop([f"{self._base(q)}:notify" for q in names], timeout=round(wait, 3))
+        self._wait_for_token([f"{self._base(q)}:notify" for q in names], wait)
 
 
 def _refused(reply: list[Any]) -> EndResult:
