@@ -10,10 +10,11 @@ from pathlib import Path
 
 import pytest
 
+from topologies import ThrowawayRedisSentinel
+
 from e2e import helpers
 from e2e.helpers import Project, wait_until
 from servers import raw_redis
-from topologies import ThrowawayRedisSentinel
 
 pytestmark = pytest.mark.slow
 

@@ -142,3 +142,17 @@ def test_a_redis_url_to_a_cluster_node_is_refused(redis_cluster_url: str) -> Non
 def test_a_bad_cluster_url_is_refused_before_connecting(url: str, message: str) -> None:
     with pytest.raises(ConfigError, match=message):
         open_store(url)
+
+
+@pytest.mark.parametrize(
+    ("url", "message"),
+    [
+        ("redis+sentinel://127.0.0.1:26379", "master's name and a database number"),
+        ("redis+sentinel://127.0.0.1:26379/mymaster/zero", "master's name and a database"),
+        ("redis+sentinel://127.0.0.1:26379/mymaster/0/extra", "master's name and a database"),
+        ("redis+sentinel://127.0.0.1:x/mymaster/0", "host:port for every node"),
+    ],
+)
+def test_a_bad_sentinel_url_is_refused_before_connecting(url: str, message: str) -> None:
+    with pytest.raises(ConfigError, match=message):
+        open_store(url)
