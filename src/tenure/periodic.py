@@ -22,6 +22,7 @@ import logging
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Protocol
 
 from tenure.errors import ConfigError
@@ -167,6 +168,12 @@ def status(
         last_state=last.state if last else None,
         last_run_at=last.created_at if last else None,
     )
+
+
+def zone_text(epoch: float, tz: str) -> str:
+    """'2026-06-01 10:05:00 CEST': a time as people of the schedule's zone read it."""
+    zone = Schedule("* * * * *", tz).zone()
+    return datetime.fromtimestamp(epoch, zone).strftime("%Y-%m-%d %H:%M:%S %Z")
 
 
 def due_text(due: float) -> str:

@@ -16,6 +16,7 @@ from tenure.cli import operate
 from tenure.cli.batches import batch_cli
 from tenure.cli.common import say, wrap_commands
 from tenure.cli.jobs import failed_cli, jobs_cli
+from tenure.cli.periodic import periodic_cli
 from tenure.doctor.command import register as register_doctor
 from tenure.web.command import register as register_dashboard
 
@@ -29,6 +30,7 @@ cli = typer.Typer(
 cli.add_typer(jobs_cli, name="jobs")
 cli.add_typer(failed_cli, name="failed")
 cli.add_typer(batch_cli, name="batch")
+cli.add_typer(periodic_cli, name="periodic")
 operate.register(cli)
 register_dashboard(cli)
 register_doctor(cli)
