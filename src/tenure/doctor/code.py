@@ -66,6 +66,9 @@ def parse_one(path: str, rel: str, data: bytes) -> Module | Skipped:
         return Skipped(rel, "Python nested too deeply to parse")
 
 
+JOB_DECORATORS = ("job", "periodic")  # @app.periodic(...) defines a job too
+
+
 def find_jobs(modules: list[Module]) -> list[AstJob]:
     jobs: list[AstJob] = []
     for module in modules:
@@ -74,7 +77,7 @@ def find_jobs(modules: list[Module]) -> list[AstJob]:
                 continue
             for decorator in node.decorator_list:
                 target = decorator.func if isinstance(decorator, ast.Call) else decorator
-                if not (isinstance(target, ast.Attribute) and target.attr == "job"):
+                if not (isinstance(target, ast.Attribute) and target.attr in JOB_DECORATORS):
                     continue
                 call = decorator if isinstance(decorator, ast.Call) else None
                 name_kw = keyword(call, "name") if call is not None else None

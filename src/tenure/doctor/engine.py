@@ -6,6 +6,7 @@ import importlib
 import inspect
 import os
 import sys
+import time
 import traceback
 from dataclasses import dataclass
 
@@ -26,6 +27,7 @@ from tenure.doctor.code import (
 )
 from tenure.doctor.history import Limits, check_history, measure, read_history, store_note
 from tenure.doctor.model import SEVERITIES, Finding, JobModel, Report, Skipped, Source, Value
+from tenure.doctor.periodic import check_periodic
 from tenure.doctor.readers import read_deployments
 from tenure.doctor.rules import finding
 from tenure.doctor.walk import Tree, scan
@@ -84,6 +86,8 @@ def diagnose(
     for model, ast_job in models:
         if ast_job is not None:
             report.findings += check_job(model, ast_job, members)
+    if loaded.app is not None:
+        report.findings += check_periodic(loaded.app, report.jobs, time.time())
     names = {m.name for m in report.jobs} | {a.function.name for a in ast_jobs}
     report.findings += check_dispatch_sites(modules, names)
 

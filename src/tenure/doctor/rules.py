@@ -108,6 +108,10 @@ RULES: dict[str, Rule] = {
              "Every job must be registered when the worker loads --app",
              "A job whose module --app does not import is unknown to the worker: its dispatched "
              "jobs fail with 'no job named ...'."),
+        Rule("periodic-runs-pile-up", "warning", "app",
+             "A periodic job's runs must not outlast its interval without an overlap key",
+             "A run that is still going when its schedule comes due again overlaps the next "
+             "one; every slow run adds a worker slot held, until the queue backs up."),
         Rule("app-invalid", "error", "app",
              "The app must load without configuration errors",
              "The worker refuses to start with this app; no job runs until it is fixed."),
