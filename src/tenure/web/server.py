@@ -87,6 +87,7 @@ def create_app(
         Route("/jobs/{job_id}/forget", forget_job, methods=["POST"]),
         Route("/failed", failed_page, name="failed"),
         Route("/failed/retry-all", retry_all, methods=["POST"]),
+        Route("/periodic", periodic_page, name="periodic"),
         Route("/doctor", doctor_page, name="doctor"),
         Route("/login", login, methods=["GET", "POST"]),
         Route("/logout", logout, methods=["POST"]),
@@ -213,6 +214,11 @@ def failed_page(request: Request) -> Response:
         "failed.html",
         {"jobs": jobs, "count": count, "limit": FAILED_PAGE_LIMIT, "active": False},
     )
+
+
+def periodic_page(request: Request) -> Response:
+    rows = dashboard(request).app.periodic_status()
+    return render(request, "periodic.html", {"rows": rows, "active": False})
 
 
 async def doctor_page(request: Request) -> Response:
