@@ -3,6 +3,7 @@
 python -m chaos run --backend sqlite --profile full            # every scenario, acceptance sizes
 python -m chaos run --backend redis --scenario kill-workers --set jobs=10000
 python -m chaos report                                         # chaos/results/*.json -> REPORT.md
+python -m chaos aof-window --trials 10                         # Redis AOF everysec, SIGKILLed
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ def _value(text: str) -> Any:
 
 
 def cmd_run(args: argparse.Namespace) -> int:
+    from chaos import topologies  # noqa: F401  (registers the topology scenarios)
     from chaos.scenarios import PROFILES, SCENARIOS, Unavailable, run_one
 
     profile = PROFILES[args.profile]
@@ -96,6 +98,7 @@ def cmd_report(args: argparse.Namespace) -> int:
 
 
 def cmd_list(args: argparse.Namespace) -> int:
+    from chaos import topologies  # noqa: F401  (registers the topology scenarios)
     from chaos.scenarios import SCENARIOS
 
     for name, fn in SCENARIOS.items():
@@ -107,6 +110,17 @@ def cmd_fuzz(args: argparse.Namespace) -> int:
     from chaos.fuzz import run_all
 
     return run_all(examples=args.examples, backends=args.backend or list(BACKENDS))
+
+
+def cmd_aof_window(args: argparse.Namespace) -> int:
+    from chaos.aof_window import measure
+
+    RESULTS.mkdir(exist_ok=True)
+    row = measure(trials=args.trials, seed=args.seed)
+    row["finished_at"] = time.strftime("%Y-%m-%d %H:%M:%S")
+    (RESULTS / "redis-aof-window.json").write_text(json.dumps(row, indent=1) + "\n")
+    print({k: v for k, v in row.items() if k != "trials_detail"})
+    return 0
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -133,6 +147,10 @@ def main(argv: list[str] | None = None) -> int:
     fuzz.add_argument("--backend", action="append", choices=BACKENDS)
     fuzz.add_argument("--examples", type=int, default=300)
     fuzz.set_defaults(fn=cmd_fuzz)
+    aof = sub.add_parser("aof-window", help="Redis AOF everysec: writes lost to a SIGKILL")
+    aof.add_argument("--trials", type=int, default=10)
+    aof.add_argument("--seed", type=int, default=0)
+    aof.set_defaults(fn=cmd_aof_window)
     args = parser.parse_args(argv)
     return int(args.fn(args))
 

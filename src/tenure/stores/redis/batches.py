@@ -127,8 +127,8 @@ class RedisBatches(RedisClient):
         """Record the batch's home and register every queue it touches, before any job exists
         there: get_job and rescue_expired only look in registered queues."""
         keys = [self._global_key(k) for k in ("queues", "batch_queues", "batches", "batch_seq")]
-        script = self._g["register_batch"]
-        return cast(str, script(keys=keys, args=[batch_id, home, *dict.fromkeys([home, *queues])]))
+        args = [batch_id, home, *dict.fromkeys([home, *queues])]
+        return cast(str, self._run((self._g["register_batch"], keys, args)))
 
     def _job_args(self, job: NewJob) -> list[Any]:
         return [

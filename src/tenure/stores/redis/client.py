@@ -11,7 +11,7 @@ import redis
 from redis.commands.core import Script
 from redis.exceptions import NoScriptError
 
-from tenure.errors import ConfigError, StoreMisconfigured
+from tenure.errors import ConfigError, StoreMisconfigured, StoreUnavailable
 from tenure.stores.redis import cluster as on_cluster
 from tenure.stores.redis.connection import SOCKET_TIMEOUT_S, connect
 from tenure.stores.redis.connection import split_prefix as split_prefix
@@ -21,6 +21,8 @@ STORED_STATES = ("queued", "running", "succeeded", "failed", "cancelled")
 LIST_PAGE = 200
 
 BLOCK_CAP_S = 10.0
+# How long a write waits for wait_replicas= replicas to confirm it before it counts as failed.
+WAIT_TIMEOUT_MS = 2000
 # Redis reads a blocking timeout in milliseconds and treats 0 as "forever".
 MIN_BLOCK_S = 0.01
 JOB_CACHE_MAX = 100_000
@@ -37,6 +39,7 @@ class RedisClient:
         opened = connect(url)
         self._redis: Any = opened.client  # redis.Redis, or RedisCluster on a cluster
         self.prefix, self._where, self._cluster = opened.prefix, opened.where, opened.cluster
+        self._wait_replicas, self._sentinel = opened.wait_replicas, opened.sentinel
         # BLPOP must return before the socket timeout fires, or the wait would look like an
         # outage; a URL may set a shorter socket_timeout.
         socket_timeout = SOCKET_TIMEOUT_S
@@ -82,8 +85,18 @@ class RedisClient:
     def _run(self, call: Call) -> Any:
         if not self._layout_checked:
             self.check_layout()
+        if self._wait_replicas:  # the script and its WAIT on one connection
+            return self._run_many([call])[0]
         script, keys, args = call
         return script(keys=keys, args=args, client=self._redis)
+
+    def _run_again(self, call: Call) -> Any:
+        """A call that did not run (NOSCRIPT, a cluster redirection), sent once more."""
+        if not self._wait_replicas:
+            return self._run(call)  # redis-py's Script loads what the server forgot
+        script = call[0]
+        script.sha = self._redis.script_load(script.script)
+        return self._send_scripts([call])[0]
 
     def _run_many(self, calls: Sequence[Call]) -> list[Any]:
         """Run scripts in one round trip; a script the server forgot is loaded and re-run."""
@@ -97,7 +110,7 @@ class RedisClient:
             # so running it again cannot apply anything twice; nor did a cluster node that
             # redirected it (the cluster client follows the redirection).
             if isinstance(result, NoScriptError) or on_cluster.redirected(result):
-                results[i] = self._run(calls[i])
+                results[i] = self._run_again(calls[i])
         for result in results:
             if isinstance(result, Exception):
                 raise result
@@ -109,7 +122,27 @@ class RedisClient:
         pipe = self._redis.pipeline(transaction=False)
         for script, keys, args in calls:
             pipe.evalsha(script.sha, len(keys), *keys, *args)
-        return cast(list[Any], pipe.execute(raise_on_error=False))
+        if self._wait_replicas:
+            pipe.execute_command("WAIT", self._wait_replicas, WAIT_TIMEOUT_MS)
+        results = cast(list[Any], pipe.execute(raise_on_error=False))
+        if self._wait_replicas:
+            self._check_confirmed(results.pop())
+        return results
+
+    def _check_confirmed(self, confirmed: Any) -> None:
+        """Refuse a write the replicas did not confirm: a failover may undo it, so the caller
+        must not rely on it (an enqueue or an end is retried, a claim is not run)."""
+        if isinstance(confirmed, int) and confirmed >= self._wait_replicas:
+            return
+        if self._sentinel:
+            # A master that is no longer confirmed by its replica has likely just been failed
+            # over: the next connections ask the Sentinels again instead of reusing this one.
+            self._redis.connection_pool.disconnect()
+        raise StoreUnavailable(
+            f"{self._where}: {confirmed} of wait_replicas={self._wait_replicas} replica(s) "
+            f"confirmed the write within {WAIT_TIMEOUT_MS} ms; a failover could undo it, so it "
+            "counts as not done (the caller retries)"
+        )
 
     def _slot_transaction(self, key: str) -> Any:
         """A MULTI/EXEC pipeline for reads of `key`'s slot (and TIME) in one consistent view."""

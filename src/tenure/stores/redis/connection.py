@@ -4,9 +4,18 @@
     redis+cluster://[user:password@]h1:p1,h2:p2,h3:p3/0?prefix=NAME
                                                           Redis Cluster: any of its nodes; the
                                                           client learns the rest (db must be 0)
-    redis+sentinel://[user:password@]s1:p1,s2:p2,s3:p3/MASTER/db?prefix=NAME
+    redis+sentinel://[user:password@]s1:p1,s2:p2,s3:p3/MASTER/db?prefix=NAME&wait_replicas=1
                                                           the master the Sentinels name MASTER;
                                                           the password is the data servers'
+
+`wait_replicas=N` (redis:// and redis+sentinel://): every script is followed, on the same
+connection, by `WAIT N`, and a write that N replicas did not confirm within WAIT_TIMEOUT_MS is
+reported as StoreUnavailable. Replication is asynchronous: without it, the writes a master
+acknowledged in the second before a failover demoted it are lost (jobs dispatched then vanish,
+ends recorded then are undone and the attempt runs again unrecorded). With it, everything
+tenure was told is stored is on the replica Sentinel promotes. It is 1 by default on
+redis+sentinel:// (wait_replicas=0 trades that for writes that go on while no replica is up)
+and 0 on redis://.
 
 and the errors every caller acts on: redis-py's failures become tenure's StoreUnavailable
 (retry later) or StoreMisconfigured (retrying cannot help), whatever the topology.
@@ -41,6 +50,8 @@ class Connection:
     prefix: str
     where: str  # for people: which server(s) an error is about
     cluster: bool
+    wait_replicas: int = 0
+    sentinel: bool = False
 
 
 def connect(url: str) -> Connection:
@@ -73,14 +84,15 @@ def _options() -> dict[str, Any]:
 
 
 def _connect_server(url: str) -> Connection:
-    connect_url, prefix = split_prefix(url)
+    connect_url, replicas = split_wait_replicas(url)
+    connect_url, prefix = split_prefix(connect_url)
     where = urlsplit(connect_url).netloc.rpartition("@")[2] or "localhost"
     try:
         client = cast(TranslatingRedis, TranslatingRedis.from_url(connect_url, **_options()))
     except ValueError as exc:  # redis-py's reading of the URL: a bad port, db or option
         raise StoreMisconfigured(f"redis URL for {where}: {exc}") from exc
     client.where = where
-    return Connection(client, prefix, where, cluster=False)
+    return Connection(client, prefix, where, cluster=False, wait_replicas=replicas)
 
 
 @dataclass(frozen=True)
@@ -90,15 +102,19 @@ class _MultiHostUrl:
     username: str | None
     password: str | None
     prefix: str
+    wait_replicas: int
 
 
-def parse_multi_host(url: str, form: str) -> _MultiHostUrl:
+def parse_multi_host(url: str, form: str, *, wait: bool) -> _MultiHostUrl:
     """The parts of a redis+cluster:// or redis+sentinel:// URL; `form` shows the expected
-    shape in errors. Options other than prefix= are refused: nothing would read them."""
-    rest, prefix = split_prefix(url)
+    shape in errors. Other options are refused: nothing would read them."""
+    # Sentinel watches a master with replicas: waiting for one is the safe default there.
+    rest, replicas = split_wait_replicas(url, default=1) if wait else (url, 0)
+    rest, prefix = split_prefix(rest)
     parts = urlsplit(rest)
     if parts.query:
-        raise ConfigError(f"{form}: the only option is prefix=NAME, got ?{parts.query}")
+        allowed = "prefix=NAME and wait_replicas=N" if wait else "prefix=NAME"
+        raise ConfigError(f"{form}: the only options are {allowed}, got ?{parts.query}")
     userinfo, _, hostlist = parts.netloc.rpartition("@")
     username, _, password = userinfo.partition(":")
     hosts: list[tuple[str, int]] = []
@@ -113,12 +129,13 @@ def parse_multi_host(url: str, form: str) -> _MultiHostUrl:
         username=unquote(username) or None,
         password=unquote(password) or None,
         prefix=prefix,
+        wait_replicas=replicas,
     )
 
 
 def _connect_cluster(url: str) -> Connection:
     form = "redis+cluster://host:port,host:port,.../0"
-    parsed = parse_multi_host(url, form)
+    parsed = parse_multi_host(url, form, wait=False)
     if parsed.path not in ([], ["0"]):
         raise ConfigError(
             f"{form}: a Redis Cluster has database 0 only, got /{'/'.join(parsed.path)}"
@@ -139,7 +156,7 @@ def _connect_cluster(url: str) -> Connection:
 
 def _connect_sentinel(url: str) -> Connection:
     form = "redis+sentinel://host:port,host:port,.../MASTER_NAME/db"
-    parsed = parse_multi_host(url, form)
+    parsed = parse_multi_host(url, form, wait=True)
     if len(parsed.path) not in (1, 2) or (len(parsed.path) == 2 and not parsed.path[1].isdigit()):
         raise ConfigError(
             f"{form}: expected the master's name and a database number after the Sentinels, "
@@ -167,7 +184,14 @@ def _connect_sentinel(url: str) -> Connection:
         **options,
     )
     client.where = where
-    return Connection(client, parsed.prefix, where, cluster=False)
+    return Connection(
+        client,
+        parsed.prefix,
+        where,
+        cluster=False,
+        wait_replicas=parsed.wait_replicas,
+        sentinel=True,
+    )
 
 
 # -- errors --------------------------------------------------------------------------------
@@ -264,6 +288,21 @@ def raise_translated(exc: Exception, where: str) -> None:
 
 
 # -- URL helpers ---------------------------------------------------------------------------
+def split_wait_replicas(url: str, default: int = 0) -> tuple[str, int]:
+    """Take `wait_replicas=N` out of a redis URL (`default` when absent)."""
+    parts = urlsplit(url)
+    query = parse_qsl(parts.query, keep_blank_values=True)
+    values = [value for key, value in query if key == "wait_replicas"]
+    rest = [(key, value) for key, value in query if key != "wait_replicas"]
+    text = values[-1] if values else str(default)
+    if not text.isdigit() or int(text) > 100:
+        raise ConfigError(
+            f"redis URL: wait_replicas= expected how many replicas must confirm each write "
+            f"(0 to 100, e.g. wait_replicas=1), got {text!r}"
+        )
+    return urlunsplit(parts._replace(query=urlencode(rest))), int(text)
+
+
 def split_prefix(url: str) -> tuple[str, str]:
     """Take `prefix=` out of a redis URL: it names our keys, redis-py must not see it."""
     parts = urlsplit(url)
