@@ -1,6 +1,8 @@
 """tenure against the established Python queues, on the same engine, in the same run.
 
     .venv/bin/python -m bench [--smoke] [--engines sqlite,postgres,redis] [--rounds N]
+    .venv/bin/python -m bench --engines redis,redis-cluster,postgres,pgbouncer --systems tenure \\
+        --no-extras --name topologies        (tenure on the production topologies)
     .venv/bin/python -m bench doctor-corpus [--show]   (the doctor on real projects)
     .venv/bin/python -m bench walk [--url URL]         (one job's path through the modules)
 
@@ -140,6 +142,9 @@ def main() -> int:
     parser.add_argument("--rounds", type=int, default=None, help="default 3 (smoke: 1)")
     parser.add_argument("--systems", default="", help="only these systems (comma-separated)")
     parser.add_argument("--no-extras", action="store_true", help="skip raw limits and profile")
+    parser.add_argument(
+        "--name", default="", help="write results/NAME.json and results/NAME.md, not REPORT.md"
+    )
     args = parser.parse_args()
     params = SMOKE if args.smoke else FULL
     rounds = args.rounds or (1 if args.smoke else 3)
@@ -167,8 +172,27 @@ def main() -> int:
         "versions": {},
     }
     workdir = Path(tempfile.mkdtemp(prefix="tenure-bench-"))
+    made: list[engines.Engine] = []
+    try:
+        run_engines(args, params, rounds, wanted, workdir, results, made)
+    finally:
+        for engine in made:
+            engine.close()
+    return finish(args, results, started, notes, workdir)
+
+
+def run_engines(
+    args: argparse.Namespace,
+    params: dict[str, Any],
+    rounds: int,
+    wanted: set[str],
+    workdir: Path,
+    results: dict[str, Any],
+    made: list[engines.Engine],
+) -> None:
     for name in filter(None, args.engines.split(",")):
         engine = engines.make(name, workdir)
+        made.append(engine)
         problem = engine.problem() or tenure_ready(engine)
         if problem:
             print(f"bench: skipping {name}: {problem}", file=sys.stderr, flush=True)
@@ -201,6 +225,15 @@ def main() -> int:
                     results["settings"][system.key] = result.pop("settings")
                     for key, value in result.items():
                         per_system[system.key].setdefault(key, []).append(value)
+
+
+def finish(
+    args: argparse.Namespace,
+    results: dict[str, Any],
+    started: float,
+    notes: list[str],
+    workdir: Path,
+) -> int:
     ran = {key for data in results["engines"].values() for key in data["systems"]}
     for system in SYSTEMS:
         if system.key in ran:
@@ -216,10 +249,11 @@ def main() -> int:
     results["notes"] = notes
     out = BENCH / "results"
     out.mkdir(exist_ok=True)
-    (out / ("smoke.json" if args.smoke else "latest.json")).write_text(
-        json.dumps(results, indent=1)
-    )
+    name = args.name or ("smoke" if args.smoke else "latest")
+    (out / f"{name}.json").write_text(json.dumps(results, indent=1))
     target = out / "SMOKE.md" if args.smoke else BENCH / "REPORT.md"
+    if args.name:  # a partial run (say, the topologies) must not replace the whole report
+        target = out / f"{name}.md"
     target.write_text(report.render(results))
     print(f"bench: wrote {target.relative_to(ROOT)} in {results['wall_s']:.0f} s", file=sys.stderr)
     for error in results["errors"]:

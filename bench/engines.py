@@ -4,8 +4,10 @@ every system starts on an empty store. Runs in tenure's venv (psycopg and redis-
 from __future__ import annotations
 
 import os
+import sys
 import tempfile
 from pathlib import Path
+from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
 REDIS_URL = os.environ.get("BENCH_REDIS_URL", "redis://127.0.0.1:6379/9")
@@ -29,6 +31,9 @@ class Engine:
 
     def describe(self) -> str:
         return ""
+
+    def close(self) -> None:
+        """End what the engine started (a throwaway topology)."""
 
 
 class SQLiteEngine(Engine):
@@ -133,6 +138,87 @@ class PostgresEngine(Engine):
         return f"PostgreSQL {version} at {self.url.split('@')[-1]} ({shown}; server defaults)"
 
 
+def _topologies() -> Any:
+    """tests/topologies.py: the throwaway Redis Cluster and PgBouncer the tests start."""
+    tests_dir = str(Path(__file__).resolve().parents[1] / "tests")
+    if tests_dir not in sys.path:
+        sys.path.insert(0, tests_dir)
+    import topologies
+
+    return topologies
+
+
+class RedisClusterEngine(Engine):
+    """A throwaway three-master Redis Cluster on loopback (no persistence, like the cluster
+    fixture): tenure only, through redis+cluster://."""
+
+    name = "redis-cluster"
+
+    def __init__(self) -> None:
+        self.cluster: Any = None
+        self.error: str | None = None
+        try:
+            self.cluster = _topologies().ThrowawayRedisCluster()
+            self.cluster.start()
+        except Exception as exc:
+            self.error = f"cannot start a Redis Cluster: {exc}"
+
+    def problem(self) -> str | None:
+        return self.error
+
+    def reset(self) -> None:
+        import redis
+
+        for port in self.cluster.ports:  # our own throwaway cluster: every node is ours
+            with redis.Redis(port=port) as node:
+                node.flushdb()
+
+    def url_for(self, system: str) -> str:
+        return str(self.cluster.url)
+
+    def describe(self) -> str:
+        import redis
+
+        with redis.Redis(port=self.cluster.ports[0]) as node:
+            version = node.info("server")["redis_version"]
+        return f"Redis Cluster {version}, 3 masters on loopback, no persistence"
+
+    def close(self) -> None:
+        if self.cluster is not None:
+            self.cluster.close()
+
+
+class PgBouncerEngine(PostgresEngine):
+    """The benchmark's PostgreSQL database through a throwaway PgBouncer in transaction
+    pooling (pool of 20); LISTEN on a direct connection, as the README says to."""
+
+    name = "pgbouncer"
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.bouncer: Any = None
+        self.error: str | None = None
+        try:
+            self.bouncer = _topologies().ThrowawayPgBouncer(self.url)
+            self.bouncer.start()
+        except Exception as exc:
+            self.error = f"cannot start PgBouncer: {exc}"
+
+    def problem(self) -> str | None:
+        return self.error or super().problem()
+
+    def url_for(self, system: str) -> str:
+        pooled = self.bouncer.url.rsplit("/", 1)[0] + f"/{self.database}"
+        return str(_topologies().through_pgbouncer(pooled, self.url))
+
+    def describe(self) -> str:
+        return super().describe() + ", through PgBouncer 1.18 (pool_mode=transaction)"
+
+    def close(self) -> None:
+        if self.bouncer is not None:
+            self.bouncer.close()
+
+
 def make(name: str, workdir: Path) -> Engine:
     if name == "sqlite":
         return SQLiteEngine(workdir)
@@ -140,4 +226,10 @@ def make(name: str, workdir: Path) -> Engine:
         return RedisEngine()
     if name == "postgres":
         return PostgresEngine()
-    raise SystemExit(f"--engines: expected sqlite, postgres or redis, got {name!r}")
+    if name == "redis-cluster":
+        return RedisClusterEngine()
+    if name == "pgbouncer":
+        return PgBouncerEngine()
+    raise SystemExit(
+        f"--engines: expected sqlite, postgres, redis, redis-cluster or pgbouncer, got {name!r}"
+    )

@@ -127,7 +127,7 @@ def render(res: dict[str, Any]) -> str:
                 ]
                 lines.append("| " + " | ".join(row) + " |")
         lines.append("")
-    lines += headline(res)
+    lines += topologies() + headline(res)
     if res.get("raw_limits"):
         lines += ["## Raw engine limits (context)", "", *res["raw_limits"]["lines"], ""]
     if res.get("profile"):
@@ -144,6 +144,13 @@ def render(res: dict[str, Any]) -> str:
         lines += ["", "## Failed measurements", ""] + [f"- {e}" for e in res["errors"]]
     lines.append("")
     return "\n".join(lines)
+
+
+def topologies() -> list[str]:
+    """bench/topologies.md, measured by its own run (its command is in it), kept in every
+    report: a full run does not start a Redis Cluster or a PgBouncer."""
+    path = Path(__file__).with_name("topologies.md")
+    return [*path.read_text().splitlines(), ""] if path.exists() else []
 
 
 def headline(res: dict[str, Any]) -> list[str]:

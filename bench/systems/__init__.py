@@ -39,7 +39,7 @@ SYSTEMS = (
         "tenure",
         "bench.systems.tenure_sys",
         "project",
-        ("sqlite", "postgres", "redis"),
+        ("sqlite", "postgres", "redis", "redis-cluster", "pgbouncer"),
         ("tenure", "psycopg", "redis"),
     ),
     System(
