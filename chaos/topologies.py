@@ -167,7 +167,8 @@ def pgbouncer_restart(ctx: Context, **p: Any) -> RunResult:
     """Stop the PostgreSQL behind PgBouncer (transaction pooling) mid-run and start it again;
     tenure reaches it through the pooler, LISTEN on a direct connection."""
     params = {"jobs": 1500, "restarts": 2, "every_s": 3.0, "down_s": 2.0, "workers": 3}
-    params |= {"concurrency": 3, "lease": 3.0, "job_ms": 20, **p}
+    # PgBouncer's own default (15 s between server login tries) unless set
+    params |= {"concurrency": 3, "lease": 3.0, "job_ms": 20, "server_login_retry": None, **p}
     topologies = topologies_module()
     from chaos.scenarios import servers_module
 
@@ -175,7 +176,11 @@ def pgbouncer_restart(ctx: Context, **p: Any) -> RunResult:
     schema = f"chaos_{secrets.token_hex(4)}"
     with (
         started(servers.ThrowawayPostgres) as postgres,
-        started(lambda: topologies.ThrowawayPgBouncer(postgres.url)) as bouncer,
+        started(
+            lambda: topologies.ThrowawayPgBouncer(
+                postgres.url, server_login_retry=params["server_login_retry"]
+            )
+        ) as bouncer,
         project_at(
             topologies.through_pgbouncer(f"{bouncer.url}?schema={schema}", postgres.url), ctx
         ) as project,

@@ -64,7 +64,9 @@ class ThrowawayPgBouncer:
     """PgBouncer in `pool_mode = transaction` in front of the PostgreSQL at `postgres_url`:
     a server connection is lent for one transaction at a time, as in most managed poolers."""
 
-    def __init__(self, postgres_url: str, *, pool_size: int = 20) -> None:
+    def __init__(
+        self, postgres_url: str, *, pool_size: int = 20, server_login_retry: int | None = None
+    ) -> None:
         binary = shutil.which("pgbouncer") or (
             "/usr/sbin/pgbouncer" if Path("/usr/sbin/pgbouncer").exists() else None
         )
@@ -88,7 +90,13 @@ class ThrowawayPgBouncer:
             f"default_pool_size = {pool_size}\n"
             "max_client_conn = 1000\n"
             "ignore_startup_parameters = extra_float_digits,options\n"
-            f"admin_users = {user}\n"
+            # PgBouncer's default waits 15 s after a failed server login before the next try
+            + (
+                f"server_login_retry = {server_login_retry}\n"
+                if server_login_retry is not None
+                else ""
+            )
+            + f"admin_users = {user}\n"
             f"logfile = {self.root / 'pgbouncer.log'}\n"
             f"pidfile = {self.root / 'pgbouncer.pid'}\n"
         )
