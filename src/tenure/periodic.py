@@ -11,8 +11,10 @@ cannot create a second job.
 
 After downtime only the latest missed due time is looked at, so at most one run catches up
 (`catch_up="latest"`, the default); `catch_up="none"` skips a due time first looked at more
-than `LATE_AFTER_S` after it. A periodic job seen for the first time starts at its next due
-time: the latest past one is recorded, not run.
+than `LATE_AFTER_S` after it. A worker that looked a moment ago also claims the due times since
+its last look, up to `RECENT_S` old: ticks come 1 to 2 s apart, and a schedule with seconds
+must not lose the due times between two. A periodic job seen for the first time starts at its
+next due time: the latest past one is recorded, not run.
 """
 
 from __future__ import annotations
@@ -36,6 +38,9 @@ CATCH_UP = ("latest", "none")
 # than a worker's tick (1 s) plus a short store outage; shorter than a deploy's downtime.
 LATE_AFTER_S = 60.0
 TICK_EVERY_S = 1.0
+# Due times a worker claims besides the latest, when it looked a moment ago: those since its
+# last look, up to this old (ticks come 1 to 2 s apart; a longer gap is downtime).
+RECENT_S = 10.0
 
 
 @dataclass(frozen=True)
@@ -53,7 +58,27 @@ class PeriodicJob:
         due = self.schedule.latest_due(now)
         if due is None:
             return None
-        return due, self.catch_up == "latest" or now - due <= LATE_AFTER_S
+        return due, self._runs(due, now)
+
+    def dues(self, now: float, looked: float | None) -> list[tuple[float, bool]]:
+        """The due times to claim at `now`, oldest first, each with whether to run it: the
+        latest, and when this worker last looked at `looked`, the ones since then no older
+        than RECENT_S. A worker ticks every 1 to 2 s, so a schedule with seconds must not lose
+        the due times between two ticks; anything older is downtime, and only the latest
+        runs."""
+        latest = self.due_at(now)
+        if latest is None:
+            return []
+        between: list[tuple[float, bool]] = []
+        if looked is not None:
+            due = self.schedule.next_due(max(looked, now - RECENT_S))
+            while due is not None and due < latest[0]:
+                between.append((due, self._runs(due, now)))
+                due = self.schedule.next_due(due)
+        return [*between, latest]
+
+    def _runs(self, due: float, now: float) -> bool:
+        return self.catch_up == "latest" or now - due <= LATE_AFTER_S
 
 
 def check_catch_up(value: str) -> str:
@@ -114,14 +139,14 @@ class PeriodicTicker:
     def run_once(self, now: float) -> list[Claimed]:
         out: list[Claimed] = []
         for name, job in self.app.periodic_jobs.items():
-            found = job.due_at(now)
-            if found is None or self._looked.get(name) == found[0]:
-                continue
-            due, run = found
-            outcome = self.app.claim_periodic(name, due, run=run)
-            self._looked[name] = due
-            out.append(Claimed(name, due, outcome))
-            self._log(name, due, run, outcome)
+            looked = self._looked.get(name)
+            for due, run in job.dues(now, looked):
+                if looked is not None and due <= looked:
+                    continue  # claimed by this worker already (or by another, seen so)
+                outcome = self.app.claim_periodic(name, due, run=run)
+                self._looked[name] = due
+                out.append(Claimed(name, due, outcome))
+                self._log(name, due, run, outcome)
         return out
 
     @staticmethod

@@ -151,3 +151,29 @@ def test_the_ticker_waits_a_second_between_rounds_and_survives_a_store_error(
     ran: list[str] = []
     minutely.fn = lambda: ran.append("ran")  # the job runs through the store as a worker would
     assert [j.state for j in drain(tenure_app)] == ["succeeded"] and ran == ["ran"]
+
+
+def test_a_schedule_with_seconds_loses_no_due_time_between_ticks(
+    tenure_app: tenure.App, tenure_clock: FrozenClock
+) -> None:
+    @tenure_app.periodic("* * * * * *")
+    def every_second() -> None: ...
+
+    start = at("2026-06-01T10:00:00")
+    tenure_clock.now = start + 0.5
+    ticker = PeriodicTicker(tenure_app)
+    ticker.run_once(tenure_app.now())  # 10:00:00 recorded
+    for _ in range(24):  # a look every 2.5 s, as a busy worker's loop may manage
+        tenure_clock.advance(2.5)
+        ticker.run_once(tenure_app.now())
+    ids = {j.id for j in tenure_app.list_jobs(limit=1000)}
+    assert ids == {run_id(every_second.name, start + s) for s in range(1, 61)}
+    tenure_clock.advance(300)  # five minutes without a look: only the last RECENT_S catch up
+    claimed = ticker.run_once(tenure_app.now())
+    assert [(c.due - start, c.outcome) for c in claimed] == [
+        (float(s), "dispatched") for s in range(351, 361)
+    ]
+    # a worker that never looked before (a restart after downtime): the latest alone
+    tenure_clock.advance(300)
+    fresh = PeriodicTicker(tenure_app).run_once(tenure_app.now())
+    assert [(c.due - start, c.outcome) for c in fresh] == [(660.0, "dispatched")]
