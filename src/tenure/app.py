@@ -260,6 +260,10 @@ class App:
         job = self._new_job(Sig(name), job_id=run_id(name, due)) if run else None
         return self.store.claim_periodic(name=name, queue=periodic.queue, due=due, job=job)
 
+    def periodic_last_dues(self) -> dict[str, float]:
+        """The latest due time claimed of each periodic job the store knows."""
+        return {r.name: r.last_due for r in self.store.list_periodic()}
+
     def periodic_status(self) -> list[PeriodicStatus]:
         """Each periodic job with its next due time and its latest run (for `tenure periodic
         list` and the dashboard)."""

@@ -11,10 +11,14 @@ cannot create a second job.
 
 After downtime only the latest missed due time is looked at, so at most one run catches up
 (`catch_up="latest"`, the default); `catch_up="none"` skips a due time first looked at more
-than `LATE_AFTER_S` after it. A worker that looked a moment ago also claims the due times since
-its last look, up to `RECENT_S` old: ticks come 1 to 2 s apart, and a schedule with seconds
-must not lose the due times between two. A periodic job seen for the first time starts at its
-next due time: the latest past one is recorded, not run.
+than `LATE_AFTER_S` after it. A worker also claims the due times since its last look (or since
+the store's last claimed one), up to `RECENT_S` old: ticks come 1 to 2 s apart, and a schedule
+with seconds must not lose the due times between two. A periodic job seen for the first time
+starts at its next due time: the latest past one is recorded, not run.
+
+Put together: a due time is dispatched when any worker looks within `RECENT_S` of it (a
+worker's first look starts from the store's last claimed due time); after a longer downtime,
+only the latest missed one is.
 """
 
 from __future__ import annotations
@@ -102,6 +106,8 @@ class PeriodicApp(Protocol):
 
     def claim_periodic(self, name: str, due: float, *, run: bool) -> PeriodicClaim: ...
 
+    def periodic_last_dues(self) -> dict[str, float]: ...
+
 
 @dataclass(frozen=True)
 class Claimed:
@@ -138,6 +144,14 @@ class PeriodicTicker:
 
     def run_once(self, now: float) -> list[Claimed]:
         out: list[Claimed] = []
+        if any(name not in self._looked for name in self.app.periodic_jobs):
+            # A worker's first look starts from the store's last claimed due time, so due
+            # times that came while every worker was starting (a deploy, a crash loop) are
+            # still claimed when they are recent.
+            for name, due in self.app.periodic_last_dues().items():
+                if name in self.app.periodic_jobs and name not in self._looked:
+                    self._looked[name] = due
+                    log.debug("periodic job %s: last claimed for %s", name, due_text(due))
         for name, job in self.app.periodic_jobs.items():
             looked = self._looked.get(name)
             for due, run in job.dues(now, looked):
