@@ -133,6 +133,7 @@ class Project:
         spec.loader.exec_module(self.jobs)
         self.app = self.jobs.app
         self.workers: list[WorkerProcess] = []
+        self.worker_env: dict[str, str] = {}  # set for every worker started from now on
 
     def worker(self, *args: str, skew: float = 0.0) -> WorkerProcess:
         w = WorkerProcess(self, list(args), skew=skew)
@@ -162,6 +163,7 @@ class WorkerProcess:
         env["PYTHONPATH"] = os.pathsep.join(p for p in paths if p)
         env["PYTHONUNBUFFERED"] = "1"
         env["TENURE_LOG_FORMAT"] = "text"
+        env.update(project.worker_env)
         self.args = args
         self.skew = skew
         self.terminated = False  # told to stop (SIGTERM) by the harness

@@ -85,3 +85,23 @@ async def awork(n: int, ms: float = 0.0) -> None:
     note("start")
     await asyncio.sleep(ms / 1000.0)
     note("end")
+
+
+# kill-periodic's job, registered only in that scenario's workers (the harness sets
+# CHAOS_PERIODIC for them): their own tickers dispatch it every second. It keeps its own ledger,
+# since the checker's ledger holds the jobs the load generator dispatched.
+PERIODIC_LEDGER = os.path.join(os.path.dirname(LEDGER), "periodic.txt")
+
+if os.environ.get("CHAOS_PERIODIC"):
+
+    @app.periodic("* * * * * *", timeout=30, **PATIENT)
+    def every_second() -> None:
+        ctx = tenure.current()
+        at = time.clock_gettime(time.CLOCK_REALTIME)
+        line = f"{ctx.job_id} {ctx.attempt} {os.getpid()} start {at:.4f}\n"
+        fd = os.open(PERIODIC_LEDGER, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+        try:
+            os.write(fd, line.encode())
+        finally:
+            os.close(fd)
+        pause(50)

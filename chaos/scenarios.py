@@ -87,7 +87,15 @@ def short_work(ms: float) -> Callable[[int, random.Random], tuple[Any, ...]]:
 
 
 # -- SIGKILL ----------------------------------------------------------------------------------
-def _kill(ctx: Context, name: str, target: str, **p: Any) -> RunResult:
+def _kill(
+    ctx: Context,
+    name: str,
+    target: str,
+    *,
+    before: Callable[[Any], None] | None = None,
+    after: Callable[[Any, Any], None] | None = None,
+    **p: Any,
+) -> RunResult:
     params = {"jobs": 2000, "every_ms": 500, "workers": 3, "concurrency": 4, "lease": 2.0}
     params |= {"job_ms": 20, "target": target, "rate": 120, **p}
     with opened(ctx) as project:
@@ -108,6 +116,8 @@ def _kill(ctx: Context, name: str, target: str, **p: Any) -> RunResult:
             worker_args=worker_args(params["lease"], params["concurrency"]),
             fault=faults.kill_random(params["every_ms"] / 1000, target),
             seed=ctx.seed,
+            before=before,
+            after=after,
         )
 
 
@@ -129,6 +139,29 @@ def kill_children(ctx: Context, **p: Any) -> RunResult:
     p.setdefault("every_ms", 300)
     p.setdefault("job_ms", 100)
     return _kill(ctx, "kill-children", "child", **p)
+
+
+@scenario("kill-periodic")
+def kill_periodic(ctx: Context, **p: Any) -> RunResult:
+    """SIGKILL random workers while their tickers dispatch a periodic job every second, among
+    ordinary jobs: each due time dispatched once at most, no run lost or failed, no re-run
+    that a killed attempt does not explain."""
+    from chaos.periodic_check import check_periodic
+
+    def before(run: Any) -> None:
+        run.project.worker_env["CHAOS_PERIODIC"] = "1"
+        run.only_dispatched = True  # the periodic runs are the tickers', not the generator's
+
+    def after(run: Any, verdict: Any) -> None:
+        problems, notes = check_periodic(
+            run.project.app.store, "every_second", run.project.dir / "periodic.txt"
+        )
+        verdict.problems += problems
+        run.notes += notes
+
+    p.setdefault("job_ms", 50)
+    p.setdefault("rate", 60)
+    return _kill(ctx, "kill-periodic", "worker", before=before, after=after, **p)
 
 
 # -- SIGSTOP ----------------------------------------------------------------------------------
@@ -376,6 +409,7 @@ PROFILES: dict[str, dict[str, dict[str, Any]]] = {
         # 100 ms jobs: enough in flight that every kill interrupts something, even when fast
         "kill-workers": {"jobs": 600, "every_ms": 500, "job_ms": 100},
         "kill-children": {"jobs": 200},
+        "kill-periodic": {"jobs": 600, "every_ms": 500},
         "sigstop-group": {"jobs": 12, "stops": 1},
         "sigstop-supervisor": {"jobs": 12, "stops": 1},
         "deploy-short-grace": {"jobs": 60, "waves": 2},
@@ -389,6 +423,7 @@ PROFILES: dict[str, dict[str, dict[str, Any]]] = {
         "kill-workers": {"jobs": 10_000, "every_ms": 500},
         "kill-groups": {"jobs": 3000, "every_ms": 500},
         "kill-children": {"jobs": 2000},
+        "kill-periodic": {"jobs": 3000, "every_ms": 500},
         "sigstop-group": {"jobs": 40, "stops": 3},
         "sigstop-supervisor": {"jobs": 40, "stops": 3},
         "deploy-short-grace": {},

@@ -17,6 +17,7 @@ pytestmark = pytest.mark.slow
 SQLITE = [
     "kill-workers",
     "kill-children",
+    "kill-periodic",
     "sigstop-group",
     "sigstop-supervisor",
     "deploy-short-grace",
@@ -26,7 +27,7 @@ SQLITE = [
     "clock-skew",
 ]
 # The networked stores get the scenarios their own code paths change.
-NETWORKED = ["kill-workers", "sigstop-group", "store-restart", "clock-skew"]
+NETWORKED = ["kill-workers", "kill-periodic", "sigstop-group", "store-restart", "clock-skew"]
 CASES = [("sqlite", s) for s in SQLITE] + [(b, s) for b in ("postgres", "redis") for s in NETWORKED]
 
 
