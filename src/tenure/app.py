@@ -162,6 +162,11 @@ class App:
         (IANA name, default UTC): `@app.periodic("*/5 * * * *", tz="Europe/Rome")`. The
         workers dispatch each due time once (see tenure.periodic); after downtime only the
         latest missed one runs, none with `catch_up="none"`. Other keywords are @app.job's."""
+        if not isinstance(expression, str):  # @app.periodic without its schedule
+            raise ConfigError(
+                'cron: expected a schedule such as @app.periodic("*/5 * * * *"), got '
+                f"{expression!r}"
+            )
         schedule = Schedule.parse(expression, tz)
         check_catch_up(catch_up)
 

@@ -45,6 +45,7 @@ TICK_EVERY_S = 1.0
 # Due times a worker claims besides the latest, when it looked a moment ago: those since its
 # last look, up to this old (ticks come 1 to 2 s apart; a longer gap is downtime).
 RECENT_S = 10.0
+RETRY_AFTER_S = 5.0  # after a store error
 
 
 @dataclass(frozen=True)
@@ -129,16 +130,22 @@ class PeriodicTicker:
         self._looked: dict[str, float] = {}  # name -> the due time last claimed
 
     def tick(self) -> list[Claimed]:
-        """A round, at most once per TICK_EVERY_S; a store error is logged and retried on the
-        next tick (the due time is still the latest then, so nothing is lost)."""
+        """A round, at most once per TICK_EVERY_S; a store error is logged and the round
+        tried again after RETRY_AFTER_S (due times that came meanwhile are still recent)."""
         if not self.app.periodic_jobs or self._monotonic() < self._next_tick:
             return []
         self._next_tick = self._monotonic() + TICK_EVERY_S
         try:
             return self.run_once(self.app.now())
         except Exception as exc:
+            # An outage: look again in a few seconds, not every second (the fetch loop logs
+            # the outage too), still soon enough for RECENT_S to cover what came meanwhile.
+            self._next_tick = self._monotonic() + RETRY_AFTER_S
             log.warning(
-                "periodic jobs: could not claim due times (%s: %s)", type(exc).__name__, exc
+                "periodic jobs: could not claim due times (%s: %s); trying again in %g s",
+                type(exc).__name__,
+                exc,
+                RETRY_AFTER_S,
             )
             return []
 

@@ -4,6 +4,7 @@ latest missed run after downtime (none with catch_up="none"), and daylight-savin
 
 from __future__ import annotations
 
+import sqlite3
 from datetime import datetime
 from zoneinfo import ZoneInfo
 
@@ -11,7 +12,8 @@ import pytest
 
 import tenure
 from tenure.errors import ConfigError
-from tenure.periodic import LATE_AFTER_S, PeriodicTicker, run_id
+from tenure.periodic import LATE_AFTER_S, RETRY_AFTER_S, PeriodicTicker, run_id
+from tenure.stores.sqlite import sqlite_path
 from tenure.testing import FrozenClock, drain
 
 ROME = ZoneInfo("Europe/Rome")
@@ -38,6 +40,11 @@ def test_a_periodic_job_must_take_no_arguments(tenure_app: tenure.App) -> None:
 def test_bad_schedules_and_options_are_refused_at_definition(tenure_app: tenure.App) -> None:
     with pytest.raises(ConfigError, match="expected 5 fields"):
         tenure_app.periodic("every five minutes")
+    with pytest.raises(ConfigError, match=r"expected a schedule such as @app.periodic\("):
+
+        @tenure_app.periodic  # type: ignore[arg-type]  # the schedule forgotten
+        def forgot() -> None: ...
+
     with pytest.raises(ConfigError, match="tz: expected an IANA time zone"):
         tenure_app.periodic("@daily", tz="Rome")
     with pytest.raises(ConfigError, match="catch_up: expected one of latest, none, got 'all'"):
@@ -136,7 +143,7 @@ def test_a_daylight_saving_night_runs_once(
     assert len(dues) == len(expected)
 
 
-def test_the_ticker_waits_a_second_between_rounds_and_survives_a_store_error(
+def test_the_ticker_waits_a_second_between_rounds(
     tenure_app: tenure.App, tenure_clock: FrozenClock
 ) -> None:
     @tenure_app.periodic("* * * * *")
@@ -152,6 +159,37 @@ def test_the_ticker_waits_a_second_between_rounds_and_survives_a_store_error(
     ran: list[str] = []
     minutely.fn = lambda: ran.append("ran")  # the job runs through the store as a worker would
     assert [j.state for j in drain(tenure_app)] == ["succeeded"] and ran == ["ran"]
+
+
+def test_a_store_error_is_logged_and_the_round_tried_again_without_losing_a_due_time(
+    tenure_app: tenure.App, tenure_clock: FrozenClock, caplog: pytest.LogCaptureFixture
+) -> None:
+    @tenure_app.periodic("* * * * * *")
+    def every_second() -> None: ...
+
+    start = at("2026-06-01T10:00:00")
+    tenure_clock.now = start
+    monotonic = FrozenClock(100.0)
+    ticker = PeriodicTicker(tenure_app, monotonic=monotonic)
+    ticker.tick()  # 10:00:00 recorded
+    side = sqlite3.connect(sqlite_path(tenure_app.url))
+    side.execute("ALTER TABLE tenure_periodic RENAME TO tenure_periodic_away")  # a broken store
+    side.commit()
+    tenure_clock.advance(2)
+    monotonic.advance(1)
+    assert ticker.tick() == []
+    assert "could not claim due times (OperationalError" in caplog.text
+    monotonic.advance(RETRY_AFTER_S - 0.5)
+    assert ticker.tick() == []  # not again before RETRY_AFTER_S, however broken
+    side.execute("ALTER TABLE tenure_periodic_away RENAME TO tenure_periodic")
+    side.commit()
+    side.close()
+    tenure_clock.advance(3)
+    monotonic.advance(0.5)
+    claimed = ticker.tick()
+    assert [(c.due - start, c.outcome) for c in claimed] == [
+        (float(s), "dispatched") for s in range(1, 6)
+    ]
 
 
 def test_a_schedule_with_seconds_loses_no_due_time_between_ticks(
