@@ -58,3 +58,8 @@ def test_the_page_shows_schedule_next_due_and_the_latest_run(
     assert clock_text(START + 360) in row and "succeeded" in row
     nightly_row = page.split('id="periodic-nightly"')[1].split("</tr>")[0]
     assert "Europe/Rome, no catch-up" in nightly_row and "none yet" in nightly_row
+    api = client.get("/api/periodic").json()["periodic"]
+    assert [p["name"] for p in api] == ["nightly", "refresh_rates"]
+    assert api[1]["next_due"] == START + 600 and api[1]["last_state"] == "succeeded"
+    assert api[1]["last_job_id"] == run_id("refresh_rates", START + 300)
+    assert api[0]["catch_up"] == "none" and api[0]["last_job_id"] is None

@@ -6,6 +6,7 @@ preflight, so another site's page cannot retry or forget jobs through a visitor'
 
 from __future__ import annotations
 
+from dataclasses import asdict
 from typing import Any
 
 from starlette.concurrency import run_in_threadpool
@@ -35,6 +36,7 @@ def api_routes() -> list[Route]:
         Route("/api/jobs/{job_id}/forget", api_forget, methods=["POST"]),
         Route("/api/failed", api_failed),
         Route("/api/failed/retry-all", api_retry_all, methods=["POST"]),
+        Route("/api/periodic", api_periodic),
         Route("/api/doctor", api_doctor),
     ]
 
@@ -114,6 +116,11 @@ def api_failed(request: Request) -> Response:
     app = dashboard(request).app
     jobs = app.failed_jobs(limit=limit_of(request, 100))
     return JSONResponse({"jobs": [views.job_summary_json(j) for j in jobs]})
+
+
+def api_periodic(request: Request) -> Response:
+    statuses = dashboard(request).app.periodic_status()
+    return JSONResponse({"periodic": [asdict(p) for p in statuses]})
 
 
 async def api_retry(request: Request) -> Response:
@@ -339,6 +346,29 @@ OPENAPI: dict[str, Any] = {
                     },
                 ],
             },
+            "Periodic": {
+                "type": "object",
+                "properties": {
+                    "periodic": {
+                        "type": "array",
+                        "items": {
+                            "type": "object",
+                            "properties": {
+                                "name": _STR,
+                                "expression": _STR,
+                                "tz": _STR,
+                                "queue": _STR,
+                                "catch_up": {"enum": ["latest", "none"]},
+                                "next_due": _OPT_NUM,
+                                "last_due": _OPT_NUM,
+                                "last_job_id": _OPT_STR,
+                                "last_state": _OPT_STR,
+                                "last_run_at": _OPT_NUM,
+                            },
+                        },
+                    }
+                },
+            },
             "Doctor": {
                 "type": "object",
                 "properties": {
@@ -374,6 +404,9 @@ OPENAPI: dict[str, Any] = {
         ),
         "/api/failed": _get("Failed jobs, newest first", "Jobs", _query("limit", "integer")),
         "/api/failed/retry-all": _post("Retry every failed job"),
+        "/api/periodic": _get(
+            "Periodic jobs: schedule, next due time, latest run and its state", "Periodic"
+        ),
         "/api/doctor": _get("The doctor's findings", "Doctor", _query("run")),
     },
 }
