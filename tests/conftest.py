@@ -149,6 +149,26 @@ def redis_cluster_url() -> Iterator[str]:
         cluster.close()
 
 
+@pytest.fixture(scope="session")
+def redis_sentinel_url() -> Iterator[str]:
+    """A master, a replica and three Sentinels shared by the session (never failed over), as
+    redis+sentinel://host:port,host:port,host:port/mymaster/0."""
+    named = os.environ.get("TENURE_TEST_REDIS_SENTINEL_URL")
+    if named:
+        yield named
+        return
+    try:
+        topology = ThrowawayRedisSentinel()
+        topology.start()
+    except Exception as exc:
+        skip_or_fail(f"no Redis Sentinel: {exc}; set TENURE_TEST_REDIS_SENTINEL_URL")
+        return
+    try:
+        yield topology.url
+    finally:
+        topology.close()
+
+
 @pytest.fixture
 def redis_sentinel() -> Iterator[ThrowawayRedisSentinel]:
     """A master, a replica and three Sentinels of the test's own, to fail over at will."""

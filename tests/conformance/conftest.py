@@ -20,7 +20,9 @@ from servers import isolated_store_url
 
 # "pgbouncer": the PostgreSQL store behind PgBouncer in transaction pooling, LISTEN direct.
 # "redis_cluster": the Redis store on a Redis Cluster of three masters.
-BACKENDS = ("sqlite", "postgres", "redis", "pgbouncer", "redis_cluster")
+# "redis_sentinel": the Redis store on the master Sentinels name, each write confirmed by its
+# replica (wait_replicas=1, the default there).
+BACKENDS = ("sqlite", "postgres", "redis", "pgbouncer", "redis_cluster", "redis_sentinel")
 
 
 @pytest.fixture(params=BACKENDS)
@@ -33,6 +35,8 @@ def store_url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
         base = request.getfixturevalue("redis_url")
     elif kind == "redis_cluster":
         kind, base = "redis", request.getfixturevalue("redis_cluster_url")
+    elif kind == "redis_sentinel":
+        kind, base = "redis", request.getfixturevalue("redis_sentinel_url")
     elif kind == "pgbouncer":
         direct = request.getfixturevalue("postgres_url")
         bouncer = request.getfixturevalue("pgbouncer_url")
