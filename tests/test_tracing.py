@@ -280,7 +280,9 @@ def test_tenure_works_when_opentelemetry_cannot_be_imported(tmp_path: Path) -> N
 
         import tenure
         from tenure.testing import drain
-        from tenure.worker.child import run_one
+        from tenure.retry import Policy
+        from tenure.stores.base import Reservation
+        from tenure.worker.execute import SUCCEEDED, execute
 
         app = tenure.App("sqlite:///t.db")
 
@@ -295,9 +297,10 @@ def test_tenure_works_when_opentelemetry_cannot_be_imported(tmp_path: Path) -> N
         assert app.get_batch(b.id).state == "succeeded"
         traced = '{"args":[5],"kwargs":{},"trace":{"traceparent":'
         traced += '"00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"}}'
-        answer = run_one(app, {"job_id": "x", "name": "work", "queue": "default",
-                               "attempt": 1, "payload": traced})
-        assert answer == {"status": "ok"}, answer
+        res = Reservation(job_id="x", name="work", queue="default", payload=traced,
+                          policy=Policy(), attempt=1, token=1, lease_expires_at=0.0)
+        ended = execute(app, res, app.get_definition("work"))
+        assert ended == SUCCEEDED, ended
         assert not any(m.startswith("opentelemetry.") for m in sys.modules), "imported it"
         print("ok")
         """,

@@ -21,19 +21,18 @@ import asyncio
 import os
 import socket
 import time
-import traceback
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from tenure import payload, tracing
+from tenure import payload
 from tenure.app import App
-from tenure.context import JobContext, activate, deactivate
-from tenure.errors import ConfigError, JobTransactionEnded, PayloadError, UnknownJob
+from tenure.errors import ConfigError
 from tenure.job import Job, JobsApp
 from tenure.stores.base import JobRecord, Reservation, WorkerRef
 from tenure.stores.sqlite import SQLiteStore
+from tenure.worker.execute import SUCCEEDED, Ended, definition, execute
 
 INLINE_WORKER = WorkerRef(id="w-inline", host=socket.gethostname(), pid=os.getpid())
 DRAIN_LEASE_S = 3600.0
@@ -146,75 +145,32 @@ def assert_not_dispatched(
 
 # -- inside --------------------------------------------------------------------------------
 def _run_here(app: App, res: Reservation) -> None:
-    store = app.store
-    try:
-        job = app.get_definition(res.name)
-        arguments = payload.decode(res.payload)
-    except (UnknownJob, PayloadError) as exc:
-        store.end_attempt(
-            job_id=res.job_id, token=res.token, outcome="failed", error=str(exc), permanent=True
-        )
-        return
-    ctx = JobContext(
-        res.job_id,
-        res.name,
-        res.queue,
-        res.attempt,
-        res.batch_id,
-        res.token,
-        _app=app,
-        _transactional=job.transactional,
-    )
-    span = tracing.attempt_started(res, arguments.trace)
-    token = activate(ctx)
+    """Run one attempt in this thread (an async job on its own event loop) and record it."""
+    job = definition(app, res, "this test process")
     started = time.monotonic()
-    try:
-        result = job.fn(*arguments.args, **arguments.kwargs)
-        if asyncio.iscoroutine(result):
-            asyncio.run(result)
-    except Exception as exc:
-        _abandon(ctx)
-        span.end("failed", exc)
-        store.end_attempt(
-            job_id=res.job_id,
-            token=res.token,
-            outcome="failed",
-            error=f"{type(exc).__name__}: {exc}",
-            traceback=traceback.format_exc(),
+    if isinstance(job, Ended):
+        ended = job
+    else:
+        # Exceptions that are not errors (Ctrl-C in the test run) stop the run, not the job.
+        ended = execute(app, res, job, run=asyncio.run, catch=Exception)
+    if ended == SUCCEEDED and time.monotonic() - started > res.policy.timeout:
+        # timeouts are not enforced here, but one that was overrun is recorded as on a worker
+        ended = Ended(
+            "timed_out", f"job {res.name!r} ran past its {res.policy.timeout:g} s timeout"
         )
+    if ended.recorded is not None:
         return
-    except BaseException as exc:  # Ctrl-C in the test run: close the span, change nothing
-        _abandon(ctx)
-        span.end("interrupted", exc)
-        raise
-    finally:
-        deactivate(token)
-    if time.monotonic() - started > res.policy.timeout:
-        _abandon(ctx)
-        span.end("timed_out")
-        store.end_attempt(
-            job_id=res.job_id,
-            token=res.token,
-            outcome="timed_out",
-            error=f"job {res.name!r} ran past its {res.policy.timeout:g} s timeout",
-        )
+    if ended == SUCCEEDED:
+        app.store.complete(job_id=res.job_id, token=res.token)
         return
-    span.end("succeeded")
-    if ctx._transaction is None:
-        store.complete(job_id=res.job_id, token=res.token)
-        return
-    try:  # a transactional job: its writes commit with its success, as on a worker
-        ctx._transaction.complete()
-    except JobTransactionEnded as exc:
-        store.end_attempt(
-            job_id=res.job_id, token=res.token, outcome="failed", error=str(exc), permanent=True
-        )
-
-
-def _abandon(ctx: JobContext) -> None:
-    """Roll a transactional job's writes back: it did not succeed."""
-    if ctx._transaction is not None:
-        ctx._transaction.rollback()
+    app.store.end_attempt(
+        job_id=res.job_id,
+        token=res.token,
+        outcome=ended.outcome,
+        error=ended.error or ended.outcome,
+        traceback=ended.traceback,
+        permanent=ended.permanent,
+    )
 
 
 def _stored_queues(app: App) -> set[str]:

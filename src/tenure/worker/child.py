@@ -1,35 +1,55 @@
-"""The child process that runs sync attempts, one at a time, for its supervisor.
+"""The child process that runs and records sync attempts, one at a time, for its supervisor.
 
-Messages are one JSON object per line over two pipes. The child ignores SIGINT and SIGTERM:
-shutdown is the supervisor's decision, so a Ctrl-C in the terminal cannot kill a job behind
-the supervisor's back. SIGUSR1 raises JobTimeout inside the job (the soft timeout); SIGUSR2
-tells the job its lease is in danger (`tenure.current().lease_ok()` turns False).
+The child holds its own store connection: it runs the attempt the supervisor gave it, records
+its end and, on a success, claims the slot's next job in the same store call, then runs that,
+telling the supervisor by one-way messages (see messages.py) so that it never waits for it.
+The supervisor watches: it renews the leases, kills the child at a hard timeout or over the
+memory cap, and records the end of an attempt the child died in.
+
+The child ignores SIGINT and SIGTERM: shutdown is the supervisor's decision, so a Ctrl-C in
+the terminal cannot kill a job behind its back. The soft timeout is the child's own (SIGALRM,
+armed per attempt): JobTimeout is raised inside the job. SIGUSR2 tells the job its lease is in
+danger (`tenure.current().lease_ok()` turns False); SIGHUP says the worker is stopping: claim
+nothing more.
 """
 
 from __future__ import annotations
 
 import ctypes
 import json
+import logging
 import os
 import signal
 import sys
-import traceback
+import threading
+import time
 from types import FrameType
 from typing import IO, Any
 
-from tenure import payload, tracing
-from tenure.context import JobContext, activate, deactivate
-from tenure.errors import JobTimeout, JobTransactionEnded, PayloadError
+from tenure.errors import JobTimeout
+from tenure.logs import setup_logging
+from tenure.stores.base import Reservation, WorkerRef
+from tenure.worker import messages
+from tenure.worker.execute import Ended, definition, execute
 from tenure.worker.loading import load_app
+from tenure.worker.process_tree import rss_mb
+from tenure.worker.pulse import Pulse
+from tenure.worker.recording import Recorder, log_end
 
-SOFT_TIMEOUT_SIGNAL = signal.SIGUSR1
 LEASE_DANGER_SIGNAL = signal.SIGUSR2
+STOP_CLAIMING_SIGNAL = signal.SIGHUP
 PR_SET_PDEATHSIG = 1
+# A child over this share of --memory between jobs leaves, to be replaced, rather than be
+# killed in the middle of its next job.
+RECYCLE_SHARE = 0.8
+
+log = logging.getLogger("tenure.worker")
 
 
 class _State:
     running = False
     lease_ok = True
+    stopping = False
 
 
 def _on_soft_timeout(signum: int, frame: FrameType | None) -> None:
@@ -40,6 +60,10 @@ def _on_soft_timeout(signum: int, frame: FrameType | None) -> None:
 
 def _on_lease_danger(signum: int, frame: FrameType | None) -> None:
     _State.lease_ok = False
+
+
+def _on_stop_claiming(signum: int, frame: FrameType | None) -> None:
+    _State.stopping = True
 
 
 def die_with_parent(parent_pid: int) -> None:
@@ -54,98 +78,131 @@ def die_with_parent(parent_pid: int) -> None:
         os._exit(1)
 
 
-def run_one(app: Any, message: dict[str, Any]) -> dict[str, Any]:
-    """Run one attempt and describe how it ended."""
-    try:
-        job = app.get_definition(message["name"])
-        arguments = payload.decode(message["payload"])
-    except LookupError as exc:
-        return {"status": "error", "kind": "permanent", "error": str(exc)}
-    except PayloadError as exc:
-        return {"status": "error", "kind": "permanent", "error": f"corrupt payload: {exc}"}
-    ctx = JobContext(
-        job_id=message["job_id"],
-        name=message["name"],
-        queue=message["queue"],
-        attempt=message["attempt"],
-        batch_id=message.get("batch_id"),
-        token=message.get("token", message["attempt"]),
-        _app=app,
-        _lease_ok=lambda: _State.lease_ok,
-        _transactional=job.transactional,
-    )
-    # the attempt's span (a no-op unless the app uses OpenTelemetry), linked to its dispatch
-    span = tracing.attempt_started(ctx, arguments.trace)
-    token = activate(ctx)
-    _State.lease_ok = True
-    _State.running = True
-    try:
-        job.fn(*arguments.args, **arguments.kwargs)
-        _State.running = False
-        try:
-            ended = _finish_transaction(ctx)
-        except JobTransactionEnded as exc:
-            # Part of its work may be committed already: running it again could do it twice,
-            # so it fails for good and a person decides (`tenure failed retry`).
-            span.end("failed", exc)
-            return {"status": "error", "kind": "permanent", "error": str(exc)}
-        span.end("succeeded" if ended.get("accepted", True) else "lost_lease")
-        return ended
-    except JobTimeout as exc:
-        _State.running = False
-        _abandon_transaction(ctx)
-        span.end("timed_out", exc)
-        return {"status": "error", "kind": "timeout", "traceback": traceback.format_exc()}
-    except BaseException as exc:  # the job's own error, whatever it is, ends only this attempt
-        _State.running = False
-        _abandon_transaction(ctx)
-        span.end("failed", exc)
-        return {
-            "status": "error",
-            "kind": "exception",
-            "error": f"{type(exc).__name__}: {exc}",
-            "traceback": traceback.format_exc(),
+class Child:
+    def __init__(self, config: dict[str, Any], outbox: IO[bytes]) -> None:
+        self.app = load_app(config["app"])
+        self.outbox = outbox
+        self.ref = WorkerRef(id=config["worker"], host=config["host"], pid=config["parent"])
+        self.queues: list[str] = config["queues"]
+        self.memory_mb: float | None = config["memory_mb"]
+        self.where = f"{config['app']} on worker {self.ref.id}"
+        self.pulse = Pulse(config["pulse_fd"])
+        self.recorder = Recorder(
+            self.app.store,
+            self.ref,
+            lease=config["lease"],
+            interrupt=threading.Event(),  # the supervisor kills the child; nothing else stops it
+            refused=lambda exc: log.error("the store refused the worker's child: %s", exc),
+        )
+
+    def serve(self, inbox: IO[str]) -> None:
+        self._send({"ready": os.getpid()})
+        for line in inbox:
+            order = json.loads(line)
+            if not self._run_chain(messages.from_attempt(order["run"]), order["chain"]):
+                return
+
+    def _run_chain(self, res: Reservation | None, chain: bool) -> bool:
+        """Run attempts until the slot claims none; False when the child should leave."""
+        while res is not None:
+            res = self._run_one(res, chain)
+        return not self._bloated()
+
+    def _run_one(self, res: Reservation, chain: bool) -> Reservation | None:
+        started = time.monotonic()
+        log.debug(
+            "job %s %s attempt %d started",
+            res.job_id,
+            res.name,
+            res.attempt,
+            extra={"job_id": res.job_id, "job": res.name, "attempt": res.attempt},
+        )
+        ended = self._execute(res)
+        claimed_at = time.monotonic()
+        if ended.recorded is None and not self.pulse.fresh():
+            self._hand_over(res, ended, claimed_at - started)
+            return None
+        following = None
+        succeeded = ended.outcome == "succeeded" and ended.recorded is None
+        if succeeded and chain and not _State.stopping and not self._bloated():
+            result, following = self.recorder.succeed_and_claim(res, self.queues)
+        else:
+            result = self.recorder.end(res, ended)
+        duration = claimed_at - started
+        message: dict[str, Any] = {
+            "ended": [res.job_id, res.token, res.name, ended.outcome, duration]
         }
-    finally:
-        _State.running = False
-        deactivate(token)
+        if following is not None and self._is_async(following):
+            message["handoff"] = messages.attempt(following)
+            following = None
+        elif following is not None:
+            message["started"] = messages.started(following, claimed_at)
+        if following is None:
+            message["idle"] = True
+            if self._bloated():
+                message["exit"] = True
+        log_end(res, ended, duration, result, self.ref.id)
+        self._send(message)
+        return following
 
+    def _hand_over(self, res: Reservation, ended: Ended, duration: float) -> None:
+        """The supervisor is not watching (stopped?): it records this end when it can (a
+        late one is fenced), and this child claims nothing until it hands out the next."""
+        self._send(
+            {
+                "result": [
+                    res.job_id,
+                    res.token,
+                    res.name,
+                    ended.outcome,
+                    duration,
+                    ended.error,
+                    ended.traceback,
+                    ended.permanent,
+                ],
+                "idle": True,
+            }
+        )
 
-def _finish_transaction(ctx: JobContext) -> dict[str, Any]:
-    """Commit the job's own writes with its completion, here in the child, in one commit."""
-    if ctx._transaction is None:
-        return {"status": "ok"}
-    result = ctx._transaction.complete()
-    return {"status": "ok", "completed": True, "accepted": result.accepted, "state": result.state}
+    def _execute(self, res: Reservation) -> Ended:
+        job = definition(self.app, res, self.where)
+        if isinstance(job, Ended):
+            return job
+        timeout = res.policy.timeout
 
+        def running(now: bool) -> None:
+            _State.running = now
+            signal.setitimer(signal.ITIMER_REAL, timeout if now else 0)
 
-def _abandon_transaction(ctx: JobContext) -> None:
-    if ctx._transaction is not None:
-        ctx._transaction.rollback()
+        _State.lease_ok = True
+        return execute(self.app, res, job, lease_ok=lambda: _State.lease_ok, running=running)
 
+    def _is_async(self, res: Reservation) -> bool:
+        job = definition(self.app, res, self.where)
+        return not isinstance(job, Ended) and job.is_async
 
-def serve(app_spec: str, inbox: IO[str], outbox: IO[str]) -> None:
-    app = load_app(app_spec)
-    _send(outbox, {"status": "ready", "pid": os.getpid()})
-    for line in inbox:
-        message = json.loads(line)
-        _send(outbox, run_one(app, message))
+    def _bloated(self) -> bool:
+        limit = self.memory_mb
+        return limit is not None and rss_mb(os.getpid()) > limit * RECYCLE_SHARE
 
-
-def _send(outbox: IO[str], message: dict[str, Any]) -> None:
-    outbox.write(json.dumps(message) + "\n")
-    outbox.flush()
+    def _send(self, message: dict[str, Any]) -> None:
+        # one write of less than PIPE_BUF bytes: atomic, so a kill cannot leave half a line
+        self.outbox.write(messages.encode(message))
+        self.outbox.flush()
 
 
 def main() -> None:
-    die_with_parent(int(sys.argv[4]))
+    config = json.loads(sys.argv[1])
+    die_with_parent(config["parent"])
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGTERM, signal.SIG_IGN)
-    signal.signal(SOFT_TIMEOUT_SIGNAL, _on_soft_timeout)
+    signal.signal(signal.SIGALRM, _on_soft_timeout)
     signal.signal(LEASE_DANGER_SIGNAL, _on_lease_danger)
-    app_spec, inbox_fd, outbox_fd = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
-    with open(inbox_fd, encoding="utf-8") as inbox, open(outbox_fd, "w", encoding="utf-8") as out:
-        serve(app_spec, inbox, out)
+    signal.signal(STOP_CLAIMING_SIGNAL, _on_stop_claiming)
+    setup_logging(config["log_level"])
+    inbox_fd, outbox_fd = int(sys.argv[2]), int(sys.argv[3])
+    with open(inbox_fd, encoding="utf-8") as inbox, open(outbox_fd, "wb") as outbox:
+        Child(config, outbox).serve(inbox)
 
 
 if __name__ == "__main__":

@@ -1,4 +1,5 @@
-"""The supervisor's handle on one child process: start, send an attempt, wait, signal, kill."""
+"""The supervisor's handle on one child process: start, hand it an attempt, read what it says,
+signal it, kill it (and whatever its jobs started)."""
 
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ import time
 from typing import Any
 
 from tenure.worker import process_tree
-from tenure.worker.child import LEASE_DANGER_SIGNAL, SOFT_TIMEOUT_SIGNAL
+from tenure.worker.child import LEASE_DANGER_SIGNAL, STOP_CLAIMING_SIGNAL
 
 STARTUP_TIMEOUT_S = 60.0
 
@@ -23,7 +24,8 @@ class ChildDied(Exception):
 
 
 class ChildProcess:
-    def __init__(self, app_spec: str) -> None:
+    def __init__(self, config: dict[str, Any]) -> None:
+        """`config`: what the child needs to run and record attempts (see child.Child)."""
         to_child_r, to_child_w = os.pipe()
         from_child_r, from_child_w = os.pipe()
         self.proc = subprocess.Popen(
@@ -31,12 +33,11 @@ class ChildProcess:
                 sys.executable,
                 "-m",
                 "tenure.worker.child",
-                app_spec,
+                json.dumps({**config, "parent": os.getpid()}),
                 str(to_child_r),
                 str(from_child_w),
-                str(os.getpid()),
             ],
-            pass_fds=(to_child_r, from_child_w),
+            pass_fds=(to_child_r, from_child_w, config["pulse_fd"]),
             stdin=subprocess.DEVNULL,
             # A session of its own: whatever the job starts can be killed with it (killpg),
             # and a Ctrl-C in the worker's terminal reaches none of it.
@@ -57,7 +58,7 @@ class ChildProcess:
     def wait_ready(self) -> None:
         if not self.ready:
             answer = self.receive(STARTUP_TIMEOUT_S)
-            if answer is None or answer.get("status") != "ready":
+            if answer is None or "ready" not in answer:
                 self.kill()
                 raise ChildDied(f"child process did not start: {answer!r}")
             self.ready = True
@@ -71,9 +72,7 @@ class ChildProcess:
         """The next message, None if none came within `timeout`; ChildDied if the pipe closed."""
         deadline = time.monotonic() + timeout
         while b"\n" not in self._buffer:
-            remaining = deadline - time.monotonic()
-            if remaining <= 0:
-                return None
+            remaining = max(0.0, deadline - time.monotonic())  # 0: look once, do not wait
             ready, _, _ = select.select([self._in_fd], [], [], remaining)
             if not ready:
                 return None
@@ -85,8 +84,33 @@ class ChildProcess:
         message: dict[str, Any] = json.loads(line)
         return message
 
-    def soft_timeout(self) -> None:
-        self._signal(SOFT_TIMEOUT_SIGNAL)
+    def has_message(self, timeout: float) -> bool:
+        """A whole message is waiting, or comes within `timeout` (not read yet)."""
+        deadline = time.monotonic() + timeout
+        while b"\n" not in self._buffer:
+            remaining = max(0.0, deadline - time.monotonic())
+            ready, _, _ = select.select([self._in_fd], [], [], remaining)
+            if not ready:
+                return False
+            chunk = os.read(self._in_fd, 65536)
+            if not chunk:
+                return False  # the pipe closed: receive() says how the child ended
+            self._buffer += chunk
+        return True
+
+    def pending(self) -> list[dict[str, Any]]:
+        """The messages already written and not yet read (a dead child's last words too)."""
+        found = []
+        with contextlib.suppress(ChildDied, OSError, ValueError):
+            while (message := self.receive(0)) is not None:
+                found.append(message)
+        return found
+
+    def alive(self) -> bool:
+        return self.proc.poll() is None
+
+    def stop_claiming(self) -> None:
+        self._signal(STOP_CLAIMING_SIGNAL)
 
     def warn_lease(self) -> None:
         self._signal(LEASE_DANGER_SIGNAL)
@@ -103,14 +127,17 @@ class ChildProcess:
         """The child and every process the job started: what the memory cap counts."""
         return process_tree.tree_rss_mb(self.proc.pid)
 
-    def kill(self) -> None:
-        """SIGKILL the child and every process the job started."""
+    def kill(self) -> list[dict[str, Any]]:
+        """SIGKILL the child and every process the job started; return what it wrote before
+        it died that was not read yet."""
         if self.proc.returncode is None:  # not reaped yet: its pid cannot name another process
             process_tree.kill_tree(self.proc.pid)
         else:  # it died on its own; what it started may still run
             self._kill_leftovers()
-        self._close_pipes()
         self.proc.wait()
+        last_words = [] if self._out.closed else self.pending()
+        self._close_pipes()
+        return last_words
 
     def stop(self) -> None:
         """Ask an idle child to exit (its input closes), kill it if it lingers; processes a

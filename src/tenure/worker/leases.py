@@ -6,10 +6,14 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from typing import TYPE_CHECKING
+from collections.abc import Sequence
+from typing import Protocol
 
-if TYPE_CHECKING:
-    from tenure.worker.supervisor import Worker
+from tenure.settings import WorkerOptions
+from tenure.stores.base import Store, WorkerRef
+from tenure.worker.metrics import Metrics
+from tenure.worker.pulse import Pulse
+from tenure.worker.slot import Slot
 
 log = logging.getLogger("tenure.worker")
 
@@ -19,8 +23,26 @@ LEASE_GIVE_UP_SHARE = 0.8
 LEASE_WARN_SHARE = 0.5
 
 
+class LeaseHost(Protocol):
+    """What the lease keeper needs of its worker."""
+
+    options: WorkerOptions
+    finished: threading.Event
+    metrics: Metrics
+    ref: WorkerRef
+    pulse: Pulse
+
+    @property
+    def slots(self) -> Sequence[Slot]: ...
+
+    @property
+    def store(self) -> Store: ...
+
+    def check_restart(self) -> None: ...
+
+
 class LeaseKeeper:
-    def __init__(self, worker: Worker) -> None:
+    def __init__(self, worker: LeaseHost) -> None:
         self.worker = worker
 
     def start(self) -> threading.Thread:
@@ -48,6 +70,7 @@ class LeaseKeeper:
 
     def _guard_loop(self) -> None:
         while not self.worker.finished.wait(0.1):
+            self.worker.pulse.beat()  # the children's sign that the watchdog is here
             self._guard_leases()
 
     def _renew_leases(self) -> bool:

@@ -1,5 +1,9 @@
-"""One slot of a worker: a thread that runs attempts, each in its own recycled child process
-(sync jobs) or on the worker's event loop (async jobs), and enforces the attempt's clocks."""
+"""One slot of a worker: a thread that watches the child process running the slot's sync
+attempts (the child runs and records them itself, see child.py), or runs an async attempt on
+the worker's event loop. The watchdog's part: the clocks of each attempt the child says it
+started (hard timeout, memory cap, a lost lease, a hard stop) and, when the child dies or is
+killed, the end of the attempt it held, recorded at once.
+"""
 
 from __future__ import annotations
 
@@ -9,49 +13,69 @@ import logging
 import queue
 import threading
 import time
-import traceback
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
-from tenure import payload, tracing
-from tenure.context import JobContext, activate, deactivate
-from tenure.errors import PayloadError, UnknownJob
+from tenure.app import App
 from tenure.job import Job
 from tenure.logs import job_fields
-from tenure.stores.base import EndResult, Reservation
+from tenure.settings import WorkerOptions
+from tenure.stores.base import Reservation
+from tenure.worker import messages
 from tenure.worker.child_process import ChildDied, ChildProcess
-
-if TYPE_CHECKING:
-    from tenure.worker.supervisor import Worker
+from tenure.worker.execute import Ended, arguments_of, context, definition, run_coroutine
+from tenure.worker.metrics import Metrics
+from tenure.worker.shutdown import Shutdown
 
 log = logging.getLogger("tenure.worker")
 
 POLL_S = 0.05
 MEMORY_CHECK_S = 0.5
+# A renewal that says an attempt is gone may have raced the child's own end of it (recorded,
+# its message not written yet): the watchdog waits this long for that message before it kills.
+LOST_LEASE_CONFIRM_S = 0.05
 
 
-@dataclass(frozen=True)
-class Ended:
-    """How an attempt ended, as the store will record it."""
+class SlotHost(Protocol):
+    """What a slot needs of the worker it belongs to (the supervisor's Worker)."""
 
-    outcome: str
-    error: str | None = None
-    traceback: str | None = None
-    permanent: bool = False
-    # set when the child already recorded the end (a transactional job's own commit)
-    recorded: EndResult | None = None
+    app: App
+    options: WorkerOptions
+    needs_children: bool
+    metrics: Metrics
+    shutdown: Shutdown
+    hard_stop: threading.Event
+
+    @property
+    def where(self) -> str: ...
+
+    def child_config(self) -> dict[str, Any]: ...
+
+    def may_chain(self) -> bool: ...
+
+    def count_start(self) -> None: ...
+
+    def attempt_recorded(self, name: str, outcome: str, duration: float) -> None: ...
+
+    def report(
+        self, res: Reservation, ended: Ended, duration: float, *, chain: bool = False
+    ) -> Reservation | None: ...
+
+    def slot_freed(self, slot: Slot) -> None: ...
+
+    def event_loop(self) -> asyncio.AbstractEventLoop: ...
 
 
 class Slot:
-    def __init__(self, worker: Worker, index: int) -> None:
+    def __init__(self, worker: SlotHost, index: int) -> None:
         self.worker = worker
         self.index = index
         self.inbox: queue.Queue[Reservation | None] = queue.Queue()
         self.child: ChildProcess | None = None
         self.current: Reservation | None = None
+        self.started_at = 0.0  # monotonic time the current attempt started
         self.renewed_at = 0.0  # monotonic time the current lease was last known renewed
         self.lease_warned = False
-        self._lease_lost: str | None = None
+        self._lease_lost: tuple[Reservation, str] | None = None
         self.thread = threading.Thread(target=self._loop, name=f"tenure-slot-{index}", daemon=True)
 
     # -- called from other threads ------------------------------------------------------
@@ -59,24 +83,18 @@ class Slot:
         self.assign_current(reservation, reserved_at)
         self.inbox.put(reservation)
 
-    def assign_current(self, reservation: Reservation, reserved_at: float) -> None:
-        """Make `reservation` the attempt this slot's lease checks watch."""
+    def assign_current(self, reservation: Reservation, at: float) -> None:
+        """Make `reservation` the attempt this slot's lease checks and clocks watch."""
         self.current = reservation
-        self.renewed_at = reserved_at
+        self.started_at = at
+        self.renewed_at = at
         self.lease_warned = False
         self._lease_lost = None
 
     def lose_lease(self, reservation: Reservation, reason: str) -> None:
+        """The lease of `reservation` is gone or about to be: the slot stops the attempt."""
         if self.current is reservation and self._lease_lost is None:
-            self._lease_lost = reason
-            self.worker.metrics.lease_lost()
-            log.warning(
-                "job %s attempt %d: %s",
-                reservation.job_id,
-                reservation.attempt,
-                reason,
-                extra=job_fields(reservation, outcome="lost_lease"),
-            )
+            self._lease_lost = (reservation, reason)
 
     def warn_lease(self) -> None:
         if not self.lease_warned and self.child is not None:
@@ -85,6 +103,12 @@ class Slot:
 
     def lease_ok(self) -> bool:
         return self._lease_lost is None and not self.lease_warned
+
+    def stop_claiming(self) -> None:
+        """The worker is stopping: the child ends its current attempt and claims no other."""
+        child = self.child
+        if child is not None:
+            child.stop_claiming()
 
     # -- the slot's own thread ----------------------------------------------------------
     def _loop(self) -> None:
@@ -95,29 +119,25 @@ class Slot:
             if reservation is None:
                 break
             # A busy slot claims its next job as it records a success, so it runs job after
-            # job without going back through the fetch loop (see Worker.report).
+            # job without going back through the fetch loop.
             while reservation is not None:
-                reservation = self._execute_guarded(reservation)
+                reservation = self._serve_guarded(reservation)
             self.current = None
             self.worker.slot_freed(self)
         if self.child is not None:
             self.child.stop()
             self.child = None
 
-    def _execute_guarded(self, reservation: Reservation) -> Reservation | None:
+    def _serve_guarded(self, res: Reservation) -> Reservation | None:
         try:
-            return self._execute(reservation)
+            return self._serve(res)
         except Exception as exc:  # the slot must survive anything, or the worker shrinks
-            log.exception("slot %d: unexpected error around job %s", self.index, reservation.job_id)
-            self._end_after_worker_error(reservation, exc)
-            return None
-
-    def _end_after_worker_error(self, res: Reservation, exc: Exception) -> None:
-        """Close the attempt rather than leave it open until its lease expires."""
-        self._discard_child()
-        try:
+            log.exception("slot %d: unexpected error around job %s", self.index, res.job_id)
+            self._discard_child()
+            held = self.current or res
+            self.current = None
             self.worker.report(
-                res,
+                held,
                 Ended(
                     "failed",
                     f"tenure's worker failed around this attempt: {type(exc).__name__}: {exc}",
@@ -125,264 +145,231 @@ class Slot:
                 ),
                 0.0,
             )
-        except Exception:
-            log.exception("slot %d: could not record the end of job %s", self.index, res.job_id)
+            return None
+
+    def _serve(self, res: Reservation) -> Reservation | None:
+        """Run `res` and what the slot claims after it; return an attempt still to run here."""
+        job = definition(self.worker.app, res, self.worker.where)
+        if isinstance(job, Ended):
+            return self.worker.report(res, job, 0.0, chain=True)
+        if job.is_async:
+            return self._run_async(res, job)
+        return self._run_in_child(res)
 
     def _start_child_quietly(self) -> None:
         try:
-            self._child()
+            self.child_process()
         except ChildDied as exc:
             log.error("slot %d: %s", self.index, exc)
 
-    def _child(self) -> ChildProcess:
+    def child_process(self) -> ChildProcess:
         # Started from this thread: Linux ties PDEATHSIG to the thread that forked the child.
+        if self.child is not None and not self.child.alive():
+            self.child.kill()  # it died while idle: nothing of a job ran in it
+            self.child = None
         if self.child is None:
-            self.child = ChildProcess(self.worker.options.app_spec)
+            self.child = ChildProcess(self.worker.child_config())
             self.child.wait_ready()
         return self.child
 
-    def _execute(self, res: Reservation) -> Reservation | None:
-        """Run one attempt and record its end; return the next job this slot claimed."""
-        started = time.monotonic()
-        log.debug(
-            "job %s %s attempt %d started",
-            res.job_id,
-            res.name,
-            res.attempt,
-            extra=job_fields(res, worker=self.worker.ref.id),
-        )
-        ended = self._run(res, started)
-        claimed_at = time.monotonic()
-        following = self.worker.report(res, ended, claimed_at - started, chain=True)
-        if following is not None:
-            self.assign_current(following, claimed_at)
-        return following
+    def _discard_child(self) -> list[dict[str, Any]]:
+        child, self.child = self.child, None
+        return child.kill() if child is not None else []
 
-    def _run(self, res: Reservation, started: float) -> Ended:
-        worker = self.worker
+    # -- sync attempts: watching the child ------------------------------------------------
+    def _run_in_child(self, res: Reservation) -> Reservation | None:
         try:
-            job = worker.app.get_definition(res.name)
-        except UnknownJob:
-            return Ended(
-                "failed",
-                f"unknown job {res.name!r}: no job of that name is registered in "
-                f"{worker.options.app_spec} on worker {worker.ref.id}; deploy the code that "
-                f"defines it, then run `tenure failed retry {res.job_id}`",
-                permanent=True,
+            child = self.child_process()
+            child.send({"run": messages.attempt(res), "chain": self.worker.may_chain()})
+        except (ChildDied, OSError) as exc:
+            self._discard_child()
+            self.current = None
+            self.worker.report(
+                res, Ended("crashed", f"the child process could not take the attempt: {exc}"), 0
             )
-        if not job.is_async:
-            # the child decodes the payload itself and reports a corrupt one as permanent
-            return self._run_in_child(res, job, started)
-        try:
-            arguments = payload.decode(res.payload)
-        except PayloadError as exc:
-            return Ended("failed", f"corrupt payload: {exc}", permanent=True)
-        return self._run_async(res, job, arguments, started)
+            return None
+        self.started_at = time.monotonic()
+        return self.watch(child)
 
+    def watch(self, child: ChildProcess) -> Reservation | None:
+        """Follow the child until it is idle, dies or is killed; return an async attempt it
+        claimed and handed over (run by this slot on the event loop), if any."""
+        next_memory_check = time.monotonic() + MEMORY_CHECK_S
+        while True:
+            try:
+                message = child.receive(POLL_S)
+            except ChildDied as exc:
+                self._child_died(str(exc))
+                return None
+            if message is not None:
+                handoff = self.take(message)
+                if message.get("idle"):
+                    if message.get("exit"):
+                        child.stop()
+                        self.child = None
+                    return handoff
+            now = time.monotonic()
+            problem = self._problem(now)
+            if now >= next_memory_check and problem is None:
+                next_memory_check = now + MEMORY_CHECK_S
+                problem = self._memory_overrun(child)
+            if problem is not None and self._stop_attempt(child, *problem):
+                return None
+
+    def take(self, message: dict[str, Any]) -> Reservation | None:
+        """Follow one message of the child; return the attempt it handed over, if any."""
+        ended = message.get("ended")
+        if ended is not None:
+            job_id, token, name, outcome, seconds = ended
+            self.worker.attempt_recorded(name, outcome, seconds)
+            held = self.current
+            if held is not None and held.job_id == job_id and held.token == token:
+                self.current = None
+        result = message.get("result")
+        if result is not None:  # the child's supervisor was not there: record it now
+            job_id, token, name, outcome, seconds, error, trace, permanent = result
+            held = self.current
+            if held is not None and held.job_id == job_id and held.token == token:
+                self.current = None
+                self.worker.report(held, Ended(outcome, error, trace, permanent), seconds)
+        started = message.get("started")
+        if started is not None:
+            res, claimed_at = messages.from_started(started)
+            self.assign_current(res, claimed_at)
+            self.worker.count_start()
+        handoff = message.get("handoff")
+        if handoff is not None:
+            res = messages.from_attempt(handoff)
+            self.assign_current(res, time.monotonic())
+            self.worker.count_start()
+            return res
+        return None
+
+    def _problem(self, now: float) -> tuple[Reservation, str, str] | None:
+        """Why the current attempt must stop now: (attempt, outcome, reason), or None."""
+        res = self.current
+        if res is None:
+            return None
+        lost = self._lease_lost
+        if lost is not None and lost[0] is res:
+            return res, "lost_lease", lost[1]
+        if self.worker.hard_stop.is_set():
+            return res, "interrupted", f"{self.worker.shutdown.hard_reason}; handed back"
+        policy = res.policy
+        if now >= self.started_at + policy.timeout + policy.kill_after:
+            return (
+                res,
+                "timed_out",
+                f"job {res.name!r} timed out after {policy.timeout:g} s, kept running "
+                f"after JobTimeout and was killed at {policy.timeout + policy.kill_after:g} s",
+            )
+        return None
+
+    def _stop_attempt(
+        self, child: ChildProcess, target: Reservation, outcome: str, why: str
+    ) -> bool:
+        """Kill the child for `target`, unless the child may have ended it meanwhile (then the
+        watch reads what it wrote and looks again); True if killed."""
+        if outcome in ("lost_lease", "timed_out"):
+            wait = LOST_LEASE_CONFIRM_S if outcome == "lost_lease" else 0.0
+            if child.has_message(wait):
+                return False
+        if outcome == "lost_lease":
+            self.worker.metrics.lease_lost()
+            log.warning(
+                "job %s attempt %d: %s",
+                target.job_id,
+                target.attempt,
+                why,
+                extra=job_fields(target, outcome="lost_lease"),
+            )
+        for last in self._discard_child():  # what it wrote before the kill landed
+            self.take(last)
+        held, self.current = self.current, None
+        if held is target:
+            self._report(held, Ended(outcome, why))
+        elif held is not None:
+            self._report(
+                held,
+                Ended(
+                    "interrupted",
+                    f"the worker stopped its child process for job {target.job_id} ({why}) "
+                    "just as this attempt began; handed back",
+                ),
+            )
+        return True
+
+    def _child_died(self, why: str) -> None:
+        """The child died: the attempt it held crashed (its last messages are read)."""
+        self._discard_child()  # what the job started dies with it
+        held, self.current = self.current, None
+        if held is not None:
+            self._report(held, Ended("crashed", why))
+
+    def _report(self, res: Reservation, ended: Ended) -> None:
+        self.worker.report(res, ended, time.monotonic() - self.started_at)
+
+    def _memory_overrun(self, child: ChildProcess) -> tuple[Reservation, str, str] | None:
+        limit = self.worker.options.memory_mb
+        res = self.current
+        if limit is None or res is None:
+            return None
+        rss = child.tree_rss_mb()
+        if rss <= limit:
+            return None
+        return (
+            res,
+            "crashed",
+            f"the child process (pid {child.pid}) and the processes it started used "
+            f"{rss:.0f} MB, over the worker's --memory {limit:g} MB, and were killed",
+        )
+
+    # -- async attempts, on the worker's event loop ---------------------------------------
     def _interruption(self) -> Ended | None:
         if self._lease_lost is not None:
-            return Ended("lost_lease", self._lease_lost)
+            self.worker.metrics.lease_lost()
+            return Ended("lost_lease", self._lease_lost[1])
         if self.worker.hard_stop.is_set():
             return Ended(
                 "interrupted", f"{self.worker.shutdown.hard_reason}; handed back to the queue"
             )
         return None
 
-    def _run_in_child(self, res: Reservation, job: Job, started: float) -> Ended:
-        try:
-            child = self._child()
-            child.send(
-                {
-                    "job_id": res.job_id,
-                    "name": res.name,
-                    "queue": res.queue,
-                    "payload": res.payload,
-                    "attempt": res.attempt,
-                    "batch_id": res.batch_id,
-                    "token": res.token,
-                }
-            )
-        except (ChildDied, OSError) as exc:
-            self._discard_child()
-            return Ended("crashed", f"the child process could not take the attempt: {exc}")
-        if self.lease_warned:
-            child.warn_lease()
-        policy = res.policy
-        soft_at = started + policy.timeout
-        hard_at = soft_at + policy.kill_after
-        soft_sent = False
-        next_memory_check = started + MEMORY_CHECK_S
-        while True:
-            try:
-                answer = child.receive(POLL_S)
-            except ChildDied as exc:
-                self._discard_child()  # what the job started dies with it
-                return Ended("crashed", str(exc))
-            if answer is not None:
-                ended = self._translate(res, answer)
-                self._recycle_if_bloated()
-                return ended
-            now = time.monotonic()
-            stop = self._interruption()
-            if stop is not None:
-                self._discard_child()
-                return stop
-            if not soft_sent and now >= soft_at:
-                child.soft_timeout()
-                soft_sent = True
-            if now >= hard_at:
-                self._discard_child()
-                return Ended(
-                    "timed_out",
-                    f"job {res.name!r} timed out after {policy.timeout:g} s, kept running "
-                    f"after JobTimeout and was killed at {policy.timeout + policy.kill_after:g} s",
-                )
-            if now >= next_memory_check:
-                next_memory_check = now + MEMORY_CHECK_S
-                over = self._memory_overrun(child)
-                if over:
-                    self._discard_child()
-                    return Ended("crashed", over)
-
-    def _translate(self, res: Reservation, answer: dict[str, Any]) -> Ended:
-        if answer.get("status") == "ok":
-            if answer.get("completed"):
-                recorded = EndResult(bool(answer.get("accepted")), str(answer.get("state")))
-                return Ended("succeeded", recorded=recorded)
-            return Ended("succeeded")
-        kind = answer.get("kind")
-        if kind == "timeout":
-            return Ended(
-                "timed_out",
-                f"job {res.name!r} timed out after {res.policy.timeout:g} s "
-                f"(attempt {res.attempt})",
-                answer.get("traceback"),
-            )
-        if kind == "permanent":
-            return Ended("failed", answer.get("error"), permanent=True)
-        return Ended("failed", answer.get("error"), answer.get("traceback"))
-
-    def _memory_overrun(self, child: ChildProcess) -> str | None:
-        limit = self.worker.options.memory_mb
-        if limit is None:
-            return None
-        rss = child.tree_rss_mb()
-        if rss <= limit:
-            return None
-        return (
-            f"the child process (pid {child.pid}) and the processes it started used "
-            f"{rss:.0f} MB, over the worker's --memory {limit:g} MB, and were killed"
-        )
-
-    def _recycle_if_bloated(self) -> None:
-        limit = self.worker.options.memory_mb
-        if self.child is not None and limit is not None and self.child.rss_mb() > limit * 0.8:
-            # Between jobs, a child near its cap is replaced before it is killed mid-job.
-            self.child.stop()
-            self.child = None
-
-    def _discard_child(self) -> None:
-        if self.child is not None:
-            self.child.kill()
-            self.child = None
-
-    def _run_async(
-        self, res: Reservation, job: Job, arguments: payload.Arguments, started: float
-    ) -> Ended:
+    def _run_async(self, res: Reservation, job: Job) -> Reservation | None:
+        started = time.monotonic()
+        arguments = arguments_of(res)
+        if isinstance(arguments, Ended):
+            return self.worker.report(res, arguments, 0.0, chain=True)
+        ctx = context(self.worker.app, res, job, self.lease_ok)
         loop = self.worker.event_loop()
-        ctx = JobContext(
-            res.job_id,
-            res.name,
-            res.queue,
-            res.attempt,
-            res.batch_id,
-            res.token,
-            _app=self.worker.app,
-            _lease_ok=self.lease_ok,
-        )
-        future = asyncio.run_coroutine_threadsafe(
-            _run_coroutine(job, arguments, ctx, res.policy.timeout), loop
-        )
+        future = asyncio.run_coroutine_threadsafe(run_coroutine(job, arguments, ctx, res), loop)
         hard_at = started + res.policy.timeout + res.policy.kill_after
         while True:
             done, _ = concurrent.futures.wait([future], timeout=POLL_S)
             if done:
-                return _async_result(res, future)
+                ended = _async_result(future)
+                break
             stop = self._interruption()
             if stop is not None or time.monotonic() >= hard_at:
                 future.cancel()
-                return stop or Ended(
+                ended = stop or Ended(
                     "timed_out",
                     f"async job {res.name!r} did not end at its {res.policy.timeout:g} s "
                     "timeout and was abandoned: it swallows CancelledError or blocks the event "
                     "loop (time.sleep, requests...; an async job cannot be killed)",
                 )
+                break
+        claimed_at = time.monotonic()
+        following = self.worker.report(res, ended, claimed_at - started, chain=True)
+        if following is not None:
+            self.assign_current(following, claimed_at)
+        else:
+            self.current = None
+        return following
 
 
-async def _run_coroutine(
-    job: Job, arguments: payload.Arguments, ctx: JobContext, timeout: float
-) -> tuple[str, float]:
-    """How the job ended ("ok", "timed_out" or "overran") and how long it ran."""
-    loop = asyncio.get_running_loop()
-    began = loop.time()
-    token = activate(ctx)
-    # the attempt's span (a no-op unless the app uses OpenTelemetry), linked to its dispatch;
-    # started inside the task, so it is current in the job's own context only
-    span = tracing.attempt_started(ctx, arguments.trace)
+def _async_result(future: concurrent.futures.Future[Ended]) -> Ended:
     try:
-        async with asyncio.timeout(timeout) as scope:
-            try:
-                await job.fn(*arguments.args, **arguments.kwargs)
-            except TimeoutError:
-                if scope.expired():
-                    raise
-                raise _JobRaisedTimeout() from None
-    except TimeoutError as exc:
-        span.end("timed_out", exc)
-        return "timed_out", loop.time() - began
-    except _JobRaisedTimeout as exc:
-        span.end("failed", exc.__context__ or exc)
-        raise
-    except BaseException as exc:
-        span.end("failed", exc)
-        raise
-    finally:
-        deactivate(token)
-    ran = loop.time() - began
-    if ran > timeout:
-        # A blocking call held the event loop past the deadline, so asyncio.timeout never got
-        # to cancel the job: it ran over its timeout all the same, and is recorded so.
-        span.end("timed_out")
-        return "overran", ran
-    span.end("succeeded")
-    return "ok", ran
-
-
-class _JobRaisedTimeout(Exception):
-    """The job raised its own TimeoutError (not tenure's timeout)."""
-
-
-def _async_result(res: Reservation, future: concurrent.futures.Future[tuple[str, float]]) -> Ended:
-    try:
-        result, ran = future.result()
-    except _JobRaisedTimeout as exc:
-        cause = exc.__context__ or exc
-        return Ended("failed", f"TimeoutError: {cause}", "".join(traceback.format_exception(cause)))
-    except BaseException as exc:
-        return Ended(
-            "failed", f"{type(exc).__name__}: {exc}", "".join(traceback.format_exception(exc))
-        )
-    if result == "timed_out":
-        return Ended(
-            "timed_out",
-            f"job {res.name!r} timed out after {res.policy.timeout:g} s (attempt {res.attempt})",
-        )
-    if result == "overran":
-        return Ended(
-            "timed_out",
-            f"async job {res.name!r} ran {ran:.2f} s, past its {res.policy.timeout:g} s timeout, "
-            "without letting the event loop cancel it: a blocking call (time.sleep, requests, "
-            "a sync driver) holds the loop; await an async equivalent or make it a sync job "
-            f"(attempt {res.attempt})",
-        )
-    return Ended("succeeded")
+        return future.result()
+    except BaseException as exc:  # cancelled, or an error outside the job's own code
+        return Ended("failed", f"{type(exc).__name__}: {exc}")

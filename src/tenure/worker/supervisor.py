@@ -13,15 +13,12 @@ import socket
 import threading
 import time
 from collections.abc import Callable
-from typing import TypeVar
+from typing import Any, TypeVar
 
 from tenure.app import App
-from tenure.errors import ConfigError, StoreMisconfigured
-from tenure.logs import job_fields
 from tenure.periodic import PeriodicTicker
 from tenure.settings import WorkerOptions
 from tenure.stores.base import (
-    EndResult,
     JobRecord,
     Reservation,
     Store,
@@ -29,10 +26,13 @@ from tenure.stores.base import (
     WorkerRef,
 )
 from tenure.worker.burst import BurstEnd
+from tenure.worker.execute import SUCCEEDED, Ended
 from tenure.worker.leases import LeaseKeeper
 from tenure.worker.metrics import Metrics, serve
+from tenure.worker.pulse import Pulse
+from tenure.worker.recording import REFUSALS, STORE_RETRY_MAX_S, Recorder, log_end, retrying
 from tenure.worker.shutdown import Shutdown
-from tenure.worker.slot import Ended, Slot
+from tenure.worker.slot import Slot
 from tenure.worker.store_file import StoreFile, sqlite_path, store_label
 
 log = logging.getLogger("tenure.worker")
@@ -40,9 +40,6 @@ log = logging.getLogger("tenure.worker")
 T = TypeVar("T")
 
 IDLE_WAIT_S = 1.0
-STORE_RETRY_MAX_S = 5.0
-# Store errors retrying cannot fix: a refused connection, a bad URL, a schema too new.
-REFUSALS = (StoreMisconfigured, ConfigError)
 
 
 class Worker:
@@ -70,6 +67,8 @@ class Worker:
         self._burst_told: set[str] = set()
         self.metrics = Metrics()
         self.periodic = PeriodicTicker(app)  # this worker's share of dispatching periodic jobs
+        self._recorder_made: Recorder | None = None
+        self.pulse = Pulse.create()
 
     @property
     def store(self) -> Store:
@@ -117,6 +116,7 @@ class Worker:
             if self._loop is not None:
                 self._loop.call_soon_threadsafe(self._loop.stop)
             self._store_file.close()
+            self.pulse.close()
             log.info(
                 "worker %s stopped (%s) after %d jobs",
                 self.ref.id,
@@ -153,6 +153,9 @@ class Worker:
         self.shutdown.request(reason, grace=grace)
 
     def _wake(self) -> None:
+        if self.stopping.is_set():
+            for slot in self.slots:
+                slot.stop_claiming()
         with self._idle_changed:
             self._idle_changed.notify_all()
 
@@ -316,63 +319,61 @@ class Worker:
         self.stopping.wait(delay)
 
     # -- ending attempts ---------------------------------------------------------------
+    @property
+    def where(self) -> str:
+        return f"{self.options.app_spec} on worker {self.ref.id}"
+
+    def child_config(self) -> dict[str, Any]:
+        """What a child needs to run and record this worker's attempts (see child.Child)."""
+        return {
+            "app": self.options.app_spec,
+            "worker": self.ref.id,
+            "host": self.ref.host,
+            "queues": list(self.options.queues),
+            "lease": self.options.lease,
+            "memory_mb": self.options.memory_mb,
+            "pulse_fd": self.pulse.fd,
+            "log_level": logging.getLevelName(logging.getLogger("tenure").getEffectiveLevel()),
+        }
+
+    def may_chain(self) -> bool:
+        """May a child claim its slot's next job itself? Not when stopping, and not under
+        --max-jobs, whose count only the fetch loop keeps exactly."""
+        return not self.stopping.is_set() and self.options.max_jobs is None
+
+    def count_start(self) -> None:
+        with self._idle_changed:
+            self._started += 1
+
+    def attempt_recorded(self, name: str, outcome: str, duration: float) -> None:
+        """A child recorded the end of an attempt."""
+        self._finished_count += 1
+        self.metrics.attempt_ended(name, outcome, duration)
+
     def report(
         self, res: Reservation, ended: Ended, duration: float, *, chain: bool = False
     ) -> Reservation | None:
         """Record how an attempt ended. With `chain`, a success also claims the slot's next
         job in the same store call, when this worker may start one; that job is returned."""
-        self._finished_count += 1
-        self.metrics.attempt_ended(res.name, ended.outcome, duration)
+        self.attempt_recorded(res.name, ended.outcome, duration)
         following: Reservation | None = None
-        if ended.recorded is not None:
-            result: EndResult | None = ended.recorded
-        elif ended.outcome == "succeeded" and chain and self._take_start():
-            result, following = self._complete_and_reserve(res)
-        elif ended.outcome == "succeeded":
-            result = self._call_store(
-                lambda: self.store.complete(job_id=res.job_id, token=res.token),
-                attempts=self._store_attempts(),
-            )
+        recorder = self._recorder()
+        if ended == SUCCEEDED and chain and self._take_start():
+            result, following = recorder.succeed_and_claim(res, self.options.queues)
+            if following is None:
+                self._give_back_start()
         else:
-            result = self._call_store(
-                lambda: self.store.end_attempt(
-                    job_id=res.job_id,
-                    token=res.token,
-                    outcome=ended.outcome,
-                    error=ended.error or ended.outcome,
-                    traceback=ended.traceback,
-                    permanent=ended.permanent,
-                ),
-                attempts=self._store_attempts(),
-            )
-        self._log_end(res, ended, duration, result)
+            result = recorder.end(res, ended)
+        log_end(res, ended, duration, result, self.ref.id)
         return following
 
-    def _complete_and_reserve(
-        self, res: Reservation
-    ) -> tuple[EndResult | None, Reservation | None]:
-        opts = self.options
-        result: EndResult | None
-        try:
-            result, following = self.store.complete_and_reserve(
-                job_id=res.job_id,
-                token=res.token,
-                queues=opts.queues,
-                worker=self.ref,
-                lease=opts.lease,
-            )
-        except Exception:
-            # Recording the end matters; the next job can wait for the fetch loop. (Had the
-            # failed call committed, `complete` is refused by fencing and any job it claimed is
-            # rescued when its lease expires, as after a lost reply to `reserve`.)
-            following = None
-            result = self._call_store(
-                lambda: self.store.complete(job_id=res.job_id, token=res.token),
-                attempts=self._store_attempts(),
-            )
-        if following is None:
-            self._give_back_start()
-        return result, following
+    def _recorder(self) -> Recorder:
+        if self._recorder_made is None:
+            self._recorder_made = Recorder(
+                self.store, self.ref, lease=self.options.lease, interrupt=self.hard_stop,
+                refused=self._refused,
+            )  # fmt: skip
+        return self._recorder_made
 
     def _take_start(self) -> bool:
         """Count one more started job, unless the worker is stopping or at --max-jobs."""
@@ -388,48 +389,6 @@ class Worker:
         with self._idle_changed:
             self._started -= 1
 
-    def _store_attempts(self) -> int:
-        # Keep trying about as long as the lease lasts; after that the job will be rescued.
-        return max(3, int(self.options.lease / STORE_RETRY_MAX_S) + 2)
-
-    def _log_end(
-        self, res: Reservation, ended: Ended, duration: float, result: EndResult | None
-    ) -> None:
-        where = f"job {res.job_id} {res.name} attempt {res.attempt}"
-        fields = job_fields(
-            res, outcome=ended.outcome, worker=self.ref.id, duration_s=round(duration, 4)
-        )
-        if result is None:
-            log.error(
-                "%s %s in %.2f s but the store could not record it; the lease will "
-                "expire and the job will be rescued",
-                where,
-                ended.outcome,
-                duration,
-                extra=fields,
-            )
-        elif not result.accepted:
-            log.warning(
-                "%s %s in %.2f s, but its lease had been taken over: result refused (fencing)",
-                where,
-                ended.outcome,
-                duration,
-                extra=fields,
-            )
-        elif ended.outcome == "succeeded":
-            log.info("%s succeeded in %.2f s", where, duration, extra=fields)
-        else:
-            log.warning(
-                "%s %s in %.2f s: %s; %s -> %s",
-                where,
-                ended.outcome,
-                duration,
-                ended.error,
-                result.reason,
-                result.state,
-                extra=fields,
-            )
-
     def _call_store(
         self,
         call: Callable[[], T],
@@ -437,29 +396,10 @@ class Worker:
         *,
         until: threading.Event | None = None,
     ) -> T | None:
-        """Retry a store call through a short outage, backing off; None after `attempts`
-        failures, once `until` is set (default: a hard stop), or when the store refuses the
-        worker for good."""
+        """Retry a store call through a short outage (see recording.retrying); default
+        interrupt: a hard stop."""
         interrupt = self.hard_stop if until is None else until
-        failures = 0
-        while True:
-            try:
-                return call()
-            except REFUSALS as exc:
-                self._refused(exc)
-                return None
-            except Exception as exc:
-                failures += 1
-                if failures >= attempts or interrupt.is_set():
-                    log.error("store call failed %d times: %s", failures, exc)
-                    return None
-                delay = min(STORE_RETRY_MAX_S, 0.2 * 2**failures)
-                log.warning(
-                    "store unavailable (%s: %s); retrying in %.1f s", type(exc).__name__, exc, delay
-                )
-                if interrupt.wait(delay):  # a stop request ends the wait at once
-                    log.info("store call given up: the worker is stopping (%s)", exc)
-                    return None
+        return retrying(call, attempts=attempts, interrupt=interrupt, refused=self._refused)
 
     def check_restart(self) -> None:
         """Stop gracefully if `tenure restart` was asked for since this worker started."""

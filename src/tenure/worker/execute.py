@@ -1,0 +1,210 @@
+"""Running one attempt, wherever it runs (a worker's child process, the worker's event loop,
+`tenure.testing` in the test process): the job's context and span, and the one mapping from
+how the job ended (returned, raised, timed out) to the outcome the store records.
+
+Recording the outcome is the caller's: the child records its own, the supervisor records the
+ends only it can see (a killed child, a hard timeout), the test helpers record theirs.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import traceback
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from tenure import payload, tracing
+from tenure.context import JobContext, activate, deactivate
+from tenure.errors import JobTimeout, JobTransactionEnded, PayloadError, UnknownJob
+from tenure.job import Job
+from tenure.stores.base import EndResult, Reservation
+
+
+@dataclass(frozen=True)
+class Ended:
+    """How an attempt ended, as the store will record it."""
+
+    outcome: str
+    error: str | None = None
+    traceback: str | None = None
+    permanent: bool = False
+    # set when the attempt's own transaction already recorded the end (a transactional job)
+    recorded: EndResult | None = None
+
+
+SUCCEEDED = Ended("succeeded")
+
+
+def definition(app: Any, res: Reservation, where: str) -> Job | Ended:
+    """The job's definition, or the permanent failure of a job no code here defines."""
+    try:
+        job: Job = app.get_definition(res.name)
+    except UnknownJob:
+        return Ended(
+            "failed",
+            f"unknown job {res.name!r}: no job of that name is registered in {where}; deploy "
+            f"the code that defines it, then run `tenure failed retry {res.job_id}`",
+            permanent=True,
+        )
+    return job
+
+
+def context(app: Any, res: Reservation, job: Job, lease_ok: Callable[[], bool]) -> JobContext:
+    return JobContext(
+        res.job_id,
+        res.name,
+        res.queue,
+        res.attempt,
+        res.batch_id,
+        res.token,
+        _app=app,
+        _lease_ok=lease_ok,
+        _transactional=job.transactional,
+    )
+
+
+def arguments_of(res: Reservation) -> payload.Arguments | Ended:
+    try:
+        return payload.decode(res.payload)
+    except PayloadError as exc:
+        return Ended("failed", f"corrupt payload: {exc}", permanent=True)
+
+
+def execute(
+    app: Any,
+    res: Reservation,
+    job: Job,
+    *,
+    lease_ok: Callable[[], bool] = lambda: True,
+    running: Callable[[bool], None] = lambda _: None,
+    run: Callable[[Any], Any] | None = None,
+    catch: type[BaseException] = BaseException,
+) -> Ended:
+    """Run a sync job (or, with `run`, hand the coroutine a job returns to `run`) in this
+    thread, and say how it ended. A transactional job's writes commit here with its success.
+
+    `running(True)` and `running(False)` bracket the job's own code (the child's soft timeout
+    may only interrupt that); exceptions outside `catch` propagate after the span is closed
+    (Ctrl-C in a test run)."""
+    arguments = arguments_of(res)
+    if isinstance(arguments, Ended):
+        return arguments
+    ctx = context(app, res, job, lease_ok)
+    # the attempt's span (a no-op unless the app uses OpenTelemetry), linked to its dispatch
+    span = tracing.attempt_started(ctx, arguments.trace)
+    token = activate(ctx)
+    try:
+        try:
+            running(True)
+            result = job.fn(*arguments.args, **arguments.kwargs)
+            if run is not None and asyncio.iscoroutine(result):
+                run(result)
+        finally:
+            # a soft timeout landing here, after the job returned, is still the job's
+            running(False)
+    except JobTimeout as exc:
+        _abandon(ctx)
+        span.end("timed_out", exc)
+        return timed_out(res, traceback.format_exc())
+    except BaseException as exc:  # the job's own error, whatever it is, ends only this attempt
+        _abandon(ctx)
+        span.end("failed", exc)
+        if not isinstance(exc, catch):
+            raise
+        return raised(exc)
+    finally:
+        deactivate(token)
+    ended = _finish_transaction(ctx)
+    span.end(_span_outcome(ended))
+    return ended
+
+
+def raised(exc: BaseException) -> Ended:
+    return Ended("failed", f"{type(exc).__name__}: {exc}", "".join(traceback.format_exception(exc)))
+
+
+def timed_out(res: Reservation, trace: str | None = None) -> Ended:
+    return Ended(
+        "timed_out",
+        f"job {res.name!r} timed out after {res.policy.timeout:g} s (attempt {res.attempt})",
+        trace,
+    )
+
+
+def _span_outcome(ended: Ended) -> str:
+    if ended.recorded is not None and not ended.recorded.accepted:
+        return "lost_lease"
+    return ended.outcome
+
+
+def _finish_transaction(ctx: JobContext) -> Ended:
+    """Commit the job's own writes with its completion, in one commit."""
+    if ctx._transaction is None:
+        return SUCCEEDED
+    try:
+        return Ended("succeeded", recorded=ctx._transaction.complete())
+    except JobTransactionEnded as exc:
+        # Part of its work may be committed already: running it again could do it twice, so
+        # it fails for good and a person decides (`tenure failed retry`).
+        return Ended("failed", str(exc), permanent=True)
+
+
+def _abandon(ctx: JobContext) -> None:
+    """Roll a transactional job's writes back: it did not succeed."""
+    if ctx._transaction is not None:
+        ctx._transaction.rollback()
+
+
+# -- async jobs on the worker's event loop --------------------------------------------------
+class _JobRaisedTimeout(Exception):
+    """The job raised its own TimeoutError (not tenure's timeout)."""
+
+
+async def run_coroutine(
+    job: Job, arguments: payload.Arguments, ctx: JobContext, res: Reservation
+) -> Ended:
+    """Run an async job under its timeout, inside the task, and say how it ended."""
+    timeout = res.policy.timeout
+    loop = asyncio.get_running_loop()
+    began = loop.time()
+    token = activate(ctx)
+    # started inside the task, so the span is current in the job's own context only
+    span = tracing.attempt_started(ctx, arguments.trace)
+    try:
+        async with asyncio.timeout(timeout) as scope:
+            try:
+                await job.fn(*arguments.args, **arguments.kwargs)
+            except TimeoutError:
+                if scope.expired():
+                    raise
+                raise _JobRaisedTimeout() from None
+    except TimeoutError as exc:
+        span.end("timed_out", exc)
+        return timed_out(res)
+    except _JobRaisedTimeout as exc:
+        cause = exc.__context__ or exc
+        span.end("failed", cause)
+        return Ended("failed", f"TimeoutError: {cause}", "".join(traceback.format_exception(cause)))
+    except Exception as exc:
+        span.end("failed", exc)
+        return raised(exc)
+    except BaseException as exc:  # cancelled: the slot gave up on it
+        span.end("failed", exc)
+        raise
+    finally:
+        deactivate(token)
+    ran = loop.time() - began
+    if ran > timeout:
+        # A blocking call held the event loop past the deadline, so asyncio.timeout never got
+        # to cancel the job: it ran over its timeout all the same, and is recorded so.
+        span.end("timed_out")
+        return Ended(
+            "timed_out",
+            f"async job {res.name!r} ran {ran:.2f} s, past its {timeout:g} s timeout, "
+            "without letting the event loop cancel it: a blocking call (time.sleep, requests, "
+            "a sync driver) holds the loop; await an async equivalent or make it a sync job "
+            f"(attempt {res.attempt})",
+        )
+    span.end("succeeded")
+    return SUCCEEDED

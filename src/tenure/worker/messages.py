@@ -1,0 +1,87 @@
+"""What the supervisor and its children say to each other: one JSON object per line.
+
+Supervisor -> child: {"run": <attempt>, "chain": bool}, the first attempt of an idle slot (the
+supervisor reserved it); with "chain" the child claims its next jobs itself.
+
+Child -> supervisor, one-way (the child never waits for an answer), one line per attempt:
+{"ended": [job_id, token, name, outcome, seconds]} when the child recorded an attempt's end,
+with "started": <attempt summary> when the same store call opened its next attempt, "handoff":
+<attempt> when that attempt is an async job the supervisor's event loop runs, and "idle": true
+when the child claimed nothing and waits for the next "run" ("exit": true: it leaves, to be
+replaced). The child writes "started" before it runs the attempt, so a child that dies at once
+has still told the supervisor which attempt died with it (a pipe keeps what was written).
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from tenure.retry import Policy
+from tenure.stores.base import Reservation
+
+
+def attempt(res: Reservation) -> dict[str, Any]:
+    """An attempt in full, for the process that will run it."""
+    return {
+        "job_id": res.job_id,
+        "name": res.name,
+        "queue": res.queue,
+        "payload": res.payload,
+        "policy": res.policy.to_json(),
+        "attempt": res.attempt,
+        "token": res.token,
+        "lease_expires_at": res.lease_expires_at,
+        "batch_id": res.batch_id,
+    }
+
+
+def from_attempt(data: dict[str, Any]) -> Reservation:
+    return Reservation(
+        job_id=data["job_id"],
+        name=data["name"],
+        queue=data["queue"],
+        payload=data["payload"],
+        policy=Policy.from_json(data["policy"]),
+        attempt=data["attempt"],
+        token=data["token"],
+        lease_expires_at=data["lease_expires_at"],
+        batch_id=data["batch_id"],
+    )
+
+
+def started(res: Reservation, claimed_at: float) -> list[Any]:
+    """What the watchdog needs of an attempt the child opened: whose it is, its fencing token,
+    its clocks; `claimed_at` (CLOCK_MONOTONIC, shared by the processes of one host) is taken
+    before the claim, so the lease is at least that fresh."""
+    return [
+        res.job_id,
+        res.name,
+        res.queue,
+        res.attempt,
+        res.token,
+        res.batch_id,
+        res.policy.timeout,
+        res.policy.kill_after,
+        claimed_at,
+    ]
+
+
+def from_started(fields: list[Any]) -> tuple[Reservation, float]:
+    job_id, name, queue, number, token, batch_id, timeout, kill_after, claimed_at = fields
+    res = Reservation(
+        job_id=job_id,
+        name=name,
+        queue=queue,
+        payload="",  # the child has it; the watchdog only watches
+        policy=Policy(timeout=timeout, kill_after=kill_after),
+        attempt=number,
+        token=token,
+        lease_expires_at=0.0,
+        batch_id=batch_id,
+    )
+    return res, claimed_at
+
+
+def encode(message: dict[str, Any]) -> bytes:
+    return (json.dumps(message, separators=(",", ":")) + "\n").encode()

@@ -1,0 +1,159 @@
+"""Recording how an attempt ended, and saying so in the log: the same for the child (which
+records what its jobs did) and the supervisor (which records what only it can see: a child
+that died, a hard timeout, a stop that handed the attempt back).
+
+Every end is fenced by the attempt's token: an end whose lease was taken over is refused.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Callable, Sequence
+from typing import TypeVar
+
+from tenure.errors import ConfigError, StoreMisconfigured
+from tenure.logs import job_fields
+from tenure.stores.base import EndResult, Reservation, Store, WorkerRef
+from tenure.worker.execute import Ended
+
+log = logging.getLogger("tenure.worker")
+
+T = TypeVar("T")
+
+STORE_RETRY_MAX_S = 5.0
+# Store errors retrying cannot fix: a refused connection, a bad URL, a schema too new.
+REFUSALS = (StoreMisconfigured, ConfigError)
+
+
+def store_attempts(lease: float) -> int:
+    """Keep retrying an end about as long as the lease lasts; after that it is rescued."""
+    return max(3, int(lease / STORE_RETRY_MAX_S) + 2)
+
+
+def retrying(
+    call: Callable[[], T],
+    *,
+    attempts: int,
+    interrupt: threading.Event,
+    refused: Callable[[Exception], None],
+) -> T | None:
+    """Retry a store call through a short outage, backing off; None after `attempts`
+    failures, once `interrupt` is set, or when the store refuses for good (`refused`)."""
+    failures = 0
+    while True:
+        try:
+            return call()
+        except REFUSALS as exc:
+            refused(exc)
+            return None
+        except Exception as exc:
+            failures += 1
+            if failures >= attempts or interrupt.is_set():
+                log.error("store call failed %d times: %s", failures, exc)
+                return None
+            delay = min(STORE_RETRY_MAX_S, 0.2 * 2**failures)
+            log.warning(
+                "store unavailable (%s: %s); retrying in %.1f s", type(exc).__name__, exc, delay
+            )
+            if interrupt.wait(delay):  # a stop request ends the wait at once
+                log.info("store call given up: the worker is stopping (%s)", exc)
+                return None
+
+
+class Recorder:
+    """Ends attempts in one store for one worker."""
+
+    def __init__(
+        self,
+        store: Store,
+        worker: WorkerRef,
+        *,
+        lease: float,
+        interrupt: threading.Event,
+        refused: Callable[[Exception], None],
+    ) -> None:
+        self.store = store
+        self.worker = worker
+        self.lease = lease
+        self.attempts = store_attempts(lease)
+        self.interrupt = interrupt
+        self.refused = refused
+
+    def _call(self, call: Callable[[], T]) -> T | None:
+        return retrying(
+            call, attempts=self.attempts, interrupt=self.interrupt, refused=self.refused
+        )
+
+    def end(self, res: Reservation, ended: Ended) -> EndResult | None:
+        """Record the end; None when the store could not be reached (the lease will expire
+        and the job will be rescued)."""
+        if ended.recorded is not None:
+            return ended.recorded
+        if ended.outcome == "succeeded":
+            return self._call(lambda: self.store.complete(job_id=res.job_id, token=res.token))
+        return self._call(
+            lambda: self.store.end_attempt(
+                job_id=res.job_id,
+                token=res.token,
+                outcome=ended.outcome,
+                error=ended.error or ended.outcome,
+                traceback=ended.traceback,
+                permanent=ended.permanent,
+            )
+        )
+
+    def succeed_and_claim(
+        self, res: Reservation, queues: Sequence[str]
+    ) -> tuple[EndResult | None, Reservation | None]:
+        """Record a success and claim the slot's next job in one store call."""
+        try:
+            return self.store.complete_and_reserve(
+                job_id=res.job_id,
+                token=res.token,
+                queues=queues,
+                worker=self.worker,
+                lease=self.lease,
+            )
+        except Exception:
+            # Recording the end matters; the next job can wait for the fetch loop. (Had the
+            # failed call committed, `complete` is refused by fencing and any job it claimed
+            # is rescued when its lease expires, as after a lost reply to `reserve`.)
+            return self.end(res, Ended("succeeded")), None
+
+
+def log_end(
+    res: Reservation, ended: Ended, duration: float, result: EndResult | None, worker_id: str
+) -> None:
+    where = f"job {res.job_id} {res.name} attempt {res.attempt}"
+    fields = job_fields(res, outcome=ended.outcome, worker=worker_id, duration_s=round(duration, 4))
+    if result is None:
+        log.error(
+            "%s %s in %.2f s but the store could not record it; the lease will "
+            "expire and the job will be rescued",
+            where,
+            ended.outcome,
+            duration,
+            extra=fields,
+        )
+    elif not result.accepted:
+        log.warning(
+            "%s %s in %.2f s, but its lease had been taken over: result refused (fencing)",
+            where,
+            ended.outcome,
+            duration,
+            extra=fields,
+        )
+    elif ended.outcome == "succeeded":
+        log.info("%s succeeded in %.2f s", where, duration, extra=fields)
+    else:
+        log.warning(
+            "%s %s in %.2f s: %s; %s -> %s",
+            where,
+            ended.outcome,
+            duration,
+            ended.error,
+            result.reason,
+            result.state,
+            extra=fields,
+        )

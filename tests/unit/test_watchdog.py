@@ -1,0 +1,182 @@
+"""The supervisor as watchdog of children that run and record their own attempts: what it
+does when a child dies before it read what the child said, when it learns of an attempt the
+store has already rescued, and when one renewal of several is refused.
+
+Real parts: a SQLite store, real child processes (`python -m tenure.worker.child`), real
+signals; the worker is not started, the test drives its slots' watch and lease renewal.
+"""
+
+from __future__ import annotations
+
+import importlib
+import secrets
+import sys
+import threading
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+
+from tenure.app import App
+from tenure.settings import WorkerOptions
+from tenure.stores.base import Reservation
+from tenure.worker import messages
+from tenure.worker.leases import LeaseKeeper
+from tenure.worker.slot import Slot
+from tenure.worker.supervisor import Worker
+
+JOBS = """
+import os, signal, time
+import tenure
+
+app = tenure.App("sqlite:///{db}")
+
+@app.job
+def noop():
+    pass
+
+@app.job
+def die():
+    os.kill(os.getpid(), signal.SIGKILL)
+
+@app.job
+def nap():
+    time.sleep(60)
+"""
+
+
+def wait_until(check: Callable[[], object], what: str, timeout: float = 30.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not check():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out after {timeout} s waiting for {what}")
+        time.sleep(0.02)
+
+
+@pytest.fixture
+def make_worker(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Callable[..., Worker]]:
+    name = f"watch_jobs_{secrets.token_hex(4)}"
+    (tmp_path / f"{name}.py").write_text(JOBS.format(db=tmp_path / "t.db"))
+    monkeypatch.chdir(tmp_path)  # the children import the jobs module from here
+    monkeypatch.syspath_prepend(str(tmp_path))
+    app: App = importlib.import_module(name).app
+    app.store.migrate()
+    made: list[Worker] = []
+
+    def make(**options: object) -> Worker:
+        worker = Worker(app, WorkerOptions(app_spec=f"{name}:app", **options))  # type: ignore[arg-type]
+        made.append(worker)
+        return worker
+
+    yield make
+    for worker in made:
+        for slot in worker.slots:
+            slot._discard_child()
+    app.close()
+    sys.modules.pop(name, None)
+
+
+def reserve(worker: Worker, *, lease: float) -> Reservation:
+    [res] = worker.store.reserve(queues=["default"], worker=worker.ref, lease=lease, limit=1)
+    return res
+
+
+def hand(slot: Slot, res: Reservation, *, chain: bool) -> None:
+    """What the slot's thread does with a job the fetch loop reserved, up to the watch."""
+    slot.assign_current(res, time.monotonic())
+    child = slot.child_process()
+    child.send({"run": messages.attempt(res), "chain": chain})
+
+
+def watch_in_thread(slot: Slot) -> threading.Thread:
+    assert slot.child is not None
+    child = slot.child
+    thread = threading.Thread(target=slot.watch, args=(child,), daemon=True)
+    thread.start()
+    return thread
+
+
+def outcomes(worker: Worker, job_id: str) -> list[str | None]:
+    record = worker.app.get_job(job_id)
+    return [a.outcome for a in record.attempts]
+
+
+def test_a_child_that_dies_before_its_start_message_is_read(
+    make_worker: Callable[..., Worker],
+) -> None:
+    worker = make_worker()
+    first = worker.app.jobs["noop"].dispatch()
+    fatal = worker.app.jobs["die"].dispatch()
+    slot = worker.slots[0]
+    hand(slot, reserve(worker, lease=30), chain=True)
+    child = slot.child
+    assert child is not None
+    # The child records `noop`, claims `die` in the same call, says so, and dies of it; the
+    # supervisor reads nothing until the child is dead.
+    child.proc.wait(timeout=30)
+    assert slot.watch(child) is None
+    assert outcomes(worker, first.id) == ["succeeded"]
+    assert outcomes(worker, fatal.id)[:1] == ["crashed"]
+    crash = worker.app.get_job(fatal.id).attempts[0]
+    assert crash.error is not None and "signal 9" in crash.error, crash.error
+    assert slot.current is None and slot.child is None
+
+
+def test_a_start_message_for_an_attempt_the_store_already_rescued(
+    make_worker: Callable[..., Worker],
+) -> None:
+    worker = make_worker(lease=1.0)
+    worker.app.jobs["noop"].dispatch()
+    napping = worker.app.jobs["nap"].dispatch()
+    slot = worker.slots[0]
+    hand(slot, reserve(worker, lease=30), chain=True)
+    # the child claims `nap` (lease 1 s) and sleeps in it; its start message waits unread
+    # while the lease expires and the store rescues the attempt
+    wait_until(lambda: any(r.job_id == napping.id for r in worker.store.rescue_expired()), "rescue")
+    assert outcomes(worker, napping.id) == ["crashed"]
+    assert slot.child is not None
+    child = slot.child
+    watching = watch_in_thread(slot)
+    wait_until(lambda: slot.current is not None and slot.current.job_id == napping.id, "start")
+    assert LeaseKeeper(worker)._renew_leases()  # the store says: that lease is gone
+    watching.join(timeout=30)
+    assert not watching.is_alive(), "the watchdog did not stop the attempt"
+    assert child.proc.returncode is not None, "the child still runs a rescued attempt"
+    # the watchdog's own end is fenced: refused, noted on the rescued attempt, which stays
+    # closed; the job waits for its retry
+    [attempt] = worker.app.get_job(napping.id).attempts
+    assert attempt.outcome == "lost_lease" and "refused (fencing)" in (attempt.error or "")
+    assert worker.app.get_job(napping.id).state != "running"
+    assert worker.metrics.leases_lost == 1
+
+
+def test_a_renewal_that_fails_for_one_attempt_but_not_the_others(
+    make_worker: Callable[..., Worker],
+) -> None:
+    worker = make_worker(concurrency=2)
+    lost = worker.app.jobs["nap"].dispatch()
+    kept = worker.app.jobs["nap"].dispatch()
+    short = reserve(worker, lease=1)
+    assert short.job_id == lost.id
+    long = reserve(worker, lease=30)
+    doomed, healthy = worker.slots
+    hand(doomed, short, chain=False)
+    hand(healthy, long, chain=False)
+    threads = [watch_in_thread(doomed), watch_in_thread(healthy)]
+    wait_until(lambda: any(r.job_id == lost.id for r in worker.store.rescue_expired()), "rescue")
+    before = healthy.renewed_at
+    assert LeaseKeeper(worker)._renew_leases()
+    threads[0].join(timeout=30)
+    assert not threads[0].is_alive(), "the attempt whose lease is gone was not stopped"
+    assert doomed.current is None and doomed.child is None
+    assert threads[1].is_alive(), "the attempt whose lease was renewed was stopped too"
+    assert healthy.current is long and healthy.renewed_at > before
+    assert healthy.child is not None and healthy.child.alive()
+    assert worker.app.get_job(kept.id).state == "running"
+    assert outcomes(worker, lost.id) == ["lost_lease"]  # the rescue, with the refused end
+    assert outcomes(worker, kept.id) == [None]  # still running, on its renewed lease
+    worker.shutdown.hand_back("the test is over")
+    threads[1].join(timeout=30)
+    assert not threads[1].is_alive(), "a hard stop did not stop the attempt"
+    assert outcomes(worker, kept.id) == ["interrupted"]
