@@ -35,8 +35,12 @@ from tenure.stores.sqlite.connection import sqlite_path
 from tenure.stores.sqlite.dialect import SQLITE, insert_jobs
 from tenure.stores.sqlite.operations import SQLiteOperations
 from tenure.stores.sqlite.transaction import SQLiteJobTransaction
+from tenure.stores.sqlite.wake import FileWatch
 
 log = logging.getLogger("tenure.store")
+
+WAKE_POLL_S = 0.02  # without inotify
+WAKE_WATCH_S = 0.25  # with it: a look now and then all the same, in case an event was missed
 
 RESERVE_LOOKAHEAD = 32
 # Past every attempt row the job has: a stray row (a restore, a hand edit) must not make the
@@ -386,15 +390,36 @@ class SQLiteStore(SQLiteOperations):
         conn.execute("RELEASE one_job")
 
     def wait_for_work(self, *, queues: Sequence[str], timeout: float) -> None:
-        # PRAGMA data_version changes when another connection commits: a cheap local check
-        # that lets an idle worker start a new job within ~20 ms without hammering the file.
+        # PRAGMA data_version changes when another connection commits: a cheap local check,
+        # made when the -wal file is written (inotify), else every 20 ms.
         conn = self._conn()
         start = conn.execute("PRAGMA data_version").fetchone()[0]
+        watch = self._wal_watch()
         deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            time.sleep(min(0.02, max(0.0, deadline - time.monotonic())))
+        while (remaining := deadline - time.monotonic()) > 0:
+            if watch is None:
+                time.sleep(min(WAKE_POLL_S, remaining))
+            else:
+                watch.wait(min(WAKE_WATCH_S, remaining))
             if conn.execute("PRAGMA data_version").fetchone()[0] != start:
                 return
+
+    def _wal_watch(self) -> FileWatch | None:
+        """This thread's watch on the -wal file (None: poll). Made again when the file is
+        a new one (SQLite deletes it when its last connection closes)."""
+        local = self._local
+        try:
+            inode = os.stat(self.path + "-wal").st_ino
+        except OSError:
+            inode = None
+        if getattr(local, "watch_key", None) != (os.getpid(), inode):
+            old: FileWatch | None = getattr(local, "watch", None)
+            if old is not None and getattr(local, "watch_key", (None,))[0] == os.getpid():
+                old.close()
+            local.watch = FileWatch.open(self.path + "-wal") if inode is not None else None
+            local.watch_key = (os.getpid(), inode)
+        watch: FileWatch | None = local.watch
+        return watch
 
     # -- batches -----------------------------------------------------------------------
     def create_batch(self, *, batch: NewBatch, jobs: Sequence[NewJob], conn: Any = None) -> None:
