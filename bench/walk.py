@@ -167,7 +167,9 @@ def run(url: str | None, concurrency: int) -> list[Walk]:
         handle = walkjobs.noop.dispatch()
         dispatched = time.time()
         info = finished(handle.id)
-        end = info.attempts[-1].ended_at
+        # SQLite's clock ('now') counts whole milliseconds: the recorded end may read up to
+        # 1 ms before the moment it was written
+        end = info.attempts[-1].ended_at + 0.001
         worker.terminate()
         worker.wait(30)
         print(start, dispatched, end)
