@@ -40,11 +40,12 @@ class Ledger:
 class Project:
     """A directory with a jobs module bound to one store URL and one ledger."""
 
-    def __init__(self, directory: Path, store_url: str, template: Path = TEMPLATE) -> None:
+    def __init__(self, directory: Path, store_url: str, template: Path | None = None) -> None:
         self.dir = directory
         self.module_name = f"e2e_jobs_{secrets.token_hex(4)}"
         self.ledger = Ledger(directory / "ledger.txt")
-        text = template.read_text().replace("__STORE_URL__", store_url)
+        # TEMPLATE read now, not bound as a default: tests monkeypatch it
+        text = (template or TEMPLATE).read_text().replace("__STORE_URL__", store_url)
         text = text.replace("__LEDGER__", str(self.ledger.path))
         (directory / f"{self.module_name}.py").write_text(text)
         spec = importlib.util.spec_from_file_location(
