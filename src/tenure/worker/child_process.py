@@ -84,6 +84,10 @@ class ChildProcess:
         message: dict[str, Any] = json.loads(line)
         return message
 
+    def buffered(self) -> bool:
+        """A whole message is already read from the pipe (receive() returns it at once)."""
+        return b"\n" in self._buffer
+
     def has_message(self, timeout: float) -> bool:
         """A whole message is waiting, or comes within `timeout` (not read yet)."""
         deadline = time.monotonic() + timeout
