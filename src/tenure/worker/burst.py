@@ -9,10 +9,13 @@ names when it exits.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Sequence
 from dataclasses import dataclass
 
 from tenure.stores.base import JobRecord, Store, clock_text
+
+log = logging.getLogger("tenure.worker")
 
 LIST_LIMIT = 10_000
 
@@ -59,6 +62,41 @@ class BurstEnd:
         self.slack = slack  # time after a lease expired for the rescue to take it
         self._first_lease: dict[str, float | None] = {}
         self._alive: set[str] = set()
+        self._told: set[str] = set()
+
+    def done(self) -> bool:
+        """The queues are empty: True (exit, having said what is left), unless a running
+        job's lease is going unrenewed (its worker may be dead: the job is this worker's to
+        rescue and run once the lease expires)."""
+        try:
+            now = self.store.now()
+            waiting = self.waiting_for(now)
+            if waiting:
+                self._say_waiting(waiting, now)
+                return False
+            left = self.leftover(now)
+        except Exception as exc:  # an outage now: the fetch loop backs off and looks again
+            log.warning("--burst: cannot read what is left (%s: %s)", type(exc).__name__, exc)
+            return False
+        (log.info if left.empty else log.warning)(
+            "--burst: the queues are empty; %s", left.describe()
+        )
+        return True
+
+    def _say_waiting(self, waiting: list[JobRecord], now: float) -> None:
+        ids = {job.id for job in waiting}
+        if ids <= self._told:
+            return
+        self._told |= ids
+        expires = max((job.lease_expires_at or now) for job in waiting)
+        log.info(
+            "--burst: the queues are empty; waiting up to %.0f s for %d running job(s) (%s): "
+            "if their worker renews the lease, it is alive and this worker exits; if the lease "
+            "expires, their worker is dead and this worker runs them",
+            max(0.0, expires - now),
+            len(waiting),
+            ", ".join(sorted(ids)),
+        )
 
     def _running(self) -> list[JobRecord]:
         return [

@@ -16,7 +16,7 @@ from typing import Any
 
 from tenure import payload, tracing
 from tenure.context import JobContext, activate, deactivate
-from tenure.errors import JobTimeout, JobTransactionEnded, PayloadError, UnknownJob
+from tenure.errors import JobTimeout, JobTransactionEnded, PayloadError
 from tenure.job import Job
 from tenure.stores.base import EndResult, Reservation
 
@@ -38,9 +38,8 @@ SUCCEEDED = Ended("succeeded")
 
 def definition(app: Any, res: Reservation, where: str) -> Job | Ended:
     """The job's definition, or the permanent failure of a job no code here defines."""
-    try:
-        job: Job = app.get_definition(res.name)
-    except UnknownJob:
+    job: Job | None = app.jobs.get(res.name)
+    if job is None:
         return Ended(
             "failed",
             f"unknown job {res.name!r}: no job of that name is registered in {where}; deploy "

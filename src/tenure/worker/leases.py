@@ -120,3 +120,20 @@ class LeaseKeeper:
                 )
             elif age > lease * LEASE_WARN_SHARE:
                 slot.warn_lease()
+
+
+def rescue_expired(store: Store) -> None:
+    """Close the attempts whose lease expired with no end (their worker died), and say so."""
+    try:
+        rescued = store.rescue_expired()
+    except Exception as exc:
+        log.warning("could not check for expired leases: %s", exc)
+        return
+    for r in rescued:
+        log.warning(
+            "job %s attempt %d crashed (lease expired with no result): %s",
+            r.job_id,
+            r.attempt,
+            r.result.reason or r.result.state,
+            extra={"job_id": r.job_id, "attempt": r.attempt, "outcome": "crashed"},
+        )

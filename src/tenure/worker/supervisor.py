@@ -19,7 +19,6 @@ from tenure.app import App
 from tenure.periodic import PeriodicTicker
 from tenure.settings import WorkerOptions
 from tenure.stores.base import (
-    JobRecord,
     Reservation,
     Store,
     WorkerRecord,
@@ -27,7 +26,7 @@ from tenure.stores.base import (
 )
 from tenure.worker.burst import BurstEnd
 from tenure.worker.execute import SUCCEEDED, Ended
-from tenure.worker.leases import LeaseKeeper
+from tenure.worker.leases import LeaseKeeper, rescue_expired
 from tenure.worker.metrics import Metrics, serve
 from tenure.worker.pulse import Pulse
 from tenure.worker.recording import REFUSALS, STORE_RETRY_MAX_S, Recorder, log_end, retrying
@@ -64,7 +63,6 @@ class Worker:
         self._registered_at = 0.0
         self._store_file = StoreFile(None)
         self._burst: BurstEnd | None = None
-        self._burst_told: set[str] = set()
         self.metrics = Metrics()
         self.periodic = PeriodicTicker(app)  # this worker's share of dispatching periodic jobs
         self._recorder_made: Recorder | None = None
@@ -237,40 +235,12 @@ class Worker:
         self.shutdown.refused(f"the store refused the worker: {exc}", "the store refused it")
 
     def _burst_done(self) -> bool:
-        """The queues are empty: exit, unless a running job's lease is going unrenewed (its
-        worker may be dead: the job is ours to rescue and run once the lease expires)."""
         if self._burst is None:
             self._burst = BurstEnd(self.store, self.options.queues, self._rescue_interval() + 1)
-        try:
-            now = self.store.now()
-            waiting = self._burst.waiting_for(now)
-            if waiting:
-                self._burst_waiting(waiting, now)
-                return False
-            left = self._burst.leftover(now)
-        except Exception as exc:  # an outage now: the fetch loop backs off and looks again
-            log.warning("--burst: cannot read what is left (%s: %s)", type(exc).__name__, exc)
+        if not self._burst.done():
             return False
-        (log.info if left.empty else log.warning)(
-            "--burst: the queues are empty; %s", left.describe()
-        )
         self.stop("--burst: the queues are empty", grace=None)
         return True
-
-    def _burst_waiting(self, waiting: list[JobRecord], now: float) -> None:
-        ids = {job.id for job in waiting}
-        if ids <= self._burst_told:
-            return
-        self._burst_told |= ids
-        expires = max((job.lease_expires_at or now) for job in waiting)
-        log.info(
-            "--burst: the queues are empty; waiting up to %.0f s for %d running job(s) (%s): "
-            "if their worker renews the lease, it is alive and this worker exits; if the lease "
-            "expires, their worker is dead and this worker runs them",
-            max(0.0, expires - now),
-            len(waiting),
-            ", ".join(sorted(ids)),
-        )
 
     def _free_slots(self) -> int:
         with self._idle_changed:
@@ -293,19 +263,7 @@ class Worker:
             self._idle_changed.notify_all()
 
     def _rescue(self) -> None:
-        try:
-            rescued = self.store.rescue_expired()
-        except Exception as exc:
-            log.warning("could not check for expired leases: %s", exc)
-            return
-        for r in rescued:
-            log.warning(
-                "job %s attempt %d crashed (lease expired with no result): %s",
-                r.job_id,
-                r.attempt,
-                r.result.reason or r.result.state,
-                extra={"job_id": r.job_id, "attempt": r.attempt, "outcome": "crashed"},
-            )
+        rescue_expired(self.store)
 
     def _store_trouble(self, what: str, exc: Exception, failures: int) -> None:
         delay = min(STORE_RETRY_MAX_S, 0.2 * 2**failures)
