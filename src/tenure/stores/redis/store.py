@@ -25,8 +25,8 @@ them, and each is recorded (`lost_lease`, or `crashed` when a rescue finds the e
 first) and retried by its policy. Replicas are asynchronous: a failover may lose the writes the
 old primary acknowledged last, unless `wait_replicas=N` (1 by default on redis+sentinel://,
 connection.py) makes every write wait for N replicas; the new primary's clock becomes the
-lease clock (keep servers on NTP). Set `maxmemory-policy noeviction`: an evicting policy deletes jobs silently. Where a
-lost job matters, turn AOF on.
+lease clock (keep servers on NTP). Set `maxmemory-policy noeviction`: an evicting policy deletes
+jobs silently. Where a lost job matters, turn AOF on.
 
 Key layout
 ----------
