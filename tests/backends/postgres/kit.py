@@ -38,3 +38,21 @@ class PostgresKit:
             for field, value in fields.items():
                 sql = f"UPDATE {self.app_table('tenure_batches')} SET {field} = %s WHERE id = %s"
                 conn.execute(sql.encode(), (value, batch_id))
+
+
+def create_schema_at_version(conn: psycopg.Connection[Any], schema: str, version: int) -> None:
+    """Bring a new schema to migration `version` (and no further), as an older tenure left it,
+    so that a test can fill it and watch the later migrations upgrade it."""
+    from tenure.stores.postgres.schema import migrations
+
+    conn.execute(f'CREATE SCHEMA "{schema}"')
+    conn.execute(
+        f'CREATE TABLE "{schema}".tenure_schema_version (version integer PRIMARY KEY,'
+        " name text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now())"
+    )
+    for step in migrations()[:version]:
+        conn.execute(step.sql.replace("{s}", f'"{schema}"').encode())
+        conn.execute(
+            f'INSERT INTO "{schema}".tenure_schema_version (version, name) VALUES (%s, %s)',
+            (step.version, step.name),
+        )

@@ -71,6 +71,7 @@ def test_the_upgrade_backfills_the_counters_from_the_jobs_present(
     """0004 on a populated schema: the counters start from the jobs already there."""
     import psycopg
 
+    from backends.postgres.kit import create_schema_at_version
     from tenure.stores.postgres import PostgresStore
     from tenure.stores.postgres.database import parse_url
     from tenure.stores.postgres.schema import migrations
@@ -81,17 +82,7 @@ def test_the_upgrade_backfills_the_counters_from_the_jobs_present(
     with isolated_store_url("postgres", base, Path(".")) as url:
         conninfo, schema = parse_url(url)
         with psycopg.connect(conninfo, autocommit=True) as conn, conn.transaction():
-            conn.execute(f'CREATE SCHEMA "{schema}"')
-            conn.execute(
-                f'CREATE TABLE "{schema}".tenure_schema_version (version integer PRIMARY KEY,'
-                " name text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now())"
-            )
-            for step in migrations()[:3]:
-                conn.execute(step.sql.replace("{s}", f'"{schema}"').encode())
-                conn.execute(
-                    f'INSERT INTO "{schema}".tenure_schema_version (version, name) VALUES (%s, %s)',
-                    (step.version, step.name),
-                )
+            create_schema_at_version(conn, schema, 3)
             conn.execute(
                 f'INSERT INTO "{schema}".tenure_jobs (id, name, queue, payload, state, policy,'
                 " created_at, run_at) SELECT 'old-' || i, 'n', 'q' || (i %% 2), '{}',"

@@ -38,6 +38,7 @@ def test_upgrading_a_version_2_schema_with_jobs_in_it(request: pytest.FixtureReq
     """0003 adds the guard columns and tables to a populated schema; old jobs run unguarded."""
     import psycopg
 
+    from backends.postgres.kit import create_schema_at_version
     from tenure.stores.postgres import PostgresStore
     from tenure.stores.postgres.database import parse_url
     from tenure.stores.postgres.schema import migrations
@@ -48,17 +49,7 @@ def test_upgrading_a_version_2_schema_with_jobs_in_it(request: pytest.FixtureReq
     with isolated_store_url("postgres", base, Path(".")) as url:
         conninfo, schema = parse_url(url)
         with psycopg.connect(conninfo, autocommit=True) as conn, conn.transaction():
-            conn.execute(f'CREATE SCHEMA "{schema}"')
-            conn.execute(
-                f'CREATE TABLE "{schema}".tenure_schema_version (version integer PRIMARY KEY,'
-                " name text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now())"
-            )
-            for step in migrations()[:2]:
-                conn.execute(step.sql.replace("{s}", f'"{schema}"').encode())
-                conn.execute(
-                    f'INSERT INTO "{schema}".tenure_schema_version (version, name) VALUES (%s, %s)',
-                    (step.version, step.name),
-                )
+            create_schema_at_version(conn, schema, 2)
             conn.execute(
                 f'INSERT INTO "{schema}".tenure_jobs (id, name, queue, payload, state, policy,'
                 " created_at, run_at) VALUES ('old-job', 'n', 'default', '{}', 'queued', %s,"
