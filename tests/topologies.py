@@ -264,6 +264,18 @@ class ThrowawayRedisSentinel:
                 self.close()
                 raise RuntimeError(f"a Sentinel topology process did not start on port {port}")
         _wait(lambda: self._replicas_seen() >= 1, "the Sentinels seeing the replica")
+        # Started means replicating: a store with wait_replicas=1 refuses writes until the
+        # replica has synced, so a first write right after start must not race the sync.
+        _wait(self._replica_synced, "the replica's first sync with the master")
+
+    def _replica_synced(self) -> bool:
+        info = subprocess.run(
+            [self.cli, "-p", str(self.replica_port), "info", "replication"],
+            capture_output=True,
+            text=True,
+            timeout=10,
+        ).stdout
+        return "master_link_status:up" in info
 
     def _sentinel(self, port: int, *args: str) -> str:
         return subprocess.run(
