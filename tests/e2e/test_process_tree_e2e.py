@@ -61,6 +61,19 @@ def test_hard_stop_kills_the_processes_the_job_started(project: Project) -> None
     wait_until(lambda: not running(grandchild), 10, f"the job's `sleep` (pid {grandchild}) to end")
 
 
+def test_a_killed_supervisor_leaves_none_of_the_processes_its_jobs_started(
+    project: Project,
+) -> None:
+    """SIGKILL (the OOM killer, kill -9) gives the supervisor no chance to clean up: its
+    child dies by PDEATHSIG, and the reaper ends what the job started."""
+    worker = project.worker()
+    project.jobs.spawn_and_wait.dispatch()
+    grandchild = wait_for_grandchild(project)
+    worker.signal(signal.SIGKILL)
+    worker.wait(60)
+    wait_until(lambda: not running(grandchild), 10, f"the job's `sleep` (pid {grandchild}) to end")
+
+
 def test_async_job_blocking_past_its_timeout_is_timed_out(project: Project) -> None:
     project.worker()
     h = project.jobs.async_blocks.dispatch(3)

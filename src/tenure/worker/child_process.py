@@ -15,6 +15,7 @@ from typing import Any
 
 from tenure.worker import process_tree
 from tenure.worker.child import LEASE_DANGER_SIGNAL, STOP_CLAIMING_SIGNAL
+from tenure.worker.reaper import reaper
 
 STARTUP_TIMEOUT_S = 60.0
 
@@ -43,6 +44,7 @@ class ChildProcess:
             # and a Ctrl-C in the worker's terminal reaches none of it.
             start_new_session=True,
         )
+        reaper().watch(self.proc.pid)
         os.close(to_child_r)
         os.close(from_child_w)
         self._out = os.fdopen(to_child_w, "w", encoding="utf-8")
@@ -139,6 +141,7 @@ class ChildProcess:
         else:  # it died on its own; what it started may still run
             self._kill_leftovers()
         self.proc.wait()
+        reaper().forget(self.proc.pid)
         last_words = [] if self._out.closed else self.pending()
         self._close_pipes()
         return last_words
@@ -153,6 +156,7 @@ class ChildProcess:
             self.kill()
             return
         self._kill_leftovers()
+        reaper().forget(self.proc.pid)
 
     def _kill_leftovers(self) -> None:
         # A process group outlives its leader while a member lives, and Linux does not reuse

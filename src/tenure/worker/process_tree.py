@@ -4,6 +4,12 @@ Each child process leads its own session (see ChildProcess), so what a job start
 chromium, `sleep`) stays in that session even after its parent exits and it is re-parented to
 init. Killing the session's process group, then any descendant that left the group, ends the
 whole tree; killing only the child would leave its subprocesses running forever.
+
+Run as a script (by path, so it imports nothing of tenure), this module is the reaper: a
+process the supervisor starts once and tells, line by line, which child sessions exist
+(`+PID`, `-PID`). When its input ends without the children having been forgotten, the
+supervisor died without cleaning up (SIGKILL, the OOM killer): the children die with it by
+PDEATHSIG, and the reaper kills what their jobs started, which PDEATHSIG does not reach.
 """
 
 from __future__ import annotations
@@ -11,6 +17,7 @@ from __future__ import annotations
 import contextlib
 import os
 import signal
+import sys
 from collections.abc import Iterable
 
 PAGE_SIZE = os.sysconf("SC_PAGE_SIZE")
@@ -78,3 +85,34 @@ def kill_tree(root: int) -> None:
     for pid in members:
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.kill(pid, signal.SIGKILL)
+
+
+def kill_session(session: int) -> None:
+    """SIGKILL every process still in `session` (its leader may be gone already)."""
+    for pid in _all_pids():
+        fields = _stat_fields(pid)
+        if fields is not None and len(fields) >= 4 and int(fields[3]) == session:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.kill(pid, signal.SIGKILL)
+
+
+def reap_when_closed(lines: Iterable[str]) -> None:
+    """The reaper's loop: track `+PID` / `-PID`; when the input ends, kill what is tracked."""
+    sessions: set[int] = set()
+    for line in lines:
+        sign, pid = line[:1], int(line[1:])
+        if sign == "+":
+            sessions.add(pid)
+        else:
+            sessions.discard(pid)
+    for session in sessions:
+        kill_session(session)
+
+
+if __name__ == "__main__":
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    # Leave the supervisor's children (its parent exits now): the supervisor's own child
+    # processes stay the ones that run jobs, and the reaper outlives it.
+    if os.fork():
+        os._exit(0)
+    reap_when_closed(sys.stdin)
