@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from bench import marks
+from bench.memory import tree_pss_mb
 from bench.systems import BY_KEY, Adapter
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -184,6 +185,10 @@ def run(spec: dict[str, Any]) -> dict[str, Any]:
     )
     try:
         before = warm_up(adapter, kind, path, workers, adapter.processes(layout))
+        # Warm: every job-executing process has run a job, none is running one now.
+        memory, processes = tree_pss_mb(proc.pid for proc in workers.procs)
+        result[f"memory_{layout}"] = memory
+        result[f"memory_{layout}_processes"] = processes
         if layout == "one":
             lat = latency(
                 adapter, path, spec["latency_jobs"], tuple(spec["gap_ms"]), spec["latency_cap"]

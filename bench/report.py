@@ -25,6 +25,10 @@ METRICS = (
     ("latency_p50_ms", "idle→start latency p50", "ms", False),
     ("latency_p95_ms", "idle→start latency p95", "ms", False),
     ("sleep_16", "10 ms sleep jobs, concurrency 16", "jobs/s", True),
+    # PSS of the warm workers' whole process trees (bench/memory.py), per layout above.
+    ("memory_one", "worker memory (PSS), 1 process", "MB", False),
+    ("memory_two", "worker memory (PSS), 2 processes", "MB", False),
+    ("memory_sleep", "worker memory (PSS), concurrency 16", "MB", False),
 )
 
 
