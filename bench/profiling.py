@@ -66,7 +66,7 @@ def classify(stack: list[str]) -> str:
     if "reserve" in text:
         return "supervisor: store (complete_and_reserve, or reserve when idle)"
     if "complete" in text or "end_attempt" in text:
-        return "supervisor: store.complete"
+        return "supervisor: store.complete_and_reserve (success only) or end_attempt"
     if "wait_for_work" in text:
         return "supervisor: store.wait_for_work"
     if "child_process.py" in text:

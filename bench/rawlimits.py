@@ -51,7 +51,7 @@ while done < jobs:
     if not got:
         break
     for r in got:
-        store.complete(job_id=r.job_id, token=r.token)
+        store.complete_and_reserve(job_id=r.job_id, token=r.token)
     done += len(got)
 print(done / (time.perf_counter() - start))
 app.close()

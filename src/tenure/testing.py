@@ -161,7 +161,7 @@ def _run_here(app: App, res: Reservation) -> None:
     if ended.recorded is not None:
         return
     if ended == SUCCEEDED:
-        app.store.complete(job_id=res.job_id, token=res.token)
+        app.store.complete_and_reserve(job_id=res.job_id, token=res.token)
         return
     app.store.end_attempt(
         job_id=res.job_id,

@@ -43,7 +43,7 @@ def test_an_unreadable_callback_is_logged_and_the_member_still_ends(
     kit.damage_batch("b-damaged", {"callbacks": "{not json"})
     r = reserve_one(store)
     with caplog.at_level(logging.ERROR, logger="tenure.store"):
-        assert store.complete(job_id=r.job_id, token=r.token).accepted
+        assert store.complete_and_reserve(job_id=r.job_id, token=r.token)[0].accepted
     assert "batch b-damaged: its then callback is unreadable and was not enqueued" in caplog.text
     batch = store.get_batch("b-damaged")
     assert batch is not None and (batch.state, batch.then_job_id) == ("succeeded", None)

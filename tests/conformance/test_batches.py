@@ -66,7 +66,7 @@ def run_all(store: Store, *, fail: Sequence[str] = ()) -> None:
                     job_id=r.job_id, token=r.token, outcome="failed", error="bad", permanent=True
                 )
             else:
-                assert store.complete(job_id=r.job_id, token=r.token).accepted
+                assert store.complete_and_reserve(job_id=r.job_id, token=r.token)[0].accepted
 
 
 @pytest.mark.batches_across_queues
@@ -177,7 +177,7 @@ def test_progress_against_a_declared_total_never_goes_back(store: Store) -> None
     store.report_progress(job_id=r.job_id, token=r.token, fraction=0.2)  # kept at the max
     store.report_progress(job_id=r.job_id, token=r.token + 1, fraction=0.9)  # stale: ignored
     assert batch(store, batch_id).progress == pytest.approx(0.05)
-    store.complete(job_id=r.job_id, token=r.token)
+    store.complete_and_reserve(job_id=r.job_id, token=r.token)
     assert batch(store, batch_id).progress == pytest.approx(0.1)
     store.add_to_batch(batch_id=batch_id, jobs=[new_job(), new_job()])
     b = batch(store, batch_id)
@@ -198,7 +198,7 @@ def test_members_ending_at_once_keep_exact_counts_and_one_then(
         try:
             while got := own.reserve(queues=["default"], worker=me, lease=30, limit=2):
                 for r in got:
-                    assert own.complete(job_id=r.job_id, token=r.token).accepted
+                    assert own.complete_and_reserve(job_id=r.job_id, token=r.token)[0].accepted
         except BaseException as exc:
             errors.append(exc)
         finally:

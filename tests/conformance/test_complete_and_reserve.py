@@ -1,5 +1,6 @@
 """complete_and_reserve: a busy worker records a success and claims its slot's next job in
-one store call. It must do exactly what `complete` then `reserve(limit=1)` would do."""
+one store call. It must do exactly what recording the success alone (no queues, no worker)
+then `reserve(limit=1)` would do."""
 
 from __future__ import annotations
 
@@ -52,10 +53,23 @@ def test_with_nothing_ready_it_only_records_the_success(store: Store) -> None:
     assert store.counts()["running"] == 0
 
 
+def test_without_queues_or_worker_it_records_the_success_and_claims_nothing(
+    store: Store,
+) -> None:
+    first, second = enqueue(store, new_job(), new_job())
+    held = reserve_one(store)
+
+    result, following = store.complete_and_reserve(job_id=first, token=held.token)
+
+    assert (result.accepted, result.state, following) == (True, "succeeded", None)
+    assert attempt(store, first, held.attempt).outcome == "succeeded"
+    assert job(store, second).state == "queued"  # no attempt opened for the next job
+
+
 def test_a_stale_token_is_refused_and_changes_nothing_of_the_job(store: Store) -> None:
     first, second = enqueue(store, new_job(), new_job())
     held = reserve_one(store)
-    store.complete(job_id=first, token=held.token)
+    store.complete_and_reserve(job_id=first, token=held.token)
 
     result, following = store.complete_and_reserve(
         job_id=first, token=held.token, queues=["default"], worker=W1, lease=30

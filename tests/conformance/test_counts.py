@@ -63,7 +63,7 @@ def test_queue_counts_split_by_queue_and_state(store: Store) -> None:
     store.end_attempt(job_id=failing.id, token=bad.token, outcome="failed", error="boom")
     ok = reserve_one(store, queues=["c"])
     assert ok.job_id == done.id and running.queue == "a"
-    store.complete(job_id=done.id, token=ok.token)
+    store.complete_and_reserve(job_id=done.id, token=ok.token)
 
     assert assert_counts_agree(store) == {
         "a": zeros(queued=1, running=1),
@@ -114,7 +114,7 @@ def test_retry_and_forget_move_the_counts(store: Store) -> None:
     assert assert_counts_agree(store) == {"ops": zeros(queued=1)}
 
     r = reserve_one(store, queues=["ops"])
-    store.complete(job_id=failing.id, token=r.token)
+    store.complete_and_reserve(job_id=failing.id, token=r.token)
     assert store.forget_job(failing.id)
     # a queue whose jobs were all forgotten is gone from the counts, not a row of zeros
     assert assert_counts_agree(store) == {}
@@ -160,7 +160,7 @@ def one_in_each_state(store: Store) -> None:
         if outcome == "failed":
             store.end_attempt(job_id=r.job_id, token=r.token, outcome="failed", error="x")
         else:
-            store.complete(job_id=r.job_id, token=r.token)
+            store.complete_and_reserve(job_id=r.job_id, token=r.token)
     batch_id = secrets.token_hex(8)
     store.create_batch(batch=NewBatch(id=batch_id, name="tail"), jobs=[new_job(queue=queue)])
     assert store.cancel_batch(batch_id)
@@ -228,7 +228,7 @@ class Workload:
         elif op in ("complete", "fail", "give_up", "transaction") and self.held:
             r = self.held.pop(rng.randrange(len(self.held)))
             if op == "complete":
-                store.complete(job_id=r.job_id, token=r.token)
+                store.complete_and_reserve(job_id=r.job_id, token=r.token)
             elif op == "transaction" and self.sql:
                 # the job's own transaction enqueues into another queue and completes: several
                 # statements, several queues, one commit

@@ -26,7 +26,7 @@ FREE = ("interrupted", "lost_lease")
 def test_complete_finishes_the_job_and_closes_the_attempt(store: Store) -> None:
     (job_id,) = enqueue(store, new_job())
     r = reserve_one(store)
-    result = store.complete(job_id=job_id, token=r.token)
+    result = store.complete_and_reserve(job_id=job_id, token=r.token)[0]
     assert (result.accepted, result.state) == (True, "succeeded")
     got = job(store, job_id)
     assert got.state == "succeeded"
@@ -42,19 +42,19 @@ def test_complete_finishes_the_job_and_closes_the_attempt(store: Store) -> None:
 def test_complete_with_a_token_that_is_not_the_current_attempt_is_refused(store: Store) -> None:
     (job_id,) = enqueue(store, new_job())
     r = reserve_one(store)
-    result = store.complete(job_id=job_id, token=r.token + 1)
+    result = store.complete_and_reserve(job_id=job_id, token=r.token + 1)[0]
     assert not result.accepted
     assert result.state == "running"
     assert result.reason
     assert job(store, job_id).state == "running"
-    assert store.complete(job_id=job_id, token=r.token).accepted
+    assert store.complete_and_reserve(job_id=job_id, token=r.token)[0].accepted
 
 
 def test_completing_twice_is_refused_the_second_time(store: Store) -> None:
     (job_id,) = enqueue(store, new_job())
     r = reserve_one(store)
-    assert store.complete(job_id=job_id, token=r.token).accepted
-    again = store.complete(job_id=job_id, token=r.token)
+    assert store.complete_and_reserve(job_id=job_id, token=r.token)[0].accepted
+    again = store.complete_and_reserve(job_id=job_id, token=r.token)[0]
     assert (again.accepted, again.state) == (False, "succeeded")
     assert attempt(store, job_id, 1).outcome == "succeeded"
 
@@ -70,7 +70,7 @@ def test_a_late_result_after_the_lease_was_taken_over_is_refused_and_recorded(
     second = reserve_one(other_store, worker=W2, lease=30)
     assert second.token == first.token + 1
 
-    late = store.complete(job_id=job_id, token=first.token)
+    late = store.complete_and_reserve(job_id=job_id, token=first.token)[0]
     assert not late.accepted
     assert late.state == "running"
     a1 = attempt(store, job_id, 1)
@@ -79,7 +79,7 @@ def test_a_late_result_after_the_lease_was_taken_over_is_refused_and_recorded(
     assert W1.id in a1.error  # the crash note stays
     assert "refused" in a1.error
 
-    assert other_store.complete(job_id=job_id, token=second.token).accepted
+    assert other_store.complete_and_reserve(job_id=job_id, token=second.token)[0].accepted
     got = job(store, job_id)
     assert got.state == "succeeded"
     assert [a.outcome for a in got.attempts] == ["lost_lease", "succeeded"]
@@ -97,7 +97,7 @@ def test_a_late_failure_is_refused_too(store: Store) -> None:
     assert got.tries_used == 1  # the crash counted; the refused failure did not
     assert attempt(store, job_id, 1).outcome == "lost_lease"
     assert attempt(store, job_id, 2).outcome is None
-    assert store.complete(job_id=job_id, token=second.token).accepted
+    assert store.complete_and_reserve(job_id=job_id, token=second.token)[0].accepted
 
 
 @pytest.mark.parametrize("outcome", COUNTED)
@@ -217,7 +217,7 @@ def test_the_attempts_tell_the_whole_story(store: Store) -> None:
     r2 = reserve_one(store, worker=W2)
     store.end_attempt(job_id=job_id, token=r2.token, outcome="interrupted", error="SIGTERM")
     r3 = reserve_one(store, worker=W1)
-    store.complete(job_id=job_id, token=r3.token)
+    store.complete_and_reserve(job_id=job_id, token=r3.token)
 
     attempts = job(store, job_id).attempts
     assert [a.number for a in attempts] == [1, 2, 3]

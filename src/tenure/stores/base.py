@@ -111,13 +111,20 @@ class Store(Protocol):
     ) -> list[str]:
         """Renew the leases (job_id, token) the worker holds; return the job ids it lost."""
 
-    def complete(self, *, job_id: str, token: int) -> EndResult: ...
-
     def complete_and_reserve(
-        self, *, job_id: str, token: int, queues: Sequence[str], worker: WorkerRef, lease: float
+        self,
+        *,
+        job_id: str,
+        token: int,
+        queues: Sequence[str] = (),
+        worker: WorkerRef | None = None,
+        lease: float = 0.0,
     ) -> tuple[EndResult, Reservation | None]:
         """Record a success and claim the same slot's next job in one round trip where the
         backend allows (one transaction on SQL, one script on Redis): the worker's hot path.
+
+        Without `queues` and `worker` it records the success only (the next job is None):
+        one verb for a success, so a store writes the success path once.
 
         The next attempt opens now, when its slot is free, as `reserve(limit=1)` would open
         it. The store may return no job even though some are ready (e.g. a guarded job it

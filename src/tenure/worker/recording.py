@@ -91,7 +91,9 @@ class Recorder:
         if ended.recorded is not None:
             return ended.recorded
         if ended.outcome == "succeeded":
-            return self._call(lambda: self.store.complete(job_id=res.job_id, token=res.token))
+            return self._call(
+                lambda: self.store.complete_and_reserve(job_id=res.job_id, token=res.token)[0]
+            )
         return self._call(
             lambda: self.store.end_attempt(
                 job_id=res.job_id,
@@ -117,8 +119,9 @@ class Recorder:
             )
         except Exception:
             # Recording the end matters; the next job can wait for the fetch loop. (Had the
-            # failed call committed, `complete` is refused by fencing and any job it claimed
-            # is rescued when its lease expires, as after a lost reply to `reserve`.)
+            # failed call committed, the success recorded again is refused by fencing and any
+            # job it claimed is rescued when its lease expires, as after a lost reply to
+            # `reserve`.)
             return self.end(res, Ended("succeeded")), None
 
 

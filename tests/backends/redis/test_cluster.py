@@ -64,7 +64,7 @@ def test_calls_spanning_queues_on_every_node_all_land(
     # one heartbeat: the worker's record ({g}) and one script per queue, on three nodes
     assert store.heartbeat(worker=W1, leases=[(r.job_id, r.token) for r in held], lease=30) == []
     for r in held:
-        assert store.complete(job_id=r.job_id, token=r.token).accepted
+        assert store.complete_and_reserve(job_id=r.job_id, token=r.token)[0].accepted
     assert store.counts()["succeeded"] == 6
     assert {j.queue for j in store.list_jobs(state="succeeded")} == set(queues)
 

@@ -233,7 +233,7 @@ def test_a_late_complete_racing_a_rescue_is_either_accepted_or_refused_never_bot
         rescued: list[Rescued] = []
         rescuer = threading.Thread(target=lambda: rescued.extend(store.rescue_expired()))  # noqa: B023
         rescuer.start()
-        result = store.complete(job_id=job_id, token=r.token)
+        result = store.complete_and_reserve(job_id=job_id, token=r.token)[0]
         rescuer.join(DEADLINE_S)
         record = store.get_job(job_id)
         assert record is not None
@@ -383,8 +383,8 @@ def test_a_fresh_store_finds_jobs_by_id_alone(store: RedisStore) -> None:
     other = RedisStore(store.url)  # no cache: must locate the queue on the server
     try:
         assert other.heartbeat(worker=WORKER, leases=[(r.job_id, r.token)], lease=30) == []
-        assert other.complete(job_id=r.job_id, token=r.token).accepted
-        result = other.complete(job_id="never-existed", token=1)
+        assert other.complete_and_reserve(job_id=r.job_id, token=r.token)[0].accepted
+        result = other.complete_and_reserve(job_id="never-existed", token=1)[0]
         assert (result.accepted, result.state) == (False, "missing")
     finally:
         other.close()
@@ -404,7 +404,7 @@ def test_with_aof_a_restart_keeps_jobs_attempts_and_leases(
         server.start()
         wait_until(lambda: _reachable(store), "Redis to come back")
         assert store.counts()["queued"] == 1
-        assert store.complete(job_id=r.job_id, token=r.token).accepted
+        assert store.complete_and_reserve(job_id=r.job_id, token=r.token)[0].accepted
         record = store.get_job(r.job_id)
         assert record is not None and [a.outcome for a in record.attempts] == ["succeeded"]
     finally:
@@ -425,7 +425,7 @@ def test_without_persistence_a_restart_loses_everything() -> None:
         server.start()
         wait_until(lambda: _reachable(store), "Redis to come back")
         assert store.counts() == dict.fromkeys(store.counts(), 0)
-        result = store.complete(job_id=r.job_id, token=r.token)
+        result = store.complete_and_reserve(job_id=r.job_id, token=r.token)[0]
         assert (result.accepted, result.state) == (False, "missing")
     finally:
         store.close()
@@ -447,7 +447,7 @@ def test_attempt_history_reads_back_in_order(store: RedisStore) -> None:
         (r,) = store.reserve(queues=["default"], worker=WORKER, lease=30)
         store.end_attempt(job_id=r.job_id, token=r.token, outcome=outcome, error=f"{outcome}!")
     (r,) = store.reserve(queues=["default"], worker=WORKER, lease=30)
-    store.complete(job_id=r.job_id, token=r.token)
+    store.complete_and_reserve(job_id=r.job_id, token=r.token)
     record = store.get_job("flaky")
     assert record is not None
     assert [a.number for a in record.attempts] == [1, 2, 3, 4, 5]

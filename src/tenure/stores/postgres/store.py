@@ -120,12 +120,24 @@ class PostgresStore(PostgresOperations):
         return out
 
     def complete_and_reserve(
-        self, *, job_id: str, token: int, queues: Sequence[str], worker: WorkerRef, lease: float
+        self,
+        *,
+        job_id: str,
+        token: int,
+        queues: Sequence[str] = (),
+        worker: WorkerRef | None = None,
+        lease: float = 0.0,
     ) -> tuple[EndResult, Reservation | None]:
         """One statement, one round trip and one commit for a job outside any batch; a batch
         member (or a stale token) takes the transaction path. Only plain jobs are claimed: a
         guarded job at the head of a queue is left for `reserve`, which judges guards."""
         order = list(dict.fromkeys(queues))
+        if worker is None or not order:
+            with self.db.transaction() as cur:
+                result = self.complete_on(cur, job_id, token)
+                if result is None:
+                    result = endings.refuse(self.dialect, cur, job_id, token, "succeeded")
+                return result, None
         with self.db.cursor() as cur:
             rows = cur.execute(
                 self.db.q(claims.COMPLETE_AND_CLAIM),
@@ -295,15 +307,6 @@ class PostgresStore(PostgresOperations):
             ).fetchall()
         renewed = {r["id"] for r in rows}
         return [job_id for job_id, _ in leases if job_id not in renewed]
-
-    def complete(self, *, job_id: str, token: int) -> EndResult:
-        with self.db.transaction() as cur:
-            result = self.complete_on(cur, job_id, token)
-            return (
-                endings.refuse(self.dialect, cur, job_id, token, "succeeded")
-                if result is None
-                else result
-            )
 
     def complete_on(self, cur: Cursor, job_id: str, token: int) -> EndResult | None:
         """Write the success inside the caller's transaction; None when the token is stale."""

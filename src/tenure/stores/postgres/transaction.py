@@ -12,7 +12,7 @@ from psycopg.pq import TransactionStatus
 from psycopg.rows import dict_row, tuple_row
 
 from tenure.errors import ConfigError
-from tenure.stores.base import EndResult, transaction_ended
+from tenure.stores.base import EndResult, Reservation, transaction_ended
 from tenure.stores.postgres.database import Connection, Cursor, Database
 
 
@@ -23,7 +23,9 @@ class Completer(Protocol):
 
     def complete_on(self, cur: Cursor, job_id: str, token: int) -> EndResult | None: ...
 
-    def complete(self, *, job_id: str, token: int) -> EndResult: ...
+    def complete_and_reserve(
+        self, *, job_id: str, token: int
+    ) -> tuple[EndResult, Reservation | None]: ...
 
 
 def caller_cursor(db: Database, conn: Any) -> Cursor:
@@ -114,9 +116,9 @@ class PostgresJobTransaction:
                 result = self._store.complete_on(cur, self._job_id, self._token)
             if result is None:
                 # Fenced: the job's own writes must not land either. Roll them back, then
-                # record the refusal in a transaction of its own, as complete() does.
+                # record the refusal in a transaction of its own, as a plain success does.
                 conn.rollback()
-                return self._store.complete(job_id=self._job_id, token=self._token)
+                return self._store.complete_and_reserve(job_id=self._job_id, token=self._token)[0]
             conn.commit()
             return result
         finally:

@@ -182,7 +182,13 @@ class RedisStore(RedisBatches, RedisGuards, RedisPeriodic, RedisWorkers, RedisOp
         return out
 
     def complete_and_reserve(
-        self, *, job_id: str, token: int, queues: Sequence[str], worker: WorkerRef, lease: float
+        self,
+        *,
+        job_id: str,
+        token: int,
+        queues: Sequence[str] = (),
+        worker: WorkerRef | None = None,
+        lease: float = 0.0,
     ) -> tuple[EndResult, Reservation | None]:
         """One round trip: one atomic script when the next job is looked for in the finished
         job's own queue (the usual case: their keys share a hash tag), else the two scripts in
@@ -192,6 +198,9 @@ class RedisStore(RedisBatches, RedisGuards, RedisPeriodic, RedisWorkers, RedisOp
         queue = self._locate(job_id)
         if queue is None:
             return EndResult(accepted=False, state="missing", reason=STALE), None
+        if worker is None or not order:
+            reply = self._run(self._qcall("complete", queue, job_id, int(token)))
+            return _ended(reply), None
         if queue == order[0]:
             reply, rows = self._run(
                 self._qcall(
@@ -209,9 +218,7 @@ class RedisStore(RedisBatches, RedisGuards, RedisPeriodic, RedisWorkers, RedisOp
                     self._qcall("reserve", order[0], *self._reserve_args(1, worker, lease)),
                 ]
             )
-        result = (
-            EndResult(accepted=True, state="succeeded") if reply[0] == "ok" else _refused(reply)
-        )
+        result = _ended(reply)
         claimed = self._reservations(order[0], rows)
         if not claimed and len(order) > 1:
             claimed = self.reserve(queues=order[1:], worker=worker, lease=lease, limit=1)
@@ -239,15 +246,6 @@ class RedisStore(RedisBatches, RedisGuards, RedisPeriodic, RedisWorkers, RedisOp
         for result in self._run_many(calls)[1:]:
             lost.update(result)
         return [job_id for job_id, _ in leases if job_id in lost]
-
-    def complete(self, *, job_id: str, token: int) -> EndResult:
-        queue = self._locate(job_id)
-        if queue is None:
-            return EndResult(accepted=False, state="missing", reason=STALE)
-        reply = self._run(self._qcall("complete", queue, job_id, int(token)))
-        if reply[0] == "ok":
-            return EndResult(accepted=True, state="succeeded")
-        return _refused(reply)
 
     def end_attempt(
         self,
@@ -398,3 +396,8 @@ def _refused(reply: list[Any]) -> EndResult:
     _, state, run_at, now_text = reply
     shown = "missing" if state is None else visible_state(state, to_float(run_at), float(now_text))
     return EndResult(accepted=False, state=shown, reason=STALE)
+
+
+def _ended(reply: list[Any]) -> EndResult:
+    """A success script's reply: recorded, or refused with what the job is now."""
+    return EndResult(accepted=True, state="succeeded") if reply[0] == "ok" else _refused(reply)

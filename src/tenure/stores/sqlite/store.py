@@ -128,11 +128,19 @@ class SQLiteStore(SQLiteOperations):
             return self._reserve_on(conn, now, queues, worker, lease, limit)
 
     def complete_and_reserve(
-        self, *, job_id: str, token: int, queues: Sequence[str], worker: WorkerRef, lease: float
+        self,
+        *,
+        job_id: str,
+        token: int,
+        queues: Sequence[str] = (),
+        worker: WorkerRef | None = None,
+        lease: float = 0.0,
     ) -> tuple[EndResult, Reservation | None]:
         # One write transaction instead of two: the hot path of a busy worker.
         with self._write() as (conn, now):
             result = self._complete_on(conn, job_id, token, now)
+            if worker is None or not queues:
+                return result, None
             claimed = self._reserve_on(conn, now, queues, worker, lease, 1)
         return result, claimed[0] if claimed else None
 
@@ -276,10 +284,6 @@ class SQLiteStore(SQLiteOperations):
                 else:
                     lost.append(job_id)
         return lost
-
-    def complete(self, *, job_id: str, token: int) -> EndResult:
-        with self._write() as (conn, now):
-            return self._complete_on(conn, job_id, token, now)
 
     def _complete_on(
         self, conn: sqlite3.Connection, job_id: str, token: int, now: float

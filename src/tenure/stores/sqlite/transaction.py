@@ -6,7 +6,7 @@ from __future__ import annotations
 import sqlite3
 from typing import Protocol
 
-from tenure.stores.base import EndResult, transaction_ended
+from tenure.stores.base import EndResult, Reservation, transaction_ended
 
 
 class Completer(Protocol):
@@ -22,7 +22,9 @@ class Completer(Protocol):
         self, conn: sqlite3.Connection, job_id: str, token: int, now: float
     ) -> EndResult: ...
 
-    def complete(self, *, job_id: str, token: int) -> EndResult: ...
+    def complete_and_reserve(
+        self, *, job_id: str, token: int
+    ) -> tuple[EndResult, Reservation | None]: ...
 
 
 class SQLiteJobTransaction:
@@ -51,7 +53,7 @@ class SQLiteJobTransaction:
                 # Fenced: the job's own writes must not land either. Roll back, then record
                 # the refusal in a transaction of its own.
                 conn.execute("ROLLBACK")
-                return self._store.complete(job_id=self._job_id, token=self._token)
+                return self._store.complete_and_reserve(job_id=self._job_id, token=self._token)[0]
             result = self._store._complete_on(conn, self._job_id, self._token, now)
             conn.execute("COMMIT")
             return result
