@@ -35,7 +35,10 @@ class Policy:
     fail_on_timeout: bool = False
 
     def to_json(self) -> str:
-        return json.dumps(asdict(self), separators=(",", ":"))
+        try:
+            return _cached_policy_json(self)
+        except TypeError:  # a list backoff makes the policy unhashable
+            return _policy_json(self)
 
     @classmethod
     def from_json(cls, text: str) -> Policy:
@@ -52,6 +55,14 @@ class Policy:
             return policy
         except (TypeError, ValueError, AttributeError, RecursionError):
             return cls()
+
+
+def _policy_json(policy: Policy) -> str:
+    return json.dumps(asdict(policy), separators=(",", ":"))
+
+
+# Every dispatch stores its job's policy; asdict() deep-copies, and most jobs share a few.
+_cached_policy_json = functools.lru_cache(maxsize=1024)(_policy_json)
 
 
 @functools.lru_cache(maxsize=1024)

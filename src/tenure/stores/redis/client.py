@@ -54,6 +54,7 @@ class RedisClient:
         # job id -> queue. Ids are unique and a job never changes queue, so an entry is either
         # right or names a job that no longer exists anywhere.
         self._job_queue: dict[str, str] = {}
+        self._registered_queues: set[str] = set()  # by this client, in the queue registry
         self._layout_checked = False
 
     # -- keys ----------------------------------------------------------------------------

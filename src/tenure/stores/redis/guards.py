@@ -61,9 +61,11 @@ class RedisGuards(RedisClient):
         for i, job in enumerate(jobs):
             by_queue.setdefault(job.queue, []).append(i)
         # The registry first: a job must never exist in a queue that get_job cannot find.
-        calls: list[Call] = [
-            (self._g["register_queues"], [self._global_key("queues")], list(by_queue))
-        ]
+        # The registry only grows, so a queue this client registered once is registered.
+        unregistered = [q for q in by_queue if q not in self._registered_queues]
+        calls: list[Call] = []
+        if unregistered:
+            calls.append((self._g["register_queues"], [self._global_key("queues")], unregistered))
         positions: list[list[int]] = []
         for queue, indexes in by_queue.items():
             for start in range(0, len(indexes), ENQUEUE_CHUNK):
@@ -74,7 +76,10 @@ class RedisGuards(RedisClient):
                 calls.append(self._qcall("enqueue", queue, *args))
                 positions.append(chunk)
         ids = [job.id for job in jobs]
-        for chunk, stored in zip(positions, self._run_many(calls)[1:], strict=True):
+        # One call (the common dispatch of one job) skips the pipeline's machinery.
+        results = [self._run(calls[0])] if len(calls) == 1 else self._run_many(calls)
+        self._registered_queues.update(unregistered)
+        for chunk, stored in zip(positions, results[len(calls) - len(positions) :], strict=True):
             for i, job_id in zip(chunk, stored, strict=True):
                 ids[i] = str(job_id)
         for job, job_id in zip(jobs, ids, strict=True):
