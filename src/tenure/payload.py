@@ -39,11 +39,15 @@ def encode(
     trace: dict[str, str] | None = None,
 ) -> str:
     """Encode arguments as JSON text, or raise PayloadError saying which argument is at fault."""
-    _check_json(job_name, args, kwargs)
     envelope: dict[str, Any] = {"args": list(args), "kwargs": kwargs}
     if trace:
         envelope["trace"] = trace
-    text = json.dumps(envelope, separators=(",", ":"), allow_nan=False)
+    try:
+        text = json.dumps(envelope, separators=(",", ":"), allow_nan=False)
+    except (TypeError, ValueError, RecursionError) as exc:
+        # Encoding argument by argument costs a second pass: only to say which one failed.
+        _check_json(job_name, args, kwargs)
+        raise PayloadError(f"payload of job '{job_name}' cannot be stored as JSON") from exc
     if encrypted:
         text = _encrypt(text)
     size = len(text.encode())

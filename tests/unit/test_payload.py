@@ -41,8 +41,13 @@ def test_non_json_argument_names_the_argument() -> None:
         payload.encode("j", (), {"when": object()})
     with pytest.raises(PayloadError, match="argument 2"):
         payload.encode("j", (1, {1, 2}), {})
-    with pytest.raises(PayloadError):
+    with pytest.raises(PayloadError, match="argument 1 of job 'j' cannot be stored as JSON"):
         payload.encode("j", (float("nan"),), {})
+    deep: list[Any] = []
+    for _ in range(100_000):
+        deep = [deep]
+    with pytest.raises(PayloadError, match="argument 1 of job 'j' is nested too deeply"):
+        payload.encode("j", (deep,), {})
 
 
 def test_size_limit_is_checked_at_encode() -> None:
