@@ -50,7 +50,7 @@ def build_app(url: str) -> tenure.App:
 
 
 def fill(app: tenure.App, jobs: int) -> None:
-    have = sum(app.store.counts().values())
+    have = sum(app.counts().values())
     if have >= jobs:
         print(f"reusing {have:,} jobs in schema {SCHEMA}")
         return
@@ -138,7 +138,7 @@ def main(argv: list[str] | None = None) -> int:
         app.store.migrate()
         print(f"migrate(): {time.perf_counter() - started:.2f} s")
         fill(app, args.jobs)
-        counts = app.store.counts()
+        counts = app.counts()
         print(f"store: {sum(counts.values()):,} jobs {counts}")
         print(f"counter rows summed per read: {counter_rows(app)}")
         web = create_app(app)
@@ -152,7 +152,7 @@ def main(argv: list[str] | None = None) -> int:
             assert client.get("/api/overview").status_code == 200
 
         timed("store.queue_counts()", app.store.queue_counts, args.rounds)
-        timed("store.counts()", app.store.counts, args.rounds)
+        timed("app.counts()", app.counts, args.rounds)
         timed("store.list_workers()", app.store.list_workers, args.rounds)
         timed("store.list_batches(5)", lambda: app.store.list_batches(limit=5), args.rounds)
         _, page_p95 = timed("GET / (overview page)", page, args.rounds)

@@ -28,6 +28,7 @@ from tenure.stores.base import (
     NewJob,
     PeriodicClaim,
     WorkerRecord,
+    total_counts,
 )
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -406,7 +407,8 @@ class App:
         return self.store.list_workers()
 
     def counts(self) -> dict[str, int]:
-        return self.store.counts()
+        """Jobs per state, every state present: the sum of `queue_counts()`."""
+        return total_counts(self.store.queue_counts())
 
     def list_jobs(
         self, *, state: str | None = None, queue: str | None = None, limit: int = 50

@@ -9,7 +9,14 @@ from typing import TypeVar
 
 from tenure.retry import Policy
 from tenure.stores import Store
-from tenure.stores.base import AttemptRecord, JobRecord, NewJob, Reservation, WorkerRef
+from tenure.stores.base import (
+    AttemptRecord,
+    JobRecord,
+    NewJob,
+    Reservation,
+    WorkerRef,
+    total_counts,
+)
 
 T = TypeVar("T")
 
@@ -38,6 +45,11 @@ def new_job(
         delay=delay,
         batch_id=batch_id,
     )
+
+
+def counts(store: Store) -> dict[str, int]:
+    """Jobs per state, every state present: what App.counts() shows, from `queue_counts()`."""
+    return total_counts(store.queue_counts())
 
 
 def enqueue(store: Store, *jobs: NewJob) -> list[str]:

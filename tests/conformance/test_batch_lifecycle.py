@@ -15,7 +15,7 @@ from collections.abc import Sequence
 import pytest
 
 from backends.kit import Kit
-from conformance.helpers import W1, expire_and_rescue, job, new_job, reserve_one
+from conformance.helpers import W1, counts, expire_and_rescue, job, new_job, reserve_one
 from tenure.retry import Policy
 from tenure.stores import Store, open_store
 from tenure.stores.base import BatchRecord, NewBatch, NewJob, WorkerRef
@@ -318,7 +318,7 @@ def test_cancel_with_nothing_running_settles_at_once(store: Store) -> None:
     b = batch(store, batch_id)
     assert (b.state, b.cancelled, b.jobs, b.finished_at is not None) == ("cancelled", 2, 2, True)
     assert_callback_ids(store, b, "finally")
-    assert store.counts()["cancelled"] == 2
+    assert counts(store)["cancelled"] == 2
     assert not store.cancel_batch("no-such-batch")
 
 

@@ -9,7 +9,7 @@ from dataclasses import replace
 
 import pytest
 
-from conformance.helpers import W1, W2, attempt, enqueue, job, new_job, reserve_one
+from conformance.helpers import W1, W2, attempt, counts, enqueue, job, new_job, reserve_one
 from tenure.guards import Guards
 from tenure.stores import Store
 from tenure.stores.base import NewBatch
@@ -50,7 +50,7 @@ def test_with_nothing_ready_it_only_records_the_success(store: Store) -> None:
 
     assert result.accepted and following is None
     assert job(store, later[0]).state == "scheduled"
-    assert store.counts()["running"] == 0
+    assert counts(store)["running"] == 0
 
 
 def test_without_queues_or_worker_it_records_the_success_and_claims_nothing(

@@ -9,7 +9,7 @@ from __future__ import annotations
 import pytest
 
 from backends.kit import Kit
-from conformance.helpers import W1, enqueue, job, new_job, reserve_one, wait_until
+from conformance.helpers import W1, counts, enqueue, job, new_job, reserve_one, wait_until
 from tenure.retry import Policy
 from tenure.stores import Store
 
@@ -56,4 +56,4 @@ def test_a_policy_that_cannot_be_read_falls_back_to_the_defaults(
     assert result.accepted and result.state in ("queued", "scheduled")
     wait_until(store.rescue_expired, what="the good job's lease to expire")
     assert job(store, good).attempts[0].outcome == "crashed"
-    assert store.counts()["running"] == 0
+    assert counts(store)["running"] == 0

@@ -1,4 +1,5 @@
-"""Counts per queue and state (issue 9): `queue_counts()` and `counts()` on every backend.
+"""Counts per queue and state (issue 9): `queue_counts()`, and the totals App shows from it,
+on every backend.
 
 The dashboard reads them on every refresh, so no backend may count by scanning jobs; what
 these tests hold them to is agreeing, at every moment they are read, with the jobs themselves.
@@ -16,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from conformance.helpers import W2, enqueue, new_job, reserve_one, wait_until
+from conformance.helpers import W2, counts, enqueue, new_job, reserve_one, wait_until
 from tenure.guards import Guards
 from tenure.retry import Policy
 from tenure.states import JOB_STATES
@@ -43,7 +44,7 @@ def truth(store: Store) -> dict[str, dict[str, int]]:
 def assert_counts_agree(store: Store) -> dict[str, dict[str, int]]:
     by_queue = store.queue_counts()
     assert by_queue == truth(store)
-    totals = store.counts()
+    totals = counts(store)
     assert totals == {s: sum(q[s] for q in by_queue.values()) for s in JOB_STATES}
     return by_queue
 
@@ -51,7 +52,7 @@ def assert_counts_agree(store: Store) -> dict[str, dict[str, int]]:
 # -- the shape -------------------------------------------------------------------------------
 def test_an_empty_store_has_no_queues_and_every_state_at_zero(store: Store) -> None:
     assert store.queue_counts() == {}
-    assert store.counts() == zeros()
+    assert counts(store) == zeros()
 
 
 def test_queue_counts_split_by_queue_and_state(store: Store) -> None:
@@ -70,7 +71,7 @@ def test_queue_counts_split_by_queue_and_state(store: Store) -> None:
         "b": zeros(scheduled=1, failed=1),
         "c": zeros(succeeded=1),
     }
-    assert store.counts() == zeros(queued=1, scheduled=1, running=1, succeeded=1, failed=1)
+    assert counts(store) == zeros(queued=1, scheduled=1, running=1, succeeded=1, failed=1)
 
 
 def test_a_bulk_enqueue_is_counted_in_full(store: Store) -> None:
@@ -78,7 +79,7 @@ def test_a_bulk_enqueue_is_counted_in_full(store: Store) -> None:
     store.enqueue_many(jobs)
     store.enqueue_many(jobs[:500])  # ids already stored are skipped, and counted once
     by_queue = assert_counts_agree(store)
-    assert store.counts() == zeros(queued=2250, scheduled=750)
+    assert counts(store) == zeros(queued=2250, scheduled=750)
     assert sorted(by_queue) == ["bulk0", "bulk1", "bulk2"]
 
 
@@ -118,7 +119,7 @@ def test_retry_and_forget_move_the_counts(store: Store) -> None:
     assert store.forget_job(failing.id)
     # a queue whose jobs were all forgotten is gone from the counts, not a row of zeros
     assert assert_counts_agree(store) == {}
-    assert store.counts() == zeros()
+    assert counts(store) == zeros()
 
 
 def test_a_crashed_attempt_is_counted_where_the_rescue_puts_it(store: Store) -> None:

@@ -23,7 +23,7 @@ from typing import Any
 import pytest
 
 from backends.kit import Kit, foreign_connection
-from conformance.helpers import W1, W2, enqueue, expire_and_rescue, job, new_job, wait_until
+from conformance.helpers import W1, W2, counts, enqueue, expire_and_rescue, job, new_job, wait_until
 from tenure.errors import ConfigError
 from tenure.guards import Guards
 from tenure.stores import Store
@@ -51,7 +51,7 @@ def test_a_held_unique_key_returns_the_holders_id_and_stores_nothing(store: Stor
     a, b = guarded(Guards(unique_key="order:9")), guarded(Guards(unique_key="order:9"))
     assert store.enqueue_many([a, b]) == [a.id, a.id]
     assert store.get_job(b.id) is None
-    assert store.counts()["queued"] == 4
+    assert counts(store)["queued"] == 4
 
 
 def test_an_id_already_present_is_skipped(store: Store) -> None:
@@ -59,7 +59,7 @@ def test_an_id_already_present_is_skipped(store: Store) -> None:
     u = guarded(Guards(unique_key="k"))
     assert store.enqueue_many([j, u]) == [j.id, u.id]
     assert store.enqueue_many([j, u]) == [j.id, u.id]  # a retried dispatch: nothing twice
-    assert store.counts()["queued"] == 2
+    assert counts(store)["queued"] == 2
 
 
 def test_unique_until_completed_holds_the_key_while_running(store: Store) -> None:
@@ -71,7 +71,7 @@ def test_unique_until_completed_holds_the_key_while_running(store: Store) -> Non
     assert store.complete_and_reserve(job_id=r.job_id, token=r.token)[0].accepted
     again = guarded(key)
     assert store.enqueue_many([again]) == [again.id]  # free once the holder completed
-    assert store.counts()["queued"] == 1
+    assert counts(store)["queued"] == 1
 
 
 def test_unique_until_processing_frees_the_key_when_the_holder_starts(
@@ -112,7 +112,7 @@ def test_unique_for_expires_on_the_stores_clock(store: Store) -> None:
     wait_until(lambda: store.now() > created + 0.6, what="unique_for to pass")
     later = guarded(key)
     assert store.enqueue_many([later]) == [later.id]  # the first is still queued, but expired
-    assert store.counts()["queued"] == 2
+    assert counts(store)["queued"] == 2
 
 
 DISPATCHER = r"""
@@ -166,7 +166,7 @@ def test_concurrent_dispatches_of_one_key_from_four_processes_store_one_job(
     assert [p.returncode for p in procs] == [0, 0, 0, 0]
     assert sum(len(a) for a in answers) == 200
     assert len({i for a in answers for i in a}) == 1, "two dispatches both took the key"
-    assert store.counts()["queued"] == 1
+    assert counts(store)["queued"] == 1
 
 
 # -- overlap ---------------------------------------------------------------------------------
@@ -228,7 +228,7 @@ def test_concurrent_reservers_never_overlap_one_key(store: Store) -> None:
         me = WorkerRef(id=f"ov-{n}", host="h", pid=n)
         try:
             deadline = time.monotonic() + 30
-            while time.monotonic() < deadline and store.counts()["succeeded"] < len(jobs):
+            while time.monotonic() < deadline and counts(store)["succeeded"] < len(jobs):
                 for r in store.reserve(queues=["ov"], worker=me, lease=30, limit=2):
                     time.sleep(0.02)  # the attempt's work
                     assert store.complete_and_reserve(job_id=r.job_id, token=r.token)[0].accepted
@@ -243,7 +243,7 @@ def test_concurrent_reservers_never_overlap_one_key(store: Store) -> None:
     for t in threads:
         t.join(60)
     assert errors == []
-    assert store.counts()["succeeded"] == len(jobs)
+    assert counts(store)["succeeded"] == len(jobs)
     for j in jobs:
         record = job(store, j.id)
         assert record.tries_used == 1
@@ -350,7 +350,7 @@ def test_processes_racing_under_a_rate_limit_never_exceed_it(store: Store, store
     for i, s in enumerate(started):
         assert sum(1 for t in started[i:] if t < s + 0.5 - 1e-6) <= 3, started
     assert all(job(store, j.id).tries_used <= 1 for j in jobs)
-    assert store.counts()["failed"] == 0
+    assert counts(store)["failed"] == 0
 
 
 # -- once() ----------------------------------------------------------------------------------
@@ -433,7 +433,7 @@ def test_a_store_without_caller_transactions_refuses_conn(store: Store) -> None:
         pytest.skip("this store enqueues in the application's transaction (the tests around)")
     with pytest.raises(ConfigError):
         store.enqueue_many([new_job()], conn=object())
-    assert store.counts()["queued"] == 0
+    assert counts(store)["queued"] == 0
 
 
 def test_enqueue_in_a_committed_transaction_is_visible_after_commit(
@@ -443,9 +443,9 @@ def test_enqueue_in_a_committed_transaction_is_visible_after_commit(
     dup = guarded(Guards(unique_key="signup:1"))
     plain = new_job()
     assert store.enqueue_many([first, dup, plain], conn=conn) == [first.id, first.id, plain.id]
-    assert store.counts()["queued"] == 0
+    assert counts(store)["queued"] == 0
     conn.commit()
-    assert store.counts()["queued"] == 2
+    assert counts(store)["queued"] == 2
     got = store.reserve(queues=["default"], worker=W1, lease=30, limit=5)
     assert sorted(r.job_id for r in got) == sorted([first.id, plain.id])
     assert store.enqueue_many([guarded(Guards(unique_key="signup:1"))]) == [first.id]
@@ -464,7 +464,7 @@ def test_enqueue_refuses_a_connection_it_cannot_write_in(
                 store.enqueue_many([new_job()], conn=other)
         finally:
             other.close()
-    assert store.counts()["queued"] == 0
+    assert counts(store)["queued"] == 0
 
 
 def test_workers_wake_only_when_the_application_commits(

@@ -110,7 +110,7 @@ def test_overview_has_a_row_per_queue_and_totals_that_are_their_sum(
     assert (rows["mail"]["waiting"], rows["mail"]["failed"]) == (1, 1)
     assert rows["reports"]["scheduled"] == 1
     assert rows["zzz-done"]["succeeded"] == 1  # a queue with finished jobs only keeps its row
-    assert data["counts"] == project.app.store.counts()
+    assert data["counts"] == project.app.counts()
     assert data["counts"]["queued"] == sum(r["waiting"] for r in data["queues"])
     html = client.get("/").text
     assert all(f'<th scope="row">{name}</th>' in html for name in rows)

@@ -210,9 +210,6 @@ class Store(Protocol):
     ) -> list[JobRecord]:
         """Newest first, without attempts."""
 
-    def counts(self) -> dict[str, int]:
-        """Jobs per state, every state present: the sum of `queue_counts()` over its queues."""
-
     def queue_counts(self) -> dict[str, dict[str, int]]:
         """Jobs per queue, then per state (every state present), for each queue that holds a
         job. Read from counters or indexes, never by scanning jobs: the dashboard asks on every
@@ -242,19 +239,10 @@ class Store(Protocol):
     def restart_requested_at(self) -> float | None: ...
 
 
-class CountsFromQueues:
-    """`counts()` written once for every store, from `queue_counts()`: one source, so the two
-    never disagree, and a backend implements one verb, not two."""
-
-    def queue_counts(self) -> dict[str, dict[str, int]]:
-        raise NotImplementedError
-
-    def counts(self) -> dict[str, int]:
-        return total_counts(self.queue_counts())
-
-
 def total_counts(by_queue: dict[str, dict[str, int]]) -> dict[str, int]:
-    """`counts()` from `queue_counts()`: one source, so the two never disagree."""
+    """Jobs per state, every state present, from `queue_counts()`: the totals App and the
+    worker's metrics show are one sum over one source, so they never disagree with the
+    per-queue numbers, and no store writes a second verb for them."""
     out = dict.fromkeys(JOB_STATES, 0)
     for counts in by_queue.values():
         for state, n in counts.items():
@@ -266,7 +254,6 @@ __all__ = [
     "AttemptRecord",
     "BatchRecord",
     "Capabilities",
-    "CountsFromQueues",
     "EffectRecord",
     "EndResult",
     "JobRecord",

@@ -367,7 +367,7 @@ class Worker:
 
     def _metrics_page(self) -> str:
         try:
-            counts: dict[str, int] | None = self.store.counts()
+            counts: dict[str, int] | None = self.app.counts()
         except Exception:  # a scrape during an outage still shows this worker's counters
             counts = None
         running = sum(1 for slot in self.slots if slot.current is not None)

@@ -13,6 +13,7 @@ from pathlib import Path
 import psycopg
 import pytest
 
+from conformance.helpers import counts
 from tenure.errors import ConfigError
 from tenure.retry import Policy
 from tenure.stores import open_store
@@ -60,7 +61,7 @@ def test_with_pooler_the_store_runs_and_idle_waits_poll(bounced_url: str) -> Non
             store.enqueue_many(
                 [NewJob(id=f"j{i}", name="n", queue="q", payload="[]", policy=Policy())]
             )
-        assert store.counts()["queued"] == 20
+        assert counts(store)["queued"] == 20
         # no listen_url: a bounded poll, the caller's timeout
         started = time.monotonic()
         store.wait_for_work(queues=["q"], timeout=0.5)

@@ -14,7 +14,7 @@ from collections.abc import Iterator
 import psycopg
 import pytest
 
-from conformance.helpers import W1, enqueue, job, new_job, reserve_one, wait_until
+from conformance.helpers import W1, counts, enqueue, job, new_job, reserve_one, wait_until
 from tenure.errors import ConfigError, StoreUnavailable
 from tenure.retry import Policy
 from tenure.stores import open_store
@@ -90,7 +90,7 @@ def test_a_schema_newer_than_the_code_is_refused(
     store = PostgresStore(url)
     try:
         with pytest.raises(ConfigError, match="version 999"):
-            store.counts()
+            counts(store)
     finally:
         store.close()
 
@@ -102,9 +102,9 @@ def test_schemas_keep_installations_apart(postgres_url: str) -> None:
     try:
         (job_id,) = enqueue(a, new_job())
         assert b.get_job(job_id) is None
-        assert b.counts()["queued"] == 0
+        assert counts(b)["queued"] == 0
         assert b.reserve(queues=["default"], worker=W1, lease=30, limit=1) == []
-        assert a.counts()["queued"] == 1
+        assert counts(a)["queued"] == 1
     finally:
         a.close()
         b.close()

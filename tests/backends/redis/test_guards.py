@@ -20,6 +20,7 @@ import pytest
 import redis
 from redis.crc import key_slot
 
+from conformance.helpers import counts
 from tenure.errors import ConfigError
 from tenure.guards import Guards
 from tenure.retry import Policy
@@ -189,7 +190,7 @@ def test_what_redis_cannot_do_is_refused_clearly(make_store: Callable[..., Redis
     store = make_store()
     with pytest.raises(ConfigError, match="Redis cannot enqueue inside your database"):
         store.enqueue_many([job()], conn=object())
-    assert store.counts()["queued"] == 0
+    assert counts(store)["queued"] == 0
     with pytest.raises(ConfigError, match="PostgreSQL or SQLite"):
         store.job_transaction(job_id="x", token=1)
 

@@ -18,6 +18,7 @@ import pytest
 import redis
 from redis.crc import key_slot
 
+from conformance.helpers import counts
 from tenure.errors import ConfigError, StoreUnavailable
 from tenure.retry import Policy
 from tenure.stores import open_store
@@ -149,8 +150,8 @@ def test_prefixes_are_isolated_even_when_one_extends_the_other(
     outer.enqueue_many([job("only-outer")])
     inner.enqueue_many([job("only-inner"), job("second-inner", queue="mail")])
 
-    assert outer.counts()["queued"] == 1
-    assert inner.counts()["queued"] == 2
+    assert counts(outer)["queued"] == 1
+    assert counts(inner)["queued"] == 2
     assert inner.get_job("only-outer") is None
     assert [r.job_id for r in outer.reserve(queues=["default"], worker=WORKER, lease=30)] == [
         "only-outer"
@@ -187,7 +188,7 @@ def test_concurrent_reservers_never_get_the_same_job(store: RedisStore) -> None:
         t.join(DEADLINE_S)
     assert len(got) == total
     assert len(set(got)) == total
-    assert store.counts()["running"] == total
+    assert counts(store)["running"] == total
 
 
 def test_concurrent_rescuers_close_each_expired_attempt_once(store: RedisStore) -> None:
@@ -312,7 +313,7 @@ def test_wait_for_work_wakes_when_a_delayed_job_becomes_due(store: RedisStore) -
 
 def test_wake_up_tokens_are_bounded(store: RedisStore, client: redis.Redis) -> None:
     store.enqueue_many([job(f"j-{i}") for i in range(1200)])
-    assert store.counts()["queued"] == 1200
+    assert counts(store)["queued"] == 1200
     assert client.llen(f"{store.prefix}:{{q:default}}:notify") <= 32
 
 
@@ -343,7 +344,7 @@ def test_damaged_records_do_not_crash_reserve_or_get_job(
     assert store.get_job("gone") is None
     # the leftover entry of the vanished job was dropped, not left to block the queue
     assert client.zcard(f"{base}:queued") == 0
-    assert store.counts()["running"] == 3
+    assert counts(store)["running"] == 3
 
 
 def test_a_running_entry_without_its_job_is_cleaned_by_rescue(
@@ -374,7 +375,7 @@ def test_enqueueing_the_same_id_twice_keeps_the_first(store: RedisStore) -> None
     store.enqueue_many([job("once", queue="default", delay=100)])
     record = store.get_job("once")
     assert record is not None and record.state == "queued"
-    assert store.counts()["queued"] == 1
+    assert counts(store)["queued"] == 1
 
 
 def test_a_fresh_store_finds_jobs_by_id_alone(store: RedisStore) -> None:
@@ -403,7 +404,7 @@ def test_with_aof_a_restart_keeps_jobs_attempts_and_leases(
         server.stop()
         server.start()
         wait_until(lambda: _reachable(store), "Redis to come back")
-        assert store.counts()["queued"] == 1
+        assert counts(store)["queued"] == 1
         assert store.complete_and_reserve(job_id=r.job_id, token=r.token)[0].accepted
         record = store.get_job(r.job_id)
         assert record is not None and [a.outcome for a in record.attempts] == ["succeeded"]
@@ -424,7 +425,7 @@ def test_without_persistence_a_restart_loses_everything() -> None:
         server.stop()
         server.start()
         wait_until(lambda: _reachable(store), "Redis to come back")
-        assert store.counts() == dict.fromkeys(store.counts(), 0)
+        assert counts(store) == dict.fromkeys(counts(store), 0)
         result = store.complete_and_reserve(job_id=r.job_id, token=r.token)[0]
         assert (result.accepted, result.state) == (False, "missing")
     finally:

@@ -10,7 +10,6 @@ from typing import Any
 from tenure.states import FINAL_STATES, JOB_STATES
 from tenure.stores.base import (
     BatchRecord,
-    CountsFromQueues,
     EffectRecord,
     JobRecord,
     NewBatch,
@@ -33,7 +32,7 @@ def usable_id(value: str) -> bool:
     return "\x00" not in value
 
 
-class PostgresOperations(CountsFromQueues):
+class PostgresOperations:
     """`postgresql://user@host/db?schema=NAME` (default schema: tenure)."""
 
     def __init__(self, url: str, *, pool_max: int = POOL_MAX) -> None:

@@ -8,7 +8,7 @@ from dataclasses import replace
 from typing import cast
 
 from tenure.states import JOB_STATES
-from tenure.stores.base import CountsFromQueues, JobRecord
+from tenure.stores.base import JobRecord
 from tenure.stores.redis.client import LIST_PAGE, RedisClient, clock_value
 from tenure.stores.redis.guards import effect_records
 from tenure.stores.redis.records import attempt_records, job_record, to_int
@@ -17,7 +17,7 @@ from tenure.stores.redis.records import attempt_records, job_record, to_int
 COUNTED_STATES = ("queued", "scheduled", "running", "succeeded", "failed", "cancelled")
 
 
-class RedisOperations(RedisClient, CountsFromQueues):
+class RedisOperations(RedisClient):
     def now(self) -> float:
         seconds, micros = self._redis.time()
         return clock_value(seconds, micros)

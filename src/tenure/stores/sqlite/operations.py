@@ -6,14 +6,14 @@ from __future__ import annotations
 import json
 
 from tenure.states import FINAL_STATES, JOB_STATES
-from tenure.stores.base import CountsFromQueues, EffectRecord, JobRecord, WorkerRecord
+from tenure.stores.base import EffectRecord, JobRecord, WorkerRecord
 from tenure.stores.sql import batches
 from tenure.stores.sql.rows import attempt_record, job_record
 from tenure.stores.sqlite.connection import SQLiteConnections
 from tenure.stores.sqlite.dialect import SQLITE
 
 
-class SQLiteOperations(SQLiteConnections, CountsFromQueues):
+class SQLiteOperations(SQLiteConnections):
     # -- reading and operating ---------------------------------------------------------
     def get_job(self, job_id: str) -> JobRecord | None:
         with self._read() as conn:
