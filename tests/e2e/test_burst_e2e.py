@@ -39,6 +39,16 @@ def test_burst_runs_a_dead_workers_job_and_names_what_is_scheduled(project: Proj
     assert project.app.get_job(later.id).state == "scheduled"
 
 
+def test_burst_waits_for_a_job_due_within_a_lease(project: Project) -> None:
+    """A retry with a short backoff or a job a guard deferred by a second is the queue's own
+    work: a burst worker that left it behind would leave a drained queue undrained."""
+    soon = project.jobs.noop.options(delay=2).dispatch()
+    burst = project.worker("--burst")
+    assert burst.wait(60) == 0
+    assert project.app.get_job(soon.id).state == "succeeded"
+    assert "waiting" in "\n".join(messages(burst))
+
+
 def test_burst_with_nothing_left_says_so(project: Project) -> None:
     project.jobs.noop.dispatch()
     burst = project.worker("--burst")

@@ -2,9 +2,11 @@
 
 Empty queues are not the end of the work: a dead worker's job stays `running` until its lease
 expires, and then it is the burst worker's to rescue and run. So a burst worker waits for
-running jobs whose leases stop being renewed (at most until those leases expire), but not for
-jobs a live worker holds (their leases move) nor for scheduled ones (retries, delays), which it
-names when it exits.
+running jobs whose leases stop being renewed (at most until those leases expire), and for
+scheduled jobs due within that same horizon (a retry with a short backoff; a job an overlap key
+or a rate limit deferred by a second: the queue's own work, held back a moment), but not for
+jobs a live worker holds (their leases move) nor for jobs due later, which it names when it
+exits.
 """
 
 from __future__ import annotations
@@ -63,6 +65,7 @@ class BurstEnd:
         self._first_lease: dict[str, float | None] = {}
         self._alive: set[str] = set()
         self._told: set[str] = set()
+        self._told_due: set[float] = set()
 
     def done(self) -> bool:
         """The queues are empty: True (exit, having said what is left), unless a running
@@ -77,6 +80,9 @@ class BurstEnd:
             left = self.leftover(now)
         except Exception as exc:  # an outage now: the fetch loop backs off and looks again
             log.warning("--burst: cannot read what is left (%s: %s)", type(exc).__name__, exc)
+            return False
+        if left.next_due_at is not None and left.next_due_at - now <= self.slack:
+            self._say_due_soon(left, now)
             return False
         (log.info if left.empty else log.warning)(
             "--burst: the queues are empty; %s", left.describe()
@@ -96,6 +102,17 @@ class BurstEnd:
             max(0.0, expires - now),
             len(waiting),
             ", ".join(sorted(ids)),
+        )
+
+    def _say_due_soon(self, left: Leftover, now: float) -> None:
+        assert left.next_due_at is not None
+        if left.next_due_at in self._told_due:
+            return
+        self._told_due.add(left.next_due_at)
+        log.info(
+            "--burst: the queues are empty; waiting %.1f s for a scheduled job due at %s",
+            max(0.0, left.next_due_at - now),
+            clock_text(left.next_due_at),
         )
 
     def _running(self) -> list[JobRecord]:
