@@ -317,7 +317,8 @@ class App:
                 for c in (then, catch, finally_)
             ]
             traced.sent([(m.id, m.name, m.queue) for m in members])
-            self.store.create_batch(
+            self.store.enqueue_many(
+                members,
                 batch=NewBatch(
                     id=batch_id,
                     name=name,
@@ -327,7 +328,6 @@ class App:
                     catch=callbacks[1],
                     finally_=callbacks[2],
                 ),
-                jobs=members,
                 conn=conn,
             )
         return BatchHandle(batch_id, self)
@@ -361,6 +361,9 @@ class App:
     def add_to_batch(
         self, batch_id: str, sigs: Sequence[Sig], *, ids: Sequence[str] | None = None
     ) -> int:
+        """Add members to a running batch; ids already present are skipped, so a re-run
+        coordinator adds nothing twice. How many were added: 0 once the batch no longer takes
+        work."""
         chosen = list(ids) if ids is not None else [None] * len(sigs)
         with tracing.dispatching([s.name for s in sigs], batch_id=batch_id) as traced:
             members = [
@@ -368,7 +371,7 @@ class App:
                 for s, i in zip(sigs, chosen, strict=True)
             ]
             traced.sent([(m.id, m.name, m.queue) for m in members])
-            return self.store.add_to_batch(batch_id=batch_id, jobs=members)
+            return len(self.store.enqueue_many(members, into_batch=batch_id))
 
     def get_batch(self, batch_id: str) -> BatchInfo:
         record = self.find_batch(batch_id)

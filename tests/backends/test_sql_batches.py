@@ -39,7 +39,7 @@ def test_an_unreadable_callback_is_logged_and_the_member_still_ends(
 ) -> None:
     kit: Kit = kit_for(store_url)
     then = new_job(name="report")
-    store.create_batch(batch=NewBatch(id="b-damaged", name="d", then=then), jobs=[new_job()])
+    store.enqueue_many([new_job()], batch=NewBatch(id="b-damaged", name="d", then=then))
     kit.damage_batch("b-damaged", {"callbacks": "{not json"})
     r = reserve_one(store)
     with caplog.at_level(logging.ERROR, logger="tenure.store"):

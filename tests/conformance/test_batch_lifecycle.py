@@ -25,12 +25,6 @@ TWO_TRIES = Policy(tries=2, backoff=0)
 CALLBACKS = "callbacks"
 
 
-@pytest.fixture(autouse=True)
-def _store_has_batches(store: Store) -> None:
-    if not hasattr(store, "create_batch"):
-        pytest.xfail(f"{type(store).__name__} has no batch methods yet (create_batch missing)")
-
-
 def make_batch(
     store: Store,
     members: Sequence[NewJob],
@@ -39,7 +33,8 @@ def make_batch(
     allow_failures: bool = False,
 ) -> str:
     batch_id = secrets.token_hex(6)
-    store.create_batch(
+    store.enqueue_many(
+        list(members),
         batch=NewBatch(
             id=batch_id,
             name="exports",
@@ -49,7 +44,6 @@ def make_batch(
             catch=new_job(queue=CALLBACKS, name="catch"),
             finally_=new_job(queue=CALLBACKS, name="finally"),
         ),
-        jobs=list(members),
     )
     return batch_id
 
@@ -92,7 +86,7 @@ def test_without_a_declared_total_progress_is_the_share_of_members_settled(store
     r = reserve_one(store)
     store.complete_and_reserve(job_id=r.job_id, token=r.token)
     assert batch(store, batch_id).progress == pytest.approx(0.25)
-    assert store.add_to_batch(batch_id=batch_id, jobs=[new_job() for _ in range(4)]) == 4
+    assert len(store.enqueue_many([new_job() for _ in range(4)], into_batch=batch_id)) == 4
     b = batch(store, batch_id)
     # no total was promised, so adding work may move the bar back: that is what totals are for
     assert (b.total, b.jobs, b.done, b.pending) == (8, 8, 1, 7)
@@ -102,7 +96,7 @@ def test_without_a_declared_total_progress_is_the_share_of_members_settled(store
 @pytest.mark.batches_across_queues
 def test_a_declared_total_smaller_than_the_members_gives_way_to_them(store: Store) -> None:
     batch_id = make_batch(store, [new_job() for _ in range(2)], total=2)
-    store.add_to_batch(batch_id=batch_id, jobs=[new_job()])
+    store.enqueue_many([new_job()], into_batch=batch_id)
     b = batch(store, batch_id)
     assert (b.total, b.jobs, b.declared_total, b.pending) == (3, 3, 2, 3)
 
@@ -122,13 +116,13 @@ def test_adding_stops_once_the_batch_failed_or_was_cancelled(store: Store) -> No
     r = reserve_one(store)
     fail_for_good(store, r.job_id, r.token)
     late = new_job()
-    assert store.add_to_batch(batch_id=failing, jobs=[late]) == 0
+    assert len(store.enqueue_many([late], into_batch=failing)) == 0
     assert store.get_job(late.id) is None
 
     cancelled = make_batch(store, [new_job()])
     assert store.cancel_batch(cancelled)
-    assert store.add_to_batch(batch_id=cancelled, jobs=[late]) == 0
-    assert store.add_to_batch(batch_id="no-such-batch", jobs=[late]) == 0
+    assert len(store.enqueue_many([late], into_batch=cancelled)) == 0
+    assert len(store.enqueue_many([late], into_batch="no-such-batch")) == 0
     assert store.get_job(late.id) is None
 
 
@@ -140,7 +134,7 @@ def test_an_empty_batch_settles_at_once_and_records_its_callbacks(store: Store) 
     assert b.finished_at is not None
     assert_callback_ids(store, b, "then", "finally")
     assert job(store, b.then_job_id or "").payload == '{"args":["then"],"kwargs":{}}'
-    assert store.add_to_batch(batch_id=batch_id, jobs=[new_job()]) == 0
+    assert len(store.enqueue_many([new_job()], into_batch=batch_id)) == 0
     assert not store.cancel_batch(batch_id)
 
 
@@ -343,7 +337,7 @@ def test_progress_against_a_declared_total_never_goes_back_through_a_whole_life(
     store.end_attempt(job_id=a.job_id, token=a.token, outcome="failed", error="e")
     sample()
     assert samples[-1] == pytest.approx(0.6 / 6)
-    store.add_to_batch(batch_id=batch_id, jobs=[new_job() for _ in range(2)])  # a slice
+    store.enqueue_many([new_job() for _ in range(2)], into_batch=batch_id)  # a slice
     sample()
     while got := store.reserve(queues=["default"], worker=W1, lease=30, limit=1):
         r = got[0]
@@ -355,7 +349,7 @@ def test_progress_against_a_declared_total_never_goes_back_through_a_whole_life(
         store.report_progress(job_id=r.job_id, token=r.token, fraction=0.1)  # ended: ignored
         sample()
         if batch(store, batch_id).jobs < 6:
-            store.add_to_batch(batch_id=batch_id, jobs=[new_job()])
+            store.enqueue_many([new_job()], into_batch=batch_id)
             sample()
     b = batch(store, batch_id)
     assert (b.state, b.done, b.jobs, b.total) == ("succeeded", 6, 6, 6)

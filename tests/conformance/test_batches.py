@@ -17,12 +17,6 @@ from tenure.stores.base import BatchRecord, NewBatch, NewJob, WorkerRef
 ONE_TRY = Policy(tries=1, backoff=0)
 
 
-@pytest.fixture(autouse=True)
-def _batches_written(store: Store) -> None:
-    if not hasattr(store, "create_batch"):
-        pytest.skip(f"{type(store).__name__} has no batches yet")
-
-
 def make_batch(
     store: Store,
     members: Sequence[NewJob],
@@ -32,7 +26,8 @@ def make_batch(
     callbacks: bool = True,
 ) -> str:
     batch_id = secrets.token_hex(6)
-    store.create_batch(
+    store.enqueue_many(
+        list(members),
         batch=NewBatch(
             id=batch_id,
             name="invoices",
@@ -42,7 +37,6 @@ def make_batch(
             catch=new_job(queue="callbacks", name="catch") if callbacks else None,
             finally_=new_job(queue="callbacks", name="finally") if callbacks else None,
         ),
-        jobs=list(members),
     )
     return batch_id
 
@@ -152,12 +146,21 @@ def test_cancel_stops_queued_members_and_a_running_ones_retry(store: Store) -> N
 
 @pytest.mark.batches_across_queues
 def test_add_to_batch_skips_members_it_already_has(store: Store) -> None:
-    a, b_ = new_job(), new_job()
-    batch_id = make_batch(store, [a], total=3)
-    assert store.add_to_batch(batch_id=batch_id, jobs=[a, b_]) == 1
-    assert store.add_to_batch(batch_id=batch_id, jobs=[b_]) == 0
-    assert batch(store, batch_id).jobs == 2
+    a, b_, c = new_job(), new_job(), new_job()
+    batch_id = make_batch(store, [a], total=4)
+    assert store.enqueue_many([a, b_], into_batch=batch_id) == [b_.id]  # the ids it added
+    assert store.enqueue_many([b_], into_batch=batch_id) == []
+    assert store.enqueue_many([c, c], into_batch=batch_id) == [c.id]  # once, though given twice
+    assert batch(store, batch_id).jobs == 3
     assert job(store, b_.id).batch_id == batch_id
+
+
+def test_creating_a_batch_returns_its_members_ids_in_order(store: Store) -> None:
+    members = [new_job() for _ in range(3)]
+    created = store.enqueue_many(members, batch=NewBatch(id=secrets.token_hex(6), name="ids"))
+    assert created == [m.id for m in members]
+    with pytest.raises(ValueError, match="not both"):
+        store.enqueue_many([new_job()], batch=NewBatch(id="b", name="b"), into_batch="b")
 
 
 @pytest.mark.batches_across_queues
@@ -165,7 +168,7 @@ def test_add_to_a_finished_batch_adds_nothing(store: Store) -> None:
     batch_id = make_batch(store, [new_job()])
     run_all(store)
     extra = new_job()
-    assert store.add_to_batch(batch_id=batch_id, jobs=[extra]) == 0
+    assert len(store.enqueue_many([extra], into_batch=batch_id)) == 0
     assert store.get_job(extra.id) is None
 
 
@@ -179,7 +182,7 @@ def test_progress_against_a_declared_total_never_goes_back(store: Store) -> None
     assert batch(store, batch_id).progress == pytest.approx(0.05)
     store.complete_and_reserve(job_id=r.job_id, token=r.token)
     assert batch(store, batch_id).progress == pytest.approx(0.1)
-    store.add_to_batch(batch_id=batch_id, jobs=[new_job(), new_job()])
+    store.enqueue_many([new_job(), new_job()], into_batch=batch_id)
     b = batch(store, batch_id)
     assert b.progress == pytest.approx(0.1) and b.total == 10 and b.jobs == 4
 

@@ -137,9 +137,7 @@ def test_batch_members_are_counted_in_their_batch_and_settle_it_once(store: Stor
     batch_id = "b-" + secrets.token_hex(4)
     members = [new_job(batch_id=batch_id) for _ in range(2)]
     then = new_job(name="notify", queue="callbacks")
-    store.create_batch(
-        batch=NewBatch(id=batch_id, name="exports", total=2, then=then), jobs=members
-    )
+    store.enqueue_many(members, batch=NewBatch(id=batch_id, name="exports", total=2, then=then))
     held = reserve_one(store)
 
     result, following = store.complete_and_reserve(

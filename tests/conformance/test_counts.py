@@ -85,10 +85,10 @@ def test_a_bulk_enqueue_is_counted_in_full(store: Store) -> None:
 
 def test_cancelling_a_batch_moves_its_queued_members_to_cancelled(store: Store) -> None:
     members = [new_job(queue="batch") for _ in range(40)]
-    store.create_batch(batch=NewBatch(id=secrets.token_hex(8), name="cancel-me"), jobs=members)
-    store.create_batch(
+    store.enqueue_many(members, batch=NewBatch(id=secrets.token_hex(8), name="cancel-me"))
+    store.enqueue_many(
+        [new_job(queue="other") for _ in range(3)],
         batch=NewBatch(id=(kept := secrets.token_hex(8)), name="kept"),
-        jobs=[new_job(queue="other") for _ in range(3)],
     )
     held = reserve_one(store, queues=["batch"])
     batch_id = next(b.id for b in store.list_batches() if b.name == "cancel-me")
@@ -163,7 +163,7 @@ def one_in_each_state(store: Store) -> None:
         else:
             store.complete_and_reserve(job_id=r.job_id, token=r.token)
     batch_id = secrets.token_hex(8)
-    store.create_batch(batch=NewBatch(id=batch_id, name="tail"), jobs=[new_job(queue=queue)])
+    store.enqueue_many([new_job(queue=queue)], batch=NewBatch(id=batch_id, name="tail"))
     assert store.cancel_batch(batch_id)
     enqueue(store, new_job(queue=queue))  # and one waiting behind the running one
     assert running.queue == queue
@@ -253,9 +253,9 @@ class Workload:
                 store.forget_job(finished.id)
         elif op == "batch":
             batch_id = secrets.token_hex(8)
-            store.create_batch(
+            store.enqueue_many(
+                [self.job() for _ in range(rng.randint(1, 12))],
                 batch=NewBatch(id=batch_id, name="mixed"),
-                jobs=[self.job() for _ in range(rng.randint(1, 12))],
             )
             if rng.random() < 0.5:
                 store.cancel_batch(batch_id)

@@ -147,7 +147,7 @@ def test_transactions_of_two_jobs_do_not_share_a_connection(store: Store, app_db
 def test_a_batch_members_end_is_in_the_same_commit(store: Store, app_db: AppDB) -> None:
     then = new_job(name="report")
     member = new_job()
-    store.create_batch(batch=NewBatch(id="b-tx", name="tx", total=1, then=then), jobs=[member])
+    store.enqueue_many([member], batch=NewBatch(id="b-tx", name="tx", total=1, then=then))
     r = store.reserve(queues=["default"], worker=W1, lease=30)[0]
     tx = store.job_transaction(job_id=r.job_id, token=r.token)
     app_db.insert(tx.connection, r.job_id, 1)

@@ -30,7 +30,8 @@ CALLBACKS = "callbacks"
 
 def make_batch(store: Store, members: Sequence[NewJob], *, allow_failures: bool) -> str:
     batch_id = secrets.token_hex(6)
-    store.create_batch(
+    store.enqueue_many(
+        list(members),
         batch=NewBatch(
             id=batch_id,
             name="exports",
@@ -39,7 +40,6 @@ def make_batch(store: Store, members: Sequence[NewJob], *, allow_failures: bool)
             catch=new_job(queue=CALLBACKS, name="catch"),
             finally_=new_job(queue=CALLBACKS, name="finally"),
         ),
-        jobs=list(members),
     )
     return batch_id
 

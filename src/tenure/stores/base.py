@@ -27,6 +27,7 @@ from tenure.stores.records import (
     WorkerRecord,
     WorkerRef,
     batch_record,
+    batch_target,
     callback_from_json,
     callback_to_json,
     clock_text,
@@ -43,7 +44,7 @@ class Capabilities:
     name: str  # for people: "SQLite", "PostgreSQL", "Redis"
     # job_transaction(): a running job's own writes commit together with its success
     job_transactions: bool
-    # enqueue_many / create_batch(conn=): jobs written inside the application's transaction
+    # enqueue_many(conn=): jobs (and batches) written inside the application's transaction
     enqueue_in_caller_transaction: bool
     # several job transactions open at once, and rescue working meanwhile (not one writer)
     concurrent_job_transactions: bool
@@ -52,7 +53,7 @@ class Capabilities:
     # workers on several hosts may share the store (SQLite: one host, one file)
     many_hosts: bool
     # a batch's members and callbacks may use different queues (Redis Cluster: one slot, so
-    # one queue per batch; create_batch and add_to_batch refuse others with a ConfigError)
+    # one queue per batch; enqueue_many(batch=/into_batch=) refuses others with a ConfigError)
     batches_span_queues: bool = True
 
 
@@ -86,7 +87,14 @@ class Store(Protocol):
     def close(self) -> None: ...
 
     # -- jobs through their life -------------------------------------------------------
-    def enqueue_many(self, jobs: Sequence[NewJob], *, conn: Any = None) -> list[str]:
+    def enqueue_many(
+        self,
+        jobs: Sequence[NewJob],
+        *,
+        conn: Any = None,
+        batch: NewBatch | None = None,
+        into_batch: str | None = None,
+    ) -> list[str]:
         """Store new jobs in one round trip and return their ids, in order.
 
         With `conn` (the application's own database connection, where the backend allows it)
@@ -94,6 +102,14 @@ class Store(Protocol):
 
         A job whose id already exists is skipped. A job whose unique key is held (see
         Guards) is not stored: the id of the job holding the key is returned in its place.
+
+        With `batch`, the batch is created with `jobs` as its first members, in one
+        transaction (one script on Redis), `conn` allowed; a batch created empty settles at
+        once, so its then/finally callbacks still run, once. With `into_batch` (a batch's id),
+        the jobs join that batch: ids already present are skipped, so a re-run coordinator
+        adds nothing twice, and nothing is added once the batch no longer takes work (it
+        settled, is failing or cancelled, or does not exist). Members take no unique keys.
+        Either way the ids returned are those of the members this call added, in order.
         """
 
     def reserve(
@@ -161,14 +177,6 @@ class Store(Protocol):
         """
 
     # -- batches -----------------------------------------------------------------------
-    def create_batch(self, *, batch: NewBatch, jobs: Sequence[NewJob], conn: Any = None) -> None:
-        """Create the batch and its first members in one transaction; with `conn`, in the
-        application's own transaction, as `enqueue_many` does (SQL backends only)."""
-
-    def add_to_batch(self, *, batch_id: str, jobs: Sequence[NewJob]) -> int:
-        """Add members; ids already present are skipped, so a re-run coordinator adds nothing
-        twice. Returns how many were added; 0 when the batch no longer takes work."""
-
     def cancel_batch(self, batch_id: str) -> bool:
         """Stop the batch: queued members are cancelled, running ones see it. False if it was
         not running."""
@@ -268,6 +276,7 @@ __all__ = [
     "WorkerRecord",
     "WorkerRef",
     "batch_record",
+    "batch_target",
     "callback_from_json",
     "callback_to_json",
     "clock_text",

@@ -178,6 +178,14 @@ class WorkerRecord:
     stopped_at: float | None = None
 
 
+def batch_target(batch: NewBatch | None, into_batch: str | None) -> NewBatch | str | None:
+    """Which batch form of `enqueue_many` a call asks for: a batch to create (NewBatch), the id
+    of one to add to, or None for plain jobs. Both at once is a caller's mistake."""
+    if batch is not None and into_batch is not None:
+        raise ValueError("enqueue_many: batch= creates a batch, into_batch= adds to one; not both")
+    return batch if batch is not None else into_batch
+
+
 def transaction_ended(job_id: str) -> JobTransactionEnded:
     """What a job transaction's complete() raises when the job ended it itself."""
     return JobTransactionEnded(

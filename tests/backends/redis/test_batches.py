@@ -89,7 +89,8 @@ def client(redis_url: str) -> Iterator[redis.Redis]:
 def make_batch(store: RedisStore, members: list[NewJob], *, callbacks_in: str = "") -> str:
     batch_id = secrets.token_hex(5)
     queue = callbacks_in or (members[0].queue if members else "default")
-    store.create_batch(
+    store.enqueue_many(
+        members,
         batch=NewBatch(
             id=batch_id,
             name="b",
@@ -97,7 +98,6 @@ def make_batch(store: RedisStore, members: list[NewJob], *, callbacks_in: str = 
             catch=job(queue),
             finally_=job(queue),
         ),
-        jobs=members,
     )
     return batch_id
 
@@ -217,9 +217,9 @@ def test_on_one_server_members_and_callbacks_may_use_any_queues(store: RedisStor
 def test_creating_a_batch_twice_is_refused(store: RedisStore) -> None:
     batch_id = make_batch(store, [job()])
     with pytest.raises(TenureError, match="already exists"):
-        store.create_batch(batch=NewBatch(id=batch_id, name="again"), jobs=[job()])
+        store.enqueue_many([job()], batch=NewBatch(id=batch_id, name="again"))
     with pytest.raises(TenureError, match="already exists"):
-        store.create_batch(batch=NewBatch(id=batch_id, name="again"), jobs=[job("other")])
+        store.enqueue_many([job("other")], batch=NewBatch(id=batch_id, name="again"))
 
 
 # -- damaged records -----------------------------------------------------------------------------
@@ -254,7 +254,7 @@ def test_a_batch_hash_without_a_state_stops_its_bookkeeping_not_its_members(
     record = store.get_batch(batch_id)
     assert record is not None and record.state == "failed"
     assert store.cancel_batch(batch_id) is False
-    assert store.add_to_batch(batch_id=batch_id, jobs=[job()]) == 0
+    assert len(store.enqueue_many([job()], into_batch=batch_id)) == 0
 
 
 # -- Redis Cluster -------------------------------------------------------------------------------
@@ -319,7 +319,7 @@ def test_on_a_cluster_a_batch_in_one_queue_runs_whole(
     store = make_store(cluster_node)
     members = [job("exports", ONE_TRY) for _ in range(3)]
     batch_id = make_batch(store, members)
-    store.add_to_batch(batch_id=batch_id, jobs=[job("exports")])
+    store.enqueue_many([job("exports")], into_batch=batch_id)
     got = store.reserve(queues=["exports"], worker=WORKER, lease=30, limit=2)
     store.report_progress(job_id=got[0].job_id, token=got[0].token, fraction=0.5)
     store.complete_and_reserve(job_id=got[0].job_id, token=got[0].token)
@@ -350,5 +350,5 @@ def test_on_a_cluster_a_batch_spanning_queues_is_refused_up_front(
         make_batch(store, [job("exports")], callbacks_in="callbacks")
     batch_id = make_batch(store, [job("exports")])
     with pytest.raises(ConfigError, match="Redis Cluster"):
-        store.add_to_batch(batch_id=batch_id, jobs=[job("mail")])
+        store.enqueue_many([job("mail")], into_batch=batch_id)
     assert store.list_jobs(queue="mail") == []

@@ -115,7 +115,7 @@ def test_a_batch_across_queues_is_refused_naming_them(store: RedisStore) -> None
 
     batch = NewBatch(id=secrets.token_hex(4), name="mixed")
     with pytest.raises(ConfigError, match=r"'exports'.*\['mail'\]"):
-        store.create_batch(batch=batch, jobs=[new_job(queue="exports"), new_job(queue="mail")])
+        store.enqueue_many([new_job(queue="exports"), new_job(queue="mail")], batch=batch)
     assert store.get_batch(batch.id) is None
     assert store.list_jobs(queue="mail") == [] and store.list_jobs(queue="exports") == []
 

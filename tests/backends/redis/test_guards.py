@@ -262,7 +262,7 @@ def test_batch_members_keep_their_overlap_and_rate_guards(
         job(Guards(rate_key="r", rate_limit=1, rate_window=60)),
     ]
     members.append(job(Guards(rate_key="r", rate_limit=1, rate_window=60)))
-    store.create_batch(batch=NewBatch(id=secrets.token_hex(4), name="guarded"), jobs=members)
+    store.enqueue_many(members, batch=NewBatch(id=secrets.token_hex(4), name="guarded"))
     got = store.reserve(queues=["default"], worker=W2, lease=30, limit=5)
     assert [r.job_id for r in got] == [members[1].id]
     for waiting in (members[0], members[2]):

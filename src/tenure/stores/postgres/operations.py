@@ -4,22 +4,16 @@ here except through retry and forget; the queue's rules live in `tenure.stores.p
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import Any
-
 from tenure.states import FINAL_STATES, JOB_STATES
 from tenure.stores.base import (
     BatchRecord,
     EffectRecord,
     JobRecord,
-    NewBatch,
-    NewJob,
     WorkerRecord,
 )
 from tenure.stores.postgres.database import POOL_MAX, Database
 from tenure.stores.postgres.dialect import PostgresDialect
 from tenure.stores.postgres.jobs import NOW
-from tenure.stores.postgres.transaction import caller_cursor
 from tenure.stores.sql import batches
 from tenure.stores.sql.rows import attempt_record, job_record
 
@@ -52,19 +46,6 @@ class PostgresOperations:
         self.db.close()
 
     # -- batches -----------------------------------------------------------------------
-    def create_batch(self, *, batch: NewBatch, jobs: Sequence[NewJob], conn: Any = None) -> None:
-        if conn is not None:
-            # The application's own transaction: its commit or rollback decides, not us.
-            with caller_cursor(self.db, conn) as cur:
-                batches.create(self.dialect, cur, batch, jobs, self.db.clock(cur))
-            return
-        with self.db.transaction() as cur:
-            batches.create(self.dialect, cur, batch, jobs, self.db.clock(cur))
-
-    def add_to_batch(self, *, batch_id: str, jobs: Sequence[NewJob]) -> int:
-        with self.db.transaction() as cur:
-            return batches.add(self.dialect, cur, batch_id, jobs, self.db.clock(cur))
-
     def cancel_batch(self, batch_id: str) -> bool:
         if not usable_id(batch_id):
             return False

@@ -33,12 +33,14 @@ from tenure.stores.base import (
     AttemptRecord,
     Capabilities,
     EndResult,
+    NewBatch,
     NewJob,
     PeriodicClaim,
     PeriodicRecord,
     Rescued,
     Reservation,
     WorkerRef,
+    batch_target,
     describe_crash,
 )
 from tenure.stores.postgres import claims, guards
@@ -70,11 +72,24 @@ class PostgresStore(PostgresOperations):
     )
 
     # -- jobs through their life -------------------------------------------------------
-    def enqueue_many(self, jobs: Sequence[NewJob], *, conn: Any = None) -> list[str]:
+    def enqueue_many(
+        self,
+        jobs: Sequence[NewJob],
+        *,
+        conn: Any = None,
+        batch: NewBatch | None = None,
+        into_batch: str | None = None,
+    ) -> list[str]:
+        target = batch_target(batch, into_batch)
         if conn is not None:
             # The application's own transaction: its commit or rollback decides, not us.
             with caller_cursor(self.db, conn) as cur:
+                if target is not None:
+                    return batches.enqueue(self.dialect, cur, target, jobs, self.db.clock(cur))
                 return self._enqueue(cur, jobs)
+        if target is not None:
+            with self.db.transaction() as cur:
+                return batches.enqueue(self.dialect, cur, target, jobs, self.db.clock(cur))
         if not any(j.guards.unique_key is not None for j in jobs):
             with self.db.cursor() as cur:  # one statement, one round trip
                 insert_jobs(self.db, cur, jobs, skip_existing=True)

@@ -1,4 +1,5 @@
-"""Batches on Redis: where a batch's keys live, and the six batch methods of the Store protocol.
+"""Batches on Redis: where a batch's keys live, enqueue_many's batch forms and the batch verbs
+of the Store protocol.
 
 A batch lives under the hash tag of its *home* queue: the queue of its first member, else of its
 first callback, else `default`. The rules themselves run in Lua (lua/lib/batch_rules.lua), inside
@@ -21,19 +22,14 @@ from tenure.errors import ConfigError, TenureError
 from tenure.stores.base import BatchRecord, NewBatch, NewJob
 from tenure.stores.redis.client import RedisClient, optional
 from tenure.stores.redis.guards import member_guards
-from tenure.stores.redis.records import PROGRESS_UNITS, batch_record, to_int
+from tenure.stores.redis.records import PROGRESS_UNITS, batch_record
 from tenure.stores.redis.scripts import CALLBACK_FIELDS, CALLBACK_KINDS
 
 BATCH_PAGE = 100
 
 
 class RedisBatches(RedisClient):
-    def create_batch(self, *, batch: NewBatch, jobs: Sequence[NewJob], conn: Any = None) -> None:
-        if conn is not None:
-            raise ConfigError(
-                "conn=: Redis cannot create a batch inside your database transaction; use "
-                "PostgreSQL or SQLite for conn=, or create the batch after your commit"
-            )
+    def _create_batch(self, batch: NewBatch, jobs: Sequence[NewJob]) -> list[str]:
         members = [replace(j, batch_id=batch.id) for j in jobs]
         callbacks = list(
             zip(CALLBACK_KINDS, (batch.then, batch.catch, batch.finally_), strict=True)
@@ -60,21 +56,20 @@ class RedisBatches(RedisClient):
             raise TenureError(f"batch {batch.id!r} already exists")
         for job in members:
             self._remember(job.id, job.queue)
+        return [str(job_id) for job_id in reply[1]]
 
-    def add_to_batch(self, *, batch_id: str, jobs: Sequence[NewJob]) -> int:
+    def _add_to_batch(self, batch_id: str, jobs: Sequence[NewJob]) -> list[str]:
         home = self._batch_home(batch_id)
         if home is None or not jobs:
-            return 0
+            return []
         members = [replace(j, batch_id=batch_id) for j in jobs]
         queues = [j.queue for j in members]
         self._check_one_slot(batch_id, home, queues)
         self._register_batch(batch_id, home, queues)
-        added = to_int(
-            self._run(self._qcall("add_to_batch", home, batch_id, *self._members(members)))
-        )
+        added = self._run(self._qcall("add_to_batch", home, batch_id, *self._members(members)))
         for job in members:
             self._remember(job.id, job.queue)
-        return added
+        return [str(job_id) for job_id in added]
 
     def cancel_batch(self, batch_id: str) -> bool:
         home = self._batch_home(batch_id)

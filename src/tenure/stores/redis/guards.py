@@ -49,12 +49,8 @@ ENQUEUE_CHUNK = 500  # jobs per script call: keeps one script from blocking Redi
 
 
 class RedisGuards(RedisClient):
-    def enqueue_many(self, jobs: Sequence[NewJob], *, conn: Any = None) -> list[str]:
-        if conn is not None:
-            raise ConfigError(
-                "conn=: Redis cannot enqueue inside your database transaction; use PostgreSQL "
-                "or SQLite for conn="
-            )
+    def _enqueue_jobs(self, jobs: Sequence[NewJob]) -> list[str]:
+        """enqueue_many of plain jobs: unique keys taken in each queue's script."""
         if not jobs:
             return []
         by_queue: dict[str, list[int]] = {}

@@ -59,7 +59,7 @@ once) are one Lua script (lua/lib/batch_io.lua), so they are never torn and neve
 On a single server or a Sentinel-managed one, a batch's members and callbacks may use any mix
 of queues: the script reaches the other queues' keys too. On Redis Cluster they would sit in
 other slots, so there every member and callback of a batch must use the batch's one queue;
-create_batch and add_to_batch refuse anything else with a ConfigError before writing.
+enqueue_many(batch=, into_batch=) refuses anything else with a ConfigError before writing.
 
 Operations over several queues (reserving across queues in priority order, counts, list_jobs,
 finding a job by id alone) run one script per queue: each queue's part is atomic, the whole is
@@ -76,16 +76,19 @@ from typing import Any, ClassVar, cast
 
 import redis
 
-from tenure.errors import TenureError
+from tenure.errors import ConfigError, TenureError
 from tenure.retry import Counters, Policy, decide
 from tenure.states import visible_state
 from tenure.stores.base import (
     AttemptRecord,
     Capabilities,
     EndResult,
+    NewBatch,
+    NewJob,
     Rescued,
     Reservation,
     WorkerRef,
+    batch_target,
     describe_crash,
 )
 from tenure.stores.redis.batches import RedisBatches
@@ -145,6 +148,33 @@ class RedisStore(RedisBatches, RedisGuards, RedisPeriodic, RedisWorkers, RedisOp
         self._disconnect()
 
     # -- jobs through their life ---------------------------------------------------------
+    def enqueue_many(
+        self,
+        jobs: Sequence[NewJob],
+        *,
+        conn: Any = None,
+        batch: NewBatch | None = None,
+        into_batch: str | None = None,
+    ) -> list[str]:
+        target = batch_target(batch, into_batch)
+        if conn is not None:
+            what = (
+                "enqueue"
+                if target is None
+                else "create a batch"
+                if isinstance(target, NewBatch)
+                else "add to a batch"
+            )
+            raise ConfigError(
+                f"conn=: Redis cannot {what} inside your database transaction; use PostgreSQL "
+                "or SQLite for conn=, or dispatch after your commit"
+            )
+        if target is None:
+            return self._enqueue_jobs(jobs)
+        if isinstance(target, NewBatch):
+            return self._create_batch(target, jobs)
+        return self._add_to_batch(target, jobs)
+
     def reserve(
         self, *, queues: Sequence[str], worker: WorkerRef, lease: float, limit: int = 1
     ) -> list[Reservation]:

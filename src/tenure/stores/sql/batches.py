@@ -60,7 +60,20 @@ class Dialect(Protocol):
         """Insert the jobs; how many were inserted."""
 
 
-def create(d: Dialect, cur: Cursor, batch: NewBatch, jobs: Sequence[NewJob], now: float) -> None:
+def enqueue(
+    d: Dialect, cur: Cursor, target: NewBatch | str, jobs: Sequence[NewJob], now: float
+) -> list[str]:
+    """`enqueue_many`'s batch forms: create the batch `target` with `jobs`, or add `jobs` to
+    the batch whose id is `target`; the ids of the members added."""
+    if isinstance(target, NewBatch):
+        return create(d, cur, target, jobs, now)
+    return add(d, cur, target, jobs, now)
+
+
+def create(
+    d: Dialect, cur: Cursor, batch: NewBatch, jobs: Sequence[NewJob], now: float
+) -> list[str]:
+    """The batch and its first members; the ids of the members added."""
     callbacks = {
         kind: callback_to_json(job)
         for kind, job in zip(CALLBACK_KINDS, (batch.then, batch.catch, batch.finally_), strict=True)
@@ -73,21 +86,46 @@ def create(d: Dialect, cur: Cursor, batch: NewBatch, jobs: Sequence[NewJob], now
         ),
         (batch.id, batch.name, batch.total, batch.allow_failures, json.dumps(callbacks), now),
     )
-    add(d, cur, batch.id, jobs, now)
+    added = add(d, cur, batch.id, jobs, now)
     # A batch created empty is finished at once: then and finally still run, once.
     _apply(d, cur, batch.id, rules.settle(_counts(d, cur, batch.id)), now)
+    return added
 
 
-def add(d: Dialect, cur: Cursor, batch_id: str, jobs: Sequence[NewJob], now: float) -> int:
+def add(d: Dialect, cur: Cursor, batch_id: str, jobs: Sequence[NewJob], now: float) -> list[str]:
+    """Members for a running batch (the batch row locked first); the ids added, in order:
+    an id already present, or repeated in `jobs`, is skipped."""
     counts = _counts(d, cur, batch_id)
     if counts.state != rules.RUNNING or counts.finished:
-        return 0
-    members = [replace(j, batch_id=batch_id) for j in jobs]
-    added = d.insert_jobs(cur, members, now, skip_existing=True)
+        return []
+    present = _present_ids(d, cur, [j.id for j in jobs])
+    fresh: list[NewJob] = []
+    for job in jobs:
+        if job.id not in present:
+            present.add(job.id)
+            fresh.append(replace(job, batch_id=batch_id))
+    # skip_existing still: a job of the same id written meanwhile outside this batch (whose
+    # row lock does not cover it) is skipped, not an error
+    added = d.insert_jobs(cur, fresh, now, skip_existing=True)
     cur.execute(
         d.q("UPDATE {s}.tenure_batches SET jobs = jobs + %s WHERE id = %s"), (added, batch_id)
     )
-    return added
+    return [j.id for j in fresh]
+
+
+ID_CHUNK = 500  # ids per IN (...) list: well under SQLite's limit on bound parameters
+
+
+def _present_ids(d: Dialect, cur: Cursor, ids: Sequence[str]) -> set[str]:
+    present: set[str] = set()
+    for start in range(0, len(ids), ID_CHUNK):
+        chunk = ids[start : start + ID_CHUNK]
+        marks = ", ".join(["%s"] * len(chunk))
+        rows = cur.execute(
+            d.q(f"SELECT id FROM {{s}}.tenure_jobs WHERE id IN ({marks})"), tuple(chunk)
+        ).fetchall()
+        present.update(row["id"] for row in rows)
+    return present
 
 
 def member_ended(d: Dialect, cur: Cursor, batch_id: str, outcome: str, now: float) -> None:

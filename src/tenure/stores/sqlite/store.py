@@ -26,6 +26,7 @@ from tenure.stores.base import (
     Rescued,
     Reservation,
     WorkerRef,
+    batch_target,
     describe_crash,
 )
 from tenure.stores.sql import batches, endings, periodic
@@ -63,10 +64,23 @@ class SQLiteStore(SQLiteOperations):
         many_hosts=False,
     )
 
-    def enqueue_many(self, jobs: Sequence[NewJob], *, conn: Any = None) -> list[str]:
+    def enqueue_many(
+        self,
+        jobs: Sequence[NewJob],
+        *,
+        conn: Any = None,
+        batch: NewBatch | None = None,
+        into_batch: str | None = None,
+    ) -> list[str]:
+        target = batch_target(batch, into_batch)
         if conn is not None:
-            return self._enqueue_in_caller_transaction(conn, jobs)
+            with self._caller_transaction(conn) as (caller, now):
+                if target is not None:
+                    return batches.enqueue(SQLITE, caller, target, jobs, now)
+                return self._enqueue(caller, jobs, now)
         with self._write() as (own, now):
+            if target is not None:
+                return batches.enqueue(SQLITE, own, target, jobs, now)
             return self._enqueue(own, jobs, now)
 
     def _enqueue(self, conn: sqlite3.Connection, jobs: Sequence[NewJob], now: float) -> list[str]:
@@ -89,16 +103,11 @@ class SQLiteStore(SQLiteOperations):
         insert_jobs(conn, fresh, now, skip_existing=True)
         return ids
 
-    def _enqueue_in_caller_transaction(self, conn: Any, jobs: Sequence[NewJob]) -> list[str]:
-        """Write the jobs with the application's own connection, inside its transaction: a
-        rollback leaves no job, and workers see them only once the application commits."""
-        with self._caller_transaction(conn) as (caller, now):
-            return self._enqueue(caller, jobs, now)
-
     @contextmanager
     def _caller_transaction(self, conn: Any) -> Iterator[tuple[sqlite3.Connection, float]]:
         """The application's own connection to this store's file, inside its transaction (one
-        is opened if none is): nothing here commits, the caller's commit or rollback decides."""
+        is opened if none is): nothing here commits, the caller's commit or rollback decides,
+        so a rollback leaves no job and workers see them only once the application commits."""
         if not isinstance(conn, sqlite3.Connection):
             raise ConfigError(
                 f"conn=: the SQLite store takes a sqlite3.Connection, got {type(conn).__name__}"
@@ -426,18 +435,6 @@ class SQLiteStore(SQLiteOperations):
         return watch
 
     # -- batches -----------------------------------------------------------------------
-    def create_batch(self, *, batch: NewBatch, jobs: Sequence[NewJob], conn: Any = None) -> None:
-        if conn is not None:
-            with self._caller_transaction(conn) as (caller, now):
-                batches.create(SQLITE, caller, batch, jobs, now)
-            return
-        with self._write() as (own, now):
-            batches.create(SQLITE, own, batch, jobs, now)
-
-    def add_to_batch(self, *, batch_id: str, jobs: Sequence[NewJob]) -> int:
-        with self._write() as (conn, now):
-            return batches.add(SQLITE, conn, batch_id, jobs, now)
-
     def cancel_batch(self, batch_id: str) -> bool:
         with self._write() as (conn, now):
             return batches.cancel(SQLITE, conn, batch_id, now)

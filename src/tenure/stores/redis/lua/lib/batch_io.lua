@@ -61,10 +61,11 @@ end
 
 -- ARGV from `first` on: groups of (base, queue, id, name, payload, policy, delay, guards);
 -- guards is '' or a JSON object of the job-hash fields the overlap and rate checks read
--- (guards.member_guards), so members are deferred like any job.
+-- (guards.member_guards), so members are deferred like any job. Returns the ids added, in
+-- order: an id already present is skipped.
 local function b_add_members(bbase, bid, c, first, now_s, now)
   local ok = open_key(bbase, bid)
-  local added, per_queue = 0, {}
+  local added, per_queue = {}, {}
   for i = first, #ARGV, MEMBER_FIELDS do
     local qbase, id = ARGV[i], ARGV[i + 2]
     if enqueue_at(qbase, ARGV[i + 1], id, ARGV[i + 3], ARGV[i + 4], ARGV[i + 5],
@@ -77,11 +78,11 @@ local function b_add_members(bbase, bid, c, first, now_s, now)
       end
       redis.call('HSET', ok, id, qbase)
       per_queue[qbase] = (per_queue[qbase] or 0) + 1
-      added = added + 1
+      added[#added + 1] = id
     end
   end
   for qbase, n in pairs(per_queue) do notify_at(qbase, n) end
-  c.jobs = c.jobs + added
+  c.jobs = c.jobs + #added
   return added
 end
 
