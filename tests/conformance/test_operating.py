@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 
 from conformance.helpers import W1, counts, enqueue, job, new_job, reserve_one, wait_until
@@ -150,7 +152,7 @@ def test_workers_register_list_and_stop(store: Store) -> None:
     assert old.started_at >= before - 0.01 and old.last_seen_at >= before - 0.01
     assert old.stopped_at is None
 
-    store.worker_stopped("w-old")
+    store.register_worker(replace(record("w-old"), stopped_at=0.0))  # the store stamps it
     stopped = {w.id: w for w in store.list_workers()}
     assert stopped["w-old"].stopped_at is not None
     assert stopped["w-old"].stopped_at >= old.started_at
@@ -160,7 +162,8 @@ def test_workers_register_list_and_stop(store: Store) -> None:
     again = {w.id: w for w in store.list_workers()}
     assert again["w-old"].stopped_at is None
     assert again["w-old"].queues == ("default",)
-    store.worker_stopped("never-registered")  # harmless
+    store.register_worker(replace(record("never-registered"), stopped_at=0.0))  # harmless
+    assert "never-registered" not in {w.id for w in store.list_workers()}
 
 
 def test_heartbeat_marks_the_worker_seen(store: Store) -> None:

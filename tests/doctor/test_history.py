@@ -70,7 +70,7 @@ def live_worker(store: Store, queues: tuple[str, ...], stopped: bool = False) ->
     now = store.now()
     store.register_worker(WorkerRecord("w1", "test", 1, queues, 1, now, now))
     if stopped:
-        store.worker_stopped("w1")
+        store.register_worker(WorkerRecord("w1", "test", 1, queues, 1, now, now, stopped_at=now))
 
 
 def test_p95_is_nearest_rank() -> None:

@@ -235,9 +235,11 @@ class Store(Protocol):
         """Delete a finished job and its attempts; False if absent or still live."""
 
     # -- workers -----------------------------------------------------------------------
-    def register_worker(self, record: WorkerRecord) -> None: ...
-
-    def worker_stopped(self, worker_id: str) -> None: ...
+    def register_worker(self, record: WorkerRecord) -> None:
+        """The one write to a worker's row, its times stamped by the store's clock (the
+        record's are not read): a worker starting (the row made anew, not stopped), or, when
+        `record.stopped_at` is set (to any time), that worker stopping. A stop for an id never
+        registered changes nothing."""
 
     def list_workers(self) -> list[WorkerRecord]: ...
 

@@ -13,6 +13,7 @@ import socket
 import threading
 import time
 from collections.abc import Callable
+from dataclasses import replace
 from typing import Any, TypeVar
 
 from tenure.app import App
@@ -110,7 +111,9 @@ class Worker:
             self._drain()
             self.finished.set()
             heartbeat.join(timeout=5)
-            self._call_store(lambda: self.store.worker_stopped(self.ref.id), attempts=3)
+            # the registry row says it stopped (the store stamps the time, as at registering)
+            stopped = replace(self._record, stopped_at=0.0)
+            self._call_store(lambda: self.store.register_worker(stopped), attempts=3)
             if self._loop is not None:
                 self._loop.call_soon_threadsafe(self._loop.stop)
             self._store_file.close()
@@ -135,6 +138,7 @@ class Worker:
             started_at=0.0,
             last_seen_at=0.0,
         )
+        self._record = record
 
         def register() -> float:
             self.store.register_worker(record)

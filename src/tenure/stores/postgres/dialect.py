@@ -29,6 +29,12 @@ class PostgresDialect:
         # created_at and run_at come from the server's now() inside the statement itself
         return insert_jobs(self._db, cur, jobs, skip_existing=skip_existing)
 
+    def text_list(self, values: Sequence[str]) -> list[str]:
+        return list(values)
+
+    def read_text_list(self, value: list[str]) -> tuple[str, ...]:
+        return tuple(value)
+
 
 def lock_batches(db: Database, cur: Cursor, batch_ids: Sequence[str]) -> None:
     """Lock several batch rows in one fixed order, for a caller ending jobs of many batches."""

@@ -14,7 +14,7 @@ from tenure.stores.base import (
 from tenure.stores.postgres.database import POOL_MAX, Database
 from tenure.stores.postgres.dialect import PostgresDialect
 from tenure.stores.postgres.jobs import NOW
-from tenure.stores.sql import batches
+from tenure.stores.sql import batches, workers
 from tenure.stores.sql.rows import attempt_record, job_record
 
 # Counter rows left by disconnected backends that a read tolerates before folding them.
@@ -218,43 +218,11 @@ class PostgresOperations:
     # -- workers -----------------------------------------------------------------------
     def register_worker(self, record: WorkerRecord) -> None:
         with self.db.cursor() as cur:
-            cur.execute(
-                self.db.q(
-                    "INSERT INTO {s}.tenure_workers (id, host, pid, queues, concurrency,"
-                    f" started_at, last_seen_at) VALUES (%s, %s, %s, %s, %s, {NOW}, {NOW})"
-                    " ON CONFLICT (id) DO UPDATE SET host = excluded.host, pid = excluded.pid,"
-                    " queues = excluded.queues, concurrency = excluded.concurrency,"
-                    " started_at = excluded.started_at, last_seen_at = excluded.last_seen_at,"
-                    " stopped_at = NULL"
-                ),
-                (record.id, record.host, record.pid, list(record.queues), record.concurrency),
-            )
-
-    def worker_stopped(self, worker_id: str) -> None:
-        with self.db.cursor() as cur:
-            cur.execute(
-                self.db.q(f"UPDATE {{s}}.tenure_workers SET stopped_at = {NOW} WHERE id = %s"),
-                (worker_id,),
-            )
+            workers.register(self.dialect, cur, record)
 
     def list_workers(self) -> list[WorkerRecord]:
         with self.db.cursor() as cur:
-            rows = cur.execute(
-                self.db.q("SELECT * FROM {s}.tenure_workers ORDER BY started_at DESC")
-            ).fetchall()
-        return [
-            WorkerRecord(
-                id=r["id"],
-                host=r["host"],
-                pid=r["pid"],
-                queues=tuple(r["queues"]),
-                concurrency=r["concurrency"],
-                started_at=r["started_at"],
-                last_seen_at=r["last_seen_at"],
-                stopped_at=r["stopped_at"],
-            )
-            for r in rows
-        ]
+            return workers.list_all(self.dialect, cur)
 
     def request_restart(self) -> float:
         with self.db.cursor() as cur:

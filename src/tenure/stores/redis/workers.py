@@ -12,6 +12,10 @@ from tenure.stores.redis.records import to_opt_float, worker_record
 
 class RedisWorkers(RedisClient):
     def register_worker(self, record: WorkerRecord) -> None:
+        if record.stopped_at is not None:  # the worker stopping: its row, stamped now
+            key = self._global_key(f"worker:{record.id}")
+            self._run((self._g["touch_worker"], [key], ["stopped_at"]))
+            return
         self._run(
             (
                 self._g["register_worker"],
@@ -24,11 +28,6 @@ class RedisWorkers(RedisClient):
                     record.concurrency,
                 ],
             )
-        )
-
-    def worker_stopped(self, worker_id: str) -> None:
-        self._run(
-            (self._g["touch_worker"], [self._global_key(f"worker:{worker_id}")], ["stopped_at"])
         )
 
     def list_workers(self) -> list[WorkerRecord]:

@@ -59,6 +59,11 @@ class Dialect(Protocol):
     ) -> int:
         """Insert the jobs; how many were inserted."""
 
+    def text_list(self, values: Sequence[str]) -> Any:
+        """A list of text as a column holds it: JSON text (SQLite) or text[] (PostgreSQL)."""
+
+    def read_text_list(self, value: Any) -> tuple[str, ...]: ...
+
 
 def enqueue(
     d: Dialect, cur: Cursor, target: NewBatch | str, jobs: Sequence[NewJob], now: float

@@ -4,6 +4,7 @@ no row locks (one writer holds the whole file), and the one insert every enqueue
 from __future__ import annotations
 
 import functools
+import json
 import sqlite3
 from collections.abc import Sequence
 
@@ -28,6 +29,12 @@ class SQLiteDialect:
         self, cur: sqlite3.Connection, jobs: Sequence[NewJob], now: float, *, skip_existing: bool
     ) -> int:
         return insert_jobs(cur, jobs, now, skip_existing=skip_existing)
+
+    def text_list(self, values: Sequence[str]) -> str:
+        return json.dumps(list(values))
+
+    def read_text_list(self, value: str) -> tuple[str, ...]:
+        return tuple(json.loads(value))
 
 
 @functools.lru_cache(maxsize=256)

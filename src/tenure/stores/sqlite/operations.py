@@ -3,11 +3,9 @@ worker registry. No job changes state here except through retry and forget."""
 
 from __future__ import annotations
 
-import json
-
 from tenure.states import FINAL_STATES, JOB_STATES
 from tenure.stores.base import EffectRecord, JobRecord, WorkerRecord
-from tenure.stores.sql import batches
+from tenure.stores.sql import batches, workers
 from tenure.stores.sql.rows import attempt_record, job_record
 from tenure.stores.sqlite.connection import SQLiteConnections
 from tenure.stores.sqlite.dialect import SQLITE
@@ -120,42 +118,11 @@ class SQLiteOperations(SQLiteConnections):
 
     # -- workers -----------------------------------------------------------------------
     def register_worker(self, record: WorkerRecord) -> None:
-        with self._write() as (conn, now):
-            conn.execute(
-                "INSERT OR REPLACE INTO tenure_workers (id, host, pid, queues, concurrency,"
-                " started_at, last_seen_at) VALUES (?, ?, ?, ?, ?, ?, ?)",
-                (
-                    record.id,
-                    record.host,
-                    record.pid,
-                    json.dumps(list(record.queues)),
-                    record.concurrency,
-                    now,
-                    now,
-                ),
-            )
-
-    def worker_stopped(self, worker_id: str) -> None:
-        with self._write() as (conn, now):
-            conn.execute("UPDATE tenure_workers SET stopped_at = ? WHERE id = ?", (now, worker_id))
+        with self._write() as (conn, _now):
+            workers.register(SQLITE, conn, record)
 
     def list_workers(self) -> list[WorkerRecord]:
-        rows = (
-            self._conn().execute("SELECT * FROM tenure_workers ORDER BY started_at DESC").fetchall()
-        )
-        return [
-            WorkerRecord(
-                id=r["id"],
-                host=r["host"],
-                pid=r["pid"],
-                queues=tuple(json.loads(r["queues"])),
-                concurrency=r["concurrency"],
-                started_at=r["started_at"],
-                last_seen_at=r["last_seen_at"],
-                stopped_at=r["stopped_at"],
-            )
-            for r in rows
-        ]
+        return workers.list_all(SQLITE, self._conn())
 
     def request_restart(self) -> float:
         with self._write() as (conn, now):

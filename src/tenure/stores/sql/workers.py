@@ -1,0 +1,49 @@
+"""The worker registry on the SQL stores, written once for SQLite and PostgreSQL: one row per
+worker id, its times stamped by the server's clock (never a worker's), and the worker's end
+recorded on the same row by the same verb."""
+
+from __future__ import annotations
+
+from tenure.stores.records import WorkerRecord
+from tenure.stores.sql.batches import Cursor, Dialect
+
+
+def register(d: Dialect, cur: Cursor, record: WorkerRecord) -> None:
+    """A worker starting (its row made anew: the same id starting again is a new run, not
+    stopped), or, with `record.stopped_at` set, that worker stopping. A stop for an id never
+    registered changes nothing."""
+    if record.stopped_at is not None:
+        cur.execute(
+            d.q(f"UPDATE {{s}}.tenure_workers SET stopped_at = {d.clock_sql} WHERE id = %s"),
+            (record.id,),
+        )
+        return
+    cur.execute(
+        d.q(
+            "INSERT INTO {s}.tenure_workers (id, host, pid, queues, concurrency, started_at,"
+            f" last_seen_at) VALUES (%s, %s, %s, %s, %s, {d.clock_sql}, {d.clock_sql})"
+            " ON CONFLICT (id) DO UPDATE SET host = excluded.host, pid = excluded.pid,"
+            " queues = excluded.queues, concurrency = excluded.concurrency,"
+            " started_at = excluded.started_at, last_seen_at = excluded.last_seen_at,"
+            " stopped_at = NULL"
+        ),
+        (record.id, record.host, record.pid, d.text_list(record.queues), record.concurrency),
+    )
+
+
+def list_all(d: Dialect, cur: Cursor) -> list[WorkerRecord]:
+    """Every registered worker, stopped ones included, the latest started first."""
+    rows = cur.execute(d.q("SELECT * FROM {s}.tenure_workers ORDER BY started_at DESC")).fetchall()
+    return [
+        WorkerRecord(
+            id=r["id"],
+            host=r["host"],
+            pid=r["pid"],
+            queues=d.read_text_list(r["queues"]),
+            concurrency=r["concurrency"],
+            started_at=r["started_at"],
+            last_seen_at=r["last_seen_at"],
+            stopped_at=r["stopped_at"],
+        )
+        for r in rows
+    ]
