@@ -52,6 +52,8 @@ def describe_job(job: JobRecord) -> list[str]:
         lines.append("  no attempt yet")
     if job.state == "failed" and job.last_error:
         lines.append(f"  failed: {job.last_error}")
+    if job.result_text is not None:
+        lines.append(f"  result: {result_text(job.result_text)}")
     runs = [a for a in job.attempts if a.outcome not in ("deferred",)]
     if len(runs) > 1:
         reasons = ", ".join(
@@ -72,3 +74,9 @@ def arguments_text(text: str) -> str:
     parts = [repr(a) for a in args.args] + [f"{k}={v!r}" for k, v in args.kwargs.items()]
     shown = ", ".join(parts) or "(none)"
     return shown if len(shown) < 200 else shown[:197] + "..."
+
+
+def result_text(text: str) -> str:
+    """A stored result as it is stored (JSON text, printed literally), "(encrypted)" when
+    sealed: the dashboard and the terminal never show what the job encrypted."""
+    return "(encrypted)" if payload.is_encrypted(text) else text

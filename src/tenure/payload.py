@@ -89,6 +89,22 @@ def is_encrypted(text: str) -> bool:
     return text.startswith('{"encrypted":')
 
 
+def seal(text: str) -> str:
+    """`text` encrypted as a payload is (job results use the same sealing and key)."""
+    return _encrypt(text)
+
+
+def unseal(text: str) -> str:
+    """The plain text of what `seal` made; text that is not sealed comes back unchanged."""
+    if not is_encrypted(text):
+        return text
+    try:
+        data = json.loads(text)
+    except ValueError:
+        return text
+    return _decrypt(data) if isinstance(data, dict) else text
+
+
 def _check_json(job_name: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
     labelled = [(f"argument {i + 1}", v) for i, v in enumerate(args)]
     labelled += [(f"keyword argument '{k}'", v) for k, v in kwargs.items()]

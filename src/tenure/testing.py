@@ -32,7 +32,7 @@ from tenure.errors import ConfigError
 from tenure.job import Job, JobsApp
 from tenure.stores.base import JobRecord, Reservation, WorkerRef
 from tenure.stores.sqlite import SQLiteStore
-from tenure.worker.execute import SUCCEEDED, Ended, definition, execute
+from tenure.worker.execute import Ended, definition, execute
 
 INLINE_WORKER = WorkerRef(id="w-inline", host=socket.gethostname(), pid=os.getpid())
 DRAIN_LEASE_S = 3600.0
@@ -153,15 +153,15 @@ def _run_here(app: App, res: Reservation) -> None:
     else:
         # Exceptions that are not errors (Ctrl-C in the test run) stop the run, not the job.
         ended = execute(app, res, job, run=asyncio.run, catch=Exception)
-    if ended == SUCCEEDED and time.monotonic() - started > res.policy.timeout:
+    if ended.to_record and time.monotonic() - started > res.policy.timeout:
         # timeouts are not enforced here, but one that was overrun is recorded as on a worker
         ended = Ended(
             "timed_out", f"job {res.name!r} ran past its {res.policy.timeout:g} s timeout"
         )
     if ended.recorded is not None:
         return
-    if ended == SUCCEEDED:
-        app.store.complete_and_reserve(job_id=res.job_id, token=res.token)
+    if ended.to_record:
+        app.store.complete_and_reserve(job_id=res.job_id, token=res.token, result=ended.result)
         return
     app.store.end_attempt(
         job_id=res.job_id,

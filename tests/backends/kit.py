@@ -34,6 +34,9 @@ class Kit(Protocol):
 
     def damage_batch(self, batch_id: str, fields: Mapping[str, str]) -> None: ...
 
+    def stored_job_field(self, job_id: str, field: str) -> str | None:
+        """One field of a job as stored, read raw (what is at rest), None when empty."""
+
 
 def foreign_connection(directory: Path) -> Any:
     """A DB-API connection to some other database (a new SQLite file): what `conn=` must

@@ -30,6 +30,10 @@ def explode(text: str) -> None:
     rows = {"a": 1}
     idx = "[/]"
     rows[idx]  # KeyError: '[/]' -- its traceback line holds rows[idx]
+
+@app.job
+def echo(text: str) -> dict[str, str]:
+    return {"echo": text}
 """
 
 
@@ -87,6 +91,24 @@ def test_stored_text_is_printed_literally_and_ids_whole(project: Path) -> None:
     assert repr(TRICKY) in shown.stdout  # the argument, list[int] and [bold] included
     assert "rows[idx]" in shown.stdout  # the traceback line, brackets kept
     assert "KeyError: '[/]'" in shown.stdout
+
+
+def test_a_result_is_shown_as_stored_text_literally(project: Path) -> None:
+    url = f"sqlite:///{project / 'shop.db'}"
+    sys.path.insert(0, str(project))
+    try:
+        import shopjobs
+
+        shopjobs.app.url = url
+        handle = shopjobs.echo.dispatch(TRICKY)
+        drain(shopjobs.app)
+        shopjobs.app.close()
+    finally:
+        sys.path.remove(str(project))
+        sys.modules.pop("shopjobs", None)
+    shown = run_cli("jobs", "show", handle.id, "--url", url, cwd=project)
+    assert shown.returncode == 0, shown.stderr
+    assert f'  result: {{"echo":"{TRICKY}"}}' in shown.stdout  # markup-like text kept
 
 
 def test_read_only_commands_never_create_a_store(project: Path) -> None:

@@ -53,6 +53,20 @@ def test_inline_mode_runs_at_dispatch_and_keeps_the_json_round_trip(
             take.dispatch({1, 2})
 
 
+def test_drain_and_inline_expose_results_as_a_worker_stores_them(tenure_app: tenure.App) -> None:
+    @tenure_app.job
+    def total(n: int) -> dict[str, object]:
+        return {"n": n, "pair": (n, n)}
+
+    handle = total.dispatch(3)
+    (done,) = drain(tenure_app)
+    assert done.result == {"n": 3, "pair": [3, 3]}  # through JSON, as on a worker
+    assert tenure_app.get_job(handle.id).result == done.result
+    with inline(tenure_app):
+        again = total.dispatch(4)
+        assert tenure_app.get_job(again.id).result == {"n": 4, "pair": [4, 4]}
+
+
 def test_frozen_clock_steps_through_delays_and_backoff(
     tenure_app: tenure.App, tenure_clock: FrozenClock
 ) -> None:

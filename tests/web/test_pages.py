@@ -148,6 +148,17 @@ def test_an_encrypted_payload_is_never_shown(
     assert "12345" in client.get(f"/jobs/{plain}").text
 
 
+def test_a_result_is_shown_as_its_stored_text(project: WebProject, client: TestClient) -> None:
+    from tenure.testing import drain
+
+    job_id = project.jobs.totals.dispatch(7).id
+    drain(project.jobs.app)
+    html = client.get(f"/jobs/{job_id}").text
+    assert "Result" in html and "&lt;b&gt;not markup&lt;/b&gt;" in html
+    data = client.get(f"/api/jobs/{job_id}").json()
+    assert data["result"] == '{"n":7,"html":"<b>not markup</b>"}'
+
+
 def test_batch_page_shows_progress_against_the_declared_total_and_callbacks(
     project: WebProject, client: TestClient
 ) -> None:

@@ -62,9 +62,10 @@ class JobTransaction(Protocol):
 
     connection: Any  # the backend's DB-API connection, inside the open transaction
 
-    def complete(self) -> EndResult:
-        """Write the job's success in this transaction and commit; refused (and rolled back,
-        job writes included) when the attempt no longer holds its lease."""
+    def complete(self, result: str | None = None) -> EndResult:
+        """Write the job's success (and its stored `result`) in this transaction and commit;
+        refused (and rolled back, job writes included) when the attempt no longer holds its
+        lease."""
 
     def rollback(self) -> None: ...
 
@@ -135,12 +136,17 @@ class Store(Protocol):
         queues: Sequence[str] = (),
         worker: WorkerRef | None = None,
         lease: float = 0.0,
+        result: str | None = None,
     ) -> tuple[EndResult, Reservation | None]:
         """Record a success and claim the same slot's next job in one round trip where the
         backend allows (one transaction on SQL, one script on Redis): the worker's hot path.
 
         Without `queues` and `worker` it records the success only (the next job is None):
         one verb for a success, so a store writes the success path once.
+
+        `result` (tenure.results.encode's text; None stores nothing) is written with the
+        success in the same transaction or script, and only when the token still holds the
+        lease: never a success without its result, never the result of a stale attempt.
 
         The next attempt opens now, when its slot is free, as `reserve(limit=1)` would open
         it. The store may return no job even though some are ready (e.g. a guarded job it

@@ -8,6 +8,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from tenure import results
 from tenure.batch import BatchCounts
 from tenure.batch import progress as batch_progress
 from tenure.errors import JobTransactionEnded
@@ -98,6 +99,14 @@ class JobRecord:
     batch_id: str | None
     attempts: list[AttemptRecord] = field(default_factory=list)
     effects: list[EffectRecord] = field(default_factory=list)
+    # the stored text of a succeeded job's JSON return value (sealed when encrypted); None
+    # when it returned None, or has not succeeded
+    result_text: str | None = None
+
+    @property
+    def result(self) -> Any:
+        """The job's return value, as JSON brought it back (decrypted when sealed)."""
+        return results.decode(self.result_text)
 
 
 @dataclass(frozen=True)

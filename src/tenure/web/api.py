@@ -324,6 +324,8 @@ OPENAPI: dict[str, Any] = {
                         "properties": {
                             "arguments": _STR,
                             "encrypted": {"type": "boolean"},
+                            # the stored JSON text of the result; "(encrypted)" when sealed
+                            "result": _OPT_STR,
                             "description": {"type": "array", "items": _STR},
                             "attempts": {
                                 "type": "array",

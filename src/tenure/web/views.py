@@ -11,7 +11,13 @@ from typing import Any
 
 from tenure import payload
 from tenure.app import App
-from tenure.describe import OUTCOME_WORDS, arguments_text, describe_attempt, describe_job
+from tenure.describe import (
+    OUTCOME_WORDS,
+    arguments_text,
+    describe_attempt,
+    describe_job,
+    result_text,
+)
 from tenure.stores.base import (
     AttemptRecord,
     BatchRecord,
@@ -207,6 +213,7 @@ class JobView:
     now: float
     arguments: str
     encrypted: bool
+    result: str | None  # the stored result as text, "(encrypted)" when sealed; None: none
     lines: list[str]
     bars: list[Bar]
     axis_start: float
@@ -239,6 +246,7 @@ def job_view(record: JobRecord, now: float) -> JobView:
         now=now,
         arguments=arguments_text(record.payload),
         encrypted=payload.is_encrypted(record.payload),
+        result=None if record.result_text is None else result_text(record.result_text),
         lines=describe_job(record),
         bars=bars,
         axis_start=start,
@@ -327,6 +335,7 @@ def job_json(v: JobView) -> dict[str, Any]:
         **job_summary_json(v.record),
         "arguments": v.arguments,
         "encrypted": v.encrypted,
+        "result": v.result,
         "tries": v.record.policy.tries,
         "timeout": v.record.policy.timeout,
         "description": v.lines,

@@ -123,9 +123,8 @@ class Child:
             self._hand_over(res, ended, claimed_at - started)
             return None
         following = None
-        succeeded = ended.outcome == "succeeded" and ended.recorded is None
-        if succeeded and chain and not _State.stopping and not self._bloated():
-            result, following = self.recorder.succeed_and_claim(res, self.queues)
+        if ended.to_record and chain and not _State.stopping and not self._bloated():
+            result, following = self.recorder.succeed_and_claim(res, ended, self.queues)
         else:
             result = self.recorder.end(res, ended)
         duration = claimed_at - started
@@ -159,6 +158,7 @@ class Child:
                     ended.error,
                     ended.traceback,
                     ended.permanent,
+                    ended.result,  # a success is recorded with its result, or not at all
                 ],
                 "idle": True,
             }

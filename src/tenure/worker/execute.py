@@ -14,10 +14,11 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from tenure import payload, tracing
+from tenure import payload, results, tracing
 from tenure.context import JobContext, activate, deactivate
 from tenure.errors import JobTimeout, JobTransactionEnded, PayloadError
 from tenure.job import Job
+from tenure.results import ResultError
 from tenure.stores.base import EndResult, Reservation
 
 
@@ -31,6 +32,13 @@ class Ended:
     permanent: bool = False
     # set when the attempt's own transaction already recorded the end (a transactional job)
     recorded: EndResult | None = None
+    # a success's stored result (tenure.results.encode), written with the success
+    result: str | None = None
+
+    @property
+    def to_record(self) -> bool:
+        """A success still to be written by the caller (not by the job's own transaction)."""
+        return self.outcome == "succeeded" and self.recorded is None
 
 
 SUCCEEDED = Ended("succeeded")
@@ -96,9 +104,9 @@ def execute(
     try:
         try:
             running(True)
-            result = job.fn(*arguments.args, **arguments.kwargs)
-            if run is not None and asyncio.iscoroutine(result):
-                run(result)
+            value = job.fn(*arguments.args, **arguments.kwargs)
+            if run is not None and asyncio.iscoroutine(value):
+                value = run(value)
         finally:
             # a soft timeout landing here, after the job returned, is still the job's
             running(False)
@@ -114,9 +122,32 @@ def execute(
         return raised(exc)
     finally:
         deactivate(token)
-    ended = _finish_transaction(ctx)
+    stored = stored_result(app, job, value)
+    if isinstance(stored, Ended):
+        _abandon(ctx)
+        span.end("failed")
+        return stored
+    ended = _finish_transaction(ctx, stored)
     span.end(_span_outcome(ended))
     return ended
+
+
+def stored_result(app: Any, job: Job, value: Any) -> str | Ended | None:
+    """The text to store for a return value, or the attempt's failure when it cannot be
+    stored (not JSON, over the size limit): permanent, since running the job again would
+    only return it again, and a cut value is never stored."""
+    if value is None:
+        return None
+    try:
+        return results.encode(
+            job.name, value, max_bytes=app.max_payload_bytes, encrypted=job.encrypted
+        )
+    except ResultError as exc:
+        return Ended("failed", str(exc), permanent=True)
+
+
+def succeeded(result: str | None) -> Ended:
+    return SUCCEEDED if result is None else Ended("succeeded", result=result)
 
 
 def raised(exc: BaseException) -> Ended:
@@ -137,12 +168,12 @@ def _span_outcome(ended: Ended) -> str:
     return ended.outcome
 
 
-def _finish_transaction(ctx: JobContext) -> Ended:
-    """Commit the job's own writes with its completion, in one commit."""
+def _finish_transaction(ctx: JobContext, result: str | None) -> Ended:
+    """Commit the job's own writes with its completion (and result), in one commit."""
     if ctx._transaction is None:
-        return SUCCEEDED
+        return succeeded(result)
     try:
-        return Ended("succeeded", recorded=ctx._transaction.complete())
+        return Ended("succeeded", recorded=ctx._transaction.complete(result))
     except JobTransactionEnded as exc:
         # Part of its work may be committed already: running it again could do it twice, so
         # it fails for good and a person decides (`tenure failed retry`).
@@ -173,7 +204,7 @@ async def run_coroutine(
     try:
         async with asyncio.timeout(timeout) as scope:
             try:
-                await job.fn(*arguments.args, **arguments.kwargs)
+                value = await job.fn(*arguments.args, **arguments.kwargs)
             except TimeoutError:
                 if scope.expired():
                     raise
@@ -205,5 +236,9 @@ async def run_coroutine(
             "a sync driver) holds the loop; await an async equivalent or make it a sync job "
             f"(attempt {res.attempt})",
         )
+    stored = stored_result(ctx._app, job, value)
+    if isinstance(stored, Ended):
+        span.end("failed")
+        return stored
     span.end("succeeded")
-    return SUCCEEDED
+    return succeeded(stored)

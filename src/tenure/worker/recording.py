@@ -92,7 +92,9 @@ class Recorder:
             return ended.recorded
         if ended.outcome == "succeeded":
             return self._call(
-                lambda: self.store.complete_and_reserve(job_id=res.job_id, token=res.token)[0]
+                lambda: self.store.complete_and_reserve(
+                    job_id=res.job_id, token=res.token, result=ended.result
+                )[0]
             )
         return self._call(
             lambda: self.store.end_attempt(
@@ -106,9 +108,10 @@ class Recorder:
         )
 
     def succeed_and_claim(
-        self, res: Reservation, queues: Sequence[str]
+        self, res: Reservation, ended: Ended, queues: Sequence[str]
     ) -> tuple[EndResult | None, Reservation | None]:
-        """Record a success and claim the slot's next job in one store call."""
+        """Record a success (with its result) and claim the slot's next job in one store
+        call."""
         try:
             return self.store.complete_and_reserve(
                 job_id=res.job_id,
@@ -116,13 +119,14 @@ class Recorder:
                 queues=queues,
                 worker=self.worker,
                 lease=self.lease,
+                result=ended.result,
             )
         except Exception:
             # Recording the end matters; the next job can wait for the fetch loop. (Had the
             # failed call committed, the success recorded again is refused by fencing and any
             # job it claimed is rescued when its lease expires, as after a lost reply to
             # `reserve`.)
-            return self.end(res, Ended("succeeded")), None
+            return self.end(res, ended), None
 
 
 def log_end(

@@ -233,11 +233,12 @@ class Slot:
                 self.current = None
         result = message.get("result")
         if result is not None:  # the child's supervisor was not there: record it now
-            job_id, token, name, outcome, seconds, error, trace, permanent = result
+            job_id, token, name, outcome, seconds, error, trace, permanent, stored = result
             held = self.current
             if held is not None and held.job_id == job_id and held.token == token:
                 self.current = None
-                self.worker.report(held, Ended(outcome, error, trace, permanent), seconds)
+                ended = Ended(outcome, error, trace, permanent, result=stored)
+                self.worker.report(held, ended, seconds)
         started = message.get("started")
         if started is not None:
             res, claimed_at = messages.from_started(started)

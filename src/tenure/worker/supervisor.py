@@ -26,7 +26,7 @@ from tenure.stores.base import (
     WorkerRef,
 )
 from tenure.worker.burst import BurstEnd
-from tenure.worker.execute import SUCCEEDED, Ended
+from tenure.worker.execute import Ended
 from tenure.worker.leases import LeaseKeeper, rescue_expired
 from tenure.worker.metrics import Metrics, serve
 from tenure.worker.pulse import Pulse
@@ -320,8 +320,8 @@ class Worker:
         self.attempt_recorded(res.name, ended.outcome, duration)
         following: Reservation | None = None
         recorder = self._recorder()
-        if ended == SUCCEEDED and chain and self._take_start():
-            result, following = recorder.succeed_and_claim(res, self.options.queues)
+        if ended.to_record and chain and self._take_start():
+            result, following = recorder.succeed_and_claim(res, ended, self.options.queues)
             if following is None:
                 self._give_back_start()
         else:

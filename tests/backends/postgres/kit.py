@@ -33,6 +33,12 @@ class PostgresKit:
             sql = f"UPDATE {self.app_table('tenure_jobs')} SET {field} = %s WHERE id = %s"
             return conn.execute(sql.encode(), (value, job_id)).rowcount
 
+    def stored_job_field(self, job_id: str, field: str) -> str | None:
+        with psycopg.connect(self.conninfo, autocommit=True) as conn:
+            sql = f"SELECT {field} FROM {self.app_table('tenure_jobs')} WHERE id = %s"
+            row = conn.execute(sql.encode(), (job_id,)).fetchone()
+            return None if row is None or row[0] is None else str(row[0])
+
     def damage_batch(self, batch_id: str, fields: Mapping[str, str]) -> None:
         with psycopg.connect(self.conninfo, autocommit=True) as conn:
             for field, value in fields.items():

@@ -50,5 +50,17 @@ class RedisKit:
     def damage_job(self, job_id: str, field: str, value: str) -> int:
         return self._hset_all(f"*:job:{job_id}", {field: value})
 
+    def stored_job_field(self, job_id: str, field: str) -> str | None:
+        client = raw_redis(self.server_url)
+        try:
+            for key in client.scan_iter(match=f"{self.prefix}:*:job:{job_id}"):
+                value = client.hget(key, field)
+                if isinstance(value, bytes):
+                    return value.decode()
+                return None if value is None else str(value)
+            return None
+        finally:
+            client.close()
+
     def damage_batch(self, batch_id: str, fields: Mapping[str, str]) -> None:
         assert self._hset_all(f"*:batch:{batch_id}", fields) == 1

@@ -34,6 +34,12 @@ class SQLiteKit:
             sql = f"UPDATE tenure_jobs SET {field} = ? WHERE id = ?"
             return conn.execute(sql, (value, job_id)).rowcount
 
+    def stored_job_field(self, job_id: str, field: str) -> str | None:
+        with sqlite3.connect(self.path) as conn:
+            sql = f"SELECT {field} FROM tenure_jobs WHERE id = ?"
+            row = conn.execute(sql, (job_id,)).fetchone()
+            return None if row is None or row[0] is None else str(row[0])
+
     def damage_batch(self, batch_id: str, fields: Mapping[str, str]) -> None:
         with sqlite3.connect(self.path) as conn:
             for field, value in fields.items():

@@ -66,8 +66,8 @@ CLAIM = (
 COMPLETE_AND_CLAIM = (
     f"WITH clock AS MATERIALIZED (SELECT {CLOCK} AS now),"
     " done AS (UPDATE {s}.tenure_jobs SET state = 'succeeded', finished_at = clock.now,"
-    " lease_expires_at = NULL, tries_used = tries_used + 1 FROM clock WHERE id = %(id)s"
-    " AND attempt = %(token)s AND state = 'running' AND batch_id IS NULL"
+    " lease_expires_at = NULL, tries_used = tries_used + 1, result = %(result)s FROM clock"
+    " WHERE id = %(id)s AND attempt = %(token)s AND state = 'running' AND batch_id IS NULL"
     " RETURNING id, clock.now),"
     " closed AS (UPDATE {s}.tenure_attempts SET ended_at = done.now, outcome = 'succeeded',"
     " error = NULL, traceback = NULL FROM done WHERE job_id = done.id AND number = %(token)s),"

@@ -142,6 +142,7 @@ class PostgresStore(PostgresOperations):
         queues: Sequence[str] = (),
         worker: WorkerRef | None = None,
         lease: float = 0.0,
+        result: str | None = None,
     ) -> tuple[EndResult, Reservation | None]:
         """One statement, one round trip and one commit for a job outside any batch; a batch
         member (or a stale token) takes the transaction path. Only plain jobs are claimed: a
@@ -149,17 +150,24 @@ class PostgresStore(PostgresOperations):
         order = list(dict.fromkeys(queues))
         if worker is None or not order:
             with self.db.transaction() as cur:
-                result = self.complete_on(cur, job_id, token)
-                if result is None:
-                    result = endings.refuse(self.dialect, cur, job_id, token, "succeeded")
-                return result, None
+                ended = self.complete_on(cur, job_id, token, result)
+                if ended is None:
+                    ended = endings.refuse(self.dialect, cur, job_id, token, "succeeded")
+                return ended, None
         with self.db.cursor() as cur:
             rows = cur.execute(
                 self.db.q(claims.COMPLETE_AND_CLAIM),
-                {"id": job_id, "token": token, **_claim_params(order[0], 1, [], worker, lease)},
+                {
+                    "id": job_id,
+                    "token": token,
+                    "result": result,
+                    **_claim_params(order[0], 1, [], worker, lease),
+                },
             ).fetchall()
         if not rows[0]["completed"]:
-            return self._complete_and_reserve_in_transaction(job_id, token, order, worker, lease)
+            return self._complete_and_reserve_in_transaction(
+                job_id, token, order, worker, lease, result
+            )
         ok = EndResult(accepted=True, state="succeeded")
         out = [_reservation(r) for r in rows if r["id"] is not None]
         if out or rows[0]["picked"] or len(order) == 1:
@@ -168,14 +176,20 @@ class PostgresStore(PostgresOperations):
             return ok, self._claim_one(cur, order[1:], worker, lease)
 
     def _complete_and_reserve_in_transaction(
-        self, job_id: str, token: int, queues: Sequence[str], worker: WorkerRef, lease: float
+        self,
+        job_id: str,
+        token: int,
+        queues: Sequence[str],
+        worker: WorkerRef,
+        lease: float,
+        result: str | None,
     ) -> tuple[EndResult, Reservation | None]:
         with self.db.transaction() as cur:
-            result = self.complete_on(cur, job_id, token)
-            if result is None:
-                result = endings.refuse(self.dialect, cur, job_id, token, "succeeded")
+            ended = self.complete_on(cur, job_id, token, result)
+            if ended is None:
+                ended = endings.refuse(self.dialect, cur, job_id, token, "succeeded")
             # after the batch row's lock (complete_on), as cancel_batch orders its locks
-            return result, self._claim_one(cur, queues, worker, lease)
+            return ended, self._claim_one(cur, queues, worker, lease)
 
     def _claim_one(
         self, cur: Cursor, queues: Sequence[str], worker: WorkerRef, lease: float
@@ -323,8 +337,11 @@ class PostgresStore(PostgresOperations):
         renewed = {r["id"] for r in rows}
         return [job_id for job_id, _ in leases if job_id not in renewed]
 
-    def complete_on(self, cur: Cursor, job_id: str, token: int) -> EndResult | None:
-        """Write the success inside the caller's transaction; None when the token is stale."""
+    def complete_on(
+        self, cur: Cursor, job_id: str, token: int, result: str | None = None
+    ) -> EndResult | None:
+        """Write the success (and its result) inside the caller's transaction; None when the
+        token is stale, and then nothing is written."""
         # The fast path in one statement; a stale token matches no row.
         done = cur.execute(
             self.db.q(
@@ -332,14 +349,14 @@ class PostgresStore(PostgresOperations):
                 f"WITH clock AS MATERIALIZED (SELECT {CLOCK} AS now),"
                 " done AS (UPDATE {s}.tenure_jobs SET state = 'succeeded',"
                 " finished_at = clock.now, lease_expires_at = NULL,"
-                " tries_used = tries_used + 1 FROM clock WHERE id = %(id)s"
+                " tries_used = tries_used + 1, result = %(result)s FROM clock WHERE id = %(id)s"
                 " AND attempt = %(token)s AND state = 'running' RETURNING id, batch_id, clock.now),"
                 " closed AS (UPDATE {s}.tenure_attempts SET ended_at = done.now,"
                 " outcome = 'succeeded', error = NULL, traceback = NULL FROM done"
                 " WHERE job_id = done.id AND number = %(token)s)"
                 " SELECT id, batch_id FROM done"
             ),
-            {"id": job_id, "token": token},
+            {"id": job_id, "token": token, "result": result},
         ).fetchone()
         if done is None:
             return None

@@ -21,7 +21,9 @@ class Completer(Protocol):
 
     db: Database
 
-    def complete_on(self, cur: Cursor, job_id: str, token: int) -> EndResult | None: ...
+    def complete_on(
+        self, cur: Cursor, job_id: str, token: int, result: str | None = None
+    ) -> EndResult | None: ...
 
     def complete_and_reserve(
         self, *, job_id: str, token: int
@@ -101,7 +103,7 @@ class PostgresJobTransaction:
             raise
         self.connection: psycopg.Connection[Any] = self._conn
 
-    def complete(self) -> EndResult:
+    def complete(self, result: str | None = None) -> EndResult:
         conn = self._conn
         if conn is None:
             raise psycopg.InterfaceError("this job transaction has already ended")
@@ -113,14 +115,14 @@ class PostgresJobTransaction:
                 if still is None or still["marker"] != self._marker:
                     conn.rollback()  # whatever the job wrote after ending it is not ours
                     raise transaction_ended(self._job_id)
-                result = self._store.complete_on(cur, self._job_id, self._token)
-            if result is None:
+                ended = self._store.complete_on(cur, self._job_id, self._token, result)
+            if ended is None:
                 # Fenced: the job's own writes must not land either. Roll them back, then
                 # record the refusal in a transaction of its own, as a plain success does.
                 conn.rollback()
                 return self._store.complete_and_reserve(job_id=self._job_id, token=self._token)[0]
             conn.commit()
-            return result
+            return ended
         finally:
             self._release()
 

@@ -72,6 +72,7 @@ def job_record(
         worker_id=fields.get("worker_id"),
         batch_id=fields.get("batch_id"),
         attempts=attempts,
+        result_text=fields.get("result"),
     )
 
 

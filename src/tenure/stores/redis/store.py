@@ -34,7 +34,8 @@ All keys start with `PREFIX:` (default `tenure`, set with `?prefix=NAME` in the 
 keys share the hash tag `{q:QUEUE}`, so each lives in one Redis Cluster slot and every script
 touches one slot only:
 
-    PREFIX:{q:QUEUE}:job:ID       hash   the job (state stored as queued|running|succeeded|...)
+    PREFIX:{q:QUEUE}:job:ID       hash   the job (state stored as queued|running|succeeded|...;
+                                         field `result`: its stored result, deleted with it)
     PREFIX:{q:QUEUE}:att:ID       hash   its attempts, fields "N.worker_id", "N.outcome", ...
     PREFIX:{q:QUEUE}:queued       zset   queued jobs by run_at ("scheduled" = run_at in future)
     PREFIX:{q:QUEUE}:running      zset   running jobs by lease expiry: rescue is a range query
@@ -219,6 +220,7 @@ class RedisStore(RedisBatches, RedisGuards, RedisPeriodic, RedisWorkers, RedisOp
         queues: Sequence[str] = (),
         worker: WorkerRef | None = None,
         lease: float = 0.0,
+        result: str | None = None,
     ) -> tuple[EndResult, Reservation | None]:
         """One round trip: one atomic script when the next job is looked for in the finished
         job's own queue (the usual case: their keys share a hash tag), else the two scripts in
@@ -229,7 +231,7 @@ class RedisStore(RedisBatches, RedisGuards, RedisPeriodic, RedisWorkers, RedisOp
         if queue is None:
             return EndResult(accepted=False, state="missing", reason=STALE), None
         if worker is None or not order:
-            reply = self._run(self._qcall("complete", queue, job_id, int(token)))
+            reply = self._run(self._qcall("complete", queue, job_id, int(token), optional(result)))
             return _ended(reply), None
         if queue == order[0]:
             reply, rows = self._run(
@@ -239,20 +241,21 @@ class RedisStore(RedisBatches, RedisGuards, RedisPeriodic, RedisWorkers, RedisOp
                     job_id,
                     int(token),
                     *self._reserve_args(1, worker, lease),
+                    optional(result),
                 )
             )
         else:
             reply, rows = self._run_many(
                 [
-                    self._qcall("complete", queue, job_id, int(token)),
+                    self._qcall("complete", queue, job_id, int(token), optional(result)),
                     self._qcall("reserve", order[0], *self._reserve_args(1, worker, lease)),
                 ]
             )
-        result = _ended(reply)
+        ended = _ended(reply)
         claimed = self._reservations(order[0], rows)
         if not claimed and len(order) > 1:
             claimed = self.reserve(queues=order[1:], worker=worker, lease=lease, limit=1)
-        return result, claimed[0] if claimed else None
+        return ended, claimed[0] if claimed else None
 
     def heartbeat(
         self, *, worker: WorkerRef, leases: Sequence[tuple[str, int]], lease: float

@@ -51,4 +51,5 @@ def job_record(
         batch_id=row["batch_id"],
         attempts=attempts,
         effects=effects or [],
+        result_text=row["result"],
     )

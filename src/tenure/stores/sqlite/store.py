@@ -52,6 +52,20 @@ NEXT_ATTEMPT = (
 )
 
 
+# A success, fenced by its token in the same statement. A result of None leaves the column
+# alone (it is NULL until a success writes one): the worker's hot path pays nothing for it.
+_COMPLETE = (
+    "UPDATE tenure_jobs SET state = 'succeeded', finished_at = ?, lease_expires_at = NULL,"
+    " tries_used = tries_used + 1 WHERE id = ? AND attempt = ? AND state = 'running'"
+    " RETURNING batch_id"
+)
+_COMPLETE_WITH_RESULT = (
+    "UPDATE tenure_jobs SET state = 'succeeded', finished_at = ?, lease_expires_at = NULL,"
+    " tries_used = tries_used + 1, result = ? WHERE id = ? AND attempt = ? AND state = 'running'"
+    " RETURNING batch_id"
+)
+
+
 class SQLiteStore(SQLiteOperations):
     """The embedded default store; the job lifecycle and batches live here."""
 
@@ -144,14 +158,15 @@ class SQLiteStore(SQLiteOperations):
         queues: Sequence[str] = (),
         worker: WorkerRef | None = None,
         lease: float = 0.0,
+        result: str | None = None,
     ) -> tuple[EndResult, Reservation | None]:
         # One write transaction instead of two: the hot path of a busy worker.
         with self._write() as (conn, now):
-            result = self._complete_on(conn, job_id, token, now)
+            ended = self._complete_on(conn, job_id, token, now, result)
             if worker is None or not queues:
-                return result, None
+                return ended, None
             claimed = self._reserve_on(conn, now, queues, worker, lease, 1)
-        return result, claimed[0] if claimed else None
+        return ended, claimed[0] if claimed else None
 
     def _reserve_on(
         self,
@@ -295,14 +310,18 @@ class SQLiteStore(SQLiteOperations):
         return lost
 
     def _complete_on(
-        self, conn: sqlite3.Connection, job_id: str, token: int, now: float
+        self,
+        conn: sqlite3.Connection,
+        job_id: str,
+        token: int,
+        now: float,
+        result: str | None = None,
     ) -> EndResult:
-        # The fencing check and the update are one statement: no row means the token is stale.
+        # The fencing check and the update are one statement: no row means the token is stale,
+        # and then its result is not written either.
         row = conn.execute(
-            "UPDATE tenure_jobs SET state = 'succeeded', finished_at = ?, lease_expires_at"
-            " = NULL, tries_used = tries_used + 1 WHERE id = ? AND attempt = ?"
-            " AND state = 'running' RETURNING batch_id",
-            (now, job_id, token),
+            _COMPLETE if result is None else _COMPLETE_WITH_RESULT,
+            (now, job_id, token) if result is None else (now, result, job_id, token),
         ).fetchone()
         if row is None:
             return endings.refuse(SQLITE, conn, job_id, token, "succeeded", now)

@@ -19,7 +19,12 @@ class Completer(Protocol):
     def _holds(self, conn: sqlite3.Connection, job_id: str, token: int, now: float) -> bool: ...
 
     def _complete_on(
-        self, conn: sqlite3.Connection, job_id: str, token: int, now: float
+        self,
+        conn: sqlite3.Connection,
+        job_id: str,
+        token: int,
+        now: float,
+        result: str | None = None,
     ) -> EndResult: ...
 
     def complete_and_reserve(
@@ -43,7 +48,7 @@ class SQLiteJobTransaction:
         self.connection.row_factory = sqlite3.Row
         self.connection.execute("BEGIN IMMEDIATE")
 
-    def complete(self) -> EndResult:
+    def complete(self, result: str | None = None) -> EndResult:
         conn = self.connection
         try:
             if not conn.in_transaction:  # the job committed or rolled back by itself
@@ -54,9 +59,9 @@ class SQLiteJobTransaction:
                 # the refusal in a transaction of its own.
                 conn.execute("ROLLBACK")
                 return self._store.complete_and_reserve(job_id=self._job_id, token=self._token)[0]
-            result = self._store._complete_on(conn, self._job_id, self._token, now)
+            ended = self._store._complete_on(conn, self._job_id, self._token, now, result)
             conn.execute("COMMIT")
-            return result
+            return ended
         finally:
             conn.close()
 

@@ -1,4 +1,5 @@
--- ARGV[3]: job id, ARGV[4]: token.
+-- ARGV[3]: job id, ARGV[4]: token, ARGV[5]: the result ('-' none, '+text'), written with the
+-- success or not at all (a stale token writes nothing).
 local now_s, now = clock()
 local id = ARGV[3]
 local jk = job_key(id)
@@ -9,6 +10,8 @@ if f[1] ~= 'running' or n == nil or n ~= tonumber(ARGV[4]) then
 end
 redis.call('HSET', jk, 'state', 'succeeded', 'finished_at', now_s, 'tries_used', num(f[4]) + 1)
 redis.call('HDEL', jk, 'lease_expires_at')
+local result = optional(ARGV[5] or '-')
+if result then redis.call('HSET', jk, 'result', result) end
 redis.call('ZREM', RUNNING, id)
 move_index(id, num(f[3]), 'running', 'succeeded')
 close_attempt(id, n, now_s, 'succeeded', false, false)
