@@ -5,6 +5,8 @@ from tenure.batch import ranges
 from tenure.context import JobContext, current
 from tenure.errors import (
     ConfigError,
+    JobCancelled,
+    JobFailed,
     JobNotFound,
     JobTimeout,
     PayloadError,
@@ -24,7 +26,9 @@ __all__ = [
     "BatchInfo",
     "ConfigError",
     "Job",
+    "JobCancelled",
     "JobContext",
+    "JobFailed",
     "JobHandle",
     "JobInfo",
     "JobNotFound",

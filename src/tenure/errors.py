@@ -37,6 +37,24 @@ class JobTransactionEnded(TenureError):
     writes can no longer be committed together with its success."""
 
 
+class JobFailed(TenureError):
+    """The job failed for good (no try left, or a permanent error): `error` says why."""
+
+    def __init__(self, message: str, *, job_id: str, error: str | None) -> None:
+        super().__init__(message)
+        self.job_id = job_id
+        self.error = error  # the job's last error, as `tenure jobs show` prints it
+
+
+class JobCancelled(TenureError):
+    """The job was cancelled before it succeeded (by a person, or with its batch)."""
+
+    def __init__(self, message: str, *, job_id: str, error: str | None = None) -> None:
+        super().__init__(message)
+        self.job_id = job_id
+        self.error = error
+
+
 class JobTimeout(BaseException):
     """The attempt ran past its timeout; clean up quickly, the worker kills it soon.
 

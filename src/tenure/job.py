@@ -8,6 +8,7 @@ from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any, Protocol
 
+from tenure import waiting
 from tenure.guards import NO_SPEC, GuardSpec
 from tenure.retry import Policy
 
@@ -47,6 +48,17 @@ class JobHandle:
 
     def info(self) -> Any:
         return self.app.get_job(self.id)
+
+    def wait(self, timeout: float | None = None) -> Any:
+        """Block until the job ends and return its result (None when it returned None).
+        Raises tenure.JobFailed (its `.error` is the last error) or tenure.JobCancelled when
+        it ended otherwise, TimeoutError when it has not ended within `timeout` s (None: no
+        limit). Sleeps on the store's wake-ups, not a busy loop."""
+        return waiting.wait(self.app, self.id, timeout)
+
+    async def wait_async(self, timeout: float | None = None) -> Any:
+        """`wait` for asyncio code: `await handle.wait_async(timeout=30)`."""
+        return await waiting.wait_async(self.app, self.id, timeout)
 
 
 @dataclass(frozen=True)

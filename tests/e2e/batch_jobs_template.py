@@ -45,3 +45,13 @@ def member(n: int, bad: bool = False) -> None:
 @app.job(timeout=30)
 def callback(kind: str) -> None:
     note(f"callback:{kind}")
+
+
+@app.job(timeout=30)
+def total(order_id: int) -> dict[str, int]:
+    return {"order": order_id, "total": order_id * 10}
+
+
+@app.job(timeout=30)
+async def async_total(order_id: int) -> list[int]:
+    return [order_id, order_id * 10]

@@ -175,11 +175,18 @@ class Store(Protocol):
     def rescue_expired(self) -> list[Rescued]:
         """Close attempts whose lease expired with no end (outcome crashed) and decide."""
 
-    def wait_for_work(self, *, queues: Sequence[str], timeout: float) -> None:
-        """Block up to `timeout` s, returning early when new work may be ready in `queues`.
+    def wait_for_work(
+        self, *, queues: Sequence[str], timeout: float, ended: Sequence[str] = ()
+    ) -> None:
+        """Block up to `timeout` s, returning early when new work may be ready in `queues`,
+        or when one of the jobs `ended` may have ended (JobHandle.wait).
 
-        A hint, not a promise: callers always reserve afterwards. Backends wake on their own
-        signal (SQLite: data_version; PostgreSQL: LISTEN/NOTIFY; Redis: a blocking pop).
+        A hint, not a promise: callers always reserve (or read the job) afterwards. Backends
+        wake on their own signal (SQLite: data_version; PostgreSQL: LISTEN/NOTIFY; Redis: a
+        blocking pop). A job's end wakes only waiters that said so here first: such a call
+        may register the wait and return at once, for the caller to read the job again before
+        it sleeps (an end between that read and the registration would wake nobody). The
+        success and failure paths wake them in the transaction/script that records the end.
         """
 
     # -- batches -----------------------------------------------------------------------

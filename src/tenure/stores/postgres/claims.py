@@ -43,6 +43,15 @@ def _claim_ctes(gate: str) -> str:
     )
 
 
+# A waiter of the ended job (JobHandle.wait, see the tenure_waiters migration) is woken with
+# the commit that records its end: `woken` must be read by the statement's result to run.
+ENDED_PREFIX = "ended:"
+WAKE_WAITERS = (
+    " woken AS (DELETE FROM {s}.tenure_waiters w USING done WHERE w.job_id = done.id"
+    " RETURNING w.job_id)"
+)
+WOKEN = f"(SELECT count(pg_notify(%(channel)s, '{ENDED_PREFIX}' || job_id)) FROM woken)"
+
 # One row per claimed job (or one row of NULLs), each with how many rows were picked and the
 # ids of the guarded ones among them, for `reserve` to judge apart.
 _CLAIM_RESULT = (
@@ -71,6 +80,8 @@ COMPLETE_AND_CLAIM = (
     " RETURNING id, clock.now),"
     " closed AS (UPDATE {s}.tenure_attempts SET ended_at = done.now, outcome = 'succeeded',"
     " error = NULL, traceback = NULL FROM done WHERE job_id = done.id AND number = %(token)s),"
+    + WAKE_WAITERS
+    + ","
     + _claim_ctes(" AND EXISTS (SELECT 1 FROM done)")
-    + _CLAIM_RESULT.format(extra=", (SELECT count(*) FROM done) AS completed")
+    + _CLAIM_RESULT.format(extra=f", (SELECT count(*) FROM done) AS completed, {WOKEN} AS woken")
 )

@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from tenure.stores.base import NewJob
+from tenure.stores.postgres.claims import ENDED_PREFIX
 from tenure.stores.postgres.database import Cursor, Database
 from tenure.stores.postgres.jobs import insert_jobs
 
@@ -22,6 +23,16 @@ class PostgresDialect:
 
     def wake(self, cur: Cursor, queue: str) -> None:
         cur.execute("SELECT pg_notify(%s, %s)", (self._db.channel, queue))
+
+    def job_ended(self, cur: Cursor, job_id: str) -> None:
+        # the waiters of a job that failed or was cancelled (see claims.WAKE_WAITERS)
+        cur.execute(
+            self.q(
+                "WITH woken AS (DELETE FROM {s}.tenure_waiters WHERE job_id = %s"
+                " RETURNING job_id) SELECT pg_notify(%s, %s || job_id) FROM woken"
+            ),
+            (job_id, self._db.channel, ENDED_PREFIX),
+        )
 
     def insert_jobs(
         self, cur: Cursor, jobs: Sequence[NewJob], now: float, *, skip_existing: bool

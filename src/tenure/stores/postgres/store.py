@@ -56,6 +56,8 @@ from tenure.stores.sql import batches, endings, periodic
 # guarded jobs one reserve call may look at beyond `limit`: they may be deferred instead
 RESERVE_LOOKAHEAD = 32
 RESERVE_ROUNDS = 4
+# A waiter's row outlives its wait by this much: a waiter that died leaves it at most so long.
+WAITER_GRACE_S = 60.0
 
 
 class PostgresStore(PostgresOperations):
@@ -161,6 +163,7 @@ class PostgresStore(PostgresOperations):
                     "id": job_id,
                     "token": token,
                     "result": result,
+                    "channel": self.db.channel,
                     **_claim_params(order[0], 1, [], worker, lease),
                 },
             ).fetchall()
@@ -353,10 +356,10 @@ class PostgresStore(PostgresOperations):
                 " AND attempt = %(token)s AND state = 'running' RETURNING id, batch_id, clock.now),"
                 " closed AS (UPDATE {s}.tenure_attempts SET ended_at = done.now,"
                 " outcome = 'succeeded', error = NULL, traceback = NULL FROM done"
-                " WHERE job_id = done.id AND number = %(token)s)"
-                " SELECT id, batch_id FROM done"
+                f" WHERE job_id = done.id AND number = %(token)s),{claims.WAKE_WAITERS}"
+                f" SELECT id, batch_id, {claims.WOKEN} AS woken FROM done"
             ),
-            {"id": job_id, "token": token, "result": result},
+            {"id": job_id, "token": token, "result": result, "channel": self.db.channel},
         ).fetchone()
         if done is None:
             return None
@@ -437,11 +440,34 @@ class PostgresStore(PostgresOperations):
                 rescued.append(Rescued(row["id"], row["attempt"], result))
         return rescued
 
-    def wait_for_work(self, *, queues: Sequence[str], timeout: float) -> None:
+    def wait_for_work(
+        self, *, queues: Sequence[str], timeout: float, ended: Sequence[str] = ()
+    ) -> None:
         # LISTEN/NOTIFY: an idle worker sleeps on a socket and wakes when enqueue, retry or a
         # hand-back commits; the caller's timeout is the bounded fallback poll (delayed jobs
-        # coming due send no NOTIFY).
-        self.db.wait_for_notify(set(queues), timeout)
+        # coming due send no NOTIFY). A waiter of a job's end is a row in tenure_waiters,
+        # which the end deletes with a NOTIFY 'ended:ID' (claims.WAKE_WAITERS).
+        wanted = set(queues)
+        if ended:
+            if self._register_waiters(ended, timeout):
+                return  # newly registered: the caller reads the job again before sleeping
+            wanted |= {claims.ENDED_PREFIX + job_id for job_id in ended}
+        self.db.wait_for_notify(wanted, timeout)
+
+    def _register_waiters(self, job_ids: Sequence[str], timeout: float) -> bool:
+        """Write (or renew) the waiter rows; True when one was new. Rows of waiters gone
+        for a minute are deleted on the way."""
+        with self.db.cursor() as cur:
+            rows = cur.execute(
+                self.db.q(
+                    f"WITH lapsed AS (DELETE FROM {{s}}.tenure_waiters WHERE until < {NOW})"
+                    " INSERT INTO {s}.tenure_waiters (job_id, until)"
+                    f" SELECT unnest(%(ids)s::text[]), {NOW} + %(ttl)s ON CONFLICT (job_id)"
+                    " DO UPDATE SET until = EXCLUDED.until RETURNING (xmax = 0) AS inserted"
+                ),
+                {"ids": list(job_ids), "ttl": float(timeout) + WAITER_GRACE_S},
+            ).fetchall()
+        return any(r["inserted"] for r in rows)
 
     # -- periodic jobs -----------------------------------------------------------------
     def claim_periodic(

@@ -24,13 +24,15 @@ ENQUEUE_FIELDS = 14
 RESERVE_LOOKAHEAD = 32
 # Fields per batch member in ARGV: base, queue, id, name, payload, policy, delay, guards.
 MEMBER_FIELDS = 8
+# How long a job's end token waits for its waiter (JobHandle.wait) to pop it.
+ENDED_TOKEN_TTL_S = 60
 CALLBACK_KINDS = ("then", "catch", "finally")
 CALLBACK_FIELDS = ("id", "base", "queue", "name", "payload", "policy", "delay")
 
 CONSTANTS = (
-    "local NOTIFY_MAX, ENQUEUE_FIELDS, RESERVE_LOOKAHEAD, MEMBER_FIELDS, CALLBACK_FIELDS = "
-    f"{NOTIFY_MAX}, {ENQUEUE_FIELDS}, {RESERVE_LOOKAHEAD}, {MEMBER_FIELDS}, "
-    f"{len(CALLBACK_FIELDS)}\n"
+    "local NOTIFY_MAX, ENQUEUE_FIELDS, RESERVE_LOOKAHEAD, MEMBER_FIELDS, CALLBACK_FIELDS,"
+    f" ENDED_TOKEN_TTL_S = {NOTIFY_MAX}, {ENQUEUE_FIELDS}, {RESERVE_LOOKAHEAD}, {MEMBER_FIELDS},"
+    f" {len(CALLBACK_FIELDS)}, {ENDED_TOKEN_TTL_S}\n"
 )
 # Scripts on one queue's keys see the queue prelude; store-wide ones ({g} tag) a small one.
 QUEUE_LIBS = ("lib/prelude.lua", "lib/batch_rules.lua", "lib/batch_io.lua", "lib/guards.lua")

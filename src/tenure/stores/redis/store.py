@@ -43,6 +43,8 @@ touches one slot only:
     PREFIX:{q:QUEUE}:all          zset   every job id by sequence
     PREFIX:{q:QUEUE}:seq          string the queue's sequence counter
     PREFIX:{q:QUEUE}:notify       list   wake-up tokens idle workers BLPOP
+    PREFIX:{q:QUEUE}:waiter:ID    string someone waits for job ID's end (JobHandle.wait; TTL)
+    PREFIX:{q:QUEUE}:ended:ID     list   the token its end leaves for that waiter (TTL 60 s)
     PREFIX:{q:QUEUE}:uniq:KEY, :overlap, :rate:KEY, :once:ID   guards (see guards.py)
     PREFIX:{q:QUEUE}:periodic     hash   periodic jobs whose runs go to QUEUE (periodic.py)
     PREFIX:{g}:queues             set    every queue name ever used
@@ -408,8 +410,13 @@ class RedisStore(RedisBatches, RedisGuards, RedisPeriodic, RedisWorkers, RedisOp
                     break
         return rescued
 
-    def wait_for_work(self, *, queues: Sequence[str], timeout: float) -> None:
+    def wait_for_work(
+        self, *, queues: Sequence[str], timeout: float, ended: Sequence[str] = ()
+    ) -> None:
         if timeout <= 0:
+            return
+        if ended:
+            self._wait_for_ends(ended, min(timeout, self._block_cap))
             return
         names = list(dict.fromkeys(queues))
         if not names:
@@ -423,6 +430,24 @@ class RedisStore(RedisBatches, RedisGuards, RedisPeriodic, RedisWorkers, RedisOp
                 wait = min(wait, float(due) - float(now_text) + 0.002)
         wait = max(wait, MIN_BLOCK_S)
         self._wait_for_token([f"{self._base(q)}:notify" for q in names], wait)
+
+    def _wait_for_ends(self, job_ids: Sequence[str], wait: float) -> None:
+        """A waiter is a key `waiter:ID` beside the job (under its queue's hash tag); the
+        script that ends the job turns it into a token on `ended:ID` (prelude.lua's
+        wake_waiters), popped here. A waiter new on this call returns at once, for the caller
+        to read the job again: an end before the key existed woke nobody."""
+        located = self._locate_many(job_ids)
+        if not located:
+            time.sleep(wait)  # no such job: the caller's read says so
+            return
+        pipe = self._redis.pipeline(transaction=False)
+        for job_id, queue in located.items():
+            # SET ... GET: the old value, None when the key is new; the TTL is renewed
+            pipe.set(f"{self._base(queue)}:waiter:{job_id}", "1", ex=int(wait) + 60, get=True)
+        if any(previous is None for previous in pipe.execute()):
+            return
+        keys = [f"{self._base(q)}:ended:{job_id}" for job_id, q in located.items()]
+        self._wait_for_token(keys, max(wait, MIN_BLOCK_S))
 
 
 def _refused(reply: list[Any]) -> EndResult:

@@ -52,6 +52,9 @@ class Dialect(Protocol):
     def wake(self, cur: Cursor, queue: str) -> None:
         """Tell idle workers of `queue` that a job is ready, when the transaction commits."""
 
+    def job_ended(self, cur: Cursor, job_id: str) -> None:
+        """Wake whoever waits for the job's end (JobHandle.wait), when the transaction commits."""
+
     def q(self, sql: str) -> str: ...
 
     def insert_jobs(

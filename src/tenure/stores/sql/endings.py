@@ -93,6 +93,7 @@ def apply_decision(
             (now, c.tries_used, c.exceptions, error, job["id"]),
         )
         batches.member_ended(d, cur, batch_id, "cancelled", now)
+        d.job_ended(cur, job["id"])
         return EndResult(True, "cancelled", "its batch no longer runs new work")
     if decision.retry:
         cur.execute(
@@ -119,4 +120,5 @@ def apply_decision(
     )
     if batch_id is not None:
         batches.member_ended(d, cur, batch_id, "failed", now)
+    d.job_ended(cur, job["id"])
     return EndResult(True, "failed", decision.reason)

@@ -22,6 +22,9 @@ class SQLiteDialect:
     def wake(self, cur: sqlite3.Connection, queue: str) -> None:
         pass  # waiters watch the file's data_version: every commit wakes them
 
+    def job_ended(self, cur: sqlite3.Connection, job_id: str) -> None:
+        pass  # so do the waiters of a job's end
+
     def q(self, sql: str) -> str:
         return _sqlite_sql(sql)
 

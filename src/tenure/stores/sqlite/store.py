@@ -421,11 +421,22 @@ class SQLiteStore(SQLiteOperations):
             )
         conn.execute("RELEASE one_job")
 
-    def wait_for_work(self, *, queues: Sequence[str], timeout: float) -> None:
+    def wait_for_work(
+        self, *, queues: Sequence[str], timeout: float, ended: Sequence[str] = ()
+    ) -> None:
         # PRAGMA data_version changes when another connection commits: a cheap local check,
-        # made when the -wal file is written (inotify), else every 20 ms.
+        # made when the -wal file is written (inotify), else every 20 ms. Every commit wakes,
+        # a job's end included.
         conn = self._conn()
         start = conn.execute("PRAGMA data_version").fetchone()[0]
+        if ended:
+            # A waiter of a job's end measures from this thread's previous return, not from
+            # now: an end committed between the caller's read of the job and this call has
+            # changed the version since, and the caller looks again at once.
+            seen = getattr(self._local, "ended_seen", None)
+            self._local.ended_seen = start
+            if seen != start:
+                return
         watch = self._wal_watch()
         deadline = time.monotonic() + timeout
         while (remaining := deadline - time.monotonic()) > 0:
@@ -433,7 +444,10 @@ class SQLiteStore(SQLiteOperations):
                 time.sleep(min(WAKE_POLL_S, remaining))
             else:
                 watch.wait(min(WAKE_WATCH_S, remaining))
-            if conn.execute("PRAGMA data_version").fetchone()[0] != start:
+            version = conn.execute("PRAGMA data_version").fetchone()[0]
+            if version != start:
+                if ended:
+                    self._local.ended_seen = version
                 return
 
     def _wal_watch(self) -> FileWatch | None:

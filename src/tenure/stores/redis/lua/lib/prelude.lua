@@ -52,6 +52,19 @@ local function notify(n)
   redis.call('LTRIM', NOTIFY, 0, NOTIFY_MAX - 1)
 end
 
+-- Whoever waits for this job's end (JobHandle.wait sets `base:waiter:ID`, see
+-- RedisStore.wait_for_work) is woken by a token on `base:ended:ID`, which it pops. A job
+-- nobody waits for costs its end one EXISTS.
+local function wake_waiters(id)
+  local waiter = base .. ':waiter:' .. id
+  if redis.call('EXISTS', waiter) == 1 then
+    local ended = base .. ':ended:' .. id
+    redis.call('DEL', waiter)
+    redis.call('LPUSH', ended, '1')
+    redis.call('EXPIRE', ended, ENDED_TOKEN_TTL_S)
+  end
+end
+
 -- Fencing: a worker paused past its lease reports a result for an attempt someone else has
 -- taken over. Nothing changes but a note on the attempt that produced the late result.
 local function refuse(id, token, outcome, now_s)

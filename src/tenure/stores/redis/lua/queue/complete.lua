@@ -16,4 +16,5 @@ redis.call('ZREM', RUNNING, id)
 move_index(id, num(f[3]), 'running', 'succeeded')
 close_attempt(id, n, now_s, 'succeeded', false, false)
 batch_member_end(jk, id, 'succeeded', now_s, now)
+wake_waiters(id)
 return {'ok', 'succeeded'}

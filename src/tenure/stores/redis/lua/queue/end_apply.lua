@@ -25,6 +25,7 @@ if ARGV[8] == '1' and batch_stops_new_work(jk) then
   redis.call('HDEL', jk, 'lease_expires_at')
   move_index(id, seq, 'running', 'cancelled')
   batch_member_end(jk, id, 'cancelled', now_s, now)
+  wake_waiters(id)
   return {'ok', 'cancelled', false, now_s}
 end
 if ARGV[8] == '1' then
@@ -42,4 +43,5 @@ redis.call('HSET', jk, 'state', 'failed', 'finished_at', now_s, 'tries_used', AR
 redis.call('HDEL', jk, 'lease_expires_at')
 move_index(id, seq, 'running', 'failed')
 batch_member_end(jk, id, 'failed', now_s, now)
+wake_waiters(id)
 return {'ok', 'failed', false, now_s}

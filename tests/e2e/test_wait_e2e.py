@@ -1,0 +1,48 @@
+"""JobHandle.wait with real workers on every backend: the result a worker's child (sync job)
+or its event loop (async job) stored with the success, the last error of a job that failed,
+and a timeout while no worker runs."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+import tenure
+
+from e2e.helpers import Project
+from e2e.test_backends_e2e import ServerProject
+from servers import isolated_store_url
+
+pytestmark = pytest.mark.slow
+
+
+@pytest.fixture(params=["sqlite", "redis", "postgres"])
+def waiting_project(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Project]:
+    kind: str = request.param
+    base = "" if kind == "sqlite" else request.getfixturevalue(f"{kind}_url")
+    with isolated_store_url(kind, base, tmp_path) as url:
+        project = ServerProject(tmp_path, url)
+        project.app.store.migrate()
+        try:
+            yield project
+        finally:
+            project.stop_all()
+
+
+def test_wait_returns_what_the_worker_stored(waiting_project: Project) -> None:
+    jobs = waiting_project.jobs
+    sync_handle = jobs.total.dispatch(7)
+    async_handle = jobs.async_total.dispatch(8)
+    failing = jobs.member.dispatch(3, bad=True)
+    with pytest.raises(TimeoutError, match=r"did not end within 0\.2 s; it is queued"):
+        sync_handle.wait(timeout=0.2)  # no worker yet
+    waiting_project.worker("--concurrency", "2")
+    assert sync_handle.wait(timeout=60) == {"order": 7, "total": 70}
+    assert asyncio.run(async_handle.wait_async(timeout=60)) == [8, 80]
+    with pytest.raises(tenure.JobFailed) as failed:
+        failing.wait(timeout=60)
+    assert failed.value.error is not None and "ValueError: member 3 is bad" in failed.value.error
+    assert waiting_project.app.get_job(sync_handle.id).result == {"order": 7, "total": 70}
