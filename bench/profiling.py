@@ -60,7 +60,7 @@ def classify(stack: list[str]) -> str:
     if "_renew_leases" in text or "_guard_" in text or "_heartbeat_loop" in text:
         return "supervisor: heartbeat and lease guard threads"
     if "_rescue" in text:
-        return "supervisor: rescue_expired"
+        return "supervisor: sweep (rescue, retention)"
     if "logging" in text or "_log_end" in text or "log.info" in leaf:
         return "supervisor: logging (one INFO line per job)"
     if "reserve" in text:

@@ -10,7 +10,7 @@ from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 from typing import Any, TypeVar, overload
 
-from tenure import payload, tracing
+from tenure import payload, retention, tracing
 from tenure.coordinator import COORDINATOR, coordinator, plan_over_ids
 from tenure.errors import ConfigError, JobNotFound, UnknownJob
 from tenure.guards import KeyFunction
@@ -30,6 +30,7 @@ from tenure.stores.base import (
     WorkerRecord,
     total_counts,
 )
+from tenure.urls import redact
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -58,8 +59,11 @@ class App:
         url: str | None = None,
         *,
         max_payload_bytes: int = payload.DEFAULT_MAX_PAYLOAD_BYTES,
+        keep_succeeded: timedelta | float | None = retention.DEFAULT_KEEP_SUCCEEDED,
+        keep_failed: timedelta | float | None = retention.DEFAULT_KEEP_FAILED,
     ) -> None:
         self.url = url or os.environ.get(URL_ENV) or DEFAULT_URL
+        self.keep = retention.keep_of(keep_succeeded, keep_failed)  # None: kept forever
         self.max_payload_bytes = max_payload_bytes
         self.jobs: dict[str, Job] = {}
         self.periodic_jobs: dict[str, PeriodicJob] = {}
@@ -115,6 +119,8 @@ class App:
         rate_limit: str | None = ...,
         rate_key: KeyFunction | None = ...,
         transactional: bool = ...,
+        keep_succeeded: retention.KeepSetting = ...,
+        keep_failed: retention.KeepSetting = ...,
     ) -> Callable[[F], Job]: ...
 
     def job(self, fn: F | None = None, **settings: Any) -> Job | Callable[[F], Job]:
@@ -138,6 +144,7 @@ class App:
         try:
             policy = options.policy()
             guard_spec = options.guards()
+            keep = options.keep()
             if options.transactional:
                 self._check_transactional(fn)
         except ConfigError as exc:
@@ -152,7 +159,7 @@ class App:
             encrypted=options.encrypted,
             guards=guard_spec,
         )
-        job.transactional = options.transactional
+        job.transactional, job.keep = options.transactional, keep
         self.jobs[job_name] = job
         return job
 
@@ -245,6 +252,7 @@ class App:
             delay=sig.delay,
             batch_id=batch_id,
             guards=job.guards.for_call(job.name, tuple(sig.args), dict(sig.kwargs)),
+            keep=sig.keep.over(job.keep.over(self.keep)),
         )
 
     def _dispatch_policy(self, job: Job) -> Policy:
@@ -327,6 +335,7 @@ class App:
                     then=callbacks[0],
                     catch=callbacks[1],
                     finally_=callbacks[2],
+                    keep=self.keep,
                 ),
                 conn=conn,
             )
@@ -486,19 +495,13 @@ class App:
             )
         return f"job {job_id} changed while being retried; see `tenure jobs show {job_id}`"
 
+    def prune(self, *, dry_run: bool = False) -> retention.Pruned:
+        """`tenure prune`: delete what retention says is due now (dry run: count it)."""
+        return retention.prune_all(self.store, dry_run=dry_run)
+
     def forget(self, job_id: str) -> bool:
         return self.store.forget_job(job_id)
 
 
 def new_id() -> str:
     return secrets.token_hex(8)
-
-
-def redact(url: str) -> str:
-    """A URL fit for logs: the password replaced."""
-    if "@" not in url or "://" not in url:
-        return url
-    scheme, rest = url.split("://", 1)
-    creds, host = rest.rsplit("@", 1)
-    user = creds.split(":", 1)[0]
-    return f"{scheme}://{user}:***@{host}" if ":" in creds else f"{scheme}://{user}@{host}"

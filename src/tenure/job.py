@@ -10,10 +10,13 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from tenure import waiting
 from tenure.guards import NO_SPEC, GuardSpec
+from tenure.retention import APP_DEFAULT, KeepOverride, KeepSetting, override_of
 from tenure.retry import Policy
 
 if TYPE_CHECKING:
     from tenure.stores.base import Store
+
+NO_OVERRIDE = KeepOverride()
 
 
 @dataclass(frozen=True)
@@ -25,6 +28,7 @@ class Sig:
     kwargs: dict[str, Any] = field(default_factory=dict)
     queue: str | None = None
     delay: float = 0.0
+    keep: KeepOverride = NO_OVERRIDE  # this dispatch's retention, over the job's
 
 
 class JobsApp(Protocol):
@@ -66,6 +70,7 @@ class DispatchOptions:
     delay: float = 0.0
     queue: str | None = None
     conn: Any = None  # the application's own DB connection: enqueue inside its transaction
+    keep: KeepOverride = NO_OVERRIDE
 
 
 class Job:
@@ -92,6 +97,7 @@ class Job:
         self.encrypted = encrypted
         self.guards = guards
         self.transactional = False  # ctx.transaction() commits with the completion
+        self.keep = NO_OVERRIDE  # keep_succeeded= / keep_failed= over the App's retention
         self.is_async = inspect.iscoroutinefunction(fn)
         self.signature = inspect.signature(fn)
         self.__doc__ = fn.__doc__
@@ -118,13 +124,20 @@ class Job:
             ) from None
 
     def options(
-        self, *, delay: float | timedelta = 0.0, queue: str | None = None, conn: Any = None
+        self,
+        *,
+        delay: float | timedelta = 0.0,
+        queue: str | None = None,
+        conn: Any = None,
+        keep_succeeded: KeepSetting = APP_DEFAULT,
+        keep_failed: KeepSetting = APP_DEFAULT,
     ) -> BoundJob:
         """Options for one dispatch. `conn`: your own database connection (psycopg, or sqlite3
         on the same file), so the job is enqueued in your transaction: rolled back with it,
-        visible to workers only after your commit."""
+        visible to workers only after your commit. `keep_*`: this run's retention."""
         seconds = delay.total_seconds() if isinstance(delay, timedelta) else float(delay)
-        return BoundJob(self, DispatchOptions(delay=seconds, queue=queue, conn=conn))
+        keep = override_of(keep_succeeded, keep_failed)
+        return BoundJob(self, DispatchOptions(delay=seconds, queue=queue, conn=conn, keep=keep))
 
     def dispatch(self, *args: Any, **kwargs: Any) -> JobHandle:
         return BoundJob(self, DispatchOptions()).dispatch(*args, **kwargs)
@@ -141,7 +154,12 @@ class BoundJob:
     opts: DispatchOptions
 
     def sig(self, *args: Any, **kwargs: Any) -> Sig:
-        return replace(self.job.sig(*args, **kwargs), queue=self.opts.queue, delay=self.opts.delay)
+        return replace(
+            self.job.sig(*args, **kwargs),
+            queue=self.opts.queue,
+            delay=self.opts.delay,
+            keep=self.opts.keep,
+        )
 
     def dispatch(self, *args: Any, **kwargs: Any) -> JobHandle:
         return self.job.app.dispatch_sigs([self.sig(*args, **kwargs)], conn=self.opts.conn)[0]

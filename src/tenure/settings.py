@@ -16,6 +16,7 @@ from typing import Any
 
 from tenure.errors import ConfigError
 from tenure.guards import GuardSpec, KeyFunction, make_spec
+from tenure.retention import APP_DEFAULT, KeepOverride, KeepSetting, override_of
 from tenure.retry import Backoff, Policy, validate_policy
 
 # The environment variables tenure reads, each in one place.
@@ -51,6 +52,9 @@ class JobOptions:
     rate_limit: str | None = None
     rate_key: KeyFunction | None = None
     transactional: bool = False
+    # retention once finished (tenure.retention): a timedelta, seconds, None (forever)
+    keep_succeeded: KeepSetting = APP_DEFAULT
+    keep_failed: KeepSetting = APP_DEFAULT  # failed and cancelled
 
     @classmethod
     def of(cls, settings: Mapping[str, Any]) -> JobOptions:
@@ -84,6 +88,10 @@ class JobOptions:
         )
         validate_policy(policy)
         return policy
+
+    def keep(self) -> KeepOverride:
+        """The job's own retention over the App's, validated ("expected X, got Y")."""
+        return override_of(self.keep_succeeded, self.keep_failed)
 
     def guards(self) -> GuardSpec:
         return make_spec(

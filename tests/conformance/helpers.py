@@ -99,6 +99,6 @@ def expire_and_rescue(store: Store, job_id: str, *, timeout: float = 10.0) -> No
     """Wait for the job's lease to run out on the store's clock and rescue it."""
 
     def rescued() -> bool:
-        return any(r.job_id == job_id for r in store.rescue_expired())
+        return any(r.job_id == job_id for r in store.sweep(prune=False).rescued)
 
     wait_until(rescued, timeout=timeout, what=f"the lease of {job_id} to expire and be rescued")

@@ -54,6 +54,6 @@ def test_a_policy_that_cannot_be_read_falls_back_to_the_defaults(
     token = next(r for r in handed if r.job_id == bad).token
     result = store.end_attempt(job_id=bad, token=token, outcome="failed", error="e")
     assert result.accepted and result.state in ("queued", "scheduled")
-    wait_until(store.rescue_expired, what="the good job's lease to expire")
+    wait_until(lambda: store.sweep(prune=False).rescued, what="the good job's lease to expire")
     assert job(store, good).attempts[0].outcome == "crashed"
     assert counts(store)["running"] == 0

@@ -133,7 +133,7 @@ def test_a_crashed_attempt_is_counted_where_the_rescue_puts_it(store: Store) -> 
     rescued: set[str] = set()
 
     def both_rescued() -> bool:
-        rescued.update(r.job_id for r in store.rescue_expired())
+        rescued.update(r.job_id for r in store.sweep(prune=False).rescued)
         return len(rescued) == 2
 
     wait_until(both_rescued, what="both leases to expire and be rescued")
@@ -221,7 +221,7 @@ class Workload:
         elif op == "expire":  # a lease that runs out: a later rescue finds it
             store.reserve(queues=[rng.choice(QUEUES)], worker=self.worker, lease=0.01, limit=2)
         elif op == "rescue":
-            store.rescue_expired()
+            store.sweep(prune=False)
         elif op == "heartbeat" and self.held:
             store.heartbeat(
                 worker=self.worker, leases=[(r.job_id, r.token) for r in self.held], lease=30

@@ -43,7 +43,7 @@ def test_heartbeat_keeps_a_slow_job_from_being_rescued(store: Store) -> None:
     deadline = time.monotonic() + 1.8  # three leases' worth of renewals
     while time.monotonic() < deadline:
         assert store.heartbeat(worker=W1, leases=[(job_id, r.token)], lease=0.6) == []
-        assert store.rescue_expired() == []
+        assert store.sweep(prune=False).rescued == []
         time.sleep(0.1)
     assert job(store, job_id).state == "running"
 
@@ -68,7 +68,7 @@ def test_heartbeat_with_nothing_held_is_fine(store: Store) -> None:
 def test_an_expired_lease_is_rescued_as_a_crash_naming_the_worker(store: Store) -> None:
     (job_id,) = enqueue(store, new_job(policy=Policy(tries=3, backoff=0)))
     r = reserve_one(store, worker=W1, lease=0.5)
-    assert store.rescue_expired() == []  # not before the lease ends
+    assert store.sweep(prune=False).rescued == []  # not before the lease ends
     expire_and_rescue(store, job_id)
     a = attempt(store, job_id, 1)
     assert a.outcome == "crashed"
@@ -89,11 +89,11 @@ def test_an_expired_lease_is_rescued_as_a_crash_naming_the_worker(store: Store) 
 def test_rescue_reports_what_it_did(store: Store) -> None:
     (job_id,) = enqueue(store, new_job(policy=Policy(tries=3, backoff=0)))
     reserve_one(store, lease=0.3)
-    rescued = wait_until(store.rescue_expired, what="a rescue")
+    rescued = wait_until(lambda: store.sweep(prune=False).rescued, what="a rescue")
     assert [(x.job_id, x.attempt) for x in rescued] == [(job_id, 1)]
     assert rescued[0].result.accepted
     assert rescued[0].result.state == "queued"
-    assert store.rescue_expired() == []  # once only
+    assert store.sweep(prune=False).rescued == []  # once only
 
 
 def test_a_rescued_job_retries_after_its_backoff(store: Store) -> None:
@@ -123,7 +123,7 @@ def test_crashes_use_up_tries_and_then_fail_the_job_with_a_reason(store: Store) 
 def test_crashes_count_toward_max_exceptions(store: Store) -> None:
     (job_id,) = enqueue(store, new_job(policy=Policy(tries=10, max_exceptions=1, backoff=0)))
     reserve_one(store, lease=0.3)
-    wait_until(store.rescue_expired, what="a rescue")
+    wait_until(lambda: store.sweep(prune=False).rescued, what="a rescue")
     got = job(store, job_id)
     assert got.state == "failed"
     assert got.last_error is not None and "max_exceptions=1" in got.last_error
@@ -152,7 +152,7 @@ def test_leases_are_measured_on_the_store_clock_not_the_workers(
     monkeypatch.setattr(time, "time", lambda: _real_time() + 120.0)
     r = reserve_one(store, lease=1.0)
     assert r.lease_expires_at - store.now() == pytest.approx(1.0, abs=0.5)
-    assert store.rescue_expired() == []
+    assert store.sweep(prune=False).rescued == []
     monkeypatch.setattr(time, "time", lambda: _real_time() - 120.0)
     expire_and_rescue(store, job_id, timeout=5.0)
 

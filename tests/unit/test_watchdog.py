@@ -133,7 +133,10 @@ def test_a_start_message_for_an_attempt_the_store_already_rescued(
     hand(slot, reserve(worker, lease=30), chain=True)
     # the child claims `nap` (lease 1 s) and sleeps in it; its start message waits unread
     # while the lease expires and the store rescues the attempt
-    wait_until(lambda: any(r.job_id == napping.id for r in worker.store.rescue_expired()), "rescue")
+    wait_until(
+        lambda: any(r.job_id == napping.id for r in worker.store.sweep(prune=False).rescued),
+        "rescue",
+    )
     assert outcomes(worker, napping.id) == ["crashed"]
     assert slot.child is not None
     child = slot.child
@@ -164,7 +167,9 @@ def test_a_renewal_that_fails_for_one_attempt_but_not_the_others(
     hand(doomed, short, chain=False)
     hand(healthy, long, chain=False)
     threads = [watch_in_thread(doomed), watch_in_thread(healthy)]
-    wait_until(lambda: any(r.job_id == lost.id for r in worker.store.rescue_expired()), "rescue")
+    wait_until(
+        lambda: any(r.job_id == lost.id for r in worker.store.sweep(prune=False).rescued), "rescue"
+    )
     before = healthy.renewed_at
     assert LeaseKeeper(worker)._renew_leases()
     threads[0].join(timeout=30)

@@ -86,7 +86,7 @@ def check_history(
 
 
 def store_note(store: Store) -> str:
-    from tenure.app import redact
+    from tenure.urls import redact
 
     return f"history in {redact(store.url)}"
 

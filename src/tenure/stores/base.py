@@ -22,8 +22,10 @@ from tenure.stores.records import (
     NewJob,
     PeriodicClaim,
     PeriodicRecord,
+    Pruned,
     Rescued,
     Reservation,
+    Swept,
     WorkerRecord,
     WorkerRef,
     batch_record,
@@ -172,8 +174,19 @@ class Store(Protocol):
     ) -> EndResult:
         """End a running attempt without success; the store decides retry or fail."""
 
-    def rescue_expired(self) -> list[Rescued]:
-        """Close attempts whose lease expired with no end (outcome crashed) and decide."""
+    def sweep(
+        self, *, rescue: bool = True, prune: bool = True, limit: int = 500, dry_run: bool = False
+    ) -> Swept:
+        """The workers' maintenance tick, leaderless: whoever calls it first does the work, and
+        two calls at once never act on the same row.
+
+        `rescue`: close attempts whose lease expired with no end (outcome crashed) and decide.
+        `prune`: delete up to `limit` finished jobs (with their attempts, effects and guard
+        rows), as many settled batches and as many expired guard rows, each past its age on
+        the store's clock (tenure.retention): never a live job, a member of a batch that has
+        not settled, or the latest run of a periodic job. `Pruned.more` says a chunk was full.
+        `dry_run`: change nothing, and count everything prunable now, whatever `limit`.
+        """
 
     def wait_for_work(
         self, *, queues: Sequence[str], timeout: float, ended: Sequence[str] = ()
@@ -285,9 +298,11 @@ __all__ = [
     "NewJob",
     "PeriodicClaim",
     "PeriodicRecord",
+    "Pruned",
     "Rescued",
     "Reservation",
     "Store",
+    "Swept",
     "WorkerRecord",
     "WorkerRef",
     "batch_record",

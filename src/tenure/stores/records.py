@@ -13,6 +13,8 @@ from tenure.batch import BatchCounts
 from tenure.batch import progress as batch_progress
 from tenure.errors import JobTransactionEnded
 from tenure.guards import NO_GUARDS, Guards
+from tenure.retention import KEEP_FOREVER, Keep
+from tenure.retention import Pruned as Pruned
 from tenure.retry import Policy
 
 
@@ -26,6 +28,7 @@ class NewJob:
     delay: float = 0.0  # seconds after the store's now
     batch_id: str | None = None
     guards: Guards = NO_GUARDS
+    keep: Keep = KEEP_FOREVER  # how long it is kept once finished (App: keep_succeeded=...)
 
 
 @dataclass(frozen=True)
@@ -127,6 +130,14 @@ class Rescued:
 
 
 @dataclass(frozen=True)
+class Swept:
+    """What one `Store.sweep` did: the expired attempts it rescued, the rows it pruned."""
+
+    rescued: list[Rescued] = field(default_factory=list)
+    pruned: Pruned = field(default_factory=Pruned)
+
+
+@dataclass(frozen=True)
 class NewBatch:
     """A batch to create. Callbacks are jobs written down now and enqueued, exactly once each,
     by the store when the batch reaches the moment they are for."""
@@ -138,6 +149,7 @@ class NewBatch:
     then: NewJob | None = None
     catch: NewJob | None = None
     finally_: NewJob | None = None
+    keep: Keep = KEEP_FOREVER  # how long it is kept once settled
 
 
 @dataclass(frozen=True)
@@ -263,6 +275,7 @@ def callback_to_json(job: NewJob) -> dict[str, Any]:
         "payload": job.payload,
         "policy": job.policy.to_json(),
         "delay": job.delay,
+        "keep": [job.keep.succeeded, job.keep.failed],
     }
 
 
@@ -274,4 +287,13 @@ def callback_from_json(data: dict[str, Any]) -> NewJob:
         payload=data["payload"],
         policy=Policy.from_json(data["policy"]),
         delay=float(data.get("delay", 0.0)),
+        keep=_keep_from_json(data.get("keep")),
     )
+
+
+def _keep_from_json(value: Any) -> Keep:
+    # a callback written before retention existed is kept forever, as its batch's jobs were
+    if not isinstance(value, list) or len(value) != 2:
+        return KEEP_FOREVER
+    seconds = [float(v) if isinstance(v, int | float) else None for v in value]
+    return Keep(seconds[0], seconds[1])

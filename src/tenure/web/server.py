@@ -19,7 +19,8 @@ from starlette.responses import HTMLResponse, RedirectResponse, Response
 from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
-from tenure.app import App, redact
+from tenure.app import App
+from tenure.urls import redact
 from tenure.web import views
 from tenure.web.api import api_routes
 from tenure.web.doctor_page import DoctorRunner

@@ -10,7 +10,7 @@ from collections.abc import Sequence
 from typing import Protocol
 
 from tenure.settings import WorkerOptions
-from tenure.stores.base import Store, WorkerRef
+from tenure.stores.base import Rescued, Store, WorkerRef
 from tenure.worker.metrics import Metrics
 from tenure.worker.pulse import Pulse
 from tenure.worker.slot import Slot
@@ -21,6 +21,8 @@ log = logging.getLogger("tenure.worker")
 # so the attempt is stopped before the store can hand the job to another worker.
 LEASE_GIVE_UP_SHARE = 0.8
 LEASE_WARN_SHARE = 0.5
+# How often a worker prunes when the last chunk was not full (it rescues every tick).
+PRUNE_EVERY_S = 10.0
 
 
 class LeaseHost(Protocol):
@@ -122,13 +124,33 @@ class LeaseKeeper:
                 slot.warn_lease()
 
 
-def rescue_expired(store: Store) -> None:
-    """Close the attempts whose lease expired with no end (their worker died), and say so."""
-    try:
-        rescued = store.rescue_expired()
-    except Exception as exc:
-        log.warning("could not check for expired leases: %s", exc)
-        return
+class Sweeper:
+    """The worker's maintenance tick (`Store.sweep`): every tick closes the attempts whose
+    lease expired with no end (their worker died); every PRUNE_EVERY_S, or at once while the
+    last chunk came back full, it also prunes one bounded chunk of what retention says is due.
+    Every worker does it, leaderless: the store makes two sweeps at once take different rows."""
+
+    def __init__(self, store: Store) -> None:
+        self.store = store
+        self.next_prune = 0.0
+
+    def tick(self) -> None:
+        started = time.monotonic()
+        prune = started >= self.next_prune
+        try:
+            swept = self.store.sweep(prune=prune)
+        except Exception as exc:
+            log.warning("could not check for expired leases or prune: %s", exc)
+            return
+        if prune:
+            self.next_prune = started + (0.0 if swept.pruned.more else PRUNE_EVERY_S)
+            if swept.pruned.jobs or swept.pruned.batches or swept.pruned.guards:
+                kinds = ", ".join(f"{n} {kind}" for kind, n in swept.pruned.kinds().items() if n)
+                log.info("retention: pruned %s", kinds)
+        log_rescued(swept.rescued)
+
+
+def log_rescued(rescued: Sequence[Rescued]) -> None:
     for r in rescued:
         log.warning(
             "job %s attempt %d crashed (lease expired with no result): %s",

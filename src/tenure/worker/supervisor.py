@@ -27,7 +27,7 @@ from tenure.stores.base import (
 )
 from tenure.worker.burst import BurstEnd
 from tenure.worker.execute import Ended
-from tenure.worker.leases import LeaseKeeper, rescue_expired
+from tenure.worker.leases import LeaseKeeper, Sweeper
 from tenure.worker.metrics import Metrics, serve
 from tenure.worker.pulse import Pulse
 from tenure.worker.recording import REFUSALS, STORE_RETRY_MAX_S, Recorder, log_end, retrying
@@ -64,6 +64,7 @@ class Worker:
         self._registered_at = 0.0
         self._store_file = StoreFile(None)
         self._burst: BurstEnd | None = None
+        self._sweeper: Sweeper | None = None
         self.metrics = Metrics()
         self.periodic = PeriodicTicker(app)  # this worker's share of dispatching periodic jobs
         self._recorder_made: Recorder | None = None
@@ -267,7 +268,9 @@ class Worker:
             self._idle_changed.notify_all()
 
     def _rescue(self) -> None:
-        rescue_expired(self.store)
+        if self._sweeper is None or self._sweeper.store is not self.store:
+            self._sweeper = Sweeper(self.store)
+        self._sweeper.tick()
 
     def _store_trouble(self, what: str, exc: Exception, failures: int) -> None:
         delay = min(STORE_RETRY_MAX_S, 0.2 * 2**failures)

@@ -203,7 +203,7 @@ def test_concurrent_rescuers_close_each_expired_attempt_once(store: RedisStore) 
     def rescue() -> None:
         own = RedisStore(store.url)
         try:
-            found = own.rescue_expired()
+            found = own.sweep(prune=False).rescued
             with lock:
                 results.extend(r.job_id for r in found)
         finally:
@@ -232,7 +232,7 @@ def test_a_late_complete_racing_a_rescue_is_either_accepted_or_refused_never_bot
         (r,) = store.reserve(queues=["default"], worker=WORKER, lease=0.05)
         wait_until(lambda: store.now() > r.lease_expires_at, "lease to expire")  # noqa: B023
         rescued: list[Rescued] = []
-        rescuer = threading.Thread(target=lambda: rescued.extend(store.rescue_expired()))  # noqa: B023
+        rescuer = threading.Thread(target=lambda: rescued.extend(store.sweep(prune=False).rescued))  # noqa: B023
         rescuer.start()
         result = store.complete_and_reserve(job_id=job_id, token=r.token)[0]
         rescuer.join(DEADLINE_S)
@@ -262,7 +262,7 @@ def test_leases_and_schedules_use_the_servers_time_not_the_callers(
     (r,) = store.reserve(queues=["default"], worker=WORKER, lease=30)
     assert r.job_id == "now"
     assert 29.0 < r.lease_expires_at - store.now() <= 30.0
-    assert store.rescue_expired() == []
+    assert store.sweep(prune=False).rescued == []
     later = store.get_job("later")
     assert later is not None and later.state == "scheduled"
     assert 29.0 < later.run_at - store.now() <= 30.0
@@ -355,7 +355,7 @@ def test_a_running_entry_without_its_job_is_cleaned_by_rescue(
     (r,) = store.reserve(queues=["default"], worker=WORKER, lease=0.05)
     client.delete(f"{base}:job:vanishes")
     wait_until(lambda: store.now() > r.lease_expires_at, "the lease to expire")
-    assert store.rescue_expired() == []
+    assert store.sweep(prune=False).rescued == []
     assert client.zcard(f"{base}:running") == 0
 
 

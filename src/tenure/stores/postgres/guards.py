@@ -160,8 +160,8 @@ def rate_free_at(
             " AND at <= %(now)s - %(window)s),"
             " live AS MATERIALIZED (SELECT count(*) AS n, min(at) AS oldest"
             " FROM {s}.tenure_rate_starts WHERE key = %(key)s AND at > %(now)s - %(window)s),"
-            " started AS (INSERT INTO {s}.tenure_rate_starts (key, at)"
-            " SELECT %(key)s, %(now)s FROM live WHERE live.n < %(limit)s)"
+            " started AS (INSERT INTO {s}.tenure_rate_starts (key, at, expires_at)"
+            " SELECT %(key)s, %(now)s, %(now)s + %(window)s FROM live WHERE live.n < %(limit)s)"
             " SELECT n, oldest FROM live"
         ),
         {"key": key, "now": now, "window": window, "limit": limit},

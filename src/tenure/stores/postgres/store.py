@@ -39,6 +39,7 @@ from tenure.stores.base import (
     PeriodicRecord,
     Rescued,
     Reservation,
+    Swept,
     WorkerRef,
     batch_target,
     describe_crash,
@@ -51,7 +52,7 @@ from tenure.stores.postgres.guards import CLOCK
 from tenure.stores.postgres.jobs import NOW, insert_jobs
 from tenure.stores.postgres.operations import PostgresOperations
 from tenure.stores.postgres.transaction import PostgresJobTransaction, caller_cursor
-from tenure.stores.sql import batches, endings, periodic
+from tenure.stores.sql import batches, endings, periodic, retention
 
 # guarded jobs one reserve call may look at beyond `limit`: they may be deferred instead
 RESERVE_LOOKAHEAD = 32
@@ -394,7 +395,20 @@ class PostgresStore(PostgresOperations):
             endings.close_attempt(self.dialect, cur, job_id, token, now, outcome, error, traceback)
             return endings.apply_decision(self.dialect, cur, job, outcome, error, now, permanent)
 
-    def rescue_expired(self) -> list[Rescued]:
+    def sweep(
+        self, *, rescue: bool = True, prune: bool = True, limit: int = 500, dry_run: bool = False
+    ) -> Swept:
+        if dry_run:
+            with self.db.transaction() as cur:
+                return Swept(pruned=retention.count_due(self.dialect, cur, self.db.clock(cur)))
+        rescued = self._rescue_expired() if rescue else []
+        if not prune:
+            return Swept(rescued=rescued)
+        with self.db.transaction() as cur:
+            pruned = retention.prune(self.dialect, cur, self.db.clock(cur), limit)
+        return Swept(rescued=rescued, pruned=pruned)
+
+    def _rescue_expired(self) -> list[Rescued]:
         rescued: list[Rescued] = []
         with self.db.transaction() as cur:
             now = self.db.clock(cur)

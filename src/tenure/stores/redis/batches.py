@@ -21,7 +21,7 @@ from typing import Any, cast
 from tenure.errors import ConfigError, TenureError
 from tenure.stores.base import BatchRecord, NewBatch, NewJob
 from tenure.stores.redis.client import RedisClient, optional
-from tenure.stores.redis.guards import member_guards
+from tenure.stores.redis.guards import keep_args, member_guards
 from tenure.stores.redis.records import PROGRESS_UNITS, batch_record
 from tenure.stores.redis.scripts import CALLBACK_FIELDS, CALLBACK_KINDS
 
@@ -45,12 +45,14 @@ class RedisBatches(RedisClient):
             batch.name,
             optional(None if batch.total is None else str(int(batch.total))),
             "1" if batch.allow_failures else "0",
+            *keep_args(batch.keep),
         ]
         for _, job in callbacks:
             if job is None:
                 args += ["0"] + [""] * len(CALLBACK_FIELDS)
             else:
-                args += ["1", job.id, self._base(job.queue), *self._job_args(job)[1:]]
+                keep = " ".join(keep_args(job.keep))
+                args += ["1", job.id, self._base(job.queue), *self._job_args(job)[1:], keep]
         reply = self._run(self._qcall("create_batch", home, *args, *self._members(members)))
         if reply[0] == "exists":
             raise TenureError(f"batch {batch.id!r} already exists")
@@ -120,7 +122,7 @@ class RedisBatches(RedisClient):
 
     def _register_batch(self, batch_id: str, home: str, queues: Sequence[str]) -> str:
         """Record the batch's home and register every queue it touches, before any job exists
-        there: get_job and rescue_expired only look in registered queues."""
+        there: get_job and sweep only look in registered queues."""
         keys = [self._global_key(k) for k in ("queues", "batch_queues", "batches", "batch_seq")]
         args = [batch_id, home, *dict.fromkeys([home, *queues])]
         return cast(str, self._run((self._g["register_batch"], keys, args)))

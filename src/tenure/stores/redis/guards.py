@@ -41,6 +41,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from tenure.errors import ConfigError
+from tenure.retention import Keep
 from tenure.stores.base import EffectRecord, JobTransaction, NewJob
 from tenure.stores.redis.client import Call, RedisClient, optional
 from tenure.stores.redis.records import to_float, to_int
@@ -113,6 +114,15 @@ def enqueue_args(job: NewJob) -> list[Any]:
         optional(g.rate_key if g.rate_limit is not None and g.rate_window else None),
         str(int(g.rate_limit or 0)),
         repr(float(g.rate_window or 0.0)),
+        *keep_args(job.keep),
+    ]
+
+
+def keep_args(keep: Keep) -> list[str]:
+    """A job's or batch's retention as the scripts read it: '-' (forever) or '+seconds'."""
+    return [
+        optional(None if seconds is None else repr(float(seconds)))
+        for seconds in (keep.succeeded, keep.failed)
     ]
 
 

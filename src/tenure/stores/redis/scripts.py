@@ -19,7 +19,7 @@ from importlib import resources
 # chew through one by one; 32 is enough to wake every idle worker of a typical deployment.
 NOTIFY_MAX = 32
 # Fields per job in enqueue.lua's ARGV, after the two common ones (base, queue name).
-ENQUEUE_FIELDS = 14
+ENQUEUE_FIELDS = 16
 # Ready jobs a reservation looks at beyond `limit`: guarded jobs in front may be deferred.
 RESERVE_LOOKAHEAD = 32
 # Fields per batch member in ARGV: base, queue, id, name, payload, policy, delay, guards.
@@ -27,7 +27,7 @@ MEMBER_FIELDS = 8
 # How long a job's end token waits for its waiter (JobHandle.wait) to pop it.
 ENDED_TOKEN_TTL_S = 60
 CALLBACK_KINDS = ("then", "catch", "finally")
-CALLBACK_FIELDS = ("id", "base", "queue", "name", "payload", "policy", "delay")
+CALLBACK_FIELDS = ("id", "base", "queue", "name", "payload", "policy", "delay", "keep")
 
 CONSTANTS = (
     "local NOTIFY_MAX, ENQUEUE_FIELDS, RESERVE_LOOKAHEAD, MEMBER_FIELDS, CALLBACK_FIELDS,"

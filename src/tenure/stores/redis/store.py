@@ -75,6 +75,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Sequence
+from dataclasses import replace
 from typing import Any, ClassVar, cast
 
 import redis
@@ -88,8 +89,10 @@ from tenure.stores.base import (
     EndResult,
     NewBatch,
     NewJob,
+    Pruned,
     Rescued,
     Reservation,
+    Swept,
     WorkerRef,
     batch_target,
     describe_crash,
@@ -364,7 +367,51 @@ class RedisStore(RedisBatches, RedisGuards, RedisPeriodic, RedisWorkers, RedisOp
             return EndResult(True, "cancelled", "its batch no longer runs new work")
         return EndResult(True, "failed", decision.reason)
 
-    def rescue_expired(self) -> list[Rescued]:
+    def sweep(
+        self, *, rescue: bool = True, prune: bool = True, limit: int = 500, dry_run: bool = False
+    ) -> Swept:
+        if dry_run:
+            return Swept(pruned=self._count_due(limit))
+        rescued = self._rescue_expired() if rescue else []
+        pruned = Pruned()
+        if prune:
+            for queue in self._queues():
+                pruned = pruned + self._prune(queue, limit, dry_run=False, offset=0)
+                if pruned.more:
+                    break  # the rest next tick: one bounded chunk per sweep
+        return Swept(rescued=rescued, pruned=pruned)
+
+    def _prune(self, queue: str, limit: int, *, dry_run: bool, offset: int) -> Pruned:
+        reply = self._run(
+            self._qcall("prune", queue, max(1, int(limit)), "1" if dry_run else "0", offset)
+        )
+        jobs, attempts, effects, batches, guards, more, *gone = reply
+        if gone:  # the store-wide registry forgets them too (list_batches, get_batch)
+            pipe = self._redis.pipeline(transaction=False)
+            pipe.hdel(self._global_key("batch_queues"), *gone)
+            pipe.zrem(self._global_key("batches"), *gone)
+            pipe.execute()
+        return Pruned(
+            jobs=int(jobs),
+            attempts=int(attempts),
+            effects=int(effects),
+            batches=int(batches),
+            guards=int(guards),
+            more=bool(int(more)),
+        )
+
+    def _count_due(self, page: int) -> Pruned:
+        """Everything due in every queue, a page of entries per script call, nothing deleted."""
+        total = Pruned()
+        for queue in self._queues():
+            for offset in range(0, 1 << 40, page):
+                counted = self._prune(queue, page, dry_run=True, offset=offset)
+                total = total + replace(counted, more=False)
+                if not counted.more:
+                    break
+        return total
+
+    def _rescue_expired(self) -> list[Rescued]:
         rescued: list[Rescued] = []
         for queue in self._queues():
             # Bounded: each round closes or skips every job it read, so a later round only

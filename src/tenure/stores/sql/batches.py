@@ -90,9 +90,19 @@ def create(
     cur.execute(
         d.q(
             "INSERT INTO {s}.tenure_batches (id, name, state, declared_total, allow_failures,"
-            " callbacks, created_at) VALUES (%s, %s, 'running', %s, %s, %s, %s)"
+            " callbacks, created_at, keep_succeeded, keep_failed)"
+            " VALUES (%s, %s, 'running', %s, %s, %s, %s, %s, %s)"
         ),
-        (batch.id, batch.name, batch.total, batch.allow_failures, json.dumps(callbacks), now),
+        (
+            batch.id,
+            batch.name,
+            batch.total,
+            batch.allow_failures,
+            json.dumps(callbacks),
+            now,
+            batch.keep.succeeded,
+            batch.keep.failed,
+        ),
     )
     added = add(d, cur, batch.id, jobs, now)
     # A batch created empty is finished at once: then and finally still run, once.

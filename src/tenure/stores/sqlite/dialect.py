@@ -56,8 +56,8 @@ def insert_jobs(
     before = conn.total_changes
     conn.executemany(
         f"{verb} INTO tenure_jobs (id, name, queue, payload, state, policy, created_at, run_at,"
-        " batch_id, overlap_key, overlap_delay, rate_key, rate_limit, rate_window)"
-        " VALUES (?, ?, ?, ?, 'queued', ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        " batch_id, overlap_key, overlap_delay, rate_key, rate_limit, rate_window, keep_succeeded,"
+        " keep_failed) VALUES (?, ?, ?, ?, 'queued', ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
         [
             (
                 j.id,
@@ -73,6 +73,8 @@ def insert_jobs(
                 j.guards.rate_key,
                 j.guards.rate_limit,
                 j.guards.rate_window,
+                j.keep.succeeded,
+                j.keep.failed,
             )
             for j in jobs
         ],

@@ -58,5 +58,8 @@ def rate_free_at(
     ).fetchone()
     if count >= limit:
         return float(oldest) + window
-    conn.execute("INSERT INTO tenure_rate_starts (key, at) VALUES (?, ?)", (rate_key, now))
+    conn.execute(
+        "INSERT INTO tenure_rate_starts (key, at, expires_at) VALUES (?, ?, ?)",
+        (rate_key, now, now + window),
+    )
     return None

@@ -25,11 +25,12 @@ from tenure.stores.base import (
     PeriodicRecord,
     Rescued,
     Reservation,
+    Swept,
     WorkerRef,
     batch_target,
     describe_crash,
 )
-from tenure.stores.sql import batches, endings, periodic
+from tenure.stores.sql import batches, endings, periodic, retention
 from tenure.stores.sql.rows import attempt_record
 from tenure.stores.sqlite import guards
 from tenure.stores.sqlite.connection import sqlite_path
@@ -373,7 +374,20 @@ class SQLiteStore(SQLiteOperations):
         ).fetchone()
         return row is not None
 
-    def rescue_expired(self) -> list[Rescued]:
+    def sweep(
+        self, *, rescue: bool = True, prune: bool = True, limit: int = 500, dry_run: bool = False
+    ) -> Swept:
+        if dry_run:
+            with self._read() as conn:
+                return Swept(pruned=retention.count_due(SQLITE, conn, self._now(conn)))
+        rescued = self._rescue_expired() if rescue else []
+        if not prune:
+            return Swept(rescued=rescued)
+        # its own short transaction: reservations get the lock between a rescue and a chunk
+        with self._write() as (conn, now):
+            return Swept(rescued=rescued, pruned=retention.prune(SQLITE, conn, now, limit))
+
+    def _rescue_expired(self) -> list[Rescued]:
         rescued: list[Rescued] = []
         with self._write() as (conn, now):
             rows = conn.execute(

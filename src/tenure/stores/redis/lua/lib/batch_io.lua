@@ -16,6 +16,8 @@ local OUR_PREFIX = string.match(base, '^(.*:){q:') or base
 local OUR_BASES = '^' .. string.gsub(OUR_PREFIX, '%W', '%%%0') .. '{q:.*}$'
 local function ours(qbase) return qbase ~= nil and string.find(qbase, OUR_BASES) ~= nil end
 local function open_key(bbase, bid) return bbase .. ':bopen:' .. bid end
+-- every member, settled or not (id -> its queue base): what pruning the batch deletes
+local function members_key(bbase, bid) return bbase .. ':bmembers:' .. bid end
 
 -- nil when the batch is missing or too damaged to apply rules to (no state).
 local function b_load(bk)
@@ -44,7 +46,7 @@ local function notify_at(qbase, n)
 end
 
 -- Enqueue one job into any queue, given that queue's key base; 0 if its id is already there.
-local function enqueue_at(qbase, qname, id, name, payload, policy, delay, now_s, now)
+local function enqueue_at(qbase, qname, id, name, payload, policy, delay, now_s, now, keep)
   local jk = qbase .. ':job:' .. id
   if redis.call('EXISTS', jk) == 1 then return 0 end
   local seq = redis.call('INCR', qbase .. ':seq')
@@ -53,6 +55,10 @@ local function enqueue_at(qbase, qname, id, name, payload, policy, delay, now_s,
   redis.call('HSET', jk, 'id', id, 'name', name, 'queue', qname, 'payload', payload,
     'state', 'queued', 'policy', policy, 'created_at', now_s, 'run_at', run_at, 'attempt', 0,
     'tries_used', 0, 'exceptions', 0, 'seq', seq)
+  -- keep: a callback's retention, "+S +F" as keep_args writes them (members go with the batch)
+  local keep_s, keep_f = string.match(keep or '', '^(%S+) (%S+)$')
+  if keep_s and optional(keep_s) then redis.call('HSET', jk, 'keep_s', optional(keep_s)) end
+  if keep_f and optional(keep_f) then redis.call('HSET', jk, 'keep_f', optional(keep_f)) end
   redis.call('ZADD', qbase .. ':queued', run_at, queued_member(seq, id))
   redis.call('ZADD', qbase .. ':all', seq, id)
   redis.call('ZADD', qbase .. ':idx:queued', seq, id)
@@ -77,6 +83,7 @@ local function b_add_members(bbase, bid, c, first, now_s, now)
         end
       end
       redis.call('HSET', ok, id, qbase)
+      redis.call('HSET', members_key(bbase, bid), id, qbase)
       per_queue[qbase] = (per_queue[qbase] or 0) + 1
       added[#added + 1] = id
     end
@@ -117,17 +124,26 @@ end
 local function b_enqueue_callback(bbase, bid, kind, now_s, now)
   local bk = batch_key(bbase, bid)
   local f = redis.call('HMGET', bk, kind .. '.id', kind .. '.base', kind .. '.queue',
-    kind .. '.name', kind .. '.payload', kind .. '.policy', kind .. '.delay')
+    kind .. '.name', kind .. '.payload', kind .. '.policy', kind .. '.delay', kind .. '.keep')
   if not (f[1] and f[1] ~= '' and ours(f[2]) and f[3]) then return end
   local added = enqueue_at(f[2], f[3], f[1], f[4] or '', f[5] or '', f[6] or '',
-    tonumber(f[7]) or 0, now_s, now)
+    tonumber(f[7]) or 0, now_s, now, f[8])
   notify_at(f[2], added)
   redis.call('HSET', bk, kind .. '_job_id', f[1])
+end
+
+-- A settled batch is entered in its queue's `ended_batches`, scored by when it may be pruned
+-- with its members (queue/prune.lua); kept forever: no entry.
+local function b_retire(bbase, bid, now)
+  local f = redis.call('HMGET', batch_key(bbase, bid), 'state', 'keep_s', 'keep_f')
+  local keep = tonumber(f[1] == 'succeeded' and f[2] or f[3])
+  if keep then redis.call('ZADD', bbase .. ':ended_batches', 'NX', fmt(now + keep), bid) end
 end
 
 local function b_apply(bbase, bid, c, cbs, cancel, now_s, now)
   if cancel then b_queued_cancelled(c, b_cancel_queued(bbase, bid, c, now_s), cbs) end
   b_save(batch_key(bbase, bid), c, now_s)
+  if c.finished then b_retire(bbase, bid, now) end
   for _, kind in ipairs(cbs) do b_enqueue_callback(bbase, bid, kind, now_s, now) end
 end
 

@@ -28,7 +28,11 @@ local function take_unique(key, id, held_until, unique_for, now)
   local uk = unique_key(key)
   redis.call('DEL', uk)
   redis.call('HSET', uk, 'job', id, 'until', held_until)
-  if unique_for then redis.call('HSET', uk, 'expires_at', fmt(now + tonumber(unique_for))) end
+  if unique_for then
+    redis.call('HSET', uk, 'expires_at', fmt(now + tonumber(unique_for)))
+    -- an expired key holds nothing: Redis deletes it (retention's "expired guard rows")
+    redis.call('PEXPIRE', uk, math.ceil(tonumber(unique_for) * 1000) + 1000)
+  end
 end
 
 -- The job running under this overlap key with a live lease, other than `id`: the lock follows

@@ -38,9 +38,28 @@ local function att_key(id) return base .. ':att:' .. id end
 -- clock reading) come out in the order they were sent, as SQLite's rowid orders them.
 local function queued_member(seq, id) return string.format('%016d', seq) .. ':' .. id end
 
+-- Retention (see tenure.retention and queue/prune.lua): a finished job that is not a batch
+-- member (members go with their batch) is entered here, scored by when it may be pruned
+-- (finished_at + its keep_s or keep_f), by the same script that finishes it; a job that is
+-- kept forever has no entry. prune.lua reads the due ones as a range of this set.
+local ENDED = base .. ':ended'
+local function retire(id, state)
+  local f = redis.call('HMGET', job_key(id), 'batch_id', 'keep_s', 'keep_f', 'finished_at')
+  if f[1] then return end
+  local keep = tonumber(state == 'succeeded' and f[2] or f[3])
+  if not keep then return end
+  local finished = tonumber(f[4])
+  if not finished then local _, now = clock(); finished = now end
+  redis.call('ZADD', ENDED, fmt(finished + keep), id)
+end
+
+-- Every change of a job's state moves it between the state indexes here, and a job that
+-- reaches a final state is retired (or leaves ENDED when it comes back: a retry).
 local function move_index(id, seq, from, to)
   if from and IDX[from] then redis.call('ZREM', IDX[from], id) end
   if to and IDX[to] then redis.call('ZADD', IDX[to], seq, id) end
+  if from and FINAL[from] then redis.call('ZREM', ENDED, id) end
+  if to and FINAL[to] then retire(id, to) end
 end
 
 local function notify(n)

@@ -7,7 +7,7 @@ for i = 4, #ARGV, 2 do
   local jk = job_key(id)
   local f = redis.call('HMGET', jk, 'state', 'attempt', 'lease_expires_at')
   local n = tonumber(f[2])
-  -- An expired lease is not renewed even if nobody rescued it yet: rescue_expired may be
+  -- An expired lease is not renewed even if nobody rescued it yet: sweep may be
   -- deciding about it right now, and a lease must not come back to life.
   if f[1] == 'running' and n ~= nil and n == tonumber(ARGV[i + 1])
       and (tonumber(f[3]) or -1) >= now then

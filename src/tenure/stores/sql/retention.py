@@ -1,0 +1,177 @@
+"""Pruning on the SQL stores (see tenure.retention), written once for SQLite and PostgreSQL:
+one bounded chunk per call, inside the caller's one transaction.
+
+Each job row carries its own retention (`keep_succeeded`, `keep_failed`, seconds; NULL keeps
+it forever), so "due" is `finished_at + keep < now`: a range of a partial expression index
+(migrations: tenure_jobs_prune_*) cut at `limit`, never a scan of the finished jobs. Batch
+members are not in that index: they go with their settled batch, a chunk at a time, and the
+batch row once its last member has gone. Two sweepers at once take disjoint chunks: SQLite
+has one writer; PostgreSQL locks the chosen rows FOR UPDATE SKIP LOCKED, so the second skips
+what the first holds, and every delete re-checks the row is still finished (a `tenure failed
+retry` may have won).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from tenure.retention import Pruned
+from tenure.stores.sql.batches import Cursor, Dialect
+
+FINAL_SQL = "('succeeded', 'failed', 'cancelled')"
+
+
+@dataclass(frozen=True)
+class Due:
+    """One kind of prunable row: the table, its key, and when a row is due."""
+
+    table: str
+    key: str
+    where: str
+
+
+# A batch member goes with its batch, not here; the latest run of a periodic job is kept for
+# `tenure periodic list`.
+_KEPT = (
+    " AND j.batch_id IS NULL"
+    " AND NOT EXISTS (SELECT 1 FROM {s}.tenure_periodic p WHERE p.last_job_id = j.id)"
+)
+JOBS = (
+    Due(
+        "{s}.tenure_jobs j",
+        "j.id",
+        "j.state = 'succeeded' AND j.finished_at + j.keep_succeeded < %s" + _KEPT,
+    ),
+    Due(
+        "{s}.tenure_jobs j",
+        "j.id",
+        "j.state IN ('failed', 'cancelled') AND j.finished_at + j.keep_failed < %s" + _KEPT,
+    ),
+)
+BATCHES = (
+    Due(
+        "{s}.tenure_batches b",
+        "b.id",
+        "b.finished AND b.state = 'succeeded' AND b.finished_at + b.keep_succeeded < %s",
+    ),
+    Due(
+        "{s}.tenure_batches b",
+        "b.id",
+        "b.finished AND b.state <> 'succeeded' AND b.finished_at + b.keep_failed < %s",
+    ),
+)
+
+
+def prune(d: Dialect, cur: Cursor, now: float, limit: int) -> Pruned:
+    """Delete one chunk of everything due, at most `limit` of each kind (jobs and batch members
+    together); call inside a write transaction."""
+    jobs = _chosen(d, cur, JOBS, now, limit)
+    batches = _chosen(d, cur, BATCHES, now, limit)
+    members: list[str] = []
+    if batches and len(jobs) < limit:
+        lock = f"{d.lock_rows} SKIP LOCKED" if d.lock_rows else ""
+        rows = cur.execute(
+            d.q(
+                f"SELECT id FROM {{s}}.tenure_jobs WHERE batch_id IN ({_marks(batches)})"
+                f" AND state IN {FINAL_SQL} LIMIT %s{lock}"
+            ),
+            (*batches, limit - len(jobs)),
+        ).fetchall()
+        members = [r["id"] for r in rows]
+    ids = jobs + members
+    attempts = effects = guards = deleted = gone = 0
+    if ids:
+        marks = _marks(ids)
+        attempts = _delete(d, cur, f"tenure_attempts WHERE job_id IN ({marks})", ids)
+        effects = _delete(d, cur, f"tenure_once WHERE job_id IN ({marks})", ids)
+        guards = _delete(d, cur, f"tenure_unique WHERE job_id IN ({marks})", ids)
+        deleted = _delete(
+            d, cur, f"tenure_jobs WHERE id IN ({marks}) AND state IN {FINAL_SQL}", ids
+        )
+    if batches:
+        # a batch goes once the last of its members has gone
+        gone = _delete(
+            d,
+            cur,
+            f"tenure_batches WHERE id IN ({_marks(batches)}) AND finished AND NOT EXISTS"
+            " (SELECT 1 FROM {s}.tenure_jobs m WHERE m.batch_id = tenure_batches.id)",
+            batches,
+        )
+    row = _row_ref(d)
+    expired = 0
+    for table in ("tenure_unique", "tenure_rate_starts"):
+        expired += _delete(
+            d,
+            cur,
+            f"{table} WHERE {row} IN (SELECT {row} FROM {{s}}.{table} WHERE expires_at <= %s"
+            f" LIMIT %s{_skip_locked(d)})",
+            [now, limit],
+        )
+    return Pruned(
+        jobs=deleted,
+        attempts=attempts,
+        effects=effects,
+        batches=gone,
+        guards=guards + expired,
+        more=len(ids) >= limit or len(batches) > gone or expired >= limit,
+    )
+
+
+def count_due(d: Dialect, cur: Cursor, now: float) -> Pruned:
+    """What `prune` would delete if it had no limit: counted, nothing changed."""
+    chosen = [f"SELECT {due.key} FROM {due.table} WHERE {due.where}" for due in JOBS]
+    chosen += [
+        f"SELECT m.id FROM {{s}}.tenure_jobs m WHERE m.state IN {FINAL_SQL} AND m.batch_id IN"
+        f" (SELECT {due.key} FROM {due.table} WHERE {due.where})"
+        for due in BATCHES
+    ]
+    jobs = attempts = effects = guards = 0
+    for ids in chosen:
+        jobs += _count(d, cur, f"FROM ({ids}) AS due", now)
+        attempts += _count(d, cur, f"FROM {{s}}.tenure_attempts WHERE job_id IN ({ids})", now)
+        effects += _count(d, cur, f"FROM {{s}}.tenure_once WHERE job_id IN ({ids})", now)
+        guards += _count(d, cur, f"FROM {{s}}.tenure_unique WHERE job_id IN ({ids})", now)
+    batches = sum(_count(d, cur, f"FROM {due.table} WHERE {due.where}", now) for due in BATCHES)
+    guards += _count(d, cur, "FROM {s}.tenure_unique WHERE expires_at <= %s", now)
+    guards += _count(d, cur, "FROM {s}.tenure_rate_starts WHERE expires_at <= %s", now)
+    return Pruned(jobs=jobs, attempts=attempts, effects=effects, batches=batches, guards=guards)
+
+
+def _marks(values: Sequence[object]) -> str:
+    return ", ".join(["%s"] * len(values))
+
+
+def _chosen(d: Dialect, cur: Cursor, kinds: tuple[Due, ...], now: float, limit: int) -> list[str]:
+    """Up to `limit` due rows' keys, oldest due first, locked for this transaction."""
+    out: list[str] = []
+    for due in kinds:
+        want = limit - len(out)
+        if want <= 0:
+            break
+        alias = due.table.rsplit(" ", 1)[-1]
+        lock = f"{d.lock_rows} OF {alias} SKIP LOCKED" if d.lock_rows else ""
+        rows = cur.execute(
+            d.q(f"SELECT {due.key} AS k FROM {due.table} WHERE {due.where} LIMIT %s{lock}"),
+            (now, want),
+        ).fetchall()
+        out += [r["k"] for r in rows]
+    return out
+
+
+def _delete(d: Dialect, cur: Cursor, rest: str, params: Sequence[object]) -> int:
+    return int(cur.execute(d.q("DELETE FROM {s}." + rest), tuple(params)).rowcount)
+
+
+def _count(d: Dialect, cur: Cursor, rest: str, now: float) -> int:
+    sql = "SELECT count(*) AS n " + rest
+    return int(cur.execute(d.q(sql), (now,) * sql.count("%s")).fetchone()["n"])
+
+
+def _row_ref(d: Dialect) -> str:
+    # a table without a key of its own (rate starts) is cut at `limit` by its row address
+    return "ctid" if d.lock_rows else "rowid"
+
+
+def _skip_locked(d: Dialect) -> str:
+    return f"{d.lock_rows} SKIP LOCKED" if d.lock_rows else ""

@@ -1,0 +1,224 @@
+"""Retention: `sweep` prunes finished jobs (with their attempts, effects and guard rows) and
+settled batches (with their members) once they are older than the retention each carries, on
+the store's clock; never a live job, a member of a running batch, or a periodic job's latest
+run; one bounded chunk per call; two sweepers at once delete each row once.
+
+The windows are tiny (0 s: due as soon as the store's clock moves past the end) or long (an
+hour), so no test moves a clock or sleeps: each waits on the condition it needs.
+"""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import replace
+
+from conformance.helpers import W1, enqueue, job, new_job, reserve_one, wait_until
+from tenure.guards import Guards
+from tenure.retention import Keep
+from tenure.retry import Policy
+from tenure.stores import Store
+from tenure.stores.base import NewBatch, NewJob, Pruned
+
+GONE_AT_ONCE = Keep(succeeded=0.0, failed=0.0)
+AN_HOUR = Keep(succeeded=3600.0, failed=3600.0)
+ONE_TRY = Policy(tries=1, backoff=0)
+
+
+def kept(keep: Keep, **kwargs: object) -> NewJob:
+    return replace(new_job(**kwargs), keep=keep)  # type: ignore[arg-type]
+
+
+def run_to_success(store: Store, *job_ids: str, queue: str = "default") -> None:
+    for _ in job_ids:
+        res = reserve_one(store, queues=(queue,))
+        assert res.job_id in job_ids
+        assert store.complete(job_id=res.job_id, token=res.token).accepted
+
+
+def sweep_until(store: Store, done: object, *, limit: int = 500, what: str) -> Pruned:
+    """Sweep until `done()` holds; the sum of what was pruned meanwhile."""
+    total = Pruned()
+
+    def check() -> bool:
+        nonlocal total
+        total = total + store.sweep(limit=limit).pruned
+        return bool(done())  # type: ignore[operator]
+
+    wait_until(check, what=what)
+    return total
+
+
+def test_old_finished_jobs_go_with_their_attempts_and_effects(store: Store) -> None:
+    old_ok, old_failed = kept(GONE_AT_ONCE), kept(GONE_AT_ONCE, policy=ONE_TRY)
+    young = kept(AN_HOUR)
+    enqueue(store, old_ok, old_failed, young)
+    res = reserve_one(store)
+    assert res.job_id == old_ok.id
+    assert store.claim_once(job_id=res.job_id, token=res.token, key="charge")
+    assert store.complete(job_id=res.job_id, token=res.token).accepted
+    res = reserve_one(store)
+    store.end_attempt(job_id=res.job_id, token=res.token, outcome="failed", error="boom")
+    assert job(store, old_failed.id).state == "failed"
+    run_to_success(store, young.id)
+
+    pruned = sweep_until(
+        store,
+        lambda: store.get_job(old_ok.id) is None and store.get_job(old_failed.id) is None,
+        what="the two old jobs to be pruned",
+    )
+    assert (pruned.jobs, pruned.attempts, pruned.effects) == (2, 2, 1)
+    assert job(store, young.id).state == "succeeded"
+    assert store.counts()["succeeded"] == 1 and store.counts()["failed"] == 0
+
+
+def test_live_jobs_are_never_pruned(store: Store) -> None:
+    queued, running = kept(GONE_AT_ONCE), kept(GONE_AT_ONCE)
+    scheduled = kept(GONE_AT_ONCE, delay=3600)
+    enqueue(store, running, queued, scheduled)
+    res = reserve_one(store)
+    assert res.job_id == running.id
+    t0 = store.now()
+    wait_until(lambda: store.now() > t0 + 0.01, what="the store clock to move")
+    for _ in range(3):
+        assert store.sweep().pruned.jobs == 0
+    assert [job(store, j.id).state for j in (running, queued, scheduled)] == [
+        "running",
+        "queued",
+        "scheduled",
+    ]
+
+
+def test_a_settled_batch_goes_with_its_members(store: Store) -> None:
+    # the members themselves would be kept forever: they go with their batch
+    members = [new_job(batch_id="b-old"), new_job(batch_id="b-old")]
+    store.create_batch(batch=NewBatch(id="b-old", name="old", keep=GONE_AT_ONCE), jobs=members)
+    run_to_success(store, *(m.id for m in members))
+    assert store.get_batch("b-old").state == "succeeded"  # type: ignore[union-attr]
+    pruned = sweep_until(
+        store, lambda: store.get_batch("b-old") is None, what="the settled batch to be pruned"
+    )
+    assert pruned.batches == 1 and pruned.jobs == 2 and pruned.attempts == 2
+    assert all(store.get_job(m.id) is None for m in members)
+    assert [b.id for b in store.list_batches()] == []
+
+
+def test_a_running_batch_keeps_its_finished_members(store: Store) -> None:
+    members = [kept(GONE_AT_ONCE, batch_id="b-run"), kept(GONE_AT_ONCE, batch_id="b-run")]
+    store.create_batch(batch=NewBatch(id="b-run", name="run", keep=GONE_AT_ONCE), jobs=members)
+    first = reserve_one(store)
+    assert store.complete(job_id=first.job_id, token=first.token).accepted
+    t0 = store.now()
+    wait_until(lambda: store.now() > t0 + 0.01, what="the store clock to move")
+    for _ in range(3):
+        assert store.sweep().pruned == Pruned()
+    assert job(store, first.job_id).state == "succeeded"
+    assert store.get_batch("b-run").state == "running"  # type: ignore[union-attr]
+
+
+def test_the_latest_run_of_a_periodic_job_is_kept(store: Store) -> None:
+    def claim(due: float) -> NewJob:
+        run = replace(kept(GONE_AT_ONCE), id=f"p{int(due)}refresh")
+        store.claim_periodic(name="refresh", queue="default", due=due, job=run)
+        return run
+
+    claim(1_800_000_000.0)  # recorded, no run
+    older = claim(1_800_000_300.0)
+    run_to_success(store, older.id)
+    latest = claim(1_800_000_600.0)
+    run_to_success(store, latest.id)
+    sweep_until(store, lambda: store.get_job(older.id) is None, what="the older run to go")
+    for _ in range(3):
+        store.sweep()
+    assert job(store, latest.id).state == "succeeded"
+    assert store.list_periodic()[0].last_job_id == latest.id
+
+
+def test_expired_guard_rows_are_pruned(store: Store) -> None:
+    unique = replace(kept(AN_HOUR), guards=Guards(unique_key="send_invoice:42", unique_for=0.01))
+    rated = replace(
+        kept(AN_HOUR, queue="rated"),
+        guards=Guards(rate_key="send_invoice", rate_limit=5, rate_window=0.01),
+    )
+    enqueue(store, unique, rated)
+    reserve_one(store, queues=("rated",))  # records a start in the rate window
+    t0 = store.now()
+    wait_until(lambda: store.now() > t0 + 0.05, what="the guards to expire")
+    sweep_until(
+        store,
+        lambda: store.sweep(dry_run=True).pruned.guards == 0,
+        what="no expired guard row left",
+    )
+    # the job itself is young: kept, and its key (expired) no longer deduplicates
+    assert job(store, unique.id).state == "queued"
+    again = replace(unique, id="second")
+    assert store.enqueue_many([again]) == ["second"]
+
+
+def test_one_sweep_deletes_one_bounded_chunk(store: Store) -> None:
+    jobs = [kept(GONE_AT_ONCE) for _ in range(7)]
+    enqueue(store, *jobs)
+    run_to_success(store, *(j.id for j in jobs))
+    wait_until(lambda: store.sweep(dry_run=True).pruned.jobs == 7, what="all seven to be due")
+    sizes = []
+    while len(sizes) < 10:
+        pruned = store.sweep(limit=3).pruned
+        assert pruned.jobs <= 3
+        sizes.append(pruned.jobs)
+        if not pruned.more:
+            break
+    assert sum(sizes) == 7 and sizes[0] == 3
+    assert store.counts()["succeeded"] == 0
+
+
+def test_two_sweepers_at_once_delete_each_job_once(store: Store, other_store: Store) -> None:
+    jobs = [kept(GONE_AT_ONCE) for _ in range(40)]
+    enqueue(store, *jobs)
+    res = store.reserve(queues=["default"], worker=W1, lease=30, limit=40)
+    for r in res:
+        assert store.complete(job_id=r.job_id, token=r.token).accepted
+    wait_until(lambda: store.sweep(dry_run=True).pruned.jobs == 40, what="all forty to be due")
+    deleted: list[int] = []
+    errors: list[BaseException] = []
+    start = threading.Barrier(2)
+
+    def sweeper(s: Store) -> None:
+        try:
+            start.wait(timeout=30)
+            for _ in range(100):
+                pruned = s.sweep(limit=4).pruned
+                deleted.append(pruned.jobs)
+                if not pruned.more and s.sweep(dry_run=True).pruned.jobs == 0:
+                    return
+        except BaseException as exc:
+            errors.append(exc)
+
+    threads = [threading.Thread(target=sweeper, args=(s,)) for s in (store, other_store)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=60)
+    assert errors == []
+    assert sum(deleted) == 40
+    assert store.counts()["succeeded"] == 0
+
+
+def test_a_dry_run_counts_and_deletes_nothing(store: Store) -> None:
+    jobs = [kept(GONE_AT_ONCE) for _ in range(3)]
+    enqueue(store, *jobs)
+    run_to_success(store, *(j.id for j in jobs))
+    due = wait_until(
+        lambda: (p := store.sweep(dry_run=True).pruned).jobs == 3 and p, what="three due"
+    )
+    assert due.attempts == 3
+    assert all(job(store, j.id).state == "succeeded" for j in jobs)
+    assert store.sweep().pruned.jobs == 3
+
+
+def test_a_job_kept_forever_is_never_pruned(store: Store) -> None:
+    forever = new_job()  # NewJob's default: no retention
+    enqueue(store, forever)
+    run_to_success(store, forever.id)
+    t0 = store.now()
+    wait_until(lambda: store.now() > t0 + 0.01, what="the store clock to move")
+    assert store.sweep().pruned.jobs == 0
+    assert job(store, forever.id).state == "succeeded"
