@@ -12,7 +12,7 @@ from __future__ import annotations
 import threading
 from dataclasses import replace
 
-from conformance.helpers import W1, enqueue, job, new_job, reserve_one, wait_until
+from conformance.helpers import W1, counts, enqueue, job, new_job, reserve_one, wait_until
 from tenure.guards import Guards
 from tenure.retention import Keep
 from tenure.retry import Policy
@@ -32,7 +32,7 @@ def run_to_success(store: Store, *job_ids: str, queue: str = "default") -> None:
     for _ in job_ids:
         res = reserve_one(store, queues=(queue,))
         assert res.job_id in job_ids
-        assert store.complete(job_id=res.job_id, token=res.token).accepted
+        assert store.complete_and_reserve(job_id=res.job_id, token=res.token)[0].accepted
 
 
 def sweep_until(store: Store, done: object, *, limit: int = 500, what: str) -> Pruned:
@@ -55,7 +55,7 @@ def test_old_finished_jobs_go_with_their_attempts_and_effects(store: Store) -> N
     res = reserve_one(store)
     assert res.job_id == old_ok.id
     assert store.claim_once(job_id=res.job_id, token=res.token, key="charge")
-    assert store.complete(job_id=res.job_id, token=res.token).accepted
+    assert store.complete_and_reserve(job_id=res.job_id, token=res.token)[0].accepted
     res = reserve_one(store)
     store.end_attempt(job_id=res.job_id, token=res.token, outcome="failed", error="boom")
     assert job(store, old_failed.id).state == "failed"
@@ -68,7 +68,7 @@ def test_old_finished_jobs_go_with_their_attempts_and_effects(store: Store) -> N
     )
     assert (pruned.jobs, pruned.attempts, pruned.effects) == (2, 2, 1)
     assert job(store, young.id).state == "succeeded"
-    assert store.counts()["succeeded"] == 1 and store.counts()["failed"] == 0
+    assert counts(store)["succeeded"] == 1 and counts(store)["failed"] == 0
 
 
 def test_live_jobs_are_never_pruned(store: Store) -> None:
@@ -106,7 +106,7 @@ def test_a_running_batch_keeps_its_finished_members(store: Store) -> None:
     members = [kept(GONE_AT_ONCE, batch_id="b-run"), kept(GONE_AT_ONCE, batch_id="b-run")]
     store.create_batch(batch=NewBatch(id="b-run", name="run", keep=GONE_AT_ONCE), jobs=members)
     first = reserve_one(store)
-    assert store.complete(job_id=first.job_id, token=first.token).accepted
+    assert store.complete_and_reserve(job_id=first.job_id, token=first.token)[0].accepted
     t0 = store.now()
     wait_until(lambda: store.now() > t0 + 0.01, what="the store clock to move")
     for _ in range(3):
@@ -167,7 +167,7 @@ def test_one_sweep_deletes_one_bounded_chunk(store: Store) -> None:
         if not pruned.more:
             break
     assert sum(sizes) == 7 and sizes[0] == 3
-    assert store.counts()["succeeded"] == 0
+    assert counts(store)["succeeded"] == 0
 
 
 def test_two_sweepers_at_once_delete_each_job_once(store: Store, other_store: Store) -> None:
@@ -175,7 +175,7 @@ def test_two_sweepers_at_once_delete_each_job_once(store: Store, other_store: St
     enqueue(store, *jobs)
     res = store.reserve(queues=["default"], worker=W1, lease=30, limit=40)
     for r in res:
-        assert store.complete(job_id=r.job_id, token=r.token).accepted
+        assert store.complete_and_reserve(job_id=r.job_id, token=r.token)[0].accepted
     wait_until(lambda: store.sweep(dry_run=True).pruned.jobs == 40, what="all forty to be due")
     deleted: list[int] = []
     errors: list[BaseException] = []
@@ -199,7 +199,7 @@ def test_two_sweepers_at_once_delete_each_job_once(store: Store, other_store: St
         t.join(timeout=60)
     assert errors == []
     assert sum(deleted) == 40
-    assert store.counts()["succeeded"] == 0
+    assert counts(store)["succeeded"] == 0
 
 
 def test_a_dry_run_counts_and_deletes_nothing(store: Store) -> None:

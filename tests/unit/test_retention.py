@@ -17,7 +17,8 @@ from tenure.testing import drain
 def test_the_defaults_are_a_day_and_two_weeks(tmp_path: Path) -> None:
     app = tenure.App(f"sqlite:///{tmp_path / 't.db'}")
     assert app.keep == Keep(86400.0, 14 * 86400.0)
-    assert (DEFAULT_KEEP_SUCCEEDED, DEFAULT_KEEP_FAILED) == (timedelta(days=1), timedelta(14))
+    assert timedelta(days=1) == DEFAULT_KEEP_SUCCEEDED
+    assert timedelta(days=14) == DEFAULT_KEEP_FAILED
     assert tenure.App(f"sqlite:///{tmp_path / 't.db'}", keep_failed=None).keep.failed is None
 
 
