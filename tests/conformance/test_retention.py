@@ -91,7 +91,7 @@ def test_live_jobs_are_never_pruned(store: Store) -> None:
 def test_a_settled_batch_goes_with_its_members(store: Store) -> None:
     # the members themselves would be kept forever: they go with their batch
     members = [new_job(batch_id="b-old"), new_job(batch_id="b-old")]
-    store.create_batch(batch=NewBatch(id="b-old", name="old", keep=GONE_AT_ONCE), jobs=members)
+    store.enqueue_many(members, batch=NewBatch(id="b-old", name="old", keep=GONE_AT_ONCE))
     run_to_success(store, *(m.id for m in members))
     assert store.get_batch("b-old").state == "succeeded"  # type: ignore[union-attr]
     pruned = sweep_until(
@@ -104,7 +104,7 @@ def test_a_settled_batch_goes_with_its_members(store: Store) -> None:
 
 def test_a_running_batch_keeps_its_finished_members(store: Store) -> None:
     members = [kept(GONE_AT_ONCE, batch_id="b-run"), kept(GONE_AT_ONCE, batch_id="b-run")]
-    store.create_batch(batch=NewBatch(id="b-run", name="run", keep=GONE_AT_ONCE), jobs=members)
+    store.enqueue_many(members, batch=NewBatch(id="b-run", name="run", keep=GONE_AT_ONCE))
     first = reserve_one(store)
     assert store.complete_and_reserve(job_id=first.job_id, token=first.token)[0].accepted
     t0 = store.now()
