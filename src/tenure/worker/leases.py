@@ -23,6 +23,9 @@ LEASE_GIVE_UP_SHARE = 0.8
 LEASE_WARN_SHARE = 0.5
 # How often a worker prunes when the last chunk was not full (it rescues every tick).
 PRUNE_EVERY_S = 10.0
+# While chunks come back full, a tick goes on pruning, one chunk (one short transaction) at a
+# time, for up to this long: a store finishing 1,000 jobs/s must not outgrow its pruning.
+PRUNE_BUDGET_S = 0.25
 
 
 class LeaseHost(Protocol):
@@ -126,8 +129,10 @@ class LeaseKeeper:
 
 class Sweeper:
     """The worker's maintenance tick (`Store.sweep`): every tick closes the attempts whose
-    lease expired with no end (their worker died); every PRUNE_EVERY_S, or at once while the
-    last chunk came back full, it also prunes one bounded chunk of what retention says is due.
+    lease expired with no end (their worker died); every PRUNE_EVERY_S it also prunes what
+    retention says is due, one bounded chunk at a time (each its own short transaction or
+    script) while chunks come back full, for up to PRUNE_BUDGET_S, and at the next tick again
+    if more is due.
     Every worker does it, leaderless: the store makes two sweeps at once take different rows."""
 
     def __init__(self, store: Store) -> None:
@@ -139,15 +144,18 @@ class Sweeper:
         prune = started >= self.next_prune
         try:
             swept = self.store.sweep(prune=prune)
+            log_rescued(swept.rescued)
+            pruned = swept.pruned
+            while pruned.more and time.monotonic() - started < PRUNE_BUDGET_S:
+                pruned = pruned + self.store.sweep(rescue=False).pruned
         except Exception as exc:
             log.warning("could not check for expired leases or prune: %s", exc)
             return
         if prune:
-            self.next_prune = started + (0.0 if swept.pruned.more else PRUNE_EVERY_S)
-            if swept.pruned.jobs or swept.pruned.batches or swept.pruned.guards:
-                kinds = ", ".join(f"{n} {kind}" for kind, n in swept.pruned.kinds().items() if n)
+            self.next_prune = started + (0.0 if pruned.more else PRUNE_EVERY_S)
+            if pruned.jobs or pruned.batches or pruned.guards:
+                kinds = ", ".join(f"{n} {kind}" for kind, n in pruned.kinds().items() if n)
                 log.info("retention: pruned %s", kinds)
-        log_rescued(swept.rescued)
 
 
 def log_rescued(rescued: Sequence[Rescued]) -> None:
