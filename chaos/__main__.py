@@ -29,7 +29,7 @@ def _value(text: str) -> Any:
 
 
 def cmd_run(args: argparse.Namespace) -> int:
-    from chaos import topologies  # noqa: F401  (registers the topology scenarios)
+    from chaos import kills, topologies  # noqa: F401  (register their scenarios)
     from chaos.scenarios import PROFILES, SCENARIOS, Unavailable, run_one
 
     profile = PROFILES[args.profile]
@@ -98,7 +98,7 @@ def cmd_report(args: argparse.Namespace) -> int:
 
 
 def cmd_list(args: argparse.Namespace) -> int:
-    from chaos import topologies  # noqa: F401  (registers the topology scenarios)
+    from chaos import kills, topologies  # noqa: F401  (register their scenarios)
     from chaos.scenarios import SCENARIOS
 
     for name, fn in SCENARIOS.items():

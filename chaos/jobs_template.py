@@ -16,7 +16,9 @@ import tenure
 STORE_URL = "__STORE_URL__"
 LEDGER = "__LEDGER__"
 
-app = tenure.App(STORE_URL)
+# kill-prune's workers keep succeeded jobs CHAOS_KEEP_S seconds, so they prune during the run
+KEEP_S = os.environ.get("CHAOS_KEEP_S")
+app = tenure.App(STORE_URL, keep_succeeded=float(KEEP_S) if KEEP_S else None)
 
 
 def note(event: str) -> None:

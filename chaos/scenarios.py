@@ -1,5 +1,7 @@
 """The scenarios, each a function of a backend context and parameters, and two profiles of
-parameters: `ci` (the bounded form tests/chaos runs) and `full` (the issue's acceptance)."""
+parameters: `ci` (the bounded form tests/chaos runs) and `full` (the issue's acceptance).
+The SIGKILL storms live in chaos/kills.py, the topology ones in chaos/topologies.py; both
+register here through `scenario()`."""
 
 from __future__ import annotations
 
@@ -84,84 +86,6 @@ def worker_args(lease: float, concurrency: int, grace: float = 2.0, *extra: str)
 
 def short_work(ms: float) -> Callable[[int, random.Random], tuple[Any, ...]]:
     return lambda i, rng: (i, rng.uniform(0, ms))
-
-
-# -- SIGKILL ----------------------------------------------------------------------------------
-def _kill(
-    ctx: Context,
-    name: str,
-    target: str,
-    *,
-    before: Callable[[Any], None] | None = None,
-    after: Callable[[Any, Any], None] | None = None,
-    **p: Any,
-) -> RunResult:
-    params = {"jobs": 2000, "every_ms": 500, "workers": 3, "concurrency": 4, "lease": 2.0}
-    params |= {"job_ms": 20, "target": target, "rate": 120, **p}
-    with opened(ctx) as project:
-        return run_scenario(
-            name=name,
-            backend=ctx.backend,
-            project=project,
-            params=params,
-            loads=[
-                Load(
-                    params["jobs"],
-                    args=short_work(params["job_ms"]),
-                    chunk=20,
-                    rate=params["rate"] / 20,  # a steady load, not one backlog
-                )
-            ],
-            workers=params["workers"],
-            worker_args=worker_args(params["lease"], params["concurrency"]),
-            fault=faults.kill_random(params["every_ms"] / 1000, target),
-            seed=ctx.seed,
-            before=before,
-            after=after,
-        )
-
-
-@scenario("kill-workers")
-def kill_workers(ctx: Context, **p: Any) -> RunResult:
-    """SIGKILL a random worker supervisor every X ms (its children die with it)."""
-    return _kill(ctx, "kill-workers", "worker", **p)
-
-
-@scenario("kill-groups")
-def kill_groups(ctx: Context, **p: Any) -> RunResult:
-    """SIGKILL a random worker's whole process group (host loss, OOM of the cgroup)."""
-    return _kill(ctx, "kill-groups", "group", **p)
-
-
-@scenario("kill-children")
-def kill_children(ctx: Context, **p: Any) -> RunResult:
-    """SIGKILL a random child process (the kernel's OOM killer picking the job)."""
-    p.setdefault("every_ms", 300)
-    p.setdefault("job_ms", 100)
-    return _kill(ctx, "kill-children", "child", **p)
-
-
-@scenario("kill-periodic")
-def kill_periodic(ctx: Context, **p: Any) -> RunResult:
-    """SIGKILL random workers while their tickers dispatch a periodic job every second, among
-    ordinary jobs: each due time dispatched once at most, no run lost or failed, no re-run
-    that a killed attempt does not explain."""
-    from chaos.periodic_check import check_periodic
-
-    def before(run: Any) -> None:
-        run.project.worker_env["CHAOS_PERIODIC"] = "1"
-        run.only_dispatched = True  # the periodic runs are the tickers', not the generator's
-
-    def after(run: Any, verdict: Any) -> None:
-        problems, notes = check_periodic(
-            run.project.app.store, "every_second", run.project.dir / "periodic.txt"
-        )
-        verdict.problems += problems
-        run.notes += notes
-
-    p.setdefault("job_ms", 50)
-    p.setdefault("rate", 60)
-    return _kill(ctx, "kill-periodic", "worker", before=before, after=after, **p)
 
 
 # -- SIGSTOP ----------------------------------------------------------------------------------
@@ -410,6 +334,7 @@ PROFILES: dict[str, dict[str, dict[str, Any]]] = {
         "kill-workers": {"jobs": 600, "every_ms": 500, "job_ms": 100},
         "kill-children": {"jobs": 200},
         "kill-periodic": {"jobs": 600, "every_ms": 500},
+        "kill-prune": {"jobs": 600, "every_ms": 500},
         "sigstop-group": {"jobs": 12, "stops": 1},
         "sigstop-supervisor": {"jobs": 12, "stops": 1},
         "deploy-short-grace": {"jobs": 60, "waves": 2},
@@ -424,6 +349,7 @@ PROFILES: dict[str, dict[str, dict[str, Any]]] = {
         "kill-groups": {"jobs": 3000, "every_ms": 500},
         "kill-children": {"jobs": 2000},
         "kill-periodic": {"jobs": 3000, "every_ms": 500},
+        "kill-prune": {"jobs": 3000, "every_ms": 500},
         "sigstop-group": {"jobs": 40, "stops": 3},
         "sigstop-supervisor": {"jobs": 40, "stops": 3},
         "deploy-short-grace": {},

@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 
+from chaos import kills  # noqa: F401  (registers the SIGKILL scenarios)
 from chaos.harness import drop_store, skip_or_fail, store_url, store_works
 from chaos.scenarios import PROFILES, Unavailable, run_one
 
@@ -18,6 +19,7 @@ SQLITE = [
     "kill-workers",
     "kill-children",
     "kill-periodic",
+    "kill-prune",
     "sigstop-group",
     "sigstop-supervisor",
     "deploy-short-grace",
@@ -27,7 +29,14 @@ SQLITE = [
     "clock-skew",
 ]
 # The networked stores get the scenarios their own code paths change.
-NETWORKED = ["kill-workers", "kill-periodic", "sigstop-group", "store-restart", "clock-skew"]
+NETWORKED = [
+    "kill-workers",
+    "kill-periodic",
+    "kill-prune",
+    "sigstop-group",
+    "store-restart",
+    "clock-skew",
+]
 CASES = [("sqlite", s) for s in SQLITE] + [(b, s) for b in ("postgres", "redis") for s in NETWORKED]
 
 
