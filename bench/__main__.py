@@ -5,6 +5,7 @@
         --no-extras --name topologies        (tenure on the production topologies)
     .venv/bin/python -m bench doctor-corpus [--show]   (the doctor on real projects)
     .venv/bin/python -m bench walk [--url URL]         (one job's path through the modules)
+    .venv/bin/python -m bench retention [--jobs N]     (size and throughput while pruning)
 
 Installs the peers into bench/.venv-peers (and arq into bench/.venv-peers-arq), then for each
 engine runs every system on the same workloads, round after round, in A B ... B A order so
@@ -130,6 +131,10 @@ def main() -> int:
         from bench.doctor_corpus.score import main as doctor_corpus
 
         return doctor_corpus(sys.argv[2:])
+    if sys.argv[1:2] == ["retention"]:
+        from bench.retention import main as retention
+
+        return retention(sys.argv[2:])
     if sys.argv[1:2] == ["walk"]:
         from bench.walk import main as walk
 
