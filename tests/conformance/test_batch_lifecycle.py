@@ -8,6 +8,7 @@ crash a reader. (tests/conformance/test_batches.py covers the basics these build
 from __future__ import annotations
 
 import itertools
+import logging
 import secrets
 import threading
 from collections.abc import Sequence
@@ -400,3 +401,25 @@ def test_a_member_of_a_batch_with_unreadable_callbacks_still_ends(store: Store, 
     assert store.complete_and_reserve(job_id=r.job_id, token=r.token)[0].accepted
     b = batch(store, batch_id)
     assert (b.state, b.done, b.finished_at is not None) == ("succeeded", 1, True)
+
+
+def test_a_callback_lost_to_a_damaged_record_is_logged_the_same_on_every_store(
+    store: Store, kit: Kit, caplog: pytest.LogCaptureFixture
+) -> None:
+    # one queue for the batch, its member and its callback: this runs on Redis Cluster too
+    then = new_job(name="report")
+    damaged, plain = secrets.token_hex(6), secrets.token_hex(6)
+    store.enqueue_many([new_job()], batch=NewBatch(id=damaged, name="damaged", then=then))
+    store.enqueue_many([new_job()], batch=NewBatch(id=plain, name="no callbacks"))
+    kit.damage_batch(damaged, kit.unreadable_callbacks)
+    with caplog.at_level(logging.ERROR, logger="tenure.store"):
+        for _ in range(2):
+            r = reserve_one(store)
+            assert store.complete_and_reserve(job_id=r.job_id, token=r.token)[0].accepted
+    lost = [r.getMessage() for r in caplog.records if "callback is unreadable" in r.getMessage()]
+    # the damaged batch's `then` is named; a batch that simply has no callbacks says nothing
+    assert f"batch {damaged}: its then callback is unreadable and was not enqueued" in lost
+    assert not [line for line in lost if plain in line]
+    assert store.get_job(then.id) is None
+    b = batch(store, damaged)
+    assert (b.state, b.then_job_id) == ("succeeded", None)

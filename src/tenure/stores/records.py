@@ -4,6 +4,7 @@ into records (a crash described, a time shown). No SQL or Redis types."""
 
 from __future__ import annotations
 
+import logging
 import time
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -16,6 +17,8 @@ from tenure.guards import NO_GUARDS, Guards
 from tenure.retention import KEEP_FOREVER, Keep
 from tenure.retention import Pruned as Pruned
 from tenure.retry import Policy
+
+store_log = logging.getLogger("tenure.store")
 
 
 @dataclass(frozen=True)
@@ -197,6 +200,14 @@ class WorkerRecord:
     started_at: float
     last_seen_at: float
     stopped_at: float | None = None
+
+
+def log_lost_callback(batch_id: str, kind: str) -> None:
+    """Every store says so the same way when a damaged batch record keeps a callback from
+    being enqueued: the member's own end still commits (failing it would leave the member
+    running until its lease expired, again and again), and the lost callback is never silent
+    (its `*_job_id` stays empty, which `tenure batch` shows)."""
+    store_log.error("batch %s: its %s callback is unreadable and was not enqueued", batch_id, kind)
 
 
 def batch_target(batch: NewBatch | None, into_batch: str | None) -> NewBatch | str | None:

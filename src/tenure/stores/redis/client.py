@@ -12,10 +12,11 @@ from redis.commands.core import Script
 from redis.exceptions import NoScriptError
 
 from tenure.errors import ConfigError, StoreMisconfigured, StoreUnavailable
+from tenure.stores.records import log_lost_callback
 from tenure.stores.redis import cluster as on_cluster
 from tenure.stores.redis.connection import SOCKET_TIMEOUT_S, connect
 from tenure.stores.redis.connection import split_prefix as split_prefix
-from tenure.stores.redis.scripts import global_scripts, queue_scripts
+from tenure.stores.redis.scripts import global_scripts, lost_callbacks, queue_scripts
 
 STORED_STATES = ("queued", "running", "succeeded", "failed", "cancelled")
 LIST_PAGE = 200
@@ -89,7 +90,7 @@ class RedisClient:
         if self._wait_replicas:  # the script and its WAIT on one connection
             return self._run_many([call])[0]
         script, keys, args = call
-        return script(keys=keys, args=args, client=self._redis)
+        return _logged(script(keys=keys, args=args, client=self._redis))
 
     def _run_again(self, call: Call) -> Any:
         """A call that did not run (NOSCRIPT, a cluster redirection), sent once more."""
@@ -115,7 +116,7 @@ class RedisClient:
         for result in results:
             if isinstance(result, Exception):
                 raise result
-        return results
+        return [_logged(result) for result in results]
 
     def _send_scripts(self, calls: Sequence[Call]) -> list[Any]:
         if self._cluster:
@@ -234,6 +235,14 @@ class RedisClient:
 
 
 # -- key helpers -------------------------------------------------------------------------
+def _logged(reply: Any) -> Any:
+    """A script's reply, once the callbacks it could not enqueue are logged."""
+    reply, lost = lost_callbacks(reply)
+    for batch_id, kind in lost:
+        log_lost_callback(batch_id, kind)
+    return reply
+
+
 def quote_queue(queue: str) -> str:
     """A queue name made safe inside a hash tag: a brace would end the tag early and let one
     queue's keys spell another's; '%' is escaped too so that two names never encode alike."""

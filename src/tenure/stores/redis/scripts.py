@@ -14,6 +14,7 @@ from __future__ import annotations
 import functools
 import re
 from importlib import resources
+from typing import Any
 
 # Kept small: a burst of 10,000 jobs must not leave 10,000 wake-ups behind for idle workers to
 # chew through one by one; 32 is enough to wake every idle worker of a typical deployment.
@@ -29,10 +30,15 @@ ENDED_TOKEN_TTL_S = 60
 CALLBACK_KINDS = ("then", "catch", "finally")
 CALLBACK_FIELDS = ("id", "base", "queue", "name", "payload", "policy", "delay", "keep")
 
+# A queue script's reply that also names callbacks a damaged batch record lost:
+# [LOST_CALLBACKS_MARK, [[batch id, kind], ...], the script's own reply] (lib/batch_io.lua).
+LOST_CALLBACKS_MARK = "tenure:lost-callbacks"
+
 CONSTANTS = (
     "local NOTIFY_MAX, ENQUEUE_FIELDS, RESERVE_LOOKAHEAD, MEMBER_FIELDS, CALLBACK_FIELDS,"
     f" ENDED_TOKEN_TTL_S = {NOTIFY_MAX}, {ENQUEUE_FIELDS}, {RESERVE_LOOKAHEAD}, {MEMBER_FIELDS},"
     f" {len(CALLBACK_FIELDS)}, {ENDED_TOKEN_TTL_S}\n"
+    f"local LOST_CALLBACKS_MARK = '{LOST_CALLBACKS_MARK}'\n"
 )
 # Scripts on one queue's keys see the queue prelude; store-wide ones ({g} tag) a small one.
 QUEUE_LIBS = ("lib/prelude.lua", "lib/batch_rules.lua", "lib/batch_io.lua", "lib/guards.lua")
@@ -46,20 +52,33 @@ def read_lua(relative: str) -> str:
     return INCLUDE.sub(lambda m: read_lua(m.group(1)), text)
 
 
-def _scripts(kind: str, libs: tuple[str, ...]) -> dict[str, str]:
+def _scripts(kind: str, libs: tuple[str, ...], *, wrap: bool = False) -> dict[str, str]:
     prelude = CONSTANTS + "".join(read_lua(lib) for lib in libs)
     folder = resources.files("tenure.stores.redis").joinpath("lua", kind)
     names = sorted(f.name[: -len(".lua")] for f in folder.iterdir() if f.name.endswith(".lua"))
-    return {name: prelude + read_lua(f"{kind}/{name}.lua") for name in names}
+    bodies = {name: read_lua(f"{kind}/{name}.lua") for name in names}
+    if wrap:  # the body's reply, and what it could not enqueue, go back together
+        bodies = {
+            name: f"local function body()\n{text}\nend\nreturn with_lost_callbacks(body())\n"
+            for name, text in bodies.items()
+        }
+    return {name: prelude + text for name, text in bodies.items()}
 
 
 @functools.cache
 def queue_scripts() -> dict[str, str]:
     """Name -> full text of every script that works on one queue's keys."""
-    return _scripts("queue", QUEUE_LIBS)
+    return _scripts("queue", QUEUE_LIBS, wrap=True)
 
 
 @functools.cache
 def global_scripts() -> dict[str, str]:
     """Name -> full text of every script on the store-wide keys."""
     return _scripts("global", GLOBAL_LIBS)
+
+
+def lost_callbacks(reply: Any) -> tuple[Any, list[tuple[str, str]]]:
+    """A queue script's own reply, and the (batch id, kind) of each callback it lost."""
+    if type(reply) is list and len(reply) == 3 and reply[0] == LOST_CALLBACKS_MARK:
+        return reply[2], [(str(b), str(k)) for b, k in reply[1]]
+    return reply, []

@@ -14,7 +14,6 @@ cannot deadlock.
 from __future__ import annotations
 
 import json
-import logging
 from collections.abc import Sequence
 from dataclasses import replace
 from typing import Any, Protocol
@@ -28,8 +27,7 @@ from tenure.stores.base import (
     callback_from_json,
     callback_to_json,
 )
-
-log = logging.getLogger("tenure.store")
+from tenure.stores.records import log_lost_callback
 
 CALLBACK_KINDS = ("then", "catch", "finally")
 
@@ -267,11 +265,7 @@ def _enqueue_callback(d: Dialect, cur: Cursor, batch_id: str, kind: str, now: fl
         spec = json.loads(row["callbacks"]).get(kind) if row else None
         job = None if spec is None else callback_from_json(spec)
     except (TypeError, ValueError, KeyError, AttributeError):
-        # A damaged callbacks column loses that callback (its `*_job_id` stays empty, which
-        # `tenure batch` shows, and the log says why); it must not make the member's own end
-        # fail and roll back, which would leave the member running until its lease expired,
-        # again and again.
-        log.error("batch %s: its %s callback is unreadable and was not enqueued", batch_id, kind)
+        log_lost_callback(batch_id, kind)  # and the member's own end still commits
         return
     if job is None:
         return

@@ -10,6 +10,14 @@
 -- (members or callbacks elsewhere) are built inside the scripts: fine on one server or
 -- Sentinel, refused up front on Redis Cluster, where they would be in another slot.
 local function batch_key(bbase, bid) return bbase .. ':batch:' .. bid end
+-- Callbacks that a damaged batch record kept from being enqueued, {batch id, kind} each. The
+-- script's reply carries them (scripts.py wraps every queue script in `with_lost_callbacks`)
+-- and the client logs each one, as the SQL stores do: a lost callback is never silent.
+local LOST_CALLBACKS = {}
+local function with_lost_callbacks(reply)
+  if #LOST_CALLBACKS == 0 then return reply end
+  return {LOST_CALLBACKS_MARK, LOST_CALLBACKS, reply}
+end
 -- A queue base read back from a record must be one of this store's: a damaged record must not
 -- make a script write keys of another prefix (or no prefix at all).
 local OUR_PREFIX = string.match(base, '^(.*:){q:') or base
@@ -125,7 +133,15 @@ local function b_enqueue_callback(bbase, bid, kind, now_s, now)
   local bk = batch_key(bbase, bid)
   local f = redis.call('HMGET', bk, kind .. '.id', kind .. '.base', kind .. '.queue',
     kind .. '.name', kind .. '.payload', kind .. '.policy', kind .. '.delay', kind .. '.keep')
-  if not (f[1] and f[1] ~= '' and ours(f[2]) and f[3]) then return end
+  if not (f[1] and f[1] ~= '' and ours(f[2]) and f[3]) then
+    for i = 1, CALLBACK_FIELDS do  -- no field at all: the batch has no such callback
+      if f[i] then
+        LOST_CALLBACKS[#LOST_CALLBACKS + 1] = {bid, kind}
+        break
+      end
+    end
+    return
+  end
   local added = enqueue_at(f[2], f[3], f[1], f[4] or '', f[5] or '', f[6] or '',
     tonumber(f[7]) or 0, now_s, now, f[8])
   notify_at(f[2], added)
