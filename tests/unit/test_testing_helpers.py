@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import sqlite3
+from dataclasses import replace
 
 import pytest
 
 import tenure
+from tenure.stores.base import WorkerRecord
 from tenure.testing import (
     FrozenClock,
     assert_dispatched,
@@ -87,6 +89,17 @@ def test_frozen_clock_steps_through_delays_and_backoff(
     tenure_clock.advance(61)
     drain(tenure_app)
     assert tenure_app.get_job(later.id).state == "succeeded" and calls == [1, 2]
+
+
+def test_the_frozen_clock_stamps_the_worker_registry_too(
+    tenure_app: tenure.App, tenure_clock: FrozenClock
+) -> None:
+    record = WorkerRecord("w-frozen", "host", 1, ("default",), 1, 0.0, 0.0)
+    tenure_app.store.register_worker(record)
+    tenure_clock.advance(5)
+    tenure_app.store.register_worker(replace(record, stopped_at=0.0))
+    (seen,) = tenure_app.workers()
+    assert (seen.started_at, seen.stopped_at) == (tenure_clock.now - 5, tenure_clock.now)
 
 
 def test_failed_assertions_say_what_was_dispatched(tenure_app: tenure.App) -> None:

@@ -8,26 +8,29 @@ from tenure.stores.records import WorkerRecord
 from tenure.stores.sql.batches import Cursor, Dialect
 
 
-def register(d: Dialect, cur: Cursor, record: WorkerRecord) -> None:
+def register(d: Dialect, cur: Cursor, record: WorkerRecord, now: float | None = None) -> None:
     """A worker starting (its row made anew: the same id starting again is a new run, not
     stopped), or, with `record.stopped_at` set, that worker stopping. A stop for an id never
-    registered changes nothing."""
+    registered changes nothing. `now` None reads the server's clock in the same statement
+    (one round trip); SQLite passes its own `now`, which tenure.testing may freeze."""
+    clock, at = (d.clock_sql, ()) if now is None else ("%s", (now,))
     if record.stopped_at is not None:
         cur.execute(
-            d.q(f"UPDATE {{s}}.tenure_workers SET stopped_at = {d.clock_sql} WHERE id = %s"),
-            (record.id,),
+            d.q(f"UPDATE {{s}}.tenure_workers SET stopped_at = {clock} WHERE id = %s"),
+            (*at, record.id),
         )
         return
     cur.execute(
         d.q(
             "INSERT INTO {s}.tenure_workers (id, host, pid, queues, concurrency, started_at,"
-            f" last_seen_at) VALUES (%s, %s, %s, %s, %s, {d.clock_sql}, {d.clock_sql})"
+            f" last_seen_at) VALUES (%s, %s, %s, %s, %s, {clock}, {clock})"
             " ON CONFLICT (id) DO UPDATE SET host = excluded.host, pid = excluded.pid,"
             " queues = excluded.queues, concurrency = excluded.concurrency,"
             " started_at = excluded.started_at, last_seen_at = excluded.last_seen_at,"
             " stopped_at = NULL"
         ),
-        (record.id, record.host, record.pid, d.text_list(record.queues), record.concurrency),
+        (record.id, record.host, record.pid, d.text_list(record.queues), record.concurrency)
+        + at * 2,
     )
 
 

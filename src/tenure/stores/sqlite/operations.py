@@ -118,8 +118,8 @@ class SQLiteOperations(SQLiteConnections):
 
     # -- workers -----------------------------------------------------------------------
     def register_worker(self, record: WorkerRecord) -> None:
-        with self._write() as (conn, _now):
-            workers.register(SQLITE, conn, record)
+        with self._write() as (conn, now):
+            workers.register(SQLITE, conn, record, now)
 
     def list_workers(self) -> list[WorkerRecord]:
         return workers.list_all(SQLITE, self._conn())
