@@ -4,6 +4,8 @@ from tenure.app import App, BatchHandle, BatchInfo, JobInfo
 from tenure.batch import ranges
 from tenure.context import JobContext, current
 from tenure.errors import (
+    CancelRefused,
+    CancelRequested,
     ConfigError,
     JobCancelled,
     JobFailed,
@@ -24,6 +26,8 @@ __all__ = [
     "Attempt",
     "BatchHandle",
     "BatchInfo",
+    "CancelRefused",
+    "CancelRequested",
     "ConfigError",
     "Job",
     "JobCancelled",

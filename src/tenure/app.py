@@ -10,7 +10,8 @@ from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 from typing import Any, TypeVar, overload
 
-from tenure import payload, retention, tracing
+from tenure import control, payload, retention, tracing
+from tenure.control import Cancellation, QueueWait
 from tenure.coordinator import COORDINATOR, coordinator, plan_over_ids
 from tenure.errors import ConfigError, JobNotFound, UnknownJob
 from tenure.guards import KeyFunction
@@ -27,6 +28,7 @@ from tenure.stores.base import (
     NewBatch,
     NewJob,
     PeriodicClaim,
+    QueueCounts,
     WorkerRecord,
     total_counts,
 )
@@ -410,8 +412,9 @@ class App:
     def find_batch(self, batch_id: str) -> BatchInfo | None:
         return self.store.get_batch(batch_id)
 
-    def queue_counts(self) -> dict[str, dict[str, int]]:
-        """Per queue, the number of jobs in each state (from counters or indexes, not a scan)."""
+    def queue_counts(self) -> dict[str, QueueCounts]:
+        """Per queue, the number of jobs in each state (from counters or indexes, not a scan),
+        the age of its oldest ready job (`.oldest_ready_age`) and whether it is `.paused`."""
         return self.store.queue_counts()
 
     def workers(self) -> list[WorkerRecord]:
@@ -477,23 +480,24 @@ class App:
 
     def retry_refusal(self, job_id: str) -> str:
         """Why `retry_failed(job_id)` returned False, for a person to read."""
-        record = self.store.get_job(job_id)
-        if record is None:
-            return f"no job with id {job_id!r} in {redact(self.url)}"
-        if record.state != "failed":
-            return f"job {job_id} is {record.state}, not failed; only a failed job is retried"
-        batch = self.store.get_batch(record.batch_id) if record.batch_id else None
-        if batch is not None and batch.state != "running":
-            happened = {"failed": "failed", "cancelled": "been cancelled"}.get(
-                batch.state, "finished"
-            )
-            return (
-                f"job {job_id} is a member of batch {batch.id} ({batch.name!r}), which has "
-                f"{happened}: its callbacks ran and its queued members were settled, and "
-                "retrying one member cannot undo that, so the job stays failed. Dispatch it "
-                "again on its own, or start a new batch for the work that is left"
-            )
-        return f"job {job_id} changed while being retried; see `tenure jobs show {job_id}`"
+        return control.retry_refusal(self.store, job_id, redact(self.url))
+
+    # -- cancelling and pausing (the rules: tenure.control) -----------------------------
+    def cancel(self, job_id: str) -> Cancellation:
+        """Cancel one job: queued or scheduled, it never runs; running, its worker stops it
+        (CancelRequested, then a kill after kill_after). Finished: CancelRefused, with why."""
+        return control.cancel(self.store, job_id, redact(self.url))
+
+    def pause_queue(self, name: str) -> None:
+        """No worker on any host reserves from queue `name` until `resume_queue(name)`."""
+        control.pause(self.store, name, paused=True)
+
+    def resume_queue(self, name: str) -> None:
+        control.pause(self.store, name, paused=False)
+
+    def queue_waits(self) -> list[QueueWait]:
+        """Per queue: ready, scheduled, running, paused, the oldest ready job's age."""
+        return control.queue_waits(self.store.queue_counts())
 
     def prune(self, *, dry_run: bool = False) -> retention.Pruned:
         """`tenure prune`: delete what retention says is due now (dry run: count it)."""

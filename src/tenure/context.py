@@ -119,6 +119,7 @@ class JobContext:
     token: int = 0
     _app: ContextApp | None = field(default=None, repr=False)
     _lease_ok: Callable[[], bool] = field(default=lambda: True, repr=False)
+    _cancelled: Callable[[], bool] = field(default=lambda: False, repr=False)
     _transaction: JobTransaction | None = field(default=None, repr=False)
     _transactional: bool = field(default=False, repr=False)
 
@@ -140,6 +141,13 @@ class JobContext:
         """False once the worker could not renew this attempt's lease: stop and return soon,
         because the attempt is about to be stopped and the job may run elsewhere."""
         return self._lease_ok()
+
+    @property
+    def cancelled(self) -> bool:
+        """True once someone cancelled this job while it runs (app.cancel, `tenure jobs
+        cancel`): stop soon. A sync job also gets tenure.CancelRequested raised where it is, and
+        is killed `kill_after` seconds later if it keeps going."""
+        return self._cancelled()
 
     def once(self, key: str) -> Once:
         """An effect recorded before it runs, so a re-run of this job skips it (see Once)."""

@@ -23,6 +23,10 @@ class JobNotFound(TenureError, LookupError):
     """No job with that id exists in the store."""
 
 
+class CancelRefused(TenureError):
+    """The job cannot be cancelled: it has finished already."""
+
+
 class StoreUnavailable(TenureError, ConnectionError):
     """The store cannot be reached."""
 
@@ -60,4 +64,13 @@ class JobTimeout(BaseException):
 
     A BaseException (like KeyboardInterrupt) so that a job's broad `except Exception`
     does not swallow it by accident.
+    """
+
+
+class CancelRequested(BaseException):
+    """The job was cancelled while it ran (app.cancel, `tenure jobs cancel`); clean up quickly,
+    the worker kills it after its kill_after.
+
+    A BaseException, like JobTimeout, so that a job's broad `except Exception` does not
+    swallow it by accident. `tenure.current().cancelled` is True from then on.
     """

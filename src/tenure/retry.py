@@ -151,6 +151,16 @@ class Decision:
     counters: Counters
     reason: str = ""
     details: dict[str, Any] = field(default_factory=dict)
+    cancel: bool = False  # the job ends `cancelled` (asked for by a person), not failed
+
+
+def cancelled_ending(outcome: str, error: str) -> tuple[str, str]:
+    """The attempt record of a job cancelled while it ran: outcome `cancelled` however the
+    attempt ended (the worker stopped it, or it crashed or raised while being stopped), with
+    what actually happened kept in the error."""
+    if outcome == "cancelled":
+        return outcome, error
+    return "cancelled", f"cancelled while it ran; the attempt ended {outcome}: {error}"
 
 
 def decide(
@@ -160,12 +170,21 @@ def decide(
     now: float,
     *,
     permanent: bool = False,
+    cancel_requested: bool = False,
     rng: random.Random | None = None,
 ) -> Decision:
     """Retry or fail after an attempt that ended with `outcome` (anything but succeeded).
 
     `permanent` marks errors no retry can fix (unknown job name, corrupt payload).
+    `cancel_requested`: someone cancelled the job while it ran (app.cancel): however the
+    attempt ended, the job is cancelled, with no try used and no retry.
     """
+    if cancel_requested:
+        return Decision(False, 0.0, counters, "it was cancelled while it ran", cancel=True)
+    if outcome == "cancelled":
+        # A stop nobody asked for (a signal meant for the attempt before it): the job's fault
+        # it is not, so it goes back at once, like a hand-back.
+        return Decision(True, 0.0, counters, "stopped by a cancel meant for another attempt")
     if outcome in FREE_OUTCOMES:
         # Not the job's fault (a deploy, a lost lease): hand it back at once, no try used.
         return Decision(retry=True, delay=0.0, counters=counters, reason=f"{outcome}; requeued")

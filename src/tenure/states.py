@@ -6,7 +6,14 @@ from typing import Final, Literal
 
 JobState = Literal["queued", "scheduled", "running", "succeeded", "failed", "cancelled"]
 Outcome = Literal[
-    "succeeded", "failed", "timed_out", "crashed", "interrupted", "lost_lease", "deferred"
+    "succeeded",
+    "failed",
+    "timed_out",
+    "crashed",
+    "interrupted",
+    "lost_lease",
+    "deferred",
+    "cancelled",
 ]
 
 QUEUED: Final = "queued"
@@ -27,6 +34,7 @@ OUTCOMES: Final[tuple[str, ...]] = (
     "interrupted",
     "lost_lease",
     "deferred",
+    "cancelled",  # app.cancel / `tenure jobs cancel` stopped it: no try used, never retried
 )
 # Outcomes that are not the job's fault: they hand the job back without using a try.
 FREE_OUTCOMES: Final = frozenset({"interrupted", "lost_lease", "deferred"})

@@ -19,7 +19,7 @@ from conformance.helpers import (
 )
 from tenure.retry import Policy
 from tenure.stores import Store
-from tenure.stores.base import WorkerRecord
+from tenure.stores.base import HeartbeatReply, WorkerRecord
 
 
 def test_heartbeat_renews_the_lease_and_stamps_the_attempt_and_worker(store: Store) -> None:
@@ -28,7 +28,7 @@ def test_heartbeat_renews_the_lease_and_stamps_the_attempt_and_worker(store: Sto
     r = reserve_one(store, lease=5)
     seen_before = store.list_workers()[0].last_seen_at
     time.sleep(0.05)  # so the renewed lease is measurably later than the first
-    assert store.heartbeat(worker=W1, leases=[(job_id, r.token)], lease=60) == []
+    assert store.heartbeat(worker=W1, leases=[(job_id, r.token)], lease=60).lost == []
     got = job(store, job_id)
     assert got.lease_expires_at is not None
     assert got.lease_expires_at > r.lease_expires_at + 50
@@ -42,7 +42,7 @@ def test_heartbeat_keeps_a_slow_job_from_being_rescued(store: Store) -> None:
     r = reserve_one(store, lease=0.6)
     deadline = time.monotonic() + 1.8  # three leases' worth of renewals
     while time.monotonic() < deadline:
-        assert store.heartbeat(worker=W1, leases=[(job_id, r.token)], lease=0.6) == []
+        assert store.heartbeat(worker=W1, leases=[(job_id, r.token)], lease=0.6).lost == []
         assert store.sweep(prune=False).rescued == []
         time.sleep(0.1)
     assert job(store, job_id).state == "running"
@@ -53,16 +53,17 @@ def test_heartbeat_reports_leases_the_worker_no_longer_holds(store: Store) -> No
     held = store.reserve(queues=["default"], worker=W1, lease=30, limit=3)
     tokens = {r.job_id: r.token for r in held}
     store.complete_and_reserve(job_id=c, token=tokens[c])
-    lost = store.heartbeat(
+    reply = store.heartbeat(
         worker=W1,
         leases=[(a, tokens[a]), (b, tokens[b] + 1), (c, tokens[c]), ("no-such-job", 1)],
         lease=30,
     )
-    assert lost == [b, c, "no-such-job"]
+    assert reply.lost == [b, c, "no-such-job"]
+    assert reply.cancel == []
 
 
 def test_heartbeat_with_nothing_held_is_fine(store: Store) -> None:
-    assert store.heartbeat(worker=W1, leases=[], lease=30) == []
+    assert store.heartbeat(worker=W1, leases=[], lease=30) == HeartbeatReply([], [], None)
 
 
 def test_an_expired_lease_is_rescued_as_a_crash_naming_the_worker(store: Store) -> None:

@@ -7,7 +7,7 @@ so that a worker with a skewed clock can neither expire a lease early nor keep o
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar, Protocol
 
@@ -15,14 +15,17 @@ from tenure.states import JOB_STATES
 from tenure.stores.records import (
     AttemptRecord,
     BatchRecord,
+    CancelResult,
     EffectRecord,
     EndResult,
+    HeartbeatReply,
     JobRecord,
     NewBatch,
     NewJob,
     PeriodicClaim,
     PeriodicRecord,
     Pruned,
+    QueueCounts,
     Rescued,
     Reservation,
     Swept,
@@ -34,6 +37,7 @@ from tenure.stores.records import (
     callback_to_json,
     clock_text,
     describe_crash,
+    ready_age,
     transaction_ended,
 )
 
@@ -122,13 +126,16 @@ class Store(Protocol):
 
         A ready job whose overlap key is held by a running job with a live lease, or whose rate
         limit is reached, is deferred instead: its run_at moves on, a `deferred` attempt records
-        why, and no try is used.
+        why, and no try is used. A paused queue (`pause_queue`) hands out nothing: the check is
+        part of the claim itself, so no worker anywhere reserves from it once the pause returned.
         """
 
     def heartbeat(
         self, *, worker: WorkerRef, leases: Sequence[tuple[str, int]], lease: float
-    ) -> list[str]:
-        """Renew the leases (job_id, token) the worker holds; return the job ids it lost."""
+    ) -> HeartbeatReply:
+        """Renew the leases (job_id, token) the worker holds and mark the worker seen; say
+        which of them were lost, which were cancelled (`cancel`), and when `tenure restart`
+        was last asked for."""
 
     def complete_and_reserve(
         self,
@@ -151,8 +158,9 @@ class Store(Protocol):
         lease: never a success without its result, never the result of a stale attempt.
 
         The next attempt opens now, when its slot is free, as `reserve(limit=1)` would open
-        it. The store may return no job even though some are ready (e.g. a guarded job it
-        judges only in `reserve`); the worker then reserves the usual way.
+        it (a paused queue gives none). The store may return no job even though some are
+        ready (e.g. a guarded job it judges only in `reserve`); the worker then reserves the
+        usual way.
         """
 
     def job_transaction(self, *, job_id: str, token: int) -> JobTransaction:
@@ -172,7 +180,15 @@ class Store(Protocol):
         traceback: str | None = None,
         permanent: bool = False,
     ) -> EndResult:
-        """End a running attempt without success; the store decides retry or fail."""
+        """End a running attempt without success; the store decides retry or fail. A job
+        cancelled while it ran ends `cancelled` however the attempt ended: no try used, no
+        retry (a sweep that rescues it does the same)."""
+
+    def cancel(self, job_id: str) -> CancelResult:
+        """Cancel one job. Queued or scheduled: it becomes `cancelled` at once and never runs.
+        Running: the request is recorded, and the worker holding it learns it from its next
+        heartbeat and stops it. Finished or unknown: refused, nothing changes. A batch member
+        counts as a cancelled member of its batch."""
 
     def sweep(
         self, *, rescue: bool = True, prune: bool = True, limit: int = 500, dry_run: bool = False
@@ -244,10 +260,16 @@ class Store(Protocol):
     ) -> list[JobRecord]:
         """Newest first, without attempts."""
 
-    def queue_counts(self) -> dict[str, dict[str, int]]:
+    def queue_counts(self) -> dict[str, QueueCounts]:
         """Jobs per queue, then per state (every state present), for each queue that holds a
-        job. Read from counters or indexes, never by scanning jobs: the dashboard asks on every
-        refresh, with millions of finished jobs in the store."""
+        job or is paused, with the age of its oldest ready job and whether it is paused. Read
+        from counters or indexes, never by scanning jobs: the dashboard asks on every refresh,
+        with millions of finished jobs in the store."""
+
+    def pause_queue(self, *, queue: str, paused: bool) -> None:
+        """Pause a queue (no worker reserves from it; running jobs go on, enqueueing works) or
+        resume it. Held in the store, so it reaches every host and survives restarts; a
+        queue that holds no job yet may be paused too."""
 
     def retry_job(self, job_id: str) -> bool:
         """Put a failed job back in its queue with fresh tries; False if it is not failed.
@@ -270,12 +292,11 @@ class Store(Protocol):
     def list_workers(self) -> list[WorkerRecord]: ...
 
     def request_restart(self) -> float:
-        """Ask every worker started before now to finish its jobs and exit."""
+        """Ask every worker started before now to finish its jobs and exit (each learns it
+        from its heartbeat's reply)."""
 
-    def restart_requested_at(self) -> float | None: ...
 
-
-def total_counts(by_queue: dict[str, dict[str, int]]) -> dict[str, int]:
+def total_counts(by_queue: Mapping[str, Mapping[str, int]]) -> dict[str, int]:
     """Jobs per state, every state present, from `queue_counts()`: the totals App and the
     worker's metrics show are one sum over one source, so they never disagree with the
     per-queue numbers, and no store writes a second verb for them."""
@@ -289,9 +310,11 @@ def total_counts(by_queue: dict[str, dict[str, int]]) -> dict[str, int]:
 __all__ = [
     "AttemptRecord",
     "BatchRecord",
+    "CancelResult",
     "Capabilities",
     "EffectRecord",
     "EndResult",
+    "HeartbeatReply",
     "JobRecord",
     "JobTransaction",
     "NewBatch",
@@ -299,6 +322,7 @@ __all__ = [
     "PeriodicClaim",
     "PeriodicRecord",
     "Pruned",
+    "QueueCounts",
     "Rescued",
     "Reservation",
     "Store",
@@ -311,6 +335,7 @@ __all__ = [
     "callback_to_json",
     "clock_text",
     "describe_crash",
+    "ready_age",
     "total_counts",
     "transaction_ended",
 ]

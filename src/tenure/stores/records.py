@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -17,6 +18,7 @@ from tenure.guards import NO_GUARDS, Guards
 from tenure.retention import KEEP_FOREVER, Keep
 from tenure.retention import Pruned as Pruned
 from tenure.retry import Policy
+from tenure.states import JOB_STATES
 
 store_log = logging.getLogger("tenure.store")
 
@@ -138,6 +140,60 @@ class Swept:
 
     rescued: list[Rescued] = field(default_factory=list)
     pruned: Pruned = field(default_factory=Pruned)
+
+
+@dataclass(frozen=True)
+class HeartbeatReply:
+    """What the heartbeat a worker sends every lease/3 tells it back, so that it learns of
+    lost leases, cancels and restarts without a call of its own for each."""
+
+    lost: list[str]  # job ids whose lease is gone: stop them, they may run elsewhere
+    cancel: list[str]  # job ids it holds that were cancelled: stop them (soft, then kill)
+    restart_requested_at: float | None = None  # the latest `tenure restart` (store clock)
+
+
+@dataclass(frozen=True)
+class CancelResult:
+    """What `Store.cancel` did with a job."""
+
+    accepted: bool  # False: refused, nothing changed
+    # accepted: "cancelled" (it was queued or scheduled and will never run) or "running" (its
+    # worker is told at its next heartbeat and stops it); refused: the job's final state
+    # (succeeded | failed | cancelled), or "missing" when no job has that id
+    state: str
+
+
+class QueueCounts(dict[str, int]):
+    """One queue's jobs per state, every state present (a dict, as it always was), and beside
+    them what `tenure queues` shows: how long the oldest ready job has waited, in seconds on
+    the store's clock (None: nothing ready), and whether the queue is paused."""
+
+    def __init__(
+        self,
+        counts: Mapping[str, int] | None = None,
+        *,
+        oldest_ready_age: float | None = None,
+        paused: bool = False,
+    ) -> None:
+        super().__init__(dict.fromkeys(JOB_STATES, 0))
+        if counts:
+            self.update(counts)
+        self.oldest_ready_age = oldest_ready_age
+        self.paused = paused
+
+    def __repr__(self) -> str:
+        return (
+            f"QueueCounts({dict(self)!r}, oldest_ready_age={self.oldest_ready_age!r}, "
+            f"paused={self.paused!r})"
+        )
+
+
+def ready_age(now: float, oldest_run_at: float | None) -> float | None:
+    """How long the oldest ready job has waited: from its run_at (when it became ready) to
+    the store's now; None when the oldest queued job is not due yet, or there is none."""
+    if oldest_run_at is None or oldest_run_at > now:
+        return None
+    return now - oldest_run_at
 
 
 @dataclass(frozen=True)

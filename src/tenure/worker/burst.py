@@ -143,7 +143,7 @@ class BurstEnd:
         next_due: float | None = None
         by_queue = self.store.queue_counts()
         for queue in self.queues:
-            scheduled = by_queue.get(queue, {}).get("scheduled", 0)
+            scheduled = by_queue[queue]["scheduled"] if queue in by_queue else 0
             if not scheduled:
                 continue
             for job in self.store.list_jobs(

@@ -10,7 +10,8 @@ The child ignores SIGINT and SIGTERM: shutdown is the supervisor's decision, so 
 the terminal cannot kill a job behind its back. The soft timeout is the child's own (SIGALRM,
 armed per attempt): JobTimeout is raised inside the job. SIGUSR2 tells the job its lease is in
 danger (`tenure.current().lease_ok()` turns False); SIGHUP says the worker is stopping: claim
-nothing more.
+nothing more; SIGUSR1 says the attempt the cancel mark names was cancelled: CancelRequested is
+raised inside the job and `tenure.current().cancelled` turns True (cancel_mark.py).
 """
 
 from __future__ import annotations
@@ -26,10 +27,11 @@ import time
 from types import FrameType
 from typing import IO, Any
 
-from tenure.errors import JobTimeout
+from tenure.errors import CancelRequested, JobTimeout
 from tenure.logs import setup_logging
 from tenure.stores.base import Reservation, WorkerRef
 from tenure.worker import messages
+from tenure.worker.cancel_mark import CancelMark
 from tenure.worker.execute import Ended, definition, execute
 from tenure.worker.loading import load_app
 from tenure.worker.process_tree import rss_mb
@@ -38,6 +40,7 @@ from tenure.worker.recording import Recorder, log_end
 
 LEASE_DANGER_SIGNAL = signal.SIGUSR2
 STOP_CLAIMING_SIGNAL = signal.SIGHUP
+CANCEL_SIGNAL = signal.SIGUSR1
 PR_SET_PDEATHSIG = 1
 # A child over this share of --memory between jobs leaves, to be replaced, rather than be
 # killed in the middle of its next job.
@@ -50,6 +53,9 @@ class _State:
     running = False
     lease_ok = True
     stopping = False
+    cancelled = False  # the current attempt was cancelled
+    attempt: tuple[str, int] = ("", 0)  # (job id, token) of the attempt being run
+    mark: CancelMark | None = None
 
 
 def _on_soft_timeout(signum: int, frame: FrameType | None) -> None:
@@ -64,6 +70,15 @@ def _on_lease_danger(signum: int, frame: FrameType | None) -> None:
 
 def _on_stop_claiming(signum: int, frame: FrameType | None) -> None:
     _State.stopping = True
+
+
+def _on_cancel(signum: int, frame: FrameType | None) -> None:
+    # Only for the attempt the mark names: the signal may come late, after the next began.
+    if _State.mark is None or not _State.mark.names(*_State.attempt):
+        return
+    _State.cancelled = True
+    if _State.running:
+        raise CancelRequested()
 
 
 def die_with_parent(parent_pid: int) -> None:
@@ -87,6 +102,7 @@ class Child:
         self.memory_mb: float | None = config["memory_mb"]
         self.where = f"{config['app']} on worker {self.ref.id}"
         self.pulse = Pulse(config["pulse_fd"])
+        _State.mark = CancelMark(config["cancel_fd"])
         self.recorder = Recorder(
             self.app.store,
             self.ref,
@@ -175,7 +191,16 @@ class Child:
             signal.setitimer(signal.ITIMER_REAL, timeout if now else 0)
 
         _State.lease_ok = True
-        return execute(self.app, res, job, lease_ok=lambda: _State.lease_ok, running=running)
+        _State.cancelled = False
+        _State.attempt = (res.job_id, res.token)
+        return execute(
+            self.app,
+            res,
+            job,
+            lease_ok=lambda: _State.lease_ok,
+            cancelled=lambda: _State.cancelled,
+            running=running,
+        )
 
     def _is_async(self, res: Reservation) -> bool:
         job = definition(self.app, res, self.where)
@@ -199,6 +224,7 @@ def main() -> None:
     signal.signal(signal.SIGALRM, _on_soft_timeout)
     signal.signal(LEASE_DANGER_SIGNAL, _on_lease_danger)
     signal.signal(STOP_CLAIMING_SIGNAL, _on_stop_claiming)
+    signal.signal(CANCEL_SIGNAL, _on_cancel)
     setup_logging(config["log_level"])
     inbox_fd, outbox_fd = int(sys.argv[2]), int(sys.argv[3])
     with open(inbox_fd, encoding="utf-8") as inbox, open(outbox_fd, "wb") as outbox:

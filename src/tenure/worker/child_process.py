@@ -14,7 +14,8 @@ import time
 from typing import Any
 
 from tenure.worker import process_tree
-from tenure.worker.child import LEASE_DANGER_SIGNAL, STOP_CLAIMING_SIGNAL
+from tenure.worker.cancel_mark import CancelMark
+from tenure.worker.child import CANCEL_SIGNAL, LEASE_DANGER_SIGNAL, STOP_CLAIMING_SIGNAL
 from tenure.worker.reaper import reaper
 
 STARTUP_TIMEOUT_S = 60.0
@@ -29,16 +30,17 @@ class ChildProcess:
         """`config`: what the child needs to run and record attempts (see child.Child)."""
         to_child_r, to_child_w = os.pipe()
         from_child_r, from_child_w = os.pipe()
+        self._mark = CancelMark.create()
         self.proc = subprocess.Popen(
             [
                 sys.executable,
                 "-m",
                 "tenure.worker.child",
-                json.dumps({**config, "parent": os.getpid()}),
+                json.dumps({**config, "parent": os.getpid(), "cancel_fd": self._mark.fd}),
                 str(to_child_r),
                 str(from_child_w),
             ],
-            pass_fds=(to_child_r, from_child_w, config["pulse_fd"]),
+            pass_fds=(to_child_r, from_child_w, config["pulse_fd"], self._mark.fd),
             stdin=subprocess.DEVNULL,
             # A session of its own: whatever the job starts can be killed with it (killpg),
             # and a Ctrl-C in the worker's terminal reaches none of it.
@@ -121,6 +123,12 @@ class ChildProcess:
     def warn_lease(self) -> None:
         self._signal(LEASE_DANGER_SIGNAL)
 
+    def cancel(self, job_id: str, token: int) -> None:
+        """The soft stop of a cancelled attempt: CancelRequested inside the job, if the child is
+        still running that attempt (the mark names it; see cancel_mark.py)."""
+        self._mark.mark(job_id, token)
+        self._signal(CANCEL_SIGNAL)
+
     def _signal(self, signum: int) -> None:
         with contextlib.suppress(ProcessLookupError):
             os.kill(self.proc.pid, signum)
@@ -167,7 +175,7 @@ class ChildProcess:
     def _close_pipes(self) -> None:
         if self._out.closed:
             return
-        for close in (self._out.close, lambda: os.close(self._in_fd)):
+        for close in (self._out.close, lambda: os.close(self._in_fd), self._mark.close):
             with contextlib.suppress(OSError):
                 close()
 

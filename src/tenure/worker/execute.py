@@ -16,7 +16,7 @@ from typing import Any
 
 from tenure import payload, results, tracing
 from tenure.context import JobContext, activate, deactivate
-from tenure.errors import JobTimeout, JobTransactionEnded, PayloadError
+from tenure.errors import CancelRequested, JobTimeout, JobTransactionEnded, PayloadError
 from tenure.job import Job
 from tenure.results import ResultError
 from tenure.stores.base import EndResult, Reservation
@@ -57,7 +57,13 @@ def definition(app: Any, res: Reservation, where: str) -> Job | Ended:
     return job
 
 
-def context(app: Any, res: Reservation, job: Job, lease_ok: Callable[[], bool]) -> JobContext:
+def context(
+    app: Any,
+    res: Reservation,
+    job: Job,
+    lease_ok: Callable[[], bool],
+    cancelled: Callable[[], bool] = lambda: False,
+) -> JobContext:
     return JobContext(
         res.job_id,
         res.name,
@@ -67,6 +73,7 @@ def context(app: Any, res: Reservation, job: Job, lease_ok: Callable[[], bool]) 
         res.token,
         _app=app,
         _lease_ok=lease_ok,
+        _cancelled=cancelled,
         _transactional=job.transactional,
     )
 
@@ -84,6 +91,7 @@ def execute(
     job: Job,
     *,
     lease_ok: Callable[[], bool] = lambda: True,
+    cancelled: Callable[[], bool] = lambda: False,
     running: Callable[[bool], None] = lambda _: None,
     run: Callable[[Any], Any] | None = None,
     catch: type[BaseException] = BaseException,
@@ -97,7 +105,7 @@ def execute(
     arguments = arguments_of(res)
     if isinstance(arguments, Ended):
         return arguments
-    ctx = context(app, res, job, lease_ok)
+    ctx = context(app, res, job, lease_ok, cancelled)
     # the attempt's span (a no-op unless the app uses OpenTelemetry), linked to its dispatch
     span = tracing.attempt_started(ctx, arguments.trace)
     token = activate(ctx)
@@ -114,6 +122,15 @@ def execute(
         _abandon(ctx)
         span.end("timed_out", exc)
         return timed_out(res, traceback.format_exc())
+    except CancelRequested as exc:
+        _abandon(ctx)
+        span.end("cancelled", exc)
+        return Ended(
+            "cancelled",
+            f"job {res.name!r} was cancelled while it ran and stopped at the cancel signal "
+            f"(attempt {res.attempt})",
+            traceback.format_exc(),
+        )
     except BaseException as exc:  # the job's own error, whatever it is, ends only this attempt
         _abandon(ctx)
         span.end("failed", exc)

@@ -43,7 +43,7 @@ class LeaseHost(Protocol):
     @property
     def store(self) -> Store: ...
 
-    def check_restart(self) -> None: ...
+    def check_restart(self, requested_at: float | None) -> None: ...
 
 
 class LeaseKeeper:
@@ -82,22 +82,23 @@ class LeaseKeeper:
         held = [(slot, slot.current) for slot in self.worker.slots if slot.current is not None]
         sent_at = time.monotonic()
         try:
-            lost = set(
-                self.worker.store.heartbeat(
-                    worker=self.worker.ref,
-                    leases=[(r.job_id, r.token) for _, r in held if r],
-                    lease=self.worker.options.lease,
-                )
+            reply = self.worker.store.heartbeat(
+                worker=self.worker.ref,
+                leases=[(r.job_id, r.token) for _, r in held if r],
+                lease=self.worker.options.lease,
             )
-            self.worker.check_restart()
+            self.worker.check_restart(reply.restart_requested_at)
         except Exception as exc:
             log.debug("heartbeat failed: %s", exc)
             self.worker.metrics.renewed(False, 0)
             return False
         self.worker.metrics.renewed(True, len(held))
+        lost, cancel = set(reply.lost), set(reply.cancel)
         for slot, res in held:
             if res is None:
                 continue
+            if res.job_id in cancel:
+                slot.cancel(res)
             if res.job_id in lost:
                 slot.lose_lease(
                     res,

@@ -1,8 +1,8 @@
 """One slot of a worker: a thread that watches the child process running the slot's sync
 attempts (the child runs and records them itself, see child.py), or runs an async attempt on
 the worker's event loop. The watchdog's part: the clocks of each attempt the child says it
-started (hard timeout, memory cap, a lost lease, a hard stop) and, when the child dies or is
-killed, the end of the attempt it held, recorded at once.
+started (hard timeout, memory cap, a lost lease, a hard stop, a cancel) and, when the child
+dies or is killed, the end of the attempt it held, recorded at once.
 """
 
 from __future__ import annotations
@@ -77,6 +77,8 @@ class Slot:
         self.renewed_at = 0.0  # monotonic time the current lease was last known renewed
         self.lease_warned = False
         self._lease_lost: tuple[Reservation, str] | None = None
+        self._cancel: Reservation | None = None  # cancelled while it runs: stop it
+        self._cancel_sent_at: float | None = None  # monotonic time of the soft stop
         self.thread = threading.Thread(target=self._loop, name=f"tenure-slot-{index}", daemon=True)
 
     # -- called from other threads ------------------------------------------------------
@@ -91,6 +93,14 @@ class Slot:
         self.renewed_at = at
         self.lease_warned = False
         self._lease_lost = None
+        self._cancel = None
+        self._cancel_sent_at = None
+
+    def cancel(self, reservation: Reservation) -> None:
+        """Someone cancelled the job of `reservation`: the slot stops the attempt, with the
+        soft signal first and a kill `kill_after` seconds later."""
+        if self.current is reservation and self._cancel is None:
+            self._cancel = reservation
 
     def lose_lease(self, reservation: Reservation, reason: str) -> None:
         """The lease of `reservation` is gone or about to be: the slot stops the attempt."""
@@ -215,6 +225,7 @@ class Slot:
                     # (a busy child ends thousands of attempts a second, on cores it needs).
                     time.sleep(GATHER_S)
             now = time.monotonic()
+            self._soft_cancel(child, now)
             problem = self._problem(now)
             if now >= next_memory_check and problem is None:
                 next_memory_check = now + MEMORY_CHECK_S
@@ -263,6 +274,14 @@ class Slot:
         if self.worker.hard_stop.is_set():
             return res, "interrupted", f"{self.worker.shutdown.hard_reason}; handed back"
         policy = res.policy
+        sent = self._cancel_sent_at
+        if self._cancel is res and sent is not None and now >= sent + policy.kill_after:
+            return (
+                res,
+                "cancelled",
+                f"job {res.name!r} was cancelled while it ran, kept running "
+                f"{policy.kill_after:g} s after the cancel signal, and was killed",
+            )
         if now >= self.started_at + policy.timeout + policy.kill_after:
             return (
                 res,
@@ -272,12 +291,27 @@ class Slot:
             )
         return None
 
+    def _soft_cancel(self, child: ChildProcess, now: float) -> None:
+        """Send a cancelled attempt its soft stop, once (its clock to the kill starts here)."""
+        res = self._cancel
+        if res is None or res is not self.current or self._cancel_sent_at is not None:
+            return
+        self._cancel_sent_at = now
+        log.info(
+            "job %s attempt %d was cancelled: stopping it (killed in %g s if it keeps going)",
+            res.job_id,
+            res.attempt,
+            res.policy.kill_after,
+            extra=job_fields(res, outcome="cancelled"),
+        )
+        child.cancel(res.job_id, res.token)
+
     def _stop_attempt(
         self, child: ChildProcess, target: Reservation, outcome: str, why: str
     ) -> bool:
         """Kill the child for `target`, unless the child may have ended it meanwhile (then the
         watch reads what it wrote and looks again); True if killed."""
-        if outcome in ("lost_lease", "timed_out"):
+        if outcome in ("lost_lease", "timed_out", "cancelled"):
             wait = LOST_LEASE_CONFIRM_S if outcome == "lost_lease" else 0.0
             if child.has_message(wait):
                 return False
@@ -347,7 +381,7 @@ class Slot:
         arguments = arguments_of(res)
         if isinstance(arguments, Ended):
             return self.worker.report(res, arguments, 0.0, chain=True)
-        ctx = context(self.worker.app, res, job, self.lease_ok)
+        ctx = context(self.worker.app, res, job, self.lease_ok, lambda: self._cancel is res)
         loop = self.worker.event_loop()
         future = asyncio.run_coroutine_threadsafe(run_coroutine(job, arguments, ctx, res), loop)
         hard_at = started + res.policy.timeout + res.policy.kill_after
@@ -357,6 +391,12 @@ class Slot:
                 ended = _async_result(future)
                 break
             stop = self._interruption()
+            if stop is None and self._cancel is res:
+                stop = Ended(
+                    "cancelled",
+                    f"async job {res.name!r} was cancelled while it ran; CancelledError was "
+                    "raised inside it",
+                )
             if stop is not None or time.monotonic() >= hard_at:
                 future.cancel()
                 ended = stop or Ended(

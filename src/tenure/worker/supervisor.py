@@ -366,9 +366,9 @@ class Worker:
         interrupt = self.hard_stop if until is None else until
         return retrying(call, attempts=attempts, interrupt=interrupt, refused=self._refused)
 
-    def check_restart(self) -> None:
-        """Stop gracefully if `tenure restart` was asked for since this worker started."""
-        requested = self.store.restart_requested_at()
+    def check_restart(self, requested: float | None) -> None:
+        """Stop gracefully if `tenure restart` was asked for (at `requested`, as the heartbeat
+        said) since this worker started."""
         if requested is not None and requested > self._registered_at:
             self.stop("`tenure restart` requested", grace=None)
 

@@ -207,7 +207,8 @@ def test_an_outage_raises_store_unavailable_then_the_store_reconnects(
         throwaway_postgres.start()  # same port, same data directory
         assert wait_until(
             lambda: (
-                _try(lambda: store.heartbeat(worker=W1, leases=[(job_id, r.token)], lease=60)) == []
+                _try(lambda: store.heartbeat(worker=W1, leases=[(job_id, r.token)], lease=60).lost)
+                == []
             ),
             timeout=20,
             what="the store to reconnect",

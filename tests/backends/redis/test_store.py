@@ -366,7 +366,9 @@ def test_scripts_are_reloaded_after_script_flush(store: RedisStore, client: redi
     got = store.reserve(queues=["default", "mail"], worker=WORKER, lease=30, limit=2)
     assert [r.job_id for r in got] == ["a", "b"]
     client.script_flush()
-    assert store.heartbeat(worker=WORKER, leases=[(r.job_id, r.token) for r in got], lease=30) == []
+    assert not store.heartbeat(
+        worker=WORKER, leases=[(r.job_id, r.token) for r in got], lease=30
+    ).lost
 
 
 def test_enqueueing_the_same_id_twice_keeps_the_first(store: RedisStore) -> None:
@@ -383,7 +385,7 @@ def test_a_fresh_store_finds_jobs_by_id_alone(store: RedisStore) -> None:
     (r,) = store.reserve(queues=["mail"], worker=WORKER, lease=30)
     other = RedisStore(store.url)  # no cache: must locate the queue on the server
     try:
-        assert other.heartbeat(worker=WORKER, leases=[(r.job_id, r.token)], lease=30) == []
+        assert other.heartbeat(worker=WORKER, leases=[(r.job_id, r.token)], lease=30).lost == []
         assert other.complete_and_reserve(job_id=r.job_id, token=r.token)[0].accepted
         result = other.complete_and_reserve(job_id="never-existed", token=1)[0]
         assert (result.accepted, result.state) == (False, "missing")

@@ -10,6 +10,7 @@ usable as an index bound), not `now()`: inside a transaction now() is when it be
 from __future__ import annotations
 
 from tenure.stores.postgres.guards import CLOCK
+from tenure.stores.sql.control import not_paused
 
 # Past every attempt row the job has: a stray row (a restore, a hand edit) must not make the
 # next attempt's number collide, which would fail the whole reservation for the queue.
@@ -26,13 +27,14 @@ _NOW = "(SELECT now FROM clock)"
 
 def _claim_ctes(gate: str) -> str:
     """picked/claimed/opened: the oldest ready jobs of %(queue)s, up to %(limit)s, skipping
-    %(seen)s; guarded ones are picked (to report them) but not claimed. `gate` adds a
-    condition to the pick."""
+    %(seen)s, none of a paused queue; guarded ones are picked (to report them) but not
+    claimed. `gate` adds a condition to the pick."""
     return (
         " picked AS MATERIALIZED (SELECT id, run_at, seq,"
         " overlap_key IS NULL AND rate_key IS NULL AS free FROM {s}.tenure_jobs"
         f" WHERE queue = %(queue)s AND state = 'queued' AND run_at <= {_NOW}"
-        f" AND id <> ALL(%(seen)s::text[]){gate} ORDER BY run_at, seq LIMIT %(limit)s"
+        f" AND id <> ALL(%(seen)s::text[]){not_paused('%(queue)s')}{gate}"
+        " ORDER BY run_at, seq LIMIT %(limit)s"
         " FOR UPDATE SKIP LOCKED),"
         " claimed AS (UPDATE {s}.tenure_jobs j SET state = 'running',"
         f" attempt = {NEXT_ATTEMPT}, lease_expires_at = {_NOW} + %(lease)s,"

@@ -1,20 +1,24 @@
 """The PostgreSQL store's plumbing-facing half: lifecycle, batches, reading and operating
 (what the CLI, the dashboard and the doctor ask), and the worker registry. No job changes state
-here except through retry and forget; the queue's rules live in `tenure.stores.postgres`."""
+here except through retry, cancel and forget; the queue's rules live in
+`tenure.stores.postgres`."""
 
 from __future__ import annotations
 
-from tenure.states import FINAL_STATES, JOB_STATES
+from tenure.states import FINAL_STATES
 from tenure.stores.base import (
     BatchRecord,
+    CancelResult,
     EffectRecord,
     JobRecord,
+    QueueCounts,
     WorkerRecord,
+    ready_age,
 )
 from tenure.stores.postgres.database import POOL_MAX, Database
 from tenure.stores.postgres.dialect import PostgresDialect
 from tenure.stores.postgres.jobs import NOW
-from tenure.stores.sql import batches, workers
+from tenure.stores.sql import batches, control, workers
 from tenure.stores.sql.rows import attempt_record, job_record
 
 # Counter rows left by disconnected backends that a read tolerates before folding them.
@@ -116,12 +120,13 @@ class PostgresOperations:
             ).fetchall()
         return [job_record(r, r["now"], []) for r in rows]
 
-    def queue_counts(self) -> dict[str, dict[str, int]]:
-        out: dict[str, dict[str, int]] = {}
+    def queue_counts(self) -> dict[str, QueueCounts]:
+        out: dict[str, QueueCounts] = {}
         with self.db.cursor() as cur:
             # One statement, one snapshot: the counters (kept by the triggers of migration
             # 0004) and the scheduled jobs counted beside them agree. Scheduled ones are an
-            # index range of tenure_jobs_ready per queue that has queued jobs at all.
+            # index range of tenure_jobs_ready per queue that has queued jobs at all, and the
+            # oldest ready job that index's first entry for the queue.
             rows = cur.execute(
                 self.db.q(
                     "WITH c AS (SELECT queue, state, sum(n) AS n,"
@@ -130,21 +135,28 @@ class PostgresOperations:
                     " FROM {s}.tenure_job_counts GROUP BY queue, state)"
                     " SELECT queue, state, n, gone, CASE WHEN state = 'queued' AND n > 0"
                     " THEN (SELECT count(*) FROM {s}.tenure_jobs j WHERE j.state = 'queued'"
-                    f" AND j.queue = c.queue AND j.run_at > {NOW}) ELSE 0 END AS scheduled"
+                    f" AND j.queue = c.queue AND j.run_at > {NOW}) ELSE 0 END AS scheduled,"
+                    " CASE WHEN state = 'queued' AND n > 0 THEN (SELECT j.run_at"
+                    " FROM {s}.tenure_jobs j WHERE j.state = 'queued' AND j.queue = c.queue"
+                    f" ORDER BY j.run_at LIMIT 1) END AS oldest, {NOW} AS now"
                     " FROM c"
                 )
             ).fetchall()
+            paused = control.paused_queues(self.dialect, cur)
         gone = 0
         for row in rows:
             gone += int(row["gone"])
             n = int(row["n"])
             if n == 0:
                 continue  # a queue whose jobs were all forgotten, or moved on
-            counts = out.setdefault(row["queue"], dict.fromkeys(JOB_STATES, 0))
+            counts = out.setdefault(row["queue"], QueueCounts())
             counts[row["state"]] += n
             if row["state"] == "queued":
                 counts["queued"] -= int(row["scheduled"])
                 counts["scheduled"] += int(row["scheduled"])
+                counts.oldest_ready_age = ready_age(row["now"], row["oldest"])
+        for queue in paused:
+            out.setdefault(queue, QueueCounts()).paused = True
         if gone > FOLD_AFTER_ROWS:
             self._fold_counts()
         return out
@@ -236,9 +248,13 @@ class PostgresOperations:
         assert row is not None
         return float(row["value"])
 
-    def restart_requested_at(self) -> float | None:
-        with self.db.cursor() as cur:
-            row = cur.execute(
-                self.db.q("SELECT value FROM {s}.tenure_control WHERE key = 'restart_at'")
-            ).fetchone()
-        return float(row["value"]) if row else None
+    # -- cancelling and pausing ----------------------------------------------------------
+    def cancel(self, job_id: str) -> CancelResult:
+        if not usable_id(job_id):
+            return CancelResult(accepted=False, state="missing")
+        with self.db.transaction() as cur:
+            return control.cancel(self.dialect, cur, job_id, lambda: self.db.clock(cur))
+
+    def pause_queue(self, *, queue: str, paused: bool) -> None:
+        with self.db.transaction() as cur:
+            control.pause(self.dialect, cur, queue, paused, self.db.clock(cur))

@@ -33,6 +33,7 @@ from tenure.stores.base import (
     AttemptRecord,
     Capabilities,
     EndResult,
+    HeartbeatReply,
     NewBatch,
     NewJob,
     PeriodicClaim,
@@ -53,6 +54,7 @@ from tenure.stores.postgres.jobs import NOW, insert_jobs
 from tenure.stores.postgres.operations import PostgresOperations
 from tenure.stores.postgres.transaction import PostgresJobTransaction, caller_cursor
 from tenure.stores.sql import batches, endings, periodic, retention
+from tenure.stores.sql.control import not_paused
 
 # guarded jobs one reserve call may look at beyond `limit`: they may be deferred instead
 RESERVE_LOOKAHEAD = 32
@@ -245,7 +247,8 @@ class PostgresStore(PostgresOperations):
                     " j.rate_window FROM {s}.tenure_jobs j WHERE j.id IN (SELECT id"
                     " FROM {s}.tenure_jobs WHERE queue = %(queue)s AND state = 'queued'"
                     f" AND run_at <= {NOW} AND id <> ALL(%(seen)s::text[])"
-                    " ORDER BY run_at, seq LIMIT %(window)s)"
+                    + not_paused("%(queue)s")
+                    + " ORDER BY run_at, seq LIMIT %(window)s)"
                     " AND (j.overlap_key IS NOT NULL OR j.rate_key IS NOT NULL)"
                     " AND j.state = 'queued' ORDER BY j.run_at, j.seq FOR UPDATE OF j SKIP LOCKED"
                 ),
@@ -315,7 +318,9 @@ class PostgresStore(PostgresOperations):
 
     def heartbeat(
         self, *, worker: WorkerRef, leases: Sequence[tuple[str, int]], lease: float
-    ) -> list[str]:
+    ) -> HeartbeatReply:
+        # One statement: the renewals, the worker seen, and what the worker must hear of (a
+        # cancel of a job it holds, a restart request), on one row even when nothing renewed.
         with self.db.cursor() as cur:
             rows = cur.execute(
                 self.db.q(
@@ -324,12 +329,14 @@ class PostgresStore(PostgresOperations):
                     f" renewed AS (UPDATE {{s}}.tenure_jobs j SET lease_expires_at = {NOW}"
                     " + %(lease)s FROM held WHERE j.id = held.id AND j.attempt = held.token"
                     f" AND j.state = 'running' AND j.lease_expires_at >= {NOW}"
-                    " RETURNING j.id, j.attempt),"
+                    " RETURNING j.id, j.attempt, j.cancel_requested_at),"
                     f" beat AS (UPDATE {{s}}.tenure_attempts a SET last_heartbeat_at = {NOW}"
                     " FROM renewed r WHERE a.job_id = r.id AND a.number = r.attempt),"
                     f" seen AS (UPDATE {{s}}.tenure_workers SET last_seen_at = {NOW}"
                     " WHERE id = %(worker)s)"
-                    " SELECT id FROM renewed"
+                    " SELECT r.id, r.cancel_requested_at, (SELECT value FROM {s}.tenure_control"
+                    " WHERE key = 'restart_at') AS restart_at"
+                    " FROM (SELECT 1) one LEFT JOIN renewed r ON true"
                 ),
                 {
                     "ids": [job_id for job_id, _ in leases],
@@ -338,8 +345,13 @@ class PostgresStore(PostgresOperations):
                     "worker": worker.id,
                 },
             ).fetchall()
-        renewed = {r["id"] for r in rows}
-        return [job_id for job_id, _ in leases if job_id not in renewed]
+        renewed = {r["id"] for r in rows if r["id"] is not None}
+        restart = rows[0]["restart_at"] if rows else None
+        return HeartbeatReply(
+            lost=[job_id for job_id, _ in leases if job_id not in renewed],
+            cancel=[r["id"] for r in rows if r["cancel_requested_at"] is not None],
+            restart_requested_at=None if restart is None else float(restart),
+        )
 
     def complete_on(
         self, cur: Cursor, job_id: str, token: int, result: str | None = None
@@ -417,7 +429,7 @@ class PostgresStore(PostgresOperations):
             rows = cur.execute(
                 self.db.q(
                     "SELECT j.id, j.queue, j.policy, j.tries_used, j.exceptions, j.batch_id,"
-                    " j.attempt,"
+                    " j.attempt, j.cancel_requested_at,"
                     " j.lease_expires_at, j.worker_id AS job_worker, a.worker_id, a.host, a.pid,"
                     " a.started_at, a.last_heartbeat_at FROM {s}.tenure_jobs j"
                     " LEFT JOIN {s}.tenure_attempts a ON a.job_id = j.id AND a.number = j.attempt"

@@ -74,6 +74,7 @@ class RedisClient:
             f"{base}:seq",
             f"{base}:all",
             *(f"{base}:idx:{state}" for state in STORED_STATES),
+            f"{base}:paused",
         ]
 
     def key_pattern(self) -> str:

@@ -8,10 +8,10 @@ from dataclasses import replace
 from typing import cast
 
 from tenure.states import JOB_STATES
-from tenure.stores.base import JobRecord
+from tenure.stores.base import JobRecord, QueueCounts, ready_age
 from tenure.stores.redis.client import LIST_PAGE, RedisClient, clock_value
 from tenure.stores.redis.guards import effect_records
-from tenure.stores.redis.records import attempt_records, job_record, to_int
+from tenure.stores.redis.records import attempt_records, job_record, to_int, to_opt_float
 
 # The order of the figures the "counts" script returns after the clock.
 COUNTED_STATES = ("queued", "scheduled", "running", "succeeded", "failed", "cancelled")
@@ -82,17 +82,24 @@ class RedisOperations(RedisClient):
                         break
         return out
 
-    def queue_counts(self) -> dict[str, dict[str, int]]:
+    def queue_counts(self) -> dict[str, QueueCounts]:
         # Every state has a sorted set per queue, so each figure is a ZCARD (O(1)) or, for
-        # queued against scheduled, a ZCOUNT by run_at (O(log n)): nothing here grows with the
-        # number of jobs. One script per queue, all in one round trip.
+        # queued against scheduled, a ZCOUNT by run_at (O(log n)), and the oldest ready job is
+        # the queued set's lowest score: nothing here grows with the number of jobs. One
+        # script per queue, all in one round trip.
         queues = self._queues()
         replies = self._run_many([self._qcall("counts", q) for q in queues])
-        out: dict[str, dict[str, int]] = {}
+        out: dict[str, QueueCounts] = {}
         for queue, reply in zip(queues, replies, strict=True):
-            counts = dict(zip(COUNTED_STATES, (int(n) for n in reply[1:]), strict=True))
-            if any(counts.values()):  # the registry keeps every queue ever used
-                out[queue] = {state: counts.get(state, 0) for state in JOB_STATES}
+            figures = reply[1 : 1 + len(COUNTED_STATES)]
+            counts = dict(zip(COUNTED_STATES, (int(n) for n in figures), strict=True))
+            paused, oldest = reply[1 + len(COUNTED_STATES) :]
+            if any(counts.values()) or paused:  # the registry keeps every queue ever used
+                out[queue] = QueueCounts(
+                    counts,
+                    oldest_ready_age=ready_age(float(reply[0]), to_opt_float(oldest)),
+                    paused=bool(paused),
+                )
         return out
 
     def retry_job(self, job_id: str) -> bool:

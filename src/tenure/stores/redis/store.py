@@ -81,12 +81,14 @@ from typing import Any, ClassVar, cast
 import redis
 
 from tenure.errors import ConfigError, TenureError
-from tenure.retry import Counters, Policy, decide
+from tenure.retry import Counters, Policy, cancelled_ending, decide
 from tenure.states import visible_state
 from tenure.stores.base import (
     AttemptRecord,
+    CancelResult,
     Capabilities,
     EndResult,
+    HeartbeatReply,
     NewBatch,
     NewJob,
     Pruned,
@@ -264,10 +266,11 @@ class RedisStore(RedisBatches, RedisGuards, RedisPeriodic, RedisWorkers, RedisOp
 
     def heartbeat(
         self, *, worker: WorkerRef, leases: Sequence[tuple[str, int]], lease: float
-    ) -> list[str]:
+    ) -> HeartbeatReply:
         located = self._locate_many([job_id for job_id, _ in leases])
         by_queue: dict[str, list[Any]] = {}
         lost: set[str] = set()
+        cancel: set[str] = set()
         for job_id, token in leases:
             queue = located.get(job_id)
             if queue is None:
@@ -275,15 +278,43 @@ class RedisStore(RedisBatches, RedisGuards, RedisPeriodic, RedisWorkers, RedisOp
             else:
                 by_queue.setdefault(queue, []).extend((job_id, int(token)))
         calls: list[Call] = [
-            (self._g["touch_worker"], [self._global_key(f"worker:{worker.id}")], ["last_seen_at"])
+            (
+                self._g["beat_worker"],
+                [self._global_key(f"worker:{worker.id}"), self._global_key("control")],
+                [],
+            )
         ]
         calls += [
             self._qcall("heartbeat", queue, repr(float(lease)), *pairs)
             for queue, pairs in by_queue.items()
         ]
-        for result in self._run_many(calls)[1:]:
-            lost.update(result)
-        return [job_id for job_id, _ in leases if job_id in lost]
+        restart, *renewals = self._run_many(calls)
+        for queue_lost, queue_cancel in renewals:
+            lost.update(queue_lost)
+            cancel.update(queue_cancel)
+        return HeartbeatReply(
+            lost=[job_id for job_id, _ in leases if job_id in lost],
+            cancel=[job_id for job_id, _ in leases if job_id in cancel],
+            restart_requested_at=to_opt_float(restart),
+        )
+
+    def cancel(self, job_id: str) -> CancelResult:
+        queue = self._locate(job_id)
+        if queue is None:
+            return CancelResult(accepted=False, state="missing")
+        reply = self._run(self._qcall("cancel_job", queue, job_id))
+        if reply[0] == "refused":
+            return CancelResult(accepted=False, state=reply[1] or "missing")
+        return CancelResult(accepted=True, state=str(reply[0]))
+
+    def pause_queue(self, *, queue: str, paused: bool) -> None:
+        # The registry first, so that `queue_counts` lists a paused queue with no job yet.
+        self._run_many(
+            [
+                (self._g["register_queues"], [self._global_key("queues")], [queue]),
+                self._qcall("pause_queue", queue, "1" if paused else "0"),
+            ]
+        )
 
     def end_attempt(
         self,
@@ -302,7 +333,7 @@ class RedisStore(RedisBatches, RedisGuards, RedisPeriodic, RedisWorkers, RedisOp
             reply = self._run(self._qcall("end_read", queue, job_id, int(token), outcome))
             if reply[0] == "refused":
                 return _refused(reply)
-            _, now_text, policy, tries_used, exceptions = reply
+            _, now_text, policy, tries_used, exceptions, cancel_requested = reply
             result = self._apply_end(
                 queue,
                 job_id,
@@ -314,6 +345,7 @@ class RedisStore(RedisBatches, RedisGuards, RedisPeriodic, RedisWorkers, RedisOp
                 Counters(int(tries_used), int(exceptions)),
                 float(now_text),
                 permanent=permanent,
+                cancel_requested=bool(cancel_requested),
                 mode="end",
             )
             if result is not None:
@@ -333,12 +365,19 @@ class RedisStore(RedisBatches, RedisGuards, RedisPeriodic, RedisWorkers, RedisOp
         now: float,
         *,
         permanent: bool,
+        cancel_requested: bool,
         mode: str,
     ) -> EndResult | None:
         """Decide in Python, apply in Lua if the job is unchanged; None when it changed."""
-        decision = decide(policy, counters, outcome, now, permanent=permanent)
+        decision = decide(
+            policy, counters, outcome, now, permanent=permanent, cancel_requested=cancel_requested
+        )
         new = decision.counters
         last_error = error if decision.retry else f"{error}; failed because {decision.reason}"
+        retry = "1" if decision.retry else "0"
+        if decision.cancel:
+            outcome, error = cancelled_ending(outcome, error)
+            last_error, retry = error, "c"
         reply = self._run(
             self._qcall(
                 "end_apply",
@@ -348,7 +387,7 @@ class RedisStore(RedisBatches, RedisGuards, RedisPeriodic, RedisWorkers, RedisOp
                 outcome,
                 optional(error),
                 optional(traceback),
-                "1" if decision.retry else "0",
+                retry,
                 repr(float(decision.delay)),
                 new.tries_used,
                 new.exceptions,
@@ -363,6 +402,8 @@ class RedisStore(RedisBatches, RedisGuards, RedisPeriodic, RedisWorkers, RedisOp
         if reply[1] == "queued":
             state = "queued" if decision.delay <= 0 else "scheduled"
             return EndResult(True, state, decision.reason, decision.delay)
+        if reply[1] == "cancelled" and decision.cancel:
+            return EndResult(True, "cancelled", decision.reason)
         if reply[1] == "cancelled":
             return EndResult(True, "cancelled", "its batch no longer runs new work")
         return EndResult(True, "failed", decision.reason)
@@ -422,7 +463,7 @@ class RedisStore(RedisBatches, RedisGuards, RedisPeriodic, RedisWorkers, RedisOp
                 entries = reply[1:]
                 for entry in entries:
                     job_id, number, expired_at, policy, tries_used, exceptions = entry[:6]
-                    worker_id, host, pid, started_at, heartbeat_at = entry[6:11]
+                    worker_id, host, pid, started_at, heartbeat_at, cancel_requested = entry[6:12]
                     attempt = AttemptRecord(
                         job_id=job_id,
                         number=int(number),
@@ -448,6 +489,7 @@ class RedisStore(RedisBatches, RedisGuards, RedisPeriodic, RedisWorkers, RedisOp
                         Counters(int(tries_used), int(exceptions)),
                         now,
                         permanent=False,
+                        cancel_requested=bool(cancel_requested),
                         mode="rescue",
                     )
                     # None: the worker's own result arrived first, so nothing crashed.

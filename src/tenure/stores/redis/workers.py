@@ -7,7 +7,7 @@ from typing import cast
 
 from tenure.stores.base import WorkerRecord
 from tenure.stores.redis.client import RedisClient
-from tenure.stores.redis.records import to_opt_float, worker_record
+from tenure.stores.redis.records import worker_record
 
 
 class RedisWorkers(RedisClient):
@@ -43,6 +43,3 @@ class RedisWorkers(RedisClient):
 
     def request_restart(self) -> float:
         return float(self._run((self._g["request_restart"], [self._global_key("control")], [])))
-
-    def restart_requested_at(self) -> float | None:
-        return to_opt_float(self._redis.hget(self._global_key("control"), "restart_at"))

@@ -4,7 +4,7 @@ tenure.retry.decide) applied to the job and its batch, all inside the caller's t
 
 from __future__ import annotations
 
-from tenure.retry import Counters, Policy, decide
+from tenure.retry import Counters, Policy, cancelled_ending, decide
 from tenure.states import visible_state
 from tenure.stores.base import EndResult
 from tenure.stores.sql import batches
@@ -12,7 +12,9 @@ from tenure.stores.sql.batches import Cursor, Dialect, Row
 
 STALE = "stale token: lease taken over"
 # What apply_decision reads of the job.
-DECISION_COLUMNS = "id, queue, policy, tries_used, exceptions, batch_id"
+DECISION_COLUMNS = (
+    "id, queue, policy, tries_used, exceptions, batch_id, attempt, cancel_requested_at"
+)
 
 
 def held_job(d: Dialect, cur: Cursor, job_id: str, token: int) -> Row | None:
@@ -79,9 +81,31 @@ def apply_decision(
     """Retry or fail the (locked) job by its own Policy: the one rule every store shares.
     `job` holds DECISION_COLUMNS."""
     counters = Counters(job["tries_used"], job["exceptions"])
-    decision = decide(Policy.from_json(job["policy"]), counters, outcome, now, permanent=permanent)
+    decision = decide(
+        Policy.from_json(job["policy"]),
+        counters,
+        outcome,
+        now,
+        permanent=permanent,
+        cancel_requested=job["cancel_requested_at"] is not None,
+    )
     c = decision.counters
     batch_id = job["batch_id"]
+    if decision.cancel:
+        # Someone cancelled it while it ran: however the attempt ended, no try is used, it is
+        # not retried, and its attempt says `cancelled` (with what happened).
+        ended, note = cancelled_ending(outcome, error)
+        close_attempt(d, cur, job["id"], job["attempt"], now, ended, note, None)
+        cur.execute(
+            d.q(
+                "UPDATE {s}.tenure_jobs SET state = 'cancelled', finished_at = %s,"
+                " lease_expires_at = NULL, last_error = %s WHERE id = %s"
+            ),
+            (now, note, job["id"]),
+        )
+        if batch_id is not None:
+            batches.member_ended(d, cur, batch_id, "cancelled", now)
+        return EndResult(True, "cancelled", decision.reason)
     if decision.retry and batch_id is not None and batches.stops_new_work(d, cur, batch_id):
         # Its batch was cancelled or has failed: the retry would be wasted work.
         cur.execute(

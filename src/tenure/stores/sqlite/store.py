@@ -17,8 +17,10 @@ from tenure.errors import ConfigError
 from tenure.retry import Policy
 from tenure.stores.base import (
     BatchRecord,
+    CancelResult,
     Capabilities,
     EndResult,
+    HeartbeatReply,
     NewBatch,
     NewJob,
     PeriodicClaim,
@@ -30,7 +32,7 @@ from tenure.stores.base import (
     batch_target,
     describe_crash,
 )
-from tenure.stores.sql import batches, endings, periodic, retention
+from tenure.stores.sql import batches, control, endings, periodic, retention
 from tenure.stores.sql.rows import attempt_record
 from tenure.stores.sqlite import guards
 from tenure.stores.sqlite.connection import sqlite_path
@@ -51,6 +53,8 @@ NEXT_ATTEMPT = (
     "max(attempt, (SELECT coalesce(max(number), 0) FROM tenure_attempts"
     " WHERE job_id = tenure_jobs.id)) + 1"
 )
+
+NOT_PAUSED = SQLITE.q(control.not_paused("?"))
 
 
 # A success, fenced by its token in the same statement. A result of None leaves the column
@@ -203,8 +207,9 @@ class SQLiteStore(SQLiteOperations):
         return conn.execute(
             "SELECT id, overlap_key, overlap_delay, rate_key, rate_limit, rate_window"
             " FROM tenure_jobs WHERE queue = ? AND state = 'queued' AND run_at <= ?"
-            " ORDER BY run_at, rowid LIMIT ?",
-            (queue, now, limit),
+            + NOT_PAUSED
+            + " ORDER BY run_at, rowid LIMIT ?",
+            (queue, now, queue, limit),
         ).fetchall()
 
     def _guard_deferral(
@@ -288,8 +293,9 @@ class SQLiteStore(SQLiteOperations):
 
     def heartbeat(
         self, *, worker: WorkerRef, leases: Sequence[tuple[str, int]], lease: float
-    ) -> list[str]:
+    ) -> HeartbeatReply:
         lost: list[str] = []
+        cancel: list[str] = []
         with self._write() as (conn, now):
             conn.execute(
                 "UPDATE tenure_workers SET last_seen_at = ? WHERE id = ?", (now, worker.id)
@@ -297,18 +303,24 @@ class SQLiteStore(SQLiteOperations):
             for job_id, token in leases:
                 renewed = conn.execute(
                     "UPDATE tenure_jobs SET lease_expires_at = ? WHERE id = ? AND attempt = ?"
-                    " AND state = 'running' AND lease_expires_at >= ?",
+                    " AND state = 'running' AND lease_expires_at >= ?"
+                    " RETURNING cancel_requested_at",
                     (now + lease, job_id, token, now),
-                ).rowcount
-                if renewed:
-                    conn.execute(
-                        "UPDATE tenure_attempts SET last_heartbeat_at = ? WHERE job_id = ?"
-                        " AND number = ?",
-                        (now, job_id, token),
-                    )
-                else:
+                ).fetchone()
+                if renewed is None:
                     lost.append(job_id)
-        return lost
+                    continue
+                conn.execute(
+                    "UPDATE tenure_attempts SET last_heartbeat_at = ? WHERE job_id = ?"
+                    " AND number = ?",
+                    (now, job_id, token),
+                )
+                if renewed["cancel_requested_at"] is not None:
+                    cancel.append(job_id)
+            restart = conn.execute(
+                "SELECT value FROM tenure_control WHERE key = 'restart_at'"
+            ).fetchone()
+        return HeartbeatReply(lost, cancel, float(restart["value"]) if restart else None)
 
     def _complete_on(
         self,
@@ -374,6 +386,14 @@ class SQLiteStore(SQLiteOperations):
         ).fetchone()
         return row is not None
 
+    def cancel(self, job_id: str) -> CancelResult:
+        with self._write() as (conn, now):
+            return control.cancel(SQLITE, conn, job_id, lambda: now)
+
+    def pause_queue(self, *, queue: str, paused: bool) -> None:
+        with self._write() as (conn, now):
+            control.pause(SQLITE, conn, queue, paused, now)
+
     def sweep(
         self, *, rescue: bool = True, prune: bool = True, limit: int = 500, dry_run: bool = False
     ) -> Swept:
@@ -391,7 +411,7 @@ class SQLiteStore(SQLiteOperations):
         rescued: list[Rescued] = []
         with self._write() as (conn, now):
             rows = conn.execute(
-                f"SELECT {endings.DECISION_COLUMNS}, attempt, lease_expires_at FROM tenure_jobs"
+                f"SELECT {endings.DECISION_COLUMNS}, lease_expires_at FROM tenure_jobs"
                 " WHERE state = 'running' AND lease_expires_at < ?",
                 (now,),
             ).fetchall()

@@ -23,6 +23,8 @@ local queue_name = ARGV[2]
 local QUEUED, RUNNING, NOTIFY, SEQ, ALL = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
 local IDX = {queued = KEYS[6], running = KEYS[7], succeeded = KEYS[8], failed = KEYS[9],
               cancelled = KEYS[10]}
+-- Exists while the queue is paused (its value: when it was paused); reserve hands out nothing.
+local PAUSED = KEYS[11]
 local FINAL = {succeeded = true, failed = true, cancelled = true}
 
 local function clock()

@@ -2,6 +2,7 @@
 -- read (compare-and-set); otherwise return 'conflict' and the caller reads again.
 -- ARGV[3..]: id, token, outcome, error ('-'/'+'), traceback ('-'/'+'), retry ('1'/'0'), delay,
 -- tries_used, exceptions, last_error, tries_used read, exceptions read, mode ('end'/'rescue').
+-- retry 'c': the job was cancelled while it ran; it ends cancelled (counters unchanged).
 local now_s, now = clock()
 local id = ARGV[3]
 local jk = job_key(id)
@@ -18,8 +19,9 @@ if ARGV[15] == 'rescue' and (tonumber(f[5]) or 0) >= now then return {'conflict'
 local seq = num(f[6])
 close_attempt(id, n, now_s, ARGV[5], optional(ARGV[6]), optional(ARGV[7]))
 redis.call('ZREM', RUNNING, id)
-if ARGV[8] == '1' and batch_stops_new_work(jk) then
-  -- Its batch was cancelled or has failed: the retry would be wasted work.
+if ARGV[8] == 'c' or (ARGV[8] == '1' and batch_stops_new_work(jk)) then
+  -- Cancelled while it ran, or its batch was cancelled or has failed (the retry would be
+  -- wasted work).
   redis.call('HSET', jk, 'state', 'cancelled', 'finished_at', now_s, 'tries_used', ARGV[10],
     'exceptions', ARGV[11], 'last_error', ARGV[12])
   redis.call('HDEL', jk, 'lease_expires_at')

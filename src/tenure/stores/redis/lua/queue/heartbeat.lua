@@ -1,11 +1,12 @@
--- ARGV[3]: lease seconds; ARGV[4..]: pairs (job id, token). Returns the ids whose lease is lost.
+-- ARGV[3]: lease seconds; ARGV[4..]: pairs (job id, token). Returns the ids whose lease is lost,
+-- and the ids renewed whose job was cancelled meanwhile (its worker stops it).
 local now_s, now = clock()
 local lease = tonumber(ARGV[3])
-local lost = {}
+local lost, cancel = {}, {}
 for i = 4, #ARGV, 2 do
   local id = ARGV[i]
   local jk = job_key(id)
-  local f = redis.call('HMGET', jk, 'state', 'attempt', 'lease_expires_at')
+  local f = redis.call('HMGET', jk, 'state', 'attempt', 'lease_expires_at', 'cancel_requested_at')
   local n = tonumber(f[2])
   -- An expired lease is not renewed even if nobody rescued it yet: sweep may be
   -- deciding about it right now, and a lease must not come back to life.
@@ -15,8 +16,9 @@ for i = 4, #ARGV, 2 do
     redis.call('HSET', jk, 'lease_expires_at', expires)
     redis.call('ZADD', RUNNING, expires, id)
     redis.call('HSET', att_key(id), n .. '.last_heartbeat_at', now_s)
+    if f[4] then cancel[#cancel + 1] = id end
   else
     lost[#lost + 1] = id
   end
 end
-return lost
+return {lost, cancel}

@@ -3,6 +3,8 @@
 -- attempt records why, run_at moves to when it may run, no try is used. At most
 -- limit + RESERVE_LOOKAHEAD jobs are looked at, and none twice, so a deferral with no delay
 -- cannot make the script spin.
+-- A paused queue hands out nothing (complete_and_reserve runs this too).
+if redis.call('EXISTS', PAUSED) == 1 then return {} end
 local now_s, now = clock()
 local limit = tonumber(ARGV[3])
 local lease = tonumber(ARGV[4])

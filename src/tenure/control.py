@@ -1,0 +1,104 @@
+"""Operating on jobs and queues for people (the CLI, the dashboard, an operator's script): cancel
+one job, pause or resume a queue, how long each queue's jobs wait, and why a retry was refused.
+App's methods are thin calls into these; the store does the work atomically."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from tenure.errors import CancelRefused, ConfigError, JobNotFound
+from tenure.stores.base import QueueCounts, Store, clock_text
+
+FINISHED = {"succeeded": "succeeded", "failed": "failed", "cancelled": "was cancelled already"}
+
+
+@dataclass(frozen=True)
+class Cancellation:
+    """What `App.cancel` did."""
+
+    job_id: str
+    # "cancelled": it was queued or scheduled and will never run; "stopping": it is running,
+    # and its worker stops it within one heartbeat (lease/3): the cancel signal, then a kill
+    # after the job's kill_after
+    state: str
+
+    @property
+    def message(self) -> str:
+        if self.state == "cancelled":
+            return f"job {self.job_id} cancelled: it will not run"
+        return (
+            f"job {self.job_id} is running: its worker stops it at its next heartbeat "
+            "(tenure.CancelRequested inside the job, a kill after its kill_after); "
+            f"`tenure jobs show {self.job_id}` shows the attempt end `cancelled`"
+        )
+
+
+def cancel(store: Store, job_id: str, where: str) -> Cancellation:
+    result = store.cancel(job_id)
+    if result.accepted:
+        return Cancellation(job_id, "cancelled" if result.state == "cancelled" else "stopping")
+    if result.state == "missing":
+        raise JobNotFound(f"no job with id {job_id!r} in {where}")
+    record = store.get_job(job_id)
+    when = f" at {clock_text(record.finished_at)}" if record and record.finished_at else ""
+    why = "nothing to do" if result.state == "cancelled" else "a finished job cannot be cancelled"
+    raise CancelRefused(f"job {job_id} {FINISHED.get(result.state, result.state)}{when}: {why}")
+
+
+def queue_name(name: object) -> str:
+    if not isinstance(name, str) or not name.strip():
+        raise ConfigError(f"queue: expected a queue name, got {name!r}")
+    return name
+
+
+def pause(store: Store, name: str, *, paused: bool) -> None:
+    store.pause_queue(queue=queue_name(name), paused=paused)
+
+
+@dataclass(frozen=True)
+class QueueWait:
+    """One line of `tenure queues`."""
+
+    queue: str
+    ready: int
+    scheduled: int
+    running: int
+    paused: bool
+    oldest_ready_age: float | None  # seconds, store clock; None when nothing is ready
+
+    def over(self, max_wait: float) -> bool:
+        return self.oldest_ready_age is not None and self.oldest_ready_age > max_wait
+
+
+def queue_waits(by_queue: Mapping[str, QueueCounts]) -> list[QueueWait]:
+    return [
+        QueueWait(
+            queue=name,
+            ready=c["queued"],
+            scheduled=c["scheduled"],
+            running=c["running"],
+            paused=c.paused,
+            oldest_ready_age=c.oldest_ready_age,
+        )
+        for name, c in sorted(by_queue.items())
+    ]
+
+
+def retry_refusal(store: Store, job_id: str, where: str) -> str:
+    """Why `App.retry_failed(job_id)` returned False, for a person to read."""
+    record = store.get_job(job_id)
+    if record is None:
+        return f"no job with id {job_id!r} in {where}"
+    if record.state != "failed":
+        return f"job {job_id} is {record.state}, not failed; only a failed job is retried"
+    batch = store.get_batch(record.batch_id) if record.batch_id else None
+    if batch is not None and batch.state != "running":
+        happened = {"failed": "failed", "cancelled": "been cancelled"}.get(batch.state, "finished")
+        return (
+            f"job {job_id} is a member of batch {batch.id} ({batch.name!r}), which has "
+            f"{happened}: its callbacks ran and its queued members were settled, and "
+            "retrying one member cannot undo that, so the job stays failed. Dispatch it "
+            "again on its own, or start a new batch for the work that is left"
+        )
+    return f"job {job_id} changed while being retried; see `tenure jobs show {job_id}`"

@@ -1,0 +1,78 @@
+"""Cancelling one job and pausing a queue on the SQL stores, written once for SQLite and
+PostgreSQL, inside the caller's transaction.
+
+A queued job is cancelled at once; a running one only gets `cancel_requested_at`, which the
+heartbeat of the worker holding it returns (Store.heartbeat), and which makes however its
+attempt ends a cancellation (endings.apply_decision). A paused queue is a row of
+`tenure_paused_queues`, which every claim statement reads (`not_paused`), so a pause needs no
+message to the workers and cannot race a reservation.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from tenure.stores.base import CancelResult
+from tenure.stores.sql import batches
+from tenure.stores.sql.batches import Cursor, Dialect
+
+
+def not_paused(queue_param: str) -> str:
+    """Appended to the WHERE of a claim of one queue's jobs, the queue given as the parameter
+    `queue_param`: the claim takes nothing from a paused queue (an index lookup)."""
+    return f" AND NOT EXISTS (SELECT 1 FROM {{s}}.tenure_paused_queues WHERE queue = {queue_param})"
+
+
+def cancel(d: Dialect, cur: Cursor, job_id: str, clock: Callable[[], float]) -> CancelResult:
+    """`clock` is read after the job's row is locked (lock order: job row, then batch row)."""
+    row = cur.execute(
+        d.q(f"SELECT state, batch_id FROM {{s}}.tenure_jobs WHERE id = %s{d.lock_rows}"),
+        (job_id,),
+    ).fetchone()
+    if row is None:
+        return CancelResult(accepted=False, state="missing")
+    state = str(row["state"])
+    now = clock()
+    if state == "queued":  # or scheduled: it never runs
+        cur.execute(
+            d.q(
+                "UPDATE {s}.tenure_jobs SET state = 'cancelled', finished_at = %s,"
+                " cancel_requested_at = %s WHERE id = %s"
+            ),
+            (now, now, job_id),
+        )
+        if row["batch_id"] is not None:
+            batches.member_ended(d, cur, row["batch_id"], "cancelled", now)
+        return CancelResult(accepted=True, state="cancelled")
+    if state == "running":  # its worker hears of it at its next heartbeat
+        cur.execute(
+            d.q(
+                "UPDATE {s}.tenure_jobs SET cancel_requested_at = coalesce(cancel_requested_at,"
+                " %s) WHERE id = %s"
+            ),
+            (now, job_id),
+        )
+        return CancelResult(accepted=True, state="running")
+    return CancelResult(accepted=False, state=state)
+
+
+def pause(d: Dialect, cur: Cursor, queue: str, paused: bool, now: float) -> None:
+    if paused:
+        cur.execute(
+            d.q(
+                "INSERT INTO {s}.tenure_paused_queues (queue, paused_at) VALUES (%s, %s)"
+                " ON CONFLICT (queue) DO NOTHING"
+            ),
+            (queue, now),
+        )
+        return
+    resumed = cur.execute(
+        d.q("DELETE FROM {s}.tenure_paused_queues WHERE queue = %s"), (queue,)
+    ).rowcount
+    if resumed:
+        d.wake(cur, queue)  # its ready jobs start now, not at the idle workers' next look
+
+
+def paused_queues(d: Dialect, cur: Cursor) -> set[str]:
+    rows = cur.execute(d.q("SELECT queue FROM {s}.tenure_paused_queues")).fetchall()
+    return {str(r["queue"]) for r in rows}
