@@ -12,7 +12,7 @@ from typing import Annotated
 
 import typer
 
-from tenure.cli import operate, prune
+from tenure.cli import operate, prune, queues
 from tenure.cli.batches import batch_cli
 from tenure.cli.common import say, wrap_commands
 from tenure.cli.jobs import failed_cli, jobs_cli
@@ -33,6 +33,7 @@ cli.add_typer(batch_cli, name="batch")
 cli.add_typer(periodic_cli, name="periodic")
 operate.register(cli)
 prune.register(cli)
+queues.register(cli)
 register_dashboard(cli)
 register_doctor(cli)
 

@@ -10,7 +10,7 @@ from rich.text import Text
 
 from tenure.cli.common import AppOption, UrlOption, fail, open_app, out, say
 from tenure.describe import describe_job
-from tenure.errors import JobNotFound
+from tenure.errors import CancelRefused, JobNotFound
 from tenure.states import JOB_STATES
 from tenure.stores.base import clock_text
 
@@ -45,6 +45,19 @@ def jobs_show(job_id: str, app: AppOption = None, url: UrlOption = None) -> None
     if last is not None and last.traceback:
         say("  traceback of the last attempt:")
         say(last.traceback.rstrip())
+
+
+@jobs_cli.command("cancel")
+def jobs_cancel(job_id: str, app: AppOption = None, url: UrlOption = None) -> None:
+    """Cancel a job. Queued or scheduled: it never runs. Running: its worker stops it within a
+    heartbeat (CancelRequested inside the job, a kill after its kill_after); no try is used and it
+    is not retried. A finished job is refused (exit 1)."""
+    try:
+        done = open_app(app, url).cancel(job_id)
+    except (JobNotFound, CancelRefused) as exc:
+        fail(str(exc), code=1)
+        return
+    say(done.message)
 
 
 @jobs_cli.command("list")

@@ -1,0 +1,99 @@
+"""`tenure queues` (how long each queue's jobs wait) and `tenure queue pause|resume NAME`."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+from rich.table import Table
+from rich.text import Text
+
+from tenure.cli.common import AppOption, UrlOption, err, fail, open_app, out, say
+from tenure.control import QueueWait
+
+queue_cli = typer.Typer(
+    help="Pause or resume a queue: workers on every host stop or start reserving from it.",
+    no_args_is_help=True,
+)
+
+
+def age_text(seconds: float | None) -> str:
+    if seconds is None:
+        return "-"
+    if seconds < 120:
+        return f"{seconds:.1f} s"
+    if seconds < 7200:
+        return f"{seconds / 60:.1f} min"
+    return f"{seconds / 3600:.1f} h"
+
+
+def queues(
+    max_wait: Annotated[
+        float | None,
+        typer.Option(
+            "--max-wait",
+            min=0,
+            help="Exit 1 when a queue's oldest ready job has waited longer than this many "
+            "seconds (for a cron probe or a liveness check).",
+        ),
+    ] = None,
+    app: AppOption = None,
+    url: UrlOption = None,
+) -> None:
+    """Per queue: jobs ready, scheduled and running, whether it is paused, and how long its
+    oldest ready job has waited (on the store's clock)."""
+    waits = open_app(app, url).queue_waits()
+    if not waits:
+        say("no queue holds a job (and none is paused)")
+        return
+    table = Table()
+    for column in ("queue", "ready", "scheduled", "running", "paused", "oldest ready"):
+        table.add_column(column, overflow="fold", justify="left" if column == "queue" else "right")
+    for w in waits:
+        row = [w.queue, str(w.ready), str(w.scheduled), str(w.running)]
+        row += ["paused" if w.paused else "no", age_text(w.oldest_ready_age)]
+        table.add_row(*(Text(cell) for cell in row))
+    out.print(table)
+    if max_wait is not None:
+        over = [w for w in waits if w.over(max_wait)]
+        if over:
+            fail(f"waited longer than --max-wait {max_wait:g} s: {late(over)}", code=1)
+
+
+def late(over: list[QueueWait]) -> str:
+    return ", ".join(
+        f"{w.queue!r} {age_text(w.oldest_ready_age)}" + (" (paused)" if w.paused else "")
+        for w in over
+    )
+
+
+@queue_cli.command("pause")
+def queue_pause(name: str, app: AppOption = None, url: UrlOption = None) -> None:
+    """Stop every worker, on every host, from reserving jobs of queue NAME (within a second).
+    Running jobs go on, dispatching still works, and the pause survives restarts."""
+    the_app = open_app(app, url, create=True)
+    known = {w.queue: w for w in the_app.queue_waits()}
+    the_app.pause_queue(name)
+    say(f"queue {name!r} paused: no worker takes its jobs until `tenure queue resume {name}`")
+    if name not in known:
+        err.print(
+            Text(f"note: queue {name!r} holds no job yet; it stays paused when jobs arrive"),
+            soft_wrap=True,
+        )
+
+
+@queue_cli.command("resume")
+def queue_resume(name: str, app: AppOption = None, url: UrlOption = None) -> None:
+    """Let workers reserve jobs of queue NAME again."""
+    the_app = open_app(app, url)
+    was = {w.queue: w for w in the_app.queue_waits()}.get(name)
+    the_app.resume_queue(name)
+    if was is None or not was.paused:
+        say(f"queue {name!r} was not paused; nothing changed")
+        return
+    say(f"queue {name!r} resumed: {was.ready} ready job(s) go to the workers")
+
+
+def register(cli: typer.Typer) -> None:
+    cli.command("queues")(queues)
+    cli.add_typer(queue_cli, name="queue")

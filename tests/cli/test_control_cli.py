@@ -1,0 +1,136 @@
+"""`tenure jobs cancel`, `tenure queue pause|resume` and `tenure queues [--max-wait]` as users
+run them, each in a process of its own, on a SQLite store."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import tenure
+from tenure.retry import Policy
+from tenure.stores.base import NewJob, WorkerRef
+
+SRC = Path(__file__).resolve().parents[2] / "src"
+
+
+def run_cli(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+    env = {"PYTHONPATH": str(SRC), "COLUMNS": "200", "PATH": os.environ["PATH"]}
+    return subprocess.run(
+        [sys.executable, "-m", "tenure", *args],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=cwd,
+        env=env,
+    )
+
+
+@pytest.fixture
+def store(tmp_path: Path) -> tenure.App:
+    app = tenure.App(f"sqlite:///{tmp_path / 'ops.db'}")
+    app.migrate()
+    return app
+
+
+def put(app: tenure.App, job_id: str, queue: str = "default", delay: float = 0.0) -> str:
+    job = NewJob(job_id, "send", queue, '{"args":[],"kwargs":{}}', Policy(tries=1), delay)
+    app.store.enqueue_many([job])
+    return job_id
+
+
+def test_cancel_a_queued_job_then_again_then_an_unknown_one(
+    store: tenure.App, tmp_path: Path
+) -> None:
+    url = store.url
+    put(store, "j-queued")
+    done = run_cli("jobs", "cancel", "j-queued", "--url", url, cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert "job j-queued cancelled: it will not run" in done.stdout
+    assert store.get_job("j-queued").state == "cancelled"
+    again = run_cli("jobs", "cancel", "j-queued", "--url", url, cwd=tmp_path)
+    assert again.returncode == 1
+    assert "was cancelled already" in again.stderr
+    unknown = run_cli("jobs", "cancel", "nope", "--url", url, cwd=tmp_path)
+    assert unknown.returncode == 1
+    assert "no job with id 'nope'" in unknown.stderr
+
+
+def test_cancel_a_finished_job_is_refused_with_the_reason(
+    store: tenure.App, tmp_path: Path
+) -> None:
+    put(store, "j-done")
+    worker = WorkerRef("w-test", "host", 1)
+    (r,) = store.store.reserve(queues=["default"], worker=worker, lease=30, limit=1)
+    store.store.complete_and_reserve(job_id=r.job_id, token=r.token)
+    refused = run_cli("jobs", "cancel", "j-done", "--url", store.url, cwd=tmp_path)
+    assert refused.returncode == 1
+    assert "job j-done succeeded at" in refused.stderr
+    assert "a finished job cannot be cancelled" in refused.stderr
+    assert store.get_job("j-done").state == "succeeded"
+
+
+def test_cancel_a_running_job_says_its_worker_stops_it(store: tenure.App, tmp_path: Path) -> None:
+    put(store, "j-running")
+    store.store.reserve(queues=["default"], worker=WorkerRef("w", "h", 1), lease=30, limit=1)
+    told = run_cli("jobs", "cancel", "j-running", "--url", store.url, cwd=tmp_path)
+    assert told.returncode == 0, told.stderr
+    assert "is running: its worker stops it at its next heartbeat" in told.stdout
+
+
+def test_queues_shows_waits_and_max_wait_exits_1(store: tenure.App, tmp_path: Path) -> None:
+    put(store, "a1", queue="mail")
+    put(store, "a2", queue="reports", delay=3600)
+    shown = run_cli("queues", "--url", store.url, cwd=tmp_path)
+    assert shown.returncode == 0, shown.stderr
+    lines = {line.split()[1]: line for line in shown.stdout.splitlines() if "│" in line}
+    cells = [cell.strip() for cell in lines["mail"].split("│")[1:7]]
+    assert cells[:5] == ["mail", "1", "0", "0", "no"]
+    assert cells[5].endswith(" s")  # the oldest ready job's age
+    assert lines["reports"].split("│")[6].strip() == "-"  # scheduled is not waiting
+    generous = run_cli("queues", "--max-wait", "3600", "--url", store.url, cwd=tmp_path)
+    assert generous.returncode == 0
+    late = run_cli("queues", "--max-wait", "0", "--url", store.url, cwd=tmp_path)
+    assert late.returncode == 1
+    assert "waited longer than --max-wait 0 s: 'mail'" in late.stderr
+    bad = run_cli("queues", "--max-wait", "-1", "--url", store.url, cwd=tmp_path)
+    assert bad.returncode == 2
+
+
+def test_queues_on_an_empty_store_says_so(store: tenure.App, tmp_path: Path) -> None:
+    shown = run_cli("queues", "--max-wait", "0", "--url", store.url, cwd=tmp_path)
+    assert shown.returncode == 0
+    assert "no queue holds a job" in shown.stdout
+
+
+def test_pause_and_resume_a_queue(store: tenure.App, tmp_path: Path) -> None:
+    put(store, "m1", queue="mail")
+    paused = run_cli("queue", "pause", "mail", "--url", store.url, cwd=tmp_path)
+    assert paused.returncode == 0, paused.stderr
+    assert "queue 'mail' paused" in paused.stdout
+    assert "holds no job yet" not in paused.stderr
+    shown = run_cli("queues", "--url", store.url, cwd=tmp_path)
+    assert "paused" in next(line for line in shown.stdout.splitlines() if " mail " in line)
+    worker = WorkerRef("w", "h", 1)
+    assert store.store.reserve(queues=["mail"], worker=worker, lease=30, limit=1) == []
+    resumed = run_cli("queue", "resume", "mail", "--url", store.url, cwd=tmp_path)
+    assert resumed.returncode == 0
+    assert "queue 'mail' resumed: 1 ready job(s)" in resumed.stdout
+    assert len(store.store.reserve(queues=["mail"], worker=worker, lease=30, limit=1)) == 1
+    again = run_cli("queue", "resume", "mail", "--url", store.url, cwd=tmp_path)
+    assert "was not paused; nothing changed" in again.stdout
+
+
+def test_pausing_a_queue_with_no_job_yet_is_allowed_and_said(
+    store: tenure.App, tmp_path: Path
+) -> None:
+    paused = run_cli("queue", "pause", "nightly", "--url", store.url, cwd=tmp_path)
+    assert paused.returncode == 0, paused.stderr
+    assert "holds no job yet; it stays paused when jobs arrive" in paused.stderr
+    assert [w.queue for w in store.queue_waits() if w.paused] == ["nightly"]
+    empty = run_cli("queue", "pause", "", "--url", store.url, cwd=tmp_path)
+    assert empty.returncode == 2
+    assert "expected a queue name" in empty.stderr

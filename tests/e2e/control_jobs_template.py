@@ -1,0 +1,65 @@
+"""Jobs for the end-to-end tests of cancel and pause: no transactional job, so that the
+template loads on every backend."""
+
+import os
+import time
+
+import tenure
+
+STORE_URL = "__STORE_URL__"
+LEDGER = "__LEDGER__"
+
+app = tenure.App(STORE_URL)
+
+
+def note(event: str) -> None:
+    """Append one line per event, with O_APPEND: the record of what ran, outside tenure."""
+    ctx = tenure.current()
+    line = f"{ctx.job_id} {ctx.attempt} {os.getpid()} {event} {time.time():.3f}\n"
+    fd = os.open(LEDGER, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+    try:
+        os.write(fd, line.encode())
+    finally:
+        os.close(fd)
+
+
+@app.job(timeout=30)
+def noop(n: int = 0) -> None:
+    note("ran")
+
+
+@app.job(timeout=30, queue="other")
+def elsewhere(n: int = 0) -> None:
+    note("ran")
+
+
+@app.job(timeout=60, kill_after=5, tries=3, backoff=0)
+def until_cancelled() -> None:
+    """Cleans up at the cancel signal: it sees ctx.cancelled and stops."""
+    note("start")
+    try:
+        while True:
+            time.sleep(0.05)
+    except tenure.CancelRequested:
+        note(f"cancelled:{tenure.current().cancelled}")
+        raise
+
+
+@app.job(timeout=60, kill_after=1, tries=3, backoff=0)
+def ignores_cancel() -> None:
+    """Swallows the cancel signal and keeps going: the worker kills it after kill_after."""
+    note("start")
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        try:
+            time.sleep(0.05)
+        except tenure.CancelRequested:
+            note("caught")
+    note("end")
+
+
+@app.job(timeout=60, tries=1)
+def sleep_for(seconds: float) -> None:
+    note("start")
+    time.sleep(seconds)
+    note("end")
