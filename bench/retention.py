@@ -10,7 +10,9 @@ consumer drains them as fast as the store lets it through the worker's hot path 
 then complete_and_reserve), and a sweeper calls the worker's own `Sweeper.tick()` on the
 worker's rescue cadence (every 5 s, a 30 s lease). Every `--sample` seconds it records the
 store's size: the SQLite file after a TRUNCATE checkpoint, the PostgreSQL schema's relation
-sizes (pg_total_relation_size, indexes and TOAST included), Redis `used_memory`.
+sizes (pg_total_relation_size, indexes and TOAST included), Redis `used_memory`. Deleted
+PostgreSQL rows become reusable space only once vacuumed: on a server with autovacuum off
+(a test server), --vacuum S runs a plain VACUUM every S seconds in both modes.
 
 It reports the size over time (flat after the first retention window when pruning keeps up),
 the consumer's drain throughput (jobs per second of time spent in store calls: the capacity
@@ -95,6 +97,25 @@ def store_size(app: tenure.App, engine: str) -> int:
     return int(store._redis.info("memory")["used_memory"])
 
 
+def vacuum() -> None:
+    """A plain VACUUM (not FULL) of the schema's tables: dead rows become reusable space."""
+    import psycopg
+
+    with psycopg.connect(POSTGRES_URL, autocommit=True) as conn:
+        tables = conn.execute(
+            "SELECT tablename FROM pg_tables WHERE schemaname = %s", (SCHEMA,)
+        ).fetchall()
+        for (table,) in tables:
+            conn.execute(f'VACUUM "{SCHEMA}"."{table}"')
+
+
+def autovacuum() -> str:
+    import psycopg
+
+    with psycopg.connect(POSTGRES_URL, autocommit=True) as conn:
+        return str(conn.execute("SHOW autovacuum").fetchone()[0])
+
+
 def run_mode(engine: str, keep: float | None, args: argparse.Namespace, workdir: Path) -> Any:
     url = store_url(engine, workdir)
     reset(engine, workdir)
@@ -157,8 +178,12 @@ def run_mode(engine: str, keep: float | None, args: argparse.Namespace, workdir:
 
     def sample() -> None:
         start = time.monotonic()
+        vacuumed = start
         sampler = tenure.App(url)
         while not done.wait(args.sample):
+            if engine == "postgres" and args.vacuum and time.monotonic() - vacuumed >= args.vacuum:
+                vacuum()  # what autovacuum does on a server where it is on
+                vacuumed = time.monotonic()
             stored = sum(sampler.counts().values())
             sizes.append((time.monotonic() - start, store_size(sampler, engine), stored))
         sampler.close()
@@ -201,8 +226,17 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--rate", type=float, default=1000.0, help="jobs dispatched per second")
     parser.add_argument("--keep", type=float, default=60.0, help="keep_succeeded, seconds")
     parser.add_argument("--sample", type=float, default=5.0, help="seconds between size samples")
+    parser.add_argument(
+        "--vacuum",
+        type=float,
+        default=0.0,
+        help="PostgreSQL: VACUUM the schema every S seconds, for a server with autovacuum off",
+    )
     args = parser.parse_args(argv)
     results: dict[str, Any] = {"args": vars(args), "engines": {}}
+    if "postgres" in args.engines:
+        results["postgres_autovacuum"] = autovacuum()
+        print(f"PostgreSQL autovacuum={results['postgres_autovacuum']}, --vacuum {args.vacuum}")
     with tempfile.TemporaryDirectory(prefix="tenure-bench-retention-") as tmp:
         for engine in args.engines.split(","):
             on = run_mode(engine, args.keep, args, Path(tmp))

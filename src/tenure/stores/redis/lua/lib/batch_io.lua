@@ -80,6 +80,9 @@ end
 local function b_add_members(bbase, bid, c, first, now_s, now)
   local ok = open_key(bbase, bid)
   local added, per_queue = {}, {}
+  -- a batch kept forever is never pruned: it needs no list of its members
+  local keep = redis.call('HMGET', batch_key(bbase, bid), 'keep_s', 'keep_f')
+  local pruned_later = keep[1] or keep[2]
   for i = first, #ARGV, MEMBER_FIELDS do
     local qbase, id = ARGV[i], ARGV[i + 2]
     if enqueue_at(qbase, ARGV[i + 1], id, ARGV[i + 3], ARGV[i + 4], ARGV[i + 5],
@@ -91,7 +94,7 @@ local function b_add_members(bbase, bid, c, first, now_s, now)
         end
       end
       redis.call('HSET', ok, id, qbase)
-      redis.call('HSET', members_key(bbase, bid), id, qbase)
+      if pruned_later then redis.call('HSET', members_key(bbase, bid), id, qbase) end
       per_queue[qbase] = (per_queue[qbase] or 0) + 1
       added[#added + 1] = id
     end
