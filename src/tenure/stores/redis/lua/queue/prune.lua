@@ -22,12 +22,10 @@ end
 -- it still holds; false (nothing touched) when it is not finished.
 local function drop(qbase, id)
   local jk = qbase .. ':job:' .. id
-  local f = redis.call('HMGET', jk, 'state', 'unique_key', 'overlap_key')
+  local f = redis.call('HMGET', jk, 'state', 'unique_key', 'overlap_key', 'attempt')
   if not FINAL[f[1]] then return false end
   local ak, ok = qbase .. ':att:' .. id, qbase .. ':once:' .. id
-  for _, field in ipairs(redis.call('HKEYS', ak)) do
-    if string.find(field, '%.started_at$') then n_attempts = n_attempts + 1 end
-  end
+  n_attempts = n_attempts + num(f[4])  -- attempts opened: one hash field group each
   n_effects = n_effects + redis.call('HLEN', ok)
   local uk = f[2] and (qbase .. ':uniq:' .. f[2])
   local held_unique = uk and redis.call('HGET', uk, 'job') == id
