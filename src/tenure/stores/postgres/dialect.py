@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from tenure.stores.base import NewJob
 from tenure.stores.postgres.claims import ENDED_PREFIX
 from tenure.stores.postgres.database import Cursor, Database
-from tenure.stores.postgres.jobs import insert_jobs
+from tenure.stores.postgres.jobs import NOW, insert_jobs
 
 
 class PostgresDialect:
@@ -16,6 +16,7 @@ class PostgresDialect:
     lock_rows = " FOR UPDATE"
     creation_order = "seq"
     clock_sql = "date_part('epoch', clock_timestamp())"
+    statement_clock_sql = NOW  # now(): the transaction's start, one value for the statement
 
     def __init__(self, db: Database) -> None:
         self.q = db.q

@@ -1,5 +1,6 @@
 """Uniqueness, overlap, rate limits and once() on PostgreSQL, decided inside the caller's
-transaction: atomically with the enqueue or the reservation they guard.
+transaction: atomically with the enqueue or the reservation they guard. What both SQL stores
+decide alike (who holds a unique key, the words of a deferral) is in stores/sql/guards.py.
 
 Where SQLite serialises every writer, here two hosts decide at the same moment, so each guard
 names the lock its deciders meet on:
@@ -20,9 +21,9 @@ from collections.abc import Sequence
 
 from psycopg.rows import DictRow
 
-from tenure.states import FINAL_STATES
 from tenure.stores.base import NewJob
 from tenure.stores.postgres.database import Cursor, Database
+from tenure.stores.sql.guards import overlap_deferral, rate_deferral, unique_holder
 
 # pg_advisory_xact_lock's first key per kind (the migration lock is 0x7E4E)
 OVERLAP_LOCK = 0x7E4F
@@ -76,7 +77,7 @@ def _take(db: Database, cur: Cursor, job: NewJob) -> str:
         ).fetchone()
         if row is None:
             continue  # deleted meanwhile: take it afresh
-        holder = _holder(row)
+        holder = unique_holder(row, row["now"])
         if holder is not None:
             return holder
         cur.execute(
@@ -87,17 +88,6 @@ def _take(db: Database, cur: Cursor, job: NewJob) -> str:
             params,
         )
         return job.id
-
-
-def _holder(row: DictRow) -> str | None:
-    """The job still holding the key, or None when the key is free (as on SQLite)."""
-    if row["state"] is None:  # the holder was forgotten
-        return None
-    if row["expires_at"] is not None and row["expires_at"] <= row["now"]:
-        return None
-    if row["until"] == "processing":
-        return str(row["job_id"]) if row["state"] == "queued" else None
-    return None if row["state"] in FINAL_STATES else str(row["job_id"])
 
 
 # -- overlap and rate limits, at reserve --------------------------------------------------
@@ -136,16 +126,11 @@ def judge(db: Database, cur: Cursor, row: DictRow) -> tuple[float, tuple[float, 
     assert check is not None
     now = float(check["now"])
     if check["holder"] is not None:
-        reason = f"overlap key {overlap_key!r} is held by running job {check['holder']}"
-        return now, (now + (row["overlap_delay"] or 0.0), reason)
+        return now, overlap_deferral(row, check["holder"], now)
     if rate_key is not None:
         free_at = rate_free_at(db, cur, rate_key, row["rate_limit"], row["rate_window"], now)
         if free_at is not None:
-            reason = (
-                f"rate limit {row['rate_limit']} per {row['rate_window']:g} s reached for "
-                f"{rate_key!r}"
-            )
-            return now, (free_at, reason)
+            return now, rate_deferral(row, free_at)
     return now, None
 
 

@@ -18,7 +18,7 @@ from tenure.stores.base import (
 from tenure.stores.postgres.database import POOL_MAX, Database
 from tenure.stores.postgres.dialect import PostgresDialect
 from tenure.stores.postgres.jobs import NOW
-from tenure.stores.sql import batches, control, workers
+from tenure.stores.sql import batches, control, operations, workers
 from tenure.stores.sql.rows import attempt_record, job_record
 
 # Counter rows left by disconnected backends that a read tolerates before folding them.
@@ -98,27 +98,8 @@ class PostgresOperations:
     def list_jobs(
         self, *, state: str | None = None, queue: str | None = None, limit: int = 100
     ) -> list[JobRecord]:
-        where = ["true"]
-        params: list[object] = []
-        if state == "scheduled":
-            where.append(f"state = 'queued' AND run_at > {NOW}")
-        elif state == "queued":
-            where.append(f"state = 'queued' AND run_at <= {NOW}")
-        elif state is not None:
-            where.append("state = %s")
-            params.append(state)
-        if queue is not None:
-            where.append("queue = %s")
-            params.append(queue)
         with self.db.cursor() as cur:
-            rows = cur.execute(
-                self.db.q(
-                    f"SELECT *, {NOW} AS now FROM {{s}}.tenure_jobs WHERE {' AND '.join(where)}"
-                    " ORDER BY created_at DESC, seq DESC LIMIT %s"
-                ),
-                (*params, limit),
-            ).fetchall()
-        return [job_record(r, r["now"], []) for r in rows]
+            return operations.list_jobs(self.dialect, cur, state=state, queue=queue, limit=limit)
 
     def queue_counts(self) -> dict[str, QueueCounts]:
         out: dict[str, QueueCounts] = {}
@@ -189,32 +170,7 @@ class PostgresOperations:
         if not usable_id(job_id):
             return False
         with self.db.transaction() as cur:
-            # The job's row first, then its batch's: the lock order of every batch change.
-            row = cur.execute(
-                self.db.q(
-                    "SELECT batch_id FROM {s}.tenure_jobs WHERE id = %s AND state = 'failed'"
-                    " FOR UPDATE"
-                ),
-                (job_id,),
-            ).fetchone()
-            if row is None:
-                return False
-            # A member leaves its batch's failed count, so its next end is counted once; a
-            # batch that no longer runs refuses (see Store.retry_job).
-            if row["batch_id"] is not None and not batches.member_retried(
-                self.dialect, cur, row["batch_id"]
-            ):
-                return False
-            rows = cur.execute(
-                self.db.q(
-                    "WITH r AS (UPDATE {s}.tenure_jobs SET state = 'queued', run_at = %s,"
-                    " finished_at = NULL, tries_used = 0, exceptions = 0"
-                    " WHERE id = %s AND state = 'failed' RETURNING queue)"
-                    " SELECT pg_notify(%s, queue) FROM r"
-                ),
-                (self.db.clock(cur), job_id, self.db.channel),
-            ).fetchall()
-        return bool(rows)
+            return operations.retry_job(self.dialect, cur, job_id, self.db.clock(cur))
 
     def forget_job(self, job_id: str) -> bool:
         if not usable_id(job_id):

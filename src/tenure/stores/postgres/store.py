@@ -55,6 +55,7 @@ from tenure.stores.postgres.operations import PostgresOperations
 from tenure.stores.postgres.transaction import PostgresJobTransaction, caller_cursor
 from tenure.stores.sql import batches, endings, periodic, retention
 from tenure.stores.sql.control import not_paused
+from tenure.stores.sql.guards import deferral_note
 
 # guarded jobs one reserve call may look at beyond `limit`: they may be deferred instead
 RESERVE_LOOKAHEAD = 32
@@ -312,7 +313,7 @@ class PostgresStore(PostgresOperations):
                 "worker": worker.id,
                 "host": worker.host,
                 "pid": worker.pid,
-                "error": f"{reason}; deferred {max(run_at - now, 0):.1f} s",
+                "error": deferral_note(reason, run_at, now),
             },
         )
 
@@ -400,12 +401,17 @@ class PostgresStore(PostgresOperations):
         permanent: bool = False,
     ) -> EndResult:
         with self.db.transaction() as cur:
-            job = endings.held_job(self.dialect, cur, job_id, token)
-            if job is None:
-                return endings.refuse(self.dialect, cur, job_id, token, outcome)
-            now = self.db.clock(cur)
-            endings.close_attempt(self.dialect, cur, job_id, token, now, outcome, error, traceback)
-            return endings.apply_decision(self.dialect, cur, job, outcome, error, now, permanent)
+            return endings.end_attempt(
+                self.dialect,
+                cur,
+                lambda: self.db.clock(cur),
+                job_id,
+                token,
+                outcome,
+                error,
+                traceback,
+                permanent,
+            )
 
     def sweep(
         self, *, rescue: bool = True, prune: bool = True, limit: int = 500, dry_run: bool = False

@@ -44,8 +44,9 @@ class Dialect(Protocol):
 
     greatest: str  # the larger of two values: max (SQLite) or greatest (PostgreSQL)
     lock_rows: str  # appended to a SELECT of rows about to be changed: "" or " FOR UPDATE"
-    creation_order: str  # a column that orders batches created in the same instant
+    creation_order: str  # a column that orders rows (jobs, batches) made in the same instant
     clock_sql: str  # the server's clock as epoch seconds, inside a statement
+    statement_clock_sql: str  # the same, read once for the whole statement
 
     def wake(self, cur: Cursor, queue: str) -> None:
         """Tell idle workers of `queue` that a job is ready, when the transaction commits."""

@@ -4,6 +4,8 @@ tenure.retry.decide) applied to the job and its batch, all inside the caller's t
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from tenure.retry import Counters, Policy, cancelled_ending, decide
 from tenure.states import visible_state
 from tenure.stores.base import EndResult
@@ -73,6 +75,29 @@ def close_attempt(
         ),
         (now, outcome, error, traceback, job_id, number),
     )
+
+
+def end_attempt(
+    d: Dialect,
+    cur: Cursor,
+    now: Callable[[], float],
+    job_id: str,
+    token: int,
+    outcome: str,
+    error: str,
+    traceback: str | None,
+    permanent: bool,
+) -> EndResult:
+    """Store.end_attempt inside the caller's transaction: refused when fenced, else the
+    attempt closed and the retry decision applied. `now()` reads the store's clock, once the
+    job's row is held (PostgreSQL: after its lock, so the end is later than anything the
+    previous holder of that lock wrote)."""
+    job = held_job(d, cur, job_id, token)
+    if job is None:
+        return refuse(d, cur, job_id, token, outcome, now())
+    at = now()
+    close_attempt(d, cur, job_id, token, at, outcome, error, traceback)
+    return apply_decision(d, cur, job, outcome, error, at, permanent)
 
 
 def apply_decision(

@@ -18,6 +18,7 @@ class SQLiteDialect:
     lock_rows = ""  # BEGIN IMMEDIATE already holds the one write lock
     creation_order = "rowid"
     clock_sql = NOW_SQL
+    statement_clock_sql = NOW_SQL  # 'now' is one instant for a whole statement in SQLite
 
     def wake(self, cur: sqlite3.Connection, queue: str) -> None:
         pass  # waiters watch the file's data_version: every commit wakes them

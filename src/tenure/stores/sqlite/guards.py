@@ -1,12 +1,13 @@
 """Uniqueness, overlap and rate limits on SQLite, checked inside the caller's transaction:
-atomically with the enqueue or the reservation they guard."""
+atomically with the enqueue or the reservation they guard. One writer holds the file, so plain
+statements in order decide; what both SQL stores decide alike is in stores/sql/guards.py."""
 
 from __future__ import annotations
 
 import sqlite3
 
 from tenure.guards import Guards
-from tenure.states import FINAL_STATES
+from tenure.stores.sql.guards import unique_holder
 
 
 def held_unique(conn: sqlite3.Connection, guards: Guards, now: float) -> str | None:
@@ -16,13 +17,7 @@ def held_unique(conn: sqlite3.Connection, guards: Guards, now: float) -> str | N
         " LEFT JOIN tenure_jobs j ON j.id = u.job_id WHERE u.key = ?",
         (guards.unique_key,),
     ).fetchone()
-    if row is None or row["state"] is None:
-        return None
-    if row["expires_at"] is not None and row["expires_at"] <= now:
-        return None
-    if row["until"] == "processing":
-        return str(row["job_id"]) if row["state"] == "queued" else None
-    return None if row["state"] in FINAL_STATES else str(row["job_id"])
+    return None if row is None else unique_holder(row, now)
 
 
 def take_unique(conn: sqlite3.Connection, guards: Guards, job_id: str, now: float) -> None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from tenure.states import FINAL_STATES
 from tenure.stores.base import EffectRecord, JobRecord, QueueCounts, WorkerRecord, ready_age
-from tenure.stores.sql import batches, control, workers
+from tenure.stores.sql import control, operations, workers
 from tenure.stores.sql.rows import attempt_record, job_record
 from tenure.stores.sqlite.connection import SQLiteConnections
 from tenure.stores.sqlite.dialect import SQLITE
@@ -37,27 +37,8 @@ class SQLiteOperations(SQLiteConnections):
         self, *, state: str | None = None, queue: str | None = None, limit: int = 100
     ) -> list[JobRecord]:
         conn = self._conn()
-        now = self.now()
-        where: list[str] = ["1 = 1"]
-        params: list[object] = []
-        if state == "scheduled":
-            where.append("state = 'queued' AND run_at > ?")
-            params.append(now)
-        elif state == "queued":
-            where.append("state = 'queued' AND run_at <= ?")
-            params.append(now)
-        elif state is not None:
-            where.append("state = ?")
-            params.append(state)
-        if queue is not None:
-            where.append("queue = ?")
-            params.append(queue)
-        rows = conn.execute(
-            f"SELECT * FROM tenure_jobs WHERE {' AND '.join(where)}"
-            " ORDER BY created_at DESC, rowid DESC LIMIT ?",
-            (*params, limit),
-        ).fetchall()
-        return [job_record(r, now, []) for r in rows]
+        now = self._now(conn)
+        return operations.list_jobs(SQLITE, conn, state=state, queue=queue, limit=limit, now=now)
 
     def queue_counts(self) -> dict[str, QueueCounts]:
         out: dict[str, QueueCounts] = {}
@@ -95,24 +76,7 @@ class SQLiteOperations(SQLiteConnections):
 
     def retry_job(self, job_id: str) -> bool:
         with self._write() as (conn, now):
-            row = conn.execute(
-                "SELECT batch_id FROM tenure_jobs WHERE id = ? AND state = 'failed'", (job_id,)
-            ).fetchone()
-            if row is None:
-                return False
-            # A member leaves its batch's failed count, so its next end is counted once; a
-            # batch that no longer runs refuses (see Store.retry_job).
-            if row["batch_id"] is not None and not batches.member_retried(
-                SQLITE, conn, row["batch_id"]
-            ):
-                return False
-            return bool(
-                conn.execute(
-                    "UPDATE tenure_jobs SET state = 'queued', run_at = ?, finished_at = NULL,"
-                    " tries_used = 0, exceptions = 0 WHERE id = ? AND state = 'failed'",
-                    (now, job_id),
-                ).rowcount
-            )
+            return operations.retry_job(SQLITE, conn, job_id, now)
 
     def forget_job(self, job_id: str) -> bool:
         with self._write() as (conn, _now):
@@ -120,7 +84,7 @@ class SQLiteOperations(SQLiteConnections):
                 "DELETE FROM tenure_jobs WHERE id = ? AND state IN (?, ?, ?)",
                 (job_id, *sorted(FINAL_STATES)),
             ).rowcount
-            if deleted:
+            if deleted:  # the SQLite schema has no foreign keys to cascade (PostgreSQL does)
                 conn.execute("DELETE FROM tenure_attempts WHERE job_id = ?", (job_id,))
                 conn.execute("DELETE FROM tenure_once WHERE job_id = ?", (job_id,))
             return bool(deleted)

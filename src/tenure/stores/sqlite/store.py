@@ -33,6 +33,7 @@ from tenure.stores.base import (
     describe_crash,
 )
 from tenure.stores.sql import batches, control, endings, periodic, retention
+from tenure.stores.sql import guards as sql_guards
 from tenure.stores.sql.rows import attempt_record
 from tenure.stores.sqlite import guards
 from tenure.stores.sqlite.connection import sqlite_path
@@ -219,20 +220,13 @@ class SQLiteStore(SQLiteOperations):
         if row["overlap_key"] is not None:
             holder = guards.overlap_holder(conn, row["overlap_key"], row["id"], now)
             if holder is not None:
-                return (
-                    now + (row["overlap_delay"] or 0.0),
-                    f"overlap key {row['overlap_key']!r} is held by running job {holder}",
-                )
+                return sql_guards.overlap_deferral(row, holder, now)
         if row["rate_key"] is not None:
             free_at = guards.rate_free_at(
                 conn, row["rate_key"], row["rate_limit"], row["rate_window"], now
             )
             if free_at is not None:
-                return (
-                    free_at,
-                    f"rate limit {row['rate_limit']} per {row['rate_window']:g} s reached for "
-                    f"{row['rate_key']!r}",
-                )
+                return sql_guards.rate_deferral(row, free_at)
         return None
 
     def _defer(
@@ -244,7 +238,9 @@ class SQLiteStore(SQLiteOperations):
         run_at: float,
         reason: str,
     ) -> None:
-        """Not now, and not the job's fault: a `deferred` attempt, no try used."""
+        """Not now, and not the job's fault: a `deferred` attempt, no try used. Two
+        statements where PostgreSQL writes one (a data-modifying CTE, which SQLite lacks; in
+        process, a second statement costs no round trip)."""
         number = conn.execute(
             f"UPDATE tenure_jobs SET attempt = {NEXT_ATTEMPT}, run_at = ? WHERE id = ?"
             " RETURNING attempt",
@@ -261,13 +257,15 @@ class SQLiteStore(SQLiteOperations):
                 worker.pid,
                 now,
                 now,
-                f"{reason}; deferred {max(run_at - now, 0):.1f} s",
+                sql_guards.deferral_note(reason, run_at, now),
             ),
         )
 
     def _open_attempt(
         self, conn: sqlite3.Connection, job_id: str, worker: WorkerRef, now: float, lease: float
     ) -> Reservation:
+        # Two statements, as in _defer; PostgreSQL's hot path claims in one (claims.CLAIM,
+        # FOR UPDATE SKIP LOCKED), which SQLite's single writer has no need of.
         row = conn.execute(
             f"UPDATE tenure_jobs SET state = 'running', attempt = {NEXT_ATTEMPT},"
             " lease_expires_at = ?, worker_id = ? WHERE id = ?"
@@ -348,6 +346,8 @@ class SQLiteStore(SQLiteOperations):
         return SQLiteJobTransaction(self, job_id, token)
 
     def claim_once(self, *, job_id: str, token: int, key: str) -> bool:
+        # The check then the insert, inside the one write lock; PostgreSQL needs FOR SHARE on
+        # the job row in one statement to hold off a concurrent rescue (postgres/guards.py).
         with self._write() as (conn, now):
             if not self._holds(conn, job_id, token, now):
                 return False  # a fenced attempt must not perform the effect
@@ -370,11 +370,9 @@ class SQLiteStore(SQLiteOperations):
         permanent: bool = False,
     ) -> EndResult:
         with self._write() as (conn, now):
-            job = endings.held_job(SQLITE, conn, job_id, token)
-            if job is None:
-                return endings.refuse(SQLITE, conn, job_id, token, outcome, now)
-            endings.close_attempt(SQLITE, conn, job_id, token, now, outcome, error, traceback)
-            return endings.apply_decision(SQLITE, conn, job, outcome, error, now, permanent)
+            return endings.end_attempt(
+                SQLITE, conn, lambda: now, job_id, token, outcome, error, traceback, permanent
+            )
 
     def _holds(self, conn: sqlite3.Connection, job_id: str, token: int, now: float) -> bool:
         # Fencing: a worker paused past its lease must not end an attempt someone else now owns.

@@ -1,0 +1,79 @@
+"""Reading and operating on the SQL stores, written once for SQLite and PostgreSQL: the job
+listing and a failed job's retry.
+
+What stays per engine differs for a reason: PostgreSQL reads a job with its attempts and
+effects in one statement (json_agg: one round trip, one snapshot) where SQLite reads three
+rows sets inside one read transaction at no cost; PostgreSQL deletes a forgotten job's
+attempts by ON DELETE CASCADE, SQLite by statements of its own.
+"""
+
+from __future__ import annotations
+
+from tenure.stores.records import JobRecord
+from tenure.stores.sql import batches
+from tenure.stores.sql.batches import Cursor, Dialect
+from tenure.stores.sql.rows import job_record
+
+
+def list_jobs(
+    d: Dialect,
+    cur: Cursor,
+    *,
+    state: str | None,
+    queue: str | None,
+    limit: int,
+    now: float | None = None,
+) -> list[JobRecord]:
+    """Newest first, without attempts; "queued" and "scheduled" split by run_at against one
+    clock reading. `now` None reads the server's clock in the statement itself."""
+    clock, at = (d.statement_clock_sql, ()) if now is None else ("%s", (now,))
+    where = ["1 = 1"]
+    params: list[object] = [*at]  # the clock in the SELECT list comes first
+    if state == "scheduled":
+        where.append(f"state = 'queued' AND run_at > {clock}")
+        params += at
+    elif state == "queued":
+        where.append(f"state = 'queued' AND run_at <= {clock}")
+        params += at
+    elif state is not None:
+        where.append("state = %s")
+        params.append(state)
+    if queue is not None:
+        where.append("queue = %s")
+        params.append(queue)
+    rows = cur.execute(
+        d.q(
+            f"SELECT *, {clock} AS now FROM {{s}}.tenure_jobs WHERE {' AND '.join(where)}"
+            f" ORDER BY created_at DESC, {d.creation_order} DESC LIMIT %s"
+        ),
+        (*params, limit),
+    ).fetchall()
+    return [job_record(r, r["now"], []) for r in rows]
+
+
+def retry_job(d: Dialect, cur: Cursor, job_id: str, now: float) -> bool:
+    """Put a failed job back in its queue with fresh tries (Store.retry_job)."""
+    # The job's row first, then its batch's: the lock order of every batch change.
+    row = cur.execute(
+        d.q(
+            "SELECT batch_id, queue FROM {s}.tenure_jobs WHERE id = %s AND state = 'failed'"
+            + d.lock_rows
+        ),
+        (job_id,),
+    ).fetchone()
+    if row is None:
+        return False
+    # A member leaves its batch's failed count, so its next end is counted once; a batch that
+    # no longer runs refuses (see Store.retry_job).
+    if row["batch_id"] is not None and not batches.member_retried(d, cur, row["batch_id"]):
+        return False
+    retried = cur.execute(
+        d.q(
+            "UPDATE {s}.tenure_jobs SET state = 'queued', run_at = %s, finished_at = NULL,"
+            " tries_used = 0, exceptions = 0 WHERE id = %s AND state = 'failed'"
+        ),
+        (now, job_id),
+    ).rowcount
+    if retried:
+        d.wake(cur, row["queue"])
+    return bool(retried)
