@@ -10,6 +10,7 @@ import sys
 import threading
 import time
 from collections.abc import Iterator
+from typing import Any
 
 import psycopg
 import pytest
@@ -120,6 +121,19 @@ def test_the_url_keeps_libpq_options_and_drops_tenures_own() -> None:
     assert schema == "jobs"
     assert conninfo == "postgresql://u:pw@db.example:6543/app?sslmode=require&application_name=x"
     assert parse_url("postgres://localhost/app") == ("postgres://localhost/app", "tenure")
+
+
+def test_a_libpq_option_with_spaces_reaches_the_server(store_url: str) -> None:
+    """`options=-c statement_timeout=...` spelled with %20: libpq reads '+' literally, so
+    the URL tenure passes on must keep %20 (urlencode's default would write '+')."""
+    store = open_store(with_query_param(store_url, "options", "-c statement_timeout=4321"))
+    try:
+        db: Any = store.db  # type: ignore[attr-defined]
+        with db.connection() as conn:
+            row = conn.execute("SHOW statement_timeout").fetchone()
+        assert next(iter(row.values())) == "4321ms"
+    finally:
+        store.close()
 
 
 @pytest.mark.parametrize("bad", ["", "1abc", "a-b", 'x"; DROP TABLE y; --', "a" * 64])

@@ -2,8 +2,10 @@
 success while claiming the next job in the same statement. `{s}` is the schema (Database.q).
 
 A claim is one statement: SKIP LOCKED passes over rows another worker is claiming, and a row
-claimed and committed meanwhile fails the re-checked `state = 'queued'`, so no job is handed
-out twice. The clock is read once per statement (`clock_timestamp()`, an InitPlan parameter
+claimed and committed meanwhile fails the re-checked `ready_queue` (NULL once a job is not
+queued), so no job is handed out twice. `ready_queue = X`, not `queue = X AND state =
+'queued'`: only the ready index answers it, so the plan cannot change with the statistics
+(migration 0010). The clock is read once per statement (`clock_timestamp()`, an InitPlan parameter
 usable as an index bound), not `now()`: inside a transaction now() is when it began.
 """
 
@@ -28,17 +30,22 @@ _NOW = "(SELECT now FROM clock)"
 def _claim_ctes(gate: str) -> str:
     """picked/claimed/opened: the oldest ready jobs of %(queue)s, up to %(limit)s, skipping
     %(seen)s, none of a paused queue; guarded ones are picked (to report them) but not
-    claimed. `gate` adds a condition to the pick."""
+    claimed. `gate` adds a condition to the pick.
+
+    `claimed` finds its rows by `id = ANY(ARRAY(...))`, an index lookup by primary key
+    whatever the planner believes: joined to `picked` instead, a prepared (generic) plan,
+    not knowing %(limit)s, hash-joined the whole jobs table on every claim."""
     return (
         " picked AS MATERIALIZED (SELECT id, run_at, seq,"
         " overlap_key IS NULL AND rate_key IS NULL AS free FROM {s}.tenure_jobs"
-        f" WHERE queue = %(queue)s AND state = 'queued' AND run_at <= {_NOW}"
+        f" WHERE ready_queue = %(queue)s AND run_at <= {_NOW}"
         f" AND id <> ALL(%(seen)s::text[]){not_paused('%(queue)s')}{gate}"
         " ORDER BY run_at, seq LIMIT %(limit)s"
         " FOR UPDATE SKIP LOCKED),"
         " claimed AS (UPDATE {s}.tenure_jobs j SET state = 'running',"
         f" attempt = {NEXT_ATTEMPT}, lease_expires_at = {_NOW} + %(lease)s,"
-        f" worker_id = %(worker)s FROM picked WHERE j.id = picked.id AND picked.free{RETURNING}),"
+        f" worker_id = %(worker)s WHERE j.id = ANY(ARRAY(SELECT id FROM picked WHERE free))"
+        f"{RETURNING}),"
         " opened AS (INSERT INTO {s}.tenure_attempts (job_id, number, worker_id,"
         " host, pid, started_at, last_heartbeat_at)"
         f" SELECT id, attempt, %(worker)s, %(host)s, %(pid)s, {_NOW}, {_NOW} FROM claimed)"
@@ -74,11 +81,16 @@ CLAIM = (
 # locked (the order cancel_batch takes its locks in), which needs the transaction path. So
 # `done` matches no batch member, and nothing is claimed unless the success was recorded;
 # `completed` = 0 sends the caller to that path (a batch member, or a stale token).
+# `(state = 'running') IS TRUE`: the same test, but not one an index can answer, so `done`
+# finds its row by primary key. As `state = 'running'`, the listing index (state, ...) could
+# answer it, and did once statistics said few jobs run: through every dead index entry that
+# each earlier job's running state left behind, a drain slowing as it went.
 COMPLETE_AND_CLAIM = (
     f"WITH clock AS MATERIALIZED (SELECT {CLOCK} AS now),"
     " done AS (UPDATE {s}.tenure_jobs SET state = 'succeeded', finished_at = clock.now,"
     " lease_expires_at = NULL, tries_used = tries_used + 1, result = %(result)s FROM clock"
-    " WHERE id = %(id)s AND attempt = %(token)s AND state = 'running' AND batch_id IS NULL"
+    " WHERE id = %(id)s AND attempt = %(token)s AND (state = 'running') IS TRUE"
+    " AND batch_id IS NULL"
     " RETURNING id, clock.now),"
     " closed AS (UPDATE {s}.tenure_attempts SET ended_at = done.now, outcome = 'succeeded',"
     " error = NULL, traceback = NULL FROM done WHERE job_id = done.id AND number = %(token)s),"

@@ -16,7 +16,7 @@ import weakref
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
-from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
+from urllib.parse import parse_qsl, quote, urlencode, urlsplit, urlunsplit
 
 import psycopg
 from psycopg.pq import TransactionStatus
@@ -309,7 +309,9 @@ def parse_url(url: str) -> tuple[str, str]:
             "schema: expected a plain PostgreSQL name (a letter or _, then letters, digits"
             f" or _; at most 63), got {schema!r}"
         )
-    return urlunsplit(parts._replace(query=urlencode(kept))), schema
+    # quote, not urlencode's default quote_plus: libpq reads '+' as a plus, not a space, so
+    # `options=-c%20statement_timeout%3D5000` must come back with %20.
+    return urlunsplit(parts._replace(query=urlencode(kept, quote_via=quote))), schema
 
 
 POOLER_PARAMS = ("pooler", "listen_url")

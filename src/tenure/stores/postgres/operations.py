@@ -115,10 +115,10 @@ class PostgresOperations:
                     " (SELECT FROM pg_stat_activity a WHERE a.pid = shard)) AS gone"
                     " FROM {s}.tenure_job_counts GROUP BY queue, state)"
                     " SELECT queue, state, n, gone, CASE WHEN state = 'queued' AND n > 0"
-                    " THEN (SELECT count(*) FROM {s}.tenure_jobs j WHERE j.state = 'queued'"
-                    f" AND j.queue = c.queue AND j.run_at > {NOW}) ELSE 0 END AS scheduled,"
+                    " THEN (SELECT count(*) FROM {s}.tenure_jobs j WHERE j.ready_queue = c.queue"
+                    f" AND j.run_at > {NOW}) ELSE 0 END AS scheduled,"
                     " CASE WHEN state = 'queued' AND n > 0 THEN (SELECT j.run_at"
-                    " FROM {s}.tenure_jobs j WHERE j.state = 'queued' AND j.queue = c.queue"
+                    " FROM {s}.tenure_jobs j WHERE j.ready_queue = c.queue"
                     f" ORDER BY j.run_at LIMIT 1) END AS oldest, {NOW} AS now"
                     " FROM c"
                 )

@@ -246,7 +246,7 @@ class PostgresStore(PostgresOperations):
                 self.db.q(
                     "SELECT j.id, j.overlap_key, j.overlap_delay, j.rate_key, j.rate_limit,"
                     " j.rate_window FROM {s}.tenure_jobs j WHERE j.id IN (SELECT id"
-                    " FROM {s}.tenure_jobs WHERE queue = %(queue)s AND state = 'queued'"
+                    " FROM {s}.tenure_jobs WHERE ready_queue = %(queue)s"
                     f" AND run_at <= {NOW} AND id <> ALL(%(seen)s::text[])"
                     + not_paused("%(queue)s")
                     + " ORDER BY run_at, seq LIMIT %(window)s)"
