@@ -110,13 +110,11 @@ class Store(Protocol):
         A job whose id already exists is skipped. A job whose unique key is held (see
         Guards) is not stored: the id of the job holding the key is returned in its place.
 
-        With `batch`, the batch is created with `jobs` as its first members, in one
-        transaction (one script on Redis), `conn` allowed; a batch created empty settles at
-        once, so its then/finally callbacks still run, once. With `into_batch` (a batch's id),
-        the jobs join that batch: ids already present are skipped, so a re-run coordinator
-        adds nothing twice, and nothing is added once the batch no longer takes work (it
-        settled, is failing or cancelled, or does not exist). Members take no unique keys.
-        Either way the ids returned are those of the members this call added, in order.
+        `batch` creates that batch with `jobs` as its first members in one transaction (an
+        empty one settles at once: then/finally still run once). `into_batch` adds `jobs` to
+        that batch, skipping ids already present (a re-run coordinator adds nothing twice),
+        and adds none once the batch no longer takes work. Members take no unique keys. With
+        either, the ids returned are those of the members this call added, in order.
         """
 
     def reserve(
@@ -284,10 +282,9 @@ class Store(Protocol):
 
     # -- workers -----------------------------------------------------------------------
     def register_worker(self, record: WorkerRecord) -> None:
-        """The one write to a worker's row, its times stamped by the store's clock (the
-        record's are not read): a worker starting (the row made anew, not stopped), or, when
-        `record.stopped_at` is set (to any time), that worker stopping. A stop for an id never
-        registered changes nothing."""
+        """The one write to a worker's row, stamped by the store's clock (the record's times
+        are not read): the worker starting, or, with `record.stopped_at` set to any time,
+        stopping (for an id never registered, nothing)."""
 
     def list_workers(self) -> list[WorkerRecord]: ...
 

@@ -259,10 +259,9 @@ class WorkerRecord:
 
 
 def log_lost_callback(batch_id: str, kind: str) -> None:
-    """Every store says so the same way when a damaged batch record keeps a callback from
-    being enqueued: the member's own end still commits (failing it would leave the member
-    running until its lease expired, again and again), and the lost callback is never silent
-    (its `*_job_id` stays empty, which `tenure batch` shows)."""
+    """A damaged batch record kept a callback from being enqueued: every store says so this
+    way, and the member's own end still commits (failing it would leave the member running
+    until its lease expired, again and again)."""
     store_log.error("batch %s: its %s callback is unreadable and was not enqueued", batch_id, kind)
 
 

@@ -400,18 +400,9 @@ class PostgresStore(PostgresOperations):
         traceback: str | None = None,
         permanent: bool = False,
     ) -> EndResult:
+        ending = (job_id, token, outcome, error, traceback, permanent)
         with self.db.transaction() as cur:
-            return endings.end_attempt(
-                self.dialect,
-                cur,
-                lambda: self.db.clock(cur),
-                job_id,
-                token,
-                outcome,
-                error,
-                traceback,
-                permanent,
-            )
+            return endings.end_attempt(self.dialect, cur, lambda: self.db.clock(cur), *ending)
 
     def sweep(
         self, *, rescue: bool = True, prune: bool = True, limit: int = 500, dry_run: bool = False

@@ -1,11 +1,7 @@
-"""Reading and operating on the SQL stores, written once for SQLite and PostgreSQL: the job
-listing and a failed job's retry.
-
-What stays per engine differs for a reason: PostgreSQL reads a job with its attempts and
-effects in one statement (json_agg: one round trip, one snapshot) where SQLite reads three
-rows sets inside one read transaction at no cost; PostgreSQL deletes a forgotten job's
-attempts by ON DELETE CASCADE, SQLite by statements of its own.
-"""
+"""The job listing and a failed job's retry, written once for both SQL stores. get_job and
+forget_job stay per engine for a reason: PostgreSQL reads a job with its attempts in one
+statement (json_agg: one round trip) and cascades deletes; SQLite reads three row sets in one
+local read transaction, and its schema has no foreign keys."""
 
 from __future__ import annotations
 

@@ -9,10 +9,8 @@ from tenure.stores.sql.batches import Cursor, Dialect
 
 
 def register(d: Dialect, cur: Cursor, record: WorkerRecord, now: float | None = None) -> None:
-    """A worker starting (its row made anew: the same id starting again is a new run, not
-    stopped), or, with `record.stopped_at` set, that worker stopping. A stop for an id never
-    registered changes nothing. `now` None reads the server's clock in the same statement
-    (one round trip); SQLite passes its own `now`, which tenure.testing may freeze."""
+    """Store.register_worker. `now` None reads the server's clock in the statement itself;
+    SQLite passes its own `now`, which tenure.testing may freeze."""
     clock, at = (d.clock_sql, ()) if now is None else ("%s", (now,))
     if record.stopped_at is not None:
         cur.execute(

@@ -369,10 +369,9 @@ class SQLiteStore(SQLiteOperations):
         traceback: str | None = None,
         permanent: bool = False,
     ) -> EndResult:
+        ending = (job_id, token, outcome, error, traceback, permanent)
         with self._write() as (conn, now):
-            return endings.end_attempt(
-                SQLITE, conn, lambda: now, job_id, token, outcome, error, traceback, permanent
-            )
+            return endings.end_attempt(SQLITE, conn, lambda: now, *ending)
 
     def _holds(self, conn: sqlite3.Connection, job_id: str, token: int, now: float) -> bool:
         # Fencing: a worker paused past its lease must not end an attempt someone else now owns.
