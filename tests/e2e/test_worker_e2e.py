@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import signal
 import sqlite3
 import subprocess
@@ -167,6 +168,12 @@ def test_metrics_endpoint_counters_move_during_a_run(project: Project) -> None:
     page = scrape()
     assert 'tenure_jobs{state="succeeded"} 5' in page
     assert 'tenure_attempt_duration_seconds_count{job="noop"} 5' in page
+    assert 'tenure_queue_paused{queue="default"} 0' in page
+    project.app.pause_queue("default")
+    project.jobs.noop.dispatch(99)  # waits in the paused queue
+    wait_until(lambda: 'tenure_queue_paused{queue="default"} 1' in scrape(), 30, "the paused gauge")
+    waited = re.search(r'tenure_queue_oldest_ready_seconds\{queue="default"\} ([0-9.]+)', scrape())
+    assert waited is not None and float(waited.group(1)) >= 0
     # every log line about a job carries its id and attempt (JSON, as the worker is not a TTY)
     ended = [
         json.loads(line)

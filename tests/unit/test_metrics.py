@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 
+from tenure.stores.base import QueueCounts
 from tenure.worker.metrics import BUCKETS, Metrics
 
 
@@ -32,3 +33,18 @@ def test_jobs_have_separate_histograms() -> None:
     page = metrics.render(1, None)
     assert _buckets(page, "a")["0.025"] == 1 and _buckets(page, "b")["0.025"] == 0
     assert _buckets(page, "b")["30"] == 1
+
+
+def test_each_queue_has_its_wait_and_paused_gauges() -> None:
+    by_queue = {
+        "mail": QueueCounts({"queued": 3, "running": 1}, oldest_ready_age=12.5, paused=True),
+        'odd "q"': QueueCounts({"succeeded": 2}),
+    }
+    page = Metrics().render(0, by_queue)
+    assert 'tenure_jobs{state="queued"} 3' in page
+    assert 'tenure_jobs{state="succeeded"} 2' in page
+    assert 'tenure_queue_oldest_ready_seconds{queue="mail"} 12.500' in page
+    assert 'tenure_queue_oldest_ready_seconds{queue="odd \\"q\\""} 0.000' in page
+    assert 'tenure_queue_paused{queue="mail"} 1' in page
+    assert 'tenure_queue_paused{queue="odd \\"q\\""} 0' in page
+    assert "# TYPE tenure_queue_paused gauge" in page

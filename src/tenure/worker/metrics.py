@@ -1,7 +1,8 @@
 """Prometheus metrics for one worker, served as text on --metrics-port (no extra dependency).
 
-Counters live in the supervisor, so they count what this worker did; the job counts per state
-are read from the store at scrape time, so every worker reports the same queue depth.
+Counters live in the supervisor, so they count what this worker did; the job counts per state,
+each queue's oldest ready job's age and whether it is paused are read from the store at scrape
+time, so every worker reports the same queue depth and wait.
 """
 
 from __future__ import annotations
@@ -9,8 +10,10 @@ from __future__ import annotations
 import bisect
 import threading
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+from tenure.stores.base import QueueCounts, total_counts
 
 BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300)
 
@@ -62,7 +65,7 @@ class Metrics:
         out.append(f"{name}_count{{{label}}} {count}")
         return out
 
-    def render(self, running: int, counts: dict[str, int] | None) -> str:
+    def render(self, running: int, by_queue: Mapping[str, QueueCounts] | None) -> str:
         with self._lock:
             lines = [
                 "# HELP tenure_attempts_total Attempts this worker ended, by job and outcome.",
@@ -98,10 +101,34 @@ class Metrics:
                 "# TYPE tenure_running gauge",
                 f"tenure_running {running}",
             ]
-        if counts is not None:
-            lines += ["# HELP tenure_jobs Jobs in the store by state.", "# TYPE tenure_jobs gauge"]
-            lines += [f'tenure_jobs{{state="{s}"}} {n}' for s, n in sorted(counts.items())]
+        if by_queue is not None:
+            lines += queue_lines(by_queue)
         return "\n".join(lines) + "\n"
+
+
+def queue_lines(by_queue: Mapping[str, QueueCounts]) -> list[str]:
+    """The store's gauges: jobs by state, and per queue its wait and whether it is paused."""
+    counts = total_counts(by_queue)
+    lines = ["# HELP tenure_jobs Jobs in the store by state.", "# TYPE tenure_jobs gauge"]
+    lines += [f'tenure_jobs{{state="{s}"}} {n}' for s, n in sorted(counts.items())]
+    lines += [
+        "# HELP tenure_queue_oldest_ready_seconds How long the queue's oldest ready job has "
+        "waited (store clock); 0 when none is ready.",
+        "# TYPE tenure_queue_oldest_ready_seconds gauge",
+    ]
+    lines += [
+        f'tenure_queue_oldest_ready_seconds{{queue="{_esc(q)}"}} {c.oldest_ready_age or 0:.3f}'
+        for q, c in sorted(by_queue.items())
+    ]
+    lines += [
+        "# HELP tenure_queue_paused 1 while the queue is paused (tenure queue pause).",
+        "# TYPE tenure_queue_paused gauge",
+    ]
+    lines += [
+        f'tenure_queue_paused{{queue="{_esc(q)}"}} {int(c.paused)}'
+        for q, c in sorted(by_queue.items())
+    ]
+    return lines
 
 
 def serve(port: int, host: str, page: Callable[[], str]) -> ThreadingHTTPServer:

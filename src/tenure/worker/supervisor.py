@@ -20,6 +20,7 @@ from tenure.app import App
 from tenure.periodic import PeriodicTicker
 from tenure.settings import WorkerOptions
 from tenure.stores.base import (
+    QueueCounts,
     Reservation,
     Store,
     WorkerRecord,
@@ -374,11 +375,11 @@ class Worker:
 
     def _metrics_page(self) -> str:
         try:
-            counts: dict[str, int] | None = self.app.counts()
+            by_queue: dict[str, QueueCounts] | None = self.app.queue_counts()
         except Exception:  # a scrape during an outage still shows this worker's counters
-            counts = None
+            by_queue = None
         running = sum(1 for slot in self.slots if slot.current is not None)
-        return self.metrics.render(running, counts)
+        return self.metrics.render(running, by_queue)
 
     # -- async jobs --------------------------------------------------------------------
     def event_loop(self) -> asyncio.AbstractEventLoop:
