@@ -265,6 +265,8 @@ OPENAPI: dict[str, Any] = {
                                 "failed": _INT,
                                 "succeeded": _INT,
                                 "per_minute": _OPT_NUM,
+                                "oldest_ready_age": _OPT_NUM,
+                                "paused": {"type": "boolean"},
                             },
                         },
                     },

@@ -20,6 +20,7 @@ from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
 from tenure.app import App
+from tenure.errors import CancelRefused, ConfigError
 from tenure.urls import redact
 from tenure.web import views
 from tenure.web.api import api_routes
@@ -49,6 +50,13 @@ NOTICES = {
     "retried-all": "{n} failed job(s) are back in their queues.",
     "cancelled": "The batch is cancelled: its queued jobs will not start.",
     "not-cancelled": "Nothing cancelled: the batch is not running.",
+    "job-cancelled": "The job is cancelled: it will not run.",
+    "job-stopping": "The job is running: its worker stops it within a heartbeat (the cancel "
+    "signal, then a kill after its kill_after), and its attempt ends cancelled.",
+    "job-finished": "Nothing cancelled: the job has finished already.",
+    "queue-paused": "The queue is paused: no worker takes its jobs until it is resumed.",
+    "queue-resumed": "The queue is resumed: workers take its jobs again.",
+    "queue-unnamed": "Nothing paused or resumed: the form named no queue.",
     "signed-out": "Signed out.",
 }
 
@@ -86,6 +94,9 @@ def create_app(
         Route("/jobs/{job_id}", job_page, name="job"),
         Route("/jobs/{job_id}/retry", retry_job, methods=["POST"]),
         Route("/jobs/{job_id}/forget", forget_job, methods=["POST"]),
+        Route("/jobs/{job_id}/cancel", cancel_job, methods=["POST"]),
+        Route("/queues/pause", pause_queue, methods=["POST"]),
+        Route("/queues/resume", resume_queue, methods=["POST"]),
         Route("/failed", failed_page, name="failed"),
         Route("/failed/retry-all", retry_all, methods=["POST"]),
         Route("/periodic", periodic_page, name="periodic"),
@@ -230,12 +241,17 @@ async def doctor_page(request: Request) -> Response:
 
 
 # -- actions: POST, CSRF-checked, confirmed, then redirect (a reload never repeats them) ------
-def confirm(request: Request, title: str, detail: str, button: str, back: str) -> Response:
-    return render(
-        request,
-        "confirm.html",
-        {"title": title, "detail": detail, "button": button, "back": back, "active": False},
-    )
+def confirm(
+    request: Request,
+    title: str,
+    detail: str,
+    button: str,
+    back: str,
+    fields: dict[str, str] | None = None,
+) -> Response:
+    """`fields`: the form's own values, sent again with the confirmation."""
+    context = {"title": title, "detail": detail, "button": button, "back": back}
+    return render(request, "confirm.html", {**context, "fields": fields or {}, "active": False})
 
 
 def redirect(path: str, **params: object) -> RedirectResponse:
@@ -322,6 +338,59 @@ async def cancel_batch(request: Request) -> Response:
         )
     done = await run_in_threadpool(dashboard(request).app.cancel_batch, batch_id)
     return redirect(f"/batches/{batch_id}", notice="cancelled" if done else "not-cancelled")
+
+
+async def cancel_job(request: Request) -> Response:
+    form = await checked_form(request)
+    if isinstance(form, Response):
+        return form
+    job_id = request.path_params["job_id"]
+    if form.get("confirmed") != "1":
+        return confirm(
+            request,
+            f"Cancel job {job_id}?",
+            "Queued or scheduled, it never runs. Running, its worker stops it (the cancel "
+            "signal, then a kill after its kill_after); no try is used and it is not retried.",
+            "Cancel the job",
+            f"/jobs/{job_id}",
+        )
+    try:
+        done = await run_in_threadpool(dashboard(request).app.cancel, job_id)
+    except CancelRefused:
+        return redirect(f"/jobs/{job_id}", notice="job-finished")
+    notice = "job-cancelled" if done.state == "cancelled" else "job-stopping"
+    return redirect(f"/jobs/{job_id}", notice=notice)
+
+
+async def pause_queue(request: Request) -> Response:
+    return await _pause(request, paused=True)
+
+
+async def resume_queue(request: Request) -> Response:
+    return await _pause(request, paused=False)
+
+
+async def _pause(request: Request, *, paused: bool) -> Response:
+    form = await checked_form(request)
+    if isinstance(form, Response):
+        return form
+    queue = form.get("queue", "")
+    verb = "Pause" if paused else "Resume"
+    if form.get("confirmed") != "1":
+        detail = (
+            "No worker on any host takes its jobs until it is resumed; running jobs go on and "
+            "dispatching still works."
+            if paused
+            else "Workers take its ready jobs again."
+        )
+        button = f"{verb} the queue"
+        return confirm(request, f"{verb} queue {queue!r}?", detail, button, "/", {"queue": queue})
+    app = dashboard(request).app
+    try:
+        await run_in_threadpool(app.pause_queue if paused else app.resume_queue, queue)
+    except ConfigError:
+        return redirect("/", notice="queue-unnamed")
+    return redirect("/", notice="queue-paused" if paused else "queue-resumed")
 
 
 # -- signing in (only with --auth) -----------------------------------------------------------

@@ -44,6 +44,8 @@ class QueueRow:
     failed: int
     succeeded: int
     per_minute: float | None  # jobs finished per minute, None until two samples exist
+    oldest_ready_age: float | None = None  # seconds the oldest ready job has waited
+    paused: bool = False
 
 
 @dataclass(frozen=True)
@@ -112,6 +114,8 @@ def overview(app: App, meter: RateMeter) -> Overview:
                 failed=c.get("failed", 0),
                 succeeded=c.get("succeeded", 0),
                 per_minute=meter.observe(name, time.monotonic(), finished),
+                oldest_ready_age=c.oldest_ready_age,
+                paused=c.paused,
             )
         )
     workers = [worker_row(w, now) for w in app.workers() if w.stopped_at is None]
