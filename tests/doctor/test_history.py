@@ -149,6 +149,19 @@ def test_queue_without_live_worker(app: tenure.App) -> None:
     assert findings(app) == ["queue-without-worker"]
 
 
+def test_a_queue_whose_oldest_ready_job_outwaited_its_timeout_is_stalled(app: tenure.App) -> None:
+    mail = app.job(timeout=10, queue="mail")(lambda n: None)
+    job_id = mail.dispatch(1).id
+    with sqlite3.connect(db_path(app)) as conn:  # ready for 11 s, past its 10 s timeout
+        conn.execute("UPDATE tenure_jobs SET run_at = run_at - 11 WHERE id = ?", (job_id,))
+    found = check_history(app.store, {}, Source("jobs.py", 1))
+    assert [f.rule for f in found] == ["queue-stalled"]
+    assert "waited 11 s, longer than its jobs' 10 s timeout" in found[0].message
+    assert "tenure queues --max-wait 10" in found[0].fix
+    live_worker(app.store, ("mail",))  # someone reads it: waiting is not stalling
+    assert findings(app) == []
+
+
 def test_overlapping_attempts_are_reported_as_a_bug(app: tenure.App) -> None:
     @app.job(timeout=10, tries=3, backoff=0)
     def charge(n: int) -> None: ...

@@ -81,7 +81,7 @@ def check_history(
     out = _durations(records, jobs, limits, where, located)
     out += _crash_loops(records, limits, located)
     out += _overlaps(records, now, limits, located)
-    out += _orphaned_queues(store, now, limits, fallback)
+    out += _orphaned_queues(store, jobs, now, limits, fallback)
     return out
 
 
@@ -180,10 +180,19 @@ def _overlaps(
     return out
 
 
-def _orphaned_queues(store: Store, now: float, limits: Limits, fallback: Source) -> list[Finding]:
+def _orphaned_queues(
+    store: Store, jobs: dict[str, JobModel], now: float, limits: Limits, fallback: Source
+) -> list[Finding]:
     waiting: dict[str, int] = defaultdict(int)
+    timeouts: dict[str, float] = defaultdict(float)  # the longest timeout of a queue's jobs
     for record in store.list_jobs(state="queued", limit=limits.jobs_per_state):
         waiting[record.queue] += 1
+        timeouts[record.queue] = max(timeouts[record.queue], record.policy.timeout)
+    for job in jobs.values():
+        if job.timeout is not None and job.timeout.amount:
+            timeouts[job.queue] = max(timeouts[job.queue], float(job.timeout.amount))
+    # the oldest ready job's age per queue: an index lookup per queue, not a scan
+    ages = {q: c.oldest_ready_age for q, c in store.queue_counts().items()}
     live = [
         w for w in store.list_workers()
         if w.stopped_at is None and now - w.last_seen_at <= limits.worker_silent_s
@@ -192,6 +201,17 @@ def _orphaned_queues(store: Store, now: float, limits: Limits, fallback: Source)
     out: list[Finding] = []
     for queue, count in sorted(waiting.items()):
         if queue in served:
+            continue
+        age = ages.get(queue)
+        if age is not None and timeouts[queue] and age > timeouts[queue]:
+            out.append(finding(
+                "queue-stalled",
+                f"the oldest ready job in queue '{queue}' has waited {age:.0f} s, longer than "
+                f"its jobs' {timeouts[queue]:g} s timeout, and no live worker reads the queue "
+                f"({count} job(s) waiting): nothing has run them.",
+                f"start one: tenure worker --app ... --queues {queue}; `tenure queues "
+                f"--max-wait {timeouts[queue]:g}` as a probe catches this next time",
+                fallback))  # fmt: skip
             continue
         out.append(finding(
             "queue-without-worker",

@@ -131,6 +131,10 @@ RULES: dict[str, Rule] = {
         Rule("queue-without-worker", "error", "history",
              "Queues with waiting jobs need a live worker",
              "Jobs are waiting in a queue that no live worker reads: nothing will run them."),
+        Rule("queue-stalled", "error", "history",
+             "A queue's oldest ready job must not wait longer than its jobs' timeouts",
+             "The oldest ready job of a queue that no live worker reads has waited longer than "
+             "its jobs take to time out: the queue is stalled, and nothing will run it."),
         Rule("attempts-overlap", "error", "history",
              "Two attempts of one job must never overlap in time (a tenure bug)",
              "Overlapping attempts mean the job ran twice at once, which tenure's leases and "
