@@ -17,3 +17,9 @@ def test_nothing_left_says_so() -> None:
     left = Leftover(retries=0, delayed=0, next_due_at=None, running_elsewhere=0, now=0.0)
     assert left.describe() == "nothing is scheduled or running"
     assert left.empty
+
+
+def test_ready_jobs_in_a_paused_queue_are_named() -> None:
+    left = Leftover(0, 0, None, 0, 0.0, paused_ready={"mail": 3})
+    assert not left.empty
+    assert left.describe() == "left: 3 ready in paused queue 'mail' (`tenure queue resume mail`)"

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from tenure.stores.base import JobRecord, Store, clock_text
 
@@ -29,6 +29,7 @@ class Leftover:
     next_due_at: float | None  # store clock
     running_elsewhere: int
     now: float
+    paused_ready: dict[str, int] = field(default_factory=dict)  # ready, in paused queues
 
     def describe(self) -> str:
         scheduled = self.retries + self.delayed
@@ -46,13 +47,15 @@ class Leftover:
             parts.append(f"{scheduled} scheduled ({kinds}{due})")
         if self.running_elsewhere:
             parts.append(f"{self.running_elsewhere} running on other live workers")
+        for queue, n in sorted(self.paused_ready.items()):
+            parts.append(f"{n} ready in paused queue {queue!r} (`tenure queue resume {queue}`)")
         if not parts:
             return "nothing is scheduled or running"
         return "left: " + "; ".join(parts)
 
     @property
     def empty(self) -> bool:
-        return not (self.retries or self.delayed or self.running_elsewhere)
+        return not (self.retries or self.delayed or self.running_elsewhere or self.paused_ready)
 
 
 class BurstEnd:
@@ -142,6 +145,11 @@ class BurstEnd:
         retries = delayed = 0
         next_due: float | None = None
         by_queue = self.store.queue_counts()
+        paused = {
+            q: by_queue[q]["queued"]
+            for q in self.queues
+            if q in by_queue and by_queue[q].paused and by_queue[q]["queued"]
+        }
         for queue in self.queues:
             scheduled = by_queue[queue]["scheduled"] if queue in by_queue else 0
             if not scheduled:
@@ -155,4 +163,4 @@ class BurstEnd:
                     delayed += 1
                 next_due = job.run_at if next_due is None else min(next_due, job.run_at)
         running = len(self._running())
-        return Leftover(retries, delayed, next_due, running, now)
+        return Leftover(retries, delayed, next_due, running, now, paused)
