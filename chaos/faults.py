@@ -119,13 +119,23 @@ def _wait_rerun(run: Run, jobs: list[str], since: float, lease: float, limit: fl
     wait_until(rerun, timeout=limit, what="another worker to re-run the paused job", poll=0.1)
 
 
+def _until_a_job_runs(run: Run, timeout_s: float = 60.0) -> bool:
+    """Wait until some live worker runs a job: a wave that finds every worker still starting
+    (a loaded machine) or idle interrupts nothing and proves nothing. False if the run ends."""
+    deadline = time.monotonic() + timeout_s
+    while not any(_busy(run, w) for w in run.live()):
+        if run.stop_faults.wait(0.05) or time.monotonic() > deadline:
+            return not run.stop_faults.is_set()
+    return True
+
+
 def deploy_waves(every_s: float, waves: int) -> Fault:
     """Rolling deploys: SIGTERM every worker, start their replacements at once (as a
     platform does), and let the old ones finish within --grace or hand jobs back."""
 
     def fault(run: Run) -> None:
         for _ in range(waves):
-            if run.stop_faults.wait(every_s):
+            if run.stop_faults.wait(every_s) or not _until_a_job_runs(run):
                 return
             old = run.live()
             pids = [p for w in old for p in (w.pid, *w.children())]
