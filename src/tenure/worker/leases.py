@@ -9,6 +9,7 @@ import time
 from collections.abc import Sequence
 from typing import Protocol
 
+from tenure.retention import pause_after
 from tenure.settings import WorkerOptions
 from tenure.stores.base import Rescued, Store, WorkerRef
 from tenure.worker.metrics import Metrics
@@ -147,7 +148,10 @@ class Sweeper:
             swept = self.store.sweep(prune=prune)
             log_rescued(swept.rescued)
             pruned = swept.pruned
+            chunk_at = started
             while pruned.more and time.monotonic() - started < PRUNE_BUDGET_S:
+                time.sleep(pause_after(time.monotonic() - chunk_at))  # others' turn
+                chunk_at = time.monotonic()
                 pruned = pruned + self.store.sweep(rescue=False).pruned
         except Exception as exc:
             log.warning("could not check for expired leases or prune: %s", exc)
