@@ -392,7 +392,7 @@ class App:
 
     def cancel_batch(self, batch_id: str) -> bool:
         """Queued jobs of the batch are not started; running ones see `batch.cancelled`."""
-        return self.store.cancel_batch(batch_id)
+        return self.store.cancel(batch_id=batch_id).accepted
 
     # -- reading and operating ---------------------------------------------------------
     def now(self) -> float:

@@ -121,7 +121,7 @@ def test_adding_stops_once_the_batch_failed_or_was_cancelled(store: Store) -> No
     assert store.get_job(late.id) is None
 
     cancelled = make_batch(store, [new_job()])
-    assert store.cancel_batch(cancelled)
+    assert store.cancel(batch_id=cancelled).accepted
     assert len(store.enqueue_many([late], into_batch=cancelled)) == 0
     assert len(store.enqueue_many([late], into_batch="no-such-batch")) == 0
     assert store.get_job(late.id) is None
@@ -136,7 +136,7 @@ def test_an_empty_batch_settles_at_once_and_records_its_callbacks(store: Store) 
     assert_callback_ids(store, b, "then", "finally")
     assert job(store, b.then_job_id or "").payload == '{"args":["then"],"kwargs":{}}'
     assert len(store.enqueue_many([new_job()], into_batch=batch_id)) == 0
-    assert not store.cancel_batch(batch_id)
+    assert not store.cancel(batch_id=batch_id).accepted
 
 
 @pytest.mark.batches_across_queues
@@ -290,8 +290,8 @@ def test_cancel_lets_running_members_finish_then_sends_finally_once(store: Store
     members = [new_job() for _ in range(4)]
     batch_id = make_batch(store, members)
     running = store.reserve(queues=["default"], worker=W1, lease=30, limit=2)
-    assert store.cancel_batch(batch_id)
-    assert not store.cancel_batch(batch_id)
+    assert store.cancel(batch_id=batch_id).accepted
+    assert not store.cancel(batch_id=batch_id).accepted
     b = batch(store, batch_id)
     assert (b.state, b.cancelled, b.pending, b.finished_at) == ("cancelled", 2, 2, None)
     assert callbacks(store) == []
@@ -303,18 +303,18 @@ def test_cancel_lets_running_members_finish_then_sends_finally_once(store: Store
     assert (b.state, b.done, b.cancelled, b.pending) == ("cancelled", 2, 2, 0)
     assert b.finished_at is not None
     assert_callback_ids(store, b, "finally")
-    assert not store.cancel_batch(batch_id)
+    assert not store.cancel(batch_id=batch_id).accepted
 
 
 @pytest.mark.batches_across_queues
 def test_cancel_with_nothing_running_settles_at_once(store: Store) -> None:
     batch_id = make_batch(store, [new_job(), new_job(delay=3600)], total=10)
-    assert store.cancel_batch(batch_id)
+    assert store.cancel(batch_id=batch_id).accepted
     b = batch(store, batch_id)
     assert (b.state, b.cancelled, b.jobs, b.finished_at is not None) == ("cancelled", 2, 2, True)
     assert_callback_ids(store, b, "finally")
     assert counts(store)["cancelled"] == 2
-    assert not store.cancel_batch("no-such-batch")
+    assert not store.cancel(batch_id="no-such-batch").accepted
 
 
 # -- progress --------------------------------------------------------------------------------

@@ -129,8 +129,8 @@ def test_cancel_stops_queued_members_and_a_running_ones_retry(store: Store) -> N
     members = [new_job(policy=Policy(tries=3, backoff=0)) for _ in range(3)]
     batch_id = make_batch(store, members)
     running = reserve_one(store)
-    assert store.cancel_batch(batch_id)
-    assert not store.cancel_batch(batch_id)
+    assert store.cancel(batch_id=batch_id).accepted
+    assert not store.cancel(batch_id=batch_id).accepted
     b = batch(store, batch_id)
     assert (b.state, b.cancelled) == ("cancelled", 2)
     result = store.end_attempt(
@@ -141,7 +141,7 @@ def test_cancel_stops_queued_members_and_a_running_ones_retry(store: Store) -> N
     assert (b.cancelled, b.pending) == (3, 0)
     assert b.finished_at is not None
     assert callbacks_enqueued(store) == ["finally"]
-    assert not store.cancel_batch("no-such-batch")
+    assert not store.cancel(batch_id="no-such-batch").accepted
 
 
 @pytest.mark.batches_across_queues

@@ -8,6 +8,7 @@ import secrets
 import pytest
 
 from conformance.helpers import W1, W2, attempt, enqueue, job, new_job, reserve_one, wait_until
+from tenure.errors import ConfigError
 from tenure.retry import Policy
 from tenure.stores import Store
 from tenure.stores.base import CancelResult, NewBatch, total_counts
@@ -244,3 +245,15 @@ def test_a_paused_queue_shows_how_long_its_jobs_wait(store: Store) -> None:
     counts = store.queue_counts()["mail"]
     assert counts.paused
     assert counts.oldest_ready_age is not None and counts.oldest_ready_age >= 0.1
+
+
+def test_one_cancel_verb_for_a_job_or_a_batch(store: Store) -> None:
+    batch_id = secrets.token_hex(6)
+    store.enqueue_many([new_job(), new_job()], batch=NewBatch(id=batch_id, name="b"))
+    assert store.cancel(batch_id=batch_id) == CancelResult(accepted=True, state="cancelled")
+    assert store.cancel(batch_id=batch_id) == CancelResult(accepted=False, state="cancelled")
+    assert store.cancel(batch_id="no-such-batch") == CancelResult(accepted=False, state="missing")
+    with pytest.raises(ConfigError):
+        store.cancel()
+    with pytest.raises(ConfigError):
+        store.cancel("a-job", batch_id=batch_id)

@@ -92,7 +92,7 @@ def test_cancelling_a_batch_moves_its_queued_members_to_cancelled(store: Store) 
     )
     held = reserve_one(store, queues=["batch"])
     batch_id = next(b.id for b in store.list_batches() if b.name == "cancel-me")
-    assert store.cancel_batch(batch_id)
+    assert store.cancel(batch_id=batch_id).accepted
     assert assert_counts_agree(store) == {
         "batch": zeros(running=1, cancelled=39),
         "other": zeros(queued=3),
@@ -164,7 +164,7 @@ def one_in_each_state(store: Store) -> None:
             store.complete_and_reserve(job_id=r.job_id, token=r.token)
     batch_id = secrets.token_hex(8)
     store.enqueue_many([new_job(queue=queue)], batch=NewBatch(id=batch_id, name="tail"))
-    assert store.cancel_batch(batch_id)
+    assert store.cancel(batch_id=batch_id).accepted
     enqueue(store, new_job(queue=queue))  # and one waiting behind the running one
     assert running.queue == queue
 
@@ -258,7 +258,7 @@ class Workload:
                 batch=NewBatch(id=batch_id, name="mixed"),
             )
             if rng.random() < 0.5:
-                store.cancel_batch(batch_id)
+                store.cancel(batch_id=batch_id)
         elif op == "overlap":
             key = f"k{rng.randint(1, 3)}"
             store.enqueue_many(

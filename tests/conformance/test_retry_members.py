@@ -173,7 +173,7 @@ def test_a_member_of_a_cancelled_batch_is_not_retried(store: Store) -> None:
     a, b = members(2)
     batch_id = make_batch(store, [a, b], allow_failures=True)
     run(store, a, fail=True)
-    assert store.cancel_batch(batch_id)
+    assert store.cancel(batch_id=batch_id).accepted
     assert not store.retry_job(a.id)
     assert job(store, a.id).state == "failed"
     assert batch(store, batch_id).state == "cancelled"

@@ -35,6 +35,7 @@ from tenure.stores.records import (
     batch_target,
     callback_from_json,
     callback_to_json,
+    cancel_target,
     clock_text,
     describe_crash,
     ready_age,
@@ -182,11 +183,15 @@ class Store(Protocol):
         cancelled while it ran ends `cancelled` however the attempt ended: no try used, no
         retry (a sweep that rescues it does the same)."""
 
-    def cancel(self, job_id: str) -> CancelResult:
-        """Cancel one job. Queued or scheduled: it becomes `cancelled` at once and never runs.
-        Running: the request is recorded, and the worker holding it learns it from its next
-        heartbeat and stops it. Finished or unknown: refused, nothing changes. A batch member
-        counts as a cancelled member of its batch."""
+    def cancel(self, job_id: str | None = None, *, batch_id: str | None = None) -> CancelResult:
+        """Cancel one job, or (`batch_id=`) a batch; exactly one of the two.
+
+        A job queued or scheduled becomes `cancelled` at once and never runs; a running one
+        keeps running until the worker holding it learns of the cancel from its next heartbeat
+        and stops it. A batch that runs is cancelled: its queued members are cancelled, its
+        running ones see it (`ctx.batch.cancelled`). A finished job, a batch no longer running,
+        or an unknown id: refused, nothing changes. A batch member cancelled on its own counts
+        as a cancelled member of its batch."""
 
     def sweep(
         self, *, rescue: bool = True, prune: bool = True, limit: int = 500, dry_run: bool = False
@@ -217,10 +222,6 @@ class Store(Protocol):
         """
 
     # -- batches -----------------------------------------------------------------------
-    def cancel_batch(self, batch_id: str) -> bool:
-        """Stop the batch: queued members are cancelled, running ones see it. False if it was
-        not running."""
-
     def get_batch(self, batch_id: str) -> BatchRecord | None: ...
 
     def list_batches(self, *, limit: int = 50) -> list[BatchRecord]:
@@ -330,6 +331,7 @@ __all__ = [
     "batch_target",
     "callback_from_json",
     "callback_to_json",
+    "cancel_target",
     "clock_text",
     "describe_crash",
     "ready_age",

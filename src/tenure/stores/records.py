@@ -13,7 +13,7 @@ from typing import Any, Literal
 from tenure import results
 from tenure.batch import BatchCounts
 from tenure.batch import progress as batch_progress
-from tenure.errors import JobTransactionEnded
+from tenure.errors import ConfigError, JobTransactionEnded
 from tenure.guards import NO_GUARDS, Guards
 from tenure.retention import KEEP_FOREVER, Keep
 from tenure.retention import Pruned as Pruned
@@ -186,6 +186,16 @@ class QueueCounts(dict[str, int]):
             f"QueueCounts({dict(self)!r}, oldest_ready_age={self.oldest_ready_age!r}, "
             f"paused={self.paused!r})"
         )
+
+
+def cancel_target(job_id: str | None, batch_id: str | None) -> tuple[str, str]:
+    """("job", id) or ("batch", id): what `Store.cancel` was asked to cancel."""
+    if (job_id is None) == (batch_id is None):
+        raise ConfigError(
+            f"cancel: expected a job_id or a batch_id (one), got job_id={job_id!r}, "
+            f"batch_id={batch_id!r}"
+        )
+    return ("job", job_id) if job_id is not None else ("batch", str(batch_id))
 
 
 def ready_age(now: float, oldest_run_at: float | None) -> float | None:

@@ -253,7 +253,7 @@ def test_a_batch_hash_without_a_state_stops_its_bookkeeping_not_its_members(
         assert store.complete_and_reserve(job_id=r.job_id, token=r.token)[0].accepted
     record = store.get_batch(batch_id)
     assert record is not None and record.state == "failed"
-    assert store.cancel_batch(batch_id) is False
+    assert store.cancel(batch_id=batch_id).accepted is False
     assert len(store.enqueue_many([job()], into_batch=batch_id)) == 0
 
 
@@ -329,7 +329,7 @@ def test_on_a_cluster_a_batch_in_one_queue_runs_whole(
     assert (record.state, record.done, record.failed, record.cancelled) == ("failed", 1, 1, 2)
     assert record.catch_job_id is not None and record.finally_job_id is not None
     other = make_batch(store, [job("exports")])
-    assert store.cancel_batch(other)
+    assert store.cancel(batch_id=other).accepted
     assert [b.id for b in store.list_batches()] == [other, batch_id]
     client = raw_redis(cluster_node)
     try:

@@ -13,6 +13,7 @@ from tenure.stores.base import (
     JobRecord,
     QueueCounts,
     WorkerRecord,
+    cancel_target,
     ready_age,
 )
 from tenure.stores.postgres.database import POOL_MAX, Database
@@ -50,12 +51,6 @@ class PostgresOperations:
         self.db.close()
 
     # -- batches -----------------------------------------------------------------------
-    def cancel_batch(self, batch_id: str) -> bool:
-        if not usable_id(batch_id):
-            return False
-        with self.db.transaction() as cur:
-            return batches.cancel(self.dialect, cur, batch_id, self.db.clock(cur))
-
     def get_batch(self, batch_id: str) -> BatchRecord | None:
         if not usable_id(batch_id):
             return None
@@ -205,11 +200,15 @@ class PostgresOperations:
         return float(row["value"])
 
     # -- cancelling and pausing ----------------------------------------------------------
-    def cancel(self, job_id: str) -> CancelResult:
-        if not usable_id(job_id):
+    def cancel(self, job_id: str | None = None, *, batch_id: str | None = None) -> CancelResult:
+        kind, target = cancel_target(job_id, batch_id)
+        if not usable_id(target):
             return CancelResult(accepted=False, state="missing")
         with self.db.transaction() as cur:
-            return control.cancel(self.dialect, cur, job_id, lambda: self.db.clock(cur))
+            if kind == "batch":
+                # the batch row, then its queued members: the lock order of every batch change
+                return control.cancel_batch(self.dialect, cur, target, self.db.clock(cur))
+            return control.cancel(self.dialect, cur, target, lambda: self.db.clock(cur))
 
     def pause_queue(self, *, queue: str, paused: bool) -> None:
         with self.db.transaction() as cur:

@@ -19,7 +19,7 @@ from dataclasses import replace
 from typing import Any, cast
 
 from tenure.errors import ConfigError, TenureError
-from tenure.stores.base import BatchRecord, NewBatch, NewJob
+from tenure.stores.base import BatchRecord, CancelResult, NewBatch, NewJob
 from tenure.stores.redis.client import RedisClient, optional
 from tenure.stores.redis.guards import keep_args, member_guards
 from tenure.stores.redis.records import PROGRESS_UNITS, batch_record
@@ -73,9 +73,12 @@ class RedisBatches(RedisClient):
             self._remember(job.id, job.queue)
         return [str(job_id) for job_id in added]
 
-    def cancel_batch(self, batch_id: str) -> bool:
+    def _cancel_batch(self, batch_id: str) -> CancelResult:
         home = self._batch_home(batch_id)
-        return home is not None and bool(self._run(self._qcall("cancel_batch", home, batch_id)))
+        if home is not None and self._run(self._qcall("cancel_batch", home, batch_id)):
+            return CancelResult(accepted=True, state="cancelled")
+        record = self.get_batch(batch_id)
+        return CancelResult(accepted=False, state=record.state if record else "missing")
 
     def get_batch(self, batch_id: str) -> BatchRecord | None:
         home = self._batch_home(batch_id)

@@ -97,6 +97,7 @@ from tenure.stores.base import (
     Swept,
     WorkerRef,
     batch_target,
+    cancel_target,
     describe_crash,
 )
 from tenure.stores.redis.batches import RedisBatches
@@ -298,7 +299,10 @@ class RedisStore(RedisBatches, RedisGuards, RedisPeriodic, RedisWorkers, RedisOp
             restart_requested_at=to_opt_float(restart),
         )
 
-    def cancel(self, job_id: str) -> CancelResult:
+    def cancel(self, job_id: str | None = None, *, batch_id: str | None = None) -> CancelResult:
+        kind, job_id = cancel_target(job_id, batch_id)
+        if kind == "batch":
+            return self._cancel_batch(job_id)
         queue = self._locate(job_id)
         if queue is None:
             return CancelResult(accepted=False, state="missing")

@@ -56,6 +56,13 @@ def cancel(d: Dialect, cur: Cursor, job_id: str, clock: Callable[[], float]) -> 
     return CancelResult(accepted=False, state=state)
 
 
+def cancel_batch(d: Dialect, cur: Cursor, batch_id: str, now: float) -> CancelResult:
+    if batches.cancel(d, cur, batch_id, now):
+        return CancelResult(accepted=True, state="cancelled")
+    record = batches.read(d, cur, batch_id)
+    return CancelResult(accepted=False, state=record.state if record else "missing")
+
+
 def pause(d: Dialect, cur: Cursor, queue: str, paused: bool, now: float) -> None:
     if paused:
         cur.execute(

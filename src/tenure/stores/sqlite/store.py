@@ -30,6 +30,7 @@ from tenure.stores.base import (
     Swept,
     WorkerRef,
     batch_target,
+    cancel_target,
     describe_crash,
 )
 from tenure.stores.sql import batches, control, endings, periodic, retention
@@ -383,9 +384,12 @@ class SQLiteStore(SQLiteOperations):
         ).fetchone()
         return row is not None
 
-    def cancel(self, job_id: str) -> CancelResult:
+    def cancel(self, job_id: str | None = None, *, batch_id: str | None = None) -> CancelResult:
+        kind, target = cancel_target(job_id, batch_id)
         with self._write() as (conn, now):
-            return control.cancel(SQLITE, conn, job_id, lambda: now)
+            if kind == "batch":
+                return control.cancel_batch(SQLITE, conn, target, now)
+            return control.cancel(SQLITE, conn, target, lambda: now)
 
     def pause_queue(self, *, queue: str, paused: bool) -> None:
         with self._write() as (conn, now):
@@ -499,10 +503,6 @@ class SQLiteStore(SQLiteOperations):
         return watch
 
     # -- batches -----------------------------------------------------------------------
-    def cancel_batch(self, batch_id: str) -> bool:
-        with self._write() as (conn, now):
-            return batches.cancel(SQLITE, conn, batch_id, now)
-
     def get_batch(self, batch_id: str) -> BatchRecord | None:
         with self._read() as conn:
             return batches.read(SQLITE, conn, batch_id)
