@@ -222,3 +222,15 @@ def test_a_job_kept_forever_is_never_pruned(store: Store) -> None:
     wait_until(lambda: store.now() > t0 + 0.01, what="the store clock to move")
     assert store.sweep().pruned.jobs == 0
     assert job(store, forever.id).state == "succeeded"
+
+
+def test_a_cancelled_job_is_kept_as_long_as_a_failed_one(store: Store) -> None:
+    cancelled_old = kept(Keep(succeeded=3600.0, failed=0.0))
+    cancelled_young = kept(Keep(succeeded=0.0, failed=3600.0))
+    enqueue(store, cancelled_old, cancelled_young)
+    store.cancel(cancelled_old.id)
+    store.cancel(cancelled_young.id)
+    sweep_until(
+        store, lambda: store.get_job(cancelled_old.id) is None, what="the cancelled job to go"
+    )
+    assert job(store, cancelled_young.id).state == "cancelled"
