@@ -63,13 +63,23 @@ def make_worker(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Cal
     app: App = importlib.import_module(name).app
     app.store.migrate()
     made: list[Worker] = []
+    done = threading.Event()
+
+    def beat(worker: Worker) -> None:
+        # The worker is not started, so its lease guard does not write the pulse; without
+        # it a child that took over 0.3 s to start (a loaded machine) would think its
+        # supervisor gone and hand every end back instead of recording it.
+        while not done.wait(0.05):
+            worker.pulse.beat()
 
     def make(**options: object) -> Worker:
         worker = Worker(app, WorkerOptions(app_spec=f"{name}:app", **options))  # type: ignore[arg-type]
         made.append(worker)
+        threading.Thread(target=beat, args=(worker,), daemon=True).start()
         return worker
 
     yield make
+    done.set()
     for worker in made:
         for slot in worker.slots:
             slot._discard_child()
