@@ -123,6 +123,7 @@ class App:
         transactional: bool = ...,
         keep_succeeded: retention.KeepSetting = ...,
         keep_failed: retention.KeepSetting = ...,
+        priority: int = ...,
     ) -> Callable[[F], Job]: ...
 
     def job(self, fn: F | None = None, **settings: Any) -> Job | Callable[[F], Job]:
@@ -162,6 +163,7 @@ class App:
             guards=guard_spec,
         )
         job.transactional, job.keep = options.transactional, keep
+        job.priority = options.priority
         self.jobs[job_name] = job
         return job
 
@@ -255,6 +257,7 @@ class App:
             batch_id=batch_id,
             guards=job.guards.for_call(job.name, tuple(sig.args), dict(sig.kwargs)),
             keep=sig.keep.over(job.keep.over(self.keep)),
+            priority=job.priority if sig.priority is None else sig.priority,
         )
 
     def _dispatch_policy(self, job: Job) -> Policy:

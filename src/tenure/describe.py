@@ -44,6 +44,8 @@ def describe_job(job: JobRecord) -> list[str]:
         f"  dispatched {clock_text(job.created_at)}; tries used {job.tries_used} of {tries}; "
         f"timeout {job.policy.timeout:g} s"
     )
+    if job.priority:
+        lines.append(f"  priority {job.priority} (lower runs first in queue {job.queue})")
     if job.state == "scheduled":
         lines.append(f"  next run at {clock_text(job.run_at)}")
     for attempt in job.attempts:

@@ -12,6 +12,7 @@ from tenure import waiting
 from tenure.guards import NO_SPEC, GuardSpec
 from tenure.retention import APP_DEFAULT, KeepOverride, KeepSetting, override_of
 from tenure.retry import Policy
+from tenure.settings import check_priority
 
 if TYPE_CHECKING:
     from tenure.stores.base import Store
@@ -29,6 +30,7 @@ class Sig:
     queue: str | None = None
     delay: float = 0.0
     keep: KeepOverride = NO_OVERRIDE  # this dispatch's retention, over the job's
+    priority: int | None = None  # None: the job's own (`@app.job(priority=...)`)
 
 
 class JobsApp(Protocol):
@@ -71,6 +73,7 @@ class DispatchOptions:
     queue: str | None = None
     conn: Any = None  # the application's own DB connection: enqueue inside its transaction
     keep: KeepOverride = NO_OVERRIDE
+    priority: int | None = None
 
 
 class Job:
@@ -96,6 +99,7 @@ class Job:
         self.retry_until = retry_until
         self.encrypted = encrypted
         self.guards = guards
+        self.priority = 0  # lower runs first within a queue (`@app.job(priority=...)`)
         self.transactional = False  # ctx.transaction() commits with the completion
         self.keep = NO_OVERRIDE  # keep_succeeded= / keep_failed= over the App's retention
         self.is_async = inspect.iscoroutinefunction(fn)
@@ -131,13 +135,20 @@ class Job:
         conn: Any = None,
         keep_succeeded: KeepSetting = APP_DEFAULT,
         keep_failed: KeepSetting = APP_DEFAULT,
+        priority: int | None = None,
     ) -> BoundJob:
         """Options for one dispatch. `conn`: your own database connection (psycopg, or sqlite3
         on the same file), so the job is enqueued in your transaction: rolled back with it,
-        visible to workers only after your commit. `keep_*`: this run's retention."""
+        visible to workers only after your commit. `keep_*`: this run's retention.
+        `priority`: this dispatch's, instead of the job's (lower runs first in the queue)."""
         seconds = delay.total_seconds() if isinstance(delay, timedelta) else float(delay)
         keep = override_of(keep_succeeded, keep_failed)
-        return BoundJob(self, DispatchOptions(delay=seconds, queue=queue, conn=conn, keep=keep))
+        if priority is not None:
+            check_priority(priority)
+        chosen = DispatchOptions(
+            delay=seconds, queue=queue, conn=conn, keep=keep, priority=priority
+        )
+        return BoundJob(self, chosen)
 
     def dispatch(self, *args: Any, **kwargs: Any) -> JobHandle:
         return BoundJob(self, DispatchOptions()).dispatch(*args, **kwargs)
@@ -159,6 +170,7 @@ class BoundJob:
             queue=self.opts.queue,
             delay=self.opts.delay,
             keep=self.opts.keep,
+            priority=self.opts.priority,
         )
 
     def dispatch(self, *args: Any, **kwargs: Any) -> JobHandle:

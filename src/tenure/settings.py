@@ -55,6 +55,7 @@ class JobOptions:
     # retention once finished (tenure.retention): a timedelta, seconds, None (forever)
     keep_succeeded: KeepSetting = APP_DEFAULT
     keep_failed: KeepSetting = APP_DEFAULT  # failed and cancelled
+    priority: int = 0  # lower runs first within a queue; FIFO within a priority
 
     @classmethod
     def of(cls, settings: Mapping[str, Any]) -> JobOptions:
@@ -66,7 +67,9 @@ class JobOptions:
                 f"unknown setting {', '.join(map(repr, unknown))}; "
                 f"expected one of {', '.join(sorted(known))}"
             )
-        return cls(**settings)
+        options = cls(**settings)
+        check_priority(options.priority)
+        return options
 
     def policy(self) -> Policy:
         """The retry policy these settings give, validated (retry_until is fixed at dispatch)."""
@@ -103,6 +106,23 @@ class JobOptions:
             rate_limit=self.rate_limit,
             rate_key=self.rate_key,
         )
+
+
+def check_priority(priority: object) -> int:
+    """A job's priority: an int (lower runs first), as `@app.job` and `.options()` take it."""
+    if isinstance(priority, bool) or not isinstance(priority, int):
+        raise ConfigError(f"priority: expected an int (lower runs first), got {priority!r}")
+    if not -PRIORITY_LIMIT <= priority <= PRIORITY_LIMIT:
+        raise ConfigError(
+            f"priority: expected an int from {-PRIORITY_LIMIT:,} to {PRIORITY_LIMIT:,}, "
+            f"got {priority:,}"
+        )
+    return priority
+
+
+# Priorities are few in practice; bounded so that every store can hold them exactly (an
+# INTEGER column, a Redis key name) and a typo such as 10**12 is caught at definition.
+PRIORITY_LIMIT = 1_000_000
 
 
 # -- workers -------------------------------------------------------------------------------

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
+import tenure
 from tenure.errors import ConfigError
 from tenure.settings import WorkerOptions, worker_env_name
 
@@ -63,3 +65,24 @@ def test_the_worker_command_is_built_from_the_options(tmp_path: Path) -> None:
     )
     assert bad.returncode == 2
     assert "--concurrency: expected >= 1, got 0" in bad.stderr
+
+
+@pytest.mark.parametrize(
+    ("given", "words"),
+    [
+        ("high", "priority: expected an int (lower runs first), got 'high'"),
+        (1.5, "priority: expected an int (lower runs first), got 1.5"),
+        (True, "priority: expected an int (lower runs first), got True"),
+        (10**12, "priority: expected an int from -1,000,000 to 1,000,000, got 1,000,000,000,000"),
+    ],
+)
+def test_priority_is_validated_where_it_is_given(given: object, words: str) -> None:
+    app = tenure.App("sqlite:///unused.db")
+    with pytest.raises(tenure.ConfigError, match=re.escape(words)):
+        app.job(priority=given)(lambda: None)
+
+    @app.job
+    def plain() -> None: ...
+
+    with pytest.raises(tenure.ConfigError, match=re.escape(words)):
+        plain.options(priority=given)  # type: ignore[arg-type]

@@ -34,6 +34,7 @@ class NewJob:
     batch_id: str | None = None
     guards: Guards = NO_GUARDS
     keep: Keep = KEEP_FOREVER  # how long it is kept once finished (App: keep_succeeded=...)
+    priority: int = 0  # lower runs first within its queue; FIFO within a priority
 
 
 @dataclass(frozen=True)
@@ -110,6 +111,7 @@ class JobRecord:
     # the stored text of a succeeded job's JSON return value (sealed when encrypted); None
     # when it returned None, or has not succeeded
     result_text: str | None = None
+    priority: int = 0
 
     @property
     def result(self) -> Any:

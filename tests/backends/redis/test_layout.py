@@ -39,14 +39,28 @@ def test_first_use_records_the_layout_without_migrate(url: str, client: redis.Re
     store = RedisStore(url)
     try:
         store.enqueue_many([job()])
-        assert client.hget(f"{store.prefix}:{{g}}:meta", "layout") == "1"
+        assert client.hget(f"{store.prefix}:{{g}}:meta", "layout") == "2"
+    finally:
+        store.close()
+
+
+def test_layout_1_keys_are_taken_over_and_marked_2(url: str, client: redis.Redis) -> None:
+    """Layout 2 added priorities beside layout 1's keys, which read the same; marking the
+    keys 2 makes an older tenure (layout 1) stop rather than miss jobs of other priorities."""
+    store = RedisStore(url)
+    try:
+        meta = f"{store.prefix}:{{g}}:meta"
+        client.hset(meta, "layout", "1")
+        (stored,) = store.enqueue_many([job()])
+        assert client.hget(meta, "layout") == "2"
+        assert store.get_job(stored) is not None
     finally:
         store.close()
 
 
 @pytest.mark.parametrize(
     ("stored", "message"),
-    [("2", "use layout 2, newer than this tenure understands"), ("v1", "got 'v1'")],
+    [("3", "use layout 3, newer than this tenure understands"), ("v1", "got 'v1'")],
 )
 def test_keys_in_another_layout_are_refused_before_any_write(
     url: str, client: redis.Redis, stored: str, message: str

@@ -2,11 +2,12 @@
 success while claiming the next job in the same statement. `{s}` is the schema (Database.q).
 
 A claim is one statement: SKIP LOCKED passes over rows another worker is claiming, and a row
-claimed and committed meanwhile fails the re-checked `ready_queue` (NULL once a job is not
-queued), so no job is handed out twice. `ready_queue = X`, not `queue = X AND state =
-'queued'`: only the ready index answers it, so the plan cannot change with the statistics
-(migration 0010). The clock is read once per statement (`clock_timestamp()`, an InitPlan parameter
-usable as an index bound), not `now()`: inside a transaction now() is when it began.
+claimed and committed meanwhile fails the re-checked `priority_queue` (NULL once a job is not
+queued), so no job is handed out twice. `priority_queue = X`, not `queue = X AND state =
+'queued'`: only the priority index answers it, in (priority, run_at, seq) order, so the plan
+cannot change with the statistics (migrations 0010, 0011). The clock is read once per
+statement (`clock_timestamp()`, an InitPlan parameter usable as an index bound), not `now()`:
+inside a transaction now() is when it began.
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ NEXT_ATTEMPT = (
 )
 RETURNING = (
     " RETURNING j.id, j.name, j.queue, j.payload, j.policy, j.attempt, j.lease_expires_at,"
-    " j.batch_id, j.run_at, j.seq"
+    " j.batch_id, j.run_at, j.seq, j.priority"
 )
 _NOW = "(SELECT now FROM clock)"
 
@@ -36,11 +37,11 @@ def _claim_ctes(gate: str) -> str:
     whatever the planner believes: joined to `picked` instead, a prepared (generic) plan,
     not knowing %(limit)s, hash-joined the whole jobs table on every claim."""
     return (
-        " picked AS MATERIALIZED (SELECT id, run_at, seq,"
+        " picked AS MATERIALIZED (SELECT id, priority, run_at, seq,"
         " overlap_key IS NULL AND rate_key IS NULL AS free FROM {s}.tenure_jobs"
-        f" WHERE ready_queue = %(queue)s AND run_at <= {_NOW}"
+        f" WHERE priority_queue = %(queue)s AND run_at <= {_NOW}"
         f" AND id <> ALL(%(seen)s::text[]){not_paused('%(queue)s')}{gate}"
-        " ORDER BY run_at, seq LIMIT %(limit)s"
+        " ORDER BY priority, run_at, seq LIMIT %(limit)s"
         " FOR UPDATE SKIP LOCKED),"
         " claimed AS (UPDATE {s}.tenure_jobs j SET state = 'running',"
         f" attempt = {NEXT_ATTEMPT}, lease_expires_at = {_NOW} + %(lease)s,"
@@ -65,9 +66,9 @@ WOKEN = f"(SELECT count(pg_notify(%(channel)s, '{ENDED_PREFIX}' || job_id)) FROM
 # ids of the guarded ones among them, for `reserve` to judge apart.
 _CLAIM_RESULT = (
     " SELECT c.*, p.picked, p.guarded{extra} FROM (SELECT count(*) AS picked,"
-    " coalesce(array_agg(id ORDER BY run_at, seq) FILTER (WHERE NOT free),"
+    " coalesce(array_agg(id ORDER BY priority, run_at, seq) FILTER (WHERE NOT free),"
     " '{{}}') AS guarded FROM picked) p LEFT JOIN claimed c ON true"
-    " ORDER BY c.run_at, c.seq"
+    " ORDER BY c.priority, c.run_at, c.seq"
 )
 
 CLAIM = (

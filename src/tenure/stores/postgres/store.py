@@ -246,12 +246,13 @@ class PostgresStore(PostgresOperations):
                 self.db.q(
                     "SELECT j.id, j.overlap_key, j.overlap_delay, j.rate_key, j.rate_limit,"
                     " j.rate_window FROM {s}.tenure_jobs j WHERE j.id IN (SELECT id"
-                    " FROM {s}.tenure_jobs WHERE ready_queue = %(queue)s"
+                    " FROM {s}.tenure_jobs WHERE priority_queue = %(queue)s"
                     f" AND run_at <= {NOW} AND id <> ALL(%(seen)s::text[])"
                     + not_paused("%(queue)s")
-                    + " ORDER BY run_at, seq LIMIT %(window)s)"
+                    + " ORDER BY priority, run_at, seq LIMIT %(window)s)"
                     " AND (j.overlap_key IS NOT NULL OR j.rate_key IS NOT NULL)"
-                    " AND j.state = 'queued' ORDER BY j.run_at, j.seq FOR UPDATE OF j SKIP LOCKED"
+                    " AND j.state = 'queued' ORDER BY j.priority, j.run_at, j.seq"
+                    " FOR UPDATE OF j SKIP LOCKED"
                 ),
                 {"queue": queue, "seen": seen, "window": limit - len(out) + RESERVE_LOOKAHEAD},
             ).fetchall()

@@ -29,7 +29,11 @@ MIN_BLOCK_S = 0.01
 JOB_CACHE_MAX = 100_000
 # The key layout this code reads and writes, kept in PREFIX:{g}:meta `layout`; a layout change
 # bumps it, so that an older tenure meeting newer keys stops instead of misreading them.
-LAYOUT_VERSION = 1
+# 2: priorities (queued:pN zsets beside `queued`, which keeps priority 0): an older tenure
+# would never see a job of another priority. Layout 1 keys read the same, so they are taken
+# over in place (UPGRADABLE_LAYOUTS) and marked 2.
+LAYOUT_VERSION = 2
+UPGRADABLE_LAYOUTS = ("1",)
 
 Call = tuple[Script, list[str], list[Any]]
 
@@ -180,6 +184,9 @@ class RedisClient:
                 f"the keys under prefix {self.prefix!r}: {meta} field layout expected a "
                 f"number, got {found!r}; they were edited by hand or are not tenure's"
             )
+        if found in UPGRADABLE_LAYOUTS:
+            self._redis.hset(meta, "layout", LAYOUT_VERSION)
+            found = str(LAYOUT_VERSION)
         if int(found) > LAYOUT_VERSION:
             raise ConfigError(
                 f"the keys under prefix {self.prefix!r} use layout {found}, newer than this "

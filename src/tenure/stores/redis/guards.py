@@ -115,6 +115,7 @@ def enqueue_args(job: NewJob) -> list[Any]:
         str(int(g.rate_limit or 0)),
         repr(float(g.rate_window or 0.0)),
         *keep_args(job.keep),
+        str(int(job.priority)),
     ]
 
 
@@ -140,6 +141,8 @@ def member_guards(job: NewJob) -> str:
             rate_limit=str(int(g.rate_limit)),
             rate_window=repr(float(g.rate_window)),
         )
+    if job.priority:
+        fields["priority"] = str(int(job.priority))
     return json.dumps(fields) if fields else ""
 
 

@@ -73,6 +73,7 @@ def job_record(
         batch_id=fields.get("batch_id"),
         attempts=attempts,
         result_text=fields.get("result"),
+        priority=to_int(fields.get("priority")),
     )
 
 

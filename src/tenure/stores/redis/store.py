@@ -37,14 +37,17 @@ touches one slot only:
     PREFIX:{q:QUEUE}:job:ID       hash   the job (state stored as queued|running|succeeded|...;
                                          field `result`: its stored result, deleted with it)
     PREFIX:{q:QUEUE}:att:ID       hash   its attempts, fields "N.worker_id", "N.outcome", ...
-    PREFIX:{q:QUEUE}:queued       zset   queued jobs by run_at ("scheduled" = run_at in future)
+    PREFIX:{q:QUEUE}:queued       zset   queued jobs of priority 0 by run_at ("scheduled" = run_at
+                                         in future), members "SEQ:ID" (FIFO at one run_at)
+    PREFIX:{q:QUEUE}:queued:pN    zset   the same for priority N (N != 0; field `priority`)
+    PREFIX:{q:QUEUE}:priorities   zset   the N that may have jobs, by N: reserve walks lowest first
     PREFIX:{q:QUEUE}:running      zset   running jobs by lease expiry: rescue is a range query
     PREFIX:{q:QUEUE}:idx:STATE    zset   job ids by sequence, for list_jobs newest first
     PREFIX:{q:QUEUE}:all          zset   every job id by sequence
     PREFIX:{q:QUEUE}:seq          string the queue's sequence counter
     PREFIX:{q:QUEUE}:notify       list   wake-up tokens idle workers BLPOP
     PREFIX:{q:QUEUE}:waiter:ID    string someone waits for job ID's end (JobHandle.wait; TTL)
-    PREFIX:{q:QUEUE}:ended:ID     list   the token its end leaves for that waiter (TTL 60 s)
+    PREFIX:{q:QUEUE}:woken:ID     list   the token its end leaves for that waiter (TTL 60 s)
     PREFIX:{q:QUEUE}:uniq:KEY, :overlap, :rate:KEY, :once:ID   guards (see guards.py)
     PREFIX:{q:QUEUE}:periodic     hash   periodic jobs whose runs go to QUEUE (periodic.py)
     PREFIX:{g}:queues             set    every queue name ever used
@@ -526,7 +529,7 @@ class RedisStore(RedisBatches, RedisGuards, RedisPeriodic, RedisWorkers, RedisOp
 
     def _wait_for_ends(self, job_ids: Sequence[str], wait: float) -> None:
         """A waiter is a key `waiter:ID` beside the job (under its queue's hash tag); the
-        script that ends the job turns it into a token on `ended:ID` (prelude.lua's
+        script that ends the job turns it into a token on `woken:ID` (prelude.lua's
         wake_waiters), popped here. A waiter new on this call returns at once, for the caller
         to read the job again: an end before the key existed woke nobody."""
         located = self._locate_many(job_ids)
@@ -539,7 +542,7 @@ class RedisStore(RedisBatches, RedisGuards, RedisPeriodic, RedisWorkers, RedisOp
             pipe.set(f"{self._base(queue)}:waiter:{job_id}", "1", ex=int(wait) + 60, get=True)
         if any(previous is None for previous in pipe.execute()):
             return
-        keys = [f"{self._base(q)}:ended:{job_id}" for job_id, q in located.items()]
+        keys = [f"{self._base(q)}:woken:{job_id}" for job_id, q in located.items()]
         self._wait_for_token(keys, max(wait, MIN_BLOCK_S))
 
 

@@ -43,6 +43,7 @@ def cancel(d: Dialect, cur: Cursor, job_id: str, clock: Callable[[], float]) -> 
         )
         if row["batch_id"] is not None:
             batches.member_ended(d, cur, row["batch_id"], "cancelled", now)
+        d.job_ended(cur, job_id)  # JobHandle.wait raises JobCancelled at once
         return CancelResult(accepted=True, state="cancelled")
     if state == "running":  # its worker hears of it at its next heartbeat
         cur.execute(

@@ -130,6 +130,7 @@ def apply_decision(
         )
         if batch_id is not None:
             batches.member_ended(d, cur, batch_id, "cancelled", now)
+        d.job_ended(cur, job["id"])
         return EndResult(True, "cancelled", decision.reason)
     if decision.retry and batch_id is not None and batches.stops_new_work(d, cur, batch_id):
         # Its batch was cancelled or has failed: the retry would be wasted work.

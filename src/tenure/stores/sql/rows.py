@@ -52,4 +52,5 @@ def job_record(
         attempts=attempts,
         effects=effects or [],
         result_text=row["result"],
+        priority=row["priority"],
     )

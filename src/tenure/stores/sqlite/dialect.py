@@ -58,7 +58,7 @@ def insert_jobs(
     conn.executemany(
         f"{verb} INTO tenure_jobs (id, name, queue, payload, state, policy, created_at, run_at,"
         " batch_id, overlap_key, overlap_delay, rate_key, rate_limit, rate_window, keep_succeeded,"
-        " keep_failed) VALUES (?, ?, ?, ?, 'queued', ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        " keep_failed, priority) VALUES (?, ?, ?, ?, 'queued', ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
         [
             (
                 j.id,
@@ -76,6 +76,7 @@ def insert_jobs(
                 j.guards.rate_window,
                 j.keep.succeeded,
                 j.keep.failed,
+                j.priority,
             )
             for j in jobs
         ],

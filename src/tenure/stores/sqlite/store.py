@@ -206,11 +206,15 @@ class SQLiteStore(SQLiteOperations):
 
     @staticmethod
     def _ready(conn: sqlite3.Connection, queue: str, now: float, limit: int) -> list[Any]:
+        # INDEXED BY: left to itself the planner takes tenure_jobs_ready for the run_at range
+        # and sorts every ready job of the queue by priority (a temp B-tree: 20 ms per call at
+        # 50,000 queued); the head of (queue, state, priority, run_at, rowid) is the answer.
         return conn.execute(
             "SELECT id, overlap_key, overlap_delay, rate_key, rate_limit, rate_window"
-            " FROM tenure_jobs WHERE queue = ? AND state = 'queued' AND run_at <= ?"
+            " FROM tenure_jobs INDEXED BY tenure_jobs_ready_by_priority"
+            " WHERE queue = ? AND state = 'queued' AND run_at <= ?"
             + NOT_PAUSED
-            + " ORDER BY run_at, rowid LIMIT ?",
+            + " ORDER BY priority, run_at, rowid LIMIT ?",
             (queue, now, queue, limit),
         ).fetchall()
 

@@ -54,7 +54,8 @@ local function notify_at(qbase, n)
 end
 
 -- Enqueue one job into any queue, given that queue's key base; 0 if its id is already there.
-local function enqueue_at(qbase, qname, id, name, payload, policy, delay, now_s, now, keep)
+local function enqueue_at(qbase, qname, id, name, payload, policy, delay, now_s, now, keep,
+    priority)
   local jk = qbase .. ':job:' .. id
   if redis.call('EXISTS', jk) == 1 then return 0 end
   local seq = redis.call('INCR', qbase .. ':seq')
@@ -67,7 +68,9 @@ local function enqueue_at(qbase, qname, id, name, payload, policy, delay, now_s,
   local keep_s, keep_f = string.match(keep or '', '^(%S+) (%S+)$')
   if keep_s and optional(keep_s) then redis.call('HSET', jk, 'keep_s', optional(keep_s)) end
   if keep_f and optional(keep_f) then redis.call('HSET', jk, 'keep_f', optional(keep_f)) end
-  redis.call('ZADD', qbase .. ':queued', run_at, queued_member(seq, id))
+  priority = priority or 0
+  if priority ~= 0 then redis.call('HSET', jk, 'priority', priority) end
+  add_queued(qbase, priority, run_at, queued_member(seq, id))
   redis.call('ZADD', qbase .. ':all', seq, id)
   redis.call('ZADD', qbase .. ':idx:queued', seq, id)
   return 1
@@ -85,13 +88,13 @@ local function b_add_members(bbase, bid, c, first, now_s, now)
   local pruned_later = keep[1] or keep[2]
   for i = first, #ARGV, MEMBER_FIELDS do
     local qbase, id = ARGV[i], ARGV[i + 2]
+    local fields = {}
+    if ARGV[i + 7] ~= '' then fields = cjson.decode(ARGV[i + 7]) end
     if enqueue_at(qbase, ARGV[i + 1], id, ARGV[i + 3], ARGV[i + 4], ARGV[i + 5],
-        tonumber(ARGV[i + 6]) or 0, now_s, now) == 1 then
+        tonumber(ARGV[i + 6]) or 0, now_s, now, nil, tonumber(fields.priority) or 0) == 1 then
       redis.call('HSET', qbase .. ':job:' .. id, 'batch_id', bid, 'batch_base', bbase)
-      if ARGV[i + 7] ~= '' then
-        for field, value in pairs(cjson.decode(ARGV[i + 7])) do
-          redis.call('HSET', qbase .. ':job:' .. id, field, tostring(value))
-        end
+      for field, value in pairs(fields) do
+        redis.call('HSET', qbase .. ':job:' .. id, field, tostring(value))
       end
       redis.call('HSET', ok, id, qbase)
       if pruned_later then redis.call('HSET', members_key(bbase, bid), id, qbase) end
@@ -113,13 +116,13 @@ local function b_cancel_queued(bbase, bid, c, now_s)
     local id, qbase = open[i], open[i + 1]
     local f = {}
     if ours(qbase) then
-      f = redis.call('HMGET', qbase .. ':job:' .. id, 'state', 'seq', 'progress_u')
+      f = redis.call('HMGET', qbase .. ':job:' .. id, 'state', 'seq', 'progress_u', 'priority')
     end
     if f[1] == 'queued' or not f[1] then
       if f[1] then
         local seq = num(f[2])
         redis.call('HSET', qbase .. ':job:' .. id, 'state', 'cancelled', 'finished_at', now_s)
-        redis.call('ZREM', qbase .. ':queued', queued_member(seq, id))
+        redis.call('ZREM', queued_key(qbase, tonumber(f[4]) or 0), queued_member(seq, id))
         redis.call('ZREM', qbase .. ':idx:queued', id)
         redis.call('ZADD', qbase .. ':idx:cancelled', seq, id)
       end

@@ -57,6 +57,34 @@ end
 
 -- Every change of a job's state moves it between the state indexes here, and a job that
 -- reaches a final state is retired (or leaves ENDED when it comes back: a retry).
+-- A queue's queued jobs (ready and scheduled) are zsets by run_at, one per priority: `queued`
+-- holds priority 0 (the only one before priorities existed, so older keys read the same),
+-- `queued:pN` priority N, and `priorities` (score N) lists the other priorities that may hold
+-- jobs. Reservation walks them lowest first: each is still a range query by run_at.
+local function queued_key(qbase, priority)
+  if priority == 0 then return qbase .. ':queued' end
+  return qbase .. ':queued:p' .. priority
+end
+local function add_queued(qbase, priority, run_at, member)
+  redis.call('ZADD', queued_key(qbase, priority), run_at, member)
+  if priority ~= 0 then redis.call('ZADD', qbase .. ':priorities', priority, priority) end
+end
+local function job_priority(jk) return tonumber(redis.call('HGET', jk, 'priority')) or 0 end
+-- Every queued zset of the queue `qbase`, lowest priority first.
+local function queued_keys(qbase)
+  local out, zero_placed = {}, false
+  for _, p in ipairs(redis.call('ZRANGE', qbase .. ':priorities', 0, -1)) do
+    local n = tonumber(p) or 0
+    if n > 0 and not zero_placed then
+      out[#out + 1] = qbase .. ':queued'
+      zero_placed = true
+    end
+    if n ~= 0 then out[#out + 1] = queued_key(qbase, n) end
+  end
+  if not zero_placed then out[#out + 1] = qbase .. ':queued' end
+  return out
+end
+
 local function move_index(id, seq, from, to)
   if from and IDX[from] then redis.call('ZREM', IDX[from], id) end
   if to and IDX[to] then redis.call('ZADD', IDX[to], seq, id) end
@@ -74,15 +102,15 @@ local function notify(n)
 end
 
 -- Whoever waits for this job's end (JobHandle.wait sets `base:waiter:ID`, see
--- RedisStore.wait_for_work) is woken by a token on `base:ended:ID`, which it pops. A job
+-- RedisStore.wait_for_work) is woken by a token on `base:woken:ID`, which it pops. A job
 -- nobody waits for costs its end one EXISTS.
 local function wake_waiters(id)
   local waiter = base .. ':waiter:' .. id
   if redis.call('EXISTS', waiter) == 1 then
-    local ended = base .. ':ended:' .. id
+    local woken = base .. ':woken:' .. id
     redis.call('DEL', waiter)
-    redis.call('LPUSH', ended, '1')
-    redis.call('EXPIRE', ended, ENDED_TOKEN_TTL_S)
+    redis.call('LPUSH', woken, '1')
+    redis.call('EXPIRE', woken, ENDED_TOKEN_TTL_S)
   end
 end
 

@@ -35,7 +35,7 @@ if ARGV[8] == '1' then
   redis.call('HSET', jk, 'state', 'queued', 'run_at', run_at, 'tries_used', ARGV[10],
     'exceptions', ARGV[11], 'last_error', ARGV[12])
   redis.call('HDEL', jk, 'lease_expires_at', 'worker_id')
-  redis.call('ZADD', QUEUED, run_at, queued_member(seq, id))
+  add_queued(base, job_priority(jk), run_at, queued_member(seq, id))
   move_index(id, seq, 'running', 'queued')
   notify(1)
   return {'ok', 'queued', run_at, now_s}

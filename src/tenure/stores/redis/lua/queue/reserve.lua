@@ -9,55 +9,63 @@ local now_s, now = clock()
 local limit = tonumber(ARGV[3])
 local lease = tonumber(ARGV[4])
 local out = {}
-local seen, nseen, budget = {}, 0, limit + RESERVE_LOOKAHEAD
-while #out < limit and budget > 0 do
-  local members = redis.call('ZRANGEBYSCORE', QUEUED, '-inf', now_s, 'LIMIT', 0,
-    limit - #out + nseen)
-  local fresh = 0
-  for _, member in ipairs(members) do
-    if #out >= limit or budget <= 0 then break end
-    if not seen[member] then
-      fresh = fresh + 1
-      budget = budget - 1
-      redis.call('ZREM', QUEUED, member)
-      local id = string.match(member, '^%d+:(.*)$')
-      local f = {}
-      if id then
-        f = redis.call('HMGET', job_key(id), 'state', 'attempt', 'seq', 'name', 'payload',
-          'policy', 'batch_id', 'overlap_key', 'overlap_delay', 'rate_key', 'rate_limit',
-          'rate_window')
-      end
-      -- A member whose job is gone or not queued is a leftover (a damaged or hand-edited
-      -- record); dropping it keeps one bad entry from blocking the queue.
-      if f[1] == 'queued' then
-        local n = num(f[2]) + 1
-        local g = {overlap_key = f[8], overlap_delay = f[9], rate_key = f[10],
-          rate_limit = f[11], rate_window = f[12]}
-        local run_at, reason = guard_deferral(id, n, g, now)
-        local ak = att_key(id)
-        redis.call('HSET', ak, n .. '.worker_id', ARGV[5], n .. '.host', ARGV[6],
-          n .. '.pid', ARGV[7], n .. '.started_at', now_s)
-        if run_at then
-          local at = fmt(run_at)
-          redis.call('HSET', job_key(id), 'attempt', n, 'run_at', at)
-          redis.call('ZADD', QUEUED, at, member)
-          redis.call('HSET', ak, n .. '.ended_at', now_s, n .. '.outcome', 'deferred',
-            n .. '.error', reason .. string.format('; deferred %.1f s', math.max(run_at - now, 0)))
-          seen[member] = true
-          nseen = nseen + 1
-        else
-          if g.overlap_key then redis.call('HSET', OVERLAP, g.overlap_key, id) end
-          local expires = fmt(now + lease)
-          redis.call('HSET', job_key(id), 'state', 'running', 'attempt', n,
-            'lease_expires_at', expires, 'worker_id', ARGV[5])
-          redis.call('ZADD', RUNNING, expires, id)
-          move_index(id, num(f[3]), 'queued', 'running')
-          redis.call('HSET', ak, n .. '.last_heartbeat_at', now_s)
-          out[#out + 1] = {id, f[4] or '', f[5] or '', f[6] or '', tostring(n), expires, f[7]}
+local budget = limit + RESERVE_LOOKAHEAD
+-- Lowest priority first (prelude.lua's queued_keys); within one, by run_at then sequence.
+for _, queued in ipairs(queued_keys(base)) do
+  if #out >= limit or budget <= 0 then break end
+  local seen, nseen = {}, 0
+  while #out < limit and budget > 0 do
+    local members = redis.call('ZRANGEBYSCORE', queued, '-inf', now_s, 'LIMIT', 0,
+      limit - #out + nseen)
+    local fresh = 0
+    for _, member in ipairs(members) do
+      if #out >= limit or budget <= 0 then break end
+      if not seen[member] then
+        fresh = fresh + 1
+        budget = budget - 1
+        redis.call('ZREM', queued, member)
+        local id = string.match(member, '^%d+:(.*)$')
+        local f = {}
+        if id then
+          f = redis.call('HMGET', job_key(id), 'state', 'attempt', 'seq', 'name', 'payload',
+            'policy', 'batch_id', 'overlap_key', 'overlap_delay', 'rate_key', 'rate_limit',
+            'rate_window')
+        end
+        -- A member whose job is gone or not queued is a leftover (a damaged or hand-edited
+        -- record); dropping it keeps one bad entry from blocking the queue.
+        if f[1] == 'queued' then
+          local n = num(f[2]) + 1
+          local g = {overlap_key = f[8], overlap_delay = f[9], rate_key = f[10],
+            rate_limit = f[11], rate_window = f[12]}
+          local run_at, reason = guard_deferral(id, n, g, now)
+          local ak = att_key(id)
+          redis.call('HSET', ak, n .. '.worker_id', ARGV[5], n .. '.host', ARGV[6],
+            n .. '.pid', ARGV[7], n .. '.started_at', now_s)
+          if run_at then
+            local at = fmt(run_at)
+            redis.call('HSET', job_key(id), 'attempt', n, 'run_at', at)
+            redis.call('ZADD', queued, at, member)
+            redis.call('HSET', ak, n .. '.ended_at', now_s, n .. '.outcome', 'deferred',
+              n .. '.error', reason .. string.format('; deferred %.1f s', math.max(run_at - now, 0)))
+            seen[member] = true
+            nseen = nseen + 1
+          else
+            if g.overlap_key then redis.call('HSET', OVERLAP, g.overlap_key, id) end
+            local expires = fmt(now + lease)
+            redis.call('HSET', job_key(id), 'state', 'running', 'attempt', n,
+              'lease_expires_at', expires, 'worker_id', ARGV[5])
+            redis.call('ZADD', RUNNING, expires, id)
+            move_index(id, num(f[3]), 'queued', 'running')
+            redis.call('HSET', ak, n .. '.last_heartbeat_at', now_s)
+            out[#out + 1] = {id, f[4] or '', f[5] or '', f[6] or '', tostring(n), expires, f[7]}
+          end
         end
       end
     end
+    if fresh == 0 then break end
   end
-  if fresh == 0 then break end
+  if queued ~= QUEUED and redis.call('ZCARD', queued) == 0 then
+    redis.call('ZREM', base .. ':priorities', string.match(queued, ':p(-?%d+)$'))
+  end
 end
 return out

@@ -19,7 +19,7 @@ end
 local seq = num(f[2])
 redis.call('HSET', jk, 'state', 'queued', 'run_at', now_s, 'tries_used', 0, 'exceptions', 0)
 redis.call('HDEL', jk, 'finished_at')
-redis.call('ZADD', QUEUED, now_s, queued_member(seq, id))
+add_queued(base, job_priority(jk), now_s, queued_member(seq, id))
 move_index(id, seq, 'failed', 'queued')
 notify(1)
 return 1
