@@ -14,6 +14,7 @@ OUTCOME_WORDS = {
     "interrupted": "was interrupted",
     "lost_lease": "lost its lease",
     "deferred": "was deferred",
+    "cancelled": "was cancelled",
 }
 
 
@@ -54,6 +55,8 @@ def describe_job(job: JobRecord) -> list[str]:
         lines.append("  no attempt yet")
     if job.state == "failed" and job.last_error:
         lines.append(f"  failed: {job.last_error}")
+    if job.state == "cancelled" and job.finished_at is not None:
+        lines.append(f"  cancelled at {clock_text(job.finished_at)}; it will not run again")
     if job.result_text is not None:
         lines.append(f"  result: {result_text(job.result_text)}")
     runs = [a for a in job.attempts if a.outcome not in ("deferred",)]

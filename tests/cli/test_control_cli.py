@@ -51,6 +51,8 @@ def test_cancel_a_queued_job_then_again_then_an_unknown_one(
     assert done.returncode == 0, done.stderr
     assert "job j-queued cancelled: it will not run" in done.stdout
     assert store.get_job("j-queued").state == "cancelled"
+    shown = run_cli("jobs", "show", "j-queued", "--url", url, cwd=tmp_path)
+    assert "): cancelled" in shown.stdout and "it will not run again" in shown.stdout
     again = run_cli("jobs", "cancel", "j-queued", "--url", url, cwd=tmp_path)
     assert again.returncode == 1
     assert "was cancelled already" in again.stderr
