@@ -131,7 +131,7 @@ def plan(app: tenure.App) -> None:
         with psycopg.connect(app.url.split("?", 1)[0], autocommit=True) as conn:
             rows = conn.execute(
                 f'EXPLAIN (ANALYZE, COSTS OFF) SELECT j.run_at FROM "{NAME}".tenure_jobs j'
-                " WHERE j.state = 'queued' AND j.queue = 'default' ORDER BY j.run_at LIMIT 1"
+                " WHERE j.ready_queue = 'default' ORDER BY j.run_at LIMIT 1"
             ).fetchall()
         print("plan:\n  " + "\n  ".join(str(r[0]) for r in rows))
     else:
@@ -156,7 +156,7 @@ def lookup(app: tenure.App) -> Callable[[], Any] | None:
 
         pg = psycopg.connect(app.url.split("?", 1)[0], autocommit=True)
         sql = (
-            f"SELECT run_at FROM \"{NAME}\".tenure_jobs WHERE state = 'queued' AND queue = %s"
+            f'SELECT run_at FROM "{NAME}".tenure_jobs WHERE ready_queue = %s'
             " ORDER BY run_at LIMIT 1"
         )
         return lambda: [pg.execute(sql, (q,)).fetchone() for q in QUEUES]
