@@ -1,6 +1,7 @@
-"""JobHandle.wait with real workers on every backend: the result a worker's child (sync job)
-or its event loop (async job) stored with the success, the last error of a job that failed,
-and a timeout while no worker runs."""
+"""Issue 19 with real workers on every backend: JobHandle.wait returns the result a worker's
+child (sync job) or event loop (async job) stored with the success, raises with the last error
+of a job that failed, and times out while no worker runs; and a worker takes lower priorities
+first, FIFO within one."""
 
 from __future__ import annotations
 
@@ -46,3 +47,17 @@ def test_wait_returns_what_the_worker_stored(waiting_project: Project) -> None:
         failing.wait(timeout=60)
     assert failed.value.error is not None and "ValueError: member 3 is bad" in failed.value.error
     assert waiting_project.app.get_job(sync_handle.id).result == {"order": 7, "total": 70}
+
+
+def test_a_worker_runs_lower_priorities_first_and_fifo_within_one(
+    waiting_project: Project,
+) -> None:
+    member = waiting_project.jobs.member
+    plan = [(n, p) for n, p in enumerate([3, 0, -2, 3, 0, -2, 0])]
+    for n, priority in plan:
+        member.options(priority=priority).dispatch(n)
+    worker = waiting_project.worker("--concurrency", "1", "--burst")
+    assert worker.wait(timeout=60) == 0, worker.log()
+    ran = [event for _, _, _, event, _ in waiting_project.ledger.lines()]
+    expected = [f"member:{n}" for n, _ in sorted(plan, key=lambda np: (np[1], np[0]))]
+    assert ran == expected
