@@ -63,3 +63,16 @@ def sleep_for(seconds: float) -> None:
     note("start")
     time.sleep(seconds)
     note("end")
+
+
+@app.job(timeout=60, tries=3, backoff=0)
+async def async_until_cancelled() -> None:
+    """An async job: CancelledError at its await, with ctx.cancelled."""
+    import asyncio
+
+    note("start")
+    try:
+        await asyncio.sleep(60)
+    except asyncio.CancelledError:
+        note(f"cancelled:{tenure.current().cancelled}")
+        raise

@@ -102,3 +102,15 @@ def test_pause_stops_reservation_at_once_and_resume_restarts_it(project: Project
     project.app.resume_queue("default")
     wait_until(state_is(project.app, held, "succeeded"), 60, "the resumed queue's job")
     assert time.monotonic() - resumed_at < 10
+
+
+def test_an_async_job_cancelled_gets_cancellederror_and_is_not_retried(project: Project) -> None:
+    project.worker("--lease", LEASE)
+    job_id = project.jobs.async_until_cancelled.dispatch().id
+    wait_until(lambda: started(project, job_id), 60, "the job to start")
+    assert project.app.cancel(job_id).state == "stopping"
+    wait_until(state_is(project.app, job_id, "cancelled"), 30, "the job to be cancelled")
+    wait_until(lambda: project.ledger.events(job_id, "cancelled:True"), 30, "its cleanup")
+    info = project.app.get_job(job_id)
+    assert [a.outcome for a in info.attempts] == ["cancelled"]
+    assert info.tries_used == 0
