@@ -18,6 +18,17 @@ It prints the plan of the oldest-ready lookup (SQLite: EXPLAIN QUERY PLAN; Postg
 ANALYZE): an index lookup, not a scan. Then it times `queue_counts()` whole (median and p95 of
 --rounds calls) and, for scale, the same store's full count of queued jobs per queue by a scan
 where the backend has one. The store is dropped afterwards unless --keep.
+
+Measured at 1,000,000 jobs on the shared 2-core development machine (load from other work;
+figures are medians of 20 calls, three queues, one paused):
+
+- SQLite: the oldest-ready lookups 0.02 ms for the three queues (SEARCH ... USING COVERING
+  INDEX tenure_jobs_ready); `queue_counts()` whole 139 ms, nearly all of it the existing
+  count per queue and state (a scan of that covering index, see SQLiteOperations); the
+  oldest ready job found by a scan instead: 585 ms.
+- PostgreSQL: the lookups 0.18 ms (Index Only Scan using tenure_jobs_ready, by ready_queue,
+  0.06 ms executed); `queue_counts()` whole 2.4 ms; a scan of the queued rows: 271 ms.
+- Redis (every job queued, 340,000 in the largest zset): `queue_counts()` whole 0.68 ms.
 """
 
 from __future__ import annotations
