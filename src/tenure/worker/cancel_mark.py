@@ -10,10 +10,9 @@ nobody cancelled.
 from __future__ import annotations
 
 import hashlib
-import mmap
-import os
 import struct
-import tempfile
+
+from tenure.worker.shared_page import SharedPage
 
 LAYOUT = "q8s"  # token, then the first 8 bytes of blake2b(job id)
 SIZE = struct.calcsize(LAYOUT)
@@ -24,25 +23,26 @@ def _digest(job_id: str) -> bytes:
 
 
 class CancelMark:
-    def __init__(self, fd: int) -> None:
-        self.fd = fd
-        self._map = mmap.mmap(fd, SIZE)
+    def __init__(self, page: SharedPage) -> None:
+        self._page = page
+        self.fd = page.fd
 
     @classmethod
     def create(cls) -> CancelMark:
-        """A new page, unlinked at once (its descriptor is all the child gets)."""
-        fd, path = tempfile.mkstemp(prefix="tenure-cancel-")
-        os.unlink(path)
-        os.ftruncate(fd, SIZE)
-        return cls(fd)
+        """The supervisor's side, for one child."""
+        return cls(SharedPage.create(SIZE))
+
+    @classmethod
+    def attach(cls, fd: int) -> CancelMark:
+        """The child's side, from the descriptor it was given."""
+        return cls(SharedPage(fd, SIZE))
 
     def mark(self, job_id: str, token: int) -> None:
-        struct.pack_into(LAYOUT, self._map, 0, token, _digest(job_id))
+        struct.pack_into(LAYOUT, self._page.map, 0, token, _digest(job_id))
 
     def names(self, job_id: str, token: int) -> bool:
-        marked_token, digest = struct.unpack_from(LAYOUT, self._map, 0)
+        marked_token, digest = struct.unpack_from(LAYOUT, self._page.map, 0)
         return bool(marked_token == token and digest == _digest(job_id))
 
     def close(self) -> None:
-        self._map.close()
-        os.close(self.fd)
+        self._page.close()

@@ -101,8 +101,8 @@ class Child:
         self.queues: list[str] = config["queues"]
         self.memory_mb: float | None = config["memory_mb"]
         self.where = f"{config['app']} on worker {self.ref.id}"
-        self.pulse = Pulse(config["pulse_fd"])
-        _State.mark = CancelMark(config["cancel_fd"])
+        self.pulse = Pulse.attach(config["pulse_fd"])
+        _State.mark = CancelMark.attach(config["cancel_fd"])
         self.recorder = Recorder(
             self.app.store,
             self.ref,

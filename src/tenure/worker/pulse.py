@@ -9,11 +9,10 @@ a child did before children recorded their own ends, so that a late result is fe
 
 from __future__ import annotations
 
-import mmap
-import os
 import struct
-import tempfile
 import time
+
+from tenure.worker.shared_page import SharedPage
 
 SIZE = 8
 # A pulse older than this: the supervisor is not watching. Longer than any ordinary delay
@@ -22,28 +21,29 @@ STALE_S = 0.3
 
 
 class Pulse:
-    def __init__(self, fd: int) -> None:
-        self.fd = fd
-        self._map = mmap.mmap(fd, SIZE)
+    def __init__(self, page: SharedPage) -> None:
+        self._page = page
+        self.fd = page.fd
 
     @classmethod
     def create(cls) -> Pulse:
-        """A new page, unlinked at once (its descriptor is all the children get)."""
-        fd, path = tempfile.mkstemp(prefix="tenure-pulse-")
-        os.unlink(path)
-        os.ftruncate(fd, SIZE)
-        pulse = cls(fd)
+        """The supervisor's side, shared with every child."""
+        pulse = cls(SharedPage.create(SIZE))
         pulse.beat()
         return pulse
 
+    @classmethod
+    def attach(cls, fd: int) -> Pulse:
+        """A child's side, from the descriptor it was given."""
+        return cls(SharedPage(fd, SIZE))
+
     def beat(self) -> None:
-        struct.pack_into("d", self._map, 0, time.monotonic())
+        struct.pack_into("d", self._page.map, 0, time.monotonic())
 
     def fresh(self) -> bool:
         """The supervisor's guard ran within STALE_S (CLOCK_MONOTONIC is one per host)."""
-        (last,) = struct.unpack_from("d", self._map, 0)
+        (last,) = struct.unpack_from("d", self._page.map, 0)
         return bool(time.monotonic() - last < STALE_S)
 
     def close(self) -> None:
-        self._map.close()
-        os.close(self.fd)
+        self._page.close()
