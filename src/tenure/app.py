@@ -4,20 +4,19 @@ from __future__ import annotations
 
 import inspect
 import os
-import secrets
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any, TypeVar, overload
 
-from tenure import control, payload, retention, tracing
+from tenure import control, payload, retention, sending, tracing
 from tenure.control import Cancellation, QueueWait
 from tenure.coordinator import COORDINATOR, coordinator, plan_over_ids
 from tenure.errors import ConfigError, JobNotFound, UnknownJob
 from tenure.guards import KeyFunction
 from tenure.job import Job, JobHandle, Sig
 from tenure.periodic import PeriodicJob, PeriodicStatus, check_catch_up, run_id, status
-from tenure.retry import Backoff, Policy
+from tenure.retry import Backoff
 from tenure.schedule import Schedule
 from tenure.settings import URL_ENV, JobOptions
 from tenure.states import JOB_STATES
@@ -25,8 +24,6 @@ from tenure.stores import Store, open_store, store_class
 from tenure.stores.base import (
     BatchRecord,
     JobRecord,
-    NewBatch,
-    NewJob,
     PeriodicClaim,
     QueueCounts,
     WorkerRecord,
@@ -219,7 +216,7 @@ class App:
         """Enqueue signatures in one round trip; nothing is stored if any of them is invalid.
         With `conn`, inside the application's own transaction (see Job.options)."""
         with tracing.dispatching([s.name for s in sigs]) as traced:
-            new = [self._new_job(sig, trace=traced.carrier) for sig in sigs]
+            new = [sending.new_job(self, sig, trace=traced.carrier) for sig in sigs]
             traced.sent([(n.id, n.name, n.queue) for n in new])
             ids = self.store.enqueue_many(new, conn=conn) if new else []
         if self.after_dispatch is not None and conn is None:
@@ -229,54 +226,12 @@ class App:
             for n, stored in zip(new, ids, strict=True)
         ]
 
-    def _new_job(
-        self,
-        sig: Sig,
-        batch_id: str | None = None,
-        job_id: str | None = None,
-        *,
-        trace: dict[str, str] | None = None,
-    ) -> NewJob:
-        job = self.get_definition(sig.name)
-        job.check_call(sig.args, sig.kwargs)
-        text = payload.encode(
-            job.name,
-            tuple(sig.args),
-            dict(sig.kwargs),
-            max_bytes=self.max_payload_bytes,
-            encrypted=job.encrypted,
-            trace=trace,
-        )
-        return NewJob(
-            id=job_id or new_id(),
-            name=job.name,
-            queue=sig.queue or job.queue,
-            payload=text,
-            policy=self._dispatch_policy(job),
-            delay=sig.delay,
-            batch_id=batch_id,
-            guards=job.guards.for_call(job.name, tuple(sig.args), dict(sig.kwargs)),
-            keep=sig.keep.over(job.keep.over(self.keep)),
-            priority=job.priority if sig.priority is None else sig.priority,
-        )
-
-    def _dispatch_policy(self, job: Job) -> Policy:
-        deadline = job.retry_until
-        if deadline is None:
-            return job.policy
-        if isinstance(deadline, timedelta):
-            # measured from the first dispatch, on the store's clock like every schedule
-            until = self.store.now() + deadline.total_seconds()
-        else:
-            until = deadline.timestamp()
-        return Policy(**{**job.policy.__dict__, "retry_until": until})
-
     # -- periodic jobs -----------------------------------------------------------------
     def claim_periodic(self, name: str, due: float, *, run: bool) -> PeriodicClaim:
         """Claim one due time of a periodic job in the store, dispatching its run with the
         claim when `run` (the workers call this; see tenure.periodic)."""
         periodic = self.periodic_jobs[name]
-        job = self._new_job(Sig(name), job_id=run_id(name, due)) if run else None
+        job = sending.new_job(self, Sig(name), job_id=run_id(name, due)) if run else None
         return self.store.claim_periodic(name=name, queue=periodic.queue, due=due, job=job)
 
     def periodic_last_dues(self) -> dict[str, float]:
@@ -315,35 +270,19 @@ class App:
         `conn`: your own database connection (psycopg, or sqlite3 on the store's file), so the
         batch, its members and its callbacks are created in your transaction: a rollback
         leaves none of them, and workers see them only after your commit (not on Redis)."""
-        if total is not None and total < len(sigs):
-            raise ConfigError(f"total: expected at least the {len(sigs)} jobs given, got {total}")
-        batch_id = new_id()
-        ids = first_ids(batch_id) if first_ids else [None] * len(sigs)
-        named = [s.name for s in (*sigs, then, catch, finally_) if s is not None]
-        with tracing.dispatching(named, batch_id=batch_id) as traced:
-            members = [
-                self._new_job(replace(s, queue=s.queue or queue), batch_id, i, trace=traced.carrier)
-                for s, i in zip(sigs, ids, strict=True)
-            ]
-            callbacks = [
-                self._new_job(c, trace=traced.carrier) if c is not None else None
-                for c in (then, catch, finally_)
-            ]
-            traced.sent([(m.id, m.name, m.queue) for m in members])
-            self.store.enqueue_many(
-                members,
-                batch=NewBatch(
-                    id=batch_id,
-                    name=name,
-                    total=total,
-                    allow_failures=allow_failures,
-                    then=callbacks[0],
-                    catch=callbacks[1],
-                    finally_=callbacks[2],
-                    keep=self.keep,
-                ),
-                conn=conn,
-            )
+        batch_id = sending.start_batch(
+            self,
+            sigs,
+            name=name,
+            then=then,
+            catch=catch,
+            finally_=finally_,
+            allow_failures=allow_failures,
+            queue=queue,
+            total=total,
+            first_ids=first_ids,
+            conn=conn,
+        )
         return BatchHandle(batch_id, self)
 
     def batch_over_ids(
@@ -378,14 +317,7 @@ class App:
         """Add members to a running batch; ids already present are skipped, so a re-run
         coordinator adds nothing twice. How many were added: 0 once the batch no longer takes
         work."""
-        chosen = list(ids) if ids is not None else [None] * len(sigs)
-        with tracing.dispatching([s.name for s in sigs], batch_id=batch_id) as traced:
-            members = [
-                self._new_job(s, batch_id, i, trace=traced.carrier)
-                for s, i in zip(sigs, chosen, strict=True)
-            ]
-            traced.sent([(m.id, m.name, m.queue) for m in members])
-            return len(self.store.enqueue_many(members, into_batch=batch_id))
+        return sending.add_members(self, batch_id, sigs, ids)
 
     def get_batch(self, batch_id: str) -> BatchInfo:
         record = self.find_batch(batch_id)
@@ -510,5 +442,4 @@ class App:
         return self.store.forget_job(job_id)
 
 
-def new_id() -> str:
-    return secrets.token_hex(8)
+new_id = sending.new_id  # where bench/ and older code import it from

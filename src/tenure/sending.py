@@ -1,0 +1,138 @@
+"""Signatures into stored jobs: each new job's id, payload, policy, guards, retention and
+priority, and the batches they are sent in. App's dispatch and batch calls are doors onto
+these; what they need of the App is the `Sender` below."""
+
+from __future__ import annotations
+
+import secrets
+from collections.abc import Callable, Sequence
+from dataclasses import replace
+from datetime import timedelta
+from typing import Any, Protocol
+
+from tenure import payload, tracing
+from tenure.errors import ConfigError
+from tenure.job import Job, Sig
+from tenure.retention import Keep
+from tenure.retry import Policy
+from tenure.stores import Store
+from tenure.stores.base import NewBatch, NewJob
+
+
+class Sender(Protocol):
+    max_payload_bytes: int
+    keep: Keep
+
+    @property
+    def store(self) -> Store: ...
+
+    def get_definition(self, name: str) -> Job: ...
+
+
+def new_id() -> str:
+    return secrets.token_hex(8)
+
+
+def new_job(
+    app: Sender,
+    sig: Sig,
+    batch_id: str | None = None,
+    job_id: str | None = None,
+    *,
+    trace: dict[str, str] | None = None,
+) -> NewJob:
+    """The job to store for `sig`: refused here (a wrong call, an argument JSON cannot hold)
+    rather than failing every try in a worker."""
+    job = app.get_definition(sig.name)
+    job.check_call(sig.args, sig.kwargs)
+    text = payload.encode(
+        job.name,
+        tuple(sig.args),
+        dict(sig.kwargs),
+        max_bytes=app.max_payload_bytes,
+        encrypted=job.encrypted,
+        trace=trace,
+    )
+    return NewJob(
+        id=job_id or new_id(),
+        name=job.name,
+        queue=sig.queue or job.queue,
+        payload=text,
+        policy=dispatch_policy(app, job),
+        delay=sig.delay,
+        batch_id=batch_id,
+        guards=job.guards.for_call(job.name, tuple(sig.args), dict(sig.kwargs)),
+        keep=sig.keep.over(job.keep.over(app.keep)),
+        priority=job.priority if sig.priority is None else sig.priority,
+    )
+
+
+def dispatch_policy(app: Sender, job: Job) -> Policy:
+    deadline = job.retry_until
+    if deadline is None:
+        return job.policy
+    if isinstance(deadline, timedelta):
+        # measured from the first dispatch, on the store's clock like every schedule
+        until = app.store.now() + deadline.total_seconds()
+    else:
+        until = deadline.timestamp()
+    return Policy(**{**job.policy.__dict__, "retry_until": until})
+
+
+def start_batch(
+    app: Sender,
+    sigs: Sequence[Sig],
+    *,
+    name: str,
+    then: Sig | None,
+    catch: Sig | None,
+    finally_: Sig | None,
+    allow_failures: bool,
+    queue: str | None,
+    total: int | None,
+    first_ids: Callable[[str], list[str]] | None,
+    conn: Any,
+) -> str:
+    """Store a batch, its members and its callbacks in one transaction; its id."""
+    if total is not None and total < len(sigs):
+        raise ConfigError(f"total: expected at least the {len(sigs)} jobs given, got {total}")
+    batch_id = new_id()
+    ids = first_ids(batch_id) if first_ids else [None] * len(sigs)
+    named = [s.name for s in (*sigs, then, catch, finally_) if s is not None]
+    with tracing.dispatching(named, batch_id=batch_id) as traced:
+        members = [
+            new_job(app, replace(s, queue=s.queue or queue), batch_id, i, trace=traced.carrier)
+            for s, i in zip(sigs, ids, strict=True)
+        ]
+        callbacks = [
+            new_job(app, c, trace=traced.carrier) if c is not None else None
+            for c in (then, catch, finally_)
+        ]
+        traced.sent([(m.id, m.name, m.queue) for m in members])
+        app.store.enqueue_many(
+            members,
+            batch=NewBatch(
+                id=batch_id,
+                name=name,
+                total=total,
+                allow_failures=allow_failures,
+                then=callbacks[0],
+                catch=callbacks[1],
+                finally_=callbacks[2],
+                keep=app.keep,
+            ),
+            conn=conn,
+        )
+    return batch_id
+
+
+def add_members(app: Sender, batch_id: str, sigs: Sequence[Sig], ids: Sequence[str] | None) -> int:
+    """Add members to a running batch; how many were added (ids present are skipped)."""
+    chosen = list(ids) if ids is not None else [None] * len(sigs)
+    with tracing.dispatching([s.name for s in sigs], batch_id=batch_id) as traced:
+        members = [
+            new_job(app, s, batch_id, i, trace=traced.carrier)
+            for s, i in zip(sigs, chosen, strict=True)
+        ]
+        traced.sent([(m.id, m.name, m.queue) for m in members])
+        return len(app.store.enqueue_many(members, into_batch=batch_id))
