@@ -28,22 +28,10 @@ def _busy(run: Run, worker: WorkerProcess) -> list[str]:
     ]
 
 
-def _busy_first(run: Run, live: list[WorkerProcess], wait_s: float) -> list[WorkerProcess]:
-    """The live workers running a job, waiting up to `wait_s` for one; else all of them. On a
-    loaded machine a replacement can take longer to start than the kill interval, and kills
-    that only ever land on starting workers interrupt no job and prove nothing."""
-    deadline = time.monotonic() + wait_s
-    while True:
-        busy = [w for w in live if w.alive() and _busy(run, w)]
-        if busy or time.monotonic() > deadline or run.stop_faults.wait(0.05):
-            return busy or live
-
-
 def kill_random(every_s: float, target: str = "worker", replace: bool = True) -> Fault:
-    """SIGKILL a random live worker, one running a job if any (`worker`: the supervisor, whose
-    children die with it by PDEATHSIG; `group`: supervisor and children at once; `child`: one
-    child process only) every `every_s` seconds; the 'process manager' starts a replacement
-    at once."""
+    """SIGKILL a random live worker (`worker`: the supervisor, whose children die with it by
+    PDEATHSIG; `group`: supervisor and children at once; `child`: one child process only)
+    every `every_s` seconds; the 'process manager' starts a replacement at once."""
 
     def fault(run: Run) -> None:
         while not run.stop_faults.wait(every_s):
@@ -51,7 +39,7 @@ def kill_random(every_s: float, target: str = "worker", replace: bool = True) ->
             if not live:
                 run.fill_pool()
                 continue
-            w = run.rng.choice(_busy_first(run, live, every_s))
+            w = run.rng.choice(live)
             children = w.children()
             if target == "child":
                 if not children:
