@@ -51,6 +51,9 @@ def test_periodic_list_shows_next_due_last_run_and_its_outcome(tmp_path: Path) -
     app = module.app
     schedule = app.periodic_jobs["hourly_report"].schedule
     latest = schedule.latest_due(time.time())
+    if latest % 86400 == 0:
+        # At a UTC midnight the daily job falls due too and would run beside the hourly one.
+        latest -= 3600
     ticker = PeriodicTicker(app)
     ticker.run_once(latest - 1)  # first seen: the due time before is recorded, not run
     ticker.run_once(latest + 1)  # the next one is dispatched
