@@ -50,15 +50,33 @@ def usable(backend: str, tmp_path: Path) -> None:
         skip_or_fail(f"{backend} store not usable through tenure.App: {why}")
 
 
+def storm_row(backend: str, scenario: str, tmp_path: Path) -> dict[str, Any]:
+    """The scenario's result row. A SIGKILL storm whose kills all landed on workers that held
+    no job (starting up, or idle between jobs under a light load) tested nothing; it runs
+    again with the next seed, at most twice more, before the test says so."""
+    params: dict[str, Any] = dict(PROFILES["ci"][scenario])
+    for seed in range(3):
+        try:
+            row = run_one(scenario, backend, params, seed=seed, keep=tmp_path).row()
+        except Unavailable as exc:
+            skip_or_fail(str(exc))
+        if not (scenario.startswith("kill") and missed_every_job(row)):
+            break
+    return row
+
+
+def missed_every_job(row: dict[str, Any]) -> bool:
+    """True for a clean run in which no kill cost a job its attempt; a run with any problem is
+    never run again (its row is what the test judges)."""
+    faults = ("lost", "unexplained_duplicates", "unmatched", "effects_twice")
+    clean = all(row[k] == 0 for k in faults) and not row["problems"]
+    return clean and row["explained_reruns"] == 0
+
+
 @pytest.mark.parametrize(("backend", "scenario"), CASES, ids=[f"{b}-{s}" for b, s in CASES])
 def test_scenario(backend: str, scenario: str, tmp_path: Path) -> None:
     usable(backend, tmp_path)
-    params: dict[str, Any] = dict(PROFILES["ci"][scenario])
-    try:
-        result = run_one(scenario, backend, params, keep=tmp_path)
-    except Unavailable as exc:
-        skip_or_fail(str(exc))
-    row = result.row()
+    row = storm_row(backend, scenario, tmp_path)
     detail = {k: row[k] for k in ("notes", "problems", "examples", "outcomes")}
     assert row["lost"] == 0, detail
     assert row["unexplained_duplicates"] == 0, detail
