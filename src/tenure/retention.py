@@ -113,6 +113,7 @@ class Pruned:
     effects: int = 0  # once() records
     batches: int = 0
     guards: int = 0  # unique keys, rate-limit starts and overlap entries no longer held
+    waiters: int = 0  # rows of waits for a job's end whose waiter is gone (PostgreSQL)
     more: bool = False  # a chunk was full: more may be due now
 
     def __add__(self, other: Pruned) -> Pruned:
@@ -122,6 +123,7 @@ class Pruned:
             effects=self.effects + other.effects,
             batches=self.batches + other.batches,
             guards=self.guards + other.guards,
+            waiters=self.waiters + other.waiters,
             more=other.more,
         )
 
@@ -132,6 +134,7 @@ class Pruned:
             "effects": self.effects,
             "batches": self.batches,
             "guards": self.guards,
+            "waiters": self.waiters,
         }
 
 

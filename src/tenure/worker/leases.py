@@ -158,7 +158,7 @@ class Sweeper:
             return
         if prune:
             self.next_prune = started + (0.0 if pruned.more else PRUNE_EVERY_S)
-            if pruned.jobs or pruned.batches or pruned.guards:
+            if any(pruned.kinds().values()):
                 kinds = ", ".join(f"{n} {kind}" for kind, n in pruned.kinds().items() if n)
                 log.info("retention: pruned %s", kinds)
 

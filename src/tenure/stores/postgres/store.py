@@ -24,6 +24,7 @@ guards (unique, overlap, rate, once) in `guards.py`; the application's transacti
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import replace
 from typing import Any, ClassVar
 
 from psycopg.rows import DictRow
@@ -45,7 +46,7 @@ from tenure.stores.base import (
     batch_target,
     describe_crash,
 )
-from tenure.stores.postgres import claims, guards
+from tenure.stores.postgres import claims, guards, waiters
 from tenure.stores.postgres.claims import NEXT_ATTEMPT, RETURNING
 from tenure.stores.postgres.database import Cursor
 from tenure.stores.postgres.dialect import lock_batches
@@ -410,13 +411,19 @@ class PostgresStore(PostgresOperations):
     ) -> Swept:
         if dry_run:
             with self.db.transaction() as cur:
-                return Swept(pruned=retention.count_due(self.dialect, cur, self.db.clock(cur)))
+                now = self.db.clock(cur)
+                due = retention.count_due(self.dialect, cur, now)
+                return Swept(pruned=replace(due, waiters=waiters.count_lapsed(self.db, cur, now)))
         rescued = self._rescue_expired() if rescue else []
         if not prune:
             return Swept(rescued=rescued)
         with self.db.transaction() as cur:
-            pruned = retention.prune(self.dialect, cur, self.db.clock(cur), limit)
-        return Swept(rescued=rescued, pruned=pruned)
+            now = self.db.clock(cur)
+            pruned = retention.prune(self.dialect, cur, now, limit)
+            gone = waiters.prune(self.db, cur, now, limit)
+        return Swept(
+            rescued=rescued, pruned=replace(pruned, waiters=gone, more=pruned.more or gone >= limit)
+        )
 
     def _rescue_expired(self) -> list[Rescued]:
         rescued: list[Rescued] = []
