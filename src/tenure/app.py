@@ -14,7 +14,7 @@ from tenure.control import Cancellation, QueueWait
 from tenure.coordinator import COORDINATOR, coordinator, plan_over_ids
 from tenure.errors import ConfigError, JobNotFound, UnknownJob
 from tenure.guards import KeyFunction
-from tenure.job import Job, JobHandle, Sig
+from tenure.job import ChainHandle, Job, JobHandle, Sig
 from tenure.periodic import PeriodicJob, PeriodicStatus, check_catch_up, run_id, status
 from tenure.retry import Backoff
 from tenure.schedule import Schedule
@@ -225,6 +225,28 @@ class App:
             JobHandle(stored, n.name, self, deduplicated=stored != n.id)
             for n, stored in zip(new, ids, strict=True)
         ]
+
+    def chain(
+        self,
+        sigs: Sequence[Sig],
+        *,
+        catch: Sig | None = None,
+        finally_: Sig | None = None,
+        pass_result: bool = False,
+        conn: Any = None,
+    ) -> ChainHandle:
+        """Run `sigs` one after another, each once the previous succeeded: the store queues
+        the next link in the transaction (script) that records the previous one's success. A
+        link that fails for good (or is cancelled) stops the chain: the later links end
+        `cancelled` and `catch` is queued, once; `finally_` is queued once however it ends.
+        `pass_result`: the previous link's result is passed as each next link's first
+        argument. `.wait()` returns the last link's result."""
+        chain_id, links = sending.start_chain(
+            self, sigs, catch=catch, finally_=finally_, pass_result=pass_result, conn=conn
+        )
+        if self.after_dispatch is not None and conn is None:
+            self.after_dispatch()
+        return ChainHandle(chain_id, tuple(JobHandle(i, n, self) for i, n in links), self)
 
     # -- periodic jobs -----------------------------------------------------------------
     def claim_periodic(self, name: str, due: float, *, run: bool) -> PeriodicClaim:

@@ -68,6 +68,29 @@ class JobHandle:
 
 
 @dataclass(frozen=True)
+class ChainHandle:
+    """`app.chain([...])`: the chain's id and its links' handles, in order."""
+
+    id: str
+    links: tuple[JobHandle, ...]
+    app: JobsApp = field(repr=False, compare=False)
+
+    @property
+    def last(self) -> JobHandle:
+        return self.links[-1]
+
+    def wait(self, timeout: float | None = None) -> Any:
+        """Block until the chain ends and return its last link's result. Raises
+        tenure.JobFailed / JobCancelled for the link that stopped the chain, TimeoutError
+        when it has not ended within `timeout` s (None: no limit)."""
+        return waiting.wait_chain(self.app, [h.id for h in self.links], timeout)
+
+    async def wait_async(self, timeout: float | None = None) -> Any:
+        """`wait` for asyncio code."""
+        return await waiting.wait_chain_async(self.app, [h.id for h in self.links], timeout)
+
+
+@dataclass(frozen=True)
 class DispatchOptions:
     delay: float = 0.0
     queue: str | None = None

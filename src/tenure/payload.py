@@ -1,8 +1,9 @@
 """Job payloads: JSON only (never pickle), size-limited, optionally encrypted.
 
 A payload is the text stored with the job: {"args": [...], "kwargs": {...}}, and, when the
-dispatch was traced, "trace": {"traceparent": ...} (tenure.tracing). Payloads stored without it
-(older rows, untraced dispatches) decode the same. Encrypted payloads are
+dispatch was traced, "trace": {"traceparent": ...} (tenure.tracing); a chain link that takes
+the previous link's result (pass_result=True) names that link in "passed_from". Payloads
+stored without them (older rows, untraced dispatches) decode the same. Encrypted payloads are
 {"encrypted": "aesgcm-v1", "data": "<base64 nonce+ciphertext>"}, with the key taken from
 $TENURE_ENCRYPTION_KEY (32 random bytes, url-safe base64).
 """
@@ -27,6 +28,8 @@ class Arguments:
     kwargs: dict[str, Any]
     # the W3C trace context of the dispatch (traceparent, tracestate); None when not traced
     trace: dict[str, str] | None = None
+    # a chain link with pass_result: the previous link, whose result is its first argument
+    passed_from: str | None = None
 
 
 def encode(
@@ -37,11 +40,14 @@ def encode(
     max_bytes: int = DEFAULT_MAX_PAYLOAD_BYTES,
     encrypted: bool = False,
     trace: dict[str, str] | None = None,
+    passed_from: str | None = None,
 ) -> str:
     """Encode arguments as JSON text, or raise PayloadError saying which argument is at fault."""
     envelope: dict[str, Any] = {"args": list(args), "kwargs": kwargs}
     if trace:
         envelope["trace"] = trace
+    if passed_from:
+        envelope["passed_from"] = passed_from
     try:
         text = json.dumps(envelope, separators=(",", ":"), allow_nan=False)
     except (TypeError, ValueError, RecursionError) as exc:
@@ -74,7 +80,13 @@ def decode(text: str) -> Arguments:
     kwargs = data.get("kwargs", {})
     if not isinstance(kwargs, dict):
         raise PayloadError(f"payload 'kwargs' is not an object: {text[:80]!r}")
-    return Arguments(tuple(data.get("args", [])), kwargs, _trace_carrier(data.get("trace")))
+    passed = data.get("passed_from")
+    return Arguments(
+        tuple(data.get("args", [])),
+        kwargs,
+        _trace_carrier(data.get("trace")),
+        passed if isinstance(passed, str) else None,
+    )
 
 
 def _trace_carrier(value: Any) -> dict[str, str] | None:

@@ -10,7 +10,7 @@ from dataclasses import replace
 from datetime import timedelta
 from typing import Any, Protocol
 
-from tenure import payload, tracing
+from tenure import chains, payload, tracing
 from tenure.errors import ConfigError
 from tenure.job import Job, Sig
 from tenure.retention import Keep
@@ -40,11 +40,13 @@ def new_job(
     job_id: str | None = None,
     *,
     trace: dict[str, str] | None = None,
+    passed_from: str | None = None,
 ) -> NewJob:
     """The job to store for `sig`: refused here (a wrong call, an argument JSON cannot hold)
-    rather than failing every try in a worker."""
+    rather than failing every try in a worker. `passed_from`: a chain link whose first
+    argument will be that (previous) link's result."""
     job = app.get_definition(sig.name)
-    job.check_call(sig.args, sig.kwargs)
+    job.check_call((None, *sig.args) if passed_from else sig.args, sig.kwargs)
     text = payload.encode(
         job.name,
         tuple(sig.args),
@@ -52,6 +54,7 @@ def new_job(
         max_bytes=app.max_payload_bytes,
         encrypted=job.encrypted,
         trace=trace,
+        passed_from=passed_from,
     )
     return NewJob(
         id=job_id or new_id(),
@@ -136,3 +139,47 @@ def add_members(app: Sender, batch_id: str, sigs: Sequence[Sig], ids: Sequence[s
         ]
         traced.sent([(m.id, m.name, m.queue) for m in members])
         return len(app.store.enqueue_many(members, into_batch=batch_id))
+
+
+def start_chain(
+    app: Sender,
+    sigs: Sequence[Sig],
+    *,
+    catch: Sig | None,
+    finally_: Sig | None,
+    pass_result: bool,
+    conn: Any,
+) -> tuple[str, list[tuple[str, str]]]:
+    """Store a chain: its first link, carrying the rest (tenure.chains); the chain's id and
+    each link's (id, name), in order."""
+    if not sigs:
+        raise ConfigError("chain: expected at least one signature, got none")
+    chain_id = new_id()
+    ids = [new_id() for _ in sigs]
+    named = [s.name for s in (*sigs, catch, finally_) if s is not None]
+    with tracing.dispatching(named) as traced:
+        links = [
+            new_job(
+                app,
+                sig,
+                job_id=ids[i],
+                trace=traced.carrier,
+                passed_from=ids[i - 1] if pass_result and i > 0 else None,
+            )
+            for i, sig in enumerate(sigs)
+        ]
+        callbacks = [
+            new_job(app, c, trace=traced.carrier) if c else None for c in (catch, finally_)
+        ]
+        spread = {j.queue for j in (*links, *(c for c in callbacks if c))}
+        if len(spread) > 1 and not app.store.capabilities.batches_span_queues:
+            raise ConfigError(
+                f"chain: on {app.store.capabilities.name} a chain's links and callbacks share one "
+                f"queue (one slot), got {sorted(spread)}; give them one queue"
+            )
+        first = chains.first_link(
+            chain_id, links, catch=callbacks[0], finally_=callbacks[1], pass_result=pass_result
+        )
+        traced.sent([(first.id, first.name, first.queue)])
+        app.store.enqueue_many([first], conn=conn)
+    return chain_id, [(j.id, j.name) for j in links]

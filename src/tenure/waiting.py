@@ -55,6 +55,28 @@ async def wait_async(app: WaitingApp, job_id: str, timeout: float | None) -> Any
         )
 
 
+def wait_chain(app: WaitingApp, link_ids: list[str], timeout: float | None) -> Any:
+    """A chain's end: each link in turn (the next exists once the previous succeeded: the
+    store dispatches it with that success), raising for the one that stopped the chain."""
+    deadline = _deadline(timeout)
+    value: Any = None
+    for link_id in link_ids:
+        value = wait(app, link_id, _left(deadline))
+    return value
+
+
+async def wait_chain_async(app: WaitingApp, link_ids: list[str], timeout: float | None) -> Any:
+    deadline = _deadline(timeout)
+    value: Any = None
+    for link_id in link_ids:
+        value = await wait_async(app, link_id, _left(deadline))
+    return value
+
+
+def _left(deadline: float | None) -> float | None:
+    return None if deadline is None else max(0.0, deadline - time.monotonic())
+
+
 def _deadline(timeout: float | None) -> float | None:
     if timeout is not None and timeout < 0:
         raise ConfigError(f"timeout: expected seconds >= 0 or None, got {timeout!r}")

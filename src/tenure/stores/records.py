@@ -35,6 +35,9 @@ class NewJob:
     guards: Guards = NO_GUARDS
     keep: Keep = KEEP_FOREVER  # how long it is kept once finished (App: keep_succeeded=...)
     priority: int = 0  # lower runs first within its queue; FIFO within a priority
+    # a chain link's chain (tenure.chains: the later links, catch, finally) as JSON text; the
+    # store follows it in the transaction/script that ends this job
+    chain: str | None = None
 
 
 @dataclass(frozen=True)
@@ -112,6 +115,7 @@ class JobRecord:
     # when it returned None, or has not succeeded
     result_text: str | None = None
     priority: int = 0
+    chain_text: str | None = None  # a chain link's chain (tenure.chains.info reads it)
 
     @property
     def result(self) -> Any:

@@ -11,7 +11,7 @@ from __future__ import annotations
 import asyncio
 import traceback
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from tenure import payload, results, tracing
@@ -78,11 +78,30 @@ def context(
     )
 
 
-def arguments_of(res: Reservation) -> payload.Arguments | Ended:
+def arguments_of(res: Reservation, app: Any = None) -> payload.Arguments | Ended:
     try:
-        return payload.decode(res.payload)
+        arguments = payload.decode(res.payload)
     except PayloadError as exc:
         return Ended("failed", f"corrupt payload: {exc}", permanent=True)
+    if arguments.passed_from is None or app is None:
+        return arguments
+    return passed_result(app, arguments)
+
+
+def passed_result(app: Any, arguments: payload.Arguments) -> payload.Arguments | Ended:
+    """A chain link with pass_result=True: the previous link's result becomes its first
+    argument. Read from that link, which succeeded before this one was dispatched (in the
+    same store transaction); pruned meanwhile (retention shorter than the wait), it fails
+    for good, saying so, rather than running without it."""
+    previous = app.store.get_job(arguments.passed_from)
+    if previous is None or previous.state != "succeeded":
+        return Ended(
+            "failed",
+            f"its chain passes the result of link {arguments.passed_from}, which is no longer "
+            "in the store (pruned by retention?); keep_succeeded must outlast a chain's links",
+            permanent=True,
+        )
+    return replace(arguments, args=(previous.result, *arguments.args))
 
 
 def execute(
@@ -102,7 +121,7 @@ def execute(
     `running(True)` and `running(False)` bracket the job's own code (the child's soft timeout
     may only interrupt that); exceptions outside `catch` propagate after the span is closed
     (Ctrl-C in a test run)."""
-    arguments = arguments_of(res)
+    arguments = arguments_of(res, app)
     if isinstance(arguments, Ended):
         return arguments
     ctx = context(app, res, job, lease_ok, cancelled)

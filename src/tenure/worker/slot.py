@@ -378,7 +378,7 @@ class Slot:
 
     def _run_async(self, res: Reservation, job: Job) -> Reservation | None:
         started = time.monotonic()
-        arguments = arguments_of(res)
+        arguments = arguments_of(res, self.worker.app)
         if isinstance(arguments, Ended):
             return self.worker.report(res, arguments, 0.0, chain=True)
         ctx = context(self.worker.app, res, job, self.lease_ok, lambda: self._cancel is res)

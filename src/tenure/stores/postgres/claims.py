@@ -78,10 +78,12 @@ CLAIM = (
 )
 
 # A success and the next claim in one statement, so one round trip and one commit. Only for a
-# job outside any batch: a member's end is counted in its batch before anything else is
-# locked (the order cancel_batch takes its locks in), which needs the transaction path. So
-# `done` matches no batch member, and nothing is claimed unless the success was recorded;
-# `completed` = 0 sends the caller to that path (a batch member, or a stale token).
+# job outside any batch and any chain (a chain link's success dispatches the next link, in
+# Python over the spec: tenure.chains, which the transaction path runs). A member's end is
+# counted in its batch before anything else is locked (the order cancel_batch takes its locks
+# in), which needs the transaction path. So `done` matches no batch member and no chain link,
+# and nothing is claimed unless the success was recorded; `completed` = 0 sends the caller to
+# that path (a batch member, a chain link, or a stale token).
 # `(state = 'running') IS TRUE`: the same test, but not one an index can answer, so `done`
 # finds its row by primary key. As `state = 'running'`, the listing index (state, ...) could
 # answer it, and did once statistics said few jobs run: through every dead index entry that
@@ -91,7 +93,7 @@ COMPLETE_AND_CLAIM = (
     " done AS (UPDATE {s}.tenure_jobs SET state = 'succeeded', finished_at = clock.now,"
     " lease_expires_at = NULL, tries_used = tries_used + 1, result = %(result)s FROM clock"
     " WHERE id = %(id)s AND attempt = %(token)s AND (state = 'running') IS TRUE"
-    " AND batch_id IS NULL"
+    " AND batch_id IS NULL AND chain IS NULL"
     " RETURNING id, clock.now),"
     " closed AS (UPDATE {s}.tenure_attempts SET ended_at = done.now, outcome = 'succeeded',"
     " error = NULL, traceback = NULL FROM done WHERE job_id = done.id AND number = %(token)s),"

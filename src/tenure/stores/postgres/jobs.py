@@ -23,16 +23,17 @@ def insert_jobs(
             f"WITH clock AS (SELECT {NOW} AS now),"
             " ins AS (INSERT INTO {s}.tenure_jobs (id, name, queue, payload, state,"
             " policy, created_at, run_at, batch_id, overlap_key, overlap_delay, rate_key,"
-            " rate_limit, rate_window, keep_succeeded, keep_failed, priority)"
+            " rate_limit, rate_window, keep_succeeded, keep_failed, priority, chain)"
             " SELECT j.id, j.name, j.queue, j.payload, 'queued', j.policy, clock.now,"
             " clock.now + greatest(j.delay, 0), j.batch_id, j.overlap_key, j.overlap_delay,"
             " j.rate_key, j.rate_limit, j.rate_window, j.keep_succeeded, j.keep_failed,"
-            " j.priority"
+            " j.priority, j.chain"
             " FROM unnest(%s::text[], %s::text[], %s::text[], %s::text[], %s::text[],"
             " %s::float8[], %s::text[], %s::text[], %s::float8[], %s::text[], %s::int[],"
-            " %s::float8[], %s::float8[], %s::float8[], %s::int[]) WITH ORDINALITY AS j(id,"
-            " name, queue, payload, policy, delay, batch_id, overlap_key, overlap_delay,"
-            " rate_key, rate_limit, rate_window, keep_succeeded, keep_failed, priority, ord),"
+            " %s::float8[], %s::float8[], %s::float8[], %s::int[], %s::text[]) WITH ORDINALITY"
+            " AS j(id, name, queue, payload, policy, delay, batch_id, overlap_key,"
+            " overlap_delay, rate_key, rate_limit, rate_window, keep_succeeded, keep_failed,"
+            " priority, chain, ord),"
             " clock"
             f" ORDER BY j.ord{conflict} RETURNING queue, run_at, created_at),"
             # a SELECT in WITH runs only if read: MATERIALIZED and counted below, so it does
@@ -56,6 +57,7 @@ def insert_jobs(
             [_seconds(j.keep.succeeded) for j in jobs],
             [_seconds(j.keep.failed) for j in jobs],
             [j.priority for j in jobs],
+            [j.chain for j in jobs],
             db.channel,
         ),
     ).fetchone()

@@ -54,7 +54,7 @@ from tenure.stores.postgres.guards import CLOCK
 from tenure.stores.postgres.jobs import NOW, insert_jobs
 from tenure.stores.postgres.operations import PostgresOperations
 from tenure.stores.postgres.transaction import PostgresJobTransaction, caller_cursor
-from tenure.stores.sql import batches, endings, periodic, retention
+from tenure.stores.sql import batches, chains, endings, periodic, retention
 from tenure.stores.sql.control import not_paused
 from tenure.stores.sql.guards import deferral_note
 
@@ -369,11 +369,12 @@ class PostgresStore(PostgresOperations):
                 " done AS (UPDATE {s}.tenure_jobs SET state = 'succeeded',"
                 " finished_at = clock.now, lease_expires_at = NULL,"
                 " tries_used = tries_used + 1, result = %(result)s FROM clock WHERE id = %(id)s"
-                " AND attempt = %(token)s AND state = 'running' RETURNING id, batch_id, clock.now),"
+                " AND attempt = %(token)s AND state = 'running'"
+                " RETURNING id, batch_id, chain, clock.now),"
                 " closed AS (UPDATE {s}.tenure_attempts SET ended_at = done.now,"
                 " outcome = 'succeeded', error = NULL, traceback = NULL FROM done"
                 f" WHERE job_id = done.id AND number = %(token)s),{claims.WAKE_WAITERS}"
-                f" SELECT id, batch_id, {claims.WOKEN} AS woken FROM done"
+                f" SELECT id, batch_id, chain, {claims.WOKEN} AS woken FROM done"
             ),
             {"id": job_id, "token": token, "result": result, "channel": self.db.channel},
         ).fetchone()
@@ -383,6 +384,8 @@ class PostgresStore(PostgresOperations):
             batches.member_ended(
                 self.dialect, cur, done["batch_id"], "succeeded", self.db.clock(cur)
             )
+        if done["chain"] is not None:  # the next link, in the transaction of this success
+            chains.link_ended(self.dialect, cur, done["chain"], "succeeded", self.db.clock(cur))
         return EndResult(accepted=True, state="succeeded")
 
     def job_transaction(self, *, job_id: str, token: int) -> PostgresJobTransaction:
@@ -434,7 +437,7 @@ class PostgresStore(PostgresOperations):
             rows = cur.execute(
                 self.db.q(
                     "SELECT j.id, j.queue, j.policy, j.tries_used, j.exceptions, j.batch_id,"
-                    " j.attempt, j.cancel_requested_at,"
+                    " j.attempt, j.cancel_requested_at, j.chain,"
                     " j.lease_expires_at, j.worker_id AS job_worker, a.worker_id, a.host, a.pid,"
                     " a.started_at, a.last_heartbeat_at FROM {s}.tenure_jobs j"
                     " LEFT JOIN {s}.tenure_attempts a ON a.job_id = j.id AND a.number = j.attempt"

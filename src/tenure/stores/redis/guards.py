@@ -38,8 +38,10 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
+from dataclasses import replace
 from typing import Any
 
+from tenure import chains
 from tenure.errors import ConfigError
 from tenure.retention import Keep
 from tenure.stores.base import EffectRecord, JobTransaction, NewJob
@@ -54,12 +56,21 @@ class RedisGuards(RedisClient):
         """enqueue_many of plain jobs: unique keys taken in each queue's script."""
         if not jobs:
             return []
+        # a chain's later links and callbacks go to queues named in its spec, with their keys
+        later = {q for job in jobs for q in chains.queues(job.chain)}
+        jobs = [
+            job
+            if job.chain is None
+            else replace(job, chain=chains.with_bases(job.chain, self._base))
+            for job in jobs
+        ]
         by_queue: dict[str, list[int]] = {}
         for i, job in enumerate(jobs):
             by_queue.setdefault(job.queue, []).append(i)
         # The registry first: a job must never exist in a queue that get_job cannot find.
         # The registry only grows, so a queue this client registered once is registered.
-        unregistered = [q for q in by_queue if q not in self._registered_queues]
+        wanted = [*by_queue, *(q for q in sorted(later) if q not in by_queue)]
+        unregistered = [q for q in wanted if q not in self._registered_queues]
         calls: list[Call] = []
         if unregistered:
             calls.append((self._g["register_queues"], [self._global_key("queues")], unregistered))
@@ -116,6 +127,7 @@ def enqueue_args(job: NewJob) -> list[Any]:
         repr(float(g.rate_window or 0.0)),
         *keep_args(job.keep),
         str(int(job.priority)),
+        optional(job.chain),
     ]
 
 

@@ -74,6 +74,7 @@ def job_record(
         attempts=attempts,
         result_text=fields.get("result"),
         priority=to_int(fields.get("priority")),
+        chain_text=fields.get("chain"),
     )
 
 

@@ -20,7 +20,7 @@ from typing import Any
 # chew through one by one; 32 is enough to wake every idle worker of a typical deployment.
 NOTIFY_MAX = 32
 # Fields per job in enqueue.lua's ARGV, after the two common ones (base, queue name).
-ENQUEUE_FIELDS = 17
+ENQUEUE_FIELDS = 18
 # Ready jobs a reservation looks at beyond `limit`: guarded jobs in front may be deferred.
 RESERVE_LOOKAHEAD = 32
 # Fields per batch member in ARGV: base, queue, id, name, payload, policy, delay, guards.
@@ -41,7 +41,13 @@ CONSTANTS = (
     f"local LOST_CALLBACKS_MARK = '{LOST_CALLBACKS_MARK}'\n"
 )
 # Scripts on one queue's keys see the queue prelude; store-wide ones ({g} tag) a small one.
-QUEUE_LIBS = ("lib/prelude.lua", "lib/batch_rules.lua", "lib/batch_io.lua", "lib/guards.lua")
+QUEUE_LIBS = (
+    "lib/prelude.lua",
+    "lib/batch_rules.lua",
+    "lib/batch_io.lua",
+    "lib/chain_io.lua",
+    "lib/guards.lua",
+)
 GLOBAL_LIBS = ("lib/global_prelude.lua",)
 INCLUDE = re.compile(r"^--#include (\S+)$", re.MULTILINE)
 

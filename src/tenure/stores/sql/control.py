@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from tenure.stores.base import CancelResult
-from tenure.stores.sql import batches
+from tenure.stores.sql import batches, chains
 from tenure.stores.sql.batches import Cursor, Dialect
 
 
@@ -26,7 +26,7 @@ def not_paused(queue_param: str) -> str:
 def cancel(d: Dialect, cur: Cursor, job_id: str, clock: Callable[[], float]) -> CancelResult:
     """`clock` is read after the job's row is locked (lock order: job row, then batch row)."""
     row = cur.execute(
-        d.q(f"SELECT state, batch_id FROM {{s}}.tenure_jobs WHERE id = %s{d.lock_rows}"),
+        d.q(f"SELECT state, batch_id, chain FROM {{s}}.tenure_jobs WHERE id = %s{d.lock_rows}"),
         (job_id,),
     ).fetchone()
     if row is None:
@@ -43,6 +43,7 @@ def cancel(d: Dialect, cur: Cursor, job_id: str, clock: Callable[[], float]) -> 
         )
         if row["batch_id"] is not None:
             batches.member_ended(d, cur, row["batch_id"], "cancelled", now)
+        chains.link_ended(d, cur, row["chain"], "cancelled", now)
         d.job_ended(cur, job_id)  # JobHandle.wait raises JobCancelled at once
         return CancelResult(accepted=True, state="cancelled")
     if state == "running":  # its worker hears of it at its next heartbeat

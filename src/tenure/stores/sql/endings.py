@@ -9,13 +9,13 @@ from collections.abc import Callable
 from tenure.retry import Counters, Policy, cancelled_ending, decide
 from tenure.states import visible_state
 from tenure.stores.base import EndResult
-from tenure.stores.sql import batches
+from tenure.stores.sql import batches, chains
 from tenure.stores.sql.batches import Cursor, Dialect, Row
 
 STALE = "stale token: lease taken over"
 # What apply_decision reads of the job.
 DECISION_COLUMNS = (
-    "id, queue, policy, tries_used, exceptions, batch_id, attempt, cancel_requested_at"
+    "id, queue, policy, tries_used, exceptions, batch_id, attempt, cancel_requested_at, chain"
 )
 
 
@@ -130,6 +130,7 @@ def apply_decision(
         )
         if batch_id is not None:
             batches.member_ended(d, cur, batch_id, "cancelled", now)
+        chains.link_ended(d, cur, job["chain"], "cancelled", now)
         d.job_ended(cur, job["id"])
         return EndResult(True, "cancelled", decision.reason)
     if decision.retry and batch_id is not None and batches.stops_new_work(d, cur, batch_id):
@@ -143,6 +144,7 @@ def apply_decision(
             (now, c.tries_used, c.exceptions, error, job["id"]),
         )
         batches.member_ended(d, cur, batch_id, "cancelled", now)
+        chains.link_ended(d, cur, job["chain"], "cancelled", now)
         d.job_ended(cur, job["id"])
         return EndResult(True, "cancelled", "its batch no longer runs new work")
     if decision.retry:
@@ -170,5 +172,6 @@ def apply_decision(
     )
     if batch_id is not None:
         batches.member_ended(d, cur, batch_id, "failed", now)
+    chains.link_ended(d, cur, job["chain"], "failed", now)
     d.job_ended(cur, job["id"])
     return EndResult(True, "failed", decision.reason)

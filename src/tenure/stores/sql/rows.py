@@ -53,4 +53,5 @@ def job_record(
         effects=effects or [],
         result_text=row["result"],
         priority=row["priority"],
+        chain_text=row["chain"],
     )

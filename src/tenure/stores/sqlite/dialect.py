@@ -58,7 +58,8 @@ def insert_jobs(
     conn.executemany(
         f"{verb} INTO tenure_jobs (id, name, queue, payload, state, policy, created_at, run_at,"
         " batch_id, overlap_key, overlap_delay, rate_key, rate_limit, rate_window, keep_succeeded,"
-        " keep_failed, priority) VALUES (?, ?, ?, ?, 'queued', ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        " keep_failed, priority, chain)"
+        " VALUES (?, ?, ?, ?, 'queued', ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
         [
             (
                 j.id,
@@ -77,6 +78,7 @@ def insert_jobs(
                 j.keep.succeeded,
                 j.keep.failed,
                 j.priority,
+                j.chain,
             )
             for j in jobs
         ],

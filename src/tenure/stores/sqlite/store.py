@@ -33,7 +33,7 @@ from tenure.stores.base import (
     cancel_target,
     describe_crash,
 )
-from tenure.stores.sql import batches, control, endings, periodic, retention
+from tenure.stores.sql import batches, chains, control, endings, periodic, retention
 from tenure.stores.sql import guards as sql_guards
 from tenure.stores.sql.rows import attempt_record
 from tenure.stores.sqlite import guards
@@ -64,12 +64,12 @@ NOT_PAUSED = SQLITE.q(control.not_paused("?"))
 _COMPLETE = (
     "UPDATE tenure_jobs SET state = 'succeeded', finished_at = ?, lease_expires_at = NULL,"
     " tries_used = tries_used + 1 WHERE id = ? AND attempt = ? AND state = 'running'"
-    " RETURNING batch_id"
+    " RETURNING batch_id, chain"
 )
 _COMPLETE_WITH_RESULT = (
     "UPDATE tenure_jobs SET state = 'succeeded', finished_at = ?, lease_expires_at = NULL,"
     " tries_used = tries_used + 1, result = ? WHERE id = ? AND attempt = ? AND state = 'running'"
-    " RETURNING batch_id"
+    " RETURNING batch_id, chain"
 )
 
 
@@ -345,6 +345,8 @@ class SQLiteStore(SQLiteOperations):
         endings.close_attempt(SQLITE, conn, job_id, token, now, "succeeded", None, None)
         if batch_id is not None:
             batches.member_ended(SQLITE, conn, batch_id, "succeeded", now)
+        # the next link in this same transaction: a kill before the commit loses neither
+        chains.link_ended(SQLITE, conn, row["chain"], "succeeded", now)
         return EndResult(accepted=True, state="succeeded")
 
     def job_transaction(self, *, job_id: str, token: int) -> SQLiteJobTransaction:

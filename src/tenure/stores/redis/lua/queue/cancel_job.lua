@@ -11,6 +11,7 @@ if f[1] == 'queued' then
   redis.call('HSET', jk, 'state', 'cancelled', 'finished_at', now_s, 'cancel_requested_at', now_s)
   move_index(id, seq, 'queued', 'cancelled')
   batch_member_end(jk, id, 'cancelled', now_s, now)
+  chain_link_end(jk, 'cancelled', now_s, now)
   wake_waiters(id)
   return {'cancelled'}
 end

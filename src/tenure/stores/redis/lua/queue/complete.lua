@@ -16,5 +16,6 @@ redis.call('ZREM', RUNNING, id)
 move_index(id, num(f[3]), 'running', 'succeeded')
 close_attempt(id, n, now_s, 'succeeded', false, false)
 batch_member_end(jk, id, 'succeeded', now_s, now)
+chain_link_end(jk, 'succeeded', now_s, now)  -- the next link, in this same script
 wake_waiters(id)
 return {'ok', 'succeeded'}

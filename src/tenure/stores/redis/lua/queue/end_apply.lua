@@ -27,6 +27,7 @@ if ARGV[8] == 'c' or (ARGV[8] == '1' and batch_stops_new_work(jk)) then
   redis.call('HDEL', jk, 'lease_expires_at')
   move_index(id, seq, 'running', 'cancelled')
   batch_member_end(jk, id, 'cancelled', now_s, now)
+  chain_link_end(jk, 'cancelled', now_s, now)
   wake_waiters(id)
   return {'ok', 'cancelled', false, now_s}
 end
@@ -45,5 +46,6 @@ redis.call('HSET', jk, 'state', 'failed', 'finished_at', now_s, 'tries_used', AR
 redis.call('HDEL', jk, 'lease_expires_at')
 move_index(id, seq, 'running', 'failed')
 batch_member_end(jk, id, 'failed', now_s, now)
+chain_link_end(jk, 'failed', now_s, now)
 wake_waiters(id)
 return {'ok', 'failed', false, now_s}
