@@ -2,9 +2,16 @@
 
 from __future__ import annotations
 
-from tenure import payload
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from tenure import chains, payload
 from tenure.errors import PayloadError
 from tenure.stores.base import AttemptRecord, JobRecord, clock_text
+
+# A link the store has not dispatched yet (its previous link has not succeeded): no row yet.
+WAITING = "waiting"
+NOT_QUEUED = "not queued"  # a catch or finally the chain has not reached
 
 OUTCOME_WORDS = {
     "succeeded": "succeeded",
@@ -85,3 +92,66 @@ def result_text(text: str) -> str:
     """A stored result as it is stored (JSON text, printed literally), "(encrypted)" when
     sealed: the dashboard and the terminal never show what the job encrypted."""
     return "(encrypted)" if payload.is_encrypted(text) else text
+
+
+@dataclass(frozen=True)
+class ChainStop:
+    """One link (or the catch, or the finally) of a chain, as `jobs show` and the dashboard
+    draw it."""
+
+    role: str  # "link" | "catch" | "finally"
+    position: int | None  # a link's, 1-based
+    id: str
+    name: str
+    state: str  # the job's, or WAITING / NOT_QUEUED while it has no row
+    current: bool  # the job being shown
+
+
+def chain_stops(record: JobRecord, find: Callable[[str], JobRecord | None]) -> list[ChainStop]:
+    """Every link of the record's chain with its state, then catch and finally; [] for a job
+    outside any chain. `find` reads a job (None when absent)."""
+    shown = chains.info(record.chain_text)
+    if shown is None:
+        return []
+    stops: list[ChainStop] = []
+    for link in shown.links:
+        found = record if link.id == record.id else find(link.id)
+        state = found.state if found is not None else WAITING
+        stops.append(
+            ChainStop("link", link.position, link.id, link.name, state, link.id == record.id)
+        )
+    for role, job_id in (("catch", shown.catch_id), ("finally", shown.finally_id)):
+        if job_id is None:
+            continue
+        found = find(job_id)
+        name = found.name if found is not None else role
+        stops.append(
+            ChainStop(role, None, job_id, name, found.state if found else NOT_QUEUED, False)
+        )
+    return stops
+
+
+def chain_lines(record: JobRecord, stops: list[ChainStop]) -> list[str]:
+    """The chain in words: position, previous and next, then every link's state."""
+    shown = chains.info(record.chain_text)
+    if shown is None or not stops:
+        return []
+    links = [s for s in stops if s.role == "link"]
+    by_id = {s.id: s for s in links}
+
+    def named(link: chains.ChainLink | None) -> str:
+        if link is None:
+            return "none"
+        stop = by_id.get(link.id)
+        return f"{link.id} ({link.name}, {stop.state if stop else WAITING})"
+
+    lines = [
+        f"  chain {shown.id}: link {shown.position} of {len(shown.links)}"
+        + (", passing each result to the next link" if shown.pass_result else ""),
+        f"    previous {named(shown.previous)}; next {named(shown.next)}",
+    ]
+    for stop in stops:
+        label = f"{stop.position}." if stop.role == "link" else f"{stop.role}:"
+        mark = "  <- this job" if stop.current else ""
+        lines.append(f"    {label} {stop.name} {stop.id} {stop.state}{mark}")
+    return lines

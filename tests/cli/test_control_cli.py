@@ -136,3 +136,27 @@ def test_pausing_a_queue_with_no_job_yet_is_allowed_and_said(
     empty = run_cli("queue", "pause", "", "--url", store.url, cwd=tmp_path)
     assert empty.returncode == 2
     assert "expected a queue name" in empty.stderr
+
+
+def test_jobs_show_of_a_link_shows_its_chain(tmp_path: Path) -> None:
+    app = tenure.App(f"sqlite:///{tmp_path / 'chain.db'}")
+
+    @app.job(name="step")
+    def step(n: int) -> int:
+        return n
+
+    app.migrate()
+    chain = app.chain([step.sig(1), step.sig(2)], catch=step.sig(0))
+    first, second = (h.id for h in chain.links)
+    [held] = app.store.reserve(queues=["default"], worker=WorkerRef("w", "h", 1), lease=30)
+    app.store.end_attempt(
+        job_id=held.job_id, token=held.token, outcome="failed", error="boom", permanent=True
+    )
+    shown = run_cli("jobs", "show", second, "--url", app.url, cwd=tmp_path)
+    assert shown.returncode == 0, shown.stderr
+    out = shown.stdout
+    assert f"chain {chain.id}: link 2 of 2" in out
+    assert f"previous {first} (step, failed); next none" in out
+    assert f"1. step {first} failed" in out
+    assert f"2. step {second} cancelled  <- this job" in out
+    assert "catch: step" in out and "queued" in out

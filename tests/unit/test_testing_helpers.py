@@ -69,6 +69,19 @@ def test_drain_and_inline_expose_results_as_a_worker_stores_them(tenure_app: ten
         assert tenure_app.get_job(again.id).result == {"n": 4, "pair": [4, 4]}
 
 
+def test_drain_and_inline_run_chains(tenure_app: tenure.App) -> None:
+    @tenure_app.job
+    def double(n: int) -> int:
+        return n * 2
+
+    handle = tenure_app.chain([double.sig(1), double.sig(), double.sig()], pass_result=True)
+    assert [j.result for j in drain(tenure_app)] == [2, 4, 8]
+    assert handle.wait(timeout=5) == 8
+    with inline(tenure_app):
+        again = tenure_app.chain([double.sig(5), double.sig()], pass_result=True)
+        assert again.wait(timeout=0) == 20  # already run, link after link, at dispatch
+
+
 def test_frozen_clock_steps_through_delays_and_backoff(
     tenure_app: tenure.App, tenure_clock: FrozenClock
 ) -> None:

@@ -256,3 +256,31 @@ def test_a_member_of_a_settled_batch_is_not_retried_and_the_page_says_why(
     assert api.status_code == 409 and api.json()["retried"] is False
     assert f"member of batch {batch.id}" in api.json()["reason"]
     assert project.app.get_job(r.job_id).state == "failed"
+
+
+def test_job_page_draws_its_chain_with_each_links_state(
+    project: WebProject, client: TestClient
+) -> None:
+    jobs = project.jobs
+    chain = project.app.chain(
+        [jobs.tick.sig(1), jobs.tick.sig(2), jobs.tick.sig(3)], finally_=jobs.done.sig("end")
+    )
+    first, second, third = (h.id for h in chain.links)
+    run_attempt(project.app, first, "succeeded")
+    html = client.get(f"/jobs/{second}").text
+    stops = re.findall(r'<li class="chain-stop chain-(\w+)( current)?" data-state="([\w ]+)"', html)
+    assert stops == [
+        ("link", "", "succeeded"),
+        ("link", " current", "queued"),
+        ("link", "", "waiting"),
+        ("finally", "", "not queued"),
+    ]
+    assert f'href="/jobs/{first}"' in html and f'href="/jobs/{third}"' not in html
+    assert f"chain {chain.id}: link 2 of 3" in html
+    data = client.get(f"/api/jobs/{second}").json()
+    assert [(s["position"], s["state"]) for s in data["chain"]] == [
+        (1, "succeeded"),
+        (2, "queued"),
+        (3, "waiting"),
+        (None, "not queued"),
+    ]

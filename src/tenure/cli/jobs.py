@@ -9,7 +9,7 @@ from rich.table import Table
 from rich.text import Text
 
 from tenure.cli.common import AppOption, UrlOption, fail, open_app, out, say
-from tenure.describe import describe_job
+from tenure.describe import chain_lines, chain_stops, describe_job
 from tenure.errors import CancelRefused, JobNotFound
 from tenure.states import JOB_STATES
 from tenure.stores.base import clock_text
@@ -34,12 +34,13 @@ def cells(*values: str) -> list[Text]:
 @jobs_cli.command("show")
 def jobs_show(job_id: str, app: AppOption = None, url: UrlOption = None) -> None:
     """Show a job and every attempt: why it ran, and why it ran again."""
+    the_app = open_app(app, url)
     try:
-        info = open_app(app, url).get_job(job_id)
+        info = the_app.get_job(job_id)
     except JobNotFound as exc:
         fail(str(exc), code=1)
         return
-    for line in describe_job(info):
+    for line in describe_job(info) + chain_lines(info, chain_stops(info, the_app.find_job)):
         say(line)
     last = info.attempts[-1] if info.attempts else None
     if last is not None and last.traceback:

@@ -109,7 +109,7 @@ def api_job(request: Request) -> Response:
     record = app.find_job(job_id)
     if record is None:
         return missing("job", job_id)
-    return JSONResponse(views.job_json(views.job_view(record, app.now())))
+    return JSONResponse(views.job_json(views.job_view(record, app.now(), app)))
 
 
 def api_failed(request: Request) -> Response:

@@ -213,7 +213,7 @@ def job_page(request: Request) -> Response:
     record = dash.app.find_job(request.path_params["job_id"])
     if record is None:
         return render(request, "not_found.html", {"what": "job"}, 404)
-    v = views.job_view(record, dash.app.now())
+    v = views.job_view(record, dash.app.now(), dash.app)
     return render(request, "job.html", {"j": v, "active": v.active})
 
 

@@ -13,7 +13,10 @@ from tenure import payload
 from tenure.app import App
 from tenure.describe import (
     OUTCOME_WORDS,
+    ChainStop,
     arguments_text,
+    chain_lines,
+    chain_stops,
     describe_attempt,
     describe_job,
     result_text,
@@ -222,6 +225,7 @@ class JobView:
     bars: list[Bar]
     axis_start: float
     axis_end: float
+    chain: list[ChainStop] = field(default_factory=list)  # [] outside any chain
 
     @property
     def active(self) -> bool:
@@ -239,22 +243,25 @@ class JobView:
         return None
 
 
-def job_view(record: JobRecord, now: float) -> JobView:
+def job_view(record: JobRecord, now: float, app: App | None = None) -> JobView:
+    """`app` reads the other links of the job's chain, if it is in one."""
     attempts = record.attempts
     start = min((a.started_at for a in attempts), default=record.created_at)
     end = max((attempt_end(a, now) for a in attempts), default=start)
     span = max(end - start, 1e-3)
     bars = [_bar(a, now, start, span) for a in attempts]
+    stops = chain_stops(record, app.find_job) if app is not None else []
     return JobView(
         record=record,
         now=now,
         arguments=arguments_text(record.payload),
         encrypted=payload.is_encrypted(record.payload),
         result=None if record.result_text is None else result_text(record.result_text),
-        lines=describe_job(record),
+        lines=describe_job(record) + chain_lines(record, stops),
         bars=bars,
         axis_start=start,
         axis_end=start + span,
+        chain=stops,
     )
 
 
@@ -346,6 +353,7 @@ def job_json(v: JobView) -> dict[str, Any]:
         "attempts": [
             {k: val for k, val in b.__dict__.items() if k not in ("left", "width")} for b in v.bars
         ],
+        "chain": [stop.__dict__ for stop in v.chain],
     }
 
 
