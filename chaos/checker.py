@@ -19,6 +19,8 @@ from collections import Counter
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from tenure.stores.base import get_job
+
 from chaos.ledger import Execution, by_job
 
 EXPLAINED = frozenset({"crashed", "timed_out", "interrupted", "lost_lease", "failed"})
@@ -104,7 +106,7 @@ def check(
             v.unmatched += len(runs_of[job_id])
             v.note("unmatched", f"{job_id}: executed but never dispatched by the generator")
     for job_id, expected in dispatched.items():
-        record = store.get_job(job_id)
+        record = get_job(store, job_id)
         if record is None:
             v.lost += 1
             v.note("lost", f"{job_id}: not in the store")

@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from tenure.periodic import run_id
+from tenure.stores.base import get_job
 
 # Attempts that end without a result (the fault schedule's doing): each explains one re-run.
 CUT_SHORT = ("crashed", "interrupted", "lost_lease", "timed_out")
@@ -28,7 +29,7 @@ def check_periodic(store: Any, name: str, ledger: Path) -> tuple[list[str], list
     problems: list[str] = []
     lines = ledger.read_text().splitlines() if ledger.exists() else []
     starts = Counter(line.split()[0] for line in lines if line.strip())
-    runs = [store.get_job(j.id) for j in store.list_jobs(limit=1_000_000) if j.name == name]
+    runs = [get_job(store, j.id) for j in store.list_jobs(limit=1_000_000) if j.name == name]
     if not runs:
         problems.append(f"no run of {name!r} was dispatched: the workers' tickers never claimed")
     dues: list[float] = []

@@ -16,12 +16,14 @@ import os
 import threading
 from typing import Any
 
+from tenure.stores.base import get_job
+
 FINAL = ("succeeded", "failed", "cancelled")
 LOOK_EVERY_S = 0.2
 
 
 class RecordingStore:
-    """The App's store, with `get_job` and `list_jobs` answering for pruned jobs too."""
+    """The App's store, with `list_jobs` (by id too) answering for pruned jobs too."""
 
     def __init__(self, store: Any) -> None:
         self.real = store
@@ -48,15 +50,14 @@ class RecordingStore:
         for state in FINAL:
             for job in self.real.list_jobs(state=state, limit=1_000_000):
                 if job.id not in self.seen:
-                    full = self.real.get_job(job.id)
+                    full = get_job(self.real, job.id)
                     if full is not None and full.state in FINAL:
                         self.seen[job.id] = full
 
-    def get_job(self, job_id: str) -> Any:
-        record = self.real.get_job(job_id)
-        return record if record is not None else self.seen.get(job_id)
-
-    def list_jobs(self, **kwargs: Any) -> list[Any]:
+    def list_jobs(self, *, ids: Any = None, **kwargs: Any) -> list[Any]:
+        if ids is not None:
+            found = {r.id: r for r in self.real.list_jobs(ids=ids)}
+            return [found.get(i) or self.seen[i] for i in ids if i in found or i in self.seen]
         live = self.real.list_jobs(**kwargs)
         ids = {j.id for j in live}
         state = kwargs.get("state")
@@ -65,7 +66,7 @@ class RecordingStore:
 
     def pruned(self) -> list[str]:
         """Jobs seen finished that the store no longer holds."""
-        return [i for i in list(self.seen) if self.real.get_job(i) is None]
+        return [i for i in list(self.seen) if get_job(self.real, i) is None]
 
     def stop(self) -> None:
         self._done.set()
@@ -82,7 +83,7 @@ def check_pruning(store: RecordingStore, periodic: str) -> tuple[list[str], list
     stored = {r.name: r for r in store.real.list_periodic()}.get(periodic)
     if stored is None or stored.last_job_id is None:
         problems.append(f"no periodic state for {periodic!r}")
-    elif store.real.get_job(stored.last_job_id) is None:
+    elif get_job(store.real, stored.last_job_id) is None:
         problems.append(f"the latest run of {periodic!r} ({stored.last_job_id}) was pruned")
     runs = sum(1 for i in pruned if store.seen[i].name == periodic)
     notes = [f"pruned: {len(pruned)} of {len(store.seen)} finished jobs ({runs} periodic runs)"]

@@ -13,6 +13,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from tenure.stores.base import get_job
+
 from chaos.checker import Verdict, check
 from chaos.harness import Project, WorkerProcess, wait_until
 from chaos.ledger import JsonLines, read_ledger
@@ -154,7 +156,7 @@ class Run:
             # the store holds other rows (corrupted on purpose): look at our jobs only
             with contextlib.suppress(Exception):
                 store = self.project.app.store
-                records = [store.get_job(j) for j in list(self.expected)]
+                records = [get_job(store, j) for j in list(self.expected)]
                 return sum(1 for r in records if r is None or r.state in UNSETTLED)
             return -1
         with contextlib.suppress(Exception):

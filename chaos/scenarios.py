@@ -15,6 +15,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from tenure.stores.base import get_job
+
 from chaos import faults
 from chaos.harness import ROOT, Project, drop_store, store_url, store_works
 from chaos.runner import Load, RunResult, run_scenario
@@ -404,7 +406,7 @@ def corrupt_rows(ctx: Context, **p: Any) -> RunResult:
         store = run.project.app.store
         for job_id, kind in victims.items():
             try:
-                record = store.get_job(job_id)
+                record = get_job(store, job_id)
             except Exception as exc:
                 verdict.problems.append(f"{kind}: get_job raised {type(exc).__name__}: {exc}")
                 continue

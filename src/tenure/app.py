@@ -27,6 +27,8 @@ from tenure.stores.base import (
     PeriodicClaim,
     QueueCounts,
     WorkerRecord,
+    get_batch,
+    get_job,
     total_counts,
 )
 from tenure.urls import redact
@@ -268,7 +270,9 @@ class App:
         out = []
         for name in sorted(self.periodic_jobs):
             record = stored.get(name)
-            last = self.store.get_job(record.last_job_id) if record and record.last_job_id else None
+            last = (
+                get_job(self.store, record.last_job_id) if record and record.last_job_id else None
+            )
             out.append(status(self.periodic_jobs[name], record, last, now))
         return out
 
@@ -364,10 +368,10 @@ class App:
 
     def find_job(self, job_id: str) -> JobInfo | None:
         """The job, or None when the store has no job with that id."""
-        return self.store.get_job(job_id)
+        return get_job(self.store, job_id)
 
     def find_batch(self, batch_id: str) -> BatchInfo | None:
-        return self.store.get_batch(batch_id)
+        return get_batch(self.store, batch_id)
 
     def queue_counts(self) -> dict[str, QueueCounts]:
         """Per queue, the number of jobs in each state (from counters or indexes, not a scan),
@@ -404,7 +408,7 @@ class App:
 
     def request_restart(self) -> float:
         """Every worker finishes its current jobs and exits; returns the request's store time."""
-        return self.store.request_restart()
+        return self.store.set_control(restart=True)
 
     def migrate(self) -> None:
         """Create or upgrade the store's schema (every store also does this on first use)."""

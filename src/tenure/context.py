@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 from tenure.errors import TenureError
+from tenure.stores.base import get_batch
 
 if TYPE_CHECKING:
     from tenure.job import Sig
@@ -43,7 +44,7 @@ class BatchContext:
     @property
     def cancelled(self) -> bool:
         """True once the batch was cancelled or can no longer succeed: stop early."""
-        info = self._app.store.get_batch(self.id)
+        info = get_batch(self._app.store, self.id)
         return info is None or info.state in ("cancelled", "failed")
 
     def progress(self, done: float, of: float = 1.0) -> None:

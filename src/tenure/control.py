@@ -8,7 +8,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from tenure.errors import CancelRefused, ConfigError, JobNotFound
-from tenure.stores.base import QueueCounts, Store, clock_text
+from tenure.stores.base import QueueCounts, Store, clock_text, get_batch, get_job
 
 FINISHED = {"succeeded": "succeeded", "failed": "failed", "cancelled": "was cancelled already"}
 
@@ -40,7 +40,7 @@ def cancel(store: Store, job_id: str, where: str) -> Cancellation:
         return Cancellation(job_id, "cancelled" if result.state == "cancelled" else "stopping")
     if result.state == "missing":
         raise JobNotFound(f"no job with id {job_id!r} in {where}")
-    record = store.get_job(job_id)
+    record = get_job(store, job_id)
     when = f" at {clock_text(record.finished_at)}" if record and record.finished_at else ""
     why = "nothing to do" if result.state == "cancelled" else "a finished job cannot be cancelled"
     raise CancelRefused(f"job {job_id} {FINISHED.get(result.state, result.state)}{when}: {why}")
@@ -53,7 +53,7 @@ def queue_name(name: object) -> str:
 
 
 def pause(store: Store, name: str, *, paused: bool) -> None:
-    store.pause_queue(queue=queue_name(name), paused=paused)
+    store.set_control(paused={queue_name(name): paused})
 
 
 @dataclass(frozen=True)
@@ -87,12 +87,12 @@ def queue_waits(by_queue: Mapping[str, QueueCounts]) -> list[QueueWait]:
 
 def retry_refusal(store: Store, job_id: str, where: str) -> str:
     """Why `App.retry_failed(job_id)` returned False, for a person to read."""
-    record = store.get_job(job_id)
+    record = get_job(store, job_id)
     if record is None:
         return f"no job with id {job_id!r} in {where}"
     if record.state != "failed":
         return f"job {job_id} is {record.state}, not failed; only a failed job is retried"
-    batch = store.get_batch(record.batch_id) if record.batch_id else None
+    batch = get_batch(store, record.batch_id) if record.batch_id else None
     if batch is not None and batch.state != "running":
         happened = {"failed": "failed", "cancelled": "been cancelled"}.get(batch.state, "finished")
         return (

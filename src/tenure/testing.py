@@ -30,7 +30,7 @@ from tenure import payload
 from tenure.app import App
 from tenure.errors import ConfigError
 from tenure.job import Job, JobsApp
-from tenure.stores.base import JobRecord, Reservation, WorkerRef
+from tenure.stores.base import JobRecord, Reservation, WorkerRef, get_job
 from tenure.stores.sqlite import SQLiteStore
 from tenure.worker.execute import Ended, definition, execute
 
@@ -61,7 +61,7 @@ def drain(app: App, *, queues: list[str] | None = None, max_jobs: int = 10_000) 
             break
         res = batch[0]
         _run_here(app, res)
-        record = app.store.get_job(res.job_id)
+        record = get_job(app.store, res.job_id)
         if record is not None:
             ended.append(record)
     return ended

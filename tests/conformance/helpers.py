@@ -15,6 +15,7 @@ from tenure.stores.base import (
     NewJob,
     Reservation,
     WorkerRef,
+    get_job,
     total_counts,
 )
 
@@ -70,7 +71,7 @@ def reserve_one(
 
 
 def job(store: Store, job_id: str) -> JobRecord:
-    record = store.get_job(job_id)
+    record = get_job(store, job_id)
     assert record is not None, f"job {job_id} vanished"
     return record
 

@@ -19,7 +19,7 @@ from backends.kit import Kit
 from conformance.helpers import W1, counts, expire_and_rescue, job, new_job, reserve_one
 from tenure.retry import Policy
 from tenure.stores import Store, open_store
-from tenure.stores.base import BatchRecord, NewBatch, NewJob, WorkerRef
+from tenure.stores.base import BatchRecord, NewBatch, NewJob, WorkerRef, get_batch, get_job
 
 ONE_TRY = Policy(tries=1, backoff=0)
 TWO_TRIES = Policy(tries=2, backoff=0)
@@ -50,7 +50,7 @@ def make_batch(
 
 
 def batch(store: Store, batch_id: str) -> BatchRecord:
-    record = store.get_batch(batch_id)
+    record = get_batch(store, batch_id)
     assert record is not None, f"batch {batch_id} vanished"
     return record
 
@@ -118,13 +118,13 @@ def test_adding_stops_once_the_batch_failed_or_was_cancelled(store: Store) -> No
     fail_for_good(store, r.job_id, r.token)
     late = new_job()
     assert len(store.enqueue_many([late], into_batch=failing)) == 0
-    assert store.get_job(late.id) is None
+    assert get_job(store, late.id) is None
 
     cancelled = make_batch(store, [new_job()])
     assert store.cancel(batch_id=cancelled).accepted
     assert len(store.enqueue_many([late], into_batch=cancelled)) == 0
     assert len(store.enqueue_many([late], into_batch="no-such-batch")) == 0
-    assert store.get_job(late.id) is None
+    assert get_job(store, late.id) is None
 
 
 @pytest.mark.batches_across_queues
@@ -420,6 +420,6 @@ def test_a_callback_lost_to_a_damaged_record_is_logged_the_same_on_every_store(
     # the damaged batch's `then` is named; a batch that simply has no callbacks says nothing
     assert f"batch {damaged}: its then callback is unreadable and was not enqueued" in lost
     assert not [line for line in lost if plain in line]
-    assert store.get_job(then.id) is None
+    assert get_job(store, then.id) is None
     b = batch(store, damaged)
     assert (b.state, b.then_job_id) == ("succeeded", None)

@@ -12,7 +12,7 @@ import pytest
 from conformance.helpers import W1, job, new_job, reserve_one
 from tenure.retry import Policy
 from tenure.stores import Store, open_store
-from tenure.stores.base import BatchRecord, NewBatch, NewJob, WorkerRef
+from tenure.stores.base import BatchRecord, NewBatch, NewJob, WorkerRef, get_batch, get_job
 
 ONE_TRY = Policy(tries=1, backoff=0)
 
@@ -42,7 +42,7 @@ def make_batch(
 
 
 def batch(store: Store, batch_id: str) -> BatchRecord:
-    record = store.get_batch(batch_id)
+    record = get_batch(store, batch_id)
     assert record is not None
     return record
 
@@ -72,7 +72,7 @@ def test_a_new_batch_counts_its_members(store: Store) -> None:
     assert (b.done, b.failed, b.cancelled, b.pending) == (0, 0, 0, 5)
     assert b.progress == 0.0 and b.finished_at is None
     assert all(job(store, m.id).batch_id == batch_id for m in members)
-    assert store.get_batch("no-such-batch") is None
+    assert get_batch(store, "no-such-batch") is None
 
 
 @pytest.mark.batches_across_queues
@@ -81,6 +81,15 @@ def test_list_batches_is_newest_first(store: Store) -> None:
     second = make_batch(store, [new_job()])
     assert [b.id for b in store.list_batches()] == [second, first]
     assert [b.id for b in store.list_batches(limit=1)] == [second]
+
+
+@pytest.mark.batches_across_queues
+def test_list_batches_by_id_keeps_the_order_asked_and_skips_unknown_ids(store: Store) -> None:
+    first = make_batch(store, [new_job()])
+    second = make_batch(store, [new_job()])
+    listed = store.list_batches(ids=[first, "no-such-batch", second, first], limit=1)
+    assert [b.id for b in listed] == [first, second]
+    assert store.list_batches(ids=[]) == []
 
 
 @pytest.mark.batches_across_queues
@@ -169,7 +178,7 @@ def test_add_to_a_finished_batch_adds_nothing(store: Store) -> None:
     run_all(store)
     extra = new_job()
     assert len(store.enqueue_many([extra], into_batch=batch_id)) == 0
-    assert store.get_job(extra.id) is None
+    assert get_job(store, extra.id) is None
 
 
 def test_progress_against_a_declared_total_never_goes_back(store: Store) -> None:

@@ -12,7 +12,7 @@ import pytest
 from conformance.helpers import W1, W2, attempt, counts, enqueue, job, new_job, reserve_one
 from tenure.guards import Guards
 from tenure.stores import Store
-from tenure.stores.base import NewBatch
+from tenure.stores.base import NewBatch, get_batch
 
 
 def test_it_records_the_success_and_opens_the_next_attempt(store: Store) -> None:
@@ -144,14 +144,14 @@ def test_batch_members_are_counted_in_their_batch_and_settle_it_once(store: Stor
         job_id=held.job_id, token=held.token, queues=["default"], worker=W1, lease=30
     )
     assert result.accepted and following is not None
-    progress = store.get_batch(batch_id)
+    progress = get_batch(store, batch_id)
     assert progress is not None and (progress.done, progress.state) == (1, "running")
 
     result, following = store.complete_and_reserve(
         job_id=following.job_id, token=following.token, queues=["default"], worker=W1, lease=30
     )
     assert result.accepted and following is None
-    settled = store.get_batch(batch_id)
+    settled = get_batch(store, batch_id)
     assert settled is not None and (settled.done, settled.state) == (2, "succeeded")
     # the `then` callback was enqueued exactly once, by the call that settled the batch
     assert [r.name for r in store.reserve(queues=["callbacks"], worker=W1, lease=30, limit=5)] == [

@@ -11,7 +11,7 @@ from conformance.helpers import W1, W2, attempt, enqueue, job, new_job, reserve_
 from tenure.errors import ConfigError
 from tenure.retry import Policy
 from tenure.stores import Store
-from tenure.stores.base import CancelResult, NewBatch, total_counts
+from tenure.stores.base import CancelResult, NewBatch, get_batch, total_counts
 
 LATER = 3600.0  # a delay that stays in the future for the whole test
 ONE_TRY = Policy(tries=1, backoff=0)
@@ -135,18 +135,18 @@ def test_a_cancelled_batch_member_counts_as_a_cancelled_member(store: Store) -> 
     running = reserve_one(store)
     queued = next(m.id for m in members if m.id != running.job_id)
     assert store.cancel(queued).state == "cancelled"
-    got = store.get_batch(batch_id)
+    got = get_batch(store, batch_id)
     assert got is not None
     assert (got.state, got.cancelled, got.pending) == ("running", 1, 2)
     # the running member, cancelled: it ends cancelled, counted once
     store.cancel(running.job_id)
     store.end_attempt(job_id=running.job_id, token=running.token, outcome="cancelled", error="x")
-    got = store.get_batch(batch_id)
+    got = get_batch(store, batch_id)
     assert got is not None
     assert (got.cancelled, got.pending) == (2, 1)
     last = reserve_one(store)
     store.complete_and_reserve(job_id=last.job_id, token=last.token)
-    got = store.get_batch(batch_id)
+    got = get_batch(store, batch_id)
     assert got is not None
     assert (got.state, got.done, got.cancelled, got.pending) == ("succeeded", 1, 2, 0)
     assert got.then_job_id is not None  # settled as with any cancelled member
@@ -155,20 +155,20 @@ def test_a_cancelled_batch_member_counts_as_a_cancelled_member(store: Store) -> 
 # -- pause and resume a queue ------------------------------------------------------------------
 def test_a_paused_queue_hands_out_nothing_until_resumed(store: Store) -> None:
     enqueue(store, new_job(queue="mail"), new_job(queue="default"))
-    store.pause_queue(queue="mail", paused=True)
+    store.set_control(paused={"mail": True})
     got = store.reserve(queues=["mail", "default"], worker=W1, lease=30, limit=5)
     assert [r.queue for r in got] == ["default"]
     enqueue(store, new_job(queue="mail"))  # dispatch still works
     assert store.reserve(queues=["mail"], worker=W1, lease=30, limit=5) == []
     assert store.queue_counts()["mail"]["queued"] == 2
-    store.pause_queue(queue="mail", paused=False)
+    store.set_control(paused={"mail": False})
     assert len(store.reserve(queues=["mail"], worker=W1, lease=30, limit=5)) == 2
 
 
 def test_a_paused_queue_lets_its_running_jobs_finish(store: Store) -> None:
     enqueue(store, new_job(queue="mail"), new_job(queue="mail"))
     r = reserve_one(store, queues=["mail"])
-    store.pause_queue(queue="mail", paused=True)
+    store.set_control(paused={"mail": True})
     reply = store.heartbeat(worker=W1, leases=[(r.job_id, r.token)], lease=30)
     assert (reply.lost, reply.cancel) == ([], [])
     # the hot path records the success but claims nothing of the paused queue
@@ -183,7 +183,7 @@ def test_complete_and_reserve_goes_on_to_a_queue_not_paused(store: Store) -> Non
     enqueue(store, new_job(queue="mail"))
     r = reserve_one(store, queues=["mail"])
     enqueue(store, new_job(queue="mail"), other := new_job(queue="default"))
-    store.pause_queue(queue="mail", paused=True)
+    store.set_control(paused={"mail": True})
     result, following = store.complete_and_reserve(
         job_id=r.job_id, token=r.token, queues=["mail", "default"], worker=W1, lease=30
     )
@@ -192,29 +192,42 @@ def test_complete_and_reserve_goes_on_to_a_queue_not_paused(store: Store) -> Non
 
 
 def test_pausing_is_held_in_the_store_and_idempotent(store: Store, other_store: Store) -> None:
-    store.pause_queue(queue="mail", paused=True)
-    store.pause_queue(queue="mail", paused=True)
+    store.set_control(paused={"mail": True})
+    store.set_control(paused={"mail": True})
     enqueue(store, new_job(queue="mail"))
     # another client (another host, or a worker started later) sees it at once
     assert other_store.reserve(queues=["mail"], worker=W2, lease=30, limit=1) == []
     assert other_store.queue_counts()["mail"].paused
-    other_store.pause_queue(queue="mail", paused=False)
-    other_store.pause_queue(queue="mail", paused=False)
+    other_store.set_control(paused={"mail": False})
+    other_store.set_control(paused={"mail": False})
     assert not store.queue_counts()["mail"].paused
     assert len(store.reserve(queues=["mail"], worker=W1, lease=30, limit=1)) == 1
 
 
 def test_a_queue_with_no_job_yet_may_be_paused(store: Store) -> None:
-    store.pause_queue(queue="later", paused=True)
+    store.set_control(paused={"later": True})
     counts = store.queue_counts()
     assert set(counts) == {"later"}
     assert counts["later"].paused and sum(counts["later"].values()) == 0
     assert total_counts(store.queue_counts())["queued"] == 0
     enqueue(store, new_job(queue="later"))
     assert store.reserve(queues=["later"], worker=W1, lease=30, limit=1) == []
-    store.pause_queue(queue="later", paused=False)
-    store.pause_queue(queue="never-paused", paused=False)  # harmless
+    store.set_control(paused={"later": False})
+    store.set_control(paused={"never-paused": False})  # harmless
     assert "never-paused" not in store.queue_counts()
+
+
+def test_one_control_call_sets_several_switches_at_the_time_it_returns(store: Store) -> None:
+    before = store.now()
+    at = store.set_control(paused={"a": True, "b": True}, restart=True)
+    assert before - 0.01 <= at <= store.now() + 0.01
+    assert {q for q, c in store.queue_counts().items() if c.paused} == {"a", "b"}
+    told = store.heartbeat(worker=W1, leases=[], lease=30).restart_requested_at
+    assert told == pytest.approx(at, abs=1e-6)
+    resumed_at = store.set_control(paused={"a": False})
+    assert resumed_at >= at
+    assert {q for q, c in store.queue_counts().items() if c.paused} == {"b"}
+    assert store.heartbeat(worker=W1, leases=[], lease=30).restart_requested_at == told
 
 
 # -- how long jobs wait ----------------------------------------------------------------------
@@ -239,7 +252,7 @@ def test_the_age_of_the_oldest_ready_job_is_measured_on_the_store_clock(store: S
 
 def test_a_paused_queue_shows_how_long_its_jobs_wait(store: Store) -> None:
     (job_id,) = enqueue(store, new_job(queue="mail"))
-    store.pause_queue(queue="mail", paused=True)
+    store.set_control(paused={"mail": True})
     ready_at = job(store, job_id).run_at
     wait_until(lambda: store.now() > ready_at + 0.1, what="the store clock to move")
     counts = store.queue_counts()["mail"]

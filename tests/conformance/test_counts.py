@@ -22,7 +22,7 @@ from tenure.guards import Guards
 from tenure.retry import Policy
 from tenure.states import JOB_STATES
 from tenure.stores import Store, open_store
-from tenure.stores.base import NewBatch, NewJob, Reservation, WorkerRef
+from tenure.stores.base import NewBatch, NewJob, Reservation, WorkerRef, get_batch
 
 ONE_TRY = Policy(tries=1, backoff=0)
 TWO_TRIES = Policy(tries=2, backoff=0)
@@ -100,7 +100,7 @@ def test_cancelling_a_batch_moves_its_queued_members_to_cancelled(store: Store) 
     # the running member ends; its batch no longer runs new work, so a retry is cancelled
     store.end_attempt(job_id=held.job_id, token=held.token, outcome="failed", error="x")
     assert assert_counts_agree(store)["batch"] == zeros(cancelled=40)
-    assert store.get_batch(kept) is not None
+    assert get_batch(store, kept) is not None
 
 
 def test_retry_and_forget_move_the_counts(store: Store) -> None:

@@ -15,7 +15,7 @@ from backends.kit import Kit
 from conformance.helpers import W1, W2, counts, enqueue, expire_and_rescue, job, new_job
 from tenure.errors import ConfigError, JobTransactionEnded
 from tenure.stores import Store
-from tenure.stores.base import NewBatch
+from tenure.stores.base import NewBatch, get_batch
 
 
 class AppDB:
@@ -152,7 +152,7 @@ def test_a_batch_members_end_is_in_the_same_commit(store: Store, app_db: AppDB) 
     tx = store.job_transaction(job_id=r.job_id, token=r.token)
     app_db.insert(tx.connection, r.job_id, 1)
     assert tx.complete().accepted
-    batch = store.get_batch("b-tx")
+    batch = get_batch(store, "b-tx")
     assert batch is not None and batch.state == "succeeded" and batch.done == 1
     assert batch.then_job_id == then.id
     assert job(store, then.id).state == "queued"

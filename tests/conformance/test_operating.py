@@ -10,7 +10,7 @@ from conformance.helpers import W1, counts, enqueue, job, new_job, reserve_one, 
 from tenure.retry import Policy
 from tenure.states import JOB_STATES
 from tenure.stores import Store
-from tenure.stores.base import WorkerRecord
+from tenure.stores.base import WorkerRecord, get_job
 
 ONE_TRY = Policy(tries=1, backoff=0)
 
@@ -82,6 +82,16 @@ def test_list_jobs_is_newest_first_limited_and_without_attempts(store: Store) ->
     assert [j.id for j in store.list_jobs(limit=3)] == one_batch[::-1]
 
 
+def test_list_jobs_by_id_reads_each_with_its_attempts_in_the_order_asked(store: Store) -> None:
+    ids = make_one_of_each(store)
+    asked = [ids["failed"], "no-such-job", ids["queued"], ids["succeeded"], ids["failed"]]
+    listed = store.list_jobs(ids=asked, state="running", limit=1)  # ids decide alone
+    assert [j.id for j in listed] == [ids["failed"], ids["queued"], ids["succeeded"]]
+    assert [[a.outcome for a in j.attempts] for j in listed] == [["failed"], [], ["succeeded"]]
+    assert store.list_jobs(ids=[]) == []
+    assert get_job(store, "no-such-job") is None
+
+
 def test_retry_job_puts_a_failed_job_back_with_fresh_tries(store: Store) -> None:
     ids = make_one_of_each(store)
     failed = ids["failed"]
@@ -114,7 +124,7 @@ def test_forget_job_deletes_only_finished_jobs(store: Store) -> None:
         assert job(store, ids[state]).state == state
     for state in ("succeeded", "failed"):
         assert store.forget_job(ids[state]), state
-        assert store.get_job(ids[state]) is None
+        assert get_job(store, ids[state]) is None
         assert not store.forget_job(ids[state])
     assert not store.forget_job("no-such-job")
     assert counts(store)["succeeded"] == counts(store)["failed"] == 0
@@ -179,10 +189,10 @@ def test_restart_requests_are_stamped_with_the_store_clock(store: Store) -> None
 
     assert told() is None
     before = store.now()
-    at = store.request_restart()
+    at = store.set_control(restart=True)
     assert at >= before - 0.01
     assert at <= store.now() + 0.01
     assert told() == pytest.approx(at, abs=1e-6)
-    later = store.request_restart()
+    later = store.set_control(restart=True)
     assert later >= at
     assert told() == pytest.approx(later, abs=1e-6)

@@ -17,7 +17,7 @@ from tenure.guards import Guards
 from tenure.retention import Keep
 from tenure.retry import Policy
 from tenure.stores import Store
-from tenure.stores.base import NewBatch, NewJob, Pruned
+from tenure.stores.base import NewBatch, NewJob, Pruned, get_batch, get_job
 
 GONE_AT_ONCE = Keep(succeeded=0.0, failed=0.0)
 AN_HOUR = Keep(succeeded=3600.0, failed=3600.0)
@@ -63,7 +63,7 @@ def test_old_finished_jobs_go_with_their_attempts_and_effects(store: Store) -> N
 
     pruned = sweep_until(
         store,
-        lambda: store.get_job(old_ok.id) is None and store.get_job(old_failed.id) is None,
+        lambda: get_job(store, old_ok.id) is None and get_job(store, old_failed.id) is None,
         what="the two old jobs to be pruned",
     )
     assert (pruned.jobs, pruned.attempts, pruned.effects) == (2, 2, 1)
@@ -93,12 +93,12 @@ def test_a_settled_batch_goes_with_its_members(store: Store) -> None:
     members = [new_job(batch_id="b-old"), new_job(batch_id="b-old")]
     store.enqueue_many(members, batch=NewBatch(id="b-old", name="old", keep=GONE_AT_ONCE))
     run_to_success(store, *(m.id for m in members))
-    assert store.get_batch("b-old").state == "succeeded"  # type: ignore[union-attr]
+    assert get_batch(store, "b-old").state == "succeeded"  # type: ignore[union-attr]
     pruned = sweep_until(
-        store, lambda: store.get_batch("b-old") is None, what="the settled batch to be pruned"
+        store, lambda: get_batch(store, "b-old") is None, what="the settled batch to be pruned"
     )
     assert pruned.batches == 1 and pruned.jobs == 2 and pruned.attempts == 2
-    assert all(store.get_job(m.id) is None for m in members)
+    assert all(get_job(store, m.id) is None for m in members)
     assert [b.id for b in store.list_batches()] == []
 
 
@@ -112,7 +112,7 @@ def test_a_running_batch_keeps_its_finished_members(store: Store) -> None:
     for _ in range(3):
         assert store.sweep().pruned == Pruned()
     assert job(store, first.job_id).state == "succeeded"
-    assert store.get_batch("b-run").state == "running"  # type: ignore[union-attr]
+    assert get_batch(store, "b-run").state == "running"  # type: ignore[union-attr]
 
 
 def test_the_latest_run_of_a_periodic_job_is_kept(store: Store) -> None:
@@ -126,7 +126,7 @@ def test_the_latest_run_of_a_periodic_job_is_kept(store: Store) -> None:
     run_to_success(store, older.id)
     latest = claim(1_800_000_600.0)
     run_to_success(store, latest.id)
-    sweep_until(store, lambda: store.get_job(older.id) is None, what="the older run to go")
+    sweep_until(store, lambda: get_job(store, older.id) is None, what="the older run to go")
     for _ in range(3):
         store.sweep()
     assert job(store, latest.id).state == "succeeded"
@@ -231,6 +231,6 @@ def test_a_cancelled_job_is_kept_as_long_as_a_failed_one(store: Store) -> None:
     store.cancel(cancelled_old.id)
     store.cancel(cancelled_young.id)
     sweep_until(
-        store, lambda: store.get_job(cancelled_old.id) is None, what="the cancelled job to go"
+        store, lambda: get_job(store, cancelled_old.id) is None, what="the cancelled job to go"
     )
     assert job(store, cancelled_young.id).state == "cancelled"

@@ -22,7 +22,7 @@ import tenure
 from conformance.helpers import W1, job, new_job, reserve_one
 from tenure.retry import Policy
 from tenure.stores import Store
-from tenure.stores.base import BatchRecord, NewBatch, NewJob
+from tenure.stores.base import BatchRecord, NewBatch, NewJob, get_batch
 
 ONE_TRY = Policy(tries=1, backoff=0)
 CALLBACKS = "callbacks"
@@ -45,7 +45,7 @@ def make_batch(store: Store, members: Sequence[NewJob], *, allow_failures: bool)
 
 
 def batch(store: Store, batch_id: str) -> BatchRecord:
-    record = store.get_batch(batch_id)
+    record = get_batch(store, batch_id)
     assert record is not None, f"batch {batch_id} vanished"
     return record
 

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 from tenure.doctor.model import Finding, JobModel, Source, Value
 from tenure.doctor.rules import finding
-from tenure.stores.base import JobRecord, Store
+from tenure.stores.base import JobRecord, Store, get_job
 
 Locate = Callable[[str], Source]
 TIMED_OUTCOMES = ("succeeded", "failed", "timed_out")
@@ -35,7 +35,7 @@ def read_history(store: Store, limits: Limits) -> list[JobRecord]:
     out: list[JobRecord] = []
     for state in ("succeeded", "failed", "running", "queued", "scheduled"):
         for summary in store.list_jobs(state=state, limit=limits.jobs_per_state):
-            record = store.get_job(summary.id)
+            record = get_job(store, summary.id)
             if record is not None:
                 out.append(record)
     return out

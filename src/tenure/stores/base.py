@@ -125,7 +125,7 @@ class Store(Protocol):
 
         A ready job whose overlap key is held by a running job with a live lease, or whose rate
         limit is reached, is deferred instead: its run_at moves on, a `deferred` attempt records
-        why, and no try is used. A paused queue (`pause_queue`) hands out nothing: the check is
+        why, and no try is used. A paused queue (`set_control`) hands out nothing: the check is
         part of the claim itself, so no worker anywhere reserves from it once the pause returned.
         """
 
@@ -222,10 +222,11 @@ class Store(Protocol):
         """
 
     # -- batches -----------------------------------------------------------------------
-    def get_batch(self, batch_id: str) -> BatchRecord | None: ...
-
-    def list_batches(self, *, limit: int = 50) -> list[BatchRecord]:
-        """Newest first."""
+    def list_batches(
+        self, *, ids: Sequence[str] | None = None, limit: int = 50
+    ) -> list[BatchRecord]:
+        """The newest `limit` batches, newest first; with `ids`, those of them that exist, in
+        that order (`limit` aside). One batch: `get_batch(store, id)`."""
 
     def report_progress(self, *, job_id: str, token: int, fraction: float) -> None:
         """A running member's own progress, 0..1; kept as the highest value reported."""
@@ -252,23 +253,25 @@ class Store(Protocol):
         """Every periodic job's stored state, by name."""
 
     # -- reading and operating ---------------------------------------------------------
-    def get_job(self, job_id: str) -> JobRecord | None: ...
-
     def list_jobs(
-        self, *, state: str | None = None, queue: str | None = None, limit: int = 100
+        self,
+        *,
+        ids: Sequence[str] | None = None,
+        state: str | None = None,
+        queue: str | None = None,
+        limit: int = 100,
     ) -> list[JobRecord]:
-        """Newest first, without attempts."""
+        """Newest first, without attempts, optionally of one `state` and `queue`.
+
+        With `ids`: those jobs that exist, in that order, each with its attempts and effects,
+        read in one snapshot with them (`state`, `queue` and `limit` aside). One job:
+        `get_job(store, id)`."""
 
     def queue_counts(self) -> dict[str, QueueCounts]:
         """Jobs per queue, then per state (every state present), for each queue that holds a
         job or is paused, with the age of its oldest ready job and whether it is paused. Read
         from counters or indexes, never by scanning jobs: the dashboard asks on every refresh,
         with millions of finished jobs in the store."""
-
-    def pause_queue(self, *, queue: str, paused: bool) -> None:
-        """Pause a queue (no worker reserves from it; running jobs go on, enqueueing works) or
-        resume it. Held in the store, so it reaches every host and survives restarts; a
-        queue that holds no job yet may be paused too."""
 
     def retry_job(self, job_id: str) -> bool:
         """Put a failed job back in its queue with fresh tries; False if it is not failed.
@@ -289,9 +292,29 @@ class Store(Protocol):
 
     def list_workers(self) -> list[WorkerRecord]: ...
 
-    def request_restart(self) -> float:
-        """Ask every worker started before now to finish its jobs and exit (each learns it
-        from its heartbeat's reply)."""
+    # -- operators' switches -----------------------------------------------------------
+    def set_control(
+        self, *, paused: Mapping[str, bool] | None = None, restart: bool = False
+    ) -> float:
+        """What operators switch for every worker, held in the store so it reaches every host
+        and survives restarts; returns the store's time of the change.
+
+        `paused` pauses (True) or resumes (False) each queue named: no worker reserves from a
+        paused queue, running jobs go on, enqueueing works; a queue that holds no job yet may
+        be paused too. `restart` asks every worker started before now to finish its jobs and
+        exit (each learns it from its heartbeat's reply). Each switch is atomic on its own."""
+
+
+def get_job(store: Store, job_id: str) -> JobRecord | None:
+    """One job with its attempts and effects, or None: `list_jobs(ids=)` of one id."""
+    found = store.list_jobs(ids=[job_id])
+    return found[0] if found else None
+
+
+def get_batch(store: Store, batch_id: str) -> BatchRecord | None:
+    """One batch, or None: `list_batches(ids=)` of one id."""
+    found = store.list_batches(ids=[batch_id])
+    return found[0] if found else None
 
 
 def total_counts(by_queue: Mapping[str, Mapping[str, int]]) -> dict[str, int]:
@@ -334,6 +357,8 @@ __all__ = [
     "cancel_target",
     "clock_text",
     "describe_crash",
+    "get_batch",
+    "get_job",
     "ready_age",
     "total_counts",
     "transaction_ended",

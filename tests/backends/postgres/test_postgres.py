@@ -19,6 +19,7 @@ from conformance.helpers import W1, counts, enqueue, job, new_job, reserve_one, 
 from tenure.errors import ConfigError, StoreUnavailable
 from tenure.retry import Policy
 from tenure.stores import open_store
+from tenure.stores.base import get_job
 from tenure.stores.postgres import PostgresStore
 from tenure.stores.postgres.database import channel_name, parse_url
 from tenure.stores.postgres.schema import migrations
@@ -102,7 +103,7 @@ def test_schemas_keep_installations_apart(postgres_url: str) -> None:
     b = PostgresStore(with_query_param(postgres_url, "schema", b_name))
     try:
         (job_id,) = enqueue(a, new_job())
-        assert b.get_job(job_id) is None
+        assert get_job(b, job_id) is None
         assert counts(b)["queued"] == 0
         assert b.reserve(queues=["default"], worker=W1, lease=30, limit=1) == []
         assert counts(a)["queued"] == 1

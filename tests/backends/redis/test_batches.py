@@ -26,7 +26,7 @@ from conformance.helpers import counts
 from tenure import batch as rules
 from tenure.errors import ConfigError, TenureError
 from tenure.retry import Policy
-from tenure.stores.base import NewBatch, NewJob, WorkerRef
+from tenure.stores.base import NewBatch, NewJob, WorkerRef, get_batch
 from tenure.stores.redis import RedisStore, split_prefix
 from tenure.stores.redis.scripts import read_lua
 
@@ -204,7 +204,7 @@ def test_on_one_server_members_and_callbacks_may_use_any_queues(store: RedisStor
     batch_id = make_batch(store, [a, b, c], callbacks_in="callbacks")
     got = store.reserve(queues=["alpha"], worker=WORKER, lease=30)
     store.end_attempt(job_id=got[0].job_id, token=got[0].token, outcome="failed", error="e")
-    record = store.get_batch(batch_id)
+    record = get_batch(store, batch_id)
     assert record is not None
     assert (record.state, record.failed, record.cancelled) == ("failed", 1, 2)
     assert [j.state for j in store.list_jobs(state="cancelled")] == ["cancelled"] * 2
@@ -234,7 +234,7 @@ def test_damaged_queue_bases_never_lead_a_script_outside_the_prefix(
     client.hset(f"{base}:bopen:{batch_id}", "ghost", f"{foreign}:{{q:default}}")
     got = store.reserve(queues=["default"], worker=WORKER, lease=30)
     store.end_attempt(job_id=got[0].job_id, token=got[0].token, outcome="failed", error="e")
-    record = store.get_batch(batch_id)
+    record = get_batch(store, batch_id)
     assert record is not None
     # the ghost member is dropped as cancelled with the queued one; catch is skipped
     assert (record.state, record.failed, record.cancelled, record.pending) == ("failed", 1, 2, 0)
@@ -251,7 +251,7 @@ def test_a_batch_hash_without_a_state_stops_its_bookkeeping_not_its_members(
     for r in store.reserve(queues=["default"], worker=WORKER, lease=30, limit=2):
         store.report_progress(job_id=r.job_id, token=r.token, fraction=0.5)
         assert store.complete_and_reserve(job_id=r.job_id, token=r.token)[0].accepted
-    record = store.get_batch(batch_id)
+    record = get_batch(store, batch_id)
     assert record is not None and record.state == "failed"
     assert store.cancel(batch_id=batch_id).accepted is False
     assert len(store.enqueue_many([job()], into_batch=batch_id)) == 0
@@ -324,7 +324,7 @@ def test_on_a_cluster_a_batch_in_one_queue_runs_whole(
     store.report_progress(job_id=got[0].job_id, token=got[0].token, fraction=0.5)
     store.complete_and_reserve(job_id=got[0].job_id, token=got[0].token)
     store.end_attempt(job_id=got[1].job_id, token=got[1].token, outcome="failed", error="e")
-    record = store.get_batch(batch_id)
+    record = get_batch(store, batch_id)
     assert record is not None
     assert (record.state, record.done, record.failed, record.cancelled) == ("failed", 1, 1, 2)
     assert record.catch_job_id is not None and record.finally_job_id is not None

@@ -16,6 +16,7 @@ import pytest
 from conformance.helpers import W1, counts, new_job
 from tenure.errors import ConfigError, StoreMisconfigured
 from tenure.stores import open_store
+from tenure.stores.base import get_batch
 from tenure.stores.redis import RedisStore
 
 from servers import raw_redis
@@ -118,7 +119,7 @@ def test_a_batch_across_queues_is_refused_naming_them(store: RedisStore) -> None
     batch = NewBatch(id=secrets.token_hex(4), name="mixed")
     with pytest.raises(ConfigError, match=r"'exports'.*\['mail'\]"):
         store.enqueue_many([new_job(queue="exports"), new_job(queue="mail")], batch=batch)
-    assert store.get_batch(batch.id) is None
+    assert get_batch(store, batch.id) is None
     assert store.list_jobs(queue="mail") == [] and store.list_jobs(queue="exports") == []
 
 

@@ -24,7 +24,7 @@ from conformance.helpers import counts
 from tenure.errors import ConfigError
 from tenure.guards import Guards
 from tenure.retry import Policy
-from tenure.stores.base import NewBatch, NewJob, WorkerRef
+from tenure.stores.base import NewBatch, NewJob, WorkerRef, get_job
 from tenure.stores.redis import RedisStore, split_prefix
 
 from servers import free_port, raw_redis, wait_for_port
@@ -94,11 +94,11 @@ def exercise_every_guard(store: RedisStore, queue: str) -> None:
     assert store.claim_once(job_id=first.id, token=running[first.id].token, key="charge")
     assert not store.claim_once(job_id=first.id, token=running[first.id].token, key="charge")
     for waiting in (same_key, limited[1]):
-        record = store.get_job(waiting.id)
+        record = get_job(store, waiting.id)
         assert record is not None and record.state == "scheduled" and record.tries_used == 0
         assert [a.outcome for a in record.attempts] == ["deferred"]
     assert store.complete_and_reserve(job_id=first.id, token=running[first.id].token)[0].accepted
-    record = store.get_job(first.id)
+    record = get_job(store, first.id)
     assert record is not None and [(e.key, e.attempt) for e in record.effects] == [("charge", 1)]
 
 
@@ -153,7 +153,7 @@ def test_deferrals_without_delay_cannot_make_a_reservation_spin(
     # 100 blocked jobs in front of the plain one: the reservation looks at limit + 32 jobs,
     # each once, defers them (still due now) and returns without reaching the plain job
     assert got == []
-    deferred = [store.get_job(w.id) for w in waiting]
+    deferred = [get_job(store, w.id) for w in waiting]
     counts = [len(r.attempts) for r in deferred if r is not None]
     assert sum(counts) == 2 + 32 and max(counts) == 1
     assert all(r is not None and r.state == "queued" for r in deferred)
@@ -180,7 +180,7 @@ def test_a_damaged_once_record_still_reads(make_store: Callable[..., RedisStore]
         client.hset(f"{store.prefix}:{{q:default}}:once:{j.id}", "charge", "garbage")
     finally:
         client.close()
-    record = store.get_job(j.id)
+    record = get_job(store, j.id)
     assert record is not None and [(e.key, e.attempt, e.at) for e in record.effects] == [
         ("charge", 0, 0.0)
     ]
@@ -266,5 +266,5 @@ def test_batch_members_keep_their_overlap_and_rate_guards(
     got = store.reserve(queues=["default"], worker=W2, lease=30, limit=5)
     assert [r.job_id for r in got] == [members[1].id]
     for waiting in (members[0], members[2]):
-        record = store.get_job(waiting.id)
+        record = get_job(store, waiting.id)
         assert record is not None and [a.outcome for a in record.attempts] == ["deferred"]

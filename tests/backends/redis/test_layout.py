@@ -12,7 +12,7 @@ import redis
 
 from tenure.errors import ConfigError
 from tenure.retry import Policy
-from tenure.stores.base import NewJob
+from tenure.stores.base import NewJob, get_job
 from tenure.stores.redis import RedisStore
 
 from servers import isolated_store_url
@@ -53,7 +53,7 @@ def test_layout_1_keys_are_taken_over_and_marked_2(url: str, client: redis.Redis
         client.hset(meta, "layout", "1")
         (stored,) = store.enqueue_many([job()])
         assert client.hget(meta, "layout") == "2"
-        assert store.get_job(stored) is not None
+        assert get_job(store, stored) is not None
     finally:
         store.close()
 

@@ -22,7 +22,7 @@ from conformance.helpers import counts
 from tenure.errors import ConfigError, StoreUnavailable
 from tenure.retry import Policy
 from tenure.stores import open_store
-from tenure.stores.base import NewJob, Rescued, WorkerRecord, WorkerRef
+from tenure.stores.base import NewJob, Rescued, WorkerRecord, WorkerRef, get_job
 from tenure.stores.redis import RedisStore, split_prefix
 
 from servers import ThrowawayRedis
@@ -124,7 +124,7 @@ def test_every_key_is_under_the_prefix_and_a_queue_lives_in_one_cluster_slot(
     store.enqueue_many([job(f"j-{i}", queue=q) for i, q in enumerate(queues)])
     store.reserve(queues=queues, worker=WORKER, lease=30, limit=len(queues))
     store.register_worker(WorkerRecord("w-1", "host-a", 111, ("default",), 2, 0.0, 0.0))
-    store.request_restart()
+    store.set_control(restart=True)
 
     keys = set(client.scan_iter(match=f"{store.prefix}:*", count=1000))
     assert keys == set(client.scan_iter(match=store.key_pattern(), count=1000))
@@ -137,7 +137,7 @@ def test_every_key_is_under_the_prefix_and_a_queue_lives_in_one_cluster_slot(
     # one tag per queue, plus the store-wide {g}
     assert len(slots_by_queue) == len(queues) + 1
     for i, queue in enumerate(queues):
-        record = store.get_job(f"j-{i}")
+        record = get_job(store, f"j-{i}")
         assert record is not None
         assert (record.queue, record.state) == (queue, "running")
 
@@ -152,7 +152,7 @@ def test_prefixes_are_isolated_even_when_one_extends_the_other(
 
     assert counts(outer)["queued"] == 1
     assert counts(inner)["queued"] == 2
-    assert inner.get_job("only-outer") is None
+    assert get_job(inner, "only-outer") is None
     assert [r.job_id for r in outer.reserve(queues=["default"], worker=WORKER, lease=30)] == [
         "only-outer"
     ]
@@ -216,7 +216,7 @@ def test_concurrent_rescuers_close_each_expired_attempt_once(store: RedisStore) 
         t.join(DEADLINE_S)
     assert sorted(results) == sorted(r.job_id for r in reserved)
     for r in reserved:
-        record = store.get_job(r.job_id)
+        record = get_job(store, r.job_id)
         assert record is not None
         assert record.state == "scheduled"  # backoff=60
         assert [a.outcome for a in record.attempts] == ["crashed"]
@@ -236,7 +236,7 @@ def test_a_late_complete_racing_a_rescue_is_either_accepted_or_refused_never_bot
         rescuer.start()
         result = store.complete_and_reserve(job_id=job_id, token=r.token)[0]
         rescuer.join(DEADLINE_S)
-        record = store.get_job(job_id)
+        record = get_job(store, job_id)
         assert record is not None
         if result.accepted:
             assert [x.job_id for x in rescued] == []
@@ -263,7 +263,7 @@ def test_leases_and_schedules_use_the_servers_time_not_the_callers(
     assert r.job_id == "now"
     assert 29.0 < r.lease_expires_at - store.now() <= 30.0
     assert store.sweep(prune=False).rescued == []
-    later = store.get_job("later")
+    later = get_job(store, "later")
     assert later is not None and later.state == "scheduled"
     assert 29.0 < later.run_at - store.now() <= 30.0
 
@@ -337,11 +337,11 @@ def test_damaged_records_do_not_crash_reserve_or_get_job(
     assert "\ufffd" in got["bad-bytes"].payload  # reaches the worker, which fails that job
     assert got["bad-policy"].policy == Policy()
     assert (got["no-fields"].name, got["no-fields"].payload) == ("", "")
-    record = store.get_job("no-fields")
+    record = get_job(store, "no-fields")
     assert record is not None
     assert record.state == "running"
     assert "damaged" in (record.last_error or "")
-    assert store.get_job("gone") is None
+    assert get_job(store, "gone") is None
     # the leftover entry of the vanished job was dropped, not left to block the queue
     assert client.zcard(f"{base}:queued") == 0
     assert counts(store)["running"] == 3
@@ -375,7 +375,7 @@ def test_enqueueing_the_same_id_twice_keeps_the_first(store: RedisStore) -> None
     # A client that retries after a lost reply must not create the job twice.
     store.enqueue_many([job("once")])
     store.enqueue_many([job("once", queue="default", delay=100)])
-    record = store.get_job("once")
+    record = get_job(store, "once")
     assert record is not None and record.state == "queued"
     assert counts(store)["queued"] == 1
 
@@ -408,7 +408,7 @@ def test_with_aof_a_restart_keeps_jobs_attempts_and_leases(
         wait_until(lambda: _reachable(store), "Redis to come back")
         assert counts(store)["queued"] == 1
         assert store.complete_and_reserve(job_id=r.job_id, token=r.token)[0].accepted
-        record = store.get_job(r.job_id)
+        record = get_job(store, r.job_id)
         assert record is not None and [a.outcome for a in record.attempts] == ["succeeded"]
     finally:
         store.close()
@@ -451,7 +451,7 @@ def test_attempt_history_reads_back_in_order(store: RedisStore) -> None:
         store.end_attempt(job_id=r.job_id, token=r.token, outcome=outcome, error=f"{outcome}!")
     (r,) = store.reserve(queues=["default"], worker=WORKER, lease=30)
     store.complete_and_reserve(job_id=r.job_id, token=r.token)
-    record = store.get_job("flaky")
+    record = get_job(store, "flaky")
     assert record is not None
     assert [a.number for a in record.attempts] == [1, 2, 3, 4, 5]
     assert [a.outcome for a in record.attempts] == [*outcomes, "succeeded"]

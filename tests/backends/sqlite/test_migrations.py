@@ -15,7 +15,7 @@ import pytest
 from tenure.errors import ConfigError
 from tenure.guards import Guards
 from tenure.retry import Policy
-from tenure.stores.base import NewJob, WorkerRef
+from tenure.stores.base import NewJob, WorkerRef, get_batch, get_job
 from tenure.stores.sql.migrations import load_migrations
 from tenure.stores.sqlite import SQLiteStore, schema
 
@@ -79,20 +79,20 @@ def test_a_version_1_file_opens_with_its_jobs_attempts_and_batches_intact(
         store.migrate()
         with sqlite3.connect(path) as conn:  # brought forward in place, from version 1
             assert schema.schema_version(conn) == schema.SCHEMA_VERSION > 1
-        failed = store.get_job("j-failed")
+        failed = get_job(store, "j-failed")
         assert failed is not None and failed.state == "failed" and failed.tries_used == 2
         assert [(a.number, a.outcome, a.error) for a in failed.attempts] == [
             (1, "failed", "boom"),
             (2, "failed", "boom"),
         ]
-        succeeded = store.get_job("j-succeeded")
+        succeeded = get_job(store, "j-succeeded")
         assert succeeded is not None and succeeded.state == "succeeded"
         assert [e.key for e in succeeded.effects] == ["charge"]
-        running = store.get_job("j-running")
+        running = get_job(store, "j-running")
         assert running is not None and running.attempts[0].worker_id == "w-fixture"
-        scheduled = store.get_job("j-scheduled")
+        scheduled = get_job(store, "j-scheduled")
         assert scheduled is not None and scheduled.run_at > scheduled.created_at + 3000
-        batch = store.get_batch("b-1")
+        batch = get_batch(store, "b-1")
         assert batch is not None
         assert (batch.name, batch.state, batch.total, batch.jobs) == (
             "fixture batch",
@@ -122,7 +122,7 @@ def test_a_version_1_file_opens_with_its_jobs_attempts_and_batches_intact(
         expected = {"j-queued", "j-unique", "b-m1", "b-m2", "b-then"}
         assert expected <= set(ended) <= expected | {"j-scheduled"}
         assert len(ended) == len(set(ended))
-        batch = store.get_batch("b-1")
+        batch = get_batch(store, "b-1")
         assert batch is not None and (batch.state, batch.done) == ("succeeded", 2)
         assert batch.then_job_id == "b-then"
     finally:
@@ -143,7 +143,7 @@ def test_pending_migrations_upgrade_a_version_1_file_in_place(tmp_path: Path) ->
     assert row_counts(path) == before
     store = SQLiteStore(f"sqlite:///{path}")
     try:
-        job = store.get_job("j-failed")
+        job = get_job(store, "j-failed")
         assert job is not None and len(job.attempts) == 2
     finally:
         store.close()

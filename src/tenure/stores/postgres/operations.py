@@ -5,6 +5,8 @@ here except through retry, cancel and forget; the queue's rules live in
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
+
 from tenure.states import FINAL_STATES
 from tenure.stores.base import (
     BatchRecord,
@@ -51,50 +53,60 @@ class PostgresOperations:
         self.db.close()
 
     # -- batches -----------------------------------------------------------------------
-    def get_batch(self, batch_id: str) -> BatchRecord | None:
-        if not usable_id(batch_id):
-            return None
+    def list_batches(
+        self, *, ids: Sequence[str] | None = None, limit: int = 50
+    ) -> list[BatchRecord]:
+        if ids is not None:
+            ids = [i for i in ids if usable_id(i)]
         with self.db.cursor() as cur:
-            return batches.read(self.dialect, cur, batch_id)
-
-    def list_batches(self, *, limit: int = 50) -> list[BatchRecord]:
-        with self.db.cursor() as cur:
-            return batches.list_recent(self.dialect, cur, limit)
+            return batches.list_batches(self.dialect, cur, ids, limit)
 
     def report_progress(self, *, job_id: str, token: int, fraction: float) -> None:
         with self.db.cursor() as cur:
             batches.report_progress(self.dialect, cur, job_id, token, fraction)
 
     # -- reading and operating ---------------------------------------------------------
-    def get_job(self, job_id: str) -> JobRecord | None:
-        if not usable_id(job_id):
-            return None
+    def list_jobs(
+        self,
+        *,
+        ids: Sequence[str] | None = None,
+        state: str | None = None,
+        queue: str | None = None,
+        limit: int = 100,
+    ) -> list[JobRecord]:
+        if ids is None:
+            with self.db.cursor() as cur:
+                return operations.list_jobs(
+                    self.dialect, cur, state=state, queue=queue, limit=limit
+                )
+        wanted = [job_id for job_id in dict.fromkeys(ids) if usable_id(job_id)]
+        if not wanted:
+            return []
         with self.db.cursor() as cur:
-            # One statement, one snapshot: the attempts and effects agree with the job row.
-            row = cur.execute(
+            # One statement, one snapshot: the attempts and effects agree with the job rows.
+            rows = cur.execute(
                 self.db.q(
                     f"SELECT j.*, {NOW} AS now, coalesce((SELECT json_agg(a ORDER BY a.number)"
                     " FROM {s}.tenure_attempts a WHERE a.job_id = j.id), '[]') AS attempts,"
                     " coalesce((SELECT json_agg(o ORDER BY o.at, o.key) FROM {s}.tenure_once o"
                     " WHERE o.job_id = j.id), '[]') AS effects"
-                    " FROM {s}.tenure_jobs j WHERE j.id = %s"
+                    " FROM {s}.tenure_jobs j WHERE j.id = ANY(%s)"
                 ),
-                (job_id,),
-            ).fetchone()
-        if row is None:
-            return None
-        return job_record(
-            row,
-            row["now"],
-            [attempt_record(a) for a in row["attempts"]],
-            [EffectRecord(key=e["key"], attempt=e["attempt"], at=e["at"]) for e in row["effects"]],
-        )
-
-    def list_jobs(
-        self, *, state: str | None = None, queue: str | None = None, limit: int = 100
-    ) -> list[JobRecord]:
-        with self.db.cursor() as cur:
-            return operations.list_jobs(self.dialect, cur, state=state, queue=queue, limit=limit)
+                (wanted,),
+            ).fetchall()
+        found = {
+            row["id"]: job_record(
+                row,
+                row["now"],
+                [attempt_record(a) for a in row["attempts"]],
+                [
+                    EffectRecord(key=e["key"], attempt=e["attempt"], at=e["at"])
+                    for e in row["effects"]
+                ],
+            )
+            for row in rows
+        }
+        return [found[job_id] for job_id in wanted if job_id in found]
 
     def queue_counts(self) -> dict[str, QueueCounts]:
         out: dict[str, QueueCounts] = {}
@@ -187,19 +199,7 @@ class PostgresOperations:
         with self.db.cursor() as cur:
             return workers.list_all(self.dialect, cur)
 
-    def request_restart(self) -> float:
-        with self.db.cursor() as cur:
-            row = cur.execute(
-                self.db.q(
-                    "INSERT INTO {s}.tenure_control (key, value)"
-                    f" VALUES ('restart_at', ({NOW})::text)"
-                    " ON CONFLICT (key) DO UPDATE SET value = excluded.value RETURNING value"
-                )
-            ).fetchone()
-        assert row is not None
-        return float(row["value"])
-
-    # -- cancelling and pausing ----------------------------------------------------------
+    # -- cancelling, pausing, restarting -------------------------------------------------------
     def cancel(self, job_id: str | None = None, *, batch_id: str | None = None) -> CancelResult:
         kind, target = cancel_target(job_id, batch_id)
         if not usable_id(target):
@@ -210,6 +210,8 @@ class PostgresOperations:
                 return control.cancel_batch(self.dialect, cur, target, self.db.clock(cur))
             return control.cancel(self.dialect, cur, target, lambda: self.db.clock(cur))
 
-    def pause_queue(self, *, queue: str, paused: bool) -> None:
+    def set_control(
+        self, *, paused: Mapping[str, bool] | None = None, restart: bool = False
+    ) -> float:
         with self.db.transaction() as cur:
-            control.pause(self.dialect, cur, queue, paused, self.db.clock(cur))
+            return control.set_control(self.dialect, cur, paused or {}, restart, self.db.clock(cur))

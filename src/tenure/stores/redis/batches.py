@@ -77,36 +77,41 @@ class RedisBatches(RedisClient):
         home = self._batch_home(batch_id)
         if home is not None and self._run(self._qcall("cancel_batch", home, batch_id)):
             return CancelResult(accepted=True, state="cancelled")
-        record = self.get_batch(batch_id)
+        record = next(iter(self.list_batches(ids=[batch_id])), None)
         return CancelResult(accepted=False, state=record.state if record else "missing")
 
-    def get_batch(self, batch_id: str) -> BatchRecord | None:
-        home = self._batch_home(batch_id)
-        if home is None:
-            return None
-        fields = cast(dict[str, str], self._redis.hgetall(self._batch_key(home, batch_id)))
-        return batch_record(batch_id, fields) if fields else None
-
-    def list_batches(self, *, limit: int = 50) -> list[BatchRecord]:
+    def list_batches(
+        self, *, ids: Sequence[str] | None = None, limit: int = 50
+    ) -> list[BatchRecord]:
+        if ids is not None:
+            return self._read_batches(list(dict.fromkeys(ids)), limit=len(ids))
         out: list[BatchRecord] = []
         start = 0
         while len(out) < limit:
-            ids = cast(
+            page = cast(
                 list[str],
                 self._redis.zrevrange(self._global_key("batches"), start, start + BATCH_PAGE - 1),
             )
-            if not ids:
+            if not page:
                 break
-            start += len(ids)
-            homes = cast(list[str | None], self._redis.hmget(self._global_key("batch_queues"), ids))
-            pipe = self._redis.pipeline(transaction=False)
-            for batch_id, home in zip(ids, homes, strict=True):
-                # a batch registered by a create that never ran reads as an empty hash
-                pipe.hgetall(self._batch_key(home or "", batch_id))
-            for batch_id, fields in zip(ids, pipe.execute(), strict=True):
-                if fields and len(out) < limit:
-                    out.append(batch_record(batch_id, fields))
+            start += len(page)
+            out += self._read_batches(page, limit=limit - len(out))
         return out
+
+    def _read_batches(self, ids: list[str], *, limit: int) -> list[BatchRecord]:
+        if not ids:
+            return []
+        homes = cast(list[str | None], self._redis.hmget(self._global_key("batch_queues"), ids))
+        pipe = self._redis.pipeline(transaction=False)
+        for batch_id, home in zip(ids, homes, strict=True):
+            # a batch registered by a create that never ran (or no batch) reads as an empty hash
+            pipe.hgetall(self._batch_key(home or "", batch_id))
+        found = [
+            batch_record(batch_id, fields)
+            for batch_id, fields in zip(ids, pipe.execute(), strict=True)
+            if fields
+        ]
+        return found[:limit]
 
     def report_progress(self, *, job_id: str, token: int, fraction: float) -> None:
         queue = self._locate(job_id)

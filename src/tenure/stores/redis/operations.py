@@ -4,6 +4,7 @@ retry and forget, each one script."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import replace
 from typing import cast
 
@@ -22,7 +23,7 @@ class RedisOperations(RedisClient):
         seconds, micros = self._redis.time()
         return clock_value(seconds, micros)
 
-    def get_job(self, job_id: str) -> JobRecord | None:
+    def _read_job(self, job_id: str) -> JobRecord | None:
         queue = self._locate(job_id)
         if queue is None:
             return None
@@ -43,8 +44,16 @@ class RedisOperations(RedisClient):
         return replace(record, effects=effect_records(effects))
 
     def list_jobs(
-        self, *, state: str | None = None, queue: str | None = None, limit: int = 100
+        self,
+        *,
+        ids: Sequence[str] | None = None,
+        state: str | None = None,
+        queue: str | None = None,
+        limit: int = 100,
     ) -> list[JobRecord]:
+        if ids is not None:
+            read = (self._read_job(job_id) for job_id in dict.fromkeys(ids))
+            return [record for record in read if record is not None]
         if limit <= 0 or (state is not None and state not in JOB_STATES):
             return []
         index = "all" if state is None else "queued" if state == "scheduled" else state

@@ -77,7 +77,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from typing import Any, ClassVar, cast
 
@@ -314,14 +314,19 @@ class RedisStore(RedisBatches, RedisGuards, RedisPeriodic, RedisWorkers, RedisOp
             return CancelResult(accepted=False, state=reply[1] or "missing")
         return CancelResult(accepted=True, state=str(reply[0]))
 
-    def pause_queue(self, *, queue: str, paused: bool) -> None:
-        # The registry first, so that `queue_counts` lists a paused queue with no job yet.
-        self._run_many(
-            [
-                (self._g["register_queues"], [self._global_key("queues")], [queue]),
-                self._qcall("pause_queue", queue, "1" if paused else "0"),
-            ]
-        )
+    def set_control(
+        self, *, paused: Mapping[str, bool] | None = None, restart: bool = False
+    ) -> float:
+        calls: list[Any] = []
+        if paused:
+            # The registry first, so that `queue_counts` lists a paused queue with no job yet.
+            calls.append((self._g["register_queues"], [self._global_key("queues")], [*paused]))
+            calls += [self._qcall("pause_queue", q, "1" if p else "0") for q, p in paused.items()]
+        if restart:
+            calls.append((self._g["request_restart"], [self._global_key("control")], []))
+        if not calls:
+            return self.now()
+        return float(self._run_many(calls)[-1])
 
     def end_attempt(
         self,

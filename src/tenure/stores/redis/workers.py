@@ -1,4 +1,5 @@
-"""The Redis store's store-wide records (hash tag `{g}`): live workers and restart requests."""
+"""The Redis store's store-wide records (hash tag `{g}`): live workers. (Restart requests, in
+the same slot: RedisStore.set_control.)"""
 
 from __future__ import annotations
 
@@ -40,6 +41,3 @@ class RedisWorkers(RedisClient):
             if fields:
                 out.append(worker_record(worker_id, fields))
         return out
-
-    def request_restart(self) -> float:
-        return float(self._run((self._g["request_restart"], [self._global_key("control")], [])))

@@ -194,10 +194,20 @@ def read(d: Dialect, cur: Cursor, batch_id: str) -> BatchRecord | None:
     return None if row is None else _record(row)
 
 
-def list_recent(d: Dialect, cur: Cursor, limit: int) -> list[BatchRecord]:
-    order = f"b.created_at DESC, b.{d.creation_order} DESC"
-    rows = cur.execute(d.q(f"{_READ} ORDER BY {order} LIMIT %s"), (limit,)).fetchall()
-    return [_record(r) for r in rows]
+def list_batches(
+    d: Dialect, cur: Cursor, ids: Sequence[str] | None, limit: int
+) -> list[BatchRecord]:
+    """Store.list_batches: the newest `limit`, or those of `ids` that exist, in that order."""
+    if ids is None:
+        order = f"b.created_at DESC, b.{d.creation_order} DESC"
+        rows = cur.execute(d.q(f"{_READ} ORDER BY {order} LIMIT %s"), (limit,)).fetchall()
+        return [_record(r) for r in rows]
+    if not ids:
+        return []
+    marks = ", ".join(["%s"] * len(ids))
+    rows = cur.execute(d.q(f"{_READ} WHERE b.id IN ({marks})"), tuple(ids)).fetchall()
+    found = {r.id: r for r in map(_record, rows)}
+    return [found[i] for i in dict.fromkeys(ids) if i in found]
 
 
 def report_progress(d: Dialect, cur: Cursor, job_id: str, token: int, fraction: float) -> None:

@@ -1,5 +1,5 @@
-"""Cancelling one job and pausing a queue on the SQL stores, written once for SQLite and
-PostgreSQL, inside the caller's transaction.
+"""Cancelling one job, pausing a queue and asking for a restart on the SQL stores, written once
+for SQLite and PostgreSQL, inside the caller's transaction.
 
 A queued job is cancelled at once; a running one only gets `cancel_requested_at`, which the
 heartbeat of the worker holding it returns (Store.heartbeat), and which makes however its
@@ -10,7 +10,7 @@ message to the workers and cannot race a reservation.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 
 from tenure.stores.base import CancelResult
 from tenure.stores.sql import batches, chains
@@ -65,21 +65,32 @@ def cancel_batch(d: Dialect, cur: Cursor, batch_id: str, now: float) -> CancelRe
     return CancelResult(accepted=False, state=record.state if record else "missing")
 
 
-def pause(d: Dialect, cur: Cursor, queue: str, paused: bool, now: float) -> None:
-    if paused:
+def set_control(
+    d: Dialect, cur: Cursor, paused: Mapping[str, bool], restart: bool, now: float
+) -> float:
+    """Store.set_control inside the caller's transaction; returns `now`."""
+    for queue, pause in paused.items():
+        if pause:
+            cur.execute(
+                d.q(
+                    "INSERT INTO {s}.tenure_paused_queues (queue, paused_at) VALUES (%s, %s)"
+                    " ON CONFLICT (queue) DO NOTHING"
+                ),
+                (queue, now),
+            )
+        elif cur.execute(
+            d.q("DELETE FROM {s}.tenure_paused_queues WHERE queue = %s"), (queue,)
+        ).rowcount:
+            d.wake(cur, queue)  # its ready jobs start now, not at the idle workers' next look
+    if restart:
         cur.execute(
             d.q(
-                "INSERT INTO {s}.tenure_paused_queues (queue, paused_at) VALUES (%s, %s)"
-                " ON CONFLICT (queue) DO NOTHING"
+                "INSERT INTO {s}.tenure_control (key, value) VALUES ('restart_at', %s)"
+                " ON CONFLICT (key) DO UPDATE SET value = excluded.value"
             ),
-            (queue, now),
+            (repr(now),),
         )
-        return
-    resumed = cur.execute(
-        d.q("DELETE FROM {s}.tenure_paused_queues WHERE queue = %s"), (queue,)
-    ).rowcount
-    if resumed:
-        d.wake(cur, queue)  # its ready jobs start now, not at the idle workers' next look
+    return now
 
 
 def paused_queues(d: Dialect, cur: Cursor) -> set[str]:

@@ -1,7 +1,7 @@
-"""The job listing and a failed job's retry, written once for both SQL stores. get_job and
-forget_job stay per engine for a reason: PostgreSQL reads a job with its attempts in one
-statement (json_agg: one round trip) and cascades deletes; SQLite reads three row sets in one
-local read transaction, and its schema has no foreign keys."""
+"""The job listing and a failed job's retry, written once for both SQL stores. Reading jobs by
+id (`list_jobs(ids=)`) and forget_job stay per engine for a reason: PostgreSQL reads jobs with
+their attempts in one statement (json_agg: one round trip) and cascades deletes; SQLite reads
+three row sets in one local read transaction, and its schema has no foreign keys."""
 
 from __future__ import annotations
 

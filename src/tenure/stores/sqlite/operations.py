@@ -3,6 +3,9 @@ worker registry. No job changes state here except through retry and forget."""
 
 from __future__ import annotations
 
+import sqlite3
+from collections.abc import Mapping, Sequence
+
 from tenure.states import FINAL_STATES
 from tenure.stores.base import EffectRecord, JobRecord, QueueCounts, WorkerRecord, ready_age
 from tenure.stores.sql import control, operations, workers
@@ -13,32 +16,24 @@ from tenure.stores.sqlite.dialect import SQLITE
 
 class SQLiteOperations(SQLiteConnections):
     # -- reading and operating ---------------------------------------------------------
-    def get_job(self, job_id: str) -> JobRecord | None:
-        with self._read() as conn:
-            now = self._now(conn)
-            row = conn.execute("SELECT * FROM tenure_jobs WHERE id = ?", (job_id,)).fetchone()
-            if row is None:
-                return None
-            attempts = [
-                attempt_record(a)
-                for a in conn.execute(
-                    "SELECT * FROM tenure_attempts WHERE job_id = ? ORDER BY number", (job_id,)
-                )
-            ]
-            effects = [
-                EffectRecord(key=e["key"], attempt=e["attempt"], at=e["at"])
-                for e in conn.execute(
-                    "SELECT * FROM tenure_once WHERE job_id = ? ORDER BY at", (job_id,)
-                )
-            ]
-        return job_record(row, now, attempts, effects)
-
     def list_jobs(
-        self, *, state: str | None = None, queue: str | None = None, limit: int = 100
+        self,
+        *,
+        ids: Sequence[str] | None = None,
+        state: str | None = None,
+        queue: str | None = None,
+        limit: int = 100,
     ) -> list[JobRecord]:
-        conn = self._conn()
-        now = self._now(conn)
-        return operations.list_jobs(SQLITE, conn, state=state, queue=queue, limit=limit, now=now)
+        if ids is None:
+            conn = self._conn()
+            now = self._now(conn)
+            return operations.list_jobs(
+                SQLITE, conn, state=state, queue=queue, limit=limit, now=now
+            )
+        with self._read() as conn:  # one snapshot: the attempts and effects agree with the jobs
+            now = self._now(conn)
+            found = (_read_job(conn, now, job_id) for job_id in dict.fromkeys(ids))
+            return [record for record in found if record is not None]
 
     def queue_counts(self) -> dict[str, QueueCounts]:
         out: dict[str, QueueCounts] = {}
@@ -97,10 +92,25 @@ class SQLiteOperations(SQLiteConnections):
     def list_workers(self) -> list[WorkerRecord]:
         return workers.list_all(SQLITE, self._conn())
 
-    def request_restart(self) -> float:
+    def set_control(
+        self, *, paused: Mapping[str, bool] | None = None, restart: bool = False
+    ) -> float:
         with self._write() as (conn, now):
-            conn.execute(
-                "INSERT OR REPLACE INTO tenure_control (key, value) VALUES ('restart_at', ?)",
-                (repr(now),),
-            )
-        return now
+            return control.set_control(SQLITE, conn, paused or {}, restart, now)
+
+
+def _read_job(conn: sqlite3.Connection, now: float, job_id: str) -> JobRecord | None:
+    row = conn.execute("SELECT * FROM tenure_jobs WHERE id = ?", (job_id,)).fetchone()
+    if row is None:
+        return None
+    attempts = [
+        attempt_record(a)
+        for a in conn.execute(
+            "SELECT * FROM tenure_attempts WHERE job_id = ? ORDER BY number", (job_id,)
+        )
+    ]
+    effects = [
+        EffectRecord(key=e["key"], attempt=e["attempt"], at=e["at"])
+        for e in conn.execute("SELECT * FROM tenure_once WHERE job_id = ? ORDER BY at", (job_id,))
+    ]
+    return job_record(row, now, attempts, effects)

@@ -397,10 +397,6 @@ class SQLiteStore(SQLiteOperations):
                 return control.cancel_batch(SQLITE, conn, target, now)
             return control.cancel(SQLITE, conn, target, lambda: now)
 
-    def pause_queue(self, *, queue: str, paused: bool) -> None:
-        with self._write() as (conn, now):
-            control.pause(SQLITE, conn, queue, paused, now)
-
     def sweep(
         self, *, rescue: bool = True, prune: bool = True, limit: int = 500, dry_run: bool = False
     ) -> Swept:
@@ -509,13 +505,11 @@ class SQLiteStore(SQLiteOperations):
         return watch
 
     # -- batches -----------------------------------------------------------------------
-    def get_batch(self, batch_id: str) -> BatchRecord | None:
+    def list_batches(
+        self, *, ids: Sequence[str] | None = None, limit: int = 50
+    ) -> list[BatchRecord]:
         with self._read() as conn:
-            return batches.read(SQLITE, conn, batch_id)
-
-    def list_batches(self, *, limit: int = 50) -> list[BatchRecord]:
-        with self._read() as conn:
-            return batches.list_recent(SQLITE, conn, limit)
+            return batches.list_batches(SQLITE, conn, ids, limit)
 
     def report_progress(self, *, job_id: str, token: int, fraction: float) -> None:
         with self._write() as (conn, _now):
