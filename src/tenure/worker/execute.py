@@ -93,7 +93,7 @@ def passed_result(app: Any, arguments: payload.Arguments) -> payload.Arguments |
     argument. Read from that link, which succeeded before this one was dispatched (in the
     same store transaction); pruned meanwhile (retention shorter than the wait), it fails
     for good, saying so, rather than running without it."""
-    previous = app.store.get_job(arguments.passed_from)
+    previous = app.find_job(arguments.passed_from)
     if previous is None or previous.state != "succeeded":
         return Ended(
             "failed",
