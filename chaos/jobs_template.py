@@ -107,3 +107,13 @@ if os.environ.get("CHAOS_PERIODIC"):
         finally:
             os.close(fd)
         pause(50)
+
+
+@app.job(timeout=30, tries=1)
+def chain_fail(n: int) -> None:
+    """kill-chains' stopping link: fails for good on its one try (a kill costs it that try
+    too), so its chain stops there."""
+    note("start")
+    pause(20)
+    note("end")
+    raise RuntimeError(f"chain link {n} fails on purpose")

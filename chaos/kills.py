@@ -121,3 +121,47 @@ def kill_prune(ctx: Context, **p: Any) -> RunResult:
     p.setdefault("job_ms", 50)
     p.setdefault("rate", 60)
     return _kill(ctx, "kill-prune", "worker", before=before, after=after, **p)
+
+
+@scenario("kill-chains")
+def kill_chains(ctx: Context, **p: Any) -> RunResult:
+    """SIGKILL random workers while chains of `links` jobs run: every chain completes in
+    order (finally once, no catch), or stops at the link that fails on purpose (the later
+    links cancelled and never run, catch once, finally once); no link runs twice without a
+    recorded reason (the general checker)."""
+    from chaos.chain_check import check_chains, expected_states, plan
+
+    # kept in p: they are reported with the run's parameters
+    n_chains = int(p.setdefault("chains", 100))
+    links = int(p.setdefault("links", 3))
+    stop_every = int(p.setdefault("stop_every", 4))  # every 4th chain has a link that fails
+    job_ms = float(p.get("job_ms", 100))
+    plans: list[Any] = []
+
+    def before(run: Any) -> None:
+        jobs, app = run.project.jobs, run.project.app
+        for k in range(n_chains):
+            stops_at = (k % links) if stop_every and k % stop_every == 0 else None
+            sigs = [
+                jobs.chain_fail.sig(k) if i == stops_at else jobs.work.sig(k, job_ms)
+                for i in range(links)
+            ]
+            handle = app.chain(
+                sigs, catch=jobs.work.sig(-1 - k, 10.0), finally_=jobs.work.sig(-1 - k, 10.0)
+            )
+            chain = plan(app, handle, stops_at)
+            plans.append(chain)
+            run.expected.update(expected_states(chain))
+
+    def after(run: Any, verdict: Any) -> None:
+        from chaos.ledger import read_ledger
+
+        problems, notes = check_chains(
+            run.project.app.store, plans, read_ledger(run.project.ledger_path)
+        )
+        verdict.problems += problems
+        run.notes += notes
+
+    p.setdefault("jobs", 0)  # the chains are the load
+    p.setdefault("job_ms", 100)
+    return _kill(ctx, "kill-chains", "worker", before=before, after=after, **p)
