@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from tenure import chains
+from tenure.stores.base import get_job
 
 from chaos.ledger import Execution, by_job
 
@@ -24,7 +25,7 @@ class ChainPlan:
 
 
 def plan(app: Any, handle: Any, stops_at: int | None) -> ChainPlan:
-    shown = chains.info(app.store.get_job(handle.links[0].id).chain_text)
+    shown = chains.info(get_job(app.store, handle.links[0].id).chain_text)
     assert shown is not None and shown.catch_id and shown.finally_id
     return ChainPlan([h.id for h in handle.links], stops_at, shown.catch_id, shown.finally_id)
 
@@ -63,12 +64,12 @@ def check_chains(
                     problems.append(f"{where}: link {later} ran after its chain stopped")
             stopped += 1
         else:
-            if store.get_job(p.catch) is not None:
+            if get_job(store, p.catch) is not None:
                 problems.append(f"{where}: catch {p.catch} was queued for a completed chain")
             completed += 1
         callbacks = [p.finally_] + ([p.catch] if p.stops_at is not None else [])
         for cb in callbacks:
-            record = store.get_job(cb)
+            record = get_job(store, cb)
             ran = [e for e in runs_of.get(cb, []) if e.ended is not None]
             if record is None or record.state != "succeeded":
                 problems.append(f"{where}: callback {cb} is {record and record.state}")
