@@ -20,6 +20,11 @@ from tenure.retention import Pruned
 from tenure.stores.sql.batches import Cursor, Dialect
 
 FINAL_SQL = "('succeeded', 'failed', 'cancelled')"
+# The state test of a delete by key, kept off every index: SQLite's planner (no statistics)
+# takes `state IN (...)` to the (state, lease_expires_at) index once the key list passes ten,
+# and walked every finished row per chunk (300 ms a chunk at 300,000 kept jobs, so a worker
+# pruned a few hundred jobs a second). Concatenation leaves the key to do the lookup.
+UNINDEXED_STATE = "state || ''"
 
 
 @dataclass(frozen=True)
@@ -87,7 +92,7 @@ def prune(d: Dialect, cur: Cursor, now: float, limit: int) -> Pruned:
         effects = _delete(d, cur, f"tenure_once WHERE job_id IN ({marks})", ids)
         guards = _delete(d, cur, f"tenure_unique WHERE job_id IN ({marks})", ids)
         deleted = _delete(
-            d, cur, f"tenure_jobs WHERE id IN ({marks}) AND state IN {FINAL_SQL}", ids
+            d, cur, f"tenure_jobs WHERE id IN ({marks}) AND {UNINDEXED_STATE} IN {FINAL_SQL}", ids
         )
     if batches:
         # a batch goes once the last of its members has gone
