@@ -12,6 +12,8 @@ from __future__ import annotations
 import threading
 from dataclasses import replace
 
+import pytest
+
 from conformance.helpers import W1, counts, enqueue, job, new_job, reserve_one, wait_until
 from tenure.guards import Guards
 from tenure.retention import Keep
@@ -234,3 +236,37 @@ def test_a_cancelled_job_is_kept_as_long_as_a_failed_one(store: Store) -> None:
         store, lambda: get_job(store, cancelled_old.id) is None, what="the cancelled job to go"
     )
     assert job(store, cancelled_young.id).state == "cancelled"
+
+
+def test_a_workers_sweeper_catches_up_beyond_one_ticks_budget(
+    store: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """More due than a tick's budget deletes: the sweeper goes on in a thread of its own, a
+    chunk at a time, until nothing is due, and then stops."""
+    from tenure.worker import leases
+
+    monkeypatch.setattr(leases, "PRUNE_BUDGET_S", 0.0)  # a tick: one chunk, then the thread
+    jobs = [kept(GONE_AT_ONCE) for _ in range(23)]
+    enqueue(store, *jobs)
+    run_to_success(store, *[j.id for j in jobs])
+    wait_until(lambda: store.sweep(dry_run=True).pruned.jobs == 23, what="all 23 to be due")
+    sweeper = leases.Sweeper(store, chunk=5)
+    sweeper.tick()
+    wait_until(lambda: counts(store)["succeeded"] == 0, timeout=30, what="all 23 pruned")
+    wait_until(lambda: not sweeper.catching_up(), timeout=30, what="the catch-up to end")
+    assert not sweeper.behind and store.sweep(dry_run=True).pruned.jobs == 0
+    sweeper.tick()  # the pruned counts went to the log; nothing left to catch up on
+    assert not sweeper.catching_up()
+
+
+def test_a_stopped_sweeper_starts_no_catch_up(store: Store) -> None:
+    from tenure.worker import leases
+
+    jobs = [kept(GONE_AT_ONCE) for _ in range(6)]
+    enqueue(store, *jobs)
+    run_to_success(store, *[j.id for j in jobs])
+    wait_until(lambda: store.sweep(dry_run=True).pruned.jobs == 6, what="all 6 to be due")
+    sweeper = leases.Sweeper(store, chunk=1)
+    sweeper.stop()
+    sweeper.tick()  # the tick's own budget still prunes; no thread goes on after it
+    assert not sweeper.catching_up()

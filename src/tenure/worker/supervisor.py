@@ -110,6 +110,8 @@ class Worker:
         try:
             self._fetch_loop()
         finally:
+            if self._sweeper is not None:
+                self._sweeper.stop()  # no further prune chunk while the worker winds down
             self._drain()
             self.finished.set()
             heartbeat.join(timeout=5)
