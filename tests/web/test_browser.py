@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 
+from tenure.testing import drain
 from web.helpers import DashboardProcess, WebProject
 
 from e2e.helpers import wait_until
@@ -182,6 +183,33 @@ def test_a_crashed_then_succeeded_job_shows_both_bars(project: WebProject, tab: 
     tab.shot("job-desktop")
 
 
+def test_the_retention_view_counts_what_is_past_its_age(project: WebProject, tab: Tab) -> None:
+    jobs = project.jobs
+    for n in range(3):
+        jobs.done.options(keep_succeeded=0).dispatch(f"gone {n}")
+    jobs.always_fails.options(keep_failed=0).dispatch(1)
+    jobs.done.dispatch("kept for the App's day")
+    assert sorted(j.state for j in drain(project.app)) == ["failed"] + ["succeeded"] * 4
+    wait_until(lambda: project.app.prune(dry_run=True).jobs == 4, 30, "four past their age")
+
+    page = tab.open("/")
+    page.get_by_role("link", name="Retention").click()
+    page.wait_for_url("**/retention")
+    expect = playwright_api.expect
+    expect(page.get_by_role("heading", level=1)).to_have_text("Retention")
+    expect(page.locator("#keep-succeeded")).to_have_text("1 day")
+    expect(page.locator("#keep-failed")).to_have_text("14 days")
+    expect(page.locator("#due-jobs td")).to_have_text("4")
+    expect(page.locator("#due-attempts td")).to_have_text("4")
+    expect(page.locator("#retention-last-prune")).to_contain_text("does not record")
+    tab.shot("retention-desktop")
+
+    assert project.app.prune().jobs == 4  # what a worker's sweep or `tenure prune` does
+    page.reload()
+    expect(page.locator("#due-jobs td")).to_have_text("0")
+    assert project.app.counts()["succeeded"] == 1
+
+
 def test_every_page_at_desktop_and_phone_width(
     project: WebProject, browser: Any, server: DashboardProcess
 ) -> None:
@@ -198,6 +226,7 @@ def test_every_page_at_desktop_and_phone_width(
         "batch": f"/batches/{batch.id}",
         "job": f"/jobs/{crashed}",
         "failed": "/failed",
+        "retention": "/retention",
         "doctor": "/doctor",
     }
     for width_name, viewport in (("desktop", DESKTOP), ("phone", PHONE)):

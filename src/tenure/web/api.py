@@ -17,6 +17,7 @@ from starlette.routing import Route
 from tenure import __version__
 from tenure.errors import ConfigError
 from tenure.web import views
+from tenure.web.retention_page import retention_view, view_json
 from tenure.web.security import CSRF_HEADER, csrf_ok
 from tenure.web.state import RETRY_ALL_LIMIT, dashboard
 
@@ -37,6 +38,7 @@ def api_routes() -> list[Route]:
         Route("/api/failed", api_failed),
         Route("/api/failed/retry-all", api_retry_all, methods=["POST"]),
         Route("/api/periodic", api_periodic),
+        Route("/api/retention", api_retention),
         Route("/api/doctor", api_doctor),
     ]
 
@@ -121,6 +123,10 @@ def api_failed(request: Request) -> Response:
 def api_periodic(request: Request) -> Response:
     statuses = dashboard(request).app.periodic_status()
     return JSONResponse({"periodic": [asdict(p) for p in statuses]})
+
+
+def api_retention(request: Request) -> Response:
+    return JSONResponse(view_json(retention_view(dashboard(request).app)))
 
 
 async def api_retry(request: Request) -> Response:
@@ -373,6 +379,18 @@ OPENAPI: dict[str, Any] = {
                     }
                 },
             },
+            "Retention": {
+                "type": "object",
+                "properties": {
+                    "keep_succeeded": _OPT_NUM,
+                    "keep_failed": _OPT_NUM,
+                    "overrides": {"type": "array", "items": {"type": "object"}},
+                    "due": {"type": "object", "additionalProperties": _INT},
+                    "counted_at": _NUM,
+                    "count_error": _OPT_STR,
+                    "last_prune": {"type": "null"},
+                },
+            },
             "Doctor": {
                 "type": "object",
                 "properties": {
@@ -410,6 +428,9 @@ OPENAPI: dict[str, Any] = {
         "/api/failed/retry-all": _post("Retry every failed job"),
         "/api/periodic": _get(
             "Periodic jobs: schedule, next due time, latest run and its state", "Periodic"
+        ),
+        "/api/retention": _get(
+            "Retention settings, jobs that set their own, rows past their age now", "Retention"
         ),
         "/api/doctor": _get("The doctor's findings", "Doctor", _query("run")),
     },

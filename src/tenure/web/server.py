@@ -25,6 +25,7 @@ from tenure.urls import redact
 from tenure.web import views
 from tenure.web.api import api_routes
 from tenure.web.doctor_page import DoctorRunner
+from tenure.web.retention_page import keep_text, retention_view
 from tenure.web.security import (
     CSRF_COOKIE,
     CSRF_FIELD,
@@ -76,7 +77,11 @@ def create_app(
         undefined=jinja2.StrictUndefined,
     )
     env.filters.update(
-        ago=views.ago_text, duration=views.duration_text, when=views.when_text, num=_num
+        ago=views.ago_text,
+        duration=views.duration_text,
+        when=views.when_text,
+        num=_num,
+        keep=keep_text,
     )
     env.globals["store_url"] = redact(tenure_app.url)
     dash = Dashboard(
@@ -100,6 +105,7 @@ def create_app(
         Route("/failed", failed_page, name="failed"),
         Route("/failed/retry-all", retry_all, methods=["POST"]),
         Route("/periodic", periodic_page, name="periodic"),
+        Route("/retention", retention_page, name="retention"),
         Route("/doctor", doctor_page, name="doctor"),
         Route("/login", login, methods=["GET", "POST"]),
         Route("/logout", logout, methods=["POST"]),
@@ -231,6 +237,11 @@ def failed_page(request: Request) -> Response:
 def periodic_page(request: Request) -> Response:
     rows = dashboard(request).app.periodic_status()
     return render(request, "periodic.html", {"rows": rows, "active": False})
+
+
+def retention_page(request: Request) -> Response:
+    view = retention_view(dashboard(request).app)
+    return render(request, "retention.html", {"r": view, "active": False})
 
 
 async def doctor_page(request: Request) -> Response:
