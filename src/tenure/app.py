@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import inspect
 import os
+import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
@@ -217,9 +218,13 @@ class App:
     def dispatch_sigs(self, sigs: Sequence[Sig], *, conn: Any = None) -> list[JobHandle]:
         """Enqueue signatures in one round trip; nothing is stored if any of them is invalid.
         With `conn`, inside the application's own transaction (see Job.options)."""
-        with tracing.dispatching([s.name for s in sigs]) as traced:
-            new = [sending.new_job(self, sig, trace=traced.carrier) for sig in sigs]
-            traced.sent([(n.id, n.name, n.queue) for n in new])
+        if tracing.API in sys.modules:  # the process uses OpenTelemetry: a span around it
+            with tracing.dispatching([s.name for s in sigs]) as traced:
+                new = [sending.new_job(self, sig, trace=traced.carrier) for sig in sigs]
+                traced.sent([(n.id, n.name, n.queue) for n in new])
+                ids = self.store.enqueue_many(new, conn=conn) if new else []
+        else:
+            new = [sending.new_job(self, sig) for sig in sigs]
             ids = self.store.enqueue_many(new, conn=conn) if new else []
         if self.after_dispatch is not None and conn is None:
             self.after_dispatch()

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from tenure import waiting
 from tenure.guards import NO_SPEC, GuardSpec
-from tenure.retention import APP_DEFAULT, KeepOverride, KeepSetting, override_of
+from tenure.retention import APP_DEFAULT, Keep, KeepOverride, KeepSetting, override_of
 from tenure.retry import Policy
 from tenure.settings import check_priority
 
@@ -122,9 +122,12 @@ class Job:
         self.retry_until = retry_until
         self.encrypted = encrypted
         self.guards = guards
+        # decided once here, not per dispatch: a job without guards stores none
+        self.unguarded = guards == NO_SPEC
         self.priority = 0  # lower runs first within a queue (`@app.job(priority=...)`)
         self.transactional = False  # ctx.transaction() commits with the completion
         self.keep = NO_OVERRIDE  # keep_succeeded= / keep_failed= over the App's retention
+        self._kept: tuple[Keep, KeepOverride, Keep] | None = None  # (App's, job's, resolved)
         self.is_async = inspect.iscoroutinefunction(fn)
         self.signature = inspect.signature(fn)
         self.__doc__ = fn.__doc__
@@ -138,6 +141,13 @@ class Job:
 
     def sig(self, *args: Any, **kwargs: Any) -> Sig:
         return Sig(self.name, args, kwargs)
+
+    def keep_over(self, app_keep: Keep) -> Keep:
+        """This job's retention over the App's, resolved once (not per dispatch)."""
+        kept = self._kept
+        if kept is None or kept[0] is not app_keep or kept[1] is not self.keep:
+            kept = self._kept = (app_keep, self.keep, self.keep.over(app_keep))
+        return kept[2]
 
     def check_call(self, args: Sequence[Any], kwargs: dict[str, Any]) -> None:
         """Refuse, at dispatch, a call the function cannot take (a missing or extra argument,
@@ -174,7 +184,7 @@ class Job:
         return BoundJob(self, chosen)
 
     def dispatch(self, *args: Any, **kwargs: Any) -> JobHandle:
-        return BoundJob(self, DispatchOptions()).dispatch(*args, **kwargs)
+        return self.app.dispatch_sigs([Sig(self.name, args, kwargs)])[0]
 
     def dispatch_many(self, calls: Iterable[Sequence[Any] | Sig]) -> list[JobHandle]:
         return BoundJob(self, DispatchOptions()).dispatch_many(calls)

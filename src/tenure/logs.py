@@ -11,10 +11,12 @@ import logging
 import os
 import sys
 import time
-from typing import Any
+from typing import Any, Protocol
 
 from tenure.settings import LOG_FORMAT_ENV
-from tenure.stores.base import Reservation
+from tenure.stores.base import EndResult, Reservation
+
+log = logging.getLogger("tenure.worker")
 
 JOB_FIELDS = ("job_id", "job", "attempt", "outcome", "queue", "worker", "duration_s")
 FORMAT_ENV = LOG_FORMAT_ENV
@@ -76,3 +78,51 @@ def job_fields(res: Reservation, **more: Any) -> dict[str, Any]:
         "queue": res.queue,
         **more,
     }
+
+
+class Ending(Protocol):
+    """How an attempt ended, as the line about it says (worker.execute.Ended)."""
+
+    @property
+    def outcome(self) -> str: ...
+
+    @property
+    def error(self) -> str | None: ...
+
+
+def log_end(
+    res: Reservation, ended: Ending, duration: float, result: EndResult | None, worker_id: str
+) -> None:
+    """The line that says how an attempt ended: written by whoever recorded the end."""
+    where = f"job {res.job_id} {res.name} attempt {res.attempt}"
+    fields = job_fields(res, outcome=ended.outcome, worker=worker_id, duration_s=round(duration, 4))
+    if result is None:
+        log.error(
+            "%s %s in %.2f s but the store could not record it; the lease will "
+            "expire and the job will be rescued",
+            where,
+            ended.outcome,
+            duration,
+            extra=fields,
+        )
+    elif not result.accepted:
+        log.warning(
+            "%s %s in %.2f s, but its lease had been taken over: result refused (fencing)",
+            where,
+            ended.outcome,
+            duration,
+            extra=fields,
+        )
+    elif ended.outcome == "succeeded":
+        log.info("%s succeeded in %.2f s", where, duration, extra=fields)
+    else:
+        log.warning(
+            "%s %s in %.2f s: %s; %s -> %s",
+            where,
+            ended.outcome,
+            duration,
+            ended.error,
+            result.reason,
+            result.state,
+            extra=fields,
+        )

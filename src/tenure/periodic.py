@@ -126,21 +126,21 @@ class PeriodicTicker:
     ) -> None:
         self.app = app
         self._monotonic = monotonic
-        self._next_tick = 0.0
+        self.next_tick = 0.0  # monotonic time of the next round (the worker looks first)
         self._looked: dict[str, float] = {}  # name -> the due time last claimed
 
     def tick(self) -> list[Claimed]:
         """A round, at most once per TICK_EVERY_S; a store error is logged and the round
         tried again after RETRY_AFTER_S (due times that came meanwhile are still recent)."""
-        if not self.app.periodic_jobs or self._monotonic() < self._next_tick:
+        if not self.app.periodic_jobs or self._monotonic() < self.next_tick:
             return []
-        self._next_tick = self._monotonic() + TICK_EVERY_S
+        self.next_tick = self._monotonic() + TICK_EVERY_S
         try:
             return self.run_once(self.app.now())
         except Exception as exc:
             # An outage: look again in a few seconds, not every second (the fetch loop logs
             # the outage too), still soon enough for RECENT_S to cover what came meanwhile.
-            self._next_tick = self._monotonic() + RETRY_AFTER_S
+            self.next_tick = self._monotonic() + RETRY_AFTER_S
             log.warning(
                 "periodic jobs: could not claim due times (%s: %s); trying again in %g s",
                 type(exc).__name__,

@@ -10,7 +10,7 @@ import functools
 import json
 import math
 import random
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import Any
 
 from tenure.errors import ConfigError
@@ -34,22 +34,27 @@ class Policy:
     count_crashes: bool = True
     fail_on_timeout: bool = False
 
+    # The policy as stored (JSON), made once per policy: every dispatch stores its job's
+    # policy and every reservation hands it on, so the hot paths read `text` instead of
+    # encoding again. Not a field: not compared, not shown, not encoded into itself.
+    text: str = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "text", _policy_json(self))
+
     def to_json(self) -> str:
-        try:
-            return _cached_policy_json(self)
-        except TypeError:  # a list backoff makes the policy unhashable
-            return _policy_json(self)
+        return self.text
 
     @classmethod
     def from_json(cls, text: str) -> Policy:
-        return _policy_from_json(text)
+        return parse_policy(text)
 
     @classmethod
     def _parse(cls, text: str) -> Policy:
         # A damaged policy must not stop a worker: fall back to the defaults, which are safe.
         try:
             data: dict[str, Any] = json.loads(text)
-            known = {k: v for k, v in data.items() if k in cls.__dataclass_fields__}
+            known = {k: v for k, v in data.items() if k in _SETTINGS}
             policy = cls(**known)
             validate_policy(policy)
             return policy
@@ -58,17 +63,14 @@ class Policy:
 
 
 def _policy_json(policy: Policy) -> str:
-    return json.dumps(asdict(policy), separators=(",", ":"))
+    settings = {f.name: getattr(policy, f.name) for f in fields(policy) if f.init}
+    return json.dumps(settings, separators=(",", ":"))
 
 
-# Every dispatch stores its job's policy; asdict() deep-copies, and most jobs share a few.
-_cached_policy_json = functools.lru_cache(maxsize=1024)(_policy_json)
-
-
-@functools.lru_cache(maxsize=1024)
-def _policy_from_json(text: str) -> Policy:
-    # Every reservation parses its job's policy; most jobs share a handful of policies.
-    return Policy._parse(text)
+# Every reservation parses its job's policy and most jobs share a handful: the hot paths call
+# this cache directly (a hit is a dictionary lookup).
+parse_policy = functools.lru_cache(maxsize=1024)(Policy._parse)
+_SETTINGS = frozenset(f.name for f in fields(Policy) if f.init)
 
 
 def validate_policy(policy: Policy) -> None:

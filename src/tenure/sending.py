@@ -12,7 +12,8 @@ from typing import Any, Protocol
 
 from tenure import chains, payload, tracing
 from tenure.errors import ConfigError
-from tenure.job import Job, Sig
+from tenure.guards import NO_GUARDS
+from tenure.job import NO_OVERRIDE, Job, Sig
 from tenure.retention import Keep
 from tenure.retry import Policy
 from tenure.stores import Store
@@ -22,6 +23,7 @@ from tenure.stores.base import NewBatch, NewJob
 class Sender(Protocol):
     max_payload_bytes: int
     keep: Keep
+    jobs: dict[str, Job]
 
     @property
     def store(self) -> Store: ...
@@ -45,8 +47,14 @@ def new_job(
     """The job to store for `sig`: refused here (a wrong call, an argument JSON cannot hold)
     rather than failing every try in a worker. `passed_from`: a chain link whose first
     argument will be that (previous) link's result."""
-    job = app.get_definition(sig.name)
+    # Everything a plain job's dispatch needs of its definition was decided when it was
+    # registered (its policy's stored text, its retention); only the call's own parts are
+    # worked out here: the arguments, their payload, guards when the job has any.
+    job = app.jobs.get(sig.name) or app.get_definition(sig.name)
     job.check_call((None, *sig.args) if passed_from else sig.args, sig.kwargs)
+    keep = job.keep_over(app.keep)
+    if sig.keep is not NO_OVERRIDE:
+        keep = sig.keep.over(keep)
     text = payload.encode(
         job.name,
         tuple(sig.args),
@@ -61,11 +69,15 @@ def new_job(
         name=job.name,
         queue=sig.queue or job.queue,
         payload=text,
-        policy=dispatch_policy(app, job),
+        policy=job.policy if job.retry_until is None else dispatch_policy(app, job),
         delay=sig.delay,
         batch_id=batch_id,
-        guards=job.guards.for_call(job.name, tuple(sig.args), dict(sig.kwargs)),
-        keep=sig.keep.over(job.keep.over(app.keep)),
+        guards=(
+            NO_GUARDS
+            if job.unguarded
+            else job.guards.for_call(job.name, tuple(sig.args), dict(sig.kwargs))
+        ),
+        keep=keep,
         priority=job.priority if sig.priority is None else sig.priority,
     )
 
@@ -79,7 +91,7 @@ def dispatch_policy(app: Sender, job: Job) -> Policy:
         until = app.store.now() + deadline.total_seconds()
     else:
         until = deadline.timestamp()
-    return Policy(**{**job.policy.__dict__, "retry_until": until})
+    return replace(job.policy, retry_until=until)
 
 
 def start_batch(

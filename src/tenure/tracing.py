@@ -43,9 +43,15 @@ SYSTEM = "tenure"
 TRACER_NAME = "tenure"
 
 
+# The module whose presence in sys.modules says the process uses OpenTelemetry. The hot paths
+# (dispatch, each attempt) test `tracing.API in sys.modules` themselves and, when it is not
+# there, do not call into this module at all.
+API = "opentelemetry.trace"
+
+
 def _api() -> ModuleType | None:
     """`opentelemetry.trace` if this process already imported it, else None (a dict lookup)."""
-    return sys.modules.get("opentelemetry.trace")
+    return sys.modules.get(API)
 
 
 class _Loaded:

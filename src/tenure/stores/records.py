@@ -355,7 +355,7 @@ def callback_to_json(job: NewJob) -> dict[str, Any]:
         "name": job.name,
         "queue": job.queue,
         "payload": job.payload,
-        "policy": job.policy.to_json(),
+        "policy": job.policy.text,
         "delay": job.delay,
         "keep": [job.keep.succeeded, job.keep.failed],
     }

@@ -28,15 +28,15 @@ from types import FrameType
 from typing import IO, Any
 
 from tenure.errors import CancelRequested, JobTimeout
-from tenure.logs import setup_logging
-from tenure.stores.base import Reservation, WorkerRef
+from tenure.logs import log_end, setup_logging
+from tenure.stores.base import EndResult, Reservation, WorkerRef
 from tenure.worker import messages
 from tenure.worker.cancel_mark import CancelMark
 from tenure.worker.execute import Ended, definition, execute
 from tenure.worker.loading import load_app
+from tenure.worker.messages import Pulse
 from tenure.worker.process_tree import rss_mb
-from tenure.worker.pulse import Pulse
-from tenure.worker.recording import Recorder, log_end
+from tenure.worker.recording import Recorder
 
 LEASE_DANGER_SIGNAL = signal.SIGUSR2
 STOP_CLAIMING_SIGNAL = signal.SIGHUP
@@ -103,8 +103,10 @@ class Child:
         self.where = f"{config['app']} on worker {self.ref.id}"
         self.pulse = Pulse.attach(config["pulse_fd"])
         _State.mark = CancelMark.attach(config["cancel_fd"])
+        self.store = self.app.store
+        self.lease: float = config["lease"]
         self.recorder = Recorder(
-            self.app.store,
+            self.store,
             self.ref,
             lease=config["lease"],
             interrupt=threading.Event(),  # the supervisor kills the child; nothing else stops it
@@ -140,7 +142,7 @@ class Child:
             return None
         following = None
         if ended.to_record and chain and not _State.stopping and not self._bloated():
-            result, following = self.recorder.succeed_and_claim(res, ended, self.queues)
+            result, following = self._succeed_and_claim(res, ended)
         else:
             result = self.recorder.end(res, ended)
         duration = claimed_at - started
@@ -159,6 +161,25 @@ class Child:
         log_end(res, ended, duration, result, self.ref.id)
         self._send(message)
         return following
+
+    def _succeed_and_claim(
+        self, res: Reservation, ended: Ended
+    ) -> tuple[EndResult | None, Reservation | None]:
+        """Record a success and claim the slot's next job in one store call: the hot path,
+        straight to the store (Recorder.succeed_and_claim is the supervisor's)."""
+        try:
+            return self.store.complete_and_reserve(
+                job_id=res.job_id,
+                token=res.token,
+                queues=self.queues,
+                worker=self.ref,
+                lease=self.lease,
+                result=ended.result,
+            )
+        except Exception:
+            # Recording the end matters; the next job can wait for the fetch loop (a success
+            # recorded twice is refused by fencing, a job claimed by a lost reply is rescued).
+            return self.recorder.end(res, ended), None
 
     def _hand_over(self, res: Reservation, ended: Ended, duration: float) -> None:
         """The supervisor is not watching (stopped?): it records this end when it can (a

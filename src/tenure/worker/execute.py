@@ -9,6 +9,7 @@ ends only it can see (a killed child, a hard timeout), the test helpers record t
 from __future__ import annotations
 
 import asyncio
+import sys
 import traceback
 from collections.abc import Callable
 from dataclasses import dataclass, replace
@@ -42,6 +43,25 @@ class Ended:
 
 
 SUCCEEDED = Ended("succeeded")
+
+
+class _Untraced(tracing.Attempt):
+    """An attempt in a process that does not use OpenTelemetry: nothing to end, and the
+    attempt does not call into tenure.tracing at all."""
+
+    def end(self, outcome: str, exc: BaseException | None = None) -> None:
+        pass
+
+
+UNTRACED = _Untraced()
+
+
+def attempt_span(ctx: JobContext, carrier: dict[str, str] | None) -> tracing.Attempt:
+    """The attempt's span (see tenure.tracing), linked to its dispatch; none at all unless
+    the process uses OpenTelemetry."""
+    if tracing.API not in sys.modules:
+        return UNTRACED
+    return tracing.attempt_started(ctx, carrier)
 
 
 def definition(app: Any, res: Reservation, where: str) -> Job | Ended:
@@ -125,9 +145,8 @@ def execute(
     if isinstance(arguments, Ended):
         return arguments
     ctx = context(app, res, job, lease_ok, cancelled)
-    # the attempt's span (a no-op unless the app uses OpenTelemetry), linked to its dispatch
-    span = tracing.attempt_started(ctx, arguments.trace)
     token = activate(ctx)
+    span = attempt_span(ctx, arguments.trace)  # never raises: tracing swallows its errors
     try:
         try:
             running(True)
@@ -236,7 +255,7 @@ async def run_coroutine(
     began = loop.time()
     token = activate(ctx)
     # started inside the task, so the span is current in the job's own context only
-    span = tracing.attempt_started(ctx, arguments.trace)
+    span = attempt_span(ctx, arguments.trace)
     try:
         async with asyncio.timeout(timeout) as scope:
             try:

@@ -10,15 +10,20 @@ with "started": <attempt summary> when the same store call opened its next attem
 when the child claimed nothing and waits for the next "run" ("exit": true: it leaves, to be
 replaced). The child writes "started" before it runs the attempt, so a child that dies at once
 has still told the supervisor which attempt died with it (a pipe keeps what was written).
+
+Supervisor -> every child, without a word: the pulse (below).
 """
 
 from __future__ import annotations
 
 import json
+import struct
+import time
 from typing import Any
 
-from tenure.retry import Policy
+from tenure.retry import Policy, parse_policy
 from tenure.stores.base import Reservation
+from tenure.worker.shared_page import SharedPage
 
 
 def attempt(res: Reservation) -> dict[str, Any]:
@@ -28,7 +33,7 @@ def attempt(res: Reservation) -> dict[str, Any]:
         "name": res.name,
         "queue": res.queue,
         "payload": res.payload,
-        "policy": res.policy.to_json(),
+        "policy": res.policy.text,
         "attempt": res.attempt,
         "token": res.token,
         "lease_expires_at": res.lease_expires_at,
@@ -42,7 +47,7 @@ def from_attempt(data: dict[str, Any]) -> Reservation:
         name=data["name"],
         queue=data["queue"],
         payload=data["payload"],
-        policy=Policy.from_json(data["policy"]),
+        policy=parse_policy(data["policy"]),
         attempt=data["attempt"],
         token=data["token"],
         lease_expires_at=data["lease_expires_at"],
@@ -85,3 +90,46 @@ def from_started(fields: list[Any]) -> tuple[Reservation, float]:
 
 def encode(message: dict[str, Any]) -> bytes:
     return (json.dumps(message, separators=(",", ":")) + "\n").encode()
+
+
+# -- the pulse ------------------------------------------------------------------------------
+# The watchdog's pulse: a timestamp the supervisor's lease guard writes ten times a second
+# into a page its children share, so that a child knows, before it records an end and claims
+# its next job on its own, that its supervisor is there to renew that job's lease and watch it.
+#
+# A child whose supervisor has stopped (SIGSTOP, a debugger, a machine too loaded to run it)
+# records nothing and claims nothing itself: it hands the end to the supervisor and waits, as
+# a child did before children recorded their own ends, so that a late result is fenced.
+PULSE_SIZE = 8
+# A pulse older than this: the supervisor is not watching. Longer than any ordinary delay
+# of its guard thread (every 0.1 s); a false alarm costs one job a slower path, nothing else.
+STALE_S = 0.3
+
+
+class Pulse:
+    def __init__(self, page: SharedPage) -> None:
+        self._page = page
+        self.fd = page.fd
+
+    @classmethod
+    def create(cls) -> Pulse:
+        """The supervisor's side, shared with every child."""
+        pulse = cls(SharedPage.create(PULSE_SIZE))
+        pulse.beat()
+        return pulse
+
+    @classmethod
+    def attach(cls, fd: int) -> Pulse:
+        """A child's side, from the descriptor it was given."""
+        return cls(SharedPage(fd, PULSE_SIZE))
+
+    def beat(self) -> None:
+        struct.pack_into("d", self._page.map, 0, time.monotonic())
+
+    def fresh(self) -> bool:
+        """The supervisor's guard ran within STALE_S (CLOCK_MONOTONIC is one per host)."""
+        (last,) = struct.unpack_from("d", self._page.map, 0)
+        return bool(time.monotonic() - last < STALE_S)
+
+    def close(self) -> None:
+        self._page.close()

@@ -13,7 +13,7 @@ from collections.abc import Callable, Sequence
 from typing import TypeVar
 
 from tenure.errors import ConfigError, StoreMisconfigured
-from tenure.logs import job_fields
+from tenure.logs import log_end as log_end
 from tenure.stores.base import EndResult, Reservation, Store, WorkerRef
 from tenure.worker.execute import Ended
 
@@ -127,40 +127,3 @@ class Recorder:
             # job it claimed is rescued when its lease expires, as after a lost reply to
             # `reserve`.)
             return self.end(res, ended), None
-
-
-def log_end(
-    res: Reservation, ended: Ended, duration: float, result: EndResult | None, worker_id: str
-) -> None:
-    where = f"job {res.job_id} {res.name} attempt {res.attempt}"
-    fields = job_fields(res, outcome=ended.outcome, worker=worker_id, duration_s=round(duration, 4))
-    if result is None:
-        log.error(
-            "%s %s in %.2f s but the store could not record it; the lease will "
-            "expire and the job will be rescued",
-            where,
-            ended.outcome,
-            duration,
-            extra=fields,
-        )
-    elif not result.accepted:
-        log.warning(
-            "%s %s in %.2f s, but its lease had been taken over: result refused (fencing)",
-            where,
-            ended.outcome,
-            duration,
-            extra=fields,
-        )
-    elif ended.outcome == "succeeded":
-        log.info("%s succeeded in %.2f s", where, duration, extra=fields)
-    else:
-        log.warning(
-            "%s %s in %.2f s: %s; %s -> %s",
-            where,
-            ended.outcome,
-            duration,
-            ended.error,
-            result.reason,
-            result.state,
-            extra=fields,
-        )

@@ -160,6 +160,9 @@ class Slot:
 
     def _serve(self, res: Reservation) -> Reservation | None:
         """Run `res` and what the slot claims after it; return an attempt still to run here."""
+        known = self.worker.app.jobs.get(res.name)
+        if known is not None and not known.is_async:
+            return self._run_in_child(res)  # the child looks the job up and runs it
         job = definition(self.worker.app, res, self.worker.where)
         if isinstance(job, Ended):
             return self.worker.report(res, job, 0.0, chain=True)
@@ -189,22 +192,37 @@ class Slot:
 
     # -- sync attempts: watching the child ------------------------------------------------
     def _run_in_child(self, res: Reservation) -> Reservation | None:
+        chain = self.worker.may_chain()
         try:
             child = self.child_process()
-            child.send({"run": messages.attempt(res), "chain": self.worker.may_chain()})
         except (ChildDied, OSError) as exc:
-            self._discard_child()
-            self.current = None
-            self.worker.report(
-                res, Ended("crashed", f"the child process could not take the attempt: {exc}"), 0
-            )
-            return None
-        self.started_at = time.monotonic()
-        return self.watch(child)
+            return self._not_taken(res, exc)
+        return self.watch(child, {"run": messages.attempt(res), "chain": chain}, res)
 
-    def watch(self, child: ChildProcess) -> Reservation | None:
-        """Follow the child until it is idle, dies or is killed; return an async attempt it
-        claimed and handed over (run by this slot on the event loop), if any."""
+    def _not_taken(self, res: Reservation, exc: Exception) -> Reservation | None:
+        """The child could not take the attempt: it crashed, and the slot runs nothing more."""
+        self._discard_child()
+        self.current = None
+        self.worker.report(
+            res, Ended("crashed", f"the child process could not take the attempt: {exc}"), 0
+        )
+        return None
+
+    def watch(
+        self,
+        child: ChildProcess,
+        order: dict[str, Any] | None = None,
+        res: Reservation | None = None,
+    ) -> Reservation | None:
+        """Send the child `order` (an attempt of `res` to run), if any, then follow it until it
+        is idle, dies or is killed; return an async attempt it claimed and handed over (run by
+        this slot on the event loop), if any."""
+        if order is not None and res is not None:
+            try:
+                child.send(order)
+            except (ChildDied, OSError) as exc:
+                return self._not_taken(res, exc)
+            self.started_at = time.monotonic()
         next_memory_check = time.monotonic() + MEMORY_CHECK_S
         while True:
             try:

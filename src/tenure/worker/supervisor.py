@@ -29,8 +29,8 @@ from tenure.stores.base import (
 from tenure.worker.burst import BurstEnd
 from tenure.worker.execute import Ended
 from tenure.worker.leases import LeaseKeeper, Sweeper
+from tenure.worker.messages import Pulse
 from tenure.worker.metrics import Metrics, serve
-from tenure.worker.pulse import Pulse
 from tenure.worker.recording import REFUSALS, STORE_RETRY_MAX_S, Recorder, log_end, retrying
 from tenure.worker.shutdown import Shutdown
 from tenure.worker.slot import Slot
@@ -69,13 +69,16 @@ class Worker:
         self.metrics = Metrics()
         self.periodic = PeriodicTicker(app)  # this worker's share of dispatching periodic jobs
         self._recorder_made: Recorder | None = None
+        self._store: Store | None = None
         self.pulse = Pulse.create()
 
     @property
     def store(self) -> Store:
         # Opened on first use, not at construction, so that a store URL that cannot be opened
-        # is reported by run() like any other refusal.
-        return self.app.store
+        # is reported by run() like any other refusal; then kept (the worker does not fork).
+        if self._store is None:
+            self._store = self.app.store
+        return self._store
 
     # -- lifecycle ---------------------------------------------------------------------
     def run(self) -> int:
@@ -191,7 +194,8 @@ class Worker:
                 self._rescue()
                 if self._store_file_gone():
                     break
-            self.periodic.tick()  # about once a second; each due time claimed in the store
+            if self.app.periodic_jobs and now >= self.periodic.next_tick:
+                self.periodic.tick()  # about once a second; each due time claimed in the store
             free = self._free_slots()
             if free == 0:
                 self._wait_for_free_slot()
@@ -316,7 +320,8 @@ class Worker:
     def attempt_recorded(self, name: str, outcome: str, duration: float) -> None:
         """A child recorded the end of an attempt."""
         self._finished_count += 1
-        self.metrics.attempt_ended(name, outcome, duration)
+        if self.options.metrics_port is not None:  # counted only where a page shows them
+            self.metrics.attempt_ended(name, outcome, duration)
 
     def report(
         self, res: Reservation, ended: Ended, duration: float, *, chain: bool = False

@@ -46,7 +46,7 @@ def insert_jobs(
             [j.name for j in jobs],
             [j.queue for j in jobs],
             [j.payload for j in jobs],
-            [j.policy.to_json() for j in jobs],
+            [j.policy.text for j in jobs],
             [float(j.delay) for j in jobs],
             [j.batch_id for j in jobs],
             [j.guards.overlap_key for j in jobs],

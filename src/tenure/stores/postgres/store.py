@@ -29,7 +29,7 @@ from typing import Any, ClassVar
 
 from psycopg.rows import DictRow
 
-from tenure.retry import Policy
+from tenure.retry import parse_policy
 from tenure.stores.base import (
     AttemptRecord,
     Capabilities,
@@ -537,7 +537,7 @@ def _reservation(r: DictRow) -> Reservation:
         name=r["name"],
         queue=r["queue"],
         payload=r["payload"],
-        policy=Policy.from_json(r["policy"]),
+        policy=parse_policy(r["policy"]),
         attempt=r["attempt"],
         token=r["attempt"],
         lease_expires_at=r["lease_expires_at"],

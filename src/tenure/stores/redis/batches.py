@@ -141,7 +141,7 @@ class RedisBatches(RedisClient):
             job.queue,
             job.name,
             job.payload,
-            job.policy.to_json(),
+            job.policy.text,
             repr(float(job.delay)),
         ]
 

@@ -114,7 +114,7 @@ def enqueue_args(job: NewJob) -> list[Any]:
         job.id,
         job.name,
         job.payload,
-        job.policy.to_json(),
+        job.policy.text,
         repr(float(job.delay)),
         optional(job.batch_id),
         optional(g.unique_key),

@@ -84,7 +84,7 @@ from typing import Any, ClassVar, cast
 import redis
 
 from tenure.errors import ConfigError, TenureError
-from tenure.retry import Counters, Policy, cancelled_ending, decide
+from tenure.retry import Counters, Policy, cancelled_ending, decide, parse_policy
 from tenure.states import visible_state
 from tenure.stores.base import (
     AttemptRecord,
@@ -214,7 +214,7 @@ class RedisStore(RedisBatches, RedisGuards, RedisPeriodic, RedisWorkers, RedisOp
                     name=name,
                     queue=queue,
                     payload=payload,
-                    policy=Policy.from_json(policy),
+                    policy=parse_policy(policy),
                     attempt=int(attempt),
                     token=int(attempt),
                     lease_expires_at=float(expires),
@@ -353,7 +353,7 @@ class RedisStore(RedisBatches, RedisGuards, RedisPeriodic, RedisWorkers, RedisOp
                 outcome,
                 error,
                 traceback,
-                Policy.from_json(policy),
+                parse_policy(policy),
                 Counters(int(tries_used), int(exceptions)),
                 float(now_text),
                 permanent=permanent,
@@ -497,7 +497,7 @@ class RedisStore(RedisBatches, RedisGuards, RedisPeriodic, RedisWorkers, RedisOp
                         "crashed",
                         error,
                         None,
-                        Policy.from_json(policy),
+                        parse_policy(policy),
                         Counters(int(tries_used), int(exceptions)),
                         now,
                         permanent=False,

@@ -1,16 +1,29 @@
-"""The SQLite connection layer: one connection per thread (and per process), WAL, the
-store's clock, and the write transaction that takes the lock up front."""
+"""The SQLite connection layer and the job's hot path that runs on it: one connection per
+thread (and per process), WAL, the store's clock, the write transaction that takes the lock up
+front, and the statements of a job's walk (enqueue, reserve, complete-and-reserve) with the
+transaction they run in, in one module, so that the walk does not hop from layer to layer.
+The rest of the store (rescue, heartbeats, batches, reading) is store.py and operations.py."""
 
 from __future__ import annotations
 
+import logging
 import os
 import sqlite3
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
+from typing import Any, ClassVar
 
-from tenure.stores.sqlite import schema
+from tenure.errors import ConfigError
+from tenure.retry import parse_policy
+from tenure.stores.base import EndResult, NewBatch, NewJob, Reservation, WorkerRef, batch_target
+from tenure.stores.sql import batches, chains, control, endings
+from tenure.stores.sql import guards as sql_guards
+from tenure.stores.sql.batches import Dialect
+from tenure.stores.sqlite import guards, schema
+
+log = logging.getLogger("tenure.store")
 
 NOW_SQL = "SELECT (julianday('now') - 2440587.5) * 86400.0"
 
@@ -82,7 +95,335 @@ class SQLiteConnections:
             conn.close()
             self._local.conn = None
 
-    # -- jobs through their life -------------------------------------------------------
+
+RESERVE_LOOKAHEAD = 32
+# Past every attempt row the job has: a stray row (a restore, a hand edit) must not make the
+# next attempt's number collide, which would fail the whole reservation for the queue.
+NEXT_ATTEMPT = (
+    "max(attempt, (SELECT coalesce(max(number), 0) FROM tenure_attempts"
+    " WHERE job_id = tenure_jobs.id)) + 1"
+)
+
+# the shared clause in SQLite's words (what SQLiteDialect.q does): no schema, `?` parameters
+NOT_PAUSED = control.not_paused("?").replace("{s}.", "")
+
+
+# A success, fenced by its token in the same statement. A result of None leaves the column
+# alone (it is NULL until a success writes one): the worker's hot path pays nothing for it.
+_COMPLETE = (
+    "UPDATE tenure_jobs SET state = 'succeeded', finished_at = ?, lease_expires_at = NULL,"
+    " tries_used = tries_used + 1 WHERE id = ? AND attempt = ? AND state = 'running'"
+    " RETURNING batch_id, chain"
+)
+_COMPLETE_WITH_RESULT = (
+    "UPDATE tenure_jobs SET state = 'succeeded', finished_at = ?, lease_expires_at = NULL,"
+    " tries_used = tries_used + 1, result = ? WHERE id = ? AND attempt = ? AND state = 'running'"
+    " RETURNING batch_id, chain"
+)
+# endings.close_attempt for a success, as SQLite runs it
+_CLOSE_SUCCEEDED = (
+    "UPDATE tenure_attempts SET ended_at = ?, outcome = 'succeeded', error = NULL,"
+    " traceback = NULL WHERE job_id = ? AND number = ?"
+)
+
+
+class SQLiteJobs(SQLiteConnections):
+    """A job through its life on the hot path: enqueued, reserved, completed (and the next
+    one claimed in the same transaction)."""
+
+    dialect: ClassVar[Dialect]  # the store's SQLITE (dialect.py builds on this module)
+
+    def enqueue_many(
+        self,
+        jobs: Sequence[NewJob],
+        *,
+        conn: Any = None,
+        batch: NewBatch | None = None,
+        into_batch: str | None = None,
+    ) -> list[str]:
+        target = None if batch is None and into_batch is None else batch_target(batch, into_batch)
+        if conn is not None:
+            with self._caller_transaction(conn) as (caller, now):
+                if target is not None:
+                    return batches.enqueue(self.dialect, caller, target, jobs, now)
+                return self._enqueue(caller, jobs, now)
+        with self._write() as (own, now):
+            if target is not None:
+                return batches.enqueue(self.dialect, own, target, jobs, now)
+            return self._enqueue(own, jobs, now)
+
+    def _enqueue(self, conn: sqlite3.Connection, jobs: Sequence[NewJob], now: float) -> list[str]:
+        ids: list[str] = []
+        fresh: list[NewJob] = []
+        for job in jobs:
+            if job.guards.unique_key is not None:
+                holder = guards.held_unique(conn, job.guards, now)
+                if holder is not None:
+                    ids.append(holder)  # deduplicated: the holder stands for it
+                    continue
+                guards.take_unique(conn, job.guards, job.id, now)
+                # the next job of this call with the same key must see this one
+                insert_jobs(conn, [job], now, skip_existing=True)
+            else:
+                fresh.append(job)
+            ids.append(job.id)
+        # an id already present is skipped: a dispatch retried after a lost reply must not
+        # create the job twice
+        insert_jobs(conn, fresh, now, skip_existing=True)
+        return ids
+
+    @contextmanager
+    def _caller_transaction(self, conn: Any) -> Iterator[tuple[sqlite3.Connection, float]]:
+        """The application's own connection to this store's file, inside its transaction (one
+        is opened if none is): nothing here commits, the caller's commit or rollback decides,
+        so a rollback leaves no job and workers see them only once the application commits."""
+        if not isinstance(conn, sqlite3.Connection):
+            raise ConfigError(
+                f"conn=: the SQLite store takes a sqlite3.Connection, got {type(conn).__name__}"
+            )
+        files = {row[2] for row in conn.execute("PRAGMA database_list") if row[2]}
+        if os.path.realpath(self.path) not in {os.path.realpath(f) for f in files}:
+            raise ConfigError(
+                f"conn=: that connection is not to this store's file {self.path!r}; enqueueing "
+                "in a transaction needs the same database"
+            )
+        self.migrate_once()
+        saved = conn.row_factory
+        conn.row_factory = sqlite3.Row
+        try:
+            if not conn.in_transaction:
+                conn.execute("BEGIN")  # the caller's commit or rollback decides, not us
+            yield conn, self._now(conn)
+        finally:
+            conn.row_factory = saved
+
+    def reserve(
+        self, *, queues: Sequence[str], worker: WorkerRef, lease: float, limit: int = 1
+    ) -> list[Reservation]:
+        if limit < 1:
+            return []
+        with self._write() as (conn, now):
+            return self._reserve_on(conn, now, queues, worker, lease, limit)
+
+    def complete_and_reserve(
+        self,
+        *,
+        job_id: str,
+        token: int,
+        queues: Sequence[str] = (),
+        worker: WorkerRef | None = None,
+        lease: float = 0.0,
+        result: str | None = None,
+    ) -> tuple[EndResult, Reservation | None]:
+        # One write transaction instead of two: the hot path of a busy worker.
+        with self._write() as (conn, now):
+            ended = self._complete_on(conn, job_id, token, now, result)
+            if worker is None or not queues:
+                return ended, None
+            claimed = self._reserve_on(conn, now, queues, worker, lease, 1)
+        return ended, claimed[0] if claimed else None
+
+    def _reserve_on(
+        self,
+        conn: sqlite3.Connection,
+        now: float,
+        queues: Sequence[str],
+        worker: WorkerRef,
+        lease: float,
+        limit: int,
+    ) -> list[Reservation]:
+        out: list[Reservation] = []
+        for queue in queues:  # priority order: drain earlier queues first
+            want = limit - len(out)
+            rows = self._ready(conn, queue, now, want)
+            if any(r["overlap_key"] is not None or r["rate_key"] is not None for r in rows):
+                # guarded jobs may be deferred: look a little further than `limit`
+                rows = self._ready(conn, queue, now, want + RESERVE_LOOKAHEAD)
+            for row in rows:
+                if len(out) >= limit:
+                    break
+                with self._isolated(conn, row["id"], now, "start"):
+                    deferral = self._guard_deferral(conn, row, now)
+                    if deferral is not None:
+                        self._defer(conn, row["id"], worker, now, *deferral)
+                        continue
+                    out.append(self._open_attempt(conn, row["id"], worker, now, lease))
+            if len(out) >= limit:
+                break
+        return out
+
+    @staticmethod
+    def _ready(conn: sqlite3.Connection, queue: str, now: float, limit: int) -> list[Any]:
+        # INDEXED BY: left to itself the planner takes tenure_jobs_ready for the run_at range
+        # and sorts every ready job of the queue by priority (a temp B-tree: 20 ms per call at
+        # 50,000 queued); the head of (queue, state, priority, run_at, rowid) is the answer.
+        return conn.execute(
+            "SELECT id, overlap_key, overlap_delay, rate_key, rate_limit, rate_window"
+            " FROM tenure_jobs INDEXED BY tenure_jobs_ready_by_priority"
+            " WHERE queue = ? AND state = 'queued' AND run_at <= ?"
+            + NOT_PAUSED
+            + " ORDER BY priority, run_at, rowid LIMIT ?",
+            (queue, now, queue, limit),
+        ).fetchall()
+
+    def _guard_deferral(
+        self, conn: sqlite3.Connection, row: Any, now: float
+    ) -> tuple[float, str] | None:
+        """(run_at, reason) if the job's overlap or rate guard says not now."""
+        if row["overlap_key"] is not None:
+            holder = guards.overlap_holder(conn, row["overlap_key"], row["id"], now)
+            if holder is not None:
+                return sql_guards.overlap_deferral(row, holder, now)
+        if row["rate_key"] is not None:
+            free_at = guards.rate_free_at(
+                conn, row["rate_key"], row["rate_limit"], row["rate_window"], now
+            )
+            if free_at is not None:
+                return sql_guards.rate_deferral(row, free_at)
+        return None
+
+    def _defer(
+        self,
+        conn: sqlite3.Connection,
+        job_id: str,
+        worker: WorkerRef,
+        now: float,
+        run_at: float,
+        reason: str,
+    ) -> None:
+        """Not now, and not the job's fault: a `deferred` attempt, no try used. Two
+        statements where PostgreSQL writes one (a data-modifying CTE, which SQLite lacks; in
+        process, a second statement costs no round trip)."""
+        number = conn.execute(
+            f"UPDATE tenure_jobs SET attempt = {NEXT_ATTEMPT}, run_at = ? WHERE id = ?"
+            " RETURNING attempt",
+            (run_at, job_id),
+        ).fetchone()["attempt"]
+        conn.execute(
+            "INSERT INTO tenure_attempts (job_id, number, worker_id, host, pid, started_at,"
+            " ended_at, outcome, error) VALUES (?, ?, ?, ?, ?, ?, ?, 'deferred', ?)",
+            (
+                job_id,
+                number,
+                worker.id,
+                worker.host,
+                worker.pid,
+                now,
+                now,
+                sql_guards.deferral_note(reason, run_at, now),
+            ),
+        )
+
+    def _open_attempt(
+        self, conn: sqlite3.Connection, job_id: str, worker: WorkerRef, now: float, lease: float
+    ) -> Reservation:
+        # Two statements, as in _defer; PostgreSQL's hot path claims in one (claims.CLAIM,
+        # FOR UPDATE SKIP LOCKED), which SQLite's single writer has no need of.
+        row = conn.execute(
+            f"UPDATE tenure_jobs SET state = 'running', attempt = {NEXT_ATTEMPT},"
+            " lease_expires_at = ?, worker_id = ? WHERE id = ?"
+            " RETURNING id, name, queue, payload, policy, attempt, lease_expires_at, batch_id",
+            (now + lease, worker.id, job_id),
+        ).fetchone()
+        conn.execute(
+            "INSERT INTO tenure_attempts (job_id, number, worker_id, host, pid, started_at,"
+            " last_heartbeat_at) VALUES (?, ?, ?, ?, ?, ?, ?)",
+            (job_id, row["attempt"], worker.id, worker.host, worker.pid, now, now),
+        )
+        return Reservation(
+            job_id=row["id"],
+            name=row["name"],
+            queue=row["queue"],
+            payload=row["payload"],
+            policy=parse_policy(row["policy"]),
+            attempt=row["attempt"],
+            token=row["attempt"],
+            lease_expires_at=row["lease_expires_at"],
+            batch_id=row["batch_id"],
+        )
+
+    def _complete_on(
+        self,
+        conn: sqlite3.Connection,
+        job_id: str,
+        token: int,
+        now: float,
+        result: str | None = None,
+    ) -> EndResult:
+        # The fencing check and the update are one statement: no row means the token is stale,
+        # and then its result is not written either.
+        row = conn.execute(
+            _COMPLETE if result is None else _COMPLETE_WITH_RESULT,
+            (now, job_id, token) if result is None else (now, result, job_id, token),
+        ).fetchone()
+        if row is None:
+            return endings.refuse(self.dialect, conn, job_id, token, "succeeded", now)
+        batch_id = row["batch_id"]
+        conn.execute(_CLOSE_SUCCEEDED, (now, job_id, token))
+        if batch_id is not None:
+            batches.member_ended(self.dialect, conn, batch_id, "succeeded", now)
+        if row["chain"] is not None:
+            # the next link in this same transaction: a kill before the commit loses neither
+            chains.link_ended(self.dialect, conn, row["chain"], "succeeded", now)
+        return EndResult(accepted=True, state="succeeded")
+
+    @contextmanager
+    def _isolated(
+        self, conn: sqlite3.Connection, job_id: str, now: float, what: str
+    ) -> Iterator[None]:
+        """One damaged job must not stop the queue: on an error, undo that job's part of the
+        transaction, fail it with the reason, and go on with the others."""
+        conn.execute("SAVEPOINT one_job")
+        try:
+            yield
+        except (sqlite3.Error, ValueError, TypeError, KeyError, OverflowError) as exc:
+            conn.execute("ROLLBACK TO one_job")
+            reason = (
+                f"tenure could not {what} this job, its row is damaged: {type(exc).__name__}: {exc}"
+            )
+            log.error("job %s: %s", job_id, reason)
+            conn.execute(
+                "UPDATE tenure_jobs SET state = 'failed', finished_at = ?, lease_expires_at = NULL,"
+                " last_error = ? WHERE id = ?",
+                (now, reason, job_id),
+            )
+        conn.execute("RELEASE one_job")
+
+
+def insert_jobs(
+    conn: sqlite3.Connection, jobs: Sequence[NewJob], now: float, *, skip_existing: bool = False
+) -> int:
+    verb = "INSERT OR IGNORE" if skip_existing else "INSERT"
+    before = conn.total_changes
+    conn.executemany(
+        f"{verb} INTO tenure_jobs (id, name, queue, payload, state, policy, created_at, run_at,"
+        " batch_id, overlap_key, overlap_delay, rate_key, rate_limit, rate_window, keep_succeeded,"
+        " keep_failed, priority, chain)"
+        " VALUES (?, ?, ?, ?, 'queued', ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        [
+            (
+                j.id,
+                j.name,
+                j.queue,
+                j.payload,
+                j.policy.to_json(),
+                now,
+                now + max(j.delay, 0.0),
+                j.batch_id,
+                j.guards.overlap_key,
+                j.guards.overlap_delay,
+                j.guards.rate_key,
+                j.guards.rate_limit,
+                j.guards.rate_window,
+                j.keep.succeeded,
+                j.keep.failed,
+                j.priority,
+                j.chain,
+            )
+            for j in jobs
+        ],
+    )
+    return conn.total_changes - before
 
 
 WAL_SWITCH_TIMEOUT_S = 30.0

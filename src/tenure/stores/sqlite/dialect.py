@@ -9,6 +9,7 @@ import sqlite3
 from collections.abc import Sequence
 
 from tenure.stores.base import NewJob
+from tenure.stores.sqlite.connection import insert_jobs
 
 NOW_SQL = "(julianday('now') - 2440587.5) * 86400.0"  # epoch seconds, SQLite's own clock
 
@@ -48,39 +49,3 @@ def _sqlite_sql(sql: str) -> str:
 
 
 SQLITE = SQLiteDialect()
-
-
-def insert_jobs(
-    conn: sqlite3.Connection, jobs: Sequence[NewJob], now: float, *, skip_existing: bool = False
-) -> int:
-    verb = "INSERT OR IGNORE" if skip_existing else "INSERT"
-    before = conn.total_changes
-    conn.executemany(
-        f"{verb} INTO tenure_jobs (id, name, queue, payload, state, policy, created_at, run_at,"
-        " batch_id, overlap_key, overlap_delay, rate_key, rate_limit, rate_window, keep_succeeded,"
-        " keep_failed, priority, chain)"
-        " VALUES (?, ?, ?, ?, 'queued', ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-        [
-            (
-                j.id,
-                j.name,
-                j.queue,
-                j.payload,
-                j.policy.to_json(),
-                now,
-                now + max(j.delay, 0.0),
-                j.batch_id,
-                j.guards.overlap_key,
-                j.guards.overlap_delay,
-                j.guards.rate_key,
-                j.guards.rate_limit,
-                j.guards.rate_window,
-                j.keep.succeeded,
-                j.keep.failed,
-                j.priority,
-                j.chain,
-            )
-            for j in jobs
-        ],
-    )
-    return conn.total_changes - before
