@@ -4,7 +4,7 @@
     .venv/bin/python -m bench --engines redis,redis-cluster,postgres,pgbouncer --systems tenure \\
         --no-extras --name topologies        (tenure on the production topologies)
     .venv/bin/python -m bench doctor-corpus [--show]   (the doctor on real projects)
-    .venv/bin/python -m bench walk [--url URL]         (one job's path through the modules)
+    .venv/bin/python -m bench walk [--engine E|all]    (one job's path through the modules)
     .venv/bin/python -m bench retention [--jobs N]     (size and throughput while pruning)
 
 Installs the peers into bench/.venv-peers (and arq into bench/.venv-peers-arq), then for each

@@ -1,7 +1,11 @@
 """One job's walk: which tenure modules a no-op job passes through, per process, from its
 dispatch to its recorded success.
 
-    .venv/bin/python -m bench walk [--url URL] [--concurrency N]
+    .venv/bin/python -m bench walk [--engine sqlite|postgres|redis|all] [--url URL]
+                                   [--concurrency N]
+
+`--engine` walks on a fresh store of that engine (a new SQLite file, PostgreSQL schema or Redis
+key prefix, dropped afterwards); `all` walks on each in turn. `--url` names a store instead.
 
 Every process (this dispatcher, the worker's supervisor, its child) runs with a profile hook
 (`sys.setprofile` and `threading.setprofile`, installed by a sitecustomize on PYTHONPATH) that
@@ -19,6 +23,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import secrets
 import subprocess
 import sys
 import tempfile
@@ -29,6 +34,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
+ENGINES = ("sqlite", "postgres", "redis")
 GOAL_PER_PROCESS = 10
 GOAL_TOTAL = 16
 
@@ -131,11 +137,38 @@ def ping_pongs(seq: list[str]) -> list[tuple[str, str]]:
     return found
 
 
-def run(url: str | None, concurrency: int) -> list[Walk]:
+def fresh_url(engine: str, work: Path) -> str:
+    """A store of `engine` no one else uses: a new file, schema or key prefix."""
+    from bench.engines import POSTGRES_URL, REDIS_URL
+
+    tag = f"tenure_walk_{secrets.token_hex(4)}"
+    if engine == "postgres":
+        return f"{POSTGRES_URL}?schema={tag}"
+    if engine == "redis":
+        return f"{REDIS_URL}?prefix={tag}"
+    return f"sqlite:///{work / (tag + '.db')}"
+
+
+def drop(url: str) -> None:
+    """Remove what `fresh_url` made on a server (a SQLite file goes with its directory)."""
+    from bench.priorities import drop as drop_store
+
+    drop_store(url)
+
+
+def run(url: str | None, concurrency: int, engine: str = "sqlite") -> list[Walk]:
     work = Path(tempfile.mkdtemp(prefix="tenure-walk-"))
     (work / "sitecustomize.py").write_text(SITECUSTOMIZE)
     (work / "walkjobs.py").write_text(JOBS)
-    store_url = url or f"sqlite:///{work / 'walk.db'}"
+    store_url = url or fresh_url(engine, work)
+    try:
+        return _run(work, store_url, concurrency)
+    finally:
+        if url is None and engine != "sqlite":
+            drop(store_url)
+
+
+def _run(work: Path, store_url: str, concurrency: int) -> list[Walk]:
     env = {
         **os.environ,
         "TENURE_URL": store_url,
@@ -200,8 +233,9 @@ def short(module: str) -> str:
     return module.removeprefix("tenure.")
 
 
-def report(walks: list[Walk]) -> str:
-    lines = ["One no-op job, dispatch to recorded success (python -m bench walk):", ""]
+def report(walks: list[Walk], engine: str = "") -> str:
+    on = f" on {engine}" if engine else ""
+    lines = [f"One no-op job{on}, dispatch to recorded success (python -m bench walk):", ""]
     every: list[str] = []
     for w in walks:
         flag = "ok" if len(w.modules) <= GOAL_PER_PROCESS else f"over {GOAL_PER_PROCESS}"
@@ -226,11 +260,14 @@ def report(walks: list[Walk]) -> str:
 
 def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench walk", description=__doc__)
-    parser.add_argument("--url", help="store URL (default: a new SQLite file)")
+    parser.add_argument("--engine", choices=(*ENGINES, "all"), default="sqlite")
+    parser.add_argument("--url", help="store URL (default: a fresh store of --engine)")
     parser.add_argument("--concurrency", type=int, default=1)
     args = parser.parse_args(argv)
-    started = time.monotonic()
-    walks = run(args.url, args.concurrency)
-    print(report(walks))
-    print(f"\n({time.monotonic() - started:.1f} s)")
+    engines = [""] if args.url else list(ENGINES) if args.engine == "all" else [args.engine]
+    for i, engine in enumerate(engines):
+        started = time.monotonic()
+        walks = run(args.url, args.concurrency, engine or "sqlite")
+        print(("\n" if i else "") + report(walks, engine))
+        print(f"\n({time.monotonic() - started:.1f} s)")
     return 0
