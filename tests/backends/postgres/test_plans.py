@@ -86,6 +86,8 @@ def assert_pick_is_an_index_range(store: Store) -> None:
             assert "tenure_jobs_ready" in plan, plan
             assert "tenure_jobs_listing" not in plan, plan
             assert "Seq Scan on tenure_jobs" not in plan, plan
+            # attempt rows are written by upserts (claims.OPEN_ATTEMPT), never found by a scan
+            assert "Seq Scan on tenure_attempts" not in plan, plan
             # The one sort allowed orders the (at most `limit`) claimed rows of the reply, `c`.
             sorts = [line for line in plan.splitlines() if "Sort Key:" in line]
             assert all("c.run_at" in line for line in sorts), plan

@@ -15,12 +15,35 @@ from __future__ import annotations
 from tenure.stores.postgres.guards import CLOCK
 from tenure.stores.sql.control import not_paused
 
-# Past every attempt row the job has: a stray row (a restore, a hand edit) must not make the
-# next attempt's number collide, which would fail the whole reservation for the queue.
-NEXT_ATTEMPT = (
-    "greatest(j.attempt, coalesce((SELECT max(a.number) FROM {s}.tenure_attempts a"
-    " WHERE a.job_id = j.id), 0)) + 1"
+# Every write of an attempt row on the hot path is an upsert on its primary key (job_id,
+# number). An INSERT's conflict check is the executor's probe of that unique index, never a
+# planned scan; an UPDATE or a max() subquery over tenure_attempts is planned, and once a
+# prepared statement's generic plan was made while the table was (or was analyzed) empty, it
+# scanned the whole table for every job after, a drain slowing as the table grew (5x slower,
+# measured with an ANALYZE right after a burst). The attempt number is the job's own count
+# plus one; an attempt row already at that number (a restore, a hand edit) is taken over by
+# the new attempt instead of failing every reservation of the queue.
+OPEN_ATTEMPT = (
+    " ON CONFLICT (job_id, number) DO UPDATE SET worker_id = EXCLUDED.worker_id,"
+    " host = EXCLUDED.host, pid = EXCLUDED.pid, started_at = EXCLUDED.started_at,"
+    " last_heartbeat_at = EXCLUDED.last_heartbeat_at, ended_at = EXCLUDED.ended_at,"
+    " outcome = EXCLUDED.outcome, error = EXCLUDED.error, traceback = NULL"
 )
+NEXT_ATTEMPT = "j.attempt + 1"
+
+
+def close_succeeded(token: str) -> str:
+    """`closed`: the attempt `token` of the job in `done` ends succeeded (recreated if its row
+    is missing), by an upsert for the reason above."""
+    return (
+        " closed AS (INSERT INTO {s}.tenure_attempts (job_id, number, worker_id, host, pid,"
+        f" started_at, ended_at, outcome) SELECT done.id, {token}, done.worker_id, '', 0,"
+        " done.now, done.now, 'succeeded' FROM done ON CONFLICT (job_id, number) DO UPDATE"
+        " SET ended_at = EXCLUDED.ended_at, outcome = 'succeeded', error = NULL,"
+        " traceback = NULL)"
+    )
+
+
 RETURNING = (
     " RETURNING j.id, j.name, j.queue, j.payload, j.policy, j.attempt, j.lease_expires_at,"
     " j.batch_id, j.run_at, j.seq, j.priority"
@@ -49,7 +72,8 @@ def _claim_ctes(gate: str) -> str:
         f"{RETURNING}),"
         " opened AS (INSERT INTO {s}.tenure_attempts (job_id, number, worker_id,"
         " host, pid, started_at, last_heartbeat_at)"
-        f" SELECT id, attempt, %(worker)s, %(host)s, %(pid)s, {_NOW}, {_NOW} FROM claimed)"
+        f" SELECT id, attempt, %(worker)s, %(host)s, %(pid)s, {_NOW}, {_NOW} FROM claimed"
+        f"{OPEN_ATTEMPT})"
     )
 
 
@@ -94,9 +118,9 @@ COMPLETE_AND_CLAIM = (
     " lease_expires_at = NULL, tries_used = tries_used + 1, result = %(result)s FROM clock"
     " WHERE id = %(id)s AND attempt = %(token)s AND (state = 'running') IS TRUE"
     " AND batch_id IS NULL AND chain IS NULL"
-    " RETURNING id, clock.now),"
-    " closed AS (UPDATE {s}.tenure_attempts SET ended_at = done.now, outcome = 'succeeded',"
-    " error = NULL, traceback = NULL FROM done WHERE job_id = done.id AND number = %(token)s),"
+    " RETURNING id, worker_id, clock.now),"
+    + close_succeeded("%(token)s")
+    + ","
     + WAKE_WAITERS
     + ","
     + _claim_ctes(" AND EXISTS (SELECT 1 FROM done)")

@@ -47,7 +47,7 @@ from tenure.stores.base import (
     describe_crash,
 )
 from tenure.stores.postgres import claims, guards, waiters
-from tenure.stores.postgres.claims import NEXT_ATTEMPT, RETURNING
+from tenure.stores.postgres.claims import NEXT_ATTEMPT, OPEN_ATTEMPT, RETURNING
 from tenure.stores.postgres.database import Cursor
 from tenure.stores.postgres.dialect import lock_batches
 from tenure.stores.postgres.guards import CLOCK
@@ -281,7 +281,7 @@ class PostgresStore(PostgresOperations):
                 f" worker_id = %(worker)s WHERE j.id = %(id)s{RETURNING}),"
                 " opened AS (INSERT INTO {s}.tenure_attempts (job_id, number, worker_id, host,"
                 " pid, started_at, last_heartbeat_at) SELECT id, attempt, %(worker)s,"
-                " %(host)s, %(pid)s, %(now)s, %(now)s FROM claimed)"
+                " %(host)s, %(pid)s, %(now)s, %(now)s FROM claimed" + OPEN_ATTEMPT + ")"
                 " SELECT * FROM claimed"
             ),
             {
@@ -307,6 +307,7 @@ class PostgresStore(PostgresOperations):
                 " INSERT INTO {s}.tenure_attempts (job_id, number, worker_id, host, pid,"
                 " started_at, ended_at, outcome, error) SELECT id, attempt, %(worker)s,"
                 " %(host)s, %(pid)s, %(now)s, %(now)s, 'deferred', %(error)s FROM moved"
+                + OPEN_ATTEMPT
             ),
             {
                 "id": job_id,
@@ -333,8 +334,12 @@ class PostgresStore(PostgresOperations):
                     " + %(lease)s FROM held WHERE j.id = held.id AND j.attempt = held.token"
                     f" AND j.state = 'running' AND j.lease_expires_at >= {NOW}"
                     " RETURNING j.id, j.attempt, j.cancel_requested_at),"
-                    f" beat AS (UPDATE {{s}}.tenure_attempts a SET last_heartbeat_at = {NOW}"
-                    " FROM renewed r WHERE a.job_id = r.id AND a.number = r.attempt),"
+                    # an upsert, for the reason given at claims.OPEN_ATTEMPT
+                    " beat AS (INSERT INTO {s}.tenure_attempts (job_id, number, worker_id,"
+                    f" host, pid, started_at, last_heartbeat_at) SELECT r.id, r.attempt,"
+                    f" %(worker)s, %(host)s, %(pid)s, {NOW}, {NOW} FROM renewed r"
+                    " ON CONFLICT (job_id, number) DO UPDATE"
+                    " SET last_heartbeat_at = EXCLUDED.last_heartbeat_at),"
                     f" seen AS (UPDATE {{s}}.tenure_workers SET last_seen_at = {NOW}"
                     " WHERE id = %(worker)s)"
                     " SELECT r.id, r.cancel_requested_at, (SELECT value FROM {s}.tenure_control"
@@ -346,6 +351,8 @@ class PostgresStore(PostgresOperations):
                     "tokens": [token for _, token in leases],
                     "lease": float(lease),
                     "worker": worker.id,
+                    "host": worker.host,
+                    "pid": worker.pid,
                 },
             ).fetchall()
         renewed = {r["id"] for r in rows if r["id"] is not None}
@@ -370,10 +377,9 @@ class PostgresStore(PostgresOperations):
                 " finished_at = clock.now, lease_expires_at = NULL,"
                 " tries_used = tries_used + 1, result = %(result)s FROM clock WHERE id = %(id)s"
                 " AND attempt = %(token)s AND state = 'running'"
-                " RETURNING id, batch_id, chain, clock.now),"
-                " closed AS (UPDATE {s}.tenure_attempts SET ended_at = done.now,"
-                " outcome = 'succeeded', error = NULL, traceback = NULL FROM done"
-                f" WHERE job_id = done.id AND number = %(token)s),{claims.WAKE_WAITERS}"
+                " RETURNING id, batch_id, chain, worker_id, clock.now),"
+                + claims.close_succeeded("%(token)s")
+                + f",{claims.WAKE_WAITERS}"
                 f" SELECT id, batch_id, chain, {claims.WOKEN} AS woken FROM done"
             ),
             {"id": job_id, "token": token, "result": result, "channel": self.db.channel},
