@@ -17,7 +17,7 @@ from tenure.errors import (
     TenureError,
     UnknownJob,
 )
-from tenure.job import ChainHandle, Job, JobHandle, Sig
+from tenure.job import Chain, ChainHandle, Job, JobHandle, Sig
 from tenure.stores.base import AttemptRecord as Attempt
 from tenure.version import __version__ as __version__
 
@@ -28,6 +28,7 @@ __all__ = [
     "BatchInfo",
     "CancelRefused",
     "CancelRequested",
+    "Chain",
     "ChainHandle",
     "ConfigError",
     "Job",

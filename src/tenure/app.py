@@ -19,6 +19,7 @@ from tenure.job import ChainHandle, Job, JobHandle, Sig
 from tenure.periodic import PeriodicJob, PeriodicStatus, check_catch_up, run_id, status
 from tenure.retry import Backoff
 from tenure.schedule import Schedule
+from tenure.sending import Member
 from tenure.settings import URL_ENV, JobOptions
 from tenure.states import JOB_STATES
 from tenure.stores import Store, open_store, store_class
@@ -284,7 +285,7 @@ class App:
     # -- batches -----------------------------------------------------------------------
     def batch(
         self,
-        sigs: Sequence[Sig],
+        sigs: Sequence[Member],
         *,
         name: str = "batch",
         then: Sig | None = None,
@@ -296,7 +297,9 @@ class App:
         first_ids: Callable[[str], list[str]] | None = None,
         conn: Any = None,
     ) -> BatchHandle:
-        """Start a batch: its jobs, and callback jobs run once each when it settles.
+        """Start a batch: its jobs, and callback jobs run once each when it settles. A member
+        may be a chain (`tenure.Chain([...])`, or a plain list of signatures): one member,
+        succeeded when its last link succeeds.
 
         `conn`: your own database connection (psycopg, or sqlite3 on the store's file), so the
         batch, its members and its callbacks are created in your transaction: a rollback
@@ -343,7 +346,7 @@ class App:
         )
 
     def add_to_batch(
-        self, batch_id: str, sigs: Sequence[Sig], *, ids: Sequence[str] | None = None
+        self, batch_id: str, sigs: Sequence[Member], *, ids: Sequence[str] | None = None
     ) -> int:
         """Add members to a running batch; ids already present are skipped, so a re-run
         coordinator adds nothing twice. How many were added: 0 once the batch no longer takes

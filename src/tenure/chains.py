@@ -114,6 +114,13 @@ def _rest(spec: dict[str, Any]) -> list[dict[str, Any]]:
     return rest if isinstance(rest, list) else []  # Lua's cjson writes an empty list as {}
 
 
+def goes_on(text: str | None) -> bool:
+    """True when a success of this link dispatches another link: a chain in a batch counts
+    as a member only when it ends."""
+    spec = load(text)
+    return spec is not None and bool(_rest(spec))
+
+
 def info(text: str | None) -> ChainInfo | None:
     spec = load(text)
     if spec is None:

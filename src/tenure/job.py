@@ -68,6 +68,19 @@ class JobHandle:
 
 
 @dataclass(frozen=True)
+class Chain:
+    """A chain written down, to run as ONE member of a batch (Laravel's chain in a batch):
+    `app.batch([a.sig(1), tenure.Chain([b.sig(), c.sig()], pass_result=True)])`. A plain list
+    of signatures in a batch's list is a Chain too. The batch counts it once: succeeded when
+    its last link succeeds, failed or cancelled when it stops."""
+
+    sigs: Sequence[Sig]
+    catch: Sig | None = None
+    finally_: Sig | None = None
+    pass_result: bool = False
+
+
+@dataclass(frozen=True)
 class ChainHandle:
     """`app.chain([...])`: the chain's id and its links' handles, in order."""
 

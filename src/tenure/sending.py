@@ -13,11 +13,13 @@ from typing import Any, Protocol
 from tenure import chains, payload, tracing
 from tenure.errors import ConfigError
 from tenure.guards import NO_GUARDS
-from tenure.job import NO_OVERRIDE, Job, Sig
+from tenure.job import NO_OVERRIDE, Chain, Job, Sig
 from tenure.retention import Keep
 from tenure.retry import Policy
 from tenure.stores import Store
 from tenure.stores.base import NewBatch, NewJob
+
+Member = Sig | Chain | Sequence[Sig]  # a batch member: a job, or a chain counted as one
 
 
 class Sender(Protocol):
@@ -96,7 +98,7 @@ def dispatch_policy(app: Sender, job: Job) -> Policy:
 
 def start_batch(
     app: Sender,
-    sigs: Sequence[Sig],
+    sigs: Sequence[Member],
     *,
     name: str,
     then: Sig | None,
@@ -113,10 +115,10 @@ def start_batch(
         raise ConfigError(f"total: expected at least the {len(sigs)} jobs given, got {total}")
     batch_id = new_id()
     ids = first_ids(batch_id) if first_ids else [None] * len(sigs)
-    named = [s.name for s in (*sigs, then, catch, finally_) if s is not None]
+    named = member_names(sigs) + [s.name for s in (then, catch, finally_) if s is not None]
     with tracing.dispatching(named, batch_id=batch_id) as traced:
         members = [
-            new_job(app, replace(s, queue=s.queue or queue), batch_id, i, trace=traced.carrier)
+            member_job(app, s, batch_id, i, traced.carrier, queue)
             for s, i in zip(sigs, ids, strict=True)
         ]
         callbacks = [
@@ -141,12 +143,14 @@ def start_batch(
     return batch_id
 
 
-def add_members(app: Sender, batch_id: str, sigs: Sequence[Sig], ids: Sequence[str] | None) -> int:
+def add_members(
+    app: Sender, batch_id: str, sigs: Sequence[Member], ids: Sequence[str] | None
+) -> int:
     """Add members to a running batch; how many were added (ids present are skipped)."""
     chosen = list(ids) if ids is not None else [None] * len(sigs)
-    with tracing.dispatching([s.name for s in sigs], batch_id=batch_id) as traced:
+    with tracing.dispatching(member_names(sigs), batch_id=batch_id) as traced:
         members = [
-            new_job(app, s, batch_id, i, trace=traced.carrier)
+            member_job(app, s, batch_id, i, traced.carrier)
             for s, i in zip(sigs, chosen, strict=True)
         ]
         traced.sent([(m.id, m.name, m.queue) for m in members])
@@ -164,34 +168,79 @@ def start_chain(
 ) -> tuple[str, list[tuple[str, str]]]:
     """Store a chain: its first link, carrying the rest (tenure.chains); the chain's id and
     each link's (id, name), in order."""
-    if not sigs:
-        raise ConfigError("chain: expected at least one signature, got none")
     chain_id = new_id()
-    ids = [new_id() for _ in sigs]
     named = [s.name for s in (*sigs, catch, finally_) if s is not None]
     with tracing.dispatching(named) as traced:
-        links = [
-            new_job(
-                app,
-                sig,
-                job_id=ids[i],
-                trace=traced.carrier,
-                passed_from=ids[i - 1] if pass_result and i > 0 else None,
-            )
-            for i, sig in enumerate(sigs)
-        ]
-        callbacks = [
-            new_job(app, c, trace=traced.carrier) if c else None for c in (catch, finally_)
-        ]
-        spread = {j.queue for j in (*links, *(c for c in callbacks if c))}
-        if len(spread) > 1 and not app.store.capabilities.batches_span_queues:
-            raise ConfigError(
-                f"chain: on {app.store.capabilities.name} a chain's links and callbacks share one "
-                f"queue (one slot), got {sorted(spread)}; give them one queue"
-            )
-        first = chains.first_link(
-            chain_id, links, catch=callbacks[0], finally_=callbacks[1], pass_result=pass_result
+        first, links = chain_member(
+            app, Chain(sigs, catch, finally_, pass_result), chain_id, None, None, traced.carrier
         )
         traced.sent([(first.id, first.name, first.queue)])
         app.store.enqueue_many([first], conn=conn)
-    return chain_id, [(j.id, j.name) for j in links]
+    return chain_id, links
+
+
+def chain_member(
+    app: Sender,
+    chain: Chain,
+    chain_id: str,
+    batch_id: str | None,
+    first_id: str | None,
+    trace: dict[str, str] | None,
+    queue: str | None = None,
+) -> tuple[NewJob, list[tuple[str, str]]]:
+    """A chain's first link (carrying the rest: tenure.chains), and every link's (id, name).
+    `queue`: a batch's default queue, for links that name none."""
+    if not chain.sigs:
+        raise ConfigError("chain: expected at least one signature, got none")
+    ids = [first_id or new_id()] + [new_id() for _ in chain.sigs[1:]]
+    links = [
+        new_job(
+            app,
+            replace(sig, queue=sig.queue or queue),
+            batch_id if i == 0 else None,
+            ids[i],
+            trace=trace,
+            passed_from=ids[i - 1] if chain.pass_result and i > 0 else None,
+        )
+        for i, sig in enumerate(chain.sigs)
+    ]
+    callbacks = [new_job(app, c, trace=trace) if c else None for c in (chain.catch, chain.finally_)]
+    spread = {j.queue for j in (*links, *(c for c in callbacks if c))}
+    if len(spread) > 1 and not app.store.capabilities.batches_span_queues:
+        raise ConfigError(
+            f"chain: on {app.store.capabilities.name} a chain's links and callbacks share one "
+            f"queue (one slot), got {sorted(spread)}; give them one queue"
+        )
+    first = chains.first_link(
+        chain_id, links, catch=callbacks[0], finally_=callbacks[1], pass_result=chain.pass_result
+    )
+    return first, [(j.id, j.name) for j in links]
+
+
+def member_job(
+    app: Sender,
+    member: Member,
+    batch_id: str,
+    job_id: str | None,
+    trace: dict[str, str] | None,
+    queue: str | None = None,
+) -> NewJob:
+    """A batch member to store: a job, or a chain's first link (a list of signatures in a
+    batch is a chain, as in Laravel's Bus::batch)."""
+    if isinstance(member, Sig):
+        return new_job(
+            app, replace(member, queue=member.queue or queue), batch_id, job_id, trace=trace
+        )
+    chain = member if isinstance(member, Chain) else Chain(list(member))
+    return chain_member(app, chain, new_id(), batch_id, job_id, trace, queue)[0]
+
+
+def member_names(members: Sequence[Member]) -> list[str]:
+    out: list[str] = []
+    for m in members:
+        if isinstance(m, Sig):
+            out.append(m.name)
+        else:
+            chain = m if isinstance(m, Chain) else Chain(list(m))
+            out += [s.name for s in (*chain.sigs, chain.catch, chain.finally_) if s is not None]
+    return out

@@ -247,3 +247,93 @@ def test_links_may_use_different_queues(app: tenure.App, runs: Runs) -> None:
     assert runs.names() == ["step", "step", "cleanup"]
     assert app.get_job(handle.links[1].id).queue == "images"
     assert handle.wait(timeout=5) == "b"
+
+
+# -- a chain as one member of a batch -----------------------------------------------------------
+def step_once(store: Store, seen: list[float] | None = None, batch_id: str = "") -> str | None:
+    """Run one ready job through the store as a worker would: half way (its progress
+    reported, the batch's progress noted in `seen`), then its success."""
+    got = store.reserve(queues=["default"], worker=W1, lease=30.0, limit=1)
+    if not got:
+        return None
+    if seen is not None:
+        store.report_progress(job_id=got[0].job_id, token=got[0].token, fraction=0.5)
+        seen.append(list_batch(store, batch_id).progress)
+    store.complete_and_reserve(job_id=got[0].job_id, token=got[0].token, result='"x"')
+    return got[0].job_id
+
+
+def list_batch(store: Store, batch_id: str) -> Any:
+    (found,) = store.list_batches(ids=[batch_id])
+    return found
+
+
+def test_a_chain_is_one_member_of_its_batch(app: tenure.App, store: Store, runs: Runs) -> None:
+    batch = app.batch(
+        [
+            sig(app, "step", "solo"),
+            tenure.Chain([sig(app, "step", "a"), sig(app, "step", "b"), sig(app, "step", "c")]),
+        ],
+        then=sig(app, "alert"),
+    )
+    assert (app.get_batch(batch.id).jobs, app.get_batch(batch.id).total) == (2, 2)
+    seen: list[tuple[float, int, str]] = []
+    progress: list[float] = []
+    while step_once(store, progress, batch.id) is not None:
+        info = app.get_batch(batch.id)
+        seen.append((info.progress, info.done, info.state))
+        progress.append(info.progress)
+    assert progress == sorted(progress), f"batch progress went back: {progress}"
+    # solo, a, b, c, then the batch's callback: the batch settled only after the last link
+    assert [done for _, done, _ in seen] == [1, 1, 1, 2, 2]
+    assert [state for _, _, state in seen][-2:] == ["succeeded", "succeeded"]
+    info = app.get_batch(batch.id)
+    assert (info.jobs, info.done, info.failed, info.progress) == (2, 2, 0, 1.0)
+    assert info.then_job_id is not None and job(store, info.then_job_id).state == "succeeded"
+
+
+def test_a_list_in_a_batch_is_a_chain_that_fails_as_one_member(app: tenure.App, runs: Runs) -> None:
+    batch = app.batch(
+        [
+            sig(app, "step", "solo"),
+            [sig(app, "step", "a"), sig(app, "broken"), sig(app, "step", "c")],
+        ],
+        allow_failures=True,
+        finally_=sig(app, "cleanup"),
+    )
+    drain(app)
+    info = app.get_batch(batch.id)
+    assert (info.state, info.jobs, info.done, info.failed) == ("succeeded", 2, 1, 1)
+    assert sorted(runs.names()) == ["broken", "cleanup", "step", "step"]
+
+
+def test_cancelling_its_batch_stops_a_chain_between_links(
+    app: tenure.App, store: Store, runs: Runs
+) -> None:
+    chain = tenure.Chain(
+        [sig(app, "step", "a"), sig(app, "step", "b"), sig(app, "step", "c")],
+        catch=sig(app, "alert"),
+        finally_=sig(app, "cleanup"),
+    )
+    batch = app.batch([chain])
+    first = step_once(store)  # link a succeeded: b is queued, in the batch
+    assert first is not None
+    assert app.cancel_batch(batch.id)
+    drain(app)
+    assert sorted(runs.names()) == ["alert", "cleanup"]  # b and c never ran
+    info = app.get_batch(batch.id)
+    assert (info.state, info.jobs, info.cancelled) == ("cancelled", 1, 1)
+
+
+def test_a_running_link_whose_batch_was_cancelled_stops_its_chain(
+    app: tenure.App, store: Store, runs: Runs
+) -> None:
+    batch = app.batch([tenure.Chain([sig(app, "step", "a"), sig(app, "step", "b")])])
+    held = reserve_one(store)
+    assert app.cancel_batch(batch.id)
+    ended, _ = store.complete_and_reserve(job_id=held.job_id, token=held.token, result='"a"')
+    assert ended.accepted
+    drain(app)
+    assert runs.names() == []  # b never ran
+    info = app.get_batch(batch.id)
+    assert (info.state, info.jobs, info.cancelled, info.done) == ("cancelled", 1, 1, 0)

@@ -54,7 +54,7 @@ from tenure.stores.postgres.guards import CLOCK
 from tenure.stores.postgres.jobs import NOW, insert_jobs
 from tenure.stores.postgres.operations import PostgresOperations
 from tenure.stores.postgres.transaction import PostgresJobTransaction, caller_cursor
-from tenure.stores.sql import batches, chains, endings, periodic, retention
+from tenure.stores.sql import batches, endings, periodic, retention
 from tenure.stores.sql.control import not_paused
 from tenure.stores.sql.guards import deferral_note
 
@@ -386,12 +386,10 @@ class PostgresStore(PostgresOperations):
         ).fetchone()
         if done is None:
             return None
-        if done["batch_id"] is not None:
-            batches.member_ended(
-                self.dialect, cur, done["batch_id"], "succeeded", self.db.clock(cur)
-            )
-        if done["chain"] is not None:  # the next link, in the transaction of this success
-            chains.link_ended(self.dialect, cur, done["chain"], "succeeded", self.db.clock(cur))
+        if done["batch_id"] is not None or done["chain"] is not None:
+            # its batch counted, a chain's next link queued: in the transaction of the success
+            now = self.db.clock(cur)
+            endings.after_success(self.dialect, cur, job_id, done["batch_id"], done["chain"], now)
         return EndResult(accepted=True, state="succeeded")
 
     def job_transaction(self, *, job_id: str, token: int) -> PostgresJobTransaction:

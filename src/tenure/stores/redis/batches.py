@@ -18,6 +18,7 @@ from collections.abc import Sequence
 from dataclasses import replace
 from typing import Any, cast
 
+from tenure import chains
 from tenure.errors import ConfigError, TenureError
 from tenure.stores.base import BatchRecord, CancelResult, NewBatch, NewJob
 from tenure.stores.redis.client import RedisClient, optional
@@ -29,14 +30,22 @@ BATCH_PAGE = 100
 
 
 class RedisBatches(RedisClient):
+    def _members_of(self, batch_id: str, jobs: Sequence[NewJob]) -> list[NewJob]:
+        """The members as stored: in the batch, a chain member's spec with its queues' keys."""
+        return [
+            replace(j, batch_id=batch_id, chain=chains.with_bases(j.chain, self._base))
+            for j in jobs
+        ]
+
     def _create_batch(self, batch: NewBatch, jobs: Sequence[NewJob]) -> list[str]:
-        members = [replace(j, batch_id=batch.id) for j in jobs]
+        members = self._members_of(batch.id, jobs)
         callbacks = list(
             zip(CALLBACK_KINDS, (batch.then, batch.catch, batch.finally_), strict=True)
         )
         present = [j for _, j in callbacks if j is not None]
         home = members[0].queue if members else present[0].queue if present else "default"
-        queues = [j.queue for j in (*members, *present)]
+        later = sorted({q for j in members for q in chains.queues(j.chain)})
+        queues = [j.queue for j in (*members, *present)] + later
         self._check_one_slot(batch.id, home, queues)
         if self._register_batch(batch.id, home, queues) != home:
             raise TenureError(f"batch {batch.id!r} already exists (in another queue)")
@@ -64,8 +73,9 @@ class RedisBatches(RedisClient):
         home = self._batch_home(batch_id)
         if home is None or not jobs:
             return []
-        members = [replace(j, batch_id=batch_id) for j in jobs]
-        queues = [j.queue for j in members]
+        members = self._members_of(batch_id, jobs)
+        later = sorted({q for j in members for q in chains.queues(j.chain)})
+        queues = [j.queue for j in members] + later
         self._check_one_slot(batch_id, home, queues)
         self._register_batch(batch_id, home, queues)
         added = self._run(self._qcall("add_to_batch", home, batch_id, *self._members(members)))

@@ -155,6 +155,8 @@ def member_guards(job: NewJob) -> str:
         )
     if job.priority:
         fields["priority"] = str(int(job.priority))
+    if job.chain is not None:  # a chain as one member: its first link carries the chain
+        fields["chain"] = job.chain
     return json.dumps(fields) if fields else ""
 
 

@@ -28,6 +28,7 @@ from tenure.stores.base import (
     callback_to_json,
 )
 from tenure.stores.records import log_lost_callback
+from tenure.stores.sql import chains
 
 CALLBACK_KINDS = ("then", "catch", "finally")
 
@@ -235,13 +236,16 @@ def _apply(d: Dialect, cur: Cursor, batch_id: str, change: rules.BatchChange, no
     callbacks = list(change.callbacks)
     counts = change.counts
     if change.cancel_queued:
-        n = cur.execute(
+        stopped = cur.execute(
             d.q(
                 "UPDATE {s}.tenure_jobs SET state = 'cancelled', finished_at = %s"
-                " WHERE batch_id = %s AND state = 'queued'"
+                " WHERE batch_id = %s AND state = 'queued' RETURNING chain"
             ),
             (now, batch_id),
-        ).rowcount
+        ).fetchall()
+        n = len(stopped)
+        for row in stopped:  # a chain member's later links cancelled, its catch and finally
+            chains.link_ended(d, cur, row["chain"], "cancelled", now)
         follow = rules.queued_members_cancelled(counts, n)
         counts = follow.counts
         callbacks += follow.callbacks

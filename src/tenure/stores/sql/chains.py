@@ -2,24 +2,67 @@
 link ends for good, inside the transaction that records that end, the next link is inserted
 (or, once the chain stopped, the later links are stored cancelled and catch and finally are
 queued). The end happens once (fenced by the attempt's token), so each of these happens once:
-a worker killed before the commit leaves neither the end nor the next link."""
+a worker killed before the commit leaves neither the end nor the next link.
+
+A chain in a batch is one member: its live link carries the batch id, so the batch's queued
+work (cancel, progress) sees it, and the batch counts it once, when the chain ends (the store's
+success path skips the count while `chains.goes_on`)."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from dataclasses import replace
+from typing import Any, Protocol
+
 from tenure import chains
-from tenure.stores.sql.batches import Cursor, Dialect
+from tenure.stores.records import NewJob
 
 ID_CHUNK = 500
+Cursor = Any  # a sqlite3 connection or a psycopg cursor (stores/sql/batches.py)
 
 
-def link_ended(d: Dialect, cur: Cursor, chain: str | None, outcome: str, now: float) -> None:
-    """Follow the chain (a link's `chain` column; None: a plain job, nothing to do)."""
+class ChainDialect(Protocol):
+    """What chains use of stores/sql/batches.Dialect (not imported: batches calls this)."""
+
+    def q(self, sql: str) -> str: ...
+
+    def wake(self, cur: Cursor, queue: str) -> None: ...
+
+    def job_ended(self, cur: Cursor, job_id: str) -> None: ...
+
+    def insert_jobs(
+        self, cur: Cursor, jobs: Sequence[NewJob], now: float, *, skip_existing: bool
+    ) -> int: ...
+
+
+def link_ended(
+    d: ChainDialect,
+    cur: Cursor,
+    chain: str | None,
+    outcome: str,
+    now: float,
+    *,
+    job_id: str | None = None,
+    batch_id: str | None = None,
+) -> None:
+    """Follow the chain (a link's `chain` column; None: a plain job, nothing to do). A link of
+    a batch (`batch_id`) hands its membership to the next link, with the progress it reported
+    (the batch's progress never goes back)."""
     if chain is None:
         return
     follow = chains.step(chain, outcome)
     if follow.dispatch is not None:
-        d.insert_jobs(cur, [follow.dispatch], now, skip_existing=True)
-        d.wake(cur, follow.dispatch.queue)
+        nxt = replace(follow.dispatch, batch_id=batch_id)
+        d.insert_jobs(cur, [nxt], now, skip_existing=True)
+        if batch_id is not None and job_id is not None:
+            cur.execute(
+                d.q(
+                    "UPDATE {s}.tenure_jobs SET progress = (SELECT progress FROM {s}.tenure_jobs"
+                    " WHERE id = %s) WHERE id = %s"
+                ),
+                (job_id, nxt.id),
+            )
+        d.wake(cur, nxt.queue)
     if follow.cancelled:
         d.insert_jobs(cur, follow.cancelled, now, skip_existing=True)
         ids = [j.id for j in follow.cancelled]
@@ -33,9 +76,13 @@ def link_ended(d: Dialect, cur: Cursor, chain: str | None, outcome: str, now: fl
                 ),
                 (now, follow.reason, *chunk),
             )
-        for job_id in ids:
-            d.job_ended(cur, job_id)
+        for cancelled in ids:
+            d.job_ended(cur, cancelled)
     if follow.callbacks:
         d.insert_jobs(cur, follow.callbacks, now, skip_existing=True)
         for queue in {j.queue for j in follow.callbacks}:
             d.wake(cur, queue)
+
+
+# A chain link's success while its batch no longer runs new work: the chain stops there.
+BATCH_STOPPED = "succeeded, but its batch no longer runs new work"

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from tenure.chains import goes_on
 from tenure.retry import Counters, Policy, cancelled_ending, decide
 from tenure.states import visible_state
 from tenure.stores.base import EndResult
@@ -75,6 +76,22 @@ def close_attempt(
         ),
         (now, outcome, error, traceback, job_id, number),
     )
+
+
+def after_success(
+    d: Dialect, cur: Cursor, job_id: str, batch_id: str | None, chain: str | None, now: float
+) -> None:
+    """The success path's batch and chain bookkeeping, inside its transaction, one rule for
+    both SQL stores: a batch member counted (a chain in a batch: once, at its last link),
+    then the chain followed (its next link queued with this success)."""
+    if batch_id is not None and not goes_on(chain):
+        batches.member_ended(d, cur, batch_id, "succeeded", now)
+    elif batch_id is not None and batches.stops_new_work(d, cur, batch_id):
+        # its batch was cancelled or has failed: the chain stops here, counted as cancelled
+        batches.member_ended(d, cur, batch_id, "cancelled", now)
+        chains.link_ended(d, cur, chain, chains.BATCH_STOPPED, now)
+        return
+    chains.link_ended(d, cur, chain, "succeeded", now, job_id=job_id, batch_id=batch_id)
 
 
 def end_attempt(

@@ -18,7 +18,7 @@ from typing import Any, ClassVar
 from tenure.errors import ConfigError
 from tenure.retry import parse_policy
 from tenure.stores.base import EndResult, NewBatch, NewJob, Reservation, WorkerRef, batch_target
-from tenure.stores.sql import batches, chains, control, endings
+from tenure.stores.sql import batches, control, endings
 from tenure.stores.sql import guards as sql_guards
 from tenure.stores.sql.batches import Dialect
 from tenure.stores.sqlite import guards, schema
@@ -360,11 +360,10 @@ class SQLiteJobs(SQLiteConnections):
             return endings.refuse(self.dialect, conn, job_id, token, "succeeded", now)
         batch_id = row["batch_id"]
         conn.execute(_CLOSE_SUCCEEDED, (now, job_id, token))
-        if batch_id is not None:
-            batches.member_ended(self.dialect, conn, batch_id, "succeeded", now)
-        if row["chain"] is not None:
-            # the next link in this same transaction: a kill before the commit loses neither
-            chains.link_ended(self.dialect, conn, row["chain"], "succeeded", now)
+        if batch_id is not None or row["chain"] is not None:
+            # a chain's next link in this same transaction: a kill before the commit loses
+            # neither the success nor the link
+            endings.after_success(self.dialect, conn, job_id, batch_id, row["chain"], now)
         return EndResult(accepted=True, state="succeeded")
 
     @contextmanager

@@ -107,6 +107,10 @@ local function b_add_members(bbase, bid, c, first, now_s, now)
   return added
 end
 
+-- A queued member cancelled with its batch: a chain link's chain stops (lib/chain_io.lua
+-- sets this once it is defined; a forward declaration, as the two files call each other).
+local on_member_cancelled = function(jk, now_s) end
+
 -- Cancel every member still queued (scheduled ones too); running members finish on their own.
 local function b_cancel_queued(bbase, bid, c, now_s)
   local ok = open_key(bbase, bid)
@@ -125,6 +129,7 @@ local function b_cancel_queued(bbase, bid, c, now_s)
         redis.call('ZREM', queued_key(qbase, tonumber(f[4]) or 0), queued_member(seq, id))
         redis.call('ZREM', qbase .. ':idx:queued', id)
         redis.call('ZADD', qbase .. ':idx:cancelled', seq, id)
+        on_member_cancelled(qbase .. ':job:' .. id, now_s)
       end
       -- a member whose record vanished can never end: count it as cancelled with the rest
       redis.call('HDEL', ok, id)

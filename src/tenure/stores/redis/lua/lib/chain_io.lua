@@ -46,6 +46,31 @@ end
 
 local function c_dump(t) return cjson.encode(t) end
 
+-- A chain in a batch is one member: its live link carries the batch. On a link's success the
+-- next link takes its place among the batch's open members, with the progress it reported
+-- (the batch's `partial` already holds it, so the batch's progress never goes back).
+local function c_hand_membership(jk, link)
+  local f = redis.call('HMGET', jk, 'batch_id', 'batch_base', 'progress_u', 'id')
+  if not (f[1] and ours(f[2])) then return end
+  local bbase, bid = f[2], f[1]
+  local nk = link.base .. ':job:' .. link.id
+  redis.call('HSET', nk, 'batch_id', bid, 'batch_base', bbase, 'progress_u', num(f[3]))
+  local ok = open_key(bbase, bid)
+  redis.call('HDEL', ok, f[4])
+  redis.call('HSET', ok, link.id, link.base)
+  if redis.call('EXISTS', members_key(bbase, bid)) == 1 then
+    redis.call('HSET', members_key(bbase, bid), link.id, link.base)
+  end
+end
+
+-- True when this link's success dispatches another link: its batch counts the chain later.
+local function chain_goes_on(jk)
+  local text = redis.call('HGET', jk, 'chain')
+  if not text then return false end
+  local ok, spec = pcall(cjson.decode, text)
+  return ok and type(spec) == 'table' and type(spec.rest) == 'table' and #spec.rest > 0
+end
+
 -- The link behind `jk` ended for good with `outcome` (succeeded, failed, cancelled).
 local function chain_link_end(jk, outcome, now_s, now)
   local text = redis.call('HGET', jk, 'chain')
@@ -59,7 +84,7 @@ local function chain_link_end(jk, outcome, now_s, now)
       local link = table.remove(rest, 1)
       spec.pos = pos + 1
       spec.rest = rest
-      c_enqueue(link, c_dump(spec), now_s, now)
+      if c_enqueue(link, c_dump(spec), now_s, now) == 1 then c_hand_membership(jk, link) end
     else
       c_enqueue(spec['finally'], nil, now_s, now)
     end
@@ -80,4 +105,9 @@ local function chain_link_end(jk, outcome, now_s, now)
   end
   c_enqueue(catch, nil, now_s, now)
   c_enqueue(final, nil, now_s, now)
+end
+
+on_member_cancelled = function(jk, now_s)
+  local _, now = clock()
+  chain_link_end(jk, 'cancelled', now_s, now)
 end

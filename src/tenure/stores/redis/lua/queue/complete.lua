@@ -15,7 +15,16 @@ if result then redis.call('HSET', jk, 'result', result) end
 redis.call('ZREM', RUNNING, id)
 move_index(id, num(f[3]), 'running', 'succeeded')
 close_attempt(id, n, now_s, 'succeeded', false, false)
-batch_member_end(jk, id, 'succeeded', now_s, now)
-chain_link_end(jk, 'succeeded', now_s, now)  -- the next link, in this same script
+-- A chain's next link is queued in this same script; a chain in a batch is counted there once,
+-- when it ends (its last link), or as cancelled when its batch no longer runs new work.
+if not chain_goes_on(jk) then
+  batch_member_end(jk, id, 'succeeded', now_s, now)
+  chain_link_end(jk, 'succeeded', now_s, now)
+elseif batch_stops_new_work(jk) then
+  batch_member_end(jk, id, 'cancelled', now_s, now)
+  chain_link_end(jk, 'succeeded, but its batch no longer runs new work', now_s, now)
+else
+  chain_link_end(jk, 'succeeded', now_s, now)
+end
 wake_waiters(id)
 return {'ok', 'succeeded'}
