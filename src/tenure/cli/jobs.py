@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Annotated
 
 import typer
+from rich import box
 from rich.table import Table
 from rich.text import Text
 
@@ -19,10 +20,15 @@ failed_cli = typer.Typer(help="Failed jobs: list, retry, forget.", no_args_is_he
 
 
 def id_table(*columns: str) -> Table:
-    """A table whose first column, the id, is never cut: it is what `jobs show` needs."""
-    table = Table()
+    """A table whose first column, the id, is never cut: it is what `jobs show` needs. The
+    short columns (job, state, tries, times) keep one line each, and the last one (an error,
+    a reason) folds into the room left, so an 80-column terminal or a pipe still reads
+    `succeeded`, not `succeede` over `d`."""
+    table = Table(box=box.SIMPLE_HEAD, pad_edge=False)
     table.add_column("id", no_wrap=True, min_width=16)
-    for name in columns:
+    for name in columns[:-1]:
+        table.add_column(name, no_wrap=True, overflow="ellipsis")
+    for name in columns[-1:]:
         table.add_column(name, overflow="fold")
     return table
 
