@@ -10,7 +10,8 @@ spec names every link's id and name up front, so `tenure jobs show` of any link 
 whole chain, and a ChainHandle knows the last link's id at once.
 
     {"chain": ID, "pos": i, "links": [[id, name], ...], "rest": [link, ...],
-     "catch": callback | null, "finally": callback | null, "pass": bool}
+     "catch": callback | null, "finally": callback | null, "pass": bool,
+     "input": the previous link's stored result text (pass_result; absent on the first)}
 
 `rest` holds links pos+1.. (callback_to_json, plus "priority"); the Redis store adds each
 one's queue key base ("base") when the chain is enqueued.
@@ -114,6 +115,16 @@ def _rest(spec: dict[str, Any]) -> list[dict[str, Any]]:
     return rest if isinstance(rest, list) else []  # Lua's cjson writes an empty list as {}
 
 
+def passed_input(text: str | None) -> tuple[bool, str | None]:
+    """(True, the previous link's stored result text) when the store copied it into this
+    link's spec (pass_result); (False, None) when the spec holds none."""
+    spec = load(text)
+    if spec is None or "input" not in spec:
+        return False, None
+    value = spec["input"]
+    return True, value if isinstance(value, str) else None
+
+
 def goes_on(text: str | None) -> bool:
     """True when a success of this link dispatches another link: a chain in a batch counts
     as a member only when it ends."""
@@ -140,10 +151,12 @@ def info(text: str | None) -> ChainInfo | None:
         return None
 
 
-def step(text: str | None, outcome: str) -> ChainStep:
+def step(text: str | None, outcome: str, result: str | None = None) -> ChainStep:
     """The link whose spec is `text` ended for good with `outcome` (succeeded, failed or
     cancelled): dispatch the next link; or, after the last, finally; or, when it did not
-    succeed, cancel the later links and queue catch and finally."""
+    succeed, cancel the later links and queue catch and finally. With pass_result the next
+    link's spec takes this link's stored `result` text as its "input": the next link needs
+    nothing of this one's row, which retention may prune before it runs."""
     spec = load(text)
     if spec is None:
         return ChainStep()
@@ -152,6 +165,9 @@ def step(text: str | None, outcome: str) -> ChainStep:
         callbacks = {k: spec.get(k) for k in ("catch", "finally")}
         if outcome == SUCCEEDED and rest:
             nxt = {**spec, "pos": int(spec["pos"]) + 1, "rest": rest[1:]}
+            nxt.pop("input", None)
+            if spec.get("pass"):
+                nxt["input"] = result
             body = json.dumps(nxt, separators=(",", ":"))
             return ChainStep(dispatch=replace(link_from_json(rest[0]), chain=body))
         if outcome == SUCCEEDED:

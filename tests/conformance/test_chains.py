@@ -106,6 +106,20 @@ def test_pass_result_gives_the_previous_result_as_the_first_argument(
     assert handle.wait(timeout=5) == {"uploaded": 140}
 
 
+def test_a_passed_result_travels_with_the_next_link(
+    app: tenure.App, store: Store, runs: Runs
+) -> None:
+    """The store copies the result into the next link with the success: the previous link
+    may be pruned (or forgotten) before the next one runs."""
+    handle = app.chain([sig(app, "fetch", 7), sig(app, "upload")], pass_result=True)
+    held = reserve_one(store)
+    store.complete_and_reserve(job_id=held.job_id, token=held.token, result="70")
+    assert app.forget(handle.links[0].id)
+    drain(app)
+    assert runs.calls == [("upload", (70,))]
+    assert handle.links[1].wait(timeout=5) == {"uploaded": 70}
+
+
 def test_results_are_not_passed_by_default(app: tenure.App, runs: Runs) -> None:
     app.chain([sig(app, "fetch", 1), sig(app, "fetch", 2)])
     drain(app)

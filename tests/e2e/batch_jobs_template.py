@@ -55,3 +55,15 @@ def total(order_id: int) -> dict[str, int]:
 @app.job(timeout=30)
 async def async_total(order_id: int) -> list[int]:
     return [order_id, order_id * 10]
+
+
+@app.job(timeout=30)
+def scale(value: int, factor: int) -> int:
+    note(f"scale:{value}*{factor}")
+    return value * factor
+
+
+@app.job(timeout=30)
+async def async_scale(value: int, factor: int) -> int:
+    note(f"async_scale:{value}*{factor}")
+    return value * factor

@@ -13,7 +13,7 @@ import pytest
 
 import tenure
 
-from e2e.helpers import Project
+from e2e.helpers import Project, wait_until
 from e2e.test_backends_e2e import ServerProject
 from servers import isolated_store_url
 
@@ -61,3 +61,40 @@ def test_a_worker_runs_lower_priorities_first_and_fifo_within_one(
     ran = [event for _, _, _, event, _ in waiting_project.ledger.lines()]
     expected = [f"member:{n}" for n, _ in sorted(plan, key=lambda np: (np[1], np[0]))]
     assert ran == expected
+
+
+def test_a_chain_runs_link_after_link_on_real_workers(waiting_project: Project) -> None:
+    jobs, app = waiting_project.jobs, waiting_project.app
+    done = app.chain(
+        [jobs.scale.sig(2, 3), jobs.async_scale.sig(10), jobs.scale.sig(7)],
+        finally_=jobs.callback.sig("done"),
+        pass_result=True,
+    )
+    stopped = app.chain(
+        [jobs.member.sig(1), jobs.member.sig(2, bad=True), jobs.member.sig(3)],
+        catch=jobs.callback.sig("caught"),
+        finally_=jobs.callback.sig("finally"),
+    )
+    batch = app.batch([jobs.member.sig(4), [jobs.member.sig(5), jobs.member.sig(6)]])
+    waiting_project.worker("--concurrency", "2")
+    assert done.wait(timeout=60) == 420
+    with pytest.raises(tenure.JobFailed) as failed:
+        stopped.wait(timeout=60)
+    assert failed.value.job_id == stopped.links[1].id
+    assert app.get_job(stopped.links[2].id).state == "cancelled"
+    wait_until(lambda: app.get_batch(batch.id).state == "succeeded", what="the batch to end")
+    finals = ("callback:done", "callback:caught", "callback:finally")
+
+    def events() -> list[str]:
+        return [event for _, _, _, event, _ in waiting_project.ledger.lines()]
+
+    wait_until(lambda: all(f in events() for f in finals), what="the chains' callbacks")
+    events_seen = events()
+    scaled = [e for e in events_seen if "scale" in e]
+    assert scaled == ["scale:2*3", "async_scale:6*10", "scale:60*7"]
+    assert events_seen.index("member:1") < events_seen.index("member:2")
+    assert "member:3" not in events_seen
+    assert events_seen.index("member:5") < events_seen.index("member:6")
+    assert all(events_seen.count(f) == 1 for f in finals)
+    info = app.get_batch(batch.id)
+    assert (info.jobs, info.done) == (2, 2)

@@ -15,7 +15,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Any
 
-from tenure import payload, results, tracing
+from tenure import chains, payload, results, tracing
 from tenure.context import JobContext, activate, deactivate
 from tenure.errors import CancelRequested, JobTimeout, JobTransactionEnded, PayloadError
 from tenure.job import Job
@@ -105,20 +105,23 @@ def arguments_of(res: Reservation, app: Any = None) -> payload.Arguments | Ended
         return Ended("failed", f"corrupt payload: {exc}", permanent=True)
     if arguments.passed_from is None or app is None:
         return arguments
-    return passed_result(app, arguments)
+    return passed_result(app, res.job_id, arguments)
 
 
-def passed_result(app: Any, arguments: payload.Arguments) -> payload.Arguments | Ended:
+def passed_result(app: Any, job_id: str, arguments: payload.Arguments) -> payload.Arguments | Ended:
     """A chain link with pass_result=True: the previous link's result becomes its first
-    argument. Read from that link, which succeeded before this one was dispatched (in the
-    same store transaction); pruned meanwhile (retention shorter than the wait), it fails
-    for good, saying so, rather than running without it."""
+    argument. The store copied it into this link's chain with the previous link's success
+    (tenure.chains.step); a link stored before that was so reads the previous link itself."""
+    own = app.find_job(job_id)
+    copied, text = chains.passed_input(own.chain_text if own is not None else None)
+    if copied:
+        return replace(arguments, args=(results.decode(text), *arguments.args))
     previous = app.find_job(arguments.passed_from)
     if previous is None or previous.state != "succeeded":
         return Ended(
             "failed",
             f"its chain passes the result of link {arguments.passed_from}, which is no longer "
-            "in the store (pruned by retention?); keep_succeeded must outlast a chain's links",
+            "in the store (pruned by retention?)",
             permanent=True,
         )
     return replace(arguments, args=(previous.result, *arguments.args))

@@ -389,7 +389,9 @@ class PostgresStore(PostgresOperations):
         if done["batch_id"] is not None or done["chain"] is not None:
             # its batch counted, a chain's next link queued: in the transaction of the success
             now = self.db.clock(cur)
-            endings.after_success(self.dialect, cur, job_id, done["batch_id"], done["chain"], now)
+            endings.after_success(
+                self.dialect, cur, job_id, done["batch_id"], done["chain"], now, result
+            )
         return EndResult(accepted=True, state="succeeded")
 
     def job_transaction(self, *, job_id: str, token: int) -> PostgresJobTransaction:

@@ -44,13 +44,14 @@ def link_ended(
     *,
     job_id: str | None = None,
     batch_id: str | None = None,
+    result: str | None = None,
 ) -> None:
     """Follow the chain (a link's `chain` column; None: a plain job, nothing to do). A link of
     a batch (`batch_id`) hands its membership to the next link, with the progress it reported
     (the batch's progress never goes back)."""
     if chain is None:
         return
-    follow = chains.step(chain, outcome)
+    follow = chains.step(chain, outcome, result)
     if follow.dispatch is not None:
         nxt = replace(follow.dispatch, batch_id=batch_id)
         d.insert_jobs(cur, [nxt], now, skip_existing=True)

@@ -79,7 +79,13 @@ def close_attempt(
 
 
 def after_success(
-    d: Dialect, cur: Cursor, job_id: str, batch_id: str | None, chain: str | None, now: float
+    d: Dialect,
+    cur: Cursor,
+    job_id: str,
+    batch_id: str | None,
+    chain: str | None,
+    now: float,
+    result: str | None = None,
 ) -> None:
     """The success path's batch and chain bookkeeping, inside its transaction, one rule for
     both SQL stores: a batch member counted (a chain in a batch: once, at its last link),
@@ -91,7 +97,9 @@ def after_success(
         batches.member_ended(d, cur, batch_id, "cancelled", now)
         chains.link_ended(d, cur, chain, chains.BATCH_STOPPED, now)
         return
-    chains.link_ended(d, cur, chain, "succeeded", now, job_id=job_id, batch_id=batch_id)
+    chains.link_ended(
+        d, cur, chain, "succeeded", now, job_id=job_id, batch_id=batch_id, result=result
+    )
 
 
 def end_attempt(

@@ -363,7 +363,7 @@ class SQLiteJobs(SQLiteConnections):
         if batch_id is not None or row["chain"] is not None:
             # a chain's next link in this same transaction: a kill before the commit loses
             # neither the success nor the link
-            endings.after_success(self.dialect, conn, job_id, batch_id, row["chain"], now)
+            endings.after_success(self.dialect, conn, job_id, batch_id, row["chain"], now, result)
         return EndResult(accepted=True, state="succeeded")
 
     @contextmanager

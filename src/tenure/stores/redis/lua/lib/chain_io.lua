@@ -84,6 +84,10 @@ local function chain_link_end(jk, outcome, now_s, now)
       local link = table.remove(rest, 1)
       spec.pos = pos + 1
       spec.rest = rest
+      spec.input = nil
+      -- pass_result: the next link takes this link's stored result with it (its own spec),
+      -- so it needs nothing of this link's hash, which retention may prune first
+      if spec.pass == true then spec.input = redis.call('HGET', jk, 'result') or cjson.null end
       if c_enqueue(link, c_dump(spec), now_s, now) == 1 then c_hand_membership(jk, link) end
     else
       c_enqueue(spec['finally'], nil, now_s, now)

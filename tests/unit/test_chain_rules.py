@@ -1,0 +1,64 @@
+"""tenure.chains: the pure rules a store follows when a chain link ends."""
+
+from __future__ import annotations
+
+import json
+
+from tenure import chains
+from tenure.retry import Policy
+from tenure.stores.base import NewJob
+
+
+def link(job_id: str, queue: str = "default") -> NewJob:
+    return NewJob(job_id, f"job_{job_id}", queue, '{"args":[],"kwargs":{}}', Policy(tries=1))
+
+
+def spec_of(job: NewJob) -> str:
+    assert job.chain is not None
+    return job.chain
+
+
+def test_a_success_dispatches_the_next_link_carrying_the_rest() -> None:
+    first = chains.first_link(
+        "c1", [link("a"), link("b"), link("c")], catch=None, finally_=link("f"), pass_result=True
+    )
+    step = chains.step(spec_of(first), "succeeded", '"r1"')
+    assert step.dispatch is not None and step.dispatch.id == "b"
+    assert not step.cancelled and not step.callbacks
+    shown = chains.info(step.dispatch.chain)
+    assert shown is not None and shown.position == 2
+    assert (shown.previous and shown.previous.id, shown.next and shown.next.id) == ("a", "c")
+    assert chains.passed_input(step.dispatch.chain) == (True, '"r1"')
+    third = chains.step(step.dispatch.chain, "succeeded", "2").dispatch
+    assert third is not None and third.id == "c"
+    last = chains.step(third.chain, "succeeded")
+    assert last.dispatch is None and [j.id for j in last.callbacks] == ["f"]
+
+
+def test_a_stop_cancels_the_later_links_and_queues_catch_then_finally() -> None:
+    first = chains.first_link(
+        "c1",
+        [link("a"), link("b"), link("c")],
+        catch=link("k"),
+        finally_=link("f"),
+        pass_result=False,
+    )
+    step = chains.step(spec_of(first), "failed")
+    assert step.dispatch is None
+    assert [j.id for j in step.cancelled] == ["b", "c"]
+    assert [j.id for j in step.callbacks] == ["k", "f"]
+    assert "link 1/3 (job_a) failed" in step.reason
+    later = chains.info(step.cancelled[1].chain)
+    assert later is not None and later.position == 3 and later.catch_id == "k"
+    assert chains.step(step.cancelled[1].chain, "succeeded") == chains.ChainStep()  # nothing left
+    assert chains.passed_input(spec_of(first)) == (False, None)
+
+
+def test_an_empty_rest_as_lua_writes_it_and_a_damaged_spec() -> None:
+    first = chains.first_link("c1", [link("a")], catch=None, finally_=None, pass_result=False)
+    lua_like = json.loads(spec_of(first)) | {"rest": {}}
+    assert chains.step(json.dumps(lua_like), "succeeded") == chains.ChainStep()
+    assert not chains.goes_on(json.dumps(lua_like))
+    for damaged in ("", "{", "[]", '{"links": 3}', '{"links": [], "pos": "x", "rest": [1]}'):
+        assert chains.step(damaged, "succeeded") == chains.ChainStep()
+        assert chains.info(damaged) is None or damaged.startswith('{"links": []')
