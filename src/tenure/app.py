@@ -445,6 +445,8 @@ class App:
     def retry_failed(self, job_id: str) -> bool:
         """Put a failed job back in its queue with fresh tries. False when it cannot be:
         `retry_refusal(job_id)` says why."""
+        if control.stopped_its_chain(self.find_job(job_id)):
+            return False  # its chain's later links were cancelled with its failure
         return self.store.retry_job(job_id)
 
     def retry_refusal(self, job_id: str) -> str:

@@ -7,8 +7,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from tenure import chains
 from tenure.errors import CancelRefused, ConfigError, JobNotFound
-from tenure.stores.base import QueueCounts, Store, clock_text, get_batch, get_job
+from tenure.stores.base import JobRecord, QueueCounts, Store, clock_text, get_batch, get_job
 
 FINISHED = {"succeeded": "succeeded", "failed": "failed", "cancelled": "was cancelled already"}
 
@@ -85,6 +86,16 @@ def queue_waits(by_queue: Mapping[str, QueueCounts]) -> list[QueueWait]:
     ]
 
 
+def stopped_its_chain(record: JobRecord | None) -> bool:
+    """A failed chain link: its failure stopped the chain (in the same store transaction),
+    so it is not retried: its success would dispatch nothing."""
+    return (
+        record is not None
+        and record.state == "failed"
+        and chains.info(record.chain_text) is not None
+    )
+
+
 def retry_refusal(store: Store, job_id: str, where: str) -> str:
     """Why `App.retry_failed(job_id)` returned False, for a person to read."""
     record = get_job(store, job_id)
@@ -92,6 +103,14 @@ def retry_refusal(store: Store, job_id: str, where: str) -> str:
         return f"no job with id {job_id!r} in {where}"
     if record.state != "failed":
         return f"job {job_id} is {record.state}, not failed; only a failed job is retried"
+    shown = chains.info(record.chain_text)
+    if shown is not None and stopped_its_chain(record):
+        return (
+            f"job {job_id} is link {shown.position} of {len(shown.links)} of chain {shown.id}, "
+            "which stopped when it failed: the later links were cancelled and its catch and "
+            "finally queued, and retrying the link cannot undo that, so it stays failed. Start "
+            "a new chain (app.chain) for the links that are left"
+        )
     batch = get_batch(store, record.batch_id) if record.batch_id else None
     if batch is not None and batch.state != "running":
         happened = {"failed": "failed", "cancelled": "been cancelled"}.get(batch.state, "finished")

@@ -188,6 +188,24 @@ def test_a_failed_link_stops_the_chain(app: tenure.App, runs: Runs) -> None:
     assert runs.names().count("alert") == 1 and runs.names().count("cleanup") == 1
 
 
+def test_a_failed_link_that_stopped_its_chain_is_not_retried(app: tenure.App) -> None:
+    handle = app.chain([sig(app, "broken"), sig(app, "step", "b")], catch=sig(app, "alert"))
+    drain(app)
+    failed = handle.links[0].id
+    assert not app.retry_failed(failed)
+    assert "which stopped when it failed" in app.retry_refusal(failed)
+    assert app.get_job(failed).state == "failed"
+
+
+def test_a_chain_added_to_a_running_batch_is_one_member(app: tenure.App, runs: Runs) -> None:
+    batch = app.batch([sig(app, "step", "solo")])
+    assert app.add_to_batch(batch.id, [[sig(app, "step", "a"), sig(app, "step", "b")]]) == 1
+    drain(app)
+    info = app.get_batch(batch.id)
+    assert (info.state, info.jobs, info.done) == ("succeeded", 2, 2)
+    assert runs.names() == ["step", "step", "step"]
+
+
 def test_cancelling_a_queued_link_stops_the_chain(
     app: tenure.App, store: Store, runs: Runs
 ) -> None:
