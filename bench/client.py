@@ -24,7 +24,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from bench import marks
+from bench import marks, pg_stats
 from bench.memory import tree_pss_mb
 from bench.systems import BY_KEY, Adapter
 
@@ -36,6 +36,8 @@ LATENCY_JOB_TIMEOUT_S = 10.0
 STOP_GRACE_S = 3.0
 PAUSE_ATTEMPTS = 200
 LATENCY_BASE = 1_000_000_000  # job numbers of latency probes; drained jobs are 0..N-1
+EARLIER_BASE = 2 * LATENCY_BASE  # job numbers of the drain before a `one-drained` phase
+EARLIER_TIMEOUT_S = 120.0
 
 
 class Workers:
@@ -157,13 +159,29 @@ def drain_rate(path: str, expected: int, cap: float, before: int) -> dict[str, f
     return {"rate": (len(times) - 1) / (times[-1] - times[0]), "done": len(times)}
 
 
+def earlier_drain(adapter: Adapter, path: str, jobs: int) -> int:
+    """`one-drained`: the statistics a finished drain leaves (see bench/pg_stats.py); return
+    the marks so far."""
+    target = marks.count(path) + jobs
+    numbers = [EARLIER_BASE + i for i in range(jobs)]
+    if adapter.has_bulk:
+        adapter.enqueue_bulk("noop", numbers)
+    else:
+        adapter.enqueue_loop("noop", range(numbers[0], numbers[-1] + 1), float("inf"))
+    if not marks.wait_for_count(path, target, EARLIER_TIMEOUT_S):
+        raise RuntimeError(f"earlier drain: {marks.count(path)} of {target} jobs ran")
+    pg_stats.analyze(adapter.url)
+    return marks.count(path)
+
+
 def run(spec: dict[str, Any]) -> dict[str, Any]:
     system = BY_KEY[spec["system"]]
-    layout = spec["layout"]
+    stats = pg_stats.STATES.get(spec["layout"])  # None: as the engine left the tables
+    layout = pg_stats.base_layout(spec["layout"])
     module = importlib.import_module(system.module)
     adapter: Adapter = module.ADAPTER(spec["engine"], spec["url"])
     workdir = Path(spec["workdir"])
-    path = str(workdir / f"marks-{system.key}-{layout}.bin")
+    path = str(workdir / f"marks-{system.key}-{spec['layout']}.bin")
     # Marks are counted per phase: the same file name comes back every round and on every
     # engine, and a drain timed from an earlier phase's first mark would be meaningless.
     Path(path).unlink(missing_ok=True)
@@ -180,16 +198,19 @@ def run(spec: dict[str, Any]) -> dict[str, Any]:
     workers = Workers(
         adapter.worker_commands(layout),
         env,
-        workdir / f"worker-{system.key}-{layout}.log",
+        workdir / f"worker-{system.key}-{spec['layout']}.log",
         workdir / "pgids",
     )
     try:
         before = warm_up(adapter, kind, path, workers, adapter.processes(layout))
         # Warm: every job-executing process has run a job, none is running one now.
-        memory, processes = tree_pss_mb(proc.pid for proc in workers.procs)
-        result[f"memory_{layout}"] = memory
-        result[f"memory_{layout}_processes"] = processes
-        if layout == "one":
+        if stats is None:
+            memory, processes = tree_pss_mb(proc.pid for proc in workers.procs)
+            result[f"memory_{layout}"] = memory
+            result[f"memory_{layout}_processes"] = processes
+        elif stats == "drained":
+            before = earlier_drain(adapter, path, max(10, jobs // 5))
+        if layout == "one" and stats is None:
             lat = latency(
                 adapter, path, spec["latency_jobs"], tuple(spec["gap_ms"]), spec["latency_cap"]
             )
@@ -209,15 +230,22 @@ def run(spec: dict[str, Any]) -> dict[str, Any]:
         else:
             queued = adapter.enqueue_loop(kind, range(jobs), time.monotonic() + spec["enqueue_cap"])
         rate = queued / (time.perf_counter() - started)
-        if layout == "one":
+        if stats == "burst":
+            pg_stats.analyze(adapter.url)
+        if layout == "one" and stats is None:  # a statistics phase's enqueue is the same
             result["enqueue_one"] = rate
         elif layout == "two" and bulk:
             result["enqueue_bulk"] = rate
+        if spec["engine"] == "postgres" and layout == "one":
+            plan = adapter.explain_reserve()  # the plan the drain is about to run
+            if plan:
+                result[f"explain_{stats or 'none'}"] = plan
         workers.signal(signal.SIGCONT)
         drained = drain_rate(path, queued, spec["drain_cap"], before)
         if drained["done"] > queued:  # each job marks once: more marks than jobs is a bug here
             raise RuntimeError(f"drain: {drained['done']} marks for {queued} jobs queued")
         key = {"one": "drain_1", "two": "drain_2", "sleep": "sleep_16"}[layout]
+        key += {None: "", "burst": "_analyzed", "drained": "_drained"}[stats]
         result[key] = drained["rate"]
         result[f"{key}_jobs"] = drained["done"]
         workers.check_alive()

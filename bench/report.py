@@ -22,6 +22,9 @@ METRICS = (
     ("enqueue_bulk", "enqueue in bulk", "jobs/s", True),
     ("drain_1", "drain, 1 worker process", "jobs/s", True),
     ("drain_2", "drain, 2 worker processes", "jobs/s", True),
+    # PostgreSQL only: the planner statistics of a server with autovacuum on (bench/pg_stats.py)
+    ("drain_1_analyzed", "drain, 1 worker process, ANALYZE after the enqueue", "jobs/s", True),
+    ("drain_1_drained", "drain, 1 worker process, statistics of an earlier drain", "jobs/s", True),
     ("latency_p50_ms", "idle→start latency p50", "ms", False),
     ("latency_p95_ms", "idle→start latency p95", "ms", False),
     ("sleep_16", "10 ms sleep jobs, concurrency 16", "jobs/s", True),
@@ -96,6 +99,11 @@ def render(res: dict[str, Any]) -> str:
         f"start (phase capped at {p['latency_cap']:g} s: arq polls every 0.5 s).",
         f"- **I/O-bound**: {p['sleep_jobs']:,} sleep jobs with 16 at a time, with each "
         "system's executor for that (processes, threads or coroutines; see settings).",
+        "- **PostgreSQL's statistics**: the server runs with autovacuum off, so the drain "
+        "above is on tables without statistics. It is measured twice more, as a server with "
+        "autovacuum on would plan it: after an `ANALYZE` of the database right after the "
+        f"enqueue, and after a first drain of {p['jobs'] // 5:,} jobs, an `ANALYZE`, then the "
+        "enqueue. tenure's hot-path plan in each state is printed below.",
         "- Order: within a round, phase by phase, systems in A B C … order, the next round in "
         "… C B A order, so a linear drift of the machine cancels. Cells: median (min-max) "
         "over rounds.",
@@ -131,7 +139,7 @@ def render(res: dict[str, Any]) -> str:
                 ]
                 lines.append("| " + " | ".join(row) + " |")
         lines.append("")
-    lines += topologies() + headline(res)
+    lines += plans(res) + topologies() + headline(res)
     if res.get("raw_limits"):
         lines += ["## Raw engine limits (context)", "", *res["raw_limits"]["lines"], ""]
     if res.get("profile"):
@@ -148,6 +156,45 @@ def render(res: dict[str, Any]) -> str:
         lines += ["", "## Failed measurements", ""] + [f"- {e}" for e in res["errors"]]
     lines.append("")
     return "\n".join(lines)
+
+
+STATES = (
+    ("none", "no statistics"),
+    ("burst", "ANALYZE right after the enqueue"),
+    ("drained", "statistics of an earlier drain"),
+)
+
+
+def plans(res: dict[str, Any]) -> list[str]:
+    """tenure's success-and-claim statement as PostgreSQL planned it (generic plan, the one a
+    prepared statement runs) in each statistics state, from the last round."""
+    tenure = res["engines"].get("postgres", {}).get("systems", {}).get("tenure", {})
+    shown = [
+        (label, tenure[f"explain_{state}"][-1])
+        for state, label in STATES
+        if tenure.get(f"explain_{state}")
+    ]
+    if not shown:
+        return []
+    out = [
+        "## PostgreSQL: tenure's hot-path plan in each statistics state",
+        "",
+        "`EXPLAIN (COSTS OFF)` of the statement that records a success and claims the next job "
+        "(stores/postgres/claims.py), as the generic plan of a prepared statement, taken just "
+        "before each drain.",
+        "",
+    ]
+    scans = [label for label, plan in shown if "Seq Scan" in plan]
+    out += [
+        f"A `Seq Scan` appears in: {', '.join(scans)}."
+        if scans
+        else "No `Seq Scan` in any of "
+        "them: every table is reached by an index, whatever the statistics say.",
+        "",
+    ]
+    for label, plan in shown:
+        out += [f"{label}:", "", "```text", *plan.splitlines(), "```", ""]
+    return out
 
 
 def topologies() -> list[str]:
@@ -169,7 +216,8 @@ def headline(res: dict[str, Any]) -> list[str]:
         if "tenure" not in systems:
             continue
         for key, label, _unit, higher in METRICS:
-            if key not in ("drain_1", "drain_2", "latency_p50_ms", "sleep_16", "enqueue_one"):
+            headline_keys = ("drain_1", "drain_2", "latency_p50_ms", "sleep_16", "enqueue_one")
+            if key not in (*headline_keys, "drain_1_analyzed", "drain_1_drained"):
                 continue
             mine = systems["tenure"].get(key)
             candidates = [

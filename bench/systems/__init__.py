@@ -115,6 +115,11 @@ class Adapter:
         """How many distinct processes execute jobs in this layout (warm-up waits for all)."""
         raise NotImplementedError
 
+    def explain_reserve(self) -> str | None:
+        """EXPLAIN of the system's own reserve path as its workers will plan it (PostgreSQL),
+        where the adapter knows it; None where it does not."""
+        return None
+
     def close(self) -> None:
         pass
 

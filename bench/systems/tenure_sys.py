@@ -75,6 +75,11 @@ class TenureAdapter(Adapter):
     def processes(self, layout: str) -> int:
         return {"one": 1, "two": 2, "sleep": SLEEP_CONCURRENCY}[layout]
 
+    def explain_reserve(self) -> str | None:
+        from bench.pg_plans import generic_plan
+
+        return generic_plan(self.app.store)
+
     def close(self) -> None:
         self.app.close()
 
