@@ -7,7 +7,7 @@ latency and drain rate within 10% of the single-priority case.
 
 Per engine and case, a fresh store is filled with --jobs queued jobs (in bulk, 10,000 per
 enqueue_many), then --drain of them are taken the way a busy worker takes them: one reserve,
-then complete_and_reserve after complete_and_reserve, in this process, no job code run. Reported:
+then end_attempt after end_attempt, in this process, no job code run. Reported:
 that call's latency (p50, p95) and the drain rate; cases interleaved A B B A so drift cancels.
 Mixed = priorities drawn from -2..2 (uniform); single = all 0. For the SQL stores the plan of
 the reservation's statement is printed (EXPLAIN) after the fill.
@@ -67,7 +67,7 @@ def drain(store: Store, count: int) -> tuple[list[float], float]:
     began = time.perf_counter()
     for _ in range(count):
         t = time.perf_counter()
-        _, following = store.complete_and_reserve(
+        _, following = store.end_attempt(
             job_id=held.job_id, token=held.token, queues=["default"], worker=WORKER, lease=60
         )
         calls.append(time.perf_counter() - t)
@@ -159,7 +159,7 @@ def main() -> None:
                 ms = sorted(x * 1000 for x in got[mixed][0])
                 p95 = ms[round(0.95 * (len(ms) - 1))]
                 print(
-                    f"  {'mixed -2..2' if mixed else 'single (0)':12} complete_and_reserve"
+                    f"  {'mixed -2..2' if mixed else 'single (0)':12} end_attempt"
                     f" p50 {statistics.median(ms):.3f} ms, p95 {p95:.3f} ms;"
                     f" drain {statistics.median(got[mixed][1]):,.0f} jobs/s"
                 )

@@ -64,9 +64,9 @@ def classify(stack: list[str]) -> str:
     if "logging" in text or "_log_end" in text or "log.info" in leaf:
         return "supervisor: logging (one INFO line per job)"
     if "reserve" in text:
-        return "supervisor: store (complete_and_reserve, or reserve when idle)"
+        return "supervisor: store (end_attempt, or reserve when idle)"
     if "complete" in text or "end_attempt" in text:
-        return "supervisor: store.complete_and_reserve (success only) or end_attempt"
+        return "supervisor: store.end_attempt"
     if "wait_for_work" in text:
         return "supervisor: store.wait_for_work"
     if "child_process.py" in text:

@@ -42,7 +42,7 @@ start, done = time.perf_counter(), 0
 if limit == 0:  # a busy worker's hot path: each success claims the next job in the same call
     held = store.reserve(queues=["default"], worker=me, lease=30, limit=1)[0]
     while held is not None:
-        _, held = store.complete_and_reserve(
+        _, held = store.end_attempt(
             job_id=held.job_id, token=held.token, queues=["default"], worker=me, lease=30
         )
         done += 1
@@ -51,7 +51,7 @@ while done < jobs:
     if not got:
         break
     for r in got:
-        store.complete_and_reserve(job_id=r.job_id, token=r.token)
+        store.end_attempt(job_id=r.job_id, token=r.token)
     done += len(got)
 print(done / (time.perf_counter() - start))
 app.close()
@@ -64,11 +64,11 @@ def measure(engine_names: list[str], *, smoke: bool, workdir: Path) -> dict[str,
     lines += [
         "tenure's own store calls, no worker (one connection: `reserve` then `complete` per "
         "job; `limit=10` claims ten jobs per reserve round trip, as batched reservation would; "
-        "`complete_and_reserve` records a success and claims the next job in one call, the "
+        "`end_attempt` records a success and claims the next job in one call, the "
         "worker's hot path):",
         "",
         "| engine | reserve 1 + complete (jobs/s) | reserve 10 + complete (jobs/s) "
-        "| complete_and_reserve (jobs/s) |",
+        "| end_attempt (jobs/s) |",
         "|---|---|---|---|",
     ]
     for name in engine_names:

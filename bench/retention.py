@@ -12,7 +12,7 @@ from the rest of the machine falls on both: an on round pushes --round-jobs jobs
 on store, an off round --off-share of that through the off store, until the on store has seen
 --jobs jobs. In a round one producer thread dispatches at --rate per second (a slice every
 50 ms), --consumers threads drain as fast as the store lets them through the worker's hot path
-(reserve, then complete_and_reserve after complete_and_reserve), and a sweeper calls the
+(reserve, then end_attempt after end_attempt), and a sweeper calls the
 worker's own `Sweeper.tick()` on the worker's rescue cadence (every 5 s, a 30 s lease); the
 off store's sweeper runs too and finds nothing due, as a worker with retention off does. A
 store resting while the other runs keeps its clock: its jobs come due meanwhile, and the next
@@ -28,7 +28,7 @@ VACUUM of the running store's schema every S seconds, in both modes.
 Reported per engine: the on store's size against its active seconds and jobs through (flat
 after the first retention window when pruning keeps up), the drain throughput (jobs per
 second of time the consumers spent in store calls that moved a job: the capacity left beside
-the producer) on against off, and the latency of the reserve / complete_and_reserve calls
+the producer) on against off, and the latency of the reserve / end_attempt calls
 (median, p99, worst) in each mode: the worst is a call that waited on a prune chunk.
 --max-minutes cuts an engine's run short (the report says how many jobs went through).
 Results: bench/results/retention.json.
@@ -195,7 +195,7 @@ def run_round(side: Side, jobs: int, rate: float, args: argparse.Namespace) -> N
                 got = own.reserve(queues=["default"], worker=WORKER, lease=LEASE_S, limit=1)
                 held = got[0] if got else None
             else:
-                _, held = own.complete_and_reserve(
+                _, held = own.end_attempt(
                     job_id=held.job_id,
                     token=held.token,
                     queues=["default"],

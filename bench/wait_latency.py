@@ -6,7 +6,7 @@ on PostgreSQL and Redis), measured on each engine's own wake-up.
 Per sample: a job is dispatched, a waiter (its own App and store connections, in a thread that
 sleeps in the store's wake-up: LISTEN, a blocking pop, SQLite's data_version) calls wait(); once
 the waiter is asleep and after a random 5-20 ms, the main thread records the success with the
-worker's own verb (complete_and_reserve, with a result). The latency is from that call's
+worker's own verb (end_attempt, with a result). The latency is from that call's
 return to wait()'s return, both read on this machine's monotonic clock.
 """
 
@@ -57,7 +57,7 @@ def sample(app: tenure.App, waiter: tenure.App, asleep: Callable[[], int]) -> fl
         time.sleep(0.001)
     time.sleep(random.uniform(0.005, 0.02))
     (held,) = app.store.reserve(queues=["default"], worker=WORKER, lease=30)
-    ended, _ = app.store.complete_and_reserve(job_id=held.job_id, token=held.token, result="10")
+    ended, _ = app.store.end_attempt(job_id=held.job_id, token=held.token, result="10")
     recorded = time.monotonic()
     assert ended.accepted
     thread.join(30)

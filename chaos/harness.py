@@ -90,7 +90,7 @@ def store_works(url: str) -> str | None:
         )
         if [r.job_id for r in got] != [handle.id]:
             return f"reserve returned {got!r}"
-        app.store.complete_and_reserve(job_id=handle.id, token=got[0].token)
+        app.store.end_attempt(job_id=handle.id, token=got[0].token)
         state = app.get_job(handle.id).state
         return None if state == "succeeded" else f"state after complete: {state}"
     except Exception as exc:

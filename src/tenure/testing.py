@@ -160,14 +160,12 @@ def _run_here(app: App, res: Reservation) -> None:
         )
     if ended.recorded is not None:
         return
-    if ended.to_record:
-        app.store.complete_and_reserve(job_id=res.job_id, token=res.token, result=ended.result)
-        return
     app.store.end_attempt(
         job_id=res.job_id,
         token=res.token,
         outcome=ended.outcome,
-        error=ended.error or ended.outcome,
+        result=ended.result,
+        error=ended.error,
         traceback=ended.traceback,
         permanent=ended.permanent,
     )

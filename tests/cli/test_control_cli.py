@@ -67,7 +67,7 @@ def test_cancel_a_finished_job_is_refused_with_the_reason(
     put(store, "j-done")
     worker = WorkerRef("w-test", "host", 1)
     (r,) = store.store.reserve(queues=["default"], worker=worker, lease=30, limit=1)
-    store.store.complete_and_reserve(job_id=r.job_id, token=r.token)
+    store.store.end_attempt(job_id=r.job_id, token=r.token)
     refused = run_cli("jobs", "cancel", "j-done", "--url", store.url, cwd=tmp_path)
     assert refused.returncode == 1
     assert "job j-done succeeded at" in refused.stderr

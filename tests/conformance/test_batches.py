@@ -60,7 +60,7 @@ def run_all(store: Store, *, fail: Sequence[str] = ()) -> None:
                     job_id=r.job_id, token=r.token, outcome="failed", error="bad", permanent=True
                 )
             else:
-                assert store.complete_and_reserve(job_id=r.job_id, token=r.token)[0].accepted
+                assert store.end_attempt(job_id=r.job_id, token=r.token)[0].accepted
 
 
 @pytest.mark.batches_across_queues
@@ -142,7 +142,7 @@ def test_cancel_stops_queued_members_and_a_running_ones_retry(store: Store) -> N
     assert not store.cancel(batch_id=batch_id).accepted
     b = batch(store, batch_id)
     assert (b.state, b.cancelled) == ("cancelled", 2)
-    result = store.end_attempt(
+    result, _ = store.end_attempt(
         job_id=running.job_id, token=running.token, outcome="failed", error="e"
     )
     assert result.state == "cancelled"
@@ -189,7 +189,7 @@ def test_progress_against_a_declared_total_never_goes_back(store: Store) -> None
     store.report_progress(job_id=r.job_id, token=r.token, fraction=0.2)  # kept at the max
     store.report_progress(job_id=r.job_id, token=r.token + 1, fraction=0.9)  # stale: ignored
     assert batch(store, batch_id).progress == pytest.approx(0.05)
-    store.complete_and_reserve(job_id=r.job_id, token=r.token)
+    store.end_attempt(job_id=r.job_id, token=r.token)
     assert batch(store, batch_id).progress == pytest.approx(0.1)
     store.enqueue_many([new_job(), new_job()], into_batch=batch_id)
     b = batch(store, batch_id)
@@ -210,7 +210,7 @@ def test_members_ending_at_once_keep_exact_counts_and_one_then(
         try:
             while got := own.reserve(queues=["default"], worker=me, lease=30, limit=2):
                 for r in got:
-                    assert own.complete_and_reserve(job_id=r.job_id, token=r.token)[0].accepted
+                    assert own.end_attempt(job_id=r.job_id, token=r.token)[0].accepted
         except BaseException as exc:
             errors.append(exc)
         finally:

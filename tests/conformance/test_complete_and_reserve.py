@@ -1,6 +1,6 @@
-"""complete_and_reserve: a busy worker records a success and claims its slot's next job in
-one store call. It must do exactly what recording the success alone (no queues, no worker)
-then `reserve(limit=1)` would do."""
+"""end_attempt with a next reservation (once complete_and_reserve): a busy worker records an
+attempt's end and claims its slot's next job in one store call. It must do exactly what
+recording the end alone (no queues, no worker) then `reserve(limit=1)` would do."""
 
 from __future__ import annotations
 
@@ -20,7 +20,7 @@ def test_it_records_the_success_and_opens_the_next_attempt(store: Store) -> None
     held = reserve_one(store)
     assert held.job_id == first
 
-    result, following = store.complete_and_reserve(
+    result, following = store.end_attempt(
         job_id=first, token=held.token, queues=["default"], worker=W1, lease=30
     )
 
@@ -39,12 +39,36 @@ def test_it_records_the_success_and_opens_the_next_attempt(store: Store) -> None
     assert following.lease_expires_at >= opened.started_at + 29
 
 
+def test_a_failure_is_decided_as_alone_and_opens_the_next_attempt_too(store: Store) -> None:
+    first, second = enqueue(store, new_job(), new_job())
+    held = reserve_one(store)
+
+    result, following = store.end_attempt(
+        job_id=first,
+        token=held.token,
+        outcome="failed",
+        error="boom",
+        queues=["default"],
+        worker=W1,
+        lease=30,
+    )
+
+    assert result.accepted and result.state in ("queued", "scheduled")  # its retry
+    assert attempt(store, first, held.attempt).outcome == "failed"
+    assert attempt(store, first, held.attempt).error == "boom"
+    assert following is None or following.job_id == second
+    if following is not None:
+        assert job(store, second).state == "running"
+    stale, _ = store.end_attempt(job_id=first, token=held.token, outcome="failed")
+    assert not stale.accepted  # fenced: the attempt ended once
+
+
 def test_with_nothing_ready_it_only_records_the_success(store: Store) -> None:
     (only,) = enqueue(store, new_job())
     later = enqueue(store, new_job(delay=60))
     held = reserve_one(store)
 
-    result, following = store.complete_and_reserve(
+    result, following = store.end_attempt(
         job_id=only, token=held.token, queues=["default"], worker=W1, lease=30
     )
 
@@ -59,7 +83,7 @@ def test_without_queues_or_worker_it_records_the_success_and_claims_nothing(
     first, second = enqueue(store, new_job(), new_job())
     held = reserve_one(store)
 
-    result, following = store.complete_and_reserve(job_id=first, token=held.token)
+    result, following = store.end_attempt(job_id=first, token=held.token)
 
     assert (result.accepted, result.state, following) == (True, "succeeded", None)
     assert attempt(store, first, held.attempt).outcome == "succeeded"
@@ -69,9 +93,9 @@ def test_without_queues_or_worker_it_records_the_success_and_claims_nothing(
 def test_a_stale_token_is_refused_and_changes_nothing_of_the_job(store: Store) -> None:
     first, second = enqueue(store, new_job(), new_job())
     held = reserve_one(store)
-    store.complete_and_reserve(job_id=first, token=held.token)
+    store.end_attempt(job_id=first, token=held.token)
 
-    result, following = store.complete_and_reserve(
+    result, following = store.end_attempt(
         job_id=first, token=held.token, queues=["default"], worker=W1, lease=30
     )
 
@@ -84,7 +108,7 @@ def test_a_stale_token_is_refused_and_changes_nothing_of_the_job(store: Store) -
 
 
 def test_an_unknown_job_is_refused_as_missing(store: Store) -> None:
-    result, following = store.complete_and_reserve(
+    result, following = store.end_attempt(
         job_id="no-such-job", token=1, queues=["default"], worker=W1, lease=30
     )
     assert not result.accepted and result.state == "missing"
@@ -96,12 +120,12 @@ def test_earlier_queues_come_first(store: Store) -> None:
     held = reserve_one(store, queues=["low"])
     low, high = enqueue(store, new_job(queue="low"), new_job(queue="high"))
 
-    _, following = store.complete_and_reserve(
+    _, following = store.end_attempt(
         job_id=current, token=held.token, queues=["high", "low"], worker=W1, lease=30
     )
     assert following is not None and following.job_id == high
 
-    _, following = store.complete_and_reserve(
+    _, following = store.end_attempt(
         job_id=high, token=following.token, queues=["high", "low"], worker=W1, lease=30
     )
     assert following is not None and following.job_id == low
@@ -118,7 +142,7 @@ def test_a_job_whose_overlap_key_is_held_is_never_started_by_it(store: Store) ->
     assert running_holder.job_id == holder.id
     enqueue(store, waiter, plain)
 
-    _, following = store.complete_and_reserve(
+    _, following = store.end_attempt(
         job_id=current, token=held.token, queues=["q"], worker=W1, lease=30
     )
 
@@ -140,14 +164,14 @@ def test_batch_members_are_counted_in_their_batch_and_settle_it_once(store: Stor
     store.enqueue_many(members, batch=NewBatch(id=batch_id, name="exports", total=2, then=then))
     held = reserve_one(store)
 
-    result, following = store.complete_and_reserve(
+    result, following = store.end_attempt(
         job_id=held.job_id, token=held.token, queues=["default"], worker=W1, lease=30
     )
     assert result.accepted and following is not None
     progress = get_batch(store, batch_id)
     assert progress is not None and (progress.done, progress.state) == (1, "running")
 
-    result, following = store.complete_and_reserve(
+    result, following = store.end_attempt(
         job_id=following.job_id, token=following.token, queues=["default"], worker=W1, lease=30
     )
     assert result.accepted and following is None

@@ -28,7 +28,7 @@ def test_a_payload_that_is_not_json_is_handed_out_as_it_is(store: Store, kit: Ki
     r = reserve_one(store)
     assert r.payload == "\x01not json {"
     # the worker fails it for good, with the reason
-    result = store.end_attempt(
+    result, _ = store.end_attempt(
         job_id=job_id,
         token=r.token,
         outcome="failed",
@@ -52,7 +52,7 @@ def test_a_policy_that_cannot_be_read_falls_back_to_the_defaults(
     assert next(r for r in handed if r.job_id == bad).policy == Policy()
     # ending and rescuing it obey the default policy instead of crashing
     token = next(r for r in handed if r.job_id == bad).token
-    result = store.end_attempt(job_id=bad, token=token, outcome="failed", error="e")
+    result, _ = store.end_attempt(job_id=bad, token=token, outcome="failed", error="e")
     assert result.accepted and result.state in ("queued", "scheduled")
     wait_until(lambda: store.sweep(prune=False).rescued, what="the good job's lease to expire")
     assert job(store, good).attempts[0].outcome == "crashed"

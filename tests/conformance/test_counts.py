@@ -64,7 +64,7 @@ def test_queue_counts_split_by_queue_and_state(store: Store) -> None:
     store.end_attempt(job_id=failing.id, token=bad.token, outcome="failed", error="boom")
     ok = reserve_one(store, queues=["c"])
     assert ok.job_id == done.id and running.queue == "a"
-    store.complete_and_reserve(job_id=done.id, token=ok.token)
+    store.end_attempt(job_id=done.id, token=ok.token)
 
     assert assert_counts_agree(store) == {
         "a": zeros(queued=1, running=1),
@@ -115,7 +115,7 @@ def test_retry_and_forget_move_the_counts(store: Store) -> None:
     assert assert_counts_agree(store) == {"ops": zeros(queued=1)}
 
     r = reserve_one(store, queues=["ops"])
-    store.complete_and_reserve(job_id=failing.id, token=r.token)
+    store.end_attempt(job_id=failing.id, token=r.token)
     assert store.forget_job(failing.id)
     # a queue whose jobs were all forgotten is gone from the counts, not a row of zeros
     assert assert_counts_agree(store) == {}
@@ -161,7 +161,7 @@ def one_in_each_state(store: Store) -> None:
         if outcome == "failed":
             store.end_attempt(job_id=r.job_id, token=r.token, outcome="failed", error="x")
         else:
-            store.complete_and_reserve(job_id=r.job_id, token=r.token)
+            store.end_attempt(job_id=r.job_id, token=r.token)
     batch_id = secrets.token_hex(8)
     store.enqueue_many([new_job(queue=queue)], batch=NewBatch(id=batch_id, name="tail"))
     assert store.cancel(batch_id=batch_id).accepted
@@ -229,7 +229,7 @@ class Workload:
         elif op in ("complete", "fail", "give_up", "transaction") and self.held:
             r = self.held.pop(rng.randrange(len(self.held)))
             if op == "complete":
-                store.complete_and_reserve(job_id=r.job_id, token=r.token)
+                store.end_attempt(job_id=r.job_id, token=r.token)
             elif op == "transaction" and self.sql:
                 # the job's own transaction enqueues into another queue and completes: several
                 # statements, several queues, one commit

@@ -76,7 +76,7 @@ def test_a_rollback_leaves_neither_rows_nor_success(store: Store, app_db: AppDB)
     tx.rollback()  # the job raised: its writes go, and the attempt ends as any failure does
     assert app_db.rows() == []
     assert job(store, j.id).state == "running"
-    ended = store.end_attempt(job_id=j.id, token=r.token, outcome="failed", error="boom")
+    ended, _ = store.end_attempt(job_id=j.id, token=r.token, outcome="failed", error="boom")
     assert ended.accepted and ended.state == "queued"
     # the next attempt writes again and commits
     r2 = store.reserve(queues=["default"], worker=W1, lease=30)[0]

@@ -28,7 +28,7 @@ def make_one_of_each(store: Store) -> dict[str, str]:
     reserve_one(store, queues=["a"])
     store.enqueue_many([succeeded])
     done = reserve_one(store, queues=["b"])
-    store.complete_and_reserve(job_id=succeeded.id, token=done.token)
+    store.end_attempt(job_id=succeeded.id, token=done.token)
     store.enqueue_many([failed])
     bad = reserve_one(store, queues=["a"])
     store.end_attempt(job_id=failed.id, token=bad.token, outcome="failed", error="boom")
@@ -105,7 +105,7 @@ def test_retry_job_puts_a_failed_job_back_with_fresh_tries(store: Store) -> None
     handed = store.reserve(queues=["a"], worker=W1, lease=30, limit=5)
     (again,) = [r for r in handed if r.job_id == failed]
     assert again.attempt == 2  # the fencing token never goes back
-    assert store.complete_and_reserve(job_id=failed, token=again.token)[0].accepted
+    assert store.end_attempt(job_id=failed, token=again.token)[0].accepted
     assert [a.outcome for a in job(store, failed).attempts] == ["failed", "succeeded"]
 
 

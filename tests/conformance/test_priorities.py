@@ -20,7 +20,7 @@ def drain_order(store: Store, queues: tuple[str, ...] = ("default",)) -> list[st
     held = store.reserve(queues=queues, worker=W1, lease=30)
     while held:
         order.append(held[0].job_id)
-        _, following = store.complete_and_reserve(
+        _, following = store.end_attempt(
             job_id=held[0].job_id, token=held[0].token, queues=queues, worker=W1, lease=30
         )
         held = [following] if following is not None else []

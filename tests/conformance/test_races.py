@@ -113,7 +113,7 @@ def test_completing_and_reserving_concurrently_keeps_every_job_once(
         try:
             while batch := own.reserve(queues=["race"], worker=me, lease=60, limit=2):
                 for r in batch:
-                    assert own.complete_and_reserve(job_id=r.job_id, token=r.token)[0].accepted
+                    assert own.end_attempt(job_id=r.job_id, token=r.token)[0].accepted
                 own.sweep(prune=False)
         except BaseException as exc:
             errors.append(exc)

@@ -51,7 +51,7 @@ def app(store_url: str, store: Store) -> Iterator[tenure.App]:
 def test_the_result_is_stored_with_the_success(store: Store) -> None:
     (first,) = enqueue(store, new_job())
     held = reserve_one(store)
-    ended = store.complete_and_reserve(job_id=first, token=held.token, result='{"total":420}')[0]
+    ended = store.end_attempt(job_id=first, token=held.token, result='{"total":420}')[0]
     assert ended.accepted
     record = job(store, first)
     assert record.state == "succeeded"
@@ -61,7 +61,7 @@ def test_the_result_is_stored_with_the_success(store: Store) -> None:
 def test_complete_and_reserve_stores_the_result_and_claims_the_next(store: Store) -> None:
     first, second = enqueue(store, new_job(), new_job())
     held = reserve_one(store)
-    ended, following = store.complete_and_reserve(
+    ended, following = store.end_attempt(
         job_id=first, token=held.token, queues=["default"], worker=W1, lease=30, result="[1,2]"
     )
     assert ended.accepted and following is not None and following.job_id == second
@@ -74,16 +74,14 @@ def test_a_stale_tokens_result_is_refused(store: Store) -> None:
     stale = reserve_one(store, lease=1)
     expire_and_rescue(store, only)
     fresh = reserve_one(store, worker=W2)
-    late = store.complete_and_reserve(
-        job_id=only, token=stale.token, result='"from the stale attempt"'
-    )[0]
+    late = store.end_attempt(job_id=only, token=stale.token, result='"from the stale attempt"')[0]
     assert not late.accepted
     assert job(store, only).result_text is None
-    ended, _ = store.complete_and_reserve(
+    ended, _ = store.end_attempt(
         job_id=only, token=stale.token, queues=["default"], worker=W1, lease=30, result='"late"'
     )
     assert not ended.accepted and job(store, only).result_text is None
-    assert store.complete_and_reserve(job_id=only, token=fresh.token, result='"fresh"')[0].accepted
+    assert store.end_attempt(job_id=only, token=fresh.token, result='"fresh"')[0].accepted
     assert job(store, only).result == "fresh"
 
 

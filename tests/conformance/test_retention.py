@@ -34,7 +34,7 @@ def run_to_success(store: Store, *job_ids: str, queue: str = "default") -> None:
     for _ in job_ids:
         res = reserve_one(store, queues=(queue,))
         assert res.job_id in job_ids
-        assert store.complete_and_reserve(job_id=res.job_id, token=res.token)[0].accepted
+        assert store.end_attempt(job_id=res.job_id, token=res.token)[0].accepted
 
 
 def sweep_until(store: Store, done: object, *, limit: int = 500, what: str) -> Pruned:
@@ -57,7 +57,7 @@ def test_old_finished_jobs_go_with_their_attempts_and_effects(store: Store) -> N
     res = reserve_one(store)
     assert res.job_id == old_ok.id
     assert store.claim_once(job_id=res.job_id, token=res.token, key="charge")
-    assert store.complete_and_reserve(job_id=res.job_id, token=res.token)[0].accepted
+    assert store.end_attempt(job_id=res.job_id, token=res.token)[0].accepted
     res = reserve_one(store)
     store.end_attempt(job_id=res.job_id, token=res.token, outcome="failed", error="boom")
     assert job(store, old_failed.id).state == "failed"
@@ -108,7 +108,7 @@ def test_a_running_batch_keeps_its_finished_members(store: Store) -> None:
     members = [kept(GONE_AT_ONCE, batch_id="b-run"), kept(GONE_AT_ONCE, batch_id="b-run")]
     store.enqueue_many(members, batch=NewBatch(id="b-run", name="run", keep=GONE_AT_ONCE))
     first = reserve_one(store)
-    assert store.complete_and_reserve(job_id=first.job_id, token=first.token)[0].accepted
+    assert store.end_attempt(job_id=first.job_id, token=first.token)[0].accepted
     t0 = store.now()
     wait_until(lambda: store.now() > t0 + 0.01, what="the store clock to move")
     for _ in range(3):
@@ -177,7 +177,7 @@ def test_two_sweepers_at_once_delete_each_job_once(store: Store, other_store: St
     enqueue(store, *jobs)
     res = store.reserve(queues=["default"], worker=W1, lease=30, limit=40)
     for r in res:
-        assert store.complete_and_reserve(job_id=r.job_id, token=r.token)[0].accepted
+        assert store.end_attempt(job_id=r.job_id, token=r.token)[0].accepted
     wait_until(lambda: store.sweep(dry_run=True).pruned.jobs == 40, what="all forty to be due")
     deleted: list[int] = []
     errors: list[BaseException] = []

@@ -73,7 +73,7 @@ def run(store: Store, member: NewJob, *, fail: bool, progress: float | None = No
     if fail:
         store.end_attempt(job_id=r.job_id, token=r.token, outcome="failed", error="boom")
     else:
-        assert store.complete_and_reserve(job_id=r.job_id, token=r.token)[0].accepted
+        assert store.end_attempt(job_id=r.job_id, token=r.token)[0].accepted
 
 
 @pytest.mark.batches_across_queues
@@ -144,9 +144,7 @@ def test_a_member_of_a_failed_batch_is_not_retried(store: Store) -> None:
 
     assert not store.retry_job(b.id)
     assert job(store, b.id).state == "failed" and counts(store, batch_id) == before
-    assert store.complete_and_reserve(job_id=a.id, token=r.token)[
-        0
-    ].accepted  # the batch then settles
+    assert store.end_attempt(job_id=a.id, token=r.token)[0].accepted  # the batch then settles
     assert not store.retry_job(b.id)
     assert counts(store, batch_id) == ("failed", 3, 1, 1, 0)
     assert callbacks(store) == ["catch", "finally"]

@@ -64,7 +64,7 @@ def in_thread(call: Callable[[], Any]) -> tuple[threading.Thread, dict[str, Any]
 
 def succeed(store: Store, result: str | None) -> float:
     (held,) = store.reserve(queues=["default"], worker=W1, lease=30)
-    ended, _ = store.complete_and_reserve(job_id=held.job_id, token=held.token, result=result)
+    ended, _ = store.end_attempt(job_id=held.job_id, token=held.token, result=result)
     assert ended.accepted
     return time.monotonic()
 

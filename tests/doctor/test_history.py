@@ -54,7 +54,7 @@ def attempt(store: Store, queue: str, outcome: str, job_id: str) -> tuple[str, i
     (reservation,) = store.reserve(queues=[queue], worker=WORKER, lease=30)
     assert reservation.job_id == job_id
     if outcome == "succeeded":
-        store.complete_and_reserve(job_id=job_id, token=reservation.token)
+        store.end_attempt(job_id=job_id, token=reservation.token)
     else:
         store.end_attempt(job_id=job_id, token=reservation.token, outcome=outcome, error="boom")
     return job_id, reservation.attempt

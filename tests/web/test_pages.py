@@ -33,7 +33,7 @@ def run_attempt(
     [r] = app.store.reserve(queues=[queue], worker=WORKER, lease=30)
     assert r.job_id == job_id
     if outcome == "succeeded":
-        assert app.store.complete_and_reserve(job_id=r.job_id, token=r.token)[0].accepted
+        assert app.store.end_attempt(job_id=r.job_id, token=r.token)[0].accepted
     else:
         app.store.end_attempt(
             job_id=r.job_id,
@@ -168,13 +168,13 @@ def test_batch_page_shows_progress_against_the_declared_total_and_callbacks(
     )
     for _ in range(2):
         [r] = project.app.store.reserve(queues=["default"], worker=WORKER, lease=30)
-        project.app.store.complete_and_reserve(job_id=r.job_id, token=r.token)
+        project.app.store.end_attempt(job_id=r.job_id, token=r.token)
     html = client.get(f"/batches/{b.id}").text
     assert 'max="4" value="2.0"' in html and "50.0%" in html
     assert 'data-live="on"' in html
     for _ in range(2):
         [r] = project.app.store.reserve(queues=["default"], worker=WORKER, lease=30)
-        project.app.store.complete_and_reserve(job_id=r.job_id, token=r.token)
+        project.app.store.end_attempt(job_id=r.job_id, token=r.token)
     data = client.get(f"/api/batches/{b.id}").json()
     assert (data["state"], data["progress"], data["done"]) == ("succeeded", 1.0, 4)
     assert [c["kind"] for c in data["callbacks"]] == ["then"]

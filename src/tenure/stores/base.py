@@ -136,30 +136,37 @@ class Store(Protocol):
         which of them were lost, which were cancelled (`cancel`), and when `tenure restart`
         was last asked for."""
 
-    def complete_and_reserve(
+    def end_attempt(
         self,
         *,
         job_id: str,
         token: int,
+        outcome: str = "succeeded",
+        result: str | None = None,
+        error: str | None = None,
+        traceback: str | None = None,
+        permanent: bool = False,
         queues: Sequence[str] = (),
         worker: WorkerRef | None = None,
         lease: float = 0.0,
-        result: str | None = None,
     ) -> tuple[EndResult, Reservation | None]:
-        """Record a success and claim the same slot's next job in one round trip where the
-        backend allows (one transaction on SQL, one script on Redis): the worker's hot path.
+        """End a running attempt, however it ended, and with `queues` and `worker` claim the
+        same slot's next job in the same round trip where the backend allows (one transaction
+        on SQL, one script on Redis): the one verb for an attempt's end, the worker's hot path.
 
-        Without `queues` and `worker` it records the success only (the next job is None):
-        one verb for a success, so a store writes the success path once.
-
-        `result` (tenure.results.encode's text; None stores nothing) is written with the
-        success in the same transaction or script, and only when the token still holds the
-        lease: never a success without its result, never the result of a stale attempt.
+        `outcome` "succeeded" records a success, with `result` (tenure.results.encode's text;
+        None stores nothing) written in the same transaction or script, and only when the
+        token still holds the lease: never a success without its result, never the result of
+        a stale attempt. Any other outcome ends the attempt without success (`error`, default
+        the outcome, and `traceback` kept with it) and the store decides retry or fail;
+        `permanent` fails it without a retry. A job cancelled while it ran ends `cancelled`
+        however the attempt ended: no try used, no retry (a sweep that rescues it does the
+        same). A token that no longer holds the lease is refused and nothing is written.
 
         The next attempt opens now, when its slot is free, as `reserve(limit=1)` would open
-        it (a paused queue gives none). The store may return no job even though some are
-        ready (e.g. a guarded job it judges only in `reserve`); the worker then reserves the
-        usual way.
+        it (a paused queue gives none); without `queues` and `worker` the next job is None.
+        The store may return no job even though some are ready (e.g. a guarded job it judges
+        only in `reserve`); the worker then reserves the usual way.
         """
 
     def job_transaction(self, *, job_id: str, token: int) -> JobTransaction:
@@ -168,20 +175,6 @@ class Store(Protocol):
     def claim_once(self, *, job_id: str, token: int, key: str) -> bool:
         """Record the effect `key` of this job before it happens; True only for the first
         claim of a job and key, and only while `token` holds the lease."""
-
-    def end_attempt(
-        self,
-        *,
-        job_id: str,
-        token: int,
-        outcome: str,
-        error: str,
-        traceback: str | None = None,
-        permanent: bool = False,
-    ) -> EndResult:
-        """End a running attempt without success; the store decides retry or fail. A job
-        cancelled while it ran ends `cancelled` however the attempt ended: no try used, no
-        retry (a sweep that rescues it does the same)."""
 
     def cancel(self, job_id: str | None = None, *, batch_id: str | None = None) -> CancelResult:
         """Cancel one job, or (`batch_id=`) a batch; exactly one of the two.

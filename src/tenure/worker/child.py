@@ -168,7 +168,7 @@ class Child:
         """Record a success and claim the slot's next job in one store call: the hot path,
         straight to the store (Recorder.succeed_and_claim is the supervisor's)."""
         try:
-            return self.store.complete_and_reserve(
+            return self.store.end_attempt(
                 job_id=res.job_id,
                 token=res.token,
                 queues=self.queues,

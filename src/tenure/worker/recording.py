@@ -90,21 +90,16 @@ class Recorder:
         and the job will be rescued)."""
         if ended.recorded is not None:
             return ended.recorded
-        if ended.outcome == "succeeded":
-            return self._call(
-                lambda: self.store.complete_and_reserve(
-                    job_id=res.job_id, token=res.token, result=ended.result
-                )[0]
-            )
         return self._call(
             lambda: self.store.end_attempt(
                 job_id=res.job_id,
                 token=res.token,
                 outcome=ended.outcome,
-                error=ended.error or ended.outcome,
+                result=ended.result,
+                error=ended.error,
                 traceback=ended.traceback,
                 permanent=ended.permanent,
-            )
+            )[0]
         )
 
     def succeed_and_claim(
@@ -113,7 +108,7 @@ class Recorder:
         """Record a success (with its result) and claim the slot's next job in one store
         call."""
         try:
-            return self.store.complete_and_reserve(
+            return self.store.end_attempt(
                 job_id=res.job_id,
                 token=res.token,
                 queues=queues,

@@ -100,7 +100,7 @@ def test_the_upgrade_backfills_the_counters_from_the_jobs_present(
             assert kept == jobs and sum(jobs.values()) == 300
             # and from there on the triggers keep them
             r = reserve_one(store, queues=["q1"], worker=W1)
-            store.complete_and_reserve(job_id=r.job_id, token=r.token)
+            store.end_attempt(job_id=r.job_id, token=r.token)
             assert_counts_agree(store)
             with psycopg.connect(conninfo, autocommit=True) as conn:
                 conn.execute(f'TRUNCATE "{schema}".tenure_jobs CASCADE')

@@ -64,7 +64,7 @@ def test_upgrading_a_version_2_schema_with_jobs_in_it(request: pytest.FixtureReq
             r = store.reserve(queues=["default"], worker=W1, lease=30)[0]
             assert r.job_id == "old-job"
             assert store.claim_once(job_id="old-job", token=r.token, key="k")
-            assert store.complete_and_reserve(job_id="old-job", token=r.token)[0].accepted
+            assert store.end_attempt(job_id="old-job", token=r.token)[0].accepted
             assert [e.key for e in job(store, "old-job").effects] == ["k"]
         finally:
             store.close()

@@ -75,7 +75,7 @@ def nearly_drained(store: Store, jobs: int) -> None:
     (res,) = store.reserve(queues=["default"], worker=W1, lease=30)
     for _ in range(jobs - 3):
         assert res is not None
-        _, res = store.complete_and_reserve(
+        _, res = store.end_attempt(
             job_id=res.job_id, token=res.token, queues=["default"], worker=W1, lease=30
         )
 

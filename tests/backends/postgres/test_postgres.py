@@ -228,7 +228,7 @@ def test_an_outage_raises_store_unavailable_then_the_store_reconnects(
             timeout=20,
             what="the store to reconnect",
         )
-        assert store.complete_and_reserve(job_id=job_id, token=r.token)[0].accepted
+        assert store.end_attempt(job_id=job_id, token=r.token)[0].accepted
         assert job(store, job_id).state == "succeeded"
         store.wait_for_work(queues=["default"], timeout=0.1)  # listens again
     finally:

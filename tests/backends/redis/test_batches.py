@@ -250,7 +250,7 @@ def test_a_batch_hash_without_a_state_stops_its_bookkeeping_not_its_members(
     client.hdel(f"{store.prefix}:{{q:default}}:batch:{batch_id}", "state")
     for r in store.reserve(queues=["default"], worker=WORKER, lease=30, limit=2):
         store.report_progress(job_id=r.job_id, token=r.token, fraction=0.5)
-        assert store.complete_and_reserve(job_id=r.job_id, token=r.token)[0].accepted
+        assert store.end_attempt(job_id=r.job_id, token=r.token)[0].accepted
     record = get_batch(store, batch_id)
     assert record is not None and record.state == "failed"
     assert store.cancel(batch_id=batch_id).accepted is False
@@ -322,7 +322,7 @@ def test_on_a_cluster_a_batch_in_one_queue_runs_whole(
     store.enqueue_many([job("exports")], into_batch=batch_id)
     got = store.reserve(queues=["exports"], worker=WORKER, lease=30, limit=2)
     store.report_progress(job_id=got[0].job_id, token=got[0].token, fraction=0.5)
-    store.complete_and_reserve(job_id=got[0].job_id, token=got[0].token)
+    store.end_attempt(job_id=got[0].job_id, token=got[0].token)
     store.end_attempt(job_id=got[1].job_id, token=got[1].token, outcome="failed", error="e")
     record = get_batch(store, batch_id)
     assert record is not None

@@ -234,7 +234,7 @@ def test_a_late_complete_racing_a_rescue_is_either_accepted_or_refused_never_bot
         rescued: list[Rescued] = []
         rescuer = threading.Thread(target=lambda: rescued.extend(store.sweep(prune=False).rescued))  # noqa: B023
         rescuer.start()
-        result = store.complete_and_reserve(job_id=job_id, token=r.token)[0]
+        result = store.end_attempt(job_id=job_id, token=r.token)[0]
         rescuer.join(DEADLINE_S)
         record = get_job(store, job_id)
         assert record is not None
@@ -386,8 +386,8 @@ def test_a_fresh_store_finds_jobs_by_id_alone(store: RedisStore) -> None:
     other = RedisStore(store.url)  # no cache: must locate the queue on the server
     try:
         assert other.heartbeat(worker=WORKER, leases=[(r.job_id, r.token)], lease=30).lost == []
-        assert other.complete_and_reserve(job_id=r.job_id, token=r.token)[0].accepted
-        result = other.complete_and_reserve(job_id="never-existed", token=1)[0]
+        assert other.end_attempt(job_id=r.job_id, token=r.token)[0].accepted
+        result = other.end_attempt(job_id="never-existed", token=1)[0]
         assert (result.accepted, result.state) == (False, "missing")
     finally:
         other.close()
@@ -407,7 +407,7 @@ def test_with_aof_a_restart_keeps_jobs_attempts_and_leases(
         server.start()
         wait_until(lambda: _reachable(store), "Redis to come back")
         assert counts(store)["queued"] == 1
-        assert store.complete_and_reserve(job_id=r.job_id, token=r.token)[0].accepted
+        assert store.end_attempt(job_id=r.job_id, token=r.token)[0].accepted
         record = get_job(store, r.job_id)
         assert record is not None and [a.outcome for a in record.attempts] == ["succeeded"]
     finally:
@@ -428,7 +428,7 @@ def test_without_persistence_a_restart_loses_everything() -> None:
         server.start()
         wait_until(lambda: _reachable(store), "Redis to come back")
         assert counts(store) == dict.fromkeys(counts(store), 0)
-        result = store.complete_and_reserve(job_id=r.job_id, token=r.token)[0]
+        result = store.end_attempt(job_id=r.job_id, token=r.token)[0]
         assert (result.accepted, result.state) == (False, "missing")
     finally:
         store.close()
@@ -450,7 +450,7 @@ def test_attempt_history_reads_back_in_order(store: RedisStore) -> None:
         (r,) = store.reserve(queues=["default"], worker=WORKER, lease=30)
         store.end_attempt(job_id=r.job_id, token=r.token, outcome=outcome, error=f"{outcome}!")
     (r,) = store.reserve(queues=["default"], worker=WORKER, lease=30)
-    store.complete_and_reserve(job_id=r.job_id, token=r.token)
+    store.end_attempt(job_id=r.job_id, token=r.token)
     record = get_job(store, "flaky")
     assert record is not None
     assert [a.number for a in record.attempts] == [1, 2, 3, 4, 5]

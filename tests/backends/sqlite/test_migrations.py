@@ -117,7 +117,7 @@ def test_a_version_1_file_opens_with_its_jobs_attempts_and_batches_intact(
         ended: list[str] = []
         while got := store.reserve(queues=["default"], worker=ME, lease=30, limit=10):
             for r in got:
-                assert store.complete_and_reserve(job_id=r.job_id, token=r.token)[0].accepted
+                assert store.end_attempt(job_id=r.job_id, token=r.token)[0].accepted
                 ended.append(r.job_id)
         expected = {"j-queued", "j-unique", "b-m1", "b-m2", "b-then"}
         assert expected <= set(ended) <= expected | {"j-scheduled"}

@@ -22,7 +22,7 @@ def test_every_statement_of_a_chunk_uses_a_key_or_an_index_range(tmp_path: Path)
         enqueue(store, *jobs)
         for _ in jobs:
             res = reserve_one(store)
-            assert store.complete_and_reserve(job_id=res.job_id, token=res.token)[0].accepted
+            assert store.end_attempt(job_id=res.job_id, token=res.token)[0].accepted
         wait_until(lambda: store.sweep(dry_run=True).pruned.jobs == 40, what="all 40 due")
         statements: list[str] = []
         store._conn().set_trace_callback(statements.append)

@@ -141,15 +141,39 @@ class PostgresStore(PostgresOperations):
                 break
         return out
 
-    def complete_and_reserve(
+    def end_attempt(
         self,
         *,
         job_id: str,
         token: int,
+        outcome: str = "succeeded",
+        result: str | None = None,
+        error: str | None = None,
+        traceback: str | None = None,
+        permanent: bool = False,
         queues: Sequence[str] = (),
         worker: WorkerRef | None = None,
         lease: float = 0.0,
-        result: str | None = None,
+    ) -> tuple[EndResult, Reservation | None]:
+        if outcome == "succeeded":
+            return self._succeed(job_id, token, queues, worker, lease, result)
+        ending = (job_id, token, outcome, error or outcome, traceback, permanent)
+        order = list(dict.fromkeys(queues))
+        with self.db.transaction() as cur:
+            ended = endings.end_attempt(self.dialect, cur, lambda: self.db.clock(cur), *ending)
+            if worker is None or not order:
+                return ended, None
+            # after the job's and its batch's locks, as cancel_batch orders its locks
+            return ended, self._claim_one(cur, order, worker, lease)
+
+    def _succeed(
+        self,
+        job_id: str,
+        token: int,
+        queues: Sequence[str],
+        worker: WorkerRef | None,
+        lease: float,
+        result: str | None,
     ) -> tuple[EndResult, Reservation | None]:
         """One statement, one round trip and one commit for a job outside any batch; a batch
         member (or a stale token) takes the transaction path. Only plain jobs are claimed: a
@@ -173,9 +197,7 @@ class PostgresStore(PostgresOperations):
                 },
             ).fetchall()
         if not rows[0]["completed"]:
-            return self._complete_and_reserve_in_transaction(
-                job_id, token, order, worker, lease, result
-            )
+            return self._succeed_in_transaction(job_id, token, order, worker, lease, result)
         ok = EndResult(accepted=True, state="succeeded")
         out = [_reservation(r) for r in rows if r["id"] is not None]
         if out or rows[0]["picked"] or len(order) == 1:
@@ -183,7 +205,7 @@ class PostgresStore(PostgresOperations):
         with self.db.cursor() as cur:
             return ok, self._claim_one(cur, order[1:], worker, lease)
 
-    def _complete_and_reserve_in_transaction(
+    def _succeed_in_transaction(
         self,
         job_id: str,
         token: int,
@@ -400,20 +422,6 @@ class PostgresStore(PostgresOperations):
     def claim_once(self, *, job_id: str, token: int, key: str) -> bool:
         with self.db.cursor() as cur:
             return guards.claim_once(self.db, cur, job_id, token, key)
-
-    def end_attempt(
-        self,
-        *,
-        job_id: str,
-        token: int,
-        outcome: str,
-        error: str,
-        traceback: str | None = None,
-        permanent: bool = False,
-    ) -> EndResult:
-        ending = (job_id, token, outcome, error, traceback, permanent)
-        with self.db.transaction() as cur:
-            return endings.end_attempt(self.dialect, cur, lambda: self.db.clock(cur), *ending)
 
     def sweep(
         self, *, rescue: bool = True, prune: bool = True, limit: int = 500, dry_run: bool = False

@@ -25,9 +25,7 @@ class Completer(Protocol):
         self, cur: Cursor, job_id: str, token: int, result: str | None = None
     ) -> EndResult | None: ...
 
-    def complete_and_reserve(
-        self, *, job_id: str, token: int
-    ) -> tuple[EndResult, Reservation | None]: ...
+    def end_attempt(self, *, job_id: str, token: int) -> tuple[EndResult, Reservation | None]: ...
 
 
 def caller_cursor(db: Database, conn: Any) -> Cursor:
@@ -120,7 +118,7 @@ class PostgresJobTransaction:
                 # Fenced: the job's own writes must not land either. Roll them back, then
                 # record the refusal in a transaction of its own, as a plain success does.
                 conn.rollback()
-                return self._store.complete_and_reserve(job_id=self._job_id, token=self._token)[0]
+                return self._store.end_attempt(job_id=self._job_id, token=self._token)[0]
             conn.commit()
             return ended
         finally:

@@ -223,15 +223,36 @@ class RedisStore(RedisBatches, RedisGuards, RedisPeriodic, RedisWorkers, RedisOp
             )
         return out
 
-    def complete_and_reserve(
+    def end_attempt(
         self,
         *,
         job_id: str,
         token: int,
+        outcome: str = "succeeded",
+        result: str | None = None,
+        error: str | None = None,
+        traceback: str | None = None,
+        permanent: bool = False,
         queues: Sequence[str] = (),
         worker: WorkerRef | None = None,
         lease: float = 0.0,
-        result: str | None = None,
+    ) -> tuple[EndResult, Reservation | None]:
+        if outcome == "succeeded":
+            return self._succeed(job_id, token, queues, worker, lease, result)
+        ended = self._fail(job_id, token, outcome, error or outcome, traceback, permanent)
+        if worker is None or not queues:
+            return ended, None
+        claimed = self.reserve(queues=queues, worker=worker, lease=lease, limit=1)
+        return ended, claimed[0] if claimed else None
+
+    def _succeed(
+        self,
+        job_id: str,
+        token: int,
+        queues: Sequence[str],
+        worker: WorkerRef | None,
+        lease: float,
+        result: str | None,
     ) -> tuple[EndResult, Reservation | None]:
         """One round trip: one atomic script when the next job is looked for in the finished
         job's own queue (the usual case: their keys share a hash tag), else the two scripts in
@@ -328,15 +349,14 @@ class RedisStore(RedisBatches, RedisGuards, RedisPeriodic, RedisWorkers, RedisOp
             return self.now()
         return float(self._run_many(calls)[-1])
 
-    def end_attempt(
+    def _fail(
         self,
-        *,
         job_id: str,
         token: int,
         outcome: str,
         error: str,
-        traceback: str | None = None,
-        permanent: bool = False,
+        traceback: str | None,
+        permanent: bool,
     ) -> EndResult:
         queue = self._locate(job_id)
         if queue is None:

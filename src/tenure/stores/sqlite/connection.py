@@ -1,6 +1,6 @@
 """The SQLite connection layer and the job's hot path that runs on it: one connection per
 thread (and per process), WAL, the store's clock, the write transaction that takes the lock up
-front, and the statements of a job's walk (enqueue, reserve, complete-and-reserve) with the
+front, and the statements of a job's walk (enqueue, reserve, end_attempt) with the
 transaction they run in, in one module, so that the walk does not hop from layer to layer.
 The rest of the store (rescue, heartbeats, batches, reading) is store.py and operations.py."""
 
@@ -205,19 +205,27 @@ class SQLiteJobs(SQLiteConnections):
         with self._write() as (conn, now):
             return self._reserve_on(conn, now, queues, worker, lease, limit)
 
-    def complete_and_reserve(
+    def end_attempt(
         self,
         *,
         job_id: str,
         token: int,
+        outcome: str = "succeeded",
+        result: str | None = None,
+        error: str | None = None,
+        traceback: str | None = None,
+        permanent: bool = False,
         queues: Sequence[str] = (),
         worker: WorkerRef | None = None,
         lease: float = 0.0,
-        result: str | None = None,
     ) -> tuple[EndResult, Reservation | None]:
-        # One write transaction instead of two: the hot path of a busy worker.
+        # One write transaction for the end and the next claim: the hot path of a busy worker.
         with self._write() as (conn, now):
-            ended = self._complete_on(conn, job_id, token, now, result)
+            if outcome == "succeeded":
+                ended = self._complete_on(conn, job_id, token, now, result)
+            else:
+                ending = (job_id, token, outcome, error or outcome, traceback, permanent)
+                ended = endings.end_attempt(self.dialect, conn, lambda: now, *ending)
             if worker is None or not queues:
                 return ended, None
             claimed = self._reserve_on(conn, now, queues, worker, lease, 1)

@@ -16,7 +16,6 @@ from tenure.stores.base import (
     BatchRecord,
     CancelResult,
     Capabilities,
-    EndResult,
     HeartbeatReply,
     NewJob,
     PeriodicClaim,
@@ -103,20 +102,6 @@ class SQLiteStore(SQLiteJobs, SQLiteOperations):
                     (job_id, key, token, now),
                 ).rowcount
             )
-
-    def end_attempt(
-        self,
-        *,
-        job_id: str,
-        token: int,
-        outcome: str,
-        error: str,
-        traceback: str | None = None,
-        permanent: bool = False,
-    ) -> EndResult:
-        ending = (job_id, token, outcome, error, traceback, permanent)
-        with self._write() as (conn, now):
-            return endings.end_attempt(SQLITE, conn, lambda: now, *ending)
 
     def _holds(self, conn: sqlite3.Connection, job_id: str, token: int, now: float) -> bool:
         # Fencing: a worker paused past its lease must not end an attempt someone else now owns.

@@ -27,9 +27,7 @@ class Completer(Protocol):
         result: str | None = None,
     ) -> EndResult: ...
 
-    def complete_and_reserve(
-        self, *, job_id: str, token: int
-    ) -> tuple[EndResult, Reservation | None]: ...
+    def end_attempt(self, *, job_id: str, token: int) -> tuple[EndResult, Reservation | None]: ...
 
 
 class SQLiteJobTransaction:
@@ -58,7 +56,7 @@ class SQLiteJobTransaction:
                 # Fenced: the job's own writes must not land either. Roll back, then record
                 # the refusal in a transaction of its own.
                 conn.execute("ROLLBACK")
-                return self._store.complete_and_reserve(job_id=self._job_id, token=self._token)[0]
+                return self._store.end_attempt(job_id=self._job_id, token=self._token)[0]
             ended = self._store._complete_on(conn, self._job_id, self._token, now, result)
             conn.execute("COMMIT")
             return ended
