@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 import tenure
-from conformance.helpers import W1, W2, expire_and_rescue, job, reserve_one
+from conformance.helpers import W1, W2, counts, expire_and_rescue, job, reserve_one
 from tenure import chains
 from tenure.stores import Store
 from tenure.stores.base import get_job
@@ -180,6 +180,9 @@ def test_a_failed_link_stops_the_chain(app: tenure.App, runs: Runs) -> None:
     later = app.get_job(handle.links[2].id)
     assert later.last_error is not None and "link 2/4 (broken) failed" in later.last_error
     assert later.attempts == []  # never ran
+    shown = counts(app.store)
+    assert (shown["succeeded"], shown["failed"], shown["cancelled"]) == (3, 1, 2)
+    assert shown["queued"] == shown["running"] == 0
     with pytest.raises(tenure.JobFailed) as failed:
         handle.wait(timeout=5)
     assert failed.value.job_id == handle.links[1].id

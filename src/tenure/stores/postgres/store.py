@@ -402,7 +402,7 @@ class PostgresStore(PostgresOperations):
                 " RETURNING id, batch_id, chain, worker_id, clock.now),"
                 + claims.close_succeeded("%(token)s")
                 + f",{claims.WAKE_WAITERS}"
-                f" SELECT id, batch_id, chain, {claims.WOKEN} AS woken FROM done"
+                f" SELECT id, batch_id, chain, now, {claims.WOKEN} AS woken FROM done"
             ),
             {"id": job_id, "token": token, "result": result, "channel": self.db.channel},
         ).fetchone()
@@ -410,7 +410,8 @@ class PostgresStore(PostgresOperations):
             return None
         if done["batch_id"] is not None or done["chain"] is not None:
             # its batch counted, a chain's next link queued: in the transaction of the success
-            now = self.db.clock(cur)
+            # (a batch member reads the clock again, once its batch row is locked)
+            now = self.db.clock(cur) if done["batch_id"] is not None else done["now"]
             endings.after_success(
                 self.dialect, cur, job_id, done["batch_id"], done["chain"], now, result
             )

@@ -26,8 +26,6 @@ class ChainDialect(Protocol):
 
     def q(self, sql: str) -> str: ...
 
-    def wake(self, cur: Cursor, queue: str) -> None: ...
-
     def job_ended(self, cur: Cursor, job_id: str) -> None: ...
 
     def insert_jobs(
@@ -63,7 +61,8 @@ def link_ended(
                 ),
                 (job_id, nxt.id),
             )
-        d.wake(cur, nxt.queue)
+        # no wake of its own: insert_jobs wakes the queue (PostgreSQL's NOTIFY with the commit;
+        # SQLite's waiters see every commit)
     if follow.cancelled:
         d.insert_jobs(cur, follow.cancelled, now, skip_existing=True)
         ids = [j.id for j in follow.cancelled]
@@ -81,8 +80,6 @@ def link_ended(
             d.job_ended(cur, cancelled)
     if follow.callbacks:
         d.insert_jobs(cur, follow.callbacks, now, skip_existing=True)
-        for queue in {j.queue for j in follow.callbacks}:
-            d.wake(cur, queue)
 
 
 # A chain link's success while its batch no longer runs new work: the chain stops there.
