@@ -60,6 +60,8 @@ def plans(store: Store, statement: str) -> tuple[str, str]:
         conn.execute(f"PREPARE pick({', '.join(TYPES[n] for n in names)}) AS {numbered}")
         values = sql.SQL(", ").join(sql.Literal(PARAMS[n]) for n in names).as_string(conn)
         generic = conn.execute(f"EXPLAIN EXECUTE pick({values})").fetchall()
+        conn.execute("DEALLOCATE pick")  # prepared on the session, which the pool keeps
+        conn.execute("RESET plan_cache_mode")
         conn.rollback()
     return tuple("\n".join(str(next(iter(r.values()))) for r in rows) for rows in (custom, generic))  # type: ignore[return-value]
 
@@ -81,7 +83,7 @@ def nearly_drained(store: Store, jobs: int) -> None:
 
 
 def assert_pick_is_an_index_range(store: Store) -> None:
-    for statement in (claims.CLAIM, claims.COMPLETE_AND_CLAIM):
+    for statement in (claims.CLAIM, claims.CLAIM_ONE, claims.COMPLETE_AND_CLAIM):
         for plan in plans(store, statement):
             assert "tenure_jobs_ready" in plan, plan
             assert "tenure_jobs_listing" not in plan, plan
@@ -104,3 +106,16 @@ def test_the_pick_is_an_index_range_after_an_analyze_of_a_burst(store: Store) ->
     enqueue_in_chunks(store, 5_000)
     analyze(store)  # every job queued, no attempt yet
     assert_pick_is_an_index_range(store)
+
+
+def test_a_busy_workers_claim_is_by_primary_key_when_planned_on_a_new_install(
+    store: Store,
+) -> None:
+    """A worker's first statements on a new install are planned on a nearly empty table, and
+    a prepared statement keeps that generic plan while the table grows: the claim of one job
+    (the busy worker's) must still find its row by primary key, not by a Seq Scan."""
+    enqueue(store, *[new_job() for _ in range(3)])
+    for statement in (claims.CLAIM_ONE, claims.COMPLETE_AND_CLAIM):
+        for plan in plans(store, statement):
+            assert "Seq Scan on tenure_jobs" not in plan, plan
+            assert "Seq Scan on tenure_attempts" not in plan, plan

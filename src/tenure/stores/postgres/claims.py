@@ -51,24 +51,28 @@ RETURNING = (
 _NOW = "(SELECT now FROM clock)"
 
 
-def _claim_ctes(gate: str) -> str:
-    """picked/claimed/opened: the oldest ready jobs of %(queue)s, up to %(limit)s, skipping
-    %(seen)s, none of a paused queue; guarded ones are picked (to report them) but not
-    claimed. `gate` adds a condition to the pick.
+def _claim_ctes(gate: str, *, one: bool = False) -> str:
+    """picked/claimed/opened: the oldest ready jobs of %(queue)s, up to %(limit)s (`one`: a
+    single job, the busy worker's case), skipping %(seen)s, none of a paused queue; guarded
+    ones are picked (to report them) but not claimed. `gate` adds a condition to the pick.
 
-    `claimed` finds its rows by `id = ANY(ARRAY(...))`, an index lookup by primary key
-    whatever the planner believes: joined to `picked` instead, a prepared (generic) plan,
-    not knowing %(limit)s, hash-joined the whole jobs table on every claim."""
+    `claimed` finds its rows by primary key: joined to `picked` instead, a prepared (generic)
+    plan, not knowing %(limit)s, hash-joined the whole jobs table on every claim. For several
+    rows that is `id = ANY(ARRAY(...))`, which a generic plan made while the table was small
+    (a worker's first jobs on a new install) answers by a Seq Scan, kept as the table grows;
+    for one row it is `id = (SELECT ...)`, an equality the pkey answers at any size."""
+    limit, pick = ("1", "= (SELECT") if one else ("%(limit)s", "= ANY(ARRAY(SELECT")
+    close = ")" if one else "))"
     return (
         " picked AS MATERIALIZED (SELECT id, priority, run_at, seq,"
         " overlap_key IS NULL AND rate_key IS NULL AS free FROM {s}.tenure_jobs"
         f" WHERE priority_queue = %(queue)s AND run_at <= {_NOW}"
         f" AND id <> ALL(%(seen)s::text[]){not_paused('%(queue)s')}{gate}"
-        " ORDER BY priority, run_at, seq LIMIT %(limit)s"
+        f" ORDER BY priority, run_at, seq LIMIT {limit}"
         " FOR UPDATE SKIP LOCKED),"
         " claimed AS (UPDATE {s}.tenure_jobs j SET state = 'running',"
         f" attempt = {NEXT_ATTEMPT}, lease_expires_at = {_NOW} + %(lease)s,"
-        f" worker_id = %(worker)s WHERE j.id = ANY(ARRAY(SELECT id FROM picked WHERE free))"
+        f" worker_id = %(worker)s WHERE j.id {pick} id FROM picked WHERE free{close}"
         f"{RETURNING}),"
         " opened AS (INSERT INTO {s}.tenure_attempts (job_id, number, worker_id,"
         " host, pid, started_at, last_heartbeat_at)"
@@ -100,6 +104,11 @@ CLAIM = (
     + _claim_ctes("")
     + (_CLAIM_RESULT.format(extra=""))
 )
+CLAIM_ONE = (
+    f"WITH clock AS MATERIALIZED (SELECT {CLOCK} AS now),"
+    + _claim_ctes("", one=True)
+    + (_CLAIM_RESULT.format(extra=""))
+)
 
 # A success and the next claim in one statement, so one round trip and one commit. Only for a
 # job outside any batch and any chain (a chain link's success dispatches the next link, in
@@ -123,6 +132,6 @@ COMPLETE_AND_CLAIM = (
     + ","
     + WAKE_WAITERS
     + ","
-    + _claim_ctes(" AND EXISTS (SELECT 1 FROM done)")
+    + _claim_ctes(" AND EXISTS (SELECT 1 FROM done)", one=True)
     + _CLAIM_RESULT.format(extra=f", (SELECT count(*) FROM done) AS completed, {WOKEN} AS woken")
 )

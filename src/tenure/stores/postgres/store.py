@@ -244,8 +244,9 @@ class PostgresStore(PostgresOperations):
         """The hot path, one statement (claims.CLAIM): claim the oldest ready jobs without
         guards; return how many rows were picked and the ids of the guarded ones among them,
         to judge apart."""
+        statement = claims.CLAIM_ONE if want == 1 else claims.CLAIM
         rows = cur.execute(
-            self.db.q(claims.CLAIM), _claim_params(queue, want, seen, worker, lease)
+            self.db.q(statement), _claim_params(queue, want, seen, worker, lease)
         ).fetchall()
         out.extend(_reservation(r) for r in rows if r["id"] is not None)
         return int(rows[0]["picked"]), list(rows[0]["guarded"])
