@@ -168,6 +168,7 @@ def start_chain(
 ) -> tuple[str, list[tuple[str, str]]]:
     """Store a chain: its first link, carrying the rest (tenure.chains); the chain's id and
     each link's (id, name), in order."""
+    _check_links(Chain(sigs, catch, finally_, pass_result))
     chain_id = new_id()
     named = [s.name for s in (*sigs, catch, finally_) if s is not None]
     with tracing.dispatching(named) as traced:
@@ -177,6 +178,21 @@ def start_chain(
         traced.sent([(first.id, first.name, first.queue)])
         app.store.enqueue_many([first], conn=conn)
     return chain_id, links
+
+
+def _check_links(chain: Chain) -> None:
+    """Refuse, before anything is stored, a link that is not a signature (a job itself, say:
+    `[fetch, resize]` for `[fetch.sig(), resize.sig()]`)."""
+    named: list[tuple[str, object]] = [(f"link {i}", s) for i, s in enumerate(chain.sigs, 1)]
+    named += [(role, sig) for role, sig in (("catch", chain.catch), ("finally_", chain.finally_))]
+    for role, sig in named:
+        if isinstance(sig, Sig) or (sig is None and role in ("catch", "finally_")):
+            continue
+        short = sig.name.rsplit(".", 1)[-1] if isinstance(sig, Job) else ""
+        hint = f"; did you mean {short}.sig(...)?" if short else ""
+        raise ConfigError(
+            f"chain: expected a signature such as job.sig(...) for {role}, got {sig!r}{hint}"
+        )
 
 
 def chain_member(
@@ -192,6 +208,7 @@ def chain_member(
     `queue`: a batch's default queue, for links that name none."""
     if not chain.sigs:
         raise ConfigError("chain: expected at least one signature, got none")
+    _check_links(chain)
     ids = [first_id or new_id()] + [new_id() for _ in chain.sigs[1:]]
     links = [
         new_job(

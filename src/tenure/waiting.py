@@ -96,7 +96,7 @@ def _look(record: JobRecord, deadline: float | None, timeout: float | None) -> f
     left = WAIT_STEP_S if deadline is None else deadline - time.monotonic()
     if left <= 0:
         raise TimeoutError(
-            f"job {record.id} ({record.name}) did not end within {timeout:g} s; it is "
+            f"job {record.id} ({record.name}) did not end within {timeout:.3g} s; it is "
             f"{record.state} (see `tenure jobs show {record.id}`)"
         )
     return min(left, WAIT_STEP_S)
