@@ -23,7 +23,7 @@ from tenure.stores.base import HeartbeatReply, WorkerRecord
 
 
 def test_heartbeat_renews_the_lease_and_stamps_the_attempt_and_worker(store: Store) -> None:
-    store.register_worker(_record(W1.id))
+    store.heartbeat(worker=_record(W1.id))
     (job_id,) = enqueue(store, new_job())
     r = reserve_one(store, lease=5)
     seen_before = store.list_workers()[0].last_seen_at

@@ -145,11 +145,11 @@ def record(worker_id: str, *, queues: tuple[str, ...] = ("default",)) -> WorkerR
 def test_workers_register_list_and_stop(store: Store) -> None:
     assert store.list_workers() == []
     before = store.now()
-    store.register_worker(record("w-old", queues=("mail", "default")))
+    store.heartbeat(worker=record("w-old", queues=("mail", "default")))
     # newest first by start time; let the store clock tick so the two cannot tie
     first_start = store.list_workers()[0].started_at
     wait_until(lambda: store.now() > first_start + 0.002, what="the store clock to move")
-    store.register_worker(record("w-new"))
+    store.heartbeat(worker=record("w-new"))
     workers = store.list_workers()
     assert [w.id for w in workers] == ["w-new", "w-old"]
     old = workers[1]
@@ -162,22 +162,32 @@ def test_workers_register_list_and_stop(store: Store) -> None:
     assert old.started_at >= before - 0.01 and old.last_seen_at >= before - 0.01
     assert old.stopped_at is None
 
-    store.register_worker(replace(record("w-old"), stopped_at=0.0))  # the store stamps it
+    store.heartbeat(worker=replace(record("w-old"), stopped_at=0.0))  # the store stamps it
     stopped = {w.id: w for w in store.list_workers()}
     assert stopped["w-old"].stopped_at is not None
     assert stopped["w-old"].stopped_at >= old.started_at
     assert stopped["w-new"].stopped_at is None
 
-    store.register_worker(record("w-old"))  # the same id starting again
+    store.heartbeat(worker=record("w-old"))  # the same id starting again
     again = {w.id: w for w in store.list_workers()}
     assert again["w-old"].stopped_at is None
     assert again["w-old"].queues == ("default",)
-    store.register_worker(replace(record("never-registered"), stopped_at=0.0))  # harmless
+    store.heartbeat(worker=replace(record("never-registered"), stopped_at=0.0))  # harmless
     assert "never-registered" not in {w.id for w in store.list_workers()}
 
 
+def test_a_heartbeat_with_the_workers_record_registers_it_and_replies(store: Store) -> None:
+    at = store.set_control(restart=True)
+    reply = store.heartbeat(worker=record(W1.id))
+    assert reply.lost == [] and reply.cancel == []
+    assert reply.restart_requested_at == pytest.approx(at, abs=1e-6)
+    (seen,) = store.list_workers()
+    assert (seen.id, seen.stopped_at) == (W1.id, None)
+    assert seen.last_seen_at >= seen.started_at
+
+
 def test_heartbeat_marks_the_worker_seen(store: Store) -> None:
-    store.register_worker(record(W1.id))
+    store.heartbeat(worker=record(W1.id))
     first = store.list_workers()[0].last_seen_at
     store.heartbeat(worker=W1, leases=[], lease=30)
     assert store.list_workers()[0].last_seen_at >= first

@@ -68,9 +68,9 @@ def findings(app: tenure.App) -> list[str]:
 
 def live_worker(store: Store, queues: tuple[str, ...], stopped: bool = False) -> None:
     now = store.now()
-    store.register_worker(WorkerRecord("w1", "test", 1, queues, 1, now, now))
+    store.heartbeat(worker=WorkerRecord("w1", "test", 1, queues, 1, now, now))
     if stopped:
-        store.register_worker(WorkerRecord("w1", "test", 1, queues, 1, now, now, stopped_at=now))
+        store.heartbeat(worker=WorkerRecord("w1", "test", 1, queues, 1, now, now, stopped_at=now))
 
 
 def test_p95_is_nearest_rank() -> None:

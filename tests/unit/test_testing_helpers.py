@@ -108,9 +108,9 @@ def test_the_frozen_clock_stamps_the_worker_registry_too(
     tenure_app: tenure.App, tenure_clock: FrozenClock
 ) -> None:
     record = WorkerRecord("w-frozen", "host", 1, ("default",), 1, 0.0, 0.0)
-    tenure_app.store.register_worker(record)
+    tenure_app.store.heartbeat(worker=record)
     tenure_clock.advance(5)
-    tenure_app.store.register_worker(replace(record, stopped_at=0.0))
+    tenure_app.store.heartbeat(worker=replace(record, stopped_at=0.0))
     (seen,) = tenure_app.workers()
     assert (seen.started_at, seen.stopped_at) == (tenure_clock.now - 5, tenure_clock.now)
 

@@ -130,11 +130,21 @@ class Store(Protocol):
         """
 
     def heartbeat(
-        self, *, worker: WorkerRef, leases: Sequence[tuple[str, int]], lease: float
+        self,
+        *,
+        worker: WorkerRef | WorkerRecord,
+        leases: Sequence[tuple[str, int]] = (),
+        lease: float = 0.0,
     ) -> HeartbeatReply:
-        """Renew the leases (job_id, token) the worker holds and mark the worker seen; say
-        which of them were lost, which were cancelled (`cancel`), and when `tenure restart`
-        was last asked for."""
+        """The worker's report to the store, stamped by the store's clock: mark the worker
+        seen and renew the leases (job_id, token) it holds; say which of them were lost, which
+        were cancelled (`cancel`), and when `tenure restart` was last asked for.
+
+        With a WorkerRecord, the worker's row is written first (the record's times are not
+        read): the worker starting (its host, pid, queues and concurrency; an id that stopped
+        starts again), or, with `record.stopped_at` set to any time, stopping (for an id never
+        registered, nothing). The only write to a worker's row: its start, life and end are
+        one verb."""
 
     def end_attempt(
         self,
@@ -278,11 +288,6 @@ class Store(Protocol):
         """Delete a finished job and its attempts; False if absent or still live."""
 
     # -- workers -----------------------------------------------------------------------
-    def register_worker(self, record: WorkerRecord) -> None:
-        """The one write to a worker's row, stamped by the store's clock (the record's times
-        are not read): the worker starting, or, with `record.stopped_at` set to any time,
-        stopping (for an id never registered, nothing)."""
-
     def list_workers(self) -> list[WorkerRecord]: ...
 
     # -- operators' switches -----------------------------------------------------------

@@ -120,7 +120,7 @@ class Worker:
             heartbeat.join(timeout=5)
             # the registry row says it stopped (the store stamps the time, as at registering)
             stopped = replace(self._record, stopped_at=0.0)
-            self._call_store(lambda: self.store.register_worker(stopped), attempts=3)
+            self._call_store(lambda: self.store.heartbeat(worker=stopped), attempts=3)
             if self._loop is not None:
                 self._loop.call_soon_threadsafe(self._loop.stop)
             self._store_file.close()
@@ -148,7 +148,7 @@ class Worker:
         self._record = record
 
         def register() -> float:
-            self.store.register_worker(record)
+            self.store.heartbeat(worker=record)
             return self.store.now()
 
         registered_at = self._call_store(register, until=self.stopping)

@@ -123,7 +123,7 @@ def test_every_key_is_under_the_prefix_and_a_queue_lives_in_one_cluster_slot(
     queues = ["default", "mail", "a:b", "{x}", "100%"]
     store.enqueue_many([job(f"j-{i}", queue=q) for i, q in enumerate(queues)])
     store.reserve(queues=queues, worker=WORKER, lease=30, limit=len(queues))
-    store.register_worker(WorkerRecord("w-1", "host-a", 111, ("default",), 2, 0.0, 0.0))
+    store.heartbeat(worker=WorkerRecord("w-1", "host-a", 111, ("default",), 2, 0.0, 0.0))
     store.set_control(restart=True)
 
     keys = set(client.scan_iter(match=f"{store.prefix}:*", count=1000))

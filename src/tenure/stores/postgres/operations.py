@@ -191,10 +191,6 @@ class PostgresOperations:
             return cur.rowcount > 0
 
     # -- workers -----------------------------------------------------------------------
-    def register_worker(self, record: WorkerRecord) -> None:
-        with self.db.cursor() as cur:
-            workers.register(self.dialect, cur, record)
-
     def list_workers(self) -> list[WorkerRecord]:
         with self.db.cursor() as cur:
             return workers.list_all(self.dialect, cur)

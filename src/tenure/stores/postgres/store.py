@@ -42,6 +42,7 @@ from tenure.stores.base import (
     Rescued,
     Reservation,
     Swept,
+    WorkerRecord,
     WorkerRef,
     batch_target,
     describe_crash,
@@ -54,7 +55,7 @@ from tenure.stores.postgres.guards import CLOCK
 from tenure.stores.postgres.jobs import NOW, insert_jobs
 from tenure.stores.postgres.operations import PostgresOperations
 from tenure.stores.postgres.transaction import PostgresJobTransaction, caller_cursor
-from tenure.stores.sql import batches, endings, periodic, retention
+from tenure.stores.sql import batches, endings, periodic, retention, workers
 from tenure.stores.sql.control import not_paused
 from tenure.stores.sql.guards import deferral_note
 
@@ -344,11 +345,17 @@ class PostgresStore(PostgresOperations):
         )
 
     def heartbeat(
-        self, *, worker: WorkerRef, leases: Sequence[tuple[str, int]], lease: float
+        self,
+        *,
+        worker: WorkerRef | WorkerRecord,
+        leases: Sequence[tuple[str, int]] = (),
+        lease: float = 0.0,
     ) -> HeartbeatReply:
         # One statement: the renewals, the worker seen, and what the worker must hear of (a
         # cancel of a job it holds, a restart request), on one row even when nothing renewed.
         with self.db.cursor() as cur:
+            if isinstance(worker, WorkerRecord):
+                workers.register(self.dialect, cur, worker)
             rows = cur.execute(
                 self.db.q(
                     "WITH held AS (SELECT * FROM unnest(%(ids)s::text[], %(tokens)s::int[])"

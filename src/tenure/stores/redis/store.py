@@ -98,6 +98,7 @@ from tenure.stores.base import (
     Rescued,
     Reservation,
     Swept,
+    WorkerRecord,
     WorkerRef,
     batch_target,
     cancel_target,
@@ -290,7 +291,11 @@ class RedisStore(RedisBatches, RedisGuards, RedisPeriodic, RedisWorkers, RedisOp
         return ended, claimed[0] if claimed else None
 
     def heartbeat(
-        self, *, worker: WorkerRef, leases: Sequence[tuple[str, int]], lease: float
+        self,
+        *,
+        worker: WorkerRef | WorkerRecord,
+        leases: Sequence[tuple[str, int]] = (),
+        lease: float = 0.0,
     ) -> HeartbeatReply:
         located = self._locate_many([job_id for job_id, _ in leases])
         by_queue: dict[str, list[Any]] = {}
@@ -302,18 +307,21 @@ class RedisStore(RedisBatches, RedisGuards, RedisPeriodic, RedisWorkers, RedisOp
                 lost.add(job_id)
             else:
                 by_queue.setdefault(queue, []).extend((job_id, int(token)))
+        # the worker's row first (starting or stopping), then seen, in the same round trip
+        written = [self._worker_row(worker)] if isinstance(worker, WorkerRecord) else []
         calls: list[Call] = [
+            *written,
             (
                 self._g["beat_worker"],
                 [self._global_key(f"worker:{worker.id}"), self._global_key("control")],
                 [],
-            )
+            ),
         ]
         calls += [
             self._qcall("heartbeat", queue, repr(float(lease)), *pairs)
             for queue, pairs in by_queue.items()
         ]
-        restart, *renewals = self._run_many(calls)
+        restart, *renewals = self._run_many(calls)[len(written) :]
         for queue_lost, queue_cancel in renewals:
             lost.update(queue_lost)
             cancel.update(queue_cancel)

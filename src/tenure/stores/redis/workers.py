@@ -7,28 +7,26 @@ import json
 from typing import cast
 
 from tenure.stores.base import WorkerRecord
-from tenure.stores.redis.client import RedisClient
+from tenure.stores.redis.client import Call, RedisClient
 from tenure.stores.redis.records import worker_record
 
 
 class RedisWorkers(RedisClient):
-    def register_worker(self, record: WorkerRecord) -> None:
+    def _worker_row(self, record: WorkerRecord) -> Call:
+        """The write of a worker's row that `heartbeat` sends with a WorkerRecord."""
+        key = self._global_key(f"worker:{record.id}")
         if record.stopped_at is not None:  # the worker stopping: its row, stamped now
-            key = self._global_key(f"worker:{record.id}")
-            self._run((self._g["touch_worker"], [key], ["stopped_at"]))
-            return
-        self._run(
-            (
-                self._g["register_worker"],
-                [self._global_key(f"worker:{record.id}"), self._global_key("workers")],
-                [
-                    record.id,
-                    record.host,
-                    record.pid,
-                    json.dumps(list(record.queues)),
-                    record.concurrency,
-                ],
-            )
+            return (self._g["touch_worker"], [key], ["stopped_at"])
+        return (
+            self._g["register_worker"],
+            [key, self._global_key("workers")],
+            [
+                record.id,
+                record.host,
+                record.pid,
+                json.dumps(list(record.queues)),
+                record.concurrency,
+            ],
         )
 
     def list_workers(self) -> list[WorkerRecord]:

@@ -9,8 +9,8 @@ from tenure.stores.sql.batches import Cursor, Dialect
 
 
 def register(d: Dialect, cur: Cursor, record: WorkerRecord, now: float | None = None) -> None:
-    """Store.register_worker. `now` None reads the server's clock in the statement itself;
-    SQLite passes its own `now`, which tenure.testing may freeze."""
+    """Store.heartbeat's write of a worker's row. `now` None reads the server's clock in the
+    statement itself; SQLite passes its own `now`, which tenure.testing may freeze."""
     clock, at = (d.clock_sql, ()) if now is None else ("%s", (now,))
     if record.stopped_at is not None:
         cur.execute(

@@ -85,10 +85,6 @@ class SQLiteOperations(SQLiteConnections):
             return bool(deleted)
 
     # -- workers -----------------------------------------------------------------------
-    def register_worker(self, record: WorkerRecord) -> None:
-        with self._write() as (conn, now):
-            workers.register(SQLITE, conn, record, now)
-
     def list_workers(self) -> list[WorkerRecord]:
         return workers.list_all(SQLITE, self._conn())
 

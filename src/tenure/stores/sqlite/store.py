@@ -22,11 +22,12 @@ from tenure.stores.base import (
     PeriodicRecord,
     Rescued,
     Swept,
+    WorkerRecord,
     WorkerRef,
     cancel_target,
     describe_crash,
 )
-from tenure.stores.sql import batches, control, endings, periodic, retention
+from tenure.stores.sql import batches, control, endings, periodic, retention, workers
 from tenure.stores.sql.rows import attempt_record
 from tenure.stores.sqlite.connection import SQLiteJobs, sqlite_path
 from tenure.stores.sqlite.dialect import SQLITE
@@ -56,11 +57,17 @@ class SQLiteStore(SQLiteJobs, SQLiteOperations):
     )
 
     def heartbeat(
-        self, *, worker: WorkerRef, leases: Sequence[tuple[str, int]], lease: float
+        self,
+        *,
+        worker: WorkerRef | WorkerRecord,
+        leases: Sequence[tuple[str, int]] = (),
+        lease: float = 0.0,
     ) -> HeartbeatReply:
         lost: list[str] = []
         cancel: list[str] = []
         with self._write() as (conn, now):
+            if isinstance(worker, WorkerRecord):
+                workers.register(SQLITE, conn, worker, now)
             conn.execute(
                 "UPDATE tenure_workers SET last_seen_at = ? WHERE id = ?", (now, worker.id)
             )
