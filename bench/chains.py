@@ -32,7 +32,7 @@ def drain(app: tenure.App) -> int:
     held = got[0] if got else None
     while held is not None:
         ran += 1
-        _, held = store.complete_and_reserve(
+        _, held = store.end_attempt(
             job_id=held.job_id,
             token=held.token,
             queues=["default"],
