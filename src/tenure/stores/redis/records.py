@@ -14,6 +14,7 @@ from tenure import batch as rules
 from tenure.retry import Policy
 from tenure.states import visible_state
 from tenure.stores.base import AttemptRecord, BatchRecord, JobRecord, WorkerRecord
+from tenure.stores.records import batch_record as stored_batch
 
 PROGRESS_UNITS = 1_000_000  # a member's progress and a batch's `partial` are in millionths
 
@@ -125,8 +126,9 @@ def count(text: Any) -> int:
 
 
 def batch_record(batch_id: str, fields: dict[str, str]) -> BatchRecord:
-    """The same record SQLite's reader builds; a damaged field reads as 0 or unknown, and a
-    state that is missing or not a batch state reads as failed (its rules can no longer run)."""
+    """The record every backend builds (stores.records.batch_record: one rule for total,
+    pending and progress); a damaged field reads as 0 or unknown, and a state that is missing
+    or not a batch state reads as failed (its rules can no longer run)."""
     state = fields.get("state", "")
     counts = rules.BatchCounts(
         state=state if state in rules.BATCH_STATES else rules.FAILED,
@@ -139,26 +141,12 @@ def batch_record(batch_id: str, fields: dict[str, str]) -> BatchRecord:
         finished=fields.get("finished") == "1",
     )
     declared = to_opt_int(fields.get("declared_total"))
-    declared = None if declared is None else max(0, declared)
-    total = declared if declared is not None and declared >= counts.jobs else counts.jobs
-    settled = counts.done + counts.failed + counts.cancelled
+    row = {
+        "id": batch_id,
+        "name": fields.get("name", ""),
+        "created_at": to_float(fields.get("created_at")),
+        "finished_at": to_opt_float(fields.get("finished_at")),
+        **{f"{kind}_job_id": fields.get(f"{kind}_job_id") for kind in ("then", "catch", "finally")},
+    }
     partial = max(0, to_int(fields.get("partial"))) / PROGRESS_UNITS
-    return BatchRecord(
-        id=batch_id,
-        name=fields.get("name", ""),
-        state=counts.state,
-        total=total,
-        jobs=counts.jobs,
-        done=counts.done,
-        failed=counts.failed,
-        cancelled=counts.cancelled,
-        pending=max(0, total - settled),
-        progress=rules.progress(counts, declared, partial),
-        allow_failures=counts.allow_failures,
-        created_at=to_float(fields.get("created_at")),
-        finished_at=to_opt_float(fields.get("finished_at")),
-        then_job_id=fields.get("then_job_id"),
-        catch_job_id=fields.get("catch_job_id"),
-        finally_job_id=fields.get("finally_job_id"),
-        declared_total=declared,
-    )
+    return stored_batch(row, counts, None if declared is None else max(0, declared), partial)
