@@ -6,6 +6,8 @@ pool and a slow store never stalls the event loop."""
 from __future__ import annotations
 
 import os
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs, urlencode
@@ -252,17 +254,33 @@ async def doctor_page(request: Request) -> Response:
 
 
 # -- actions: POST, CSRF-checked, confirmed, then redirect (a reload never repeats them) ------
-def confirm(
-    request: Request,
-    title: str,
-    detail: str,
-    button: str,
-    back: str,
-    fields: dict[str, str] | None = None,
-) -> Response:
-    """`fields`: the form's own values, sent again with the confirmation."""
-    context = {"title": title, "detail": detail, "button": button, "back": back}
-    return render(request, "confirm.html", {**context, "fields": fields or {}, "active": False})
+@dataclass(frozen=True)
+class Question:
+    """The confirmation page of an action. `fields`: the form's own values, sent again with
+    the confirmation."""
+
+    title: str
+    detail: str
+    button: str
+    back: str
+    fields: dict[str, str] = field(default_factory=dict)
+
+
+async def confirmed_form(
+    request: Request, ask: Callable[[dict[str, str]], Question | Awaitable[Question]]
+) -> dict[str, str] | Response:
+    """The form, CSRF-checked, once the person confirmed it; until then the response to send
+    instead: a 403 for a bad token, or the page that asks `ask(form)`."""
+    form = await checked_form(request)
+    if isinstance(form, Response) or form.get("confirmed") == "1":
+        return form
+    question = ask(form)
+    if not isinstance(question, Question):
+        question = await question
+    context: dict[str, Any] = {"title": question.title, "detail": question.detail}
+    context["back"] = question.back
+    context |= {"button": question.button, "fields": question.fields, "active": False}
+    return render(request, "confirm.html", context)
 
 
 def redirect(path: str, **params: object) -> RedirectResponse:
@@ -271,18 +289,18 @@ def redirect(path: str, **params: object) -> RedirectResponse:
 
 
 async def retry_job(request: Request) -> Response:
-    form = await checked_form(request)
-    if isinstance(form, Response):
-        return form
     job_id = request.path_params["job_id"]
-    if form.get("confirmed") != "1":
-        return confirm(
-            request,
+    form = await confirmed_form(
+        request,
+        lambda _: Question(
             f"Retry job {job_id}?",
             "It goes back to its queue with fresh tries; a worker runs it again.",
             "Retry",
             f"/jobs/{job_id}",
-        )
+        ),
+    )
+    if isinstance(form, Response):
+        return form
     app = dashboard(request).app
     done = await run_in_threadpool(app.retry_failed, job_id)
     if done:
@@ -294,18 +312,18 @@ async def retry_job(request: Request) -> Response:
 
 
 async def forget_job(request: Request) -> Response:
-    form = await checked_form(request)
-    if isinstance(form, Response):
-        return form
     job_id = request.path_params["job_id"]
-    if form.get("confirmed") != "1":
-        return confirm(
-            request,
+    form = await confirmed_form(
+        request,
+        lambda _: Question(
             f"Forget job {job_id}?",
             "The job and every attempt recorded for it are deleted. This cannot be undone.",
             "Forget",
             f"/jobs/{job_id}",
-        )
+        ),
+    )
+    if isinstance(form, Response):
+        return form
     done = await run_in_threadpool(dashboard(request).app.forget, job_id)
     if not done:
         return redirect(f"/jobs/{job_id}", notice="not-forgotten")
@@ -313,19 +331,20 @@ async def forget_job(request: Request) -> Response:
 
 
 async def retry_all(request: Request) -> Response:
-    form = await checked_form(request)
-    if isinstance(form, Response):
-        return form
     app = dashboard(request).app
-    if form.get("confirmed") != "1":
+
+    async def ask(_: dict[str, str]) -> Question:
         count = await run_in_threadpool(lambda: app.counts().get("failed", 0))
-        return confirm(
-            request,
+        return Question(
             f"Retry all {count} failed job(s)?",
             "Each goes back to its queue with fresh tries.",
             "Retry all",
             "/failed",
         )
+
+    form = await confirmed_form(request, ask)
+    if isinstance(form, Response):
+        return form
 
     def run() -> int:
         return sum(1 for j in app.failed_jobs(limit=RETRY_ALL_LIMIT) if app.retry_failed(j.id))
@@ -335,36 +354,36 @@ async def retry_all(request: Request) -> Response:
 
 
 async def cancel_batch(request: Request) -> Response:
-    form = await checked_form(request)
-    if isinstance(form, Response):
-        return form
     batch_id = request.path_params["batch_id"]
-    if form.get("confirmed") != "1":
-        return confirm(
-            request,
+    form = await confirmed_form(
+        request,
+        lambda _: Question(
             f"Cancel batch {batch_id}?",
             "Its queued jobs will not start; running ones finish and see the batch cancelled.",
             "Cancel the batch",
             f"/batches/{batch_id}",
-        )
+        ),
+    )
+    if isinstance(form, Response):
+        return form
     done = await run_in_threadpool(dashboard(request).app.cancel_batch, batch_id)
     return redirect(f"/batches/{batch_id}", notice="cancelled" if done else "not-cancelled")
 
 
 async def cancel_job(request: Request) -> Response:
-    form = await checked_form(request)
-    if isinstance(form, Response):
-        return form
     job_id = request.path_params["job_id"]
-    if form.get("confirmed") != "1":
-        return confirm(
-            request,
+    form = await confirmed_form(
+        request,
+        lambda _: Question(
             f"Cancel job {job_id}?",
             "Queued or scheduled, it never runs. Running, its worker stops it (the cancel "
             "signal, then a kill after its kill_after); no try is used and it is not retried.",
             "Cancel the job",
             f"/jobs/{job_id}",
-        )
+        ),
+    )
+    if isinstance(form, Response):
+        return form
     try:
         done = await run_in_threadpool(dashboard(request).app.cancel, job_id)
     except CancelRefused:
@@ -382,23 +401,28 @@ async def resume_queue(request: Request) -> Response:
 
 
 async def _pause(request: Request, *, paused: bool) -> Response:
-    form = await checked_form(request)
-    if isinstance(form, Response):
-        return form
-    queue = form.get("queue", "")
     verb = "Pause" if paused else "Resume"
-    if form.get("confirmed") != "1":
+
+    def ask(form: dict[str, str]) -> Question:
+        queue = form.get("queue", "")
         detail = (
             "No worker on any host takes its jobs until it is resumed; running jobs go on and "
             "dispatching still works."
             if paused
             else "Workers take its ready jobs again."
         )
-        button = f"{verb} the queue"
-        return confirm(request, f"{verb} queue {queue!r}?", detail, button, "/", {"queue": queue})
+        return Question(
+            f"{verb} queue {queue!r}?", detail, f"{verb} the queue", "/", {"queue": queue}
+        )
+
+    form = await confirmed_form(request, ask)
+    if isinstance(form, Response):
+        return form
     app = dashboard(request).app
     try:
-        await run_in_threadpool(app.pause_queue if paused else app.resume_queue, queue)
+        await run_in_threadpool(
+            app.pause_queue if paused else app.resume_queue, form.get("queue", "")
+        )
     except ConfigError:
         return redirect("/", notice="queue-unnamed")
     return redirect("/", notice="queue-paused" if paused else "queue-resumed")
