@@ -56,9 +56,11 @@ def test_a_failure_is_decided_as_alone_and_opens_the_next_attempt_too(store: Sto
     assert result.accepted and result.state in ("queued", "scheduled")  # its retry
     assert attempt(store, first, held.attempt).outcome == "failed"
     assert attempt(store, first, held.attempt).error == "boom"
-    assert following is None or following.job_id == second
+    # QUICK retries at once: queued at the store's now, the retry ties with `second` on a
+    # coarse clock and then goes first by its older seq; either is the next ready job
+    assert following is None or following.job_id in (first, second)
     if following is not None:
-        assert job(store, second).state == "running"
+        assert job(store, following.job_id).state == "running"
     stale, _ = store.end_attempt(job_id=first, token=held.token, outcome="failed")
     assert not stale.accepted  # fenced: the attempt ended once
 
