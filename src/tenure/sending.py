@@ -228,6 +228,9 @@ def chain_member(
             f"chain: on {app.store.capabilities.name} a chain's links and callbacks share one "
             f"queue (one slot), got {sorted(spread)}; give them one queue"
         )
+    # A chain's links take no unique keys, as batch members take none: a first link deduplicated
+    # against another job would leave a chain with no links at all.
+    links[0] = replace(links[0], guards=replace(links[0].guards, unique_key=None))
     first = chains.first_link(
         chain_id, links, catch=callbacks[0], finally_=callbacks[1], pass_result=chain.pass_result
     )

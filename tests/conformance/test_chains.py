@@ -4,6 +4,7 @@ later links end cancelled, catch is queued once and finally once whatever the en
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Iterator
 from typing import Any
 
@@ -59,6 +60,10 @@ def app(store_url: str, store: Store, runs: Runs) -> Iterator[tenure.App]:
         runs.calls.append(("broken", ()))
         raise RuntimeError("the image is corrupt")
 
+    @application.job(name="unique_step", backoff=0, unique=lambda n: n)
+    def unique_step(n: int) -> None:
+        runs.calls.append(("unique_step", (n,)))
+
     @application.job(name="alert", backoff=0)
     def alert() -> None:
         runs.calls.append(("alert", ()))
@@ -91,6 +96,7 @@ def test_links_run_in_order_and_wait_gives_the_last_result(app: tenure.App, runs
         ("cleanup", ()),
     ]
     assert handle.wait(timeout=5) == "c"
+    assert asyncio.run(handle.wait_async(timeout=5)) == "c"
     assert [app.get_job(h.id).state for h in handle.links] == ["succeeded"] * 3
 
 
@@ -118,6 +124,14 @@ def test_a_passed_result_travels_with_the_next_link(
     drain(app)
     assert runs.calls == [("upload", (70,))]
     assert handle.links[1].wait(timeout=5) == {"uploaded": 70}
+
+
+def test_a_link_takes_no_unique_key(app: tenure.App, runs: Runs) -> None:
+    app.get_definition("unique_step").dispatch(1)  # holds the key 1
+    handle = app.chain([sig(app, "unique_step", 1), sig(app, "step", "b")])
+    assert app.get_job(handle.links[0].id).state == "queued"  # stored, not deduplicated
+    drain(app)
+    assert runs.names().count("unique_step") == 2 and handle.wait(timeout=5) == "b"
 
 
 def test_results_are_not_passed_by_default(app: tenure.App, runs: Runs) -> None:
