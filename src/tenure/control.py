@@ -4,7 +4,7 @@ App's methods are thin calls into these; the store does the work atomically."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from tenure import chains
@@ -45,6 +45,22 @@ def cancel(store: Store, job_id: str, where: str) -> Cancellation:
     when = f" at {clock_text(record.finished_at)}" if record and record.finished_at else ""
     why = "nothing to do" if result.state == "cancelled" else "a finished job cannot be cancelled"
     raise CancelRefused(f"job {job_id} {FINISHED.get(result.state, result.state)}{when}: {why}")
+
+
+def cancel_chain(store: Store, link_ids: Sequence[str]) -> Cancellation | None:
+    """Cancel a chain: its live link (queued: at once; running: its worker stops it), which
+    stops the chain as any cancelled link does (the later links cancelled, catch and finally
+    queued). None when the chain had already ended. Links are tried in order: a finished one
+    is refused and the next is tried, so a link that succeeds meanwhile hands the cancel on
+    to the link its success dispatched."""
+    for link_id in link_ids:
+        result = store.cancel(link_id)
+        if result.accepted:
+            state = "cancelled" if result.state == "cancelled" else "stopping"
+            return Cancellation(link_id, state)
+        if result.state != "succeeded":
+            return None  # failed or cancelled: the chain stopped there; missing: damaged
+    return None  # every link succeeded
 
 
 def queue_name(name: object) -> str:

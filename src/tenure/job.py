@@ -8,7 +8,7 @@ from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any, Protocol
 
-from tenure import waiting
+from tenure import control, waiting
 from tenure.guards import NO_SPEC, GuardSpec
 from tenure.retention import APP_DEFAULT, Keep, KeepOverride, KeepSetting, override_of
 from tenure.retry import Policy
@@ -101,6 +101,12 @@ class ChainHandle:
     async def wait_async(self, timeout: float | None = None) -> Any:
         """`wait` for asyncio code."""
         return await waiting.wait_chain_async(self.app, [h.id for h in self.links], timeout)
+
+    def cancel(self) -> Any:
+        """Cancel the chain: its live link is cancelled (a running one is stopped by its
+        worker), the later links end cancelled, catch and finally are queued. Returns the
+        tenure.control.Cancellation of that link, or None when the chain had ended."""
+        return control.cancel_chain(self.app.store, [h.id for h in self.links])
 
 
 @dataclass(frozen=True)

@@ -242,6 +242,22 @@ def test_cancelling_a_queued_link_stops_the_chain(
         handle.wait(timeout=5)
 
 
+def test_cancelling_the_chain_cancels_its_live_link(
+    app: tenure.App, store: Store, runs: Runs
+) -> None:
+    handle = app.chain(
+        [sig(app, "step", "a"), sig(app, "step", "b"), sig(app, "step", "c")],
+        finally_=sig(app, "cleanup"),
+    )
+    held = reserve_one(store)
+    store.end_attempt(job_id=held.job_id, token=held.token, outcome="succeeded", result='"a"')
+    done = handle.cancel()
+    assert done is not None and (done.job_id, done.state) == (handle.links[1].id, "cancelled")
+    drain(app)
+    assert runs.names() == ["cleanup"]
+    assert handle.cancel() is None  # it ended: nothing to cancel
+
+
 def test_a_link_cancelled_while_it_runs_stops_the_chain(
     app: tenure.App, store: Store, runs: Runs
 ) -> None:
