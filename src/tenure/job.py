@@ -138,6 +138,7 @@ class Job:
         self.name = name
         self.queue = queue
         self.policy = policy
+        policy.text  # noqa: B018 - its stored text, made once here rather than at a dispatch
         self.retry_until = retry_until
         self.encrypted = encrypted
         self.guards = guards

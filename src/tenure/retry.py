@@ -10,7 +10,7 @@ import functools
 import json
 import math
 import random
-from dataclasses import dataclass, field, fields
+from dataclasses import asdict, dataclass, field, fields
 from typing import Any
 
 from tenure.errors import ConfigError
@@ -34,13 +34,12 @@ class Policy:
     count_crashes: bool = True
     fail_on_timeout: bool = False
 
-    # The policy as stored (JSON), made once per policy: every dispatch stores its job's
-    # policy and every reservation hands it on, so the hot paths read `text` instead of
-    # encoding again. Not a field: not compared, not shown, not encoded into itself.
-    text: str = field(init=False, repr=False, compare=False)
-
-    def __post_init__(self) -> None:
-        object.__setattr__(self, "text", _policy_json(self))
+    @functools.cached_property
+    def text(self) -> str:
+        """The policy as stored (JSON), made once per policy object: every dispatch stores
+        its job's policy and every reservation hands it on, so the hot paths read `text`
+        (after its first use, an attribute of the object) instead of encoding it again."""
+        return _policy_json(self)
 
     def to_json(self) -> str:
         return self.text
@@ -63,14 +62,13 @@ class Policy:
 
 
 def _policy_json(policy: Policy) -> str:
-    settings = {f.name: getattr(policy, f.name) for f in fields(policy) if f.init}
-    return json.dumps(settings, separators=(",", ":"))
+    return json.dumps(asdict(policy), separators=(",", ":"))
 
 
 # Every reservation parses its job's policy and most jobs share a handful: the hot paths call
 # this cache directly (a hit is a dictionary lookup).
 parse_policy = functools.lru_cache(maxsize=1024)(Policy._parse)
-_SETTINGS = frozenset(f.name for f in fields(Policy) if f.init)
+_SETTINGS = frozenset(f.name for f in fields(Policy))
 
 
 def validate_policy(policy: Policy) -> None:

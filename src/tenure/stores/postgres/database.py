@@ -7,6 +7,7 @@ server, two processes migrating at once, notifications sent while nobody listene
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import os
 import re
@@ -74,7 +75,7 @@ class Database:
 
     def q(self, sql: str) -> str:
         """The statement with `{s}` replaced by this store's (validated, quoted) schema."""
-        return sql.replace("{s}", self.quoted_schema)
+        return in_schema(self.quoted_schema, sql)
 
     # -- connections -------------------------------------------------------------------
     def _forget_if_forked(self) -> None:
@@ -402,3 +403,11 @@ def connection_lost(exc: psycopg.OperationalError) -> bool:
     """True for a dead connection or server, not for a deadlock or serialization failure."""
     state = exc.sqlstate
     return state is None or state.startswith(("08", "57P"))
+
+
+@functools.lru_cache(maxsize=1024)
+def in_schema(quoted_schema: str, sql: str) -> str:
+    """`sql` with `{s}` replaced by a (validated, quoted) schema. Cached: the hot path
+    (stores/postgres/jobs.py) puts each of its statements in its schema once, and then a
+    statement costs a dictionary lookup."""
+    return sql.replace("{s}", quoted_schema)

@@ -22,6 +22,7 @@ from tenure.stores.postgres.database import POOL_MAX, Database
 from tenure.stores.postgres.dialect import PostgresDialect
 from tenure.stores.postgres.jobs import NOW
 from tenure.stores.sql import batches, control, operations, workers
+from tenure.stores.sql.batches import Dialect
 from tenure.stores.sql.rows import attempt_record, job_record
 
 # Counter rows left by disconnected backends that a read tolerates before folding them.
@@ -39,7 +40,7 @@ class PostgresOperations:
     def __init__(self, url: str, *, pool_max: int = POOL_MAX) -> None:
         self.url = url
         self.db = Database(url, pool_max=pool_max)
-        self.dialect = PostgresDialect(self.db)
+        self.dialect: Dialect = PostgresDialect(self.db)
         self.schema = self.db.schema
 
     def now(self) -> float:

@@ -25,48 +25,33 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import replace
-from typing import Any, ClassVar
+from typing import ClassVar
 
-from psycopg.rows import DictRow
-
-from tenure.retry import parse_policy
 from tenure.stores.base import (
     AttemptRecord,
     Capabilities,
-    EndResult,
     HeartbeatReply,
-    NewBatch,
     NewJob,
     PeriodicClaim,
     PeriodicRecord,
     Rescued,
-    Reservation,
     Swept,
     WorkerRecord,
     WorkerRef,
-    batch_target,
     describe_crash,
 )
 from tenure.stores.postgres import claims, guards, waiters
-from tenure.stores.postgres.claims import NEXT_ATTEMPT, OPEN_ATTEMPT, RETURNING
-from tenure.stores.postgres.database import Cursor
 from tenure.stores.postgres.dialect import lock_batches
-from tenure.stores.postgres.guards import CLOCK
-from tenure.stores.postgres.jobs import NOW, insert_jobs
+from tenure.stores.postgres.jobs import NOW, PostgresJobs
 from tenure.stores.postgres.operations import PostgresOperations
-from tenure.stores.postgres.transaction import PostgresJobTransaction, caller_cursor
-from tenure.stores.sql import batches, endings, periodic, retention, workers
-from tenure.stores.sql.control import not_paused
-from tenure.stores.sql.guards import deferral_note
+from tenure.stores.postgres.transaction import PostgresJobTransaction
+from tenure.stores.sql import endings, periodic, retention, workers
 
-# guarded jobs one reserve call may look at beyond `limit`: they may be deferred instead
-RESERVE_LOOKAHEAD = 32
-RESERVE_ROUNDS = 4
 # A waiter's row outlives its wait by this much: a waiter that died leaves it at most so long.
 WAITER_GRACE_S = 60.0
 
 
-class PostgresStore(PostgresOperations):
+class PostgresStore(PostgresJobs, PostgresOperations):
     """`postgresql://user@host/db?schema=NAME` (default schema: tenure). Reading, operating,
     batches and the worker registry are in `tenure.stores.postgres.operations`."""
 
@@ -78,271 +63,6 @@ class PostgresStore(PostgresOperations):
         listen_notify=True,
         many_hosts=True,
     )
-
-    # -- jobs through their life -------------------------------------------------------
-    def enqueue_many(
-        self,
-        jobs: Sequence[NewJob],
-        *,
-        conn: Any = None,
-        batch: NewBatch | None = None,
-        into_batch: str | None = None,
-    ) -> list[str]:
-        target = batch_target(batch, into_batch)
-        if conn is not None:
-            # The application's own transaction: its commit or rollback decides, not us.
-            with caller_cursor(self.db, conn) as cur:
-                if target is not None:
-                    return batches.enqueue(self.dialect, cur, target, jobs, self.db.clock(cur))
-                return self._enqueue(cur, jobs)
-        if target is not None:
-            with self.db.transaction() as cur:
-                return batches.enqueue(self.dialect, cur, target, jobs, self.db.clock(cur))
-        if not any(j.guards.unique_key is not None for j in jobs):
-            with self.db.cursor() as cur:  # one statement, one round trip
-                insert_jobs(self.db, cur, jobs, skip_existing=True)
-            return [j.id for j in jobs]
-        with self.db.transaction() as cur:
-            return self._enqueue(cur, jobs)
-
-    def _enqueue(self, cur: Cursor, jobs: Sequence[NewJob]) -> list[str]:
-        # A held unique key stores nothing: its holder's id stands in the job's place. The
-        # key rows stay locked until this transaction ends, so racing dispatches store one.
-        holders = guards.take_unique_keys(self.db, cur, jobs)
-        ids = [holders.get(j.guards.unique_key or "", j.id) for j in jobs]
-        # an id already present is skipped: a dispatch retried after a lost reply must not
-        # create the job twice
-        insert_jobs(
-            self.db,
-            cur,
-            [j for j, stored in zip(jobs, ids, strict=True) if stored == j.id],
-            skip_existing=True,
-        )
-        return ids
-
-    def reserve(
-        self, *, queues: Sequence[str], worker: WorkerRef, lease: float, limit: int = 1
-    ) -> list[Reservation]:
-        out: list[Reservation] = []
-        for queue in queues:  # priority order: drain earlier queues first
-            seen: list[str] = []  # guarded jobs judged in this call: not looked at again
-            for _ in range(RESERVE_ROUNDS):
-                want = limit - len(out)
-                with self.db.cursor() as cur:
-                    picked, guarded = self._reserve_plain(
-                        cur, queue, want, seen, worker, lease, out
-                    )
-                if guarded:
-                    seen += self._reserve_guarded(queue, seen, limit, worker, lease, out)
-                if len(out) >= limit or picked < want or not guarded:
-                    break  # enough, or the queue has nothing more ready
-                if len(seen) >= limit + RESERVE_LOOKAHEAD:
-                    break  # looked far enough: the rest waits for the next call
-            if len(out) >= limit:
-                break
-        return out
-
-    def end_attempt(
-        self,
-        *,
-        job_id: str,
-        token: int,
-        outcome: str = "succeeded",
-        result: str | None = None,
-        error: str | None = None,
-        traceback: str | None = None,
-        permanent: bool = False,
-        queues: Sequence[str] = (),
-        worker: WorkerRef | None = None,
-        lease: float = 0.0,
-    ) -> tuple[EndResult, Reservation | None]:
-        if outcome == "succeeded":
-            return self._succeed(job_id, token, queues, worker, lease, result)
-        ending = (job_id, token, outcome, error or outcome, traceback, permanent)
-        order = list(dict.fromkeys(queues))
-        with self.db.transaction() as cur:
-            ended = endings.end_attempt(self.dialect, cur, lambda: self.db.clock(cur), *ending)
-            if worker is None or not order:
-                return ended, None
-            # after the job's and its batch's locks, as cancel_batch orders its locks
-            return ended, self._claim_one(cur, order, worker, lease)
-
-    def _succeed(
-        self,
-        job_id: str,
-        token: int,
-        queues: Sequence[str],
-        worker: WorkerRef | None,
-        lease: float,
-        result: str | None,
-    ) -> tuple[EndResult, Reservation | None]:
-        """One statement, one round trip and one commit for a job outside any batch; a batch
-        member (or a stale token) takes the transaction path. Only plain jobs are claimed: a
-        guarded job at the head of a queue is left for `reserve`, which judges guards."""
-        order = list(dict.fromkeys(queues))
-        if worker is None or not order:
-            with self.db.transaction() as cur:
-                ended = self.complete_on(cur, job_id, token, result)
-                if ended is None:
-                    ended = endings.refuse(self.dialect, cur, job_id, token, "succeeded")
-                return ended, None
-        with self.db.cursor() as cur:
-            rows = cur.execute(
-                self.db.q(claims.COMPLETE_AND_CLAIM),
-                {
-                    "id": job_id,
-                    "token": token,
-                    "result": result,
-                    "channel": self.db.channel,
-                    **_claim_params(order[0], 1, [], worker, lease),
-                },
-            ).fetchall()
-        if not rows[0]["completed"]:
-            return self._succeed_in_transaction(job_id, token, order, worker, lease, result)
-        ok = EndResult(accepted=True, state="succeeded")
-        out = [_reservation(r) for r in rows if r["id"] is not None]
-        if out or rows[0]["picked"] or len(order) == 1:
-            return ok, out[0] if out else None
-        with self.db.cursor() as cur:
-            return ok, self._claim_one(cur, order[1:], worker, lease)
-
-    def _succeed_in_transaction(
-        self,
-        job_id: str,
-        token: int,
-        queues: Sequence[str],
-        worker: WorkerRef,
-        lease: float,
-        result: str | None,
-    ) -> tuple[EndResult, Reservation | None]:
-        with self.db.transaction() as cur:
-            ended = self.complete_on(cur, job_id, token, result)
-            if ended is None:
-                ended = endings.refuse(self.dialect, cur, job_id, token, "succeeded")
-            # after the batch row's lock (complete_on), as cancel_batch orders its locks
-            return ended, self._claim_one(cur, queues, worker, lease)
-
-    def _claim_one(
-        self, cur: Cursor, queues: Sequence[str], worker: WorkerRef, lease: float
-    ) -> Reservation | None:
-        out: list[Reservation] = []
-        for queue in queues:
-            picked, _ = self._reserve_plain(cur, queue, 1, [], worker, lease, out)
-            if out or picked:
-                break  # claimed one, or the queue's head is guarded: `reserve` judges it
-        return out[0] if out else None
-
-    def _reserve_plain(
-        self,
-        cur: Cursor,
-        queue: str,
-        want: int,
-        seen: list[str],
-        worker: WorkerRef,
-        lease: float,
-        out: list[Reservation],
-    ) -> tuple[int, list[str]]:
-        """The hot path, one statement (claims.CLAIM): claim the oldest ready jobs without
-        guards; return how many rows were picked and the ids of the guarded ones among them,
-        to judge apart."""
-        statement = claims.CLAIM_ONE if want == 1 else claims.CLAIM
-        rows = cur.execute(
-            self.db.q(statement), _claim_params(queue, want, seen, worker, lease)
-        ).fetchall()
-        out.extend(_reservation(r) for r in rows if r["id"] is not None)
-        return int(rows[0]["picked"]), list(rows[0]["guarded"])
-
-    def _reserve_guarded(
-        self,
-        queue: str,
-        seen: list[str],
-        limit: int,
-        worker: WorkerRef,
-        lease: float,
-        out: list[Reservation],
-    ) -> list[str]:
-        """Judge the guarded jobs among the next ready ones (as far as SQLite looks), one by one
-        in one transaction: start, or defer (overlap held by a running job with a live lease,
-        or rate limit reached), or leave for the next pass (another worker is judging the same
-        key right now). Returns the ids judged."""
-        judged: list[str] = []
-        with self.db.transaction() as cur:
-            rows = cur.execute(
-                self.db.q(
-                    "SELECT j.id, j.overlap_key, j.overlap_delay, j.rate_key, j.rate_limit,"
-                    " j.rate_window FROM {s}.tenure_jobs j WHERE j.id IN (SELECT id"
-                    " FROM {s}.tenure_jobs WHERE priority_queue = %(queue)s"
-                    f" AND run_at <= {NOW} AND id <> ALL(%(seen)s::text[])"
-                    + not_paused("%(queue)s")
-                    + " ORDER BY priority, run_at, seq LIMIT %(window)s)"
-                    " AND (j.overlap_key IS NOT NULL OR j.rate_key IS NOT NULL)"
-                    " AND j.state = 'queued' ORDER BY j.priority, j.run_at, j.seq"
-                    " FOR UPDATE OF j SKIP LOCKED"
-                ),
-                {"queue": queue, "seen": seen, "window": limit - len(out) + RESERVE_LOOKAHEAD},
-            ).fetchall()
-            for row in rows:
-                if len(out) >= limit:
-                    break
-                judged.append(row["id"])
-                try:
-                    now, deferred = guards.judge(self.db, cur, row)
-                except guards.KeyBusy:
-                    continue
-                if deferred is None:
-                    out.append(self._open_attempt(cur, row["id"], worker, now, lease))
-                else:
-                    self._defer(cur, row["id"], worker, now, *deferred)
-        return judged
-
-    def _open_attempt(
-        self, cur: Cursor, job_id: str, worker: WorkerRef, now: float, lease: float
-    ) -> Reservation:
-        row = cur.execute(
-            self.db.q(
-                "WITH claimed AS (UPDATE {s}.tenure_jobs j SET state = 'running',"
-                " attempt = " + NEXT_ATTEMPT + ", lease_expires_at = %(now)s + %(lease)s,"
-                f" worker_id = %(worker)s WHERE j.id = %(id)s{RETURNING}),"
-                " opened AS (INSERT INTO {s}.tenure_attempts (job_id, number, worker_id, host,"
-                " pid, started_at, last_heartbeat_at) SELECT id, attempt, %(worker)s,"
-                " %(host)s, %(pid)s, %(now)s, %(now)s FROM claimed" + OPEN_ATTEMPT + ")"
-                " SELECT * FROM claimed"
-            ),
-            {
-                "id": job_id,
-                "now": now,
-                "lease": float(lease),
-                "worker": worker.id,
-                "host": worker.host,
-                "pid": worker.pid,
-            },
-        ).fetchone()
-        assert row is not None  # the row is locked by this transaction
-        return _reservation(row)
-
-    def _defer(
-        self, cur: Cursor, job_id: str, worker: WorkerRef, now: float, run_at: float, reason: str
-    ) -> None:
-        """Not now, and not the job's fault: a `deferred` attempt, no try used."""
-        cur.execute(
-            self.db.q(
-                "WITH moved AS (UPDATE {s}.tenure_jobs j SET attempt = " + NEXT_ATTEMPT + ","
-                " run_at = %(run_at)s WHERE id = %(id)s RETURNING id, attempt)"
-                " INSERT INTO {s}.tenure_attempts (job_id, number, worker_id, host, pid,"
-                " started_at, ended_at, outcome, error) SELECT id, attempt, %(worker)s,"
-                " %(host)s, %(pid)s, %(now)s, %(now)s, 'deferred', %(error)s FROM moved"
-                + OPEN_ATTEMPT
-            ),
-            {
-                "id": job_id,
-                "run_at": run_at,
-                "now": now,
-                "worker": worker.id,
-                "host": worker.host,
-                "pid": worker.pid,
-                "error": deferral_note(reason, run_at, now),
-            },
-        )
 
     def heartbeat(
         self,
@@ -392,38 +112,6 @@ class PostgresStore(PostgresOperations):
             cancel=[r["id"] for r in rows if r["cancel_requested_at"] is not None],
             restart_requested_at=None if restart is None else float(restart),
         )
-
-    def complete_on(
-        self, cur: Cursor, job_id: str, token: int, result: str | None = None
-    ) -> EndResult | None:
-        """Write the success (and its result) inside the caller's transaction; None when the
-        token is stale, and then nothing is written."""
-        # The fast path in one statement; a stale token matches no row.
-        done = cur.execute(
-            self.db.q(
-                # the clock, not now(): in a job's own transaction, now() is when it began
-                f"WITH clock AS MATERIALIZED (SELECT {CLOCK} AS now),"
-                " done AS (UPDATE {s}.tenure_jobs SET state = 'succeeded',"
-                " finished_at = clock.now, lease_expires_at = NULL,"
-                " tries_used = tries_used + 1, result = %(result)s FROM clock WHERE id = %(id)s"
-                " AND attempt = %(token)s AND state = 'running'"
-                " RETURNING id, batch_id, chain, worker_id, clock.now),"
-                + claims.close_succeeded("%(token)s")
-                + f",{claims.WAKE_WAITERS}"
-                f" SELECT id, batch_id, chain, now, {claims.WOKEN} AS woken FROM done"
-            ),
-            {"id": job_id, "token": token, "result": result, "channel": self.db.channel},
-        ).fetchone()
-        if done is None:
-            return None
-        if done["batch_id"] is not None or done["chain"] is not None:
-            # its batch counted, a chain's next link queued: in the transaction of the success
-            # (a batch member reads the clock again, once its batch row is locked)
-            now = self.db.clock(cur) if done["batch_id"] is not None else done["now"]
-            endings.after_success(
-                self.dialect, cur, job_id, done["batch_id"], done["chain"], now, result
-            )
-        return EndResult(accepted=True, state="succeeded")
 
     def job_transaction(self, *, job_id: str, token: int) -> PostgresJobTransaction:
         return PostgresJobTransaction(self, job_id, token)
@@ -538,31 +226,3 @@ class PostgresStore(PostgresOperations):
     def list_periodic(self) -> list[PeriodicRecord]:
         with self.db.cursor() as cur:
             return periodic.read_all(self.dialect, cur)
-
-
-def _claim_params(
-    queue: str, limit: int, seen: list[str], worker: WorkerRef, lease: float
-) -> dict[str, Any]:
-    return {
-        "queue": queue,
-        "seen": seen,
-        "limit": limit,
-        "lease": float(lease),
-        "worker": worker.id,
-        "host": worker.host,
-        "pid": worker.pid,
-    }
-
-
-def _reservation(r: DictRow) -> Reservation:
-    return Reservation(
-        job_id=r["id"],
-        name=r["name"],
-        queue=r["queue"],
-        payload=r["payload"],
-        policy=parse_policy(r["policy"]),
-        attempt=r["attempt"],
-        token=r["attempt"],
-        lease_expires_at=r["lease_expires_at"],
-        batch_id=r["batch_id"],
-    )
