@@ -66,6 +66,21 @@ class ChainStep:
     reason: str = ""  # the cancelled links' last_error
 
 
+def link_id(chain_id: str, position: int) -> str:
+    """A link's id: its chain's id and its position (1-based), so that the id of a link not
+    dispatched yet (no row) still leads to its chain (`earlier_links`)."""
+    return f"{chain_id}.{position}"
+
+
+def earlier_links(job_id: str) -> list[str]:
+    """The ids of the links before `job_id` in its chain, nearest first; [] for an id that is
+    not a link's."""
+    chain_id, _, position = job_id.rpartition(".")
+    if not chain_id or not position.isdigit():
+        return []
+    return [link_id(chain_id, k) for k in range(int(position) - 1, 0, -1)]
+
+
 def link_json(job: NewJob) -> dict[str, Any]:
     return {**callback_to_json(job), "priority": job.priority}
 

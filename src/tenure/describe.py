@@ -107,19 +107,21 @@ class ChainStop:
     current: bool  # the job being shown
 
 
-def chain_stops(record: JobRecord, find: Callable[[str], JobRecord | None]) -> list[ChainStop]:
+def chain_stops(
+    record: JobRecord, find: Callable[[str], JobRecord | None], current: str | None = None
+) -> list[ChainStop]:
     """Every link of the record's chain with its state, then catch and finally; [] for a job
-    outside any chain. `find` reads a job (None when absent)."""
+    outside any chain. `find` reads a job (None when absent); `current`: the link being shown
+    (default: the record's own)."""
     shown = chains.info(record.chain_text)
     if shown is None:
         return []
+    this = current or record.id
     stops: list[ChainStop] = []
     for link in shown.links:
         found = record if link.id == record.id else find(link.id)
         state = found.state if found is not None else WAITING
-        stops.append(
-            ChainStop("link", link.position, link.id, link.name, state, link.id == record.id)
-        )
+        stops.append(ChainStop("link", link.position, link.id, link.name, state, link.id == this))
     for role, job_id in (("catch", shown.catch_id), ("finally", shown.finally_id)):
         if job_id is None:
             continue
@@ -155,3 +157,25 @@ def chain_lines(record: JobRecord, stops: list[ChainStop]) -> list[str]:
         mark = "  <- this job" if stop.current else ""
         lines.append(f"    {label} {stop.name} {stop.id} {stop.state}{mark}")
     return lines
+
+
+def waiting_link(job_id: str, find: Callable[[str], JobRecord | None]) -> list[str] | None:
+    """`tenure jobs show` of a chain link the store has not dispatched yet (it has no row):
+    its chain, found through an earlier link; None when `job_id` is no such link."""
+    for earlier in chains.earlier_links(job_id):
+        record = find(earlier)
+        shown = chains.info(record.chain_text) if record is not None else None
+        if record is None or shown is None:
+            continue
+        ours = [link for link in shown.links if link.id == job_id]
+        if not ours:
+            return None
+        link = ours[0]
+        stops = chain_stops(record, find, current=job_id)
+        lines = [
+            f"job {job_id} {link.name}: {WAITING} (link {link.position} of {len(shown.links)} of "
+            f"chain {shown.id}; the store queues it when link {link.position - 1} succeeds)"
+        ]
+        body = chain_lines(record, stops)
+        return lines + body[2:] if len(body) > 2 else lines
+    return None

@@ -209,7 +209,11 @@ def chain_member(
     if not chain.sigs:
         raise ConfigError("chain: expected at least one signature, got none")
     _check_links(chain)
-    ids = [first_id or new_id()] + [new_id() for _ in chain.sigs[1:]]
+    # ids made of the chain's id and the position: `tenure jobs show` of a link not dispatched
+    # yet finds its chain through an earlier link (tenure.chains.earlier_links)
+    ids = [chains.link_id(chain_id, k + 1) for k in range(len(chain.sigs))]
+    if first_id is not None:
+        ids[0] = first_id
     links = [
         new_job(
             app,

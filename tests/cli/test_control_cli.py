@@ -160,3 +160,23 @@ def test_jobs_show_of_a_link_shows_its_chain(tmp_path: Path) -> None:
     assert f"1. step {first} failed" in out
     assert f"2. step {second} cancelled  <- this job" in out
     assert "catch: step" in out and "queued" in out
+
+
+def test_jobs_show_of_a_link_not_dispatched_yet_shows_its_chain(tmp_path: Path) -> None:
+    app = tenure.App(f"sqlite:///{tmp_path / 'chain.db'}")
+
+    @app.job(name="step")
+    def step(n: int) -> int:
+        return n
+
+    app.migrate()
+    chain = app.chain([step.sig(1), step.sig(2), step.sig(3)])
+    first, _, third = (h.id for h in chain.links)
+    shown = run_cli("jobs", "show", third, "--url", app.url, cwd=tmp_path)
+    assert shown.returncode == 0, shown.stderr
+    out = shown.stdout
+    assert f"job {third} step: waiting (link 3 of 3 of chain {chain.id}" in out
+    assert f"1. step {first} queued" in out
+    assert f"3. step {third} waiting  <- this job" in out
+    missing = run_cli("jobs", "show", f"{chain.id}.9", "--url", app.url, cwd=tmp_path)
+    assert missing.returncode == 1 and "no job with id" in missing.stderr + missing.stdout

@@ -62,3 +62,9 @@ def test_an_empty_rest_as_lua_writes_it_and_a_damaged_spec() -> None:
     for damaged in ("", "{", "[]", '{"links": 3}', '{"links": [], "pos": "x", "rest": [1]}'):
         assert chains.step(damaged, "succeeded") == chains.ChainStep()
         assert chains.info(damaged) is None or damaged.startswith('{"links": []')
+
+
+def test_a_link_id_leads_to_the_earlier_links() -> None:
+    assert chains.earlier_links(chains.link_id("c9", 3)) == ["c9.2", "c9.1"]
+    assert chains.earlier_links("c9.1") == []
+    assert chains.earlier_links("3f2a9c") == [] and chains.earlier_links("a.b") == []

@@ -277,6 +277,9 @@ def test_job_page_draws_its_chain_with_each_links_state(
     ]
     assert f'href="/jobs/{first}"' in html and f'href="/jobs/{third}"' not in html
     assert f"chain {chain.id}: link 2 of 3" in html
+    waiting = client.get(f"/jobs/{third}")  # not dispatched yet: no row, but its chain
+    assert waiting.status_code == 404
+    assert "has not been dispatched yet" in waiting.text and "link 3 of 3" in waiting.text
     data = client.get(f"/api/jobs/{second}").json()
     assert [(s["position"], s["state"]) for s in data["chain"]] == [
         (1, "succeeded"),

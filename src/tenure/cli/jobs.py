@@ -10,7 +10,7 @@ from rich.table import Table
 from rich.text import Text
 
 from tenure.cli.common import AppOption, UrlOption, fail, open_app, out, say
-from tenure.describe import chain_lines, chain_stops, describe_job
+from tenure.describe import chain_lines, chain_stops, describe_job, waiting_link
 from tenure.errors import CancelRefused, JobNotFound
 from tenure.states import JOB_STATES
 from tenure.stores.base import clock_text
@@ -44,7 +44,12 @@ def jobs_show(job_id: str, app: AppOption = None, url: UrlOption = None) -> None
     try:
         info = the_app.get_job(job_id)
     except JobNotFound as exc:
-        fail(str(exc), code=1)
+        waiting = waiting_link(job_id, the_app.find_job)
+        if waiting is None:
+            fail(str(exc), code=1)
+            return
+        for line in waiting:
+            say(line)
         return
     for line in describe_job(info) + chain_lines(info, chain_stops(info, the_app.find_job)):
         say(line)

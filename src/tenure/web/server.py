@@ -21,6 +21,7 @@ from starlette.responses import HTMLResponse, RedirectResponse, Response
 from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
+from tenure import describe
 from tenure.app import App
 from tenure.errors import CancelRefused, ConfigError
 from tenure.urls import redact
@@ -218,9 +219,12 @@ def batch_page(request: Request) -> Response:
 
 def job_page(request: Request) -> Response:
     dash = dashboard(request)
-    record = dash.app.find_job(request.path_params["job_id"])
+    job_id = request.path_params["job_id"]
+    record = dash.app.find_job(job_id)
     if record is None:
-        return render(request, "not_found.html", {"what": "job"}, 404)
+        # a chain link not dispatched yet: no row, but its chain says what it waits for
+        waiting = describe.waiting_link(job_id, dash.app.find_job)
+        return render(request, "not_found.html", {"what": "job", "waiting": waiting}, 404)
     v = views.job_view(record, dash.app.now(), dash.app)
     return render(request, "job.html", {"j": v, "active": v.active})
 
