@@ -21,8 +21,8 @@ from typing import Any, cast
 from tenure import chains
 from tenure.errors import ConfigError, TenureError
 from tenure.stores.base import BatchRecord, CancelResult, NewBatch, NewJob
-from tenure.stores.redis.client import RedisClient, optional
-from tenure.stores.redis.guards import keep_args, member_guards
+from tenure.stores.redis.client import RedisClient, keep_args, optional
+from tenure.stores.redis.guards import member_guards
 from tenure.stores.redis.records import PROGRESS_UNITS, batch_record
 from tenure.stores.redis.scripts import CALLBACK_FIELDS, CALLBACK_KINDS
 

@@ -12,11 +12,12 @@ from redis.commands.core import Script
 from redis.exceptions import NoScriptError
 
 from tenure.errors import ConfigError, StoreMisconfigured, StoreUnavailable
-from tenure.stores.records import log_lost_callback
+from tenure.retention import Keep
+from tenure.stores.records import NewJob, log_lost_callback
 from tenure.stores.redis import cluster as on_cluster
 from tenure.stores.redis.connection import SOCKET_TIMEOUT_S, connect
 from tenure.stores.redis.connection import split_prefix as split_prefix
-from tenure.stores.redis.scripts import global_scripts, lost_callbacks, queue_scripts
+from tenure.stores.redis.scripts import LOST_CALLBACKS_MARK, global_scripts, queue_scripts
 
 STORED_STATES = ("queued", "running", "succeeded", "failed", "cancelled")
 LIST_PAGE = 200
@@ -251,6 +252,13 @@ def _logged(reply: Any) -> Any:
     return reply
 
 
+def lost_callbacks(reply: Any) -> tuple[Any, list[tuple[str, str]]]:
+    """A queue script's own reply, and the (batch id, kind) of each callback it lost."""
+    if type(reply) is list and len(reply) == 3 and reply[0] == LOST_CALLBACKS_MARK:
+        return reply[2], [(str(b), str(k)) for b, k in reply[1]]
+    return reply, []
+
+
 def quote_queue(queue: str) -> str:
     """A queue name made safe inside a hash tag: a brace would end the tag early and let one
     queue's keys spell another's; '%' is escaped too so that two names never encode alike."""
@@ -269,3 +277,35 @@ def clock_value(seconds: int, micros: int) -> float:
 def optional(value: str | None) -> str:
     """How a script receives an optional string: '-' for none, '+text' otherwise."""
     return "-" if value is None else "+" + value
+
+
+def enqueue_args(job: NewJob) -> list[Any]:
+    """One job's ARGV group for the enqueue script (scripts.ENQUEUE_FIELDS long)."""
+    g = job.guards
+    return [
+        job.id,
+        job.name,
+        job.payload,
+        job.policy.text,
+        repr(float(job.delay)),
+        optional(job.batch_id),
+        optional(g.unique_key),
+        g.unique_until,
+        optional(None if g.unique_for is None else repr(float(g.unique_for))),
+        optional(g.overlap_key),
+        repr(float(g.overlap_delay)),
+        optional(g.rate_key if g.rate_limit is not None and g.rate_window else None),
+        str(int(g.rate_limit or 0)),
+        repr(float(g.rate_window or 0.0)),
+        *keep_args(job.keep),
+        str(int(job.priority)),
+        optional(job.chain),
+    ]
+
+
+def keep_args(keep: Keep) -> list[str]:
+    """A job's or batch's retention as the scripts read it: '-' (forever) or '+seconds'."""
+    return [
+        optional(None if seconds is None else repr(float(seconds)))
+        for seconds in (keep.succeeded, keep.failed)
+    ]

@@ -43,9 +43,8 @@ from typing import Any
 
 from tenure import chains
 from tenure.errors import ConfigError
-from tenure.retention import Keep
 from tenure.stores.base import EffectRecord, JobTransaction, NewJob
-from tenure.stores.redis.client import Call, RedisClient, optional
+from tenure.stores.redis.client import Call, RedisClient, enqueue_args
 from tenure.stores.redis.records import to_float, to_int
 
 ENQUEUE_CHUNK = 500  # jobs per script call: keeps one script from blocking Redis for long
@@ -57,7 +56,7 @@ class RedisGuards(RedisClient):
         if not jobs:
             return []
         # a chain's later links and callbacks go to queues named in its spec, with their keys
-        later = {q for job in jobs for q in chains.queues(job.chain)}
+        later = {q for job in jobs if job.chain is not None for q in chains.queues(job.chain)}
         jobs = [
             job
             if job.chain is None
@@ -105,38 +104,6 @@ class RedisGuards(RedisClient):
             "transactional completion needs PostgreSQL or SQLite: Redis cannot commit the "
             "job's own writes together with its completion"
         )
-
-
-def enqueue_args(job: NewJob) -> list[Any]:
-    """One job's ARGV group for the enqueue script (scripts.ENQUEUE_FIELDS long)."""
-    g = job.guards
-    return [
-        job.id,
-        job.name,
-        job.payload,
-        job.policy.text,
-        repr(float(job.delay)),
-        optional(job.batch_id),
-        optional(g.unique_key),
-        g.unique_until,
-        optional(None if g.unique_for is None else repr(float(g.unique_for))),
-        optional(g.overlap_key),
-        repr(float(g.overlap_delay)),
-        optional(g.rate_key if g.rate_limit is not None and g.rate_window else None),
-        str(int(g.rate_limit or 0)),
-        repr(float(g.rate_window or 0.0)),
-        *keep_args(job.keep),
-        str(int(job.priority)),
-        optional(job.chain),
-    ]
-
-
-def keep_args(keep: Keep) -> list[str]:
-    """A job's or batch's retention as the scripts read it: '-' (forever) or '+seconds'."""
-    return [
-        optional(None if seconds is None else repr(float(seconds)))
-        for seconds in (keep.succeeded, keep.failed)
-    ]
 
 
 def member_guards(job: NewJob) -> str:

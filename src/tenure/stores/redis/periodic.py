@@ -14,8 +14,7 @@ from typing import Any, cast
 
 from tenure.errors import TenureError
 from tenure.stores.base import NewJob, PeriodicClaim, PeriodicRecord
-from tenure.stores.redis.client import Call, RedisClient
-from tenure.stores.redis.guards import enqueue_args
+from tenure.stores.redis.client import Call, RedisClient, enqueue_args
 
 CLAIMS: tuple[PeriodicClaim, ...] = ("dispatched", "recorded", "taken")
 

@@ -14,7 +14,6 @@ from __future__ import annotations
 import functools
 import re
 from importlib import resources
-from typing import Any
 
 # Kept small: a burst of 10,000 jobs must not leave 10,000 wake-ups behind for idle workers to
 # chew through one by one; 32 is enough to wake every idle worker of a typical deployment.
@@ -81,10 +80,3 @@ def queue_scripts() -> dict[str, str]:
 def global_scripts() -> dict[str, str]:
     """Name -> full text of every script on the store-wide keys."""
     return _scripts("global", GLOBAL_LIBS)
-
-
-def lost_callbacks(reply: Any) -> tuple[Any, list[tuple[str, str]]]:
-    """A queue script's own reply, and the (batch id, kind) of each callback it lost."""
-    if type(reply) is list and len(reply) == 3 and reply[0] == LOST_CALLBACKS_MARK:
-        return reply[2], [(str(b), str(k)) for b, k in reply[1]]
-    return reply, []

@@ -413,7 +413,7 @@ def insert_jobs(
                 j.name,
                 j.queue,
                 j.payload,
-                j.policy.to_json(),
+                j.policy.text,
                 now,
                 now + max(j.delay, 0.0),
                 j.batch_id,
