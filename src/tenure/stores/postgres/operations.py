@@ -11,7 +11,6 @@ from tenure.states import FINAL_STATES
 from tenure.stores.base import (
     BatchRecord,
     CancelResult,
-    EffectRecord,
     JobRecord,
     QueueCounts,
     WorkerRecord,
@@ -23,7 +22,7 @@ from tenure.stores.postgres.dialect import PostgresDialect
 from tenure.stores.postgres.jobs import NOW
 from tenure.stores.sql import batches, control, operations, workers
 from tenure.stores.sql.batches import Dialect
-from tenure.stores.sql.rows import attempt_record, job_record
+from tenure.stores.sql.rows import attempt_record, effect_record, job_record
 
 # Counter rows left by disconnected backends that a read tolerates before folding them.
 FOLD_AFTER_ROWS = 256
@@ -100,10 +99,7 @@ class PostgresOperations:
                 row,
                 row["now"],
                 [attempt_record(a) for a in row["attempts"]],
-                [
-                    EffectRecord(key=e["key"], attempt=e["attempt"], at=e["at"])
-                    for e in row["effects"]
-                ],
+                [effect_record(e) for e in row["effects"]],
             )
             for row in rows
         }

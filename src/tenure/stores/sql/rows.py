@@ -26,6 +26,10 @@ def attempt_record(row: Any) -> AttemptRecord:
     )
 
 
+def effect_record(row: Any) -> EffectRecord:
+    return EffectRecord(key=row["key"], attempt=row["attempt"], at=row["at"])
+
+
 def job_record(
     row: Any,
     now: float,

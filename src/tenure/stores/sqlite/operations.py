@@ -7,9 +7,9 @@ import sqlite3
 from collections.abc import Mapping, Sequence
 
 from tenure.states import FINAL_STATES
-from tenure.stores.base import EffectRecord, JobRecord, QueueCounts, WorkerRecord, ready_age
+from tenure.stores.base import JobRecord, QueueCounts, WorkerRecord, ready_age
 from tenure.stores.sql import control, operations, workers
-from tenure.stores.sql.rows import attempt_record, job_record
+from tenure.stores.sql.rows import attempt_record, effect_record, job_record
 from tenure.stores.sqlite.connection import SQLiteConnections
 from tenure.stores.sqlite.dialect import SQLITE
 
@@ -99,14 +99,8 @@ def _read_job(conn: sqlite3.Connection, now: float, job_id: str) -> JobRecord | 
     row = conn.execute("SELECT * FROM tenure_jobs WHERE id = ?", (job_id,)).fetchone()
     if row is None:
         return None
-    attempts = [
-        attempt_record(a)
-        for a in conn.execute(
-            "SELECT * FROM tenure_attempts WHERE job_id = ? ORDER BY number", (job_id,)
-        )
-    ]
-    effects = [
-        EffectRecord(key=e["key"], attempt=e["attempt"], at=e["at"])
-        for e in conn.execute("SELECT * FROM tenure_once WHERE job_id = ? ORDER BY at", (job_id,))
-    ]
-    return job_record(row, now, attempts, effects)
+    attempts = conn.execute(
+        "SELECT * FROM tenure_attempts WHERE job_id = ? ORDER BY number", (job_id,)
+    )
+    effects = conn.execute("SELECT * FROM tenure_once WHERE job_id = ? ORDER BY at", (job_id,))
+    return job_record(row, now, [*map(attempt_record, attempts)], [*map(effect_record, effects)])
