@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 
 from tenure import chains
+from tenure.guards import NO_GUARDS, Guards
 from tenure.retry import Policy
-from tenure.stores.base import NewJob
+from tenure.stores.base import NewJob, callback_from_json, callback_to_json
 
 
 def link(job_id: str, queue: str = "default") -> NewJob:
@@ -68,3 +70,31 @@ def test_a_link_id_leads_to_the_earlier_links() -> None:
     assert chains.earlier_links(chains.link_id("c9", 3)) == ["c9.2", "c9.1"]
     assert chains.earlier_links("c9.1") == []
     assert chains.earlier_links("3f2a9c") == [] and chains.earlier_links("a.b") == []
+
+
+def test_later_links_and_callbacks_keep_overlap_and_rate_guards_but_no_unique_key() -> None:
+    guards = Guards(
+        unique_key="u",
+        overlap_key="sync:1",
+        overlap_delay=0.5,
+        rate_key="api",
+        rate_limit=3,
+        rate_window=60.0,
+    )
+    first = chains.first_link(
+        "c1",
+        [link("a"), replace(link("b"), guards=guards)],
+        catch=replace(link("x"), guards=guards),
+        finally_=None,
+        pass_result=False,
+    )
+    kept = replace(guards, unique_key=None)
+    nxt = chains.step(spec_of(first), "succeeded").dispatch
+    assert nxt is not None and nxt.guards == kept
+    stopped = chains.step(spec_of(first), "failed")
+    assert [j.guards for j in stopped.callbacks] == [kept]
+    # a callback written before guards were kept, or with a damaged guard, has none
+    old = callback_to_json(link("o"))
+    assert "overlap_key" not in old and callback_from_json(old).guards == NO_GUARDS
+    damaged = {**old, "overlap_key": 7, "rate_key": "api", "rate_limit": "x", "rate_window": 1}
+    assert callback_from_json(damaged).guards == NO_GUARDS

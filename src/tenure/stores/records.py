@@ -349,7 +349,9 @@ def batch_record(
 
 
 def callback_to_json(job: NewJob) -> dict[str, Any]:
-    """A batch callback written down until the batch settles; one shape on every backend."""
+    """A batch callback (or a chain's later link) written down until its turn; one shape on
+    every backend. It keeps the job's overlap and rate guards, under the job-hash field names
+    (`guard_fields`), so it is deferred like any job when it runs; unique keys do not apply."""
     return {
         "id": job.id,
         "name": job.name,
@@ -358,6 +360,7 @@ def callback_to_json(job: NewJob) -> dict[str, Any]:
         "policy": job.policy.text,
         "delay": job.delay,
         "keep": [job.keep.succeeded, job.keep.failed],
+        **guard_fields(job.guards),
     }
 
 
@@ -369,7 +372,40 @@ def callback_from_json(data: dict[str, Any]) -> NewJob:
         payload=data["payload"],
         policy=Policy.from_json(data["policy"]),
         delay=float(data.get("delay", 0.0)),
+        guards=_guards_from_json(data),
         keep=_keep_from_json(data.get("keep")),
+    )
+
+
+def guard_fields(g: Guards) -> dict[str, Any]:
+    """A job's overlap and rate guards as stored beside it ({} for none): overlap_key and
+    overlap_delay, rate_key, rate_limit and rate_window (a rate guard only when complete)."""
+    fields: dict[str, Any] = {}
+    if g.overlap_key is not None:
+        fields.update(overlap_key=g.overlap_key, overlap_delay=float(g.overlap_delay))
+    if g.rate_key is not None and g.rate_limit is not None and g.rate_window:
+        fields.update(
+            rate_key=g.rate_key, rate_limit=int(g.rate_limit), rate_window=float(g.rate_window)
+        )
+    return fields
+
+
+def _guards_from_json(data: dict[str, Any]) -> Guards:
+    # written before callbacks kept their guards: no field, no guard (a damaged one: none)
+    overlap, delay = data.get("overlap_key"), data.get("overlap_delay")
+    rate, limit, window = data.get("rate_key"), data.get("rate_limit"), data.get("rate_window")
+    if not isinstance(rate, str) or not isinstance(limit, int | float):
+        rate = limit = None
+    if not isinstance(window, int | float) or window <= 0:
+        rate = limit = window = None
+    if not isinstance(overlap, str) and rate is None:
+        return NO_GUARDS
+    return Guards(
+        overlap_key=overlap if isinstance(overlap, str) else None,
+        overlap_delay=float(delay) if isinstance(delay, int | float) else 1.0,
+        rate_key=rate,
+        rate_limit=None if limit is None else int(limit),
+        rate_window=None if rate is None or window is None else float(window),
     )
 
 

@@ -14,6 +14,7 @@ batch lives:
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 from dataclasses import replace
 from typing import Any, cast
@@ -21,6 +22,7 @@ from typing import Any, cast
 from tenure import chains
 from tenure.errors import ConfigError, TenureError
 from tenure.stores.base import BatchRecord, CancelResult, NewBatch, NewJob
+from tenure.stores.records import guard_fields
 from tenure.stores.redis.client import RedisClient, keep_args, optional
 from tenure.stores.redis.guards import member_guards
 from tenure.stores.redis.records import PROGRESS_UNITS, batch_record
@@ -61,7 +63,9 @@ class RedisBatches(RedisClient):
                 args += ["0"] + [""] * len(CALLBACK_FIELDS)
             else:
                 keep = " ".join(keep_args(job.keep))
+                guards = guard_fields(job.guards)
                 args += ["1", job.id, self._base(job.queue), *self._job_args(job)[1:], keep]
+                args.append(json.dumps(guards) if guards else "")
         reply = self._run(self._qcall("create_batch", home, *args, *self._members(members)))
         if reply[0] == "exists":
             raise TenureError(f"batch {batch.id!r} already exists")

@@ -27,7 +27,7 @@ MEMBER_FIELDS = 8
 # How long a job's end token waits for its waiter (JobHandle.wait) to pop it.
 ENDED_TOKEN_TTL_S = 60
 CALLBACK_KINDS = ("then", "catch", "finally")
-CALLBACK_FIELDS = ("id", "base", "queue", "name", "payload", "policy", "delay", "keep")
+CALLBACK_FIELDS = ("id", "base", "queue", "name", "payload", "policy", "delay", "keep", "guards")
 
 # A queue script's reply that also names callbacks a damaged batch record lost:
 # [LOST_CALLBACKS_MARK, [[batch id, kind], ...], the script's own reply] (lib/batch_io.lua).

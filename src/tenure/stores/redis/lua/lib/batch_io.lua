@@ -76,6 +76,23 @@ local function enqueue_at(qbase, qname, id, name, payload, policy, delay, now_s,
   return 1
 end
 
+-- A callback's or later chain link's overlap and rate guards (records.guard_fields: the job-hash
+-- fields the reserve script reads), written on its new job hash as enqueue writes them on any
+-- job's; anything else in `g`, or a value of the wrong type, is ignored. Absent: no guard.
+local GUARD_FIELDS = {'overlap_key', 'overlap_delay', 'rate_key', 'rate_limit', 'rate_window'}
+local function set_guards(jk, g)
+  if type(g) ~= 'table' then return end
+  if type(g.overlap_key) == 'string' then
+    redis.call('HSET', jk, 'overlap_key', g.overlap_key,
+      'overlap_delay', tostring(tonumber(g.overlap_delay) or 1))
+  end
+  local limit, window = tonumber(g.rate_limit), tonumber(g.rate_window)
+  if type(g.rate_key) == 'string' and limit and window and window > 0 then
+    redis.call('HSET', jk, 'rate_key', g.rate_key, 'rate_limit', tostring(limit),
+      'rate_window', tostring(window))
+  end
+end
+
 -- ARGV from `first` on: groups of (base, queue, id, name, payload, policy, delay, guards);
 -- guards is '' or a JSON object of the job-hash fields the overlap and rate checks read
 -- (guards.member_guards), so members are deferred like any job. Returns the ids added, in
@@ -143,7 +160,8 @@ end
 local function b_enqueue_callback(bbase, bid, kind, now_s, now)
   local bk = batch_key(bbase, bid)
   local f = redis.call('HMGET', bk, kind .. '.id', kind .. '.base', kind .. '.queue',
-    kind .. '.name', kind .. '.payload', kind .. '.policy', kind .. '.delay', kind .. '.keep')
+    kind .. '.name', kind .. '.payload', kind .. '.policy', kind .. '.delay', kind .. '.keep',
+    kind .. '.guards')
   if not (f[1] and f[1] ~= '' and ours(f[2]) and f[3]) then
     for i = 1, CALLBACK_FIELDS do  -- no field at all: the batch has no such callback
       if f[i] then
@@ -155,6 +173,10 @@ local function b_enqueue_callback(bbase, bid, kind, now_s, now)
   end
   local added = enqueue_at(f[2], f[3], f[1], f[4] or '', f[5] or '', f[6] or '',
     tonumber(f[7]) or 0, now_s, now, f[8])
+  if added == 1 and f[9] and f[9] ~= '' then
+    local ok, g = pcall(cjson.decode, f[9])  -- written before callbacks kept guards: none
+    if ok then set_guards(f[2] .. ':job:' .. f[1], g) end
+  end
   notify_at(f[2], added)
   redis.call('HSET', bk, kind .. '_job_id', f[1])
 end

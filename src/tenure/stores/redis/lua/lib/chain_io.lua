@@ -17,6 +17,7 @@ local function c_enqueue(link, spec_text, now_s, now)
     link.policy or '', tonumber(link.delay) or 0, now_s, now, opt(keep[1]) .. ' ' .. opt(keep[2]),
     tonumber(link.priority) or 0)
   if added == 1 then
+    set_guards(link.base .. ':job:' .. link.id, link)
     if spec_text then redis.call('HSET', link.base .. ':job:' .. link.id, 'chain', spec_text) end
     notify_at(link.base, 1)
   end
