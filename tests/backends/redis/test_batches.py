@@ -14,7 +14,7 @@ import subprocess
 import tempfile
 import time
 from collections.abc import Callable, Iterator
-from dataclasses import astuple
+from dataclasses import astuple, replace
 from pathlib import Path
 from typing import Any
 
@@ -25,6 +25,7 @@ from redis.crc import key_slot
 from conformance.helpers import counts
 from tenure import batch as rules
 from tenure.errors import ConfigError, TenureError
+from tenure.guards import Guards
 from tenure.retry import Policy
 from tenure.stores.base import NewBatch, NewJob, WorkerRef, get_batch
 from tenure.stores.redis import RedisStore, split_prefix
@@ -255,6 +256,29 @@ def test_a_batch_hash_without_a_state_stops_its_bookkeeping_not_its_members(
     assert record is not None and record.state == "failed"
     assert store.cancel(batch_id=batch_id).accepted is False
     assert len(store.enqueue_many([job()], into_batch=batch_id)) == 0
+
+
+def test_a_callback_keeps_its_guards_and_an_older_record_without_them_still_runs(
+    store: RedisStore, client: redis.Redis
+) -> None:
+    guards = Guards(overlap_key="k", overlap_delay=0.5, rate_key="r", rate_limit=2, rate_window=9)
+    base = f"{store.prefix}:{{q:default}}"
+    ids = []
+    for damage in ("", "gone", "not json"):
+        then = replace(job(), guards=guards)
+        batch_id = secrets.token_hex(5)
+        store.enqueue_many([job()], batch=NewBatch(id=batch_id, name="b", then=then))
+        if damage == "gone":  # a batch written before callbacks kept their guards
+            client.hdel(f"{base}:batch:{batch_id}", "then.guards")
+        elif damage:
+            client.hset(f"{base}:batch:{batch_id}", "then.guards", damage)
+        ids.append(then.id)
+    for r in store.reserve(queues=["default"], worker=WORKER, lease=30, limit=3):  # members
+        assert store.end_attempt(job_id=r.job_id, token=r.token)[0].accepted
+    fields = ["overlap_key", "overlap_delay", "rate_key", "rate_limit", "rate_window"]
+    kept, *older = (client.hmget(f"{base}:job:{i}", ["state", *fields]) for i in ids)
+    assert kept == ["queued", "k", "0.5", "r", "2", "9"]
+    assert older == [["queued", *[None] * len(fields)]] * 2
 
 
 # -- Redis Cluster -------------------------------------------------------------------------------

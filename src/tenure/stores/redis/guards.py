@@ -26,8 +26,10 @@ single server, Sentinel and Cluster alike. The same job dispatched to several qu
 `.options(queue=...)`) has separate locks in each queue, since one script can only reach one
 slot on a cluster; give such jobs one queue where the guard must span them. A rate window's key
 carries a TTL, so a `volatile-*` eviction policy could forget recent starts under memory
-pressure (use `noeviction`, as for everything else). Batch members carry their overlap and
-rate guards (the batch scripts store them); uniqueness does not apply to them, as on SQLite.
+pressure (use `noeviction`, as for everything else). Batch members, batch callbacks and a
+chain's later links carry their overlap and rate guards (the batch scripts store them; a
+callback's and a link's record keeps them until its turn, records.guard_fields); uniqueness
+does not apply to them, as on SQLite.
 
 Transactional completion (`ctx.transaction()`) needs a SQL store: Redis cannot commit the
 job's own writes with its completion, and `conn=` on dispatch cannot join an application's
