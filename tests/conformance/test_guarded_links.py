@@ -7,10 +7,12 @@ whoever queued them."""
 from __future__ import annotations
 
 import secrets
+from collections.abc import Iterator
 from dataclasses import replace
 
 import pytest
 
+import tenure
 from conformance.helpers import W1, W2, enqueue, job, new_job, reserve_one, wait_until
 from conformance.test_guards import guarded, outcomes
 from tenure import chains
@@ -108,3 +110,42 @@ def test_a_chain_link_respects_its_rate_limit(store: Store) -> None:
     window_start = job(store, plain.id).attempts[0].started_at
     assert held.run_at == pytest.approx(window_start + 60.0, abs=0.5)
     assert store.reserve(queues=["default"], worker=W1, lease=30) == []
+
+
+@pytest.fixture
+def app(store_url: str, store: Store) -> Iterator[tenure.App]:
+    application = tenure.App(store_url)
+
+    @application.job(name="sync", backoff=0, overlap=lambda customer: customer, overlap_delay=0.3)
+    def sync(customer: int) -> None:
+        pass
+
+    @application.job(name="step", backoff=0)
+    def step() -> None:
+        pass
+
+    try:
+        yield application
+    finally:
+        application.close()
+
+
+def test_a_job_declared_with_overlap_keeps_it_as_a_link_and_as_a_callback(
+    app: tenure.App, store: Store
+) -> None:
+    """The same through the application: the guard computed at dispatch reaches the row or
+    hash the store writes when the link's or callback's turn comes."""
+    sync, step = app.get_definition("sync"), app.get_definition("step")
+    sync.dispatch(1)
+    holder = reserve_one(store, worker=W2)
+    chain = app.chain([step.sig(), sync.sig(1)])
+    batch = app.batch([step.sig()], then=sync.sig(1))
+    for _ in range(2):  # the first link and the batch's member
+        r = reserve_one(store)
+        assert store.end_attempt(job_id=r.job_id, token=r.token)[0].accepted
+    then_id = store.list_batches(ids=[batch.id])[0].then_job_id
+    assert then_id is not None
+    assert store.reserve(queues=["default"], worker=W1, lease=30, limit=2) == []
+    for job_id in (chain.links[1].id, then_id):
+        assert outcomes(store, job_id) == ["deferred"]
+        assert holder.job_id in (job(store, job_id).attempts[0].error or "")
