@@ -139,7 +139,7 @@ def render(res: dict[str, Any]) -> str:
                 ]
                 lines.append("| " + " | ".join(row) + " |")
         lines.append("")
-    lines += plans(res) + topologies() + headline(res)
+    lines += plans(res) + topologies() + measured_apart() + headline(res)
     if res.get("raw_limits"):
         lines += ["## Raw engine limits (context)", "", *res["raw_limits"]["lines"], ""]
     if res.get("profile"):
@@ -201,6 +201,13 @@ def topologies() -> list[str]:
     """bench/topologies.md, measured by its own run (its command is in it), kept in every
     report: a full run does not start a Redis Cluster or a PgBouncer."""
     path = Path(__file__).with_name("topologies.md")
+    return [*path.read_text().splitlines(), ""] if path.exists() else []
+
+
+def measured_apart() -> list[str]:
+    """bench/retention.md: retention and priorities at 1,000,000 jobs, measured by their own
+    commands (in it), kept in every report: a full run does not run them."""
+    path = Path(__file__).with_name("retention.md")
     return [*path.read_text().splitlines(), ""] if path.exists() else []
 
 

@@ -2,7 +2,7 @@
 sweep prunes them, with retention on and with it off, on each engine.
 
     nice -n 19 .venv/bin/python -m bench retention [--engines sqlite,postgres,redis]
-        [--jobs N] [--rate JOBS_PER_S | --rate sqlite=3000,postgres=1200,redis=2500]
+        [--jobs N] [--rate JOBS_PER_S | --rate sqlite=2000,postgres=1000,redis=2000]
         [--keep S] [--round-jobs N] [--off-share F] [--consumers N] [--sample S]
         [--vacuum S] [--max-minutes M]
 
@@ -10,13 +10,16 @@ Per engine there are two stores side by side: "on" (keep_succeeded = keep_failed
 seconds) and "off" (None: kept forever). They take turns in rounds, on then off, so that load
 from the rest of the machine falls on both: an on round pushes --round-jobs jobs through the
 on store, an off round --off-share of that through the off store, until the on store has seen
---jobs jobs. In a round one producer thread dispatches at --rate per second (a slice every
-50 ms), --consumers threads drain as fast as the store lets them through the worker's hot path
-(reserve, then end_attempt after end_attempt), and a sweeper calls the
-worker's own `Sweeper.tick()` on the worker's rescue cadence (every 5 s, a 30 s lease); the
-off store's sweeper runs too and finds nothing due, as a worker with retention off does. A
-store resting while the other runs keeps its clock: its jobs come due meanwhile, and the next
-round's sweeps delete them, so the on store's pruning is all done in its own rounds.
+--jobs jobs. Keep --off-share at 1 when the rate is above what the consumers drain: a round
+ends when its queue is empty, and a longer round builds a deeper queue (a bigger ready index)
+that would be charged to its mode. In a round one producer thread dispatches at --rate per
+second (a slice every 50 ms), --consumers threads drain as fast as the store lets them through
+the worker's hot path (reserve, then end_attempt after end_attempt), and a
+sweeper calls the worker's own `Sweeper.tick()` on the worker's rescue cadence (every 5 s, a
+30 s lease; the Sweeper's own thread goes on while chunks come back full); the off store's
+sweeper runs too and finds nothing due, as a worker with retention off does. A store resting
+while the other runs keeps its clock: its jobs come due meanwhile, and the next round's sweeps
+delete them, so the on store's pruning is all done in its own rounds.
 
 Every --sample seconds of a round it records the running store's size: the SQLite file after a
 TRUNCATE checkpoint, the PostgreSQL schema's relation sizes (pg_total_relation_size, indexes
@@ -25,11 +28,12 @@ started here without persistence, so no other key is counted). Deleted PostgreSQ
 reusable space only once vacuumed: on a server with autovacuum off, --vacuum S runs a plain
 VACUUM of the running store's schema every S seconds, in both modes.
 
-Reported per engine: the on store's size against its active seconds and jobs through (flat
-after the first retention window when pruning keeps up), the drain throughput (jobs per
-second of time the consumers spent in store calls that moved a job: the capacity left beside
-the producer) on against off, and the latency of the reserve / end_attempt calls
-(median, p99, worst) in each mode: the worst is a call that waited on a prune chunk.
+Reported per engine: the on store's size against its active seconds (flat after the first
+retention window when pruning keeps up) and as each on round ended (its queue drained), the
+drain throughput (jobs per second of time the consumers spent in store calls that moved a job:
+the capacity left beside the producer) on against off, over the run and round pair by round
+pair, and the latency of the reserve / end_attempt calls (median, p99, worst) in each
+mode: the worst is a call that waited on a prune chunk or on the sampler's checkpoint.
 --max-minutes cuts an engine's run short (the report says how many jobs went through).
 Results: bench/results/retention.json.
 """
@@ -257,6 +261,9 @@ def run_round(side: Side, jobs: int, rate: float, args: argparse.Namespace) -> N
             "elapsed_s": round(elapsed, 2),
             "drain_jobs_per_busy_s": round(consumed / busy, 1) if busy else 0.0,
             "load_1m": os.getloadavg()[0],
+            # the queue drained: what is left is what retention keeps (and dead space)
+            "end_bytes": store_size(side),
+            "end_rows": sum(side.app.counts().values()),
         }
     )
 
@@ -309,12 +316,7 @@ def run_engine(engine: str, args: argparse.Namespace, workdir: Path) -> dict[str
                     conn.execute(f'DROP SCHEMA IF EXISTS "{side.schema}" CASCADE')
     modes = {name: summary(side, final[id(side)]) for name, side in (("on", on), ("off", off))}
     drop = 1 - modes["on"]["drain_jobs_per_busy_s"] / modes["off"]["drain_jobs_per_busy_s"]
-    # each on round against the off round right after it: the load they shared
-    pairs = [
-        1 - a["drain_jobs_per_busy_s"] / b["drain_jobs_per_busy_s"]
-        for a, b in zip(on.rounds, off.rounds, strict=False)
-        if a["drain_jobs_per_busy_s"] and b["drain_jobs_per_busy_s"]
-    ]
+    pairs = round_pairs(on.rounds, off.rounds)
     return {
         "rate": rate,
         **modes,
@@ -324,6 +326,15 @@ def run_engine(engine: str, args: argparse.Namespace, workdir: Path) -> dict[str
         "flat": flatness(on, args.keep),
         "cut_short": on.jobs < args.jobs,
     }
+
+
+def round_pairs(on: list[dict[str, Any]], off: list[dict[str, Any]]) -> list[float]:
+    """Each on round's drain against the off round right after it (the load they shared)."""
+    return [
+        1 - a["drain_jobs_per_busy_s"] / b["drain_jobs_per_busy_s"]
+        for a, b in zip(on, off, strict=False)
+        if a["drain_jobs_per_busy_s"] and b["drain_jobs_per_busy_s"]
+    ]
 
 
 def summary(side: Side, final: int) -> dict[str, Any]:
@@ -345,9 +356,10 @@ def summary(side: Side, final: int) -> dict[str, Any]:
 def flatness(on: Side, keep: float) -> dict[str, Any]:
     """The on store's size once its first retention window (and a prune period) has passed:
     the least and the most bytes, and the last quarter's median against the first quarter's."""
+    ends = [(r["end_bytes"], r["end_rows"]) for r in on.rounds]
     after = [s for s in on.sizes if s[0] > 2 * keep + 10]
     if len(after) < 4:
-        return {"samples": len(after)}
+        return {"samples": len(after), "round_ends": ends}
     quarter = max(1, len(after) // 4)
     first = statistics.median(s[2] for s in after[:quarter])
     last = statistics.median(s[2] for s in after[-quarter:])
@@ -357,6 +369,7 @@ def flatness(on: Side, keep: float) -> dict[str, Any]:
         "max_bytes": max(s[2] for s in after),
         "max_rows": max(s[3] for s in after),
         "last_quarter_over_first": round(last / first, 3),
+        "round_ends": ends,  # (bytes, rows) once each on round's queue drained
     }
 
 
@@ -368,10 +381,10 @@ def main(argv: list[str]) -> int:
     )
     parser.add_argument("--engines", default="sqlite,postgres,redis")
     parser.add_argument("--jobs", type=int, default=1_000_000)
-    parser.add_argument("--rate", default="sqlite=3000,postgres=1200,redis=2500")
+    parser.add_argument("--rate", default="sqlite=2000,postgres=1000,redis=2000")
     parser.add_argument("--keep", type=float, default=30.0, help="keep_succeeded, seconds")
-    parser.add_argument("--round-jobs", type=int, default=100_000, help="jobs per on round")
-    parser.add_argument("--off-share", type=float, default=0.25, help="off round / on round")
+    parser.add_argument("--round-jobs", type=int, default=50_000, help="jobs per on round")
+    parser.add_argument("--off-share", type=float, default=1.0, help="off round / on round")
     parser.add_argument("--consumers", type=int, default=1, help="draining threads")
     parser.add_argument("--sample", type=float, default=5.0, help="seconds between size samples")
     parser.add_argument("--max-minutes", type=float, default=20.0, help="per engine")
@@ -407,7 +420,11 @@ def main(argv: list[str]) -> int:
             got["args"] = vars(args)
             results["engines"][engine] = got
             print_engine(engine, got)
+            if path.exists():  # another engine's run may have finished meanwhile
+                kept = json.loads(path.read_text()).get("engines", {})
+                results["engines"] = {**kept, **results["engines"]}
             path.write_text(json.dumps(results, indent=2))
+            (out / f"retention-{engine}.json").write_text(json.dumps(got, indent=2))
     print(f"results: {path}")
     return 0
 
@@ -442,6 +459,7 @@ def markdown(results: dict[str, Any]) -> str:
     ]
     for engine, got in results["engines"].items():
         on, off, flat = got["on"], got["off"], got["flat"]
+        pairs = got.get("pair_drops") or round_pairs(on["rounds"], off["rounds"])
         loads = [r["load_1m"] for r in on["rounds"] + off["rounds"]]
         size = (
             f"{flat['min_bytes'] / 2**20:,.1f}-{flat['max_bytes'] / 2**20:,.1f} MiB, "
@@ -454,8 +472,20 @@ def markdown(results: dict[str, Any]) -> str:
             f"{' (cut short)' if got.get('cut_short') else ''} | {got['rate']:,.0f} | {size} | "
             f"{flat.get('last_quarter_over_first', '—')} | {on['drain_jobs_per_busy_s']:,.0f} / "
             f"{off['drain_jobs_per_busy_s']:,.0f} | {-got['drain_drop']:+.1%}; "
-            f"{-(got.get('pair_drop_median') or 0):+.1%} | "
+            f"{-statistics.median(pairs):+.1%} | "
             f"{on['call_ms_p99']} / {on['call_ms_max']} | {off['call_ms_p99']} / "
             f"{off['call_ms_max']} | {min(loads):.1f}-{max(loads):.1f} |"
         )
+    lines.append("")
+    for engine, got in results["engines"].items():
+        ends = got["flat"].get("round_ends") or [
+            (r["end_bytes"], r["end_rows"]) for r in got["on"]["rounds"] if "end_bytes" in r
+        ]
+        if ends:
+            shown = ", ".join(f"{b / 2**20:,.1f} MiB ({n:,} rows)" for b, n in ends)
+            lines.append(f"- {engine}, the on store as each on round ended: {shown}")
+        pairs = got.get("pair_drops") or round_pairs(got["on"]["rounds"], got["off"]["rounds"])
+        if pairs:
+            shown = ", ".join(f"{-p:+.1%}" for p in pairs)
+            lines.append(f"- {engine}, drain on against off, round pair by round pair: {shown}")
     return "\n".join(lines)
