@@ -61,8 +61,8 @@ def _claim_ctes(gate: str, *, one: bool = False) -> str:
     rows that is `id = ANY(ARRAY(...))`, which a generic plan made while the table was small
     (a worker's first jobs on a new install) answers by a Seq Scan, kept as the table grows;
     for one row it is `id = (SELECT ...)`, an equality the pkey answers at any size."""
-    limit, pick = ("1", "= (SELECT") if one else ("%(limit)s", "= ANY(ARRAY(SELECT")
-    close = ")" if one else "))"
+    free_ids = "SELECT id FROM picked WHERE free"
+    limit, rows = ("1", f"= ({free_ids})") if one else ("%(limit)s", f"= ANY(ARRAY({free_ids}))")
     return (
         " picked AS MATERIALIZED (SELECT id, priority, run_at, seq,"
         " overlap_key IS NULL AND rate_key IS NULL AS free FROM {s}.tenure_jobs"
@@ -72,7 +72,7 @@ def _claim_ctes(gate: str, *, one: bool = False) -> str:
         " FOR UPDATE SKIP LOCKED),"
         " claimed AS (UPDATE {s}.tenure_jobs j SET state = 'running',"
         f" attempt = {NEXT_ATTEMPT}, lease_expires_at = {_NOW} + %(lease)s,"
-        f" worker_id = %(worker)s WHERE j.id {pick} id FROM picked WHERE free{close}"
+        f" worker_id = %(worker)s WHERE j.id {rows}"
         f"{RETURNING}),"
         " opened AS (INSERT INTO {s}.tenure_attempts (job_id, number, worker_id,"
         " host, pid, started_at, last_heartbeat_at)"
