@@ -111,6 +111,29 @@ def test_a_result_is_shown_as_stored_text_literally(project: Path) -> None:
     assert f'  result: {{"echo":"{TRICKY}"}}' in shown.stdout  # markup-like text kept
 
 
+def test_jobs_list_at_80_columns_keeps_headers_and_states_whole(project: Path) -> None:
+    """With every error empty, the last column still holds its header: "last error", not
+    "las" over "t e" over "rro"."""
+    url = f"sqlite:///{project / 'shop.db'}"
+    sys.path.insert(0, str(project))
+    try:
+        import shopjobs
+
+        shopjobs.app.url = url
+        handle = shopjobs.echo.dispatch("x")
+        drain(shopjobs.app)
+        shopjobs.app.close()
+    finally:
+        sys.path.remove(str(project))
+        sys.modules.pop("shopjobs", None)
+    listed = run_cli("jobs", "list", "--url", url, cwd=project)
+    assert listed.returncode == 0, listed.stderr
+    header, _rule, row = [line for line in listed.stdout.splitlines() if line.strip()][:3]
+    assert "last error" in header and "dispatched" in header, listed.stdout
+    assert handle.id in row and "succeeded" in row, listed.stdout
+    assert max(len(line) for line in listed.stdout.splitlines()) <= 80
+
+
 def test_read_only_commands_never_create_a_store(project: Path) -> None:
     for args in (["failed", "list"], ["jobs", "list"], ["restart"], ["jobs", "show", "x"]):
         result = run_cli(*args, cwd=project)

@@ -23,13 +23,14 @@ def id_table(*columns: str) -> Table:
     """A table whose first column, the id, is never cut: it is what `jobs show` needs. The
     short columns (job, state, tries, times) keep one line each, and the last one (an error,
     a reason) folds into the room left, so an 80-column terminal or a pipe still reads
-    `succeeded`, not `succeede` over `d`."""
-    table = Table(box=box.SIMPLE_HEAD, pad_edge=False)
+    `succeeded`, not `succeede` over `d`. The last column keeps room for its own header even
+    while every row leaves it empty, so "last error" never folds into three-letter pieces."""
+    table = Table(box=box.SIMPLE_HEAD, pad_edge=False, collapse_padding=True)
     table.add_column("id", no_wrap=True, min_width=16)
     for name in columns[:-1]:
         table.add_column(name, no_wrap=True, overflow="ellipsis")
     for name in columns[-1:]:
-        table.add_column(name, overflow="fold")
+        table.add_column(name, overflow="fold", min_width=len(name))
     return table
 
 
