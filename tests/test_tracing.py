@@ -249,6 +249,23 @@ def test_an_unsampled_or_unconfigured_tracer_stores_no_trace_context(app: tenure
         assert [j.state for j in drain(app)] == ["succeeded"]
 
 
+def test_the_api_imported_with_no_provider_set_makes_no_spans() -> None:
+    """redis-py 8 imports opentelemetry for its metrics, so the API sits in sys.modules in
+    every process that uses the Redis store: without a provider set, spans would all be
+    non-recording, and tenure makes none. A provider set later is followed."""
+    saved = (trace._TRACER_PROVIDER_SET_ONCE, trace._TRACER_PROVIDER, tracing._loaded)
+    trace._TRACER_PROVIDER_SET_ONCE, trace._TRACER_PROVIDER, tracing._loaded = Once(), None, None
+    provider = TracerProvider()
+    try:
+        assert tracing.API in sys.modules
+        assert tracing._otel() is None
+        trace.set_tracer_provider(provider)
+        assert tracing._otel() is not None
+    finally:
+        provider.shutdown()
+        trace._TRACER_PROVIDER_SET_ONCE, trace._TRACER_PROVIDER, tracing._loaded = saved
+
+
 def with_src(env: dict[str, str]) -> dict[str, str]:
     return {**env, "PYTHONPATH": os.pathsep.join([str(SRC), env.get("PYTHONPATH", "")])}
 

@@ -1,11 +1,13 @@
 """OpenTelemetry spans around dispatch and each attempt, linked through the stored job.
 
 All of tenure's OpenTelemetry code lives here. The rest of tenure calls `dispatching()` and
-`attempt_started()`, which do nothing at all unless the process already uses OpenTelemetry,
-i.e. has imported `opentelemetry.trace` (configuring a tracer provider does, and so does
-`opentelemetry-instrument`). tenure never imports it itself: a process that has the API
-installed only because a web framework pulled it in pays nothing, not even the import, and
-tenure works the same without the package.
+`attempt_started()`, which do nothing at all unless the process traces with OpenTelemetry:
+it has imported `opentelemetry.trace` and set a tracer provider (configuring one does both, and
+so does `opentelemetry-instrument`). tenure never imports it itself: a process that has the
+API installed only because a web framework pulled it in pays nothing, not even the import,
+and one whose libraries import the API without a provider being set (redis-py 8 does, for its
+metrics) makes no spans either: they would all be non-recording. tenure works the same
+without the package.
 
 The shape follows OpenTelemetry's messaging conventions, with tenure as the messaging system:
 
@@ -67,6 +69,12 @@ class _Loaded:
         # A tracer taken before the application sets its provider is a proxy that follows
         # the provider set later, so caching it is safe.
         self.tracer: Any = trace.get_tracer(TRACER_NAME, __version__)
+        # What get_tracer_provider() returns while no provider is set: spans would be no-ops.
+        self.unset: tuple[type, ...] = (trace.ProxyTracerProvider, trace.NoOpTracerProvider)
+
+    def tracing(self) -> bool:
+        """Whether a tracer provider is set: asked on each use, since one may be set later."""
+        return not isinstance(self.trace.get_tracer_provider(), self.unset)
 
 
 _loaded: _Loaded | None = None
@@ -85,7 +93,7 @@ def _otel() -> _Loaded | None:
             _unusable = trace
             log.warning("OpenTelemetry is imported but unusable: no spans", exc_info=True)
             return None
-    return _loaded
+    return _loaded if _loaded.tracing() else None
 
 
 # -- dispatch --------------------------------------------------------------------------------
