@@ -1,8 +1,9 @@
 """`redis://host:port/db?prefix=NAME` (also `redis+cluster://` and `redis+sentinel://`, see
 connection.py): every change of state is one Lua script (lua/*.lua,
 loaded by scripts.py), TIME is the clock. The store (store.py) over its client (client.py:
-connection, key names, running scripts), batches, guards, the worker registry, and reading
-stored hashes back into records (records.py)."""
+connection, key names, running scripts): a job's hot path (jobs.py), batches, guards, periodic
+jobs, what people read (operations.py), and reading stored hashes back into records
+(records.py)."""
 
 from tenure.stores.redis.client import clock_value, glob_escape, quote_queue, split_prefix
 from tenure.stores.redis.cluster_store import RedisClusterStore

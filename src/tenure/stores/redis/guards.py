@@ -39,62 +39,14 @@ database transaction; both raise ConfigError.
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
-from dataclasses import replace
-from typing import Any
 
-from tenure import chains
 from tenure.errors import ConfigError
 from tenure.stores.base import EffectRecord, JobTransaction, NewJob
-from tenure.stores.redis.client import Call, RedisClient, enqueue_args
+from tenure.stores.redis.client import RedisClient
 from tenure.stores.redis.records import to_float, to_int
-
-ENQUEUE_CHUNK = 500  # jobs per script call: keeps one script from blocking Redis for long
 
 
 class RedisGuards(RedisClient):
-    def _enqueue_jobs(self, jobs: Sequence[NewJob]) -> list[str]:
-        """enqueue_many of plain jobs: unique keys taken in each queue's script."""
-        if not jobs:
-            return []
-        # a chain's later links and callbacks go to queues named in its spec, with their keys
-        later = {q for job in jobs if job.chain is not None for q in chains.queues(job.chain)}
-        jobs = [
-            job
-            if job.chain is None
-            else replace(job, chain=chains.with_bases(job.chain, self._base))
-            for job in jobs
-        ]
-        by_queue: dict[str, list[int]] = {}
-        for i, job in enumerate(jobs):
-            by_queue.setdefault(job.queue, []).append(i)
-        # The registry first: a job must never exist in a queue that get_job cannot find.
-        # The registry only grows, so a queue this client registered once is registered.
-        wanted = [*by_queue, *(q for q in sorted(later) if q not in by_queue)]
-        unregistered = [q for q in wanted if q not in self._registered_queues]
-        calls: list[Call] = []
-        if unregistered:
-            calls.append((self._g["register_queues"], [self._global_key("queues")], unregistered))
-        positions: list[list[int]] = []
-        for queue, indexes in by_queue.items():
-            for start in range(0, len(indexes), ENQUEUE_CHUNK):
-                chunk = indexes[start : start + ENQUEUE_CHUNK]
-                args: list[Any] = []
-                for i in chunk:
-                    args += enqueue_args(jobs[i])
-                calls.append(self._qcall("enqueue", queue, *args))
-                positions.append(chunk)
-        ids = [job.id for job in jobs]
-        # One call (the common dispatch of one job) skips the pipeline's machinery.
-        results = [self._run(calls[0])] if len(calls) == 1 else self._run_many(calls)
-        self._registered_queues.update(unregistered)
-        for chunk, stored in zip(positions, results[len(calls) - len(positions) :], strict=True):
-            for i, job_id in zip(chunk, stored, strict=True):
-                ids[i] = str(job_id)
-        for job, job_id in zip(jobs, ids, strict=True):
-            self._remember(job_id, job.queue)
-        return ids
-
     def claim_once(self, *, job_id: str, token: int, key: str) -> bool:
         queue = self._locate(job_id)
         if queue is None:

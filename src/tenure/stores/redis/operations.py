@@ -1,6 +1,7 @@
 """Reading and operating on Redis: what the CLI, the dashboard and the doctor ask (a job, a
-page of jobs, counts per queue), and retry or forget. No job changes state here except through
-retry and forget, each one script."""
+page of jobs, counts per queue, the live workers), and retry or forget. No job changes state
+here except through retry and forget, each one script. (A worker's row is written by its
+heartbeat, jobs.py; restart requests, in the same `{g}` slot, by RedisStore.set_control.)"""
 
 from __future__ import annotations
 
@@ -9,10 +10,16 @@ from dataclasses import replace
 from typing import cast
 
 from tenure.states import JOB_STATES
-from tenure.stores.base import JobRecord, QueueCounts, ready_age
+from tenure.stores.base import JobRecord, QueueCounts, WorkerRecord, ready_age
 from tenure.stores.redis.client import LIST_PAGE, RedisClient, clock_value
 from tenure.stores.redis.guards import effect_records
-from tenure.stores.redis.records import attempt_records, job_record, to_int, to_opt_float
+from tenure.stores.redis.records import (
+    attempt_records,
+    job_record,
+    to_int,
+    to_opt_float,
+    worker_record,
+)
 
 # The order of the figures the "counts" script returns after the clock.
 COUNTED_STATES = ("queued", "scheduled", "running", "succeeded", "failed", "cancelled")
@@ -121,3 +128,14 @@ class RedisOperations(RedisClient):
             return False
         self._job_queue.pop(job_id, None)
         return True
+
+    def list_workers(self) -> list[WorkerRecord]:
+        ids = cast(list[str], self._redis.zrevrange(self._global_key("workers"), 0, -1))
+        pipe = self._redis.pipeline(transaction=False)
+        for worker_id in ids:
+            pipe.hgetall(self._global_key(f"worker:{worker_id}"))
+        out: list[WorkerRecord] = []
+        for worker_id, fields in zip(ids, pipe.execute(), strict=True):
+            if fields:
+                out.append(worker_record(worker_id, fields))
+        return out

@@ -76,62 +76,35 @@ over their notify lists; on a cluster, one per slot in turn (cluster.py).
 from __future__ import annotations
 
 import logging
-import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import replace
 from typing import Any, ClassVar, cast
 
 import redis
 
-from tenure.errors import ConfigError, TenureError
-from tenure.retry import Counters, Policy, cancelled_ending, decide, parse_policy
-from tenure.states import visible_state
+from tenure.retry import Counters, parse_policy
 from tenure.stores.base import (
     AttemptRecord,
     CancelResult,
     Capabilities,
-    EndResult,
-    HeartbeatReply,
-    NewBatch,
-    NewJob,
     Pruned,
     Rescued,
-    Reservation,
     Swept,
-    WorkerRecord,
-    WorkerRef,
-    batch_target,
     cancel_target,
     describe_crash,
 )
-from tenure.stores.redis.batches import RedisBatches
-from tenure.stores.redis.client import (
-    MIN_BLOCK_S,
-    Call,
-    optional,
-)
 from tenure.stores.redis.guards import RedisGuards
+from tenure.stores.redis.jobs import RedisJobs
 from tenure.stores.redis.operations import RedisOperations
 from tenure.stores.redis.periodic import RedisPeriodic
-from tenure.stores.redis.records import (
-    to_float,
-    to_int,
-    to_opt_float,
-)
-from tenure.stores.redis.workers import RedisWorkers
+from tenure.stores.redis.records import to_float, to_int, to_opt_float
 
 log = logging.getLogger("tenure.stores.redis")
 
-STALE = "stale token: lease taken over"
-
 RESCUE_CHUNK = 500
-# A conflict means another client changed the job between our read and our write (a rescue or
-# a late result); the next read sees that change and settles it, so this bound is never reached
-# in practice; it only turns a bug into an error instead of a hang.
-MAX_CAS_ROUNDS = 50
 
 
-class RedisStore(RedisBatches, RedisGuards, RedisPeriodic, RedisWorkers, RedisOperations):
+class RedisStore(RedisJobs, RedisGuards, RedisPeriodic, RedisOperations):
     capabilities: ClassVar[Capabilities] = Capabilities(
         name="Redis",
         job_transactions=False,
@@ -161,176 +134,6 @@ class RedisStore(RedisBatches, RedisGuards, RedisPeriodic, RedisWorkers, RedisOp
         self._disconnect()
 
     # -- jobs through their life ---------------------------------------------------------
-    def enqueue_many(
-        self,
-        jobs: Sequence[NewJob],
-        *,
-        conn: Any = None,
-        batch: NewBatch | None = None,
-        into_batch: str | None = None,
-    ) -> list[str]:
-        target = batch_target(batch, into_batch)
-        if conn is not None:
-            what = (
-                "enqueue"
-                if target is None
-                else "create a batch"
-                if isinstance(target, NewBatch)
-                else "add to a batch"
-            )
-            raise ConfigError(
-                f"conn=: Redis cannot {what} inside your database transaction; use PostgreSQL "
-                "or SQLite for conn=, or dispatch after your commit"
-            )
-        if target is None:
-            return self._enqueue_jobs(jobs)
-        if isinstance(target, NewBatch):
-            return self._create_batch(target, jobs)
-        return self._add_to_batch(target, jobs)
-
-    def reserve(
-        self, *, queues: Sequence[str], worker: WorkerRef, lease: float, limit: int = 1
-    ) -> list[Reservation]:
-        out: list[Reservation] = []
-        for queue in dict.fromkeys(queues):  # priority order: drain earlier queues first
-            if len(out) >= limit:
-                break
-            rows = self._run(
-                self._qcall("reserve", queue, *self._reserve_args(limit - len(out), worker, lease))
-            )
-            out += self._reservations(queue, rows)
-        return out
-
-    @staticmethod
-    def _reserve_args(limit: int, worker: WorkerRef, lease: float) -> tuple[Any, ...]:
-        return limit, repr(float(lease)), worker.id, worker.host, worker.pid
-
-    def _reservations(self, queue: str, rows: Sequence[Any]) -> list[Reservation]:
-        out = []
-        for job_id, name, payload, policy, attempt, expires, batch_id in rows:
-            self._remember(job_id, queue)
-            out.append(
-                Reservation(
-                    job_id=job_id,
-                    name=name,
-                    queue=queue,
-                    payload=payload,
-                    policy=parse_policy(policy),
-                    attempt=int(attempt),
-                    token=int(attempt),
-                    lease_expires_at=float(expires),
-                    batch_id=batch_id,
-                )
-            )
-        return out
-
-    def end_attempt(
-        self,
-        *,
-        job_id: str,
-        token: int,
-        outcome: str = "succeeded",
-        result: str | None = None,
-        error: str | None = None,
-        traceback: str | None = None,
-        permanent: bool = False,
-        queues: Sequence[str] = (),
-        worker: WorkerRef | None = None,
-        lease: float = 0.0,
-    ) -> tuple[EndResult, Reservation | None]:
-        if outcome == "succeeded":
-            return self._succeed(job_id, token, queues, worker, lease, result)
-        ended = self._fail(job_id, token, outcome, error or outcome, traceback, permanent)
-        if worker is None or not queues:
-            return ended, None
-        claimed = self.reserve(queues=queues, worker=worker, lease=lease, limit=1)
-        return ended, claimed[0] if claimed else None
-
-    def _succeed(
-        self,
-        job_id: str,
-        token: int,
-        queues: Sequence[str],
-        worker: WorkerRef | None,
-        lease: float,
-        result: str | None,
-    ) -> tuple[EndResult, Reservation | None]:
-        """One round trip: one atomic script when the next job is looked for in the finished
-        job's own queue (the usual case: their keys share a hash tag), else the two scripts in
-        one pipeline. A connection lost between those two leaves the success recorded and at
-        worst one claimed job whose lease expires and is rescued, as after any lost reply."""
-        order = list(dict.fromkeys(queues))
-        queue = self._locate(job_id)
-        if queue is None:
-            return EndResult(accepted=False, state="missing", reason=STALE), None
-        if worker is None or not order:
-            reply = self._run(self._qcall("complete", queue, job_id, int(token), optional(result)))
-            return _ended(reply), None
-        if queue == order[0]:
-            reply, rows = self._run(
-                self._qcall(
-                    "complete_and_reserve",
-                    queue,
-                    job_id,
-                    int(token),
-                    *self._reserve_args(1, worker, lease),
-                    optional(result),
-                )
-            )
-        else:
-            reply, rows = self._run_many(
-                [
-                    self._qcall("complete", queue, job_id, int(token), optional(result)),
-                    self._qcall("reserve", order[0], *self._reserve_args(1, worker, lease)),
-                ]
-            )
-        ended = _ended(reply)
-        claimed = self._reservations(order[0], rows)
-        if not claimed and len(order) > 1:
-            claimed = self.reserve(queues=order[1:], worker=worker, lease=lease, limit=1)
-        return ended, claimed[0] if claimed else None
-
-    def heartbeat(
-        self,
-        *,
-        worker: WorkerRef | WorkerRecord,
-        leases: Sequence[tuple[str, int]] = (),
-        lease: float = 0.0,
-    ) -> HeartbeatReply:
-        located = self._locate_many([job_id for job_id, _ in leases])
-        by_queue: dict[str, list[Any]] = {}
-        lost: set[str] = set()
-        cancel: set[str] = set()
-        for job_id, token in leases:
-            queue = located.get(job_id)
-            if queue is None:
-                lost.add(job_id)
-            else:
-                by_queue.setdefault(queue, []).extend((job_id, int(token)))
-        # the worker's row first (starting or stopping), then seen, in the same round trip
-        written = [self._worker_row(worker)] if isinstance(worker, WorkerRecord) else []
-        calls: list[Call] = [
-            *written,
-            (
-                self._g["beat_worker"],
-                [self._global_key(f"worker:{worker.id}"), self._global_key("control")],
-                [],
-            ),
-        ]
-        calls += [
-            self._qcall("heartbeat", queue, repr(float(lease)), *pairs)
-            for queue, pairs in by_queue.items()
-        ]
-        restart, *renewals = self._run_many(calls)[len(written) :]
-        for queue_lost, queue_cancel in renewals:
-            lost.update(queue_lost)
-            cancel.update(queue_cancel)
-        return HeartbeatReply(
-            lost=[job_id for job_id, _ in leases if job_id in lost],
-            cancel=[job_id for job_id, _ in leases if job_id in cancel],
-            restart_requested_at=to_opt_float(restart),
-        )
-
     def cancel(self, job_id: str | None = None, *, batch_id: str | None = None) -> CancelResult:
         kind, job_id = cancel_target(job_id, batch_id)
         if kind == "batch":
@@ -356,97 +159,6 @@ class RedisStore(RedisBatches, RedisGuards, RedisPeriodic, RedisWorkers, RedisOp
         if not calls:
             return self.now()
         return float(self._run_many(calls)[-1])
-
-    def _fail(
-        self,
-        job_id: str,
-        token: int,
-        outcome: str,
-        error: str,
-        traceback: str | None,
-        permanent: bool,
-    ) -> EndResult:
-        queue = self._locate(job_id)
-        if queue is None:
-            return EndResult(accepted=False, state="missing", reason=STALE)
-        for _ in range(MAX_CAS_ROUNDS):
-            reply = self._run(self._qcall("end_read", queue, job_id, int(token), outcome))
-            if reply[0] == "refused":
-                return _refused(reply)
-            _, now_text, policy, tries_used, exceptions, cancel_requested = reply
-            result = self._apply_end(
-                queue,
-                job_id,
-                int(token),
-                outcome,
-                error,
-                traceback,
-                parse_policy(policy),
-                Counters(int(tries_used), int(exceptions)),
-                float(now_text),
-                permanent=permanent,
-                cancel_requested=bool(cancel_requested),
-                mode="end",
-            )
-            if result is not None:
-                return result
-        raise TenureError(f"job {job_id}: its record kept changing while ending attempt {token}")
-
-    def _apply_end(
-        self,
-        queue: str,
-        job_id: str,
-        token: int,
-        outcome: str,
-        error: str,
-        traceback: str | None,
-        policy: Policy,
-        counters: Counters,
-        now: float,
-        *,
-        permanent: bool,
-        cancel_requested: bool,
-        mode: str,
-    ) -> EndResult | None:
-        """Decide in Python, apply in Lua if the job is unchanged; None when it changed."""
-        decision = decide(
-            policy, counters, outcome, now, permanent=permanent, cancel_requested=cancel_requested
-        )
-        new = decision.counters
-        last_error = error if decision.retry else f"{error}; failed because {decision.reason}"
-        retry = "1" if decision.retry else "0"
-        if decision.cancel:
-            outcome, error = cancelled_ending(outcome, error)
-            last_error, retry = error, "c"
-        reply = self._run(
-            self._qcall(
-                "end_apply",
-                queue,
-                job_id,
-                token,
-                outcome,
-                optional(error),
-                optional(traceback),
-                retry,
-                repr(float(decision.delay)),
-                new.tries_used,
-                new.exceptions,
-                last_error,
-                counters.tries_used,
-                counters.exceptions,
-                mode,
-            )
-        )
-        if reply[0] == "conflict":
-            return None
-        if reply[1] == "queued":
-            state = "queued" if decision.delay <= 0 else "scheduled"
-            return EndResult(True, state, decision.reason, decision.delay)
-        if reply[1] == "cancelled" and decision.cancel:
-            return EndResult(True, "cancelled", decision.reason)
-        if reply[1] == "cancelled":
-            return EndResult(True, "cancelled", "its batch no longer runs new work")
-        return EndResult(True, "failed", decision.reason)
 
     def sweep(
         self, *, rescue: bool = True, prune: bool = True, limit: int = 500, dry_run: bool = False
@@ -538,53 +250,3 @@ class RedisStore(RedisBatches, RedisGuards, RedisPeriodic, RedisWorkers, RedisOp
                 if len(entries) < RESCUE_CHUNK:
                     break
         return rescued
-
-    def wait_for_work(
-        self, *, queues: Sequence[str], timeout: float, ended: Sequence[str] = ()
-    ) -> None:
-        if timeout <= 0:
-            return
-        if ended:
-            self._wait_for_ends(ended, min(timeout, self._block_cap))
-            return
-        names = list(dict.fromkeys(queues))
-        if not names:
-            time.sleep(min(timeout, self._block_cap))
-            return
-        wait = min(timeout, self._block_cap)
-        # Sleep no longer than until the earliest delayed job is due: nothing pushes a wake-up
-        # when a run_at merely passes.
-        for now_text, due in self._run_many([self._qcall("next_due", q) for q in names]):
-            if due is not None:
-                wait = min(wait, float(due) - float(now_text) + 0.002)
-        wait = max(wait, MIN_BLOCK_S)
-        self._wait_for_token([f"{self._base(q)}:notify" for q in names], wait)
-
-    def _wait_for_ends(self, job_ids: Sequence[str], wait: float) -> None:
-        """A waiter is a key `waiter:ID` beside the job (under its queue's hash tag); the
-        script that ends the job turns it into a token on `woken:ID` (prelude.lua's
-        wake_waiters), popped here. A waiter new on this call returns at once, for the caller
-        to read the job again: an end before the key existed woke nobody."""
-        located = self._locate_many(job_ids)
-        if not located:
-            time.sleep(wait)  # no such job: the caller's read says so
-            return
-        pipe = self._redis.pipeline(transaction=False)
-        for job_id, queue in located.items():
-            # SET ... GET: the old value, None when the key is new; the TTL is renewed
-            pipe.set(f"{self._base(queue)}:waiter:{job_id}", "1", ex=int(wait) + 60, get=True)
-        if any(previous is None for previous in pipe.execute()):
-            return
-        keys = [f"{self._base(q)}:woken:{job_id}" for job_id, q in located.items()]
-        self._wait_for_token(keys, max(wait, MIN_BLOCK_S))
-
-
-def _refused(reply: list[Any]) -> EndResult:
-    _, state, run_at, now_text = reply
-    shown = "missing" if state is None else visible_state(state, to_float(run_at), float(now_text))
-    return EndResult(accepted=False, state=shown, reason=STALE)
-
-
-def _ended(reply: list[Any]) -> EndResult:
-    """A success script's reply: recorded, or refused with what the job is now."""
-    return EndResult(accepted=True, state="succeeded") if reply[0] == "ok" else _refused(reply)
