@@ -55,6 +55,8 @@ EXPECTED = {
     ),
     "WHERE j.batch_id = b.id AND j.state IN": "tenure_jobs_batch (batch_id=? AND state=?)",
     "WHERE m.batch_id = tenure_batches.id": "tenure_jobs_batch (batch_id=?)",
+    # a stopped chain's later links, stored cancelled: by key, however many
+    "finished_at = ?, last_error = ? WHERE": "sqlite_autoindex_tenure_jobs_1 (id=?)",
     "SELECT *, ? AS now FROM tenure_jobs WHERE ? = ? AND state = ? ORDER BY": (
         "tenure_jobs_state (state=?)"
     ),
@@ -130,6 +132,11 @@ def walk(store: SQLiteStore) -> list[str]:
         link = chains.first_link("c1", links, catch=None, finally_=None, pass_result=False)
         store.enqueue_many([link], batch=NewBatch(id="b2", name="b2", keep=DUE))
         store.cancel(batch_id="b2")
+        long = [replace(new_job(queue="chain"), keep=DUE) for _ in range(12)]
+        head = chains.first_link("c3", long, catch=None, finally_=None, pass_result=False)
+        store.enqueue_many([head])
+        res = store.reserve(queues=["chain"], worker=W1, lease=30.0)[0]
+        store.end_attempt(job_id=res.job_id, token=res.token, outcome="failed", permanent=True)
         drain(store)
         rescued = new_job(queue="lost")
         store.enqueue_many([rescued])

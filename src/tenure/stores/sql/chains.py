@@ -69,10 +69,13 @@ def link_ended(
         for start in range(0, len(ids), ID_CHUNK):
             chunk = ids[start : start + ID_CHUNK]
             marks = ", ".join(["%s"] * len(chunk))
+            # `state || ''`: the state test kept off every index (as retention's delete by
+            # key), or SQLite's planner takes (state, queue) for more than a few ids and
+            # walks every queued job of the store
             cur.execute(
                 d.q(
                     "UPDATE {s}.tenure_jobs SET state = 'cancelled', finished_at = %s,"
-                    f" last_error = %s WHERE state = 'queued' AND id IN ({marks})"
+                    f" last_error = %s WHERE state || '' = 'queued' AND id IN ({marks})"
                 ),
                 (now, follow.reason, *chunk),
             )
