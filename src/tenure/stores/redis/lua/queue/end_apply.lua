@@ -19,19 +19,12 @@ if ARGV[15] == 'rescue' and (tonumber(f[5]) or 0) >= now then return {'conflict'
 local seq = num(f[6])
 close_attempt(id, n, now_s, ARGV[5], optional(ARGV[6]), optional(ARGV[7]))
 redis.call('ZREM', RUNNING, id)
+-- Cancelled while it ran, or its batch was cancelled or has failed (a retry would be wasted
+-- work): it ends cancelled; a retry is queued again; anything else ends failed.
+local final = 'failed'
 if ARGV[8] == 'c' or (ARGV[8] == '1' and batch_stops_new_work(jk)) then
-  -- Cancelled while it ran, or its batch was cancelled or has failed (the retry would be
-  -- wasted work).
-  redis.call('HSET', jk, 'state', 'cancelled', 'finished_at', now_s, 'tries_used', ARGV[10],
-    'exceptions', ARGV[11], 'last_error', ARGV[12])
-  redis.call('HDEL', jk, 'lease_expires_at')
-  move_index(id, seq, 'running', 'cancelled')
-  batch_member_end(jk, id, 'cancelled', now_s, now)
-  chain_link_end(jk, 'cancelled', now_s, now)
-  wake_waiters(id)
-  return {'ok', 'cancelled', false, now_s}
-end
-if ARGV[8] == '1' then
+  final = 'cancelled'
+elseif ARGV[8] == '1' then
   local run_at = fmt(now + (tonumber(ARGV[9]) or 0))
   redis.call('HSET', jk, 'state', 'queued', 'run_at', run_at, 'tries_used', ARGV[10],
     'exceptions', ARGV[11], 'last_error', ARGV[12])
@@ -41,11 +34,11 @@ if ARGV[8] == '1' then
   notify(1)
   return {'ok', 'queued', run_at, now_s}
 end
-redis.call('HSET', jk, 'state', 'failed', 'finished_at', now_s, 'tries_used', ARGV[10],
+redis.call('HSET', jk, 'state', final, 'finished_at', now_s, 'tries_used', ARGV[10],
   'exceptions', ARGV[11], 'last_error', ARGV[12])
 redis.call('HDEL', jk, 'lease_expires_at')
-move_index(id, seq, 'running', 'failed')
-batch_member_end(jk, id, 'failed', now_s, now)
-chain_link_end(jk, 'failed', now_s, now)
+move_index(id, seq, 'running', final)
+batch_member_end(jk, id, final, now_s, now)
+chain_link_end(jk, final, now_s, now)
 wake_waiters(id)
-return {'ok', 'failed', false, now_s}
+return {'ok', final, false, now_s}
