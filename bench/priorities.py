@@ -11,6 +11,13 @@ then end_attempt after end_attempt, in this process, no job code run. Reported:
 that call's latency (p50, p95) and the drain rate; cases interleaved A B B A so drift cancels.
 Mixed = priorities drawn from -2..2 (uniform); single = all 0. For the SQL stores the plan of
 the reservation's statement is printed (EXPLAIN) after the fill.
+
+Latency and rate are wall-clock figures: on a shared machine one load spike during a few
+seconds of drain decides them. So each case also reports figures that do not follow the load:
+this process's CPU time per job and, on Redis, the server's own work per job (INFO
+commandstats and INFO cpu read before and after the drain: microseconds inside the scripts,
+server CPU, Redis commands run by the scripts). These are server-wide counters, so point
+BENCH_REDIS_URL at a server nobody else uses while it runs.
 """
 
 from __future__ import annotations
@@ -61,9 +68,28 @@ def fill(store: Store, jobs: int, mixed: bool, rng: random.Random) -> None:
         )
 
 
-def drain(store: Store, count: int) -> tuple[list[float], float]:
+def server_work(url: str) -> dict[str, float]:
+    """Redis: the server's counters that grow with the work it does, not with the load."""
+    if not url.startswith("redis"):
+        return {}
+    import redis
+
+    client = redis.Redis.from_url(REDIS_URL)
+    stats, cpu = client.info("commandstats"), client.info("cpu")
+    client.close()
+    scripts = [v for k, v in stats.items() if k in ("cmdstat_evalsha", "cmdstat_eval")]
+    return {
+        "script_calls": sum(v["calls"] for v in scripts),
+        "script_usec": sum(v["usec"] for v in scripts),
+        "commands": sum(v["calls"] for v in stats.values()),
+        "cpu_usec": (cpu["used_cpu_user"] + cpu["used_cpu_sys"]) * 1e6,
+    }
+
+
+def drain(store: Store, url: str, count: int) -> tuple[list[float], float, dict[str, float]]:
     (held,) = store.reserve(queues=["default"], worker=WORKER, lease=60)
     calls: list[float] = []
+    before, cpu = server_work(url), time.process_time()
     began = time.perf_counter()
     for _ in range(count):
         t = time.perf_counter()
@@ -74,7 +100,14 @@ def drain(store: Store, count: int) -> tuple[list[float], float]:
         if following is None:
             break
         held = following
-    return calls, len(calls) / (time.perf_counter() - began)
+    rate = len(calls) / (time.perf_counter() - began)
+    work = {"client_usec": (time.process_time() - cpu) * 1e6}
+    work.update({k: v - before[k] for k, v in server_work(url).items()})
+    # per job taken; the script's commands less the scripts themselves
+    per_job = {k: v / len(calls) for k, v in work.items()}
+    if "commands" in per_job:
+        per_job["commands"] -= per_job["script_calls"]
+    return calls, rate, per_job
 
 
 def explain(store: Store, url: str) -> str:
@@ -129,11 +162,40 @@ def one_case(engine: str, workdir: Path, args: argparse.Namespace, mixed: bool) 
     try:
         fill(store, args.jobs, mixed, random.Random(7))
         plan = f"{'mixed' if mixed else 'single'}: {explain(store, url)}"
-        calls, rate = drain(store, args.drain)
+        calls, rate, work = drain(store, url, args.drain)
     finally:
         store.close()
         drop(url)
-    return calls, rate, plan
+    return calls, rate, work, plan
+
+
+# per job taken: (name, unit)
+WORK_LABELS = {
+    "client_usec": ("client CPU", "us"),
+    "script_usec": ("in scripts", "us"),
+    "cpu_usec": ("server CPU", "us"),
+    "commands": ("Redis commands", ""),
+}
+
+
+def median_work(rounds: list[dict[str, float]]) -> dict[str, float]:
+    return {k: statistics.median(r[k] for r in rounds) for k in rounds[0] if k in WORK_LABELS}
+
+
+def describe_work(rounds: list[dict[str, float]]) -> str:
+    """Per job taken, median over the rounds: the figures a load spike does not move much."""
+    figures = median_work(rounds).items()
+    return ", ".join(f"{WORK_LABELS[k][0]} {v:.1f} {WORK_LABELS[k][1]}".strip() for k, v in figures)
+
+
+def by_round(rounds: list[dict[str, float]], key: str) -> str:
+    """One figure of every round, in run order: how far the rounds spread."""
+    return " ".join(f"{r[key]:.0f}" for r in rounds)
+
+
+def work_ratios(works: dict[bool, list[dict[str, float]]]) -> str:
+    single, mixed = median_work(works[False]), median_work(works[True])
+    return ", ".join(f"{WORK_LABELS[k][0]} {mixed[k] / single[k]:.2f}" for k in single if single[k])
 
 
 def main() -> None:
@@ -146,12 +208,14 @@ def main() -> None:
     with tempfile.TemporaryDirectory(prefix="tenure-prio-") as tmp:
         for engine in args.engines.split(","):
             got: dict[bool, tuple[list[float], list[float]]] = {False: ([], []), True: ([], [])}
+            works: dict[bool, list[dict[str, float]]] = {False: [], True: []}
             plans: set[str] = set()
             for r in range(args.rounds):
                 for mixed in (False, True) if r % 2 == 0 else (True, False):
-                    calls, rate, plan = one_case(engine, Path(tmp), args, mixed)
+                    calls, rate, work, plan = one_case(engine, Path(tmp), args, mixed)
                     got[mixed][0].extend(calls)
                     got[mixed][1].append(rate)
+                    works[mixed].append(work)
                     if not plan.endswith(": "):
                         plans.add(plan)
             print(f"{engine}: {args.jobs:,} queued, {args.drain:,} taken per case")
@@ -163,8 +227,15 @@ def main() -> None:
                     f" p50 {statistics.median(ms):.3f} ms, p95 {p95:.3f} ms;"
                     f" drain {statistics.median(got[mixed][1]):,.0f} jobs/s"
                 )
+                print(f"  {'':12} per job: {describe_work(works[mixed])}")
+                if "cpu_usec" in works[mixed][0]:
+                    print(
+                        f"  {'':12} server CPU us per job, by round:",
+                        by_round(works[mixed], "cpu_usec"),
+                    )
             single, mixed_rate = (statistics.median(got[m][1]) for m in (False, True))
             print(f"  mixed / single drain = {mixed_rate / single:.2f}")
+            print(f"  mixed / single work per job: {work_ratios(works)}")
             for plan in sorted(plans):
                 print(f"  plan: {plan}")
 
