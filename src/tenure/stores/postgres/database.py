@@ -136,12 +136,14 @@ class Database:
 
     def _probe(self) -> None:
         """Connect once outside the pool; raise why that fails, in libpq's own words."""
+        self._connect(self.conninfo, **self.connect_kwargs).close()
+
+    def _connect(self, conninfo: str, **kwargs: Any) -> psycopg.Connection[Any]:
+        """A connection of its own, outside the pool; why that fails, in libpq's own words."""
         try:
-            psycopg.connect(
-                self.conninfo,
-                connect_timeout=max(1, round(self.connect_timeout)),
-                **self.connect_kwargs,
-            ).close()
+            return psycopg.connect(
+                conninfo, connect_timeout=max(1, round(self.connect_timeout)), **kwargs
+            )
         except psycopg.Error as exc:
             raise connect_error(exc, self.where) from exc
 
@@ -216,10 +218,7 @@ class Database:
                     " DEFAULT now())"
                 )
             )
-            row = cur.execute(
-                self.q("SELECT coalesce(max(version), 0) AS v FROM {s}.tenure_schema_version")
-            ).fetchone()
-            current = int(row["v"]) if row else 0
+            current = self._version(cur)
             known = migrations()
             if current > len(known):
                 raise ConfigError(
@@ -236,9 +235,12 @@ class Database:
 
     def schema_version(self) -> int:
         with self.cursor() as cur:
-            row = cur.execute(
-                self.q("SELECT coalesce(max(version), 0) AS v FROM {s}.tenure_schema_version")
-            ).fetchone()
+            return self._version(cur)
+
+    def _version(self, cur: Cursor) -> int:
+        row = cur.execute(
+            self.q("SELECT coalesce(max(version), 0) AS v FROM {s}.tenure_schema_version")
+        ).fetchone()
         return int(row["v"]) if row else 0
 
     # -- wake-ups ----------------------------------------------------------------------
@@ -281,14 +283,7 @@ class Database:
         if not self._migrated:
             self.migrate()
         assert self.listen_conninfo is not None
-        try:
-            conn = psycopg.connect(
-                self.listen_conninfo,
-                autocommit=True,
-                connect_timeout=max(1, round(self.connect_timeout)),
-            )
-        except psycopg.Error as exc:
-            raise connect_error(exc, self.where) from exc
+        conn = self._connect(self.listen_conninfo, autocommit=True)
         conn.execute(f'LISTEN "{self.channel}"')
         return conn
 

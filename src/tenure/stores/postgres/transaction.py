@@ -125,16 +125,7 @@ class PostgresJobTransaction:
             self._release()
 
     def rollback(self) -> None:
-        conn = self._conn
-        if conn is None:
-            return
-        try:
-            if not conn.closed:
-                conn.rollback()
-        except psycopg.Error:
-            conn.close()
-        finally:
-            self._release()
+        self._release()  # rolled back unless the job ended it itself, and handed back
 
     def _release(self) -> None:
         conn, self._conn = self._conn, None
