@@ -15,6 +15,7 @@ from typing import Any
 import psycopg
 import pytest
 
+from backends.postgres.kit import PostgresKit
 from conformance.helpers import W1, counts, enqueue, job, new_job, reserve_one, wait_until
 from tenure.errors import ConfigError, StoreUnavailable
 from tenure.retry import Policy
@@ -241,3 +242,16 @@ def _try(call: object) -> object:
         return call()
     except StoreUnavailable:
         return None
+
+
+def test_a_rescue_whose_attempt_row_is_gone_still_rescues_and_says_whose_lease_it_was(
+    store: PostgresStore, kit: PostgresKit
+) -> None:
+    job_id = enqueue(store, new_job())[0]
+    reserve_one(store, lease=0.2)
+    with psycopg.connect(kit.conninfo, autocommit=True) as conn:  # damaged data: no attempt row
+        conn.execute(f"DELETE FROM {kit.app_table('tenure_attempts')} WHERE job_id = %s", (job_id,))
+    rescued = wait_until(lambda: store.sweep(prune=False).rescued, what="a rescue")
+    assert [(r.job_id, r.result.state) for r in rescued] == [(job_id, "queued")]
+    error = job(store, job_id).last_error or ""
+    assert error.startswith(f"worker {W1.id} (pid 0 on unknown host) stopped heartbeating"), error

@@ -21,8 +21,8 @@ from tenure.stores.postgres.database import Cursor, Database, in_schema
 from tenure.stores.postgres.guards import CLOCK
 from tenure.stores.postgres.transaction import caller_cursor
 from tenure.stores.sql import batches, endings
-from tenure.stores.sql.batches import Dialect
 from tenure.stores.sql.control import not_paused
+from tenure.stores.sql.dialect import Dialect
 from tenure.stores.sql.guards import deferral_note
 
 NOW = "date_part('epoch', now())"  # epoch seconds as double precision, the server's clock
@@ -140,11 +140,7 @@ class PostgresJobs:
         guarded job at the head of a queue is left for `reserve`, which judges guards."""
         order = list(dict.fromkeys(queues))
         if worker is None or not order:
-            with self.db.transaction() as cur:
-                ended = self.complete_on(cur, job_id, token, result)
-                if ended is None:
-                    ended = endings.refuse(self.dialect, cur, job_id, token, "succeeded")
-                return ended, None
+            return self._succeed_in_transaction(job_id, token, order, worker, lease, result)
         statement = in_schema(self.db.quoted_schema, claims.COMPLETE_AND_CLAIM)
         params = {
             "id": job_id,
@@ -169,7 +165,7 @@ class PostgresJobs:
         job_id: str,
         token: int,
         queues: Sequence[str],
-        worker: WorkerRef,
+        worker: WorkerRef | None,
         lease: float,
         result: str | None,
     ) -> tuple[EndResult, Reservation | None]:
@@ -177,6 +173,8 @@ class PostgresJobs:
             ended = self.complete_on(cur, job_id, token, result)
             if ended is None:
                 ended = endings.refuse(self.dialect, cur, job_id, token, "succeeded")
+            if worker is None or not queues:
+                return ended, None
             # after the batch row's lock (complete_on), as cancel_batch orders its locks
             return ended, self._claim_one(cur, queues, worker, lease)
 

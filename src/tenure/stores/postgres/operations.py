@@ -21,7 +21,7 @@ from tenure.stores.postgres.database import POOL_MAX, Database
 from tenure.stores.postgres.dialect import PostgresDialect
 from tenure.stores.postgres.jobs import NOW
 from tenure.stores.sql import batches, control, operations, workers
-from tenure.stores.sql.batches import Dialect
+from tenure.stores.sql.dialect import Dialect
 from tenure.stores.sql.rows import attempt_record, effect_record, job_record
 
 # Counter rows left by disconnected backends that a read tolerates before folding them.

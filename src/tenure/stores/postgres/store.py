@@ -28,7 +28,6 @@ from dataclasses import replace
 from typing import ClassVar
 
 from tenure.stores.base import (
-    AttemptRecord,
     Capabilities,
     HeartbeatReply,
     NewJob,
@@ -46,6 +45,7 @@ from tenure.stores.postgres.jobs import NOW, PostgresJobs
 from tenure.stores.postgres.operations import PostgresOperations
 from tenure.stores.postgres.transaction import PostgresJobTransaction
 from tenure.stores.sql import endings, periodic, retention, workers
+from tenure.stores.sql.rows import attempt_record
 
 # A waiter's row outlives its wait by this much: a waiter that died leaves it at most so long.
 WAITER_GRACE_S = 60.0
@@ -148,9 +148,16 @@ class PostgresStore(PostgresJobs, PostgresOperations):
             rows = cur.execute(
                 self.db.q(
                     "SELECT j.id, j.queue, j.policy, j.tries_used, j.exceptions, j.batch_id,"
-                    " j.attempt, j.cancel_requested_at, j.chain,"
-                    " j.lease_expires_at, j.worker_id AS job_worker, a.worker_id, a.host, a.pid,"
-                    " a.started_at, a.last_heartbeat_at FROM {s}.tenure_jobs j"
+                    " j.attempt, j.cancel_requested_at, j.chain, j.lease_expires_at,"
+                    # the attempt, for describe_crash: a missing row (damaged data) must not
+                    # stop the rescue
+                    " j.id AS job_id, j.attempt AS number, coalesce(nullif(a.worker_id, ''),"
+                    " nullif(j.worker_id, ''), 'unknown') AS worker_id,"
+                    " coalesce(nullif(a.host, ''), 'unknown host') AS host,"
+                    " coalesce(a.pid, 0) AS pid,"
+                    " coalesce(nullif(a.started_at, 0), j.lease_expires_at) AS started_at,"
+                    " a.ended_at, a.outcome, a.error, a.traceback, a.last_heartbeat_at"
+                    " FROM {s}.tenure_jobs j"
                     " LEFT JOIN {s}.tenure_attempts a ON a.job_id = j.id AND a.number = j.attempt"
                     " WHERE j.state = 'running' AND j.lease_expires_at < %s"
                     " ORDER BY j.lease_expires_at FOR UPDATE OF j SKIP LOCKED"
@@ -161,28 +168,8 @@ class PostgresStore(PostgresJobs, PostgresOperations):
             # order, so two rescuers cannot each hold a batch the other waits for.
             lock_batches(self.db, cur, [r["batch_id"] for r in rows if r["batch_id"]])
             for row in rows:
-                attempt = AttemptRecord(
-                    job_id=row["id"],
-                    number=row["attempt"],
-                    # a missing attempt row (damaged data) must not stop the rescue
-                    worker_id=row["worker_id"] or row["job_worker"] or "unknown",
-                    host=row["host"] or "unknown host",
-                    pid=row["pid"] or 0,
-                    started_at=row["started_at"] or row["lease_expires_at"],
-                    ended_at=None,
-                    outcome=None,
-                    error=None,
-                    traceback=None,
-                    last_heartbeat_at=row["last_heartbeat_at"],
-                )
-                error = describe_crash(attempt, row["lease_expires_at"])
-                endings.close_attempt(
-                    self.dialect, cur, row["id"], row["attempt"], now, "crashed", error, None
-                )
-                result = endings.apply_decision(
-                    self.dialect, cur, row, "crashed", error, now, False
-                )
-                rescued.append(Rescued(row["id"], row["attempt"], result))
+                error = describe_crash(attempt_record(row), row["lease_expires_at"])
+                rescued.append(endings.rescue(self.dialect, cur, row, error, now))
         return rescued
 
     def wait_for_work(

@@ -16,7 +16,7 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 from dataclasses import replace
-from typing import Any, Protocol
+from typing import Any
 
 from tenure import batch as rules
 from tenure.stores.base import (
@@ -29,43 +29,9 @@ from tenure.stores.base import (
 )
 from tenure.stores.records import log_lost_callback
 from tenure.stores.sql import chains
+from tenure.stores.sql.dialect import Cursor, Dialect, chunks, marks
 
 CALLBACK_KINDS = ("then", "catch", "finally")
-
-# A sqlite3 connection or a psycopg cursor: `execute(sql, params)` returning something with
-# fetchone(), fetchall() and rowcount, rows readable by column name.
-Cursor = Any
-Row = Any  # a sqlite3.Row or a psycopg dict row: read by column name
-
-
-class Dialect(Protocol):
-    """What differs between the SQL engines, for the statements written once here. SQL is
-    written with `{s}.` before every table and `%s` for every parameter; `q()` makes it the
-    engine's own."""
-
-    greatest: str  # the larger of two values: max (SQLite) or greatest (PostgreSQL)
-    lock_rows: str  # appended to a SELECT of rows about to be changed: "" or " FOR UPDATE"
-    creation_order: str  # a column that orders rows (jobs, batches) made in the same instant
-    clock_sql: str  # the server's clock as epoch seconds, inside a statement
-    statement_clock_sql: str  # the same, read once for the whole statement
-
-    def wake(self, cur: Cursor, queue: str) -> None:
-        """Tell idle workers of `queue` that a job is ready, when the transaction commits."""
-
-    def job_ended(self, cur: Cursor, job_id: str) -> None:
-        """Wake whoever waits for the job's end (JobHandle.wait), when the transaction commits."""
-
-    def q(self, sql: str) -> str: ...
-
-    def insert_jobs(
-        self, cur: Cursor, jobs: Sequence[NewJob], now: float, *, skip_existing: bool
-    ) -> int:
-        """Insert the jobs; how many were inserted."""
-
-    def text_list(self, values: Sequence[str]) -> Any:
-        """A list of text as a column holds it: JSON text (SQLite) or text[] (PostgreSQL)."""
-
-    def read_text_list(self, value: Any) -> tuple[str, ...]: ...
 
 
 def enqueue(
@@ -131,16 +97,11 @@ def add(d: Dialect, cur: Cursor, batch_id: str, jobs: Sequence[NewJob], now: flo
     return [j.id for j in fresh]
 
 
-ID_CHUNK = 500  # ids per IN (...) list: well under SQLite's limit on bound parameters
-
-
 def _present_ids(d: Dialect, cur: Cursor, ids: Sequence[str]) -> set[str]:
     present: set[str] = set()
-    for start in range(0, len(ids), ID_CHUNK):
-        chunk = ids[start : start + ID_CHUNK]
-        marks = ", ".join(["%s"] * len(chunk))
+    for chunk in chunks(ids):
         rows = cur.execute(
-            d.q(f"SELECT id FROM {{s}}.tenure_jobs WHERE id IN ({marks})"), tuple(chunk)
+            d.q(f"SELECT id FROM {{s}}.tenure_jobs WHERE id IN ({marks(chunk)})"), tuple(chunk)
         ).fetchall()
         present.update(row["id"] for row in rows)
     return present
@@ -205,8 +166,7 @@ def list_batches(
         return [_record(r) for r in rows]
     if not ids:
         return []
-    marks = ", ".join(["%s"] * len(ids))
-    rows = cur.execute(d.q(f"{_READ} WHERE b.id IN ({marks})"), tuple(ids)).fetchall()
+    rows = cur.execute(d.q(f"{_READ} WHERE b.id IN ({marks(ids)})"), tuple(ids)).fetchall()
     found = {r.id: r for r in map(_record, rows)}
     return [found[i] for i in dict.fromkeys(ids) if i in found]
 

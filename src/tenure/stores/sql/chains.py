@@ -10,31 +10,14 @@ success path skips the count while `chains.goes_on`)."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from dataclasses import replace
-from typing import Any, Protocol
 
 from tenure import chains
-from tenure.stores.records import NewJob
-
-ID_CHUNK = 500
-Cursor = Any  # a sqlite3 connection or a psycopg cursor (stores/sql/batches.py)
-
-
-class ChainDialect(Protocol):
-    """What chains use of stores/sql/batches.Dialect (not imported: batches calls this)."""
-
-    def q(self, sql: str) -> str: ...
-
-    def job_ended(self, cur: Cursor, job_id: str) -> None: ...
-
-    def insert_jobs(
-        self, cur: Cursor, jobs: Sequence[NewJob], now: float, *, skip_existing: bool
-    ) -> int: ...
+from tenure.stores.sql.dialect import Cursor, Dialect, chunks, marks
 
 
 def link_ended(
-    d: ChainDialect,
+    d: Dialect,
     cur: Cursor,
     chain: str | None,
     outcome: str,
@@ -66,16 +49,14 @@ def link_ended(
     if follow.cancelled:
         d.insert_jobs(cur, follow.cancelled, now, skip_existing=True)
         ids = [j.id for j in follow.cancelled]
-        for start in range(0, len(ids), ID_CHUNK):
-            chunk = ids[start : start + ID_CHUNK]
-            marks = ", ".join(["%s"] * len(chunk))
+        for chunk in chunks(ids):
             # `state || ''`: the state test kept off every index (as retention's delete by
             # key), or SQLite's planner takes (state, queue) for more than a few ids and
             # walks every queued job of the store
             cur.execute(
                 d.q(
                     "UPDATE {s}.tenure_jobs SET state = 'cancelled', finished_at = %s,"
-                    f" last_error = %s WHERE state || '' = 'queued' AND id IN ({marks})"
+                    f" last_error = %s WHERE state || '' = 'queued' AND id IN ({marks(chunk)})"
                 ),
                 (now, follow.reason, *chunk),
             )

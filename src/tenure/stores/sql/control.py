@@ -13,8 +13,8 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 
 from tenure.stores.base import CancelResult
-from tenure.stores.sql import batches, chains
-from tenure.stores.sql.batches import Cursor, Dialect
+from tenure.stores.sql import batches, endings
+from tenure.stores.sql.dialect import Cursor, Dialect
 
 
 def not_paused(queue_param: str) -> str:
@@ -26,7 +26,7 @@ def not_paused(queue_param: str) -> str:
 def cancel(d: Dialect, cur: Cursor, job_id: str, clock: Callable[[], float]) -> CancelResult:
     """`clock` is read after the job's row is locked (lock order: job row, then batch row)."""
     row = cur.execute(
-        d.q(f"SELECT state, batch_id, chain FROM {{s}}.tenure_jobs WHERE id = %s{d.lock_rows}"),
+        d.q(f"SELECT id, state, batch_id, chain FROM {{s}}.tenure_jobs WHERE id = %s{d.lock_rows}"),
         (job_id,),
     ).fetchone()
     if row is None:
@@ -41,10 +41,7 @@ def cancel(d: Dialect, cur: Cursor, job_id: str, clock: Callable[[], float]) -> 
             ),
             (now, now, job_id),
         )
-        if row["batch_id"] is not None:
-            batches.member_ended(d, cur, row["batch_id"], "cancelled", now)
-        chains.link_ended(d, cur, row["chain"], "cancelled", now)
-        d.job_ended(cur, job_id)  # JobHandle.wait raises JobCancelled at once
+        endings.finished(d, cur, row, "cancelled", now)  # JobHandle.wait raises JobCancelled
         return CancelResult(accepted=True, state="cancelled")
     if state == "running":  # its worker hears of it at its next heartbeat
         cur.execute(

@@ -9,9 +9,9 @@ from collections.abc import Callable
 from tenure.chains import goes_on
 from tenure.retry import Counters, Policy, cancelled_ending, decide
 from tenure.states import visible_state
-from tenure.stores.base import EndResult
+from tenure.stores.base import EndResult, Rescued
 from tenure.stores.sql import batches, chains
-from tenure.stores.sql.batches import Cursor, Dialect, Row
+from tenure.stores.sql.dialect import Cursor, Dialect, Row
 
 STALE = "stale token: lease taken over"
 # What apply_decision reads of the job.
@@ -125,6 +125,15 @@ def end_attempt(
     return apply_decision(d, cur, job, outcome, error, at, permanent)
 
 
+def rescue(d: Dialect, cur: Cursor, job: Row, error: str, now: float) -> Rescued:
+    """The sweep's rescue of a (locked) job whose lease expired with no end: its attempt
+    closed as crashed with `error` (describe_crash's words), then the retry decision."""
+    close_attempt(d, cur, job["id"], job["attempt"], now, "crashed", error, None)
+    return Rescued(
+        job["id"], job["attempt"], apply_decision(d, cur, job, "crashed", error, now, False)
+    )
+
+
 def apply_decision(
     d: Dialect, cur: Cursor, job: Row, outcome: str, error: str, now: float, permanent: bool
 ) -> EndResult:
@@ -153,10 +162,7 @@ def apply_decision(
             ),
             (now, note, job["id"]),
         )
-        if batch_id is not None:
-            batches.member_ended(d, cur, batch_id, "cancelled", now)
-        chains.link_ended(d, cur, job["chain"], "cancelled", now)
-        d.job_ended(cur, job["id"])
+        finished(d, cur, job, "cancelled", now)
         return EndResult(True, "cancelled", decision.reason)
     if decision.retry and batch_id is not None and batches.stops_new_work(d, cur, batch_id):
         # Its batch was cancelled or has failed: the retry would be wasted work.
@@ -168,9 +174,7 @@ def apply_decision(
             ),
             (now, c.tries_used, c.exceptions, error, job["id"]),
         )
-        batches.member_ended(d, cur, batch_id, "cancelled", now)
-        chains.link_ended(d, cur, job["chain"], "cancelled", now)
-        d.job_ended(cur, job["id"])
+        finished(d, cur, job, "cancelled", now)
         return EndResult(True, "cancelled", "its batch no longer runs new work")
     if decision.retry:
         cur.execute(
@@ -195,8 +199,14 @@ def apply_decision(
         ),
         (now, c.tries_used, c.exceptions, reason, job["id"]),
     )
-    if batch_id is not None:
-        batches.member_ended(d, cur, batch_id, "failed", now)
-    chains.link_ended(d, cur, job["chain"], "failed", now)
-    d.job_ended(cur, job["id"])
+    finished(d, cur, job, "failed", now)
     return EndResult(True, "failed", decision.reason)
+
+
+def finished(d: Dialect, cur: Cursor, job: Row, state: str, now: float) -> None:
+    """After a job (id, batch_id, chain) ended for good other than by success: its batch
+    counts it, its chain's later links follow, and whoever waits for its end wakes."""
+    if job["batch_id"] is not None:
+        batches.member_ended(d, cur, job["batch_id"], state, now)
+    chains.link_ended(d, cur, job["chain"], state, now)
+    d.job_ended(cur, job["id"])

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from tenure.stores.records import JobRecord
 from tenure.stores.sql import batches
-from tenure.stores.sql.batches import Cursor, Dialect
+from tenure.stores.sql.dialect import Cursor, Dialect
 from tenure.stores.sql.rows import job_record
 
 

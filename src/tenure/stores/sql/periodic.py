@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 
 from tenure.stores.base import NewJob, PeriodicClaim, PeriodicRecord
-from tenure.stores.sql.batches import Cursor, Dialect
+from tenure.stores.sql.dialect import Cursor, Dialect
 
 Enqueue = Callable[[Sequence[NewJob]], list[str]]
 

@@ -17,7 +17,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from tenure.retention import Pruned
-from tenure.stores.sql.batches import Cursor, Dialect
+from tenure.stores.sql.dialect import Cursor, Dialect, marks
 
 FINAL_SQL = "('succeeded', 'failed', 'cancelled')"
 # The state test of a delete by key, kept off every index: SQLite's planner (no statistics)
@@ -75,11 +75,10 @@ def prune(d: Dialect, cur: Cursor, now: float, limit: int) -> Pruned:
     batches = _chosen(d, cur, BATCHES, now, limit)
     members: list[str] = []
     if batches and len(jobs) < limit:
-        lock = f"{d.lock_rows} SKIP LOCKED" if d.lock_rows else ""
         rows = cur.execute(
             d.q(
-                f"SELECT id FROM {{s}}.tenure_jobs WHERE batch_id IN ({_marks(batches)})"
-                f" AND state IN {FINAL_SQL} LIMIT %s{lock}"
+                f"SELECT id FROM {{s}}.tenure_jobs WHERE batch_id IN ({marks(batches)})"
+                f" AND state IN {FINAL_SQL} LIMIT %s{_skip_locked(d)}"
             ),
             (*batches, limit - len(jobs)),
         ).fetchall()
@@ -87,19 +86,19 @@ def prune(d: Dialect, cur: Cursor, now: float, limit: int) -> Pruned:
     ids = jobs + members
     attempts = effects = guards = deleted = gone = 0
     if ids:
-        marks = _marks(ids)
-        attempts = _delete(d, cur, f"tenure_attempts WHERE job_id IN ({marks})", ids)
-        effects = _delete(d, cur, f"tenure_once WHERE job_id IN ({marks})", ids)
-        guards = _delete(d, cur, f"tenure_unique WHERE job_id IN ({marks})", ids)
+        ins = marks(ids)
+        attempts = _delete(d, cur, f"tenure_attempts WHERE job_id IN ({ins})", ids)
+        effects = _delete(d, cur, f"tenure_once WHERE job_id IN ({ins})", ids)
+        guards = _delete(d, cur, f"tenure_unique WHERE job_id IN ({ins})", ids)
         deleted = _delete(
-            d, cur, f"tenure_jobs WHERE id IN ({marks}) AND {UNINDEXED_STATE} IN {FINAL_SQL}", ids
+            d, cur, f"tenure_jobs WHERE id IN ({ins}) AND {UNINDEXED_STATE} IN {FINAL_SQL}", ids
         )
     if batches:
         # a batch goes once the last of its members has gone
         gone = _delete(
             d,
             cur,
-            f"tenure_batches WHERE id IN ({_marks(batches)}) AND finished AND NOT EXISTS"
+            f"tenure_batches WHERE id IN ({marks(batches)}) AND finished AND NOT EXISTS"
             " (SELECT 1 FROM {s}.tenure_jobs m WHERE m.batch_id = tenure_batches.id)",
             batches,
         )
@@ -141,10 +140,6 @@ def count_due(d: Dialect, cur: Cursor, now: float) -> Pruned:
     guards += _count(d, cur, "FROM {s}.tenure_unique WHERE expires_at <= %s", now)
     guards += _count(d, cur, "FROM {s}.tenure_rate_starts WHERE expires_at <= %s", now)
     return Pruned(jobs=jobs, attempts=attempts, effects=effects, batches=batches, guards=guards)
-
-
-def _marks(values: Sequence[object]) -> str:
-    return ", ".join(["%s"] * len(values))
 
 
 def _chosen(d: Dialect, cur: Cursor, kinds: tuple[Due, ...], now: float, limit: int) -> list[str]:

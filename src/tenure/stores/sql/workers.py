@@ -5,7 +5,7 @@ recorded on the same row by the same verb."""
 from __future__ import annotations
 
 from tenure.stores.records import WorkerRecord
-from tenure.stores.sql.batches import Cursor, Dialect
+from tenure.stores.sql.dialect import Cursor, Dialect
 
 
 def register(d: Dialect, cur: Cursor, record: WorkerRecord, now: float | None = None) -> None:

@@ -20,7 +20,7 @@ from tenure.retry import parse_policy
 from tenure.stores.base import EndResult, NewBatch, NewJob, Reservation, WorkerRef, batch_target
 from tenure.stores.sql import batches, control, endings
 from tenure.stores.sql import guards as sql_guards
-from tenure.stores.sql.batches import Dialect
+from tenure.stores.sql.dialect import Dialect
 from tenure.stores.sqlite import guards, schema
 
 log = logging.getLogger("tenure.store")

@@ -100,8 +100,8 @@ class SQLiteStore(SQLiteJobs, SQLiteOperations):
         # The check then the insert, inside the one write lock; PostgreSQL needs FOR SHARE on
         # the job row in one statement to hold off a concurrent rescue (postgres/guards.py).
         with self._write() as (conn, now):
-            if not self._holds(conn, job_id, token, now):
-                return False  # a fenced attempt must not perform the effect
+            if endings.held_job(SQLITE, conn, job_id, token) is None:
+                return False  # fenced: the attempt must not perform the effect
             return bool(
                 conn.execute(
                     "INSERT OR IGNORE INTO tenure_once (job_id, key, attempt, at)"
@@ -109,16 +109,6 @@ class SQLiteStore(SQLiteJobs, SQLiteOperations):
                     (job_id, key, token, now),
                 ).rowcount
             )
-
-    def _holds(self, conn: sqlite3.Connection, job_id: str, token: int, now: float) -> bool:
-        # Fencing: a worker paused past its lease must not end an attempt someone else now owns.
-        # A lease that has expired but not yet been rescued is still honoured: nobody else has
-        # the job, and accepting the result avoids running it again.
-        row = conn.execute(
-            "SELECT 1 FROM tenure_jobs WHERE id = ? AND attempt = ? AND state = 'running'",
-            (job_id, token),
-        ).fetchone()
-        return row is not None
 
     def cancel(self, job_id: str | None = None, *, batch_id: str | None = None) -> CancelResult:
         kind, target = cancel_target(job_id, batch_id)
@@ -162,9 +152,7 @@ class SQLiteStore(SQLiteJobs, SQLiteOperations):
             error = "its lease expired with no result, and its attempt record is missing"
         else:
             error = describe_crash(attempt_record(found), row["lease_expires_at"])
-        endings.close_attempt(SQLITE, conn, row["id"], row["attempt"], now, "crashed", error, None)
-        result = endings.apply_decision(SQLITE, conn, row, "crashed", error, now, False)
-        return Rescued(row["id"], row["attempt"], result)
+        return endings.rescue(SQLITE, conn, row, error, now)
 
     def wait_for_work(
         self, *, queues: Sequence[str], timeout: float, ended: Sequence[str] = ()

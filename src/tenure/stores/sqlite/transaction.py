@@ -7,6 +7,8 @@ import sqlite3
 from typing import Protocol
 
 from tenure.stores.base import EndResult, Reservation, transaction_ended
+from tenure.stores.sql import endings
+from tenure.stores.sqlite.dialect import SQLITE
 
 
 class Completer(Protocol):
@@ -15,8 +17,6 @@ class Completer(Protocol):
     path: str
 
     def _now(self, conn: sqlite3.Connection) -> float: ...
-
-    def _holds(self, conn: sqlite3.Connection, job_id: str, token: int, now: float) -> bool: ...
 
     def _complete_on(
         self,
@@ -52,7 +52,7 @@ class SQLiteJobTransaction:
             if not conn.in_transaction:  # the job committed or rolled back by itself
                 raise transaction_ended(self._job_id)
             now = self._store._now(conn)
-            if not self._store._holds(conn, self._job_id, self._token, now):
+            if endings.held_job(SQLITE, conn, self._job_id, self._token) is None:
                 # Fenced: the job's own writes must not land either. Roll back, then record
                 # the refusal in a transaction of its own.
                 conn.execute("ROLLBACK")
