@@ -12,7 +12,7 @@ inside a transaction now() is when it began.
 
 from __future__ import annotations
 
-from tenure.stores.postgres.guards import CLOCK
+from tenure.stores.postgres.database import CLOCK
 from tenure.stores.sql.control import not_paused
 
 # Every write of an attempt row on the hot path is an upsert on its primary key (job_id,

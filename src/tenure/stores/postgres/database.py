@@ -37,6 +37,9 @@ CONNECT_TIMEOUT_S = 5.0
 # pg_advisory_xact_lock's first key; the second is the schema's hash. 0x7E4E: "tenure".
 ADVISORY_CLASS = 0x7E4E
 
+# The server's time at the moment it is read (inside a transaction, now() is when it began).
+CLOCK = "date_part('epoch', clock_timestamp())"
+
 Cursor = psycopg.Cursor[DictRow]
 Connection = psycopg.Connection[DictRow]
 
@@ -188,7 +191,7 @@ class Database:
     @staticmethod
     def clock(cur: Cursor) -> float:
         """The server's time at this moment; inside a transaction, read it after the locks."""
-        row = cur.execute("SELECT date_part('epoch', clock_timestamp()) AS now").fetchone()
+        row = cur.execute(f"SELECT {CLOCK} AS now").fetchone()
         assert row is not None
         return float(row["now"])
 

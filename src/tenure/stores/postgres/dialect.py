@@ -7,7 +7,7 @@ from collections.abc import Sequence
 
 from tenure.stores.base import NewJob
 from tenure.stores.postgres.claims import ENDED_PREFIX
-from tenure.stores.postgres.database import Cursor, Database
+from tenure.stores.postgres.database import CLOCK, Cursor, Database
 from tenure.stores.postgres.jobs import NOW, insert_jobs
 
 
@@ -15,7 +15,7 @@ class PostgresDialect:
     greatest = "greatest"
     lock_rows = " FOR UPDATE"
     creation_order = "seq"
-    clock_sql = "date_part('epoch', clock_timestamp())"
+    clock_sql = CLOCK
     statement_clock_sql = NOW  # now(): the transaction's start, one value for the statement
 
     def __init__(self, db: Database) -> None:

@@ -22,13 +22,12 @@ from collections.abc import Sequence
 from psycopg.rows import DictRow
 
 from tenure.stores.base import NewJob
-from tenure.stores.postgres.database import Cursor, Database
+from tenure.stores.postgres.database import CLOCK, Cursor, Database
 from tenure.stores.sql.guards import overlap_deferral, rate_deferral, unique_holder
 
 # pg_advisory_xact_lock's first key per kind (the migration lock is 0x7E4E)
 OVERLAP_LOCK = 0x7E4F
 RATE_LOCK = 0x7E50
-CLOCK = "date_part('epoch', clock_timestamp())"
 
 
 class KeyBusy(Exception):

@@ -17,8 +17,7 @@ from tenure.retry import parse_policy
 from tenure.stores.base import EndResult, NewBatch, NewJob, Reservation, WorkerRef, batch_target
 from tenure.stores.postgres import claims, guards
 from tenure.stores.postgres.claims import NEXT_ATTEMPT, OPEN_ATTEMPT, RETURNING
-from tenure.stores.postgres.database import Cursor, Database, in_schema
-from tenure.stores.postgres.guards import CLOCK
+from tenure.stores.postgres.database import CLOCK, Cursor, Database, in_schema
 from tenure.stores.postgres.transaction import caller_cursor
 from tenure.stores.sql import batches, endings
 from tenure.stores.sql.control import not_paused
@@ -115,32 +114,37 @@ class PostgresJobs:
         worker: WorkerRef | None = None,
         lease: float = 0.0,
     ) -> tuple[EndResult, Reservation | None]:
-        if outcome == "succeeded":
-            return self._succeed(job_id, token, queues, worker, lease, result)
-        ending = (job_id, token, outcome, error or outcome, traceback, permanent)
         order = list(dict.fromkeys(queues))
+        if outcome == "succeeded" and worker is not None and order:
+            done = self._succeed_and_claim(job_id, token, order, worker, lease, result)
+            if done is not None:
+                return done
         with self.db.transaction() as cur:
-            ended = endings.end_attempt(self.dialect, cur, lambda: self.db.clock(cur), *ending)
+            if outcome == "succeeded":  # complete_on's None: a stale token, refused
+                ended = self.complete_on(cur, job_id, token, result) or endings.refuse(
+                    self.dialect, cur, job_id, token, "succeeded"
+                )
+            else:
+                ending = (job_id, token, outcome, error or outcome, traceback, permanent)
+                ended = endings.end_attempt(self.dialect, cur, lambda: self.db.clock(cur), *ending)
             if worker is None or not order:
                 return ended, None
             # after the job's and its batch's locks, as cancel_batch orders its locks
             return ended, self._claim_one(cur, order, worker, lease)
 
-    def _succeed(
+    def _succeed_and_claim(
         self,
         job_id: str,
         token: int,
-        queues: Sequence[str],
-        worker: WorkerRef | None,
+        order: list[str],
+        worker: WorkerRef,
         lease: float,
         result: str | None,
-    ) -> tuple[EndResult, Reservation | None]:
-        """One statement, one round trip and one commit for a job outside any batch; a batch
-        member (or a stale token) takes the transaction path. Only plain jobs are claimed: a
-        guarded job at the head of a queue is left for `reserve`, which judges guards."""
-        order = list(dict.fromkeys(queues))
-        if worker is None or not order:
-            return self._succeed_in_transaction(job_id, token, order, worker, lease, result)
+    ) -> tuple[EndResult, Reservation | None] | None:
+        """One statement, one round trip and one commit for a job outside any batch; None
+        sends a batch member, a chain link or a stale token to the transaction path. Only
+        plain jobs are claimed: a guarded job at the head of a queue is left for `reserve`,
+        which judges guards."""
         statement = in_schema(self.db.quoted_schema, claims.COMPLETE_AND_CLAIM)
         params = {
             "id": job_id,
@@ -152,31 +156,13 @@ class PostgresJobs:
         with self.db.cursor() as cur:
             rows = cur.execute(statement, params).fetchall()
         if not rows[0]["completed"]:
-            return self._succeed_in_transaction(job_id, token, order, worker, lease, result)
+            return None
         ok = EndResult(accepted=True, state="succeeded")
         out = [_reservation(r) for r in rows if r["id"] is not None]
         if out or rows[0]["picked"] or len(order) == 1:
             return ok, out[0] if out else None
         with self.db.cursor() as cur:
             return ok, self._claim_one(cur, order[1:], worker, lease)
-
-    def _succeed_in_transaction(
-        self,
-        job_id: str,
-        token: int,
-        queues: Sequence[str],
-        worker: WorkerRef | None,
-        lease: float,
-        result: str | None,
-    ) -> tuple[EndResult, Reservation | None]:
-        with self.db.transaction() as cur:
-            ended = self.complete_on(cur, job_id, token, result)
-            if ended is None:
-                ended = endings.refuse(self.dialect, cur, job_id, token, "succeeded")
-            if worker is None or not queues:
-                return ended, None
-            # after the batch row's lock (complete_on), as cancel_batch orders its locks
-            return ended, self._claim_one(cur, queues, worker, lease)
 
     def _claim_one(
         self, cur: Cursor, queues: Sequence[str], worker: WorkerRef, lease: float

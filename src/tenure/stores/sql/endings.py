@@ -155,26 +155,11 @@ def apply_decision(
         # not retried, and its attempt says `cancelled` (with what happened).
         ended, note = cancelled_ending(outcome, error)
         close_attempt(d, cur, job["id"], job["attempt"], now, ended, note, None)
-        cur.execute(
-            d.q(
-                "UPDATE {s}.tenure_jobs SET state = 'cancelled', finished_at = %s,"
-                " lease_expires_at = NULL, last_error = %s WHERE id = %s"
-            ),
-            (now, note, job["id"]),
-        )
-        finished(d, cur, job, "cancelled", now)
+        _end(d, cur, job, "cancelled", c, note, now)  # c: the counters as they were
         return EndResult(True, "cancelled", decision.reason)
     if decision.retry and batch_id is not None and batches.stops_new_work(d, cur, batch_id):
         # Its batch was cancelled or has failed: the retry would be wasted work.
-        cur.execute(
-            d.q(
-                "UPDATE {s}.tenure_jobs SET state = 'cancelled', finished_at = %s,"
-                " lease_expires_at = NULL, tries_used = %s, exceptions = %s,"
-                " last_error = %s WHERE id = %s"
-            ),
-            (now, c.tries_used, c.exceptions, error, job["id"]),
-        )
-        finished(d, cur, job, "cancelled", now)
+        _end(d, cur, job, "cancelled", c, error, now)
         return EndResult(True, "cancelled", "its batch no longer runs new work")
     if decision.retry:
         cur.execute(
@@ -190,17 +175,23 @@ def apply_decision(
             d.wake(cur, job["queue"])
             return EndResult(True, "queued", decision.reason, decision.delay)
         return EndResult(True, "scheduled", decision.reason, decision.delay)
-    reason = f"{error}; failed because {decision.reason}"
+    _end(d, cur, job, "failed", c, f"{error}; failed because {decision.reason}", now)
+    return EndResult(True, "failed", decision.reason)
+
+
+def _end(
+    d: Dialect, cur: Cursor, job: Row, state: str, c: Counters, last_error: str, now: float
+) -> None:
+    """The job's row ends `state` (cancelled or failed) with its counters and error, and
+    what follows a job's end for good follows."""
     cur.execute(
         d.q(
-            "UPDATE {s}.tenure_jobs SET state = 'failed', finished_at = %s,"
-            " lease_expires_at = NULL, tries_used = %s, exceptions = %s, last_error = %s"
-            " WHERE id = %s"
+            "UPDATE {s}.tenure_jobs SET state = %s, finished_at = %s, lease_expires_at = NULL,"
+            " tries_used = %s, exceptions = %s, last_error = %s WHERE id = %s"
         ),
-        (now, c.tries_used, c.exceptions, reason, job["id"]),
+        (state, now, c.tries_used, c.exceptions, last_error, job["id"]),
     )
-    finished(d, cur, job, "failed", now)
-    return EndResult(True, "failed", decision.reason)
+    finished(d, cur, job, state, now)
 
 
 def finished(d: Dialect, cur: Cursor, job: Row, state: str, now: float) -> None:
