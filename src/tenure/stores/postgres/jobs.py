@@ -45,21 +45,16 @@ class PostgresJobs:
         into_batch: str | None = None,
     ) -> list[str]:
         target = None if batch is None and into_batch is None else batch_target(batch, into_batch)
-        if conn is not None:
-            # The application's own transaction: its commit or rollback decides, not us.
-            with caller_cursor(self.db, conn) as cur:
-                if target is not None:
-                    return batches.enqueue(self.dialect, cur, target, jobs, self.db.clock(cur))
-                return self._enqueue(cur, jobs)
-        if target is not None:
-            with self.db.transaction() as cur:
-                return batches.enqueue(self.dialect, cur, target, jobs, self.db.clock(cur))
-        if not any(j.guards.unique_key is not None for j in jobs):
+        plain = conn is None and target is None
+        if plain and not any(j.guards.unique_key is not None for j in jobs):
             statement, params = insert_statement(self.db, jobs, skip_existing=True)
             with self.db.cursor() as cur:  # one statement, one round trip
                 cur.execute(statement, params)
             return [j.id for j in jobs]
-        with self.db.transaction() as cur:
+        # With conn, the application's own transaction: its commit or rollback decides, not us.
+        with self.db.transaction() if conn is None else caller_cursor(self.db, conn) as cur:
+            if target is not None:
+                return batches.enqueue(self.dialect, cur, target, jobs, self.db.clock(cur))
             return self._enqueue(cur, jobs)
 
     def _enqueue(self, cur: Cursor, jobs: Sequence[NewJob]) -> list[str]:
@@ -167,30 +162,16 @@ class PostgresJobs:
     def _claim_one(
         self, cur: Cursor, queues: Sequence[str], worker: WorkerRef, lease: float
     ) -> Reservation | None:
+        """The next job after an end, one statement per queue (claims.CLAIM_ONE): the oldest
+        ready job without guards; a guarded one at a queue's head is left for `reserve`."""
         out: list[Reservation] = []
+        statement = _claim_statement(self.db, 1)
         for queue in queues:
-            picked, _ = self._reserve_plain(cur, queue, 1, [], worker, lease, out)
+            rows = cur.execute(statement, _claim_params(queue, 1, [], worker, lease)).fetchall()
+            picked, _ = _claimed(rows, out)
             if out or picked:
                 break  # claimed one, or the queue's head is guarded: `reserve` judges it
         return out[0] if out else None
-
-    def _reserve_plain(
-        self,
-        cur: Cursor,
-        queue: str,
-        want: int,
-        seen: list[str],
-        worker: WorkerRef,
-        lease: float,
-        out: list[Reservation],
-    ) -> tuple[int, list[str]]:
-        """The hot path, one statement (claims.CLAIM): claim the oldest ready jobs without
-        guards; return how many rows were picked and the ids of the guarded ones among them,
-        to judge apart."""
-        rows = cur.execute(
-            _claim_statement(self.db, want), _claim_params(queue, want, seen, worker, lease)
-        ).fetchall()
-        return _claimed(rows, out)
 
     def _reserve_guarded(
         self,

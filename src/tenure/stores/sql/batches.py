@@ -151,11 +151,6 @@ def cancel(d: Dialect, cur: Cursor, batch_id: str, now: float) -> bool:
     return True
 
 
-def read(d: Dialect, cur: Cursor, batch_id: str) -> BatchRecord | None:
-    row = cur.execute(d.q(f"{_READ} WHERE b.id = %s"), (batch_id,)).fetchone()
-    return None if row is None else _record(row)
-
-
 def list_batches(
     d: Dialect, cur: Cursor, ids: Sequence[str] | None, limit: int
 ) -> list[BatchRecord]:

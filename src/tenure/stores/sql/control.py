@@ -58,8 +58,8 @@ def cancel(d: Dialect, cur: Cursor, job_id: str, clock: Callable[[], float]) -> 
 def cancel_batch(d: Dialect, cur: Cursor, batch_id: str, now: float) -> CancelResult:
     if batches.cancel(d, cur, batch_id, now):
         return CancelResult(accepted=True, state="cancelled")
-    record = batches.read(d, cur, batch_id)
-    return CancelResult(accepted=False, state=record.state if record else "missing")
+    found = batches.list_batches(d, cur, [batch_id], 1)
+    return CancelResult(accepted=False, state=found[0].state if found else "missing")
 
 
 def set_control(

@@ -51,10 +51,6 @@ class SQLiteConnections:
                 self.migrate()
         return conn
 
-    def migrate_once(self) -> None:
-        if not self._migrated:
-            self._conn()
-
     @contextmanager
     def _write(self) -> Iterator[tuple[sqlite3.Connection, float]]:
         """A write transaction holding the lock from its start, with the store's now."""
@@ -142,15 +138,10 @@ class SQLiteJobs(SQLiteConnections):
         into_batch: str | None = None,
     ) -> list[str]:
         target = None if batch is None and into_batch is None else batch_target(batch, into_batch)
-        if conn is not None:
-            with self._caller_transaction(conn) as (caller, now):
-                if target is not None:
-                    return batches.enqueue(self.dialect, caller, target, jobs, now)
-                return self._enqueue(caller, jobs, now)
-        with self._write() as (own, now):
+        with self._write() if conn is None else self._caller_transaction(conn) as (cur, now):
             if target is not None:
-                return batches.enqueue(self.dialect, own, target, jobs, now)
-            return self._enqueue(own, jobs, now)
+                return batches.enqueue(self.dialect, cur, target, jobs, now)
+            return self._enqueue(cur, jobs, now)
 
     def _enqueue(self, conn: sqlite3.Connection, jobs: Sequence[NewJob], now: float) -> list[str]:
         ids: list[str] = []
@@ -187,7 +178,8 @@ class SQLiteJobs(SQLiteConnections):
                 f"conn=: that connection is not to this store's file {self.path!r}; enqueueing "
                 "in a transaction needs the same database"
             )
-        self.migrate_once()
+        if not self._migrated:
+            self._conn()  # a new connection migrates the file first
         saved = conn.row_factory
         conn.row_factory = sqlite3.Row
         try:
