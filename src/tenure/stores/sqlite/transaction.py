@@ -4,30 +4,11 @@
 from __future__ import annotations
 
 import sqlite3
-from typing import Protocol
 
-from tenure.stores.base import EndResult, Reservation, transaction_ended
+from tenure.stores.base import EndResult, transaction_ended
 from tenure.stores.sql import endings
+from tenure.stores.sqlite.connection import SQLiteJobs
 from tenure.stores.sqlite.dialect import SQLITE
-
-
-class Completer(Protocol):
-    """What a job transaction uses of the SQLite store, which imports this module."""
-
-    path: str
-
-    def _now(self, conn: sqlite3.Connection) -> float: ...
-
-    def _complete_on(
-        self,
-        conn: sqlite3.Connection,
-        job_id: str,
-        token: int,
-        now: float,
-        result: str | None = None,
-    ) -> EndResult: ...
-
-    def end_attempt(self, *, job_id: str, token: int) -> tuple[EndResult, Reservation | None]: ...
 
 
 class SQLiteJobTransaction:
@@ -38,7 +19,7 @@ class SQLiteJobTransaction:
     every other writer waits meanwhile: keep such jobs short, or use PostgreSQL.
     """
 
-    def __init__(self, store: Completer, job_id: str, token: int) -> None:
+    def __init__(self, store: SQLiteJobs, job_id: str, token: int) -> None:
         self._store = store
         self._job_id = job_id
         self._token = token
