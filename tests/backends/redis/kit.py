@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from tenure.stores.redis.client import split_prefix
+from tenure.stores.redis import split_prefix
 
 from servers import raw_redis
 

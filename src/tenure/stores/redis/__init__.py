@@ -5,15 +5,7 @@ connection, key names, running scripts): a job's hot path (jobs.py), batches, gu
 jobs, what people read (operations.py), and reading stored hashes back into records
 (records.py)."""
 
-from tenure.stores.redis.client import clock_value, glob_escape, quote_queue, split_prefix
-from tenure.stores.redis.cluster_store import RedisClusterStore
-from tenure.stores.redis.store import RedisStore
+from tenure.stores.redis.connection import split_prefix
+from tenure.stores.redis.store import RedisClusterStore, RedisStore
 
-__all__ = [
-    "RedisClusterStore",
-    "RedisStore",
-    "clock_value",
-    "glob_escape",
-    "quote_queue",
-    "split_prefix",
-]
+__all__ = ["RedisClusterStore", "RedisStore", "split_prefix"]

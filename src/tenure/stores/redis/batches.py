@@ -2,14 +2,21 @@
 of the Store protocol.
 
 A batch lives under the hash tag of its *home* queue: the queue of its first member, else of its
-first callback, else `default`. The rules themselves run in Lua (lua/lib/batch_rules.lua), inside
-the same script as the job change that triggers them, so a member's end, its batch's counts and
-the callbacks it enqueues are one atomic step. The store-wide keys (tag `{g}`) say where each
-batch lives:
+first callback, else `default` (`PREFIX:{q:HOME}:batch:ID`, the batch and its counts, and
+`:bopen:ID`, its members not settled yet). The rules run in Lua (lua/lib/batch_rules.lua and
+batch_io.lua) inside the same script as the job change that triggers them, so a member's end
+and its batch's bookkeeping (counts, cancelling the members still queued, enqueuing
+then/catch/finally exactly once) are one atomic step: never torn, never repeated. The
+store-wide keys (tag `{g}`) say where each batch lives:
 
     PREFIX:{g}:batch_queues   hash   batch id -> its home queue
     PREFIX:{g}:batches        zset   batch ids by creation order, for list_batches
     PREFIX:{g}:batch_seq      string that order's counter
+
+On a single server or a Sentinel-managed one, a batch's members and callbacks may use any mix
+of queues: the script reaches the other queues' keys too. On Redis Cluster they would sit in
+other slots, so there every member and callback of a batch must use the batch's one queue;
+enqueue_many(batch=, into_batch=) refuses anything else with a ConfigError before writing.
 """
 
 from __future__ import annotations
@@ -64,7 +71,7 @@ class RedisBatches(RedisClient):
             else:
                 keep = " ".join(keep_args(job.keep))
                 guards = guard_fields(job.guards)
-                args += ["1", job.id, self._base(job.queue), *self._job_args(job)[1:], keep]
+                args += ["1", job.id, self._base(job.queue), job.queue, *_fields(job), keep]
                 args.append(json.dumps(guards) if guards else "")
         reply = self._run(self._qcall("create_batch", home, *args, *self._members(members)))
         if reply[0] == "exists":
@@ -116,15 +123,9 @@ class RedisBatches(RedisClient):
         if not ids:
             return []
         homes = cast(list[str | None], self._redis.hmget(self._global_key("batch_queues"), ids))
-        pipe = self._redis.pipeline(transaction=False)
-        for batch_id, home in zip(ids, homes, strict=True):
-            # a batch registered by a create that never ran (or no batch) reads as an empty hash
-            pipe.hgetall(self._batch_key(home or "", batch_id))
-        found = [
-            batch_record(batch_id, fields)
-            for batch_id, fields in zip(ids, pipe.execute(), strict=True)
-            if fields
-        ]
+        # a batch registered by a create that never ran (or no batch) reads as an empty hash
+        rows = self._hashes([self._batch_key(h or "", b) for b, h in zip(ids, homes, strict=True)])
+        found = [batch_record(b, fields) for b, fields in zip(ids, rows, strict=True) if fields]
         return found[:limit]
 
     def report_progress(self, *, job_id: str, token: int, fraction: float) -> None:
@@ -149,31 +150,23 @@ class RedisBatches(RedisClient):
         args = [batch_id, home, *dict.fromkeys([home, *queues])]
         return cast(str, self._run((self._g["register_batch"], keys, args)))
 
-    def _job_args(self, job: NewJob) -> list[Any]:
-        return [
-            job.id,
-            job.queue,
-            job.name,
-            job.payload,
-            job.policy.text,
-            repr(float(job.delay)),
-        ]
-
     def _members(self, jobs: Sequence[NewJob]) -> list[Any]:
+        """The members' ARGV groups for the batch scripts (scripts.MEMBER_FIELDS each)."""
         args: list[Any] = []
         for job in jobs:
-            job_id, queue, *rest = self._job_args(job)
-            args += [self._base(queue), queue, job_id, *rest, member_guards(job)]
+            args += [self._base(job.queue), job.queue, job.id, *_fields(job), member_guards(job)]
         return args
 
     def _check_one_slot(self, batch_id: str, home: str, queues: Sequence[str]) -> None:
         others = sorted({q for q in queues if q != home})
-        if others and self._in_cluster():
+        if others and self._cluster:
             raise ConfigError(
                 f"batch {batch_id}: on Redis Cluster every job and callback of a batch must use "
                 f"the batch's queue {home!r} (its keys live in that queue's slot), got also "
                 f"{others}; put them in one queue, or use a single Redis server or Sentinel"
             )
 
-    def _in_cluster(self) -> bool:
-        return self._cluster
+
+def _fields(job: NewJob) -> list[Any]:
+    """A member's or callback's name, payload, policy and delay, as the batch scripts take them."""
+    return [job.name, job.payload, job.policy.text, repr(float(job.delay))]

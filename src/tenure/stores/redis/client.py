@@ -16,7 +16,6 @@ from tenure.retention import Keep
 from tenure.stores.records import NewJob, log_lost_callback
 from tenure.stores.redis import cluster as on_cluster
 from tenure.stores.redis.connection import SOCKET_TIMEOUT_S, connect
-from tenure.stores.redis.connection import split_prefix as split_prefix
 from tenure.stores.redis.scripts import LOST_CALLBACKS_MARK, global_scripts, queue_scripts
 
 STORED_STATES = ("queued", "running", "succeeded", "failed", "cancelled")
@@ -158,6 +157,13 @@ class RedisClient:
             return on_cluster.slot_pipeline(self._redis, self._where, key)
         return self._redis.pipeline(transaction=True)
 
+    def _hashes(self, keys: Sequence[str]) -> list[dict[str, str]]:
+        """HGETALL of each key in one round trip ({} for a key that does not exist)."""
+        pipe = self._redis.pipeline(transaction=False)
+        for key in keys:
+            pipe.hgetall(key)
+        return cast(list[dict[str, str]], pipe.execute()) if keys else []
+
     def _wait_for_token(self, keys: Sequence[str], wait: float) -> None:
         """Block on the notify lists `keys` for up to `wait` s (a BLPOP)."""
         if self._cluster:
@@ -245,18 +251,13 @@ class RedisClient:
 
 # -- key helpers -------------------------------------------------------------------------
 def _logged(reply: Any) -> Any:
-    """A script's reply, once the callbacks it could not enqueue are logged."""
-    reply, lost = lost_callbacks(reply)
-    for batch_id, kind in lost:
-        log_lost_callback(batch_id, kind)
-    return reply
-
-
-def lost_callbacks(reply: Any) -> tuple[Any, list[tuple[str, str]]]:
-    """A queue script's own reply, and the (batch id, kind) of each callback it lost."""
+    """A script's own reply, once the callbacks it could not enqueue are logged (a queue script
+    that lost some wraps its reply: [LOST_CALLBACKS_MARK, [[batch id, kind], ...], reply])."""
     if type(reply) is list and len(reply) == 3 and reply[0] == LOST_CALLBACKS_MARK:
-        return reply[2], [(str(b), str(k)) for b, k in reply[1]]
-    return reply, []
+        for batch_id, kind in reply[1]:
+            log_lost_callback(str(batch_id), str(kind))
+        return reply[2]
+    return reply
 
 
 def quote_queue(queue: str) -> str:

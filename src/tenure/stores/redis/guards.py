@@ -42,6 +42,7 @@ import json
 
 from tenure.errors import ConfigError
 from tenure.stores.base import EffectRecord, JobTransaction, NewJob
+from tenure.stores.records import guard_fields
 from tenure.stores.redis.client import RedisClient
 from tenure.stores.redis.records import to_float, to_int
 
@@ -61,19 +62,10 @@ class RedisGuards(RedisClient):
 
 
 def member_guards(job: NewJob) -> str:
-    """A batch member's overlap and rate guards as the batch scripts store them ('' for none):
-    the job-hash fields the reserve script reads. Uniqueness does not apply to batch members,
-    as on SQLite."""
-    g = job.guards
-    fields: dict[str, str] = {}
-    if g.overlap_key is not None:
-        fields.update(overlap_key=g.overlap_key, overlap_delay=repr(float(g.overlap_delay)))
-    if g.rate_key is not None and g.rate_limit is not None and g.rate_window:
-        fields.update(
-            rate_key=g.rate_key,
-            rate_limit=str(int(g.rate_limit)),
-            rate_window=repr(float(g.rate_window)),
-        )
+    """A batch member's overlap and rate guards (records.guard_fields, as text), priority and
+    chain, as the batch scripts store them ('' for none): the job-hash fields the reserve
+    script reads. Uniqueness does not apply to batch members, as on SQLite."""
+    fields = {k: v if isinstance(v, str) else repr(v) for k, v in guard_fields(job.guards).items()}
     if job.priority:
         fields["priority"] = str(int(job.priority))
     if job.chain is not None:  # a chain as one member: its first link carries the chain

@@ -15,7 +15,7 @@ from typing import Any
 
 from tenure import chains
 from tenure.errors import ConfigError, TenureError
-from tenure.retry import Counters, Policy, cancelled_ending, decide, parse_policy
+from tenure.retry import Counters, cancelled_ending, decide, parse_policy
 from tenure.states import visible_state
 from tenure.stores.base import (
     EndResult,
@@ -187,24 +187,13 @@ class RedisJobs(RedisBatches):
         if worker is None or not order:
             reply = self._run(self._qcall("complete", queue, job_id, int(token), optional(result)))
             return _ended(reply), None
+        ending, claim = (job_id, int(token)), self._reserve_args(1, worker, lease)
         if queue == order[0]:
-            reply, rows = self._run(
-                self._qcall(
-                    "complete_and_reserve",
-                    queue,
-                    job_id,
-                    int(token),
-                    *self._reserve_args(1, worker, lease),
-                    optional(result),
-                )
-            )
+            call = self._qcall("complete_and_reserve", queue, *ending, *claim, optional(result))
+            reply, rows = self._run(call)
         else:
-            reply, rows = self._run_many(
-                [
-                    self._qcall("complete", queue, job_id, int(token), optional(result)),
-                    self._qcall("reserve", order[0], *self._reserve_args(1, worker, lease)),
-                ]
-            )
+            completion = self._qcall("complete", queue, *ending, optional(result))
+            reply, rows = self._run_many([completion, self._qcall("reserve", order[0], *claim)])
         ended = _ended(reply)
         claimed = self._reservations(order[0], rows)
         if not claimed and len(order) > 1:
@@ -230,18 +219,9 @@ class RedisJobs(RedisBatches):
                 by_queue.setdefault(queue, []).extend((job_id, int(token)))
         # the worker's row first (starting or stopping), then seen, in the same round trip
         written = [self._worker_row(worker)] if isinstance(worker, WorkerRecord) else []
-        calls: list[Call] = [
-            *written,
-            (
-                self._g["beat_worker"],
-                [self._global_key(f"worker:{worker.id}"), self._global_key("control")],
-                [],
-            ),
-        ]
-        calls += [
-            self._qcall("heartbeat", queue, repr(float(lease)), *pairs)
-            for queue, pairs in by_queue.items()
-        ]
+        seen = [self._global_key(f"worker:{worker.id}"), self._global_key("control")]
+        calls: list[Call] = [*written, (self._g["beat_worker"], seen, [])]
+        calls += [self._qcall("heartbeat", q, repr(float(lease)), *p) for q, p in by_queue.items()]
         restart, *renewals = self._run_many(calls)[len(written) :]
         for queue_lost, queue_cancel in renewals:
             lost.update(queue_lost)
@@ -285,21 +265,8 @@ class RedisJobs(RedisBatches):
             reply = self._run(self._qcall("end_read", queue, job_id, int(token), outcome))
             if reply[0] == "refused":
                 return _refused(reply)
-            _, now_text, policy, tries_used, exceptions, cancel_requested = reply
-            result = self._apply_end(
-                queue,
-                job_id,
-                int(token),
-                outcome,
-                error,
-                traceback,
-                parse_policy(policy),
-                Counters(int(tries_used), int(exceptions)),
-                float(now_text),
-                permanent=permanent,
-                cancel_requested=bool(cancel_requested),
-                mode="end",
-            )
+            ending = (job_id, int(token), outcome, error, traceback)
+            result = self._apply_end(queue, ending, reply[2:], float(reply[1]), permanent, "end")
             if result is not None:
                 return result
         raise TenureError(f"job {job_id}: its record kept changing while ending attempt {token}")
@@ -307,22 +274,25 @@ class RedisJobs(RedisBatches):
     def _apply_end(
         self,
         queue: str,
-        job_id: str,
-        token: int,
-        outcome: str,
-        error: str,
-        traceback: str | None,
-        policy: Policy,
-        counters: Counters,
+        ending: tuple[str, int, str, str, str | None],
+        read: Sequence[Any],
         now: float,
-        *,
         permanent: bool,
-        cancel_requested: bool,
         mode: str,
     ) -> EndResult | None:
-        """Decide in Python, apply in Lua if the job is unchanged; None when it changed."""
+        """Decide in Python, apply in Lua if the job is unchanged; None when it changed.
+        `ending` is (job id, token, outcome, error, traceback); `read` what the script read of
+        the job: its policy, tries used, exceptions, and whether a cancel was asked."""
+        job_id, token, outcome, error, traceback = ending
+        policy, tries_used, exceptions, cancel_requested = read
+        counters = Counters(int(tries_used), int(exceptions))
         decision = decide(
-            policy, counters, outcome, now, permanent=permanent, cancel_requested=cancel_requested
+            parse_policy(policy),
+            counters,
+            outcome,
+            now,
+            permanent=permanent,
+            cancel_requested=bool(cancel_requested),
         )
         new = decision.counters
         last_error = error if decision.retry else f"{error}; failed because {decision.reason}"
@@ -334,19 +304,9 @@ class RedisJobs(RedisBatches):
             self._qcall(
                 "end_apply",
                 queue,
-                job_id,
-                token,
-                outcome,
-                optional(error),
-                optional(traceback),
-                retry,
-                repr(float(decision.delay)),
-                new.tries_used,
-                new.exceptions,
-                last_error,
-                counters.tries_used,
-                counters.exceptions,
-                mode,
+                *(job_id, token, outcome, optional(error), optional(traceback), retry),
+                *(repr(float(decision.delay)), new.tries_used, new.exceptions, last_error),
+                *(counters.tries_used, counters.exceptions, mode),
             )
         )
         if reply[0] == "conflict":
@@ -365,14 +325,14 @@ class RedisJobs(RedisBatches):
     ) -> None:
         if timeout <= 0:
             return
-        if ended:
-            self._wait_for_ends(ended, min(timeout, self._block_cap))
-            return
-        names = list(dict.fromkeys(queues))
-        if not names:
-            time.sleep(min(timeout, self._block_cap))
-            return
         wait = min(timeout, self._block_cap)
+        names = list(dict.fromkeys(queues))
+        if ended:
+            self._wait_for_ends(ended, wait)
+            return
+        if not names:
+            time.sleep(wait)
+            return
         # Sleep no longer than until the earliest delayed job is due: nothing pushes a wake-up
         # when a run_at merely passes.
         for now_text, due in self._run_many([self._qcall("next_due", q) for q in names]):

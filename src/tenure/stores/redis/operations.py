@@ -84,10 +84,8 @@ class RedisOperations(RedisClient):
             if not ids:
                 break
             start += len(ids)
-            pipe = self._redis.pipeline(transaction=False)
-            for job_id in ids:
-                pipe.hgetall(f"{base}:job:{job_id}")
-            for job_id, fields in zip(ids, pipe.execute(), strict=True):
+            rows = self._hashes([f"{base}:job:{job_id}" for job_id in ids])
+            for job_id, fields in zip(ids, rows, strict=True):
                 if not fields:
                     continue
                 record = job_record(job_id, queue, fields, now, [])
@@ -131,11 +129,5 @@ class RedisOperations(RedisClient):
 
     def list_workers(self) -> list[WorkerRecord]:
         ids = cast(list[str], self._redis.zrevrange(self._global_key("workers"), 0, -1))
-        pipe = self._redis.pipeline(transaction=False)
-        for worker_id in ids:
-            pipe.hgetall(self._global_key(f"worker:{worker_id}"))
-        out: list[WorkerRecord] = []
-        for worker_id, fields in zip(ids, pipe.execute(), strict=True):
-            if fields:
-                out.append(worker_record(worker_id, fields))
-        return out
+        rows = self._hashes([self._global_key(f"worker:{worker_id}") for worker_id in ids])
+        return [worker_record(worker_id, f) for worker_id, f in zip(ids, rows, strict=True) if f]

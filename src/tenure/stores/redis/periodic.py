@@ -10,8 +10,6 @@ its first due time in the new queue is recorded, not run.
 
 from __future__ import annotations
 
-from typing import Any, cast
-
 from tenure.errors import TenureError
 from tenure.stores.base import NewJob, PeriodicClaim, PeriodicRecord
 from tenure.stores.redis.client import Call, RedisClient, enqueue_args
@@ -41,12 +39,8 @@ class RedisPeriodic(RedisClient):
         return outcome
 
     def list_periodic(self) -> list[PeriodicRecord]:
-        queues = self._queues()
-        pipe = self._redis.pipeline(transaction=False)
-        for queue in queues:
-            pipe.hgetall(f"{self._base(queue)}:periodic")
         latest: dict[str, PeriodicRecord] = {}
-        for fields in cast(list[dict[str, Any]], pipe.execute() if queues else []):
+        for fields in self._hashes([f"{self._base(q)}:periodic" for q in self._queues()]):
             for name, value in fields.items():
                 record = periodic_record(name, str(value))
                 if name not in latest or record.last_due > latest[name].last_due:

@@ -50,22 +50,9 @@ touches one slot only:
     PREFIX:{q:QUEUE}:woken:ID     list   the token its end leaves for that waiter (TTL 60 s)
     PREFIX:{q:QUEUE}:uniq:KEY, :overlap, :rate:KEY, :once:ID   guards (see guards.py)
     PREFIX:{q:QUEUE}:periodic     hash   periodic jobs whose runs go to QUEUE (periodic.py)
+    PREFIX:{q:HOME}:batch:ID, :bopen:ID    a batch, under its home queue's tag (batches.py)
     PREFIX:{g}:queues             set    every queue name ever used
-    PREFIX:{g}:workers, :worker:ID, :control, :meta
-
-Batches
--------
-A batch lives under the hash tag of its *home* queue: the queue of its first member, else of its
-first callback, else `default` (`PREFIX:{q:HOME}:batch:ID`, the batch and its counts, and
-`:bopen:ID`, its members not settled yet); `PREFIX:{g}:batch_queues` maps a batch id to its
-home, `PREFIX:{g}:batches` orders batches for listing. A member's end and its batch's
-bookkeeping (counts, cancelling the members still queued, enqueuing then/catch/finally exactly
-once) are one Lua script (lua/lib/batch_io.lua), so they are never torn and never repeated.
-
-On a single server or a Sentinel-managed one, a batch's members and callbacks may use any mix
-of queues: the script reaches the other queues' keys too. On Redis Cluster they would sit in
-other slots, so there every member and callback of a batch must use the batch's one queue;
-enqueue_many(batch=, into_batch=) refuses anything else with a ConfigError before writing.
+    PREFIX:{g}:workers, :worker:ID, :control, :meta, :batch_queues, :batches, :batch_seq
 
 Operations over several queues (reserving across queues in priority order, counts, list_jobs,
 finding a job by id alone) run one script per queue: each queue's part is atomic, the whole is
@@ -76,13 +63,12 @@ over their notify lists; on a cluster, one per slot in turn (cluster.py).
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from typing import Any, ClassVar, cast
 
 import redis
 
-from tenure.retry import Counters, parse_policy
 from tenure.stores.base import (
     AttemptRecord,
     CancelResult,
@@ -210,43 +196,46 @@ class RedisStore(RedisJobs, RedisGuards, RedisPeriodic, RedisOperations):
             # Bounded: each round closes or skips every job it read, so a later round only
             # sees leases that expired meanwhile.
             for _ in range(1000):
-                reply = self._run(self._qcall("rescue_read", queue, RESCUE_CHUNK))
-                now = float(reply[0])
-                entries = reply[1:]
+                now, *entries = self._run(self._qcall("rescue_read", queue, RESCUE_CHUNK))
                 for entry in entries:
-                    job_id, number, expired_at, policy, tries_used, exceptions = entry[:6]
-                    worker_id, host, pid, started_at, heartbeat_at, cancel_requested = entry[6:12]
-                    attempt = AttemptRecord(
-                        job_id=job_id,
-                        number=int(number),
-                        worker_id=worker_id or "?",
-                        host=host or "?",
-                        pid=to_int(pid),
-                        started_at=to_float(started_at),
-                        ended_at=None,
-                        outcome=None,
-                        error=None,
-                        traceback=None,
-                        last_heartbeat_at=to_opt_float(heartbeat_at),
-                    )
-                    error = describe_crash(attempt, to_float(expired_at))
-                    result = self._apply_end(
-                        queue,
-                        job_id,
-                        int(number),
-                        "crashed",
-                        error,
-                        None,
-                        parse_policy(policy),
-                        Counters(int(tries_used), int(exceptions)),
-                        now,
-                        permanent=False,
-                        cancel_requested=bool(cancel_requested),
-                        mode="rescue",
-                    )
-                    # None: the worker's own result arrived first, so nothing crashed.
-                    if result is not None:
-                        rescued.append(Rescued(job_id, int(number), result))
+                    found = self._rescue(queue, float(now), entry)
+                    if found is not None:
+                        rescued.append(found)
                 if len(entries) < RESCUE_CHUNK:
                     break
         return rescued
+
+    def _rescue(self, queue: str, now: float, entry: Sequence[Any]) -> Rescued | None:
+        """End one expired attempt as crashed and decide; None when the worker's own result
+        arrived first, so nothing crashed."""
+        job_id, number, expired_at, policy, tries_used, exceptions = entry[:6]
+        worker_id, host, pid, started_at, heartbeat_at, cancel_requested = entry[6:12]
+        attempt = AttemptRecord(
+            job_id=job_id,
+            number=int(number),
+            worker_id=worker_id or "?",
+            host=host or "?",
+            pid=to_int(pid),
+            started_at=to_float(started_at),
+            ended_at=None,
+            outcome=None,
+            error=None,
+            traceback=None,
+            last_heartbeat_at=to_opt_float(heartbeat_at),
+        )
+        error = describe_crash(attempt, to_float(expired_at))
+        read = (policy, tries_used, exceptions, cancel_requested)
+        result = self._apply_end(
+            queue, (job_id, int(number), "crashed", error, None), read, now, False, "rescue"
+        )
+        return None if result is None else Rescued(job_id, int(number), result)
+
+
+class RedisClusterStore(RedisStore):
+    """The store on Redis Cluster (`redis+cluster://`): the same store, routed per slot
+    (cluster.py). A batch's bookkeeping and its members' ends are one script, so they share
+    one slot: a batch's jobs cannot span queues there."""
+
+    capabilities: ClassVar[Capabilities] = replace(
+        RedisStore.capabilities, batches_span_queues=False
+    )
