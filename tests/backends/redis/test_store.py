@@ -22,7 +22,7 @@ from conformance.helpers import counts
 from tenure.errors import ConfigError, StoreUnavailable
 from tenure.retry import Policy
 from tenure.stores import open_store
-from tenure.stores.base import NewJob, Rescued, WorkerRecord, WorkerRef, get_job
+from tenure.stores.base import NewJob, Rescued, Reservation, WorkerRecord, WorkerRef, get_job
 from tenure.stores.redis import RedisStore, split_prefix
 
 from servers import ThrowawayRedis
@@ -391,6 +391,50 @@ def test_a_fresh_store_finds_jobs_by_id_alone(store: RedisStore) -> None:
         assert (result.accepted, result.state) == (False, "missing")
     finally:
         other.close()
+
+
+def _commands(client: redis.Redis, prefix: str, action: Callable[[], object]) -> list[str]:
+    """The commands clients sent (not those scripts ran) on keys under `prefix` while `action`
+    ran, as MONITOR shows them."""
+    mark = f"{prefix}:monitor-mark-{secrets.token_hex(4)}"
+    seen: list[str] = []
+    with client.monitor() as monitor:
+        action()
+        client.get(mark)
+        while mark not in (command := str((sent := monitor.next_command())["command"])):
+            if prefix in command and sent.get("client_type") != "lua":
+                seen.append(command)
+    return seen
+
+
+def test_an_end_in_a_process_that_did_not_reserve_the_job_looks_nothing_up(
+    make_store: Callable[..., RedisStore], client: redis.Redis
+) -> None:
+    """A worker's child ends the jobs its supervisor reserved: the job is tried in the worker's
+    first queue, not looked up first (SMEMBERS of the queue registry, then EXISTS in each
+    queue); a job of another queue is still completed where it is."""
+    supervisor = make_store()
+    supervisor.enqueue_many([job("first", queue="q1"), job("next", queue="q1")])
+    supervisor.enqueue_many([job("elsewhere", queue="q2")])
+    (a,) = supervisor.reserve(queues=["q1"], worker=WORKER, lease=30)
+    (b,) = supervisor.reserve(queues=["q2"], worker=WORKER, lease=30)
+    child = make_store(supervisor.prefix)
+    child.check_layout()  # a child has used its store before (its first call checks the layout)
+    ended: list[tuple[object, object]] = []
+
+    def end(r: Reservation) -> None:
+        ended.append(
+            child.end_attempt(job_id=r.job_id, token=r.token, queues=["q1"], worker=WORKER)
+        )
+
+    seen = _commands(client, supervisor.prefix, lambda: end(a))
+    # complete_and_reserve (sent again if the server had forgotten it), nothing else
+    assert {c.split()[0] for c in seen} == {"EVALSHA"}
+    (result, following) = ended.pop()
+    assert result.accepted and following is not None and following.job_id == "next"
+    result, _ = child.end_attempt(job_id=b.job_id, token=b.token, queues=["q1"], worker=WORKER)
+    assert (result.accepted, result.state) == (True, "succeeded")
+    assert [get_job(supervisor, j).state for j in ("first", "elsewhere")] == ["succeeded"] * 2  # type: ignore[union-attr]
 
 
 # -- what a restart keeps (the text at the top of stores/redis/store.py) ------------------------

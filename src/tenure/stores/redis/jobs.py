@@ -181,7 +181,11 @@ class RedisJobs(RedisBatches):
         one pipeline. A connection lost between those two leaves the success recorded and at
         worst one claimed job whose lease expires and is rescued, as after any lost reply."""
         order = list(dict.fromkeys(queues))
-        queue = self._locate(job_id)
+        # A job another process reserved (the worker's supervisor) is not in this one's cache:
+        # it is tried in the worker's first queue, the usual one, rather than looked up (two
+        # round trips). There, a job of another queue is only refused as missing: no write.
+        guessed = worker is not None and bool(order) and job_id not in self._job_queue
+        queue = order[0] if guessed else self._locate(job_id)
         if queue is None:
             return EndResult(accepted=False, state="missing", reason=STALE), None
         if worker is None or not order:
@@ -195,6 +199,10 @@ class RedisJobs(RedisBatches):
             completion = self._qcall("complete", queue, *ending, optional(result))
             reply, rows = self._run_many([completion, self._qcall("reserve", order[0], *claim)])
         ended = _ended(reply)
+        if guessed and ended.state == "missing":  # not in that queue: completed where it is
+            ended, _ = self._succeed(job_id, token, (), None, lease, result)
+        elif guessed:
+            self._remember(job_id, queue)
         claimed = self._reservations(order[0], rows)
         if not claimed and len(order) > 1:
             claimed = self.reserve(queues=order[1:], worker=worker, lease=lease, limit=1)
