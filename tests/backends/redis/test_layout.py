@@ -12,7 +12,7 @@ import redis
 
 from tenure.errors import ConfigError
 from tenure.retry import Policy
-from tenure.stores.base import NewJob, get_job
+from tenure.stores.base import NewJob, WorkerRef, get_job
 from tenure.stores.redis import RedisStore
 
 from servers import isolated_store_url
@@ -31,8 +31,16 @@ def client(redis_url: str) -> Iterator[redis.Redis]:
     c.close()
 
 
-def job() -> NewJob:
-    return NewJob(id=secrets.token_hex(8), name="j", queue="default", payload="[]", policy=Policy())
+def job(priority: int = 0, delay: float = 0.0) -> NewJob:
+    return NewJob(
+        id=secrets.token_hex(8),
+        name="j",
+        queue="default",
+        payload="[]",
+        policy=Policy(),
+        priority=priority,
+        delay=delay,
+    )
 
 
 def test_first_use_records_the_layout_without_migrate(url: str, client: redis.Redis) -> None:
@@ -74,5 +82,26 @@ def test_keys_in_another_layout_are_refused_before_any_write(
         with pytest.raises(ConfigError, match=message):
             store.migrate()
         assert list(client.scan_iter(match=store.key_pattern())) == [meta]
+    finally:
+        store.close()
+
+
+def test_a_priority_leaves_the_list_once_a_reserve_finds_it_empty(
+    url: str, client: redis.Redis
+) -> None:
+    """`priorities` lists the non-zero priorities that may hold jobs, and reserve walks each: one
+    emptied by taking its last job goes when a reserve finds nothing in it, one holding only
+    scheduled jobs stays."""
+    store = RedisStore(url)
+    worker = WorkerRef(id="w", host="h", pid=1)
+    try:
+        listed = f"{store.prefix}:{{q:default}}:priorities"
+        store.enqueue_many([job(-1), job(-1), job(2), job(3, delay=3600)])
+        taken = [store.reserve(queues=["default"], worker=worker, lease=30, limit=2)]
+        taken.append(store.reserve(queues=["default"], worker=worker, lease=30, limit=1))
+        assert client.zrange(listed, 0, -1) == ["2", "3"]
+        taken.append(store.reserve(queues=["default"], worker=worker, lease=30, limit=1))
+        assert [len(t) for t in taken] == [2, 1, 0]
+        assert client.zrange(listed, 0, -1) == ["3"]
     finally:
         store.close()

@@ -13,10 +13,11 @@ local budget = limit + RESERVE_LOOKAHEAD
 -- Lowest priority first (prelude.lua's queued_keys); within one, by run_at then sequence.
 for _, queued in ipairs(queued_keys(base)) do
   if #out >= limit or budget <= 0 then break end
-  local seen, nseen = {}, 0
+  local seen, nseen, exhausted = {}, 0, false
   while #out < limit and budget > 0 do
-    local members = redis.call('ZRANGEBYSCORE', queued, '-inf', now_s, 'LIMIT', 0,
-      limit - #out + nseen)
+    local asked = limit - #out + nseen
+    local members = redis.call('ZRANGEBYSCORE', queued, '-inf', now_s, 'LIMIT', 0, asked)
+    exhausted = #members < asked
     local fresh = 0
     for _, member in ipairs(members) do
       if #out >= limit or budget <= 0 then break end
@@ -64,7 +65,10 @@ for _, queued in ipairs(queued_keys(base)) do
     end
     if fresh == 0 then break end
   end
-  if queued ~= QUEUED and redis.call('ZCARD', queued) == 0 then
+  -- A priority leaves the list once its zset is empty. Looked at only when the walk ran out of
+  -- ready jobs, so a busy reserve pays no ZCARD; a zset emptied by taking its last job is
+  -- dropped by the next reserve, which finds nothing in it.
+  if exhausted and queued ~= QUEUED and redis.call('ZCARD', queued) == 0 then
     redis.call('ZREM', base .. ':priorities', string.match(queued, ':p(-?%d+)$'))
   end
 end
