@@ -99,15 +99,9 @@ _CLAIM_RESULT = (
     " ORDER BY c.priority, c.run_at, c.seq"
 )
 
-CLAIM = (
-    f"WITH clock AS MATERIALIZED (SELECT {CLOCK} AS now),"
-    + _claim_ctes("")
-    + (_CLAIM_RESULT.format(extra=""))
-)
-CLAIM_ONE = (
-    f"WITH clock AS MATERIALIZED (SELECT {CLOCK} AS now),"
-    + _claim_ctes("", one=True)
-    + (_CLAIM_RESULT.format(extra=""))
+_WITH_CLOCK = f"WITH clock AS MATERIALIZED (SELECT {CLOCK} AS now),"
+CLAIM, CLAIM_ONE = (
+    _WITH_CLOCK + _claim_ctes("", one=one) + _CLAIM_RESULT.format(extra="") for one in (False, True)
 )
 
 # A success and the next claim in one statement, so one round trip and one commit. Only for a
@@ -122,8 +116,8 @@ CLAIM_ONE = (
 # answer it, and did once statistics said few jobs run: through every dead index entry that
 # each earlier job's running state left behind, a drain slowing as it went.
 COMPLETE_AND_CLAIM = (
-    f"WITH clock AS MATERIALIZED (SELECT {CLOCK} AS now),"
-    " done AS (UPDATE {s}.tenure_jobs SET state = 'succeeded', finished_at = clock.now,"
+    _WITH_CLOCK
+    + " done AS (UPDATE {s}.tenure_jobs SET state = 'succeeded', finished_at = clock.now,"
     " lease_expires_at = NULL, tries_used = tries_used + 1, result = %(result)s FROM clock"
     " WHERE id = %(id)s AND attempt = %(token)s AND (state = 'running') IS TRUE"
     " AND batch_id IS NULL AND chain IS NULL"

@@ -20,6 +20,7 @@ from typing import Any
 from urllib.parse import parse_qsl, quote, urlencode, urlsplit, urlunsplit
 
 import psycopg
+from psycopg.conninfo import conninfo_to_dict
 from psycopg.pq import TransactionStatus
 from psycopg.rows import DictRow, dict_row
 from psycopg_pool import ConnectionPool, PoolTimeout
@@ -71,11 +72,6 @@ class Database:
         self._pid = os.getpid()
         self._freshness = _Freshness()
 
-    @property
-    def migrated(self) -> bool:
-        """True once this process brought the schema up to date."""
-        return self._migrated
-
     def q(self, sql: str) -> str:
         """The statement with `{s}` replaced by this store's (validated, quoted) schema."""
         return in_schema(self.quoted_schema, sql)
@@ -106,7 +102,7 @@ class Database:
                 # The pool retries a refused connection in the background until its timeout
                 # and then says only "timeout"; one plain connection first gives libpq's own
                 # reason at once, and a wrong database or password fails instead of retrying.
-                self._probe()
+                self._connect(self.conninfo, **self.connect_kwargs).close()
                 pool.open(wait=False)
                 self._pool = pool
             return self._pool
@@ -137,10 +133,6 @@ class Database:
         except PoolTimeout as exc:
             raise self._no_connection(exc) from exc
 
-    def _probe(self) -> None:
-        """Connect once outside the pool; raise why that fails, in libpq's own words."""
-        self._connect(self.conninfo, **self.connect_kwargs).close()
-
     def _connect(self, conninfo: str, **kwargs: Any) -> psycopg.Connection[Any]:
         """A connection of its own, outside the pool; why that fails, in libpq's own words."""
         try:
@@ -153,7 +145,7 @@ class Database:
     def _no_connection(self, exc: PoolTimeout) -> Exception:
         """The pool timed out: ask the server directly why, so the caller learns the reason."""
         try:
-            self._probe()
+            self._connect(self.conninfo, **self.connect_kwargs).close()
         except (StoreMisconfigured, StoreUnavailable) as reason:
             return reason
         return StoreUnavailable(
@@ -187,6 +179,35 @@ class Database:
         """Autocommit: each statement is its own transaction (and its own `now()`)."""
         with self.connection() as conn, conn.cursor() as cur:
             yield cur
+
+    def caller_cursor(self, conn: Any) -> Cursor:
+        """A dict-row cursor on the application's own connection, inside its transaction.
+
+        Takes a psycopg (3) connection, or what SQLAlchemy wraps one in: a Connection (its
+        `.connection`) or its DB-API connection proxy (its `.driver_connection`). Nothing here
+        commits: the application's commit makes the jobs visible (and sends the NOTIFY, which
+        PostgreSQL holds until then), its rollback leaves no job."""
+        raw = _unwrap(conn)
+        if not isinstance(raw, psycopg.Connection):
+            raise ConfigError(
+                "conn=: the PostgreSQL store takes a psycopg connection (psycopg 3), or a "
+                f"SQLAlchemy connection on the psycopg driver; got {type(conn).__name__}"
+            )
+        mine = conninfo_to_dict(self.conninfo).get("dbname")
+        theirs = raw.info.dbname
+        if mine is not None and theirs != mine:
+            raise ConfigError(
+                f"conn=: that connection is to database {theirs!r}, this store is in {mine!r}; "
+                "enqueueing in a transaction needs the same database"
+            )
+        if raw.autocommit and raw.info.transaction_status == TransactionStatus.IDLE:
+            raise ConfigError(
+                "conn=: that connection is in autocommit mode with no transaction open, so there "
+                "is no transaction to enqueue in; open one first (with conn.transaction(): ...)"
+            )
+        if not self._migrated:
+            self.migrate()  # on the store's own connection: DDL is not the application's business
+        return raw.cursor(row_factory=dict_row)
 
     @staticmethod
     def clock(cur: Cursor) -> float:
@@ -401,6 +422,19 @@ def connection_lost(exc: psycopg.OperationalError) -> bool:
     """True for a dead connection or server, not for a deadlock or serialization failure."""
     state = exc.sqlstate
     return state is None or state.startswith(("08", "57P"))
+
+
+def _unwrap(conn: Any) -> Any:
+    for _ in range(3):
+        if isinstance(conn, psycopg.Connection):
+            return conn
+        inner = getattr(conn, "driver_connection", None)  # SQLAlchemy's DB-API proxy
+        if inner is None and hasattr(conn, "exec_driver_sql"):  # a SQLAlchemy Connection
+            inner = getattr(conn, "connection", None)
+        if inner is None:
+            return conn
+        conn = inner
+    return conn
 
 
 @functools.lru_cache(maxsize=1024)

@@ -13,16 +13,15 @@ from typing import Any
 
 from psycopg.rows import DictRow
 
-from tenure.retry import parse_policy
 from tenure.stores.base import EndResult, NewBatch, NewJob, Reservation, WorkerRef, batch_target
 from tenure.stores.postgres import claims, guards
 from tenure.stores.postgres.claims import NEXT_ATTEMPT, OPEN_ATTEMPT, RETURNING
 from tenure.stores.postgres.database import CLOCK, Cursor, Database, in_schema
-from tenure.stores.postgres.transaction import caller_cursor
 from tenure.stores.sql import batches, endings
 from tenure.stores.sql.control import not_paused
 from tenure.stores.sql.dialect import Dialect
 from tenure.stores.sql.guards import deferral_note
+from tenure.stores.sql.rows import reservation
 
 NOW = "date_part('epoch', now())"  # epoch seconds as double precision, the server's clock
 # guarded jobs one reserve call may look at beyond `limit`: they may be deferred instead
@@ -52,7 +51,7 @@ class PostgresJobs:
                 cur.execute(statement, params)
             return [j.id for j in jobs]
         # With conn, the application's own transaction: its commit or rollback decides, not us.
-        with self.db.transaction() if conn is None else caller_cursor(self.db, conn) as cur:
+        with self.db.transaction() if conn is None else self.db.caller_cursor(conn) as cur:
             if target is not None:
                 return batches.enqueue(self.dialect, cur, target, jobs, self.db.clock(cur))
             return self._enqueue(cur, jobs)
@@ -153,7 +152,7 @@ class PostgresJobs:
         if not rows[0]["completed"]:
             return None
         ok = EndResult(accepted=True, state="succeeded")
-        out = [_reservation(r) for r in rows if r["id"] is not None]
+        out = [reservation(r) for r in rows if r["id"] is not None]
         if out or rows[0]["picked"] or len(order) == 1:
             return ok, out[0] if out else None
         with self.db.cursor() as cur:
@@ -241,7 +240,7 @@ class PostgresJobs:
             },
         ).fetchone()
         assert row is not None  # the row is locked by this transaction
-        return _reservation(row)
+        return reservation(row)
 
     def _defer(
         self, cur: Cursor, job_id: str, worker: WorkerRef, now: float, run_at: float, reason: str
@@ -316,20 +315,6 @@ def _claim_params(
     }
 
 
-def _reservation(r: DictRow) -> Reservation:
-    return Reservation(
-        job_id=r["id"],
-        name=r["name"],
-        queue=r["queue"],
-        payload=r["payload"],
-        policy=parse_policy(r["policy"]),
-        attempt=r["attempt"],
-        token=r["attempt"],
-        lease_expires_at=r["lease_expires_at"],
-        batch_id=r["batch_id"],
-    )
-
-
 def _claim_statement(db: Database, want: int) -> str:
     """The claim of `want` jobs in the store's schema (one job: the pkey's equality)."""
     return in_schema(db.quoted_schema, claims.CLAIM_ONE if want == 1 else claims.CLAIM)
@@ -337,7 +322,7 @@ def _claim_statement(db: Database, want: int) -> str:
 
 def _claimed(rows: list[DictRow], out: list[Reservation]) -> tuple[int, list[str]]:
     """Add the claimed rows to `out`; how many rows were picked and the guarded ones' ids."""
-    out.extend(_reservation(r) for r in rows if r["id"] is not None)
+    out.extend(reservation(r) for r in rows if r["id"] is not None)
     return int(rows[0]["picked"]), list(rows[0]["guarded"])
 
 

@@ -1,75 +1,17 @@
-"""The application's transactions on PostgreSQL: enqueueing inside one (`dispatch(conn=...)`)
-and a running job's own writes committed together with its completion (`ctx.transaction()`).
-"""
+"""A running job's own writes committed together with its completion on PostgreSQL
+(`ctx.transaction()`); enqueueing in the application's transaction is Database.caller_cursor."""
 
 from __future__ import annotations
 
-from typing import Any, Protocol, cast
+from typing import Any, cast
 
 import psycopg
-from psycopg.conninfo import conninfo_to_dict
 from psycopg.pq import TransactionStatus
 from psycopg.rows import dict_row, tuple_row
 
-from tenure.errors import ConfigError
-from tenure.stores.base import EndResult, Reservation, transaction_ended
-from tenure.stores.postgres.database import Connection, Cursor, Database
-
-
-class Completer(Protocol):
-    """What a job transaction uses of the PostgreSQL store, which imports this module."""
-
-    db: Database
-
-    def complete_on(
-        self, cur: Cursor, job_id: str, token: int, result: str | None = None
-    ) -> EndResult | None: ...
-
-    def end_attempt(self, *, job_id: str, token: int) -> tuple[EndResult, Reservation | None]: ...
-
-
-def caller_cursor(db: Database, conn: Any) -> Cursor:
-    """A dict-row cursor on the application's own connection, inside its transaction.
-
-    Takes a psycopg (3) connection, or what SQLAlchemy wraps one in: a Connection (its
-    `.connection`) or its DB-API connection proxy (its `.driver_connection`). Nothing here
-    commits: the application's commit makes the jobs visible (and sends the NOTIFY, which
-    PostgreSQL holds until then), its rollback leaves no job."""
-    raw = _unwrap(conn)
-    if not isinstance(raw, psycopg.Connection):
-        raise ConfigError(
-            "conn=: the PostgreSQL store takes a psycopg connection (psycopg 3), or a "
-            f"SQLAlchemy connection on the psycopg driver; got {type(conn).__name__}"
-        )
-    mine = conninfo_to_dict(db.conninfo).get("dbname")
-    theirs = raw.info.dbname
-    if mine is not None and theirs != mine:
-        raise ConfigError(
-            f"conn=: that connection is to database {theirs!r}, this store is in {mine!r}; "
-            "enqueueing in a transaction needs the same database"
-        )
-    if raw.autocommit and raw.info.transaction_status == TransactionStatus.IDLE:
-        raise ConfigError(
-            "conn=: that connection is in autocommit mode with no transaction open, so there "
-            "is no transaction to enqueue in; open one first (with conn.transaction(): ...)"
-        )
-    if not db.migrated:
-        db.migrate()  # on the store's own connection: DDL is not the application's business
-    return raw.cursor(row_factory=dict_row)
-
-
-def _unwrap(conn: Any) -> Any:
-    for _ in range(3):
-        if isinstance(conn, psycopg.Connection):
-            return conn
-        inner = getattr(conn, "driver_connection", None)  # SQLAlchemy's DB-API proxy
-        if inner is None and hasattr(conn, "exec_driver_sql"):  # a SQLAlchemy Connection
-            inner = getattr(conn, "connection", None)
-        if inner is None:
-            return conn
-        conn = inner
-    return conn
-
+from tenure.stores.base import EndResult, transaction_ended
+from tenure.stores.postgres.database import Connection
+from tenure.stores.postgres.jobs import PostgresJobs
 
 _MARKER = "tenure.job_transaction"
 
@@ -84,7 +26,7 @@ class PostgresJobTransaction:
     job's rows nor its success, and the job runs again.
     """
 
-    def __init__(self, store: Completer, job_id: str, token: int) -> None:
+    def __init__(self, store: PostgresJobs, job_id: str, token: int) -> None:
         self._store = store
         self._job_id = job_id
         self._token = token

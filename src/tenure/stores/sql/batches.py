@@ -35,19 +35,12 @@ CALLBACK_KINDS = ("then", "catch", "finally")
 
 
 def enqueue(
-    d: Dialect, cur: Cursor, target: NewBatch | str, jobs: Sequence[NewJob], now: float
+    d: Dialect, cur: Cursor, batch: NewBatch | str, jobs: Sequence[NewJob], now: float
 ) -> list[str]:
-    """`enqueue_many`'s batch forms: create the batch `target` with `jobs`, or add `jobs` to
-    the batch whose id is `target`; the ids of the members added."""
-    if isinstance(target, NewBatch):
-        return create(d, cur, target, jobs, now)
-    return add(d, cur, target, jobs, now)
-
-
-def create(
-    d: Dialect, cur: Cursor, batch: NewBatch, jobs: Sequence[NewJob], now: float
-) -> list[str]:
-    """The batch and its first members; the ids of the members added."""
+    """`enqueue_many`'s batch forms: create `batch` with `jobs`, or add `jobs` to the batch
+    whose id `batch` is; the ids of the members added."""
+    if not isinstance(batch, NewBatch):
+        return add(d, cur, batch, jobs, now)
     callbacks = {
         kind: callback_to_json(job)
         for kind, job in zip(CALLBACK_KINDS, (batch.then, batch.catch, batch.finally_), strict=True)
@@ -82,7 +75,12 @@ def add(d: Dialect, cur: Cursor, batch_id: str, jobs: Sequence[NewJob], now: flo
     counts = _counts(d, cur, batch_id)
     if counts.state != rules.RUNNING or counts.finished:
         return []
-    present = _present_ids(d, cur, [j.id for j in jobs])
+    present: set[str] = set()
+    for chunk in chunks([j.id for j in jobs]):
+        rows = cur.execute(
+            d.q(f"SELECT id FROM {{s}}.tenure_jobs WHERE id IN ({marks(chunk)})"), tuple(chunk)
+        ).fetchall()
+        present.update(row["id"] for row in rows)
     fresh: list[NewJob] = []
     for job in jobs:
         if job.id not in present:
@@ -95,16 +93,6 @@ def add(d: Dialect, cur: Cursor, batch_id: str, jobs: Sequence[NewJob], now: flo
         d.q("UPDATE {s}.tenure_batches SET jobs = jobs + %s WHERE id = %s"), (added, batch_id)
     )
     return [j.id for j in fresh]
-
-
-def _present_ids(d: Dialect, cur: Cursor, ids: Sequence[str]) -> set[str]:
-    present: set[str] = set()
-    for chunk in chunks(ids):
-        rows = cur.execute(
-            d.q(f"SELECT id FROM {{s}}.tenure_jobs WHERE id IN ({marks(chunk)})"), tuple(chunk)
-        ).fetchall()
-        present.update(row["id"] for row in rows)
-    return present
 
 
 def member_ended(d: Dialect, cur: Cursor, batch_id: str, outcome: str, now: float) -> None:

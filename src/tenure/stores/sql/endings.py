@@ -24,14 +24,13 @@ def held_job(d: Dialect, cur: Cursor, job_id: str, token: int) -> Row | None:
     """The job (DECISION_COLUMNS), locked where rows lock, if `token` still holds it; None
     when fenced. A lease that expired but was not yet rescued is still honoured: nobody else
     has the job, and taking the result avoids a needless re-run."""
-    row: Row | None = cur.execute(
+    return cur.execute(
         d.q(
             f"SELECT {DECISION_COLUMNS} FROM {{s}}.tenure_jobs"
             f" WHERE id = %s AND attempt = %s AND state = 'running'{d.lock_rows}"
         ),
         (job_id, token),
     ).fetchone()
-    return row
 
 
 def refuse(

@@ -1,13 +1,30 @@
-"""Rows to records on the SQL stores, written once: a tenure_attempts row and a tenure_jobs row
-read by column name (a sqlite3.Row or a psycopg dict row) become what crosses the seam."""
+"""Rows to records on the SQL stores, written once: a claimed job, a tenure_attempts row and a
+tenure_jobs row read by column name (a sqlite3.Row or a psycopg dict row) become what crosses
+the seam."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from tenure.retry import Policy
+from tenure.retry import Policy, parse_policy
 from tenure.states import visible_state
-from tenure.stores.records import AttemptRecord, EffectRecord, JobRecord
+from tenure.stores.records import AttemptRecord, EffectRecord, JobRecord, Reservation
+
+
+def reservation(row: Any) -> Reservation:
+    """A job just claimed (id, name, queue, payload, policy, attempt, lease_expires_at,
+    batch_id): its attempt number is its fencing token."""
+    return Reservation(
+        job_id=row["id"],
+        name=row["name"],
+        queue=row["queue"],
+        payload=row["payload"],
+        policy=parse_policy(row["policy"]),
+        attempt=row["attempt"],
+        token=row["attempt"],
+        lease_expires_at=row["lease_expires_at"],
+        batch_id=row["batch_id"],
+    )
 
 
 def attempt_record(row: Any) -> AttemptRecord:

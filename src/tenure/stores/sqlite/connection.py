@@ -16,16 +16,17 @@ from contextlib import contextmanager
 from typing import Any, ClassVar
 
 from tenure.errors import ConfigError
-from tenure.retry import parse_policy
 from tenure.stores.base import EndResult, NewBatch, NewJob, Reservation, WorkerRef, batch_target
 from tenure.stores.sql import batches, control, endings
 from tenure.stores.sql import guards as sql_guards
 from tenure.stores.sql.dialect import Dialect
+from tenure.stores.sql.rows import reservation
 from tenure.stores.sqlite import guards, schema
 
 log = logging.getLogger("tenure.store")
 
-NOW_SQL = "SELECT (julianday('now') - 2440587.5) * 86400.0"
+CLOCK_SQL = "(julianday('now') - 2440587.5) * 86400.0"  # epoch seconds, SQLite's own clock
+NOW_SQL = f"SELECT {CLOCK_SQL}"
 
 
 class SQLiteConnections:
@@ -106,15 +107,11 @@ NOT_PAUSED = control.not_paused("?").replace("{s}.", "")
 
 # A success, fenced by its token in the same statement. A result of None leaves the column
 # alone (it is NULL until a success writes one): the worker's hot path pays nothing for it.
-_COMPLETE = (
+_COMPLETE, _COMPLETE_WITH_RESULT = (
     "UPDATE tenure_jobs SET state = 'succeeded', finished_at = ?, lease_expires_at = NULL,"
-    " tries_used = tries_used + 1 WHERE id = ? AND attempt = ? AND state = 'running'"
+    f" tries_used = tries_used + 1{result} WHERE id = ? AND attempt = ? AND state = 'running'"
     " RETURNING batch_id, chain"
-)
-_COMPLETE_WITH_RESULT = (
-    "UPDATE tenure_jobs SET state = 'succeeded', finished_at = ?, lease_expires_at = NULL,"
-    " tries_used = tries_used + 1, result = ? WHERE id = ? AND attempt = ? AND state = 'running'"
-    " RETURNING batch_id, chain"
+    for result in ("", ", result = ?")
 )
 # endings.close_attempt for a success, as SQLite runs it
 _CLOSE_SUCCEEDED = (
@@ -330,17 +327,7 @@ class SQLiteJobs(SQLiteConnections):
             " last_heartbeat_at) VALUES (?, ?, ?, ?, ?, ?, ?)",
             (job_id, row["attempt"], worker.id, worker.host, worker.pid, now, now),
         )
-        return Reservation(
-            job_id=row["id"],
-            name=row["name"],
-            queue=row["queue"],
-            payload=row["payload"],
-            policy=parse_policy(row["policy"]),
-            attempt=row["attempt"],
-            token=row["attempt"],
-            lease_expires_at=row["lease_expires_at"],
-            batch_id=row["batch_id"],
-        )
+        return reservation(row)
 
     def _complete_on(
         self,

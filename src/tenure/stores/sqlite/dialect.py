@@ -9,17 +9,15 @@ import sqlite3
 from collections.abc import Sequence
 
 from tenure.stores.base import NewJob
-from tenure.stores.sqlite.connection import insert_jobs
-
-NOW_SQL = "(julianday('now') - 2440587.5) * 86400.0"  # epoch seconds, SQLite's own clock
+from tenure.stores.sqlite.connection import CLOCK_SQL, insert_jobs
 
 
 class SQLiteDialect:
     greatest = "max"
     lock_rows = ""  # BEGIN IMMEDIATE already holds the one write lock
     creation_order = "rowid"
-    clock_sql = NOW_SQL
-    statement_clock_sql = NOW_SQL  # 'now' is one instant for a whole statement in SQLite
+    clock_sql = CLOCK_SQL
+    statement_clock_sql = CLOCK_SQL  # 'now' is one instant for a whole statement in SQLite
 
     def wake(self, cur: sqlite3.Connection, queue: str) -> None:
         pass  # waiters watch the file's data_version: every commit wakes them
@@ -27,8 +25,11 @@ class SQLiteDialect:
     def job_ended(self, cur: sqlite3.Connection, job_id: str) -> None:
         pass  # so do the waiters of a job's end
 
-    def q(self, sql: str) -> str:
-        return _sqlite_sql(sql)
+    @staticmethod
+    @functools.lru_cache(maxsize=256)
+    def q(sql: str) -> str:
+        # the shared statements never hold a literal '%' or '{s}.' of their own
+        return sql.replace("{s}.", "").replace("%s", "?")
 
     def insert_jobs(
         self, cur: sqlite3.Connection, jobs: Sequence[NewJob], now: float, *, skip_existing: bool
@@ -40,12 +41,6 @@ class SQLiteDialect:
 
     def read_text_list(self, value: str) -> tuple[str, ...]:
         return tuple(json.loads(value))
-
-
-@functools.lru_cache(maxsize=256)
-def _sqlite_sql(sql: str) -> str:
-    # the shared statements never hold a literal '%' or '{s}.' of their own
-    return sql.replace("{s}.", "").replace("%s", "?")
 
 
 SQLITE = SQLiteDialect()
