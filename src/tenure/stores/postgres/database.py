@@ -118,7 +118,8 @@ class Database:
         except PoolTimeout as exc:
             raise self._no_connection(exc) from exc
         except psycopg.OperationalError as exc:
-            if connection_lost(exc):
+            # a dead connection or server, not a deadlock or serialization failure
+            if exc.sqlstate is None or exc.sqlstate.startswith(("08", "57P")):
                 raise StoreUnavailable(
                     f"lost the connection to PostgreSQL at {self.where}: {exc}"
                 ) from exc
@@ -283,7 +284,11 @@ class Database:
                 self._forget_if_forked()
             listener = self._listener
             if listener is None or listener.closed or listener.broken:
-                self._listener = self._listen()
+                if not self._migrated:
+                    self.migrate()
+                listener = self._connect(self.listen_conninfo, autocommit=True)
+                listener.execute(f'LISTEN "{self.channel}"')
+                self._listener = listener
                 # Work enqueued before LISTEN took effect sent its NOTIFY to nobody: return
                 # at once so the caller looks again, now that nothing more can be missed.
                 return
@@ -302,14 +307,6 @@ class Database:
             ) from exc
         finally:
             self._listen_lock.release()
-
-    def _listen(self) -> psycopg.Connection[Any]:
-        if not self._migrated:
-            self.migrate()
-        assert self.listen_conninfo is not None
-        conn = self._connect(self.listen_conninfo, autocommit=True)
-        conn.execute(f'LISTEN "{self.channel}"')
-        return conn
 
 
 def parse_url(url: str) -> tuple[str, str]:
@@ -416,12 +413,6 @@ def connect_error(exc: psycopg.Error, where: str) -> StoreMisconfigured | StoreU
             "fix the store URL (database, role, password) or the server's access rules"
         )
     return StoreUnavailable(f"cannot reach PostgreSQL at {where}: {reason}")
-
-
-def connection_lost(exc: psycopg.OperationalError) -> bool:
-    """True for a dead connection or server, not for a deadlock or serialization failure."""
-    state = exc.sqlstate
-    return state is None or state.startswith(("08", "57P"))
 
 
 def _unwrap(conn: Any) -> Any:

@@ -212,26 +212,22 @@ def _apply(d: Dialect, cur: Cursor, batch_id: str, change: rules.BatchChange, no
         ),
     )
     for kind in callbacks:
-        _enqueue_callback(d, cur, batch_id, kind, now)
-
-
-def _enqueue_callback(d: Dialect, cur: Cursor, batch_id: str, kind: str, now: float) -> None:
-    row = cur.execute(
-        d.q("SELECT callbacks FROM {s}.tenure_batches WHERE id = %s"), (batch_id,)
-    ).fetchone()
-    try:
-        spec = json.loads(row["callbacks"]).get(kind) if row else None
-        job = None if spec is None else callback_from_json(spec)
-    except (TypeError, ValueError, KeyError, AttributeError):
-        log_lost_callback(batch_id, kind)  # and the member's own end still commits
-        return
-    if job is None:
-        return
-    d.insert_jobs(cur, [job], now, skip_existing=True)
-    cur.execute(
-        d.q(f"UPDATE {{s}}.tenure_batches SET {kind}_job_id = %s WHERE id = %s"),
-        (job.id, batch_id),
-    )
+        row = cur.execute(
+            d.q("SELECT callbacks FROM {s}.tenure_batches WHERE id = %s"), (batch_id,)
+        ).fetchone()
+        try:
+            spec = json.loads(row["callbacks"]).get(kind) if row else None
+            job = None if spec is None else callback_from_json(spec)
+        except (TypeError, ValueError, KeyError, AttributeError):
+            log_lost_callback(batch_id, kind)  # and the member's own end still commits
+            continue
+        if job is None:
+            continue
+        d.insert_jobs(cur, [job], now, skip_existing=True)
+        cur.execute(
+            d.q(f"UPDATE {{s}}.tenure_batches SET {kind}_job_id = %s WHERE id = %s"),
+            (job.id, batch_id),
+        )
 
 
 def _counts(d: Dialect, cur: Cursor, batch_id: str) -> rules.BatchCounts:

@@ -17,9 +17,8 @@ ID_CHUNK = 500  # ids per IN (...) list: well under SQLite's limit on bound para
 
 
 class Dialect(Protocol):
-    """What differs between the SQL engines, for the statements written once in stores/sql/.
-    SQL is written with `{s}.` before every table and `%s` for every parameter; `q()` makes it
-    the engine's own."""
+    """SQL is written with `{s}.` before every table and `%s` for every parameter; `q()` makes
+    it the engine's own."""
 
     greatest: str  # the larger of two values: max (SQLite) or greatest (PostgreSQL)
     lock_rows: str  # appended to a SELECT of rows about to be changed: "" or " FOR UPDATE"

@@ -83,10 +83,7 @@ def statements(script: str) -> list[str]:
             if statement.strip(";").strip():
                 out.append(statement)
             start = end + 1
-    if script[start:].strip() and not _only_comments(script[start:]):
-        raise ValueError(f"migration ends with an unterminated statement: {script[start:]!r}")
+    rest = script[start:]
+    if any(line.strip() and not line.strip().startswith("--") for line in rest.splitlines()):
+        raise ValueError(f"migration ends with an unterminated statement: {rest!r}")
     return out
-
-
-def _only_comments(text: str) -> bool:
-    return all(not line.strip() or line.strip().startswith("--") for line in text.splitlines())
