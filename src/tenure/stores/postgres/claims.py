@@ -69,14 +69,21 @@ def _claim_ctes(gate: str, *, one: bool = False) -> str:
         f" WHERE priority_queue = %(queue)s AND run_at <= {_NOW}"
         f" AND id <> ALL(%(seen)s::text[]){not_paused('%(queue)s')}{gate}"
         f" ORDER BY priority, run_at, seq LIMIT {limit}"
-        " FOR UPDATE SKIP LOCKED),"
+        " FOR UPDATE SKIP LOCKED)," + claim_and_open(_NOW, rows)
+    )
+
+
+def claim_and_open(now: str, rows: str) -> str:
+    """claimed/opened: the jobs whose id is `rows` (`= ...`) running from `now` under a lease
+    of %(lease)s for %(worker)s, each with its attempt row opened (an upsert, as above)."""
+    return (
         " claimed AS (UPDATE {s}.tenure_jobs j SET state = 'running',"
-        f" attempt = {NEXT_ATTEMPT}, lease_expires_at = {_NOW} + %(lease)s,"
+        f" attempt = {NEXT_ATTEMPT}, lease_expires_at = {now} + %(lease)s,"
         f" worker_id = %(worker)s WHERE j.id {rows}"
         f"{RETURNING}),"
         " opened AS (INSERT INTO {s}.tenure_attempts (job_id, number, worker_id,"
         " host, pid, started_at, last_heartbeat_at)"
-        f" SELECT id, attempt, %(worker)s, %(host)s, %(pid)s, {_NOW}, {_NOW} FROM claimed"
+        f" SELECT id, attempt, %(worker)s, %(host)s, %(pid)s, {now}, {now} FROM claimed"
         f"{OPEN_ATTEMPT})"
     )
 

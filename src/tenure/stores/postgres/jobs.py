@@ -15,7 +15,7 @@ from psycopg.rows import DictRow
 
 from tenure.stores.base import EndResult, NewBatch, NewJob, Reservation, WorkerRef, batch_target
 from tenure.stores.postgres import claims, guards
-from tenure.stores.postgres.claims import NEXT_ATTEMPT, OPEN_ATTEMPT, RETURNING
+from tenure.stores.postgres.claims import NEXT_ATTEMPT, OPEN_ATTEMPT
 from tenure.stores.postgres.database import CLOCK, Cursor, Database, in_schema
 from tenure.stores.sql import batches, endings
 from tenure.stores.sql.control import not_paused
@@ -220,16 +220,7 @@ class PostgresJobs:
         self, cur: Cursor, job_id: str, worker: WorkerRef, now: float, lease: float
     ) -> Reservation:
         row = cur.execute(
-            in_schema(
-                self.db.quoted_schema,
-                "WITH claimed AS (UPDATE {s}.tenure_jobs j SET state = 'running',"
-                " attempt = " + NEXT_ATTEMPT + ", lease_expires_at = %(now)s + %(lease)s,"
-                f" worker_id = %(worker)s WHERE j.id = %(id)s{RETURNING}),"
-                " opened AS (INSERT INTO {s}.tenure_attempts (job_id, number, worker_id, host,"
-                " pid, started_at, last_heartbeat_at) SELECT id, attempt, %(worker)s,"
-                " %(host)s, %(pid)s, %(now)s, %(now)s FROM claimed" + OPEN_ATTEMPT + ")"
-                " SELECT * FROM claimed",
-            ),
+            in_schema(self.db.quoted_schema, _OPEN_ATTEMPT),
             {
                 "id": job_id,
                 "now": now,
@@ -299,6 +290,10 @@ class PostgresJobs:
                 self.dialect, cur, job_id, done["batch_id"], done["chain"], now, result
             )
         return EndResult(accepted=True, state="succeeded")
+
+
+# the guarded job `reserve` judged startable, claimed with its row already locked
+_OPEN_ATTEMPT = "WITH" + claims.claim_and_open("%(now)s", "= %(id)s") + " SELECT * FROM claimed"
 
 
 def _claim_params(
