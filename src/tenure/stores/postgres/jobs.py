@@ -20,12 +20,10 @@ from tenure.stores.postgres.database import CLOCK, Cursor, Database, in_schema
 from tenure.stores.sql import batches, endings
 from tenure.stores.sql.control import not_paused
 from tenure.stores.sql.dialect import Dialect
-from tenure.stores.sql.guards import deferral_note
+from tenure.stores.sql.guards import RESERVE_LOOKAHEAD, deferral_note
 from tenure.stores.sql.rows import reservation
 
 NOW = "date_part('epoch', now())"  # epoch seconds as double precision, the server's clock
-# guarded jobs one reserve call may look at beyond `limit`: they may be deferred instead
-RESERVE_LOOKAHEAD = 32
 RESERVE_ROUNDS = 4
 
 

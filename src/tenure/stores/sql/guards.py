@@ -9,6 +9,9 @@ from typing import Any
 
 from tenure.states import FINAL_STATES
 
+# guarded jobs one reserve call may look at beyond `limit`: they may be deferred instead
+RESERVE_LOOKAHEAD = 32
+
 
 def unique_holder(row: Any, now: float) -> str | None:
     """The job holding a unique key (row: job_id, until, expires_at, and the holder's state),

@@ -93,7 +93,6 @@ class SQLiteConnections:
             self._local.conn = None
 
 
-RESERVE_LOOKAHEAD = 32
 # Past every attempt row the job has: a stray row (a restore, a hand edit) must not make the
 # next attempt's number collide, which would fail the whole reservation for the queue.
 NEXT_ATTEMPT = (
@@ -235,7 +234,7 @@ class SQLiteJobs(SQLiteConnections):
             rows = self._ready(conn, queue, now, want)
             if any(r["overlap_key"] is not None or r["rate_key"] is not None for r in rows):
                 # guarded jobs may be deferred: look a little further than `limit`
-                rows = self._ready(conn, queue, now, want + RESERVE_LOOKAHEAD)
+                rows = self._ready(conn, queue, now, want + sql_guards.RESERVE_LOOKAHEAD)
             for row in rows:
                 if len(out) >= limit:
                     break
