@@ -24,7 +24,7 @@ figures are medians of 20 calls, three queues, one paused):
 
 - SQLite: the oldest-ready lookups 0.02 ms for the three queues (SEARCH ... USING COVERING
   INDEX tenure_jobs_ready); `queue_counts()` whole 139 ms, nearly all of it the existing
-  count per queue and state (a scan of that covering index, see SQLiteOperations); the
+  count per queue and state (a scan of that covering index, see SQLiteStore.queue_counts); the
   oldest ready job found by a scan instead: 585 ms.
 - PostgreSQL: the lookups 0.18 ms (Index Only Scan using tenure_jobs_ready, by ready_queue,
   0.06 ms executed); `queue_counts()` whole 2.4 ms; a scan of the queued rows: 271 ms.

@@ -13,7 +13,7 @@ import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
-from typing import Any, ClassVar
+from typing import Any
 
 from tenure.errors import ConfigError
 from tenure.stores.base import EndResult, NewBatch, NewJob, Reservation, WorkerRef, batch_target
@@ -123,7 +123,7 @@ class SQLiteJobs(SQLiteConnections):
     """A job through its life on the hot path: enqueued, reserved, completed (and the next
     one claimed in the same transaction)."""
 
-    dialect: ClassVar[Dialect]  # the store's SQLITE (dialect.py builds on this module)
+    dialect: Dialect  # the store's SQLITE (dialect.py builds on this module)
 
     def enqueue_many(
         self,
