@@ -19,7 +19,8 @@ import time
 from pathlib import Path
 
 import tenure
-from tenure.stores.base import WorkerRef, get_job
+from tenure.stores.base import get_job
+from tenure.stores.records import WorkerRef
 
 from bench.wait_latency import drop, urls
 

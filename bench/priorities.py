@@ -32,7 +32,7 @@ from pathlib import Path
 
 from tenure.retry import Policy
 from tenure.stores import Store, open_store
-from tenure.stores.base import NewJob, WorkerRef
+from tenure.stores.records import NewJob, WorkerRef
 
 from bench.engines import POSTGRES_URL, REDIS_URL
 

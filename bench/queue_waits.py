@@ -73,7 +73,7 @@ def fill(app: tenure.App, jobs: int) -> None:
         return
     from tenure import payload
     from tenure.app import new_id
-    from tenure.stores.base import NewJob
+    from tenure.stores.records import NewJob
 
     policy = app.jobs["export_row"].policy
     text = payload.encode("export_row", (1,), {})

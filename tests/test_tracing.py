@@ -36,7 +36,7 @@ import tenure
 from tenure import tracing
 from tenure.coordinator import COORDINATOR
 from tenure.retry import Policy
-from tenure.stores.base import NewJob
+from tenure.stores.records import NewJob
 from tenure.testing import drain
 
 SRC = Path(__file__).resolve().parents[1] / "src"

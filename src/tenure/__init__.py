@@ -18,7 +18,7 @@ from tenure.errors import (
     UnknownJob,
 )
 from tenure.job import Chain, ChainHandle, Job, JobHandle, Sig
-from tenure.stores.base import AttemptRecord as Attempt
+from tenure.stores.records import AttemptRecord as Attempt
 from tenure.version import __version__ as __version__
 
 __all__ = [

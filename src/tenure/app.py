@@ -23,16 +23,8 @@ from tenure.sending import Member
 from tenure.settings import URL_ENV, JobOptions
 from tenure.states import JOB_STATES
 from tenure.stores import Store, open_store, store_class
-from tenure.stores.base import (
-    BatchRecord,
-    JobRecord,
-    PeriodicClaim,
-    QueueCounts,
-    WorkerRecord,
-    get_batch,
-    get_job,
-    total_counts,
-)
+from tenure.stores.base import get_batch, get_job, total_counts
+from tenure.stores.records import BatchRecord, JobRecord, PeriodicClaim, QueueCounts, WorkerRecord
 from tenure.urls import redact
 
 F = TypeVar("F", bound=Callable[..., Any])

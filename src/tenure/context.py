@@ -13,7 +13,8 @@ from tenure.stores.base import get_batch
 
 if TYPE_CHECKING:
     from tenure.job import Sig
-    from tenure.stores.base import BatchRecord, JobTransaction, Store
+    from tenure.stores.base import JobTransaction, Store
+    from tenure.stores.records import BatchRecord
 
 
 class ContextApp(Protocol):

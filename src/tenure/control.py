@@ -9,7 +9,8 @@ from dataclasses import dataclass
 
 from tenure import chains
 from tenure.errors import CancelRefused, ConfigError, JobNotFound
-from tenure.stores.base import JobRecord, QueueCounts, Store, clock_text, get_batch, get_job
+from tenure.stores.base import Store, get_batch, get_job
+from tenure.stores.records import JobRecord, QueueCounts, clock_text
 
 FINISHED = {"succeeded": "succeeded", "failed": "failed", "cancelled": "was cancelled already"}
 

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 from tenure import chains, payload
 from tenure.errors import PayloadError
-from tenure.stores.base import AttemptRecord, JobRecord, clock_text
+from tenure.stores.records import AttemptRecord, JobRecord, clock_text
 
 # A link the store has not dispatched yet (its previous link has not succeeded): no row yet.
 WAITING = "waiting"

@@ -14,7 +14,7 @@ import time
 from typing import Any, Protocol
 
 from tenure.settings import LOG_FORMAT_ENV
-from tenure.stores.base import EndResult, Reservation
+from tenure.stores.records import EndResult, Reservation
 
 log = logging.getLogger("tenure.worker")
 

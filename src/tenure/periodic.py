@@ -33,7 +33,7 @@ from typing import Protocol
 
 from tenure.errors import ConfigError
 from tenure.schedule import Schedule
-from tenure.stores.base import JobRecord, PeriodicClaim, PeriodicRecord
+from tenure.stores.records import JobRecord, PeriodicClaim, PeriodicRecord
 
 log = logging.getLogger("tenure.periodic")
 

@@ -17,7 +17,7 @@ from tenure.job import NO_OVERRIDE, Chain, Job, Sig
 from tenure.retention import Keep
 from tenure.retry import Policy
 from tenure.stores import Store
-from tenure.stores.base import NewBatch, NewJob
+from tenure.stores.records import NewBatch, NewJob
 
 Member = Sig | Chain | Sequence[Sig]  # a batch member: a job, or a chain counted as one
 

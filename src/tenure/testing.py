@@ -30,7 +30,8 @@ from tenure import payload
 from tenure.app import App
 from tenure.errors import ConfigError
 from tenure.job import Job, JobsApp
-from tenure.stores.base import JobRecord, Reservation, WorkerRef, get_job
+from tenure.stores.base import get_job
+from tenure.stores.records import JobRecord, Reservation, WorkerRef
 from tenure.stores.sqlite import SQLiteStore
 from tenure.worker.execute import Ended, definition, execute
 

@@ -14,7 +14,8 @@ from tenure.errors import ConfigError, JobCancelled, JobFailed
 from tenure.states import FINAL_STATES
 
 if TYPE_CHECKING:
-    from tenure.stores.base import JobRecord, Store
+    from tenure.stores.base import Store
+    from tenure.stores.records import JobRecord
 
 # The longest one wait goes without reading the job again. The store wakes a waiter when the
 # job succeeds or fails (PostgreSQL NOTIFY, a Redis list, SQLite's data_version); an end no

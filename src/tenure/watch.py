@@ -20,7 +20,7 @@ from rich.progress import (
 )
 
 from tenure.app import App
-from tenure.stores.base import BatchRecord
+from tenure.stores.records import BatchRecord
 
 POLL_S = 0.5
 

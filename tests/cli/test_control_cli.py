@@ -12,7 +12,7 @@ import pytest
 
 import tenure
 from tenure.retry import Policy
-from tenure.stores.base import NewJob, WorkerRef
+from tenure.stores.records import NewJob, WorkerRef
 
 SRC = Path(__file__).resolve().parents[2] / "src"
 

@@ -9,15 +9,8 @@ from typing import TypeVar
 
 from tenure.retry import Policy
 from tenure.stores import Store
-from tenure.stores.base import (
-    AttemptRecord,
-    JobRecord,
-    NewJob,
-    Reservation,
-    WorkerRef,
-    get_job,
-    total_counts,
-)
+from tenure.stores.base import get_job, total_counts
+from tenure.stores.records import AttemptRecord, JobRecord, NewJob, Reservation, WorkerRef
 
 T = TypeVar("T")
 

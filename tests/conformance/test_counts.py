@@ -22,7 +22,8 @@ from tenure.guards import Guards
 from tenure.retry import Policy
 from tenure.states import JOB_STATES
 from tenure.stores import Store, open_store
-from tenure.stores.base import NewBatch, NewJob, Reservation, WorkerRef, get_batch
+from tenure.stores.base import get_batch
+from tenure.stores.records import NewBatch, NewJob, Reservation, WorkerRef
 
 ONE_TRY = Policy(tries=1, backoff=0)
 TWO_TRIES = Policy(tries=2, backoff=0)

@@ -18,7 +18,7 @@ from conformance.test_guards import guarded, outcomes
 from tenure import chains
 from tenure.guards import Guards
 from tenure.stores import Store
-from tenure.stores.base import NewBatch, NewJob, Reservation
+from tenure.stores.records import NewBatch, NewJob, Reservation
 
 KEY = Guards(overlap_key="customer:1", overlap_delay=0.3)
 

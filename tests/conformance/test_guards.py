@@ -27,7 +27,8 @@ from conformance.helpers import W1, W2, counts, enqueue, expire_and_rescue, job,
 from tenure.errors import ConfigError
 from tenure.guards import Guards
 from tenure.stores import Store
-from tenure.stores.base import NewJob, WorkerRef, get_job
+from tenure.stores.base import get_job
+from tenure.stores.records import NewJob, WorkerRef
 
 
 def guarded(guards: Guards, **kw: Any) -> NewJob:

@@ -19,7 +19,7 @@ from conformance.helpers import (
 )
 from tenure.retry import Policy
 from tenure.stores import Store
-from tenure.stores.base import HeartbeatReply, WorkerRecord
+from tenure.stores.records import HeartbeatReply, WorkerRecord
 
 
 def test_heartbeat_renews_the_lease_and_stamps_the_attempt_and_worker(store: Store) -> None:

@@ -10,7 +10,8 @@ from conformance.helpers import W1, counts, enqueue, job, new_job, reserve_one, 
 from tenure.retry import Policy
 from tenure.states import JOB_STATES
 from tenure.stores import Store
-from tenure.stores.base import WorkerRecord, get_job
+from tenure.stores.base import get_job
+from tenure.stores.records import WorkerRecord
 
 ONE_TRY = Policy(tries=1, backoff=0)
 

@@ -19,7 +19,8 @@ from tenure.guards import Guards
 from tenure.retention import Keep
 from tenure.retry import Policy
 from tenure.stores import Store
-from tenure.stores.base import NewBatch, NewJob, Pruned, get_batch, get_job
+from tenure.stores.base import get_batch, get_job
+from tenure.stores.records import NewBatch, NewJob, Pruned
 
 GONE_AT_ONCE = Keep(succeeded=0.0, failed=0.0)
 AN_HOUR = Keep(succeeded=3600.0, failed=3600.0)

@@ -22,7 +22,8 @@ import tenure
 from conformance.helpers import W1, job, new_job, reserve_one
 from tenure.retry import Policy
 from tenure.stores import Store
-from tenure.stores.base import BatchRecord, NewBatch, NewJob, get_batch
+from tenure.stores.base import get_batch
+from tenure.stores.records import BatchRecord, NewBatch, NewJob
 
 ONE_TRY = Policy(tries=1, backoff=0)
 CALLBACKS = "callbacks"

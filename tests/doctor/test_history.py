@@ -17,7 +17,8 @@ import tenure
 from tenure.doctor.history import Limits, check_history, p95
 from tenure.doctor.model import Source
 from tenure.job import Job
-from tenure.stores.base import Store, WorkerRecord, WorkerRef
+from tenure.stores.base import Store
+from tenure.stores.records import WorkerRecord, WorkerRef
 
 from conftest import rule_ids, run_in, write
 

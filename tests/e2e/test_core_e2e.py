@@ -9,7 +9,7 @@ import pytest
 
 from tenure.errors import PayloadError
 from tenure.retry import Policy
-from tenure.stores.base import NewJob
+from tenure.stores.records import NewJob
 
 from e2e.helpers import Project, state_is, wait_until
 

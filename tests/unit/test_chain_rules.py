@@ -8,7 +8,7 @@ from dataclasses import replace
 from tenure import chains
 from tenure.guards import NO_GUARDS, Guards
 from tenure.retry import Policy
-from tenure.stores.base import NewJob, callback_from_json, callback_to_json
+from tenure.stores.records import NewJob, callback_from_json, callback_to_json
 
 
 def link(job_id: str, queue: str = "default") -> NewJob:

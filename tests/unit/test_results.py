@@ -8,7 +8,7 @@ import pytest
 import tenure
 from tenure import results, waiting
 from tenure.retry import Policy
-from tenure.stores.base import JobRecord
+from tenure.stores.records import JobRecord
 
 
 def test_a_return_value_is_stored_as_compact_json_and_none_as_nothing() -> None:

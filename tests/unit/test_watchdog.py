@@ -20,7 +20,7 @@ import pytest
 
 from tenure.app import App
 from tenure.settings import WorkerOptions
-from tenure.stores.base import Reservation
+from tenure.stores.records import Reservation
 from tenure.worker import messages
 from tenure.worker.leases import LeaseKeeper
 from tenure.worker.slot import Slot

@@ -13,7 +13,7 @@ import pytest
 from starlette.routing import Route
 from starlette.testclient import TestClient
 
-from tenure.stores.base import WorkerRef
+from tenure.stores.records import WorkerRef
 from tenure.web import create_app
 from web.helpers import WebProject
 

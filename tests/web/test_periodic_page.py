@@ -10,7 +10,7 @@ import pytest
 from starlette.testclient import TestClient
 
 from tenure.periodic import PeriodicTicker, run_id
-from tenure.stores.base import clock_text
+from tenure.stores.records import clock_text
 from tenure.testing import drain, freeze
 from tenure.web import create_app
 from web.helpers import WebProject

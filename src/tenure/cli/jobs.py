@@ -13,7 +13,7 @@ from tenure.cli.common import AppOption, UrlOption, fail, open_app, out, say
 from tenure.describe import chain_lines, chain_stops, describe_job, waiting_link
 from tenure.errors import CancelRefused, JobNotFound
 from tenure.states import JOB_STATES
-from tenure.stores.base import clock_text
+from tenure.stores.records import clock_text
 
 jobs_cli = typer.Typer(help="Look at jobs.", no_args_is_help=True)
 failed_cli = typer.Typer(help="Failed jobs: list, retry, forget.", no_args_is_help=True)

@@ -13,7 +13,7 @@ from tenure.cli.common import AppOption, UrlOption, fail, open_app, out, say, wa
 from tenure.errors import ConfigError
 from tenure.logs import setup_logging
 from tenure.settings import WorkerOptions, split_queues, worker_env_name, worker_flag
-from tenure.stores.base import clock_text
+from tenure.stores.records import clock_text
 
 
 def worker_command() -> Callable[..., None]:

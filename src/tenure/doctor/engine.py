@@ -32,7 +32,7 @@ from tenure.doctor.readers import read_deployments
 from tenure.doctor.rules import finding
 from tenure.doctor.walk import Tree, scan
 from tenure.errors import ConfigError
-from tenure.stores.base import JobRecord
+from tenure.stores.records import JobRecord
 
 INTERNAL_PREFIX = "tenure."
 

@@ -12,7 +12,8 @@ from dataclasses import dataclass
 
 from tenure.doctor.model import Finding, JobModel, Source, Value
 from tenure.doctor.rules import finding
-from tenure.stores.base import JobRecord, Store, get_job
+from tenure.stores.base import Store, get_job
+from tenure.stores.records import JobRecord
 
 Locate = Callable[[str], Source]
 TIMED_OUTCOMES = ("succeeded", "failed", "timed_out")

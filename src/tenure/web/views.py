@@ -21,14 +21,8 @@ from tenure.describe import (
     describe_job,
     result_text,
 )
-from tenure.stores.base import (
-    AttemptRecord,
-    BatchRecord,
-    JobRecord,
-    WorkerRecord,
-    clock_text,
-    total_counts,
-)
+from tenure.stores.base import total_counts
+from tenure.stores.records import AttemptRecord, BatchRecord, JobRecord, WorkerRecord, clock_text
 
 # A worker renews its leases every lease/3 (10 s by default); a minute without a heartbeat is
 # a worker that died without saying so (SIGKILL, host lost), not a slow one.

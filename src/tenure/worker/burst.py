@@ -15,7 +15,8 @@ import logging
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from tenure.stores.base import JobRecord, Store, clock_text
+from tenure.stores.base import Store
+from tenure.stores.records import JobRecord, clock_text
 
 log = logging.getLogger("tenure.worker")
 

@@ -29,7 +29,7 @@ from typing import IO, Any
 
 from tenure.errors import CancelRequested, JobTimeout
 from tenure.logs import log_end, setup_logging
-from tenure.stores.base import EndResult, Reservation, WorkerRef
+from tenure.stores.records import EndResult, Reservation, WorkerRef
 from tenure.worker import messages
 from tenure.worker.cancel_mark import CancelMark
 from tenure.worker.execute import Ended, definition, execute

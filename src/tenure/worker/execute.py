@@ -20,7 +20,7 @@ from tenure.context import JobContext, activate, deactivate
 from tenure.errors import CancelRequested, JobTimeout, JobTransactionEnded, PayloadError
 from tenure.job import Job
 from tenure.results import ResultError
-from tenure.stores.base import EndResult, Reservation
+from tenure.stores.records import EndResult, Reservation
 
 
 @dataclass(frozen=True)

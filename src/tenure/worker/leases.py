@@ -12,7 +12,8 @@ from typing import Protocol
 
 from tenure.retention import PRUNE_CHUNK, pause_after
 from tenure.settings import WorkerOptions
-from tenure.stores.base import Pruned, Rescued, Store, WorkerRef
+from tenure.stores.base import Store
+from tenure.stores.records import Pruned, Rescued, WorkerRef
 from tenure.worker.messages import Pulse
 from tenure.worker.metrics import Metrics
 from tenure.worker.slot import Slot

@@ -22,7 +22,7 @@ import time
 from typing import Any
 
 from tenure.retry import Policy, parse_policy
-from tenure.stores.base import Reservation
+from tenure.stores.records import Reservation
 from tenure.worker.shared_page import SharedPage
 
 

@@ -14,7 +14,8 @@ from typing import TypeVar
 
 from tenure.errors import ConfigError, StoreMisconfigured
 from tenure.logs import log_end as log_end
-from tenure.stores.base import EndResult, Reservation, Store, WorkerRef
+from tenure.stores.base import Store
+from tenure.stores.records import EndResult, Reservation, WorkerRef
 from tenure.worker.execute import Ended
 
 log = logging.getLogger("tenure.worker")

@@ -19,7 +19,7 @@ from tenure.app import App
 from tenure.job import Job
 from tenure.logs import job_fields
 from tenure.settings import WorkerOptions
-from tenure.stores.base import Reservation
+from tenure.stores.records import Reservation
 from tenure.worker import messages
 from tenure.worker.child_process import ChildDied, ChildProcess
 from tenure.worker.execute import Ended, arguments_of, context, definition, run_coroutine

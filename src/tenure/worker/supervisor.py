@@ -19,13 +19,8 @@ from typing import Any, TypeVar
 from tenure.app import App
 from tenure.periodic import PeriodicTicker
 from tenure.settings import WorkerOptions
-from tenure.stores.base import (
-    QueueCounts,
-    Reservation,
-    Store,
-    WorkerRecord,
-    WorkerRef,
-)
+from tenure.stores.base import Store
+from tenure.stores.records import QueueCounts, Reservation, WorkerRecord, WorkerRef
 from tenure.worker.burst import BurstEnd
 from tenure.worker.execute import Ended
 from tenure.worker.leases import LeaseKeeper, Sweeper

@@ -17,8 +17,8 @@ from conformance.helpers import counts
 from tenure.errors import ConfigError
 from tenure.retry import Policy
 from tenure.stores import open_store
-from tenure.stores.base import NewJob
 from tenure.stores.postgres.database import parse_url, pooler_settings
+from tenure.stores.records import NewJob
 
 from servers import isolated_store_url
 

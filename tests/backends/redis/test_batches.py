@@ -27,7 +27,8 @@ from tenure import batch as rules
 from tenure.errors import ConfigError, TenureError
 from tenure.guards import Guards
 from tenure.retry import Policy
-from tenure.stores.base import NewBatch, NewJob, WorkerRef, get_batch
+from tenure.stores.base import get_batch
+from tenure.stores.records import NewBatch, NewJob, WorkerRef
 from tenure.stores.redis import RedisStore, split_prefix
 from tenure.stores.redis.scripts import read_lua
 

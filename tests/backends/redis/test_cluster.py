@@ -114,7 +114,7 @@ def test_a_worker_waiting_on_queues_of_several_slots_wakes_for_any(
 
 
 def test_a_batch_across_queues_is_refused_naming_them(store: RedisStore) -> None:
-    from tenure.stores.base import NewBatch
+    from tenure.stores.records import NewBatch
 
     batch = NewBatch(id=secrets.token_hex(4), name="mixed")
     with pytest.raises(ConfigError, match=r"'exports'.*\['mail'\]"):

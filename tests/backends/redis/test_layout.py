@@ -12,7 +12,8 @@ import redis
 
 from tenure.errors import ConfigError
 from tenure.retry import Policy
-from tenure.stores.base import NewJob, WorkerRef, get_job
+from tenure.stores.base import get_job
+from tenure.stores.records import NewJob, WorkerRef
 from tenure.stores.redis import RedisStore
 
 from servers import isolated_store_url

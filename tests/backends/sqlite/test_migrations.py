@@ -15,7 +15,8 @@ import pytest
 from tenure.errors import ConfigError
 from tenure.guards import Guards
 from tenure.retry import Policy
-from tenure.stores.base import NewJob, WorkerRef, get_batch, get_job
+from tenure.stores.base import get_batch, get_job
+from tenure.stores.records import NewJob, WorkerRef
 from tenure.stores.sql.migrations import load_migrations
 from tenure.stores.sqlite import SQLiteStore, schema
 

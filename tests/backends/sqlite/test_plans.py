@@ -15,7 +15,7 @@ from conformance.helpers import W1, W2, new_job, wait_until
 from tenure import chains
 from tenure.guards import Guards
 from tenure.retention import Keep
-from tenure.stores.base import NewBatch
+from tenure.stores.records import NewBatch
 from tenure.stores.sqlite import SQLiteStore
 
 DUE = Keep(succeeded=0.0, failed=0.0)

@@ -5,10 +5,10 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from tenure.stores.base import NewJob
 from tenure.stores.postgres.claims import ENDED_PREFIX
 from tenure.stores.postgres.database import CLOCK, Cursor, Database
 from tenure.stores.postgres.jobs import NOW, insert_jobs
+from tenure.stores.records import NewJob
 
 
 class PostgresDialect:

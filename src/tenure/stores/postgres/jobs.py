@@ -13,10 +13,10 @@ from typing import Any
 
 from psycopg.rows import DictRow
 
-from tenure.stores.base import EndResult, NewBatch, NewJob, Reservation, WorkerRef, batch_target
 from tenure.stores.postgres import claims, guards
 from tenure.stores.postgres.claims import NEXT_ATTEMPT, OPEN_ATTEMPT
 from tenure.stores.postgres.database import CLOCK, Cursor, Database, in_schema
+from tenure.stores.records import EndResult, NewBatch, NewJob, Reservation, WorkerRef, batch_target
 from tenure.stores.sql import batches, endings
 from tenure.stores.sql.control import not_paused
 from tenure.stores.sql.dialect import Dialect

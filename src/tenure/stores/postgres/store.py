@@ -30,8 +30,13 @@ from dataclasses import replace
 from typing import ClassVar
 
 from tenure.states import FINAL_STATES
-from tenure.stores.base import (
-    Capabilities,
+from tenure.stores.base import Capabilities
+from tenure.stores.postgres import claims, guards, waiters
+from tenure.stores.postgres.database import POOL_MAX, Cursor, Database
+from tenure.stores.postgres.dialect import PostgresDialect, lock_batches
+from tenure.stores.postgres.jobs import NOW, PostgresJobs
+from tenure.stores.postgres.transaction import PostgresJobTransaction
+from tenure.stores.records import (
     HeartbeatReply,
     JobRecord,
     NewJob,
@@ -44,11 +49,6 @@ from tenure.stores.base import (
     describe_crash,
     ready_age,
 )
-from tenure.stores.postgres import claims, guards, waiters
-from tenure.stores.postgres.database import POOL_MAX, Cursor, Database
-from tenure.stores.postgres.dialect import PostgresDialect, lock_batches
-from tenure.stores.postgres.jobs import NOW, PostgresJobs
-from tenure.stores.postgres.transaction import PostgresJobTransaction
 from tenure.stores.sql import batches, control, endings, operations, periodic, retention, workers
 from tenure.stores.sql.dialect import Dialect
 from tenure.stores.sql.rows import attempt_record, effect_record, job_record

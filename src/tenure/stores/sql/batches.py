@@ -19,15 +19,15 @@ from dataclasses import replace
 from typing import Any
 
 from tenure import batch as rules
-from tenure.stores.base import (
+from tenure.stores.records import (
     BatchRecord,
     NewBatch,
     NewJob,
     batch_record,
     callback_from_json,
     callback_to_json,
+    log_lost_callback,
 )
-from tenure.stores.records import log_lost_callback
 from tenure.stores.sql import chains
 from tenure.stores.sql.dialect import Cursor, Dialect, chunks, marks
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 
-from tenure.stores.base import CancelResult
+from tenure.stores.records import CancelResult
 from tenure.stores.sql import batches, endings
 from tenure.stores.sql.dialect import Cursor, Dialect
 

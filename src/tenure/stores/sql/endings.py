@@ -9,7 +9,7 @@ from collections.abc import Callable
 from tenure.chains import goes_on
 from tenure.retry import Counters, Policy, cancelled_ending, decide
 from tenure.states import visible_state
-from tenure.stores.base import EndResult, Rescued
+from tenure.stores.records import EndResult, Rescued
 from tenure.stores.sql import batches, chains
 from tenure.stores.sql.dialect import Cursor, Dialect, Row
 

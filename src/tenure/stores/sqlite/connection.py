@@ -16,7 +16,7 @@ from contextlib import contextmanager
 from typing import Any
 
 from tenure.errors import ConfigError
-from tenure.stores.base import EndResult, NewBatch, NewJob, Reservation, WorkerRef, batch_target
+from tenure.stores.records import EndResult, NewBatch, NewJob, Reservation, WorkerRef, batch_target
 from tenure.stores.sql import batches, control, endings
 from tenure.stores.sql import guards as sql_guards
 from tenure.stores.sql.dialect import Dialect

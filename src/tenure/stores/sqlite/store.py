@@ -14,8 +14,8 @@ from contextlib import contextmanager
 from typing import Any, ClassVar
 
 from tenure.states import FINAL_STATES
-from tenure.stores.base import (
-    Capabilities,
+from tenure.stores.base import Capabilities
+from tenure.stores.records import (
     HeartbeatReply,
     JobRecord,
     NewJob,
