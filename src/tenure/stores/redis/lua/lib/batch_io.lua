@@ -44,15 +44,6 @@ local function b_save(bk, c, now_s)
   if c.finished then redis.call('HSET', bk, 'finished_at', now_s) end
 end
 
-local function notify_at(qbase, n)
-  if n < 1 then return end
-  if n > NOTIFY_MAX then n = NOTIFY_MAX end
-  local tokens = {}
-  for i = 1, n do tokens[i] = '1' end
-  redis.call('LPUSH', qbase .. ':notify', unpack(tokens))
-  redis.call('LTRIM', qbase .. ':notify', 0, NOTIFY_MAX - 1)
-end
-
 -- Enqueue one job into any queue, given that queue's key base; 0 if its id is already there.
 local function enqueue_at(qbase, qname, id, name, payload, policy, delay, now_s, now, keep,
     priority)

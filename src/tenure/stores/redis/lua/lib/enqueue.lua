@@ -12,15 +12,13 @@ local function enqueue_one(i, now_s, now)
   if holder then return holder, 0 end
   -- taken at once: the next job of this call with the same key must see this one
   if ukey then take_unique(ukey, id, ARGV[i + 7], optional(ARGV[i + 8]), now) end
+  -- the job itself, as any script enqueues one (batch_io.lua); 0: the id is already there
+  if enqueue_at(base, queue_name, id, ARGV[i + 1], ARGV[i + 2], ARGV[i + 3],
+      tonumber(ARGV[i + 4]) or 0, now_s, now, ARGV[i + 14] .. ' ' .. ARGV[i + 15],
+      tonumber(ARGV[i + 16]) or 0) == 0 then
+    return id, 0
+  end
   local jk = job_key(id)
-  if redis.call('EXISTS', jk) == 1 then return id, 0 end
-  local seq = redis.call('INCR', SEQ)
-  local delay = tonumber(ARGV[i + 4]) or 0
-  if delay < 0 then delay = 0 end
-  local run_at = fmt(now + delay)
-  redis.call('HSET', jk, 'id', id, 'name', ARGV[i + 1], 'queue', queue_name,
-    'payload', ARGV[i + 2], 'state', 'queued', 'policy', ARGV[i + 3], 'created_at', now_s,
-    'run_at', run_at, 'attempt', 0, 'tries_used', 0, 'exceptions', 0, 'seq', seq)
   local batch_id = optional(ARGV[i + 5])
   if batch_id then redis.call('HSET', jk, 'batch_id', batch_id) end
   if ukey then redis.call('HSET', jk, 'unique_key', ukey) end
@@ -33,15 +31,7 @@ local function enqueue_one(i, now_s, now)
     redis.call('HSET', jk, 'rate_key', rkey, 'rate_limit', ARGV[i + 12],
       'rate_window', ARGV[i + 13])
   end
-  local keep_s, keep_f = optional(ARGV[i + 14]), optional(ARGV[i + 15])
-  if keep_s then redis.call('HSET', jk, 'keep_s', keep_s) end
-  if keep_f then redis.call('HSET', jk, 'keep_f', keep_f) end
-  local priority = tonumber(ARGV[i + 16]) or 0
-  if priority ~= 0 then redis.call('HSET', jk, 'priority', priority) end
   local chain = optional(ARGV[i + 17] or '-')
   if chain then redis.call('HSET', jk, 'chain', chain) end
-  add_queued(base, priority, run_at, queued_member(seq, id))
-  redis.call('ZADD', ALL, seq, id)
-  move_index(id, seq, nil, 'queued')
   return id, 1
 end

@@ -92,14 +92,16 @@ local function move_index(id, seq, from, to)
   if to and FINAL[to] then retire(id, to) end
 end
 
-local function notify(n)
+-- Wake up to `n` idle workers of the queue whose key base is `qbase` (this queue: notify).
+local function notify_at(qbase, n)
   if n < 1 then return end
   if n > NOTIFY_MAX then n = NOTIFY_MAX end
   local tokens = {}
   for i = 1, n do tokens[i] = '1' end
-  redis.call('LPUSH', NOTIFY, unpack(tokens))
-  redis.call('LTRIM', NOTIFY, 0, NOTIFY_MAX - 1)
+  redis.call('LPUSH', qbase .. ':notify', unpack(tokens))
+  redis.call('LTRIM', qbase .. ':notify', 0, NOTIFY_MAX - 1)
 end
+local function notify(n) notify_at(base, n) end
 
 -- Whoever waits for this job's end (JobHandle.wait sets `base:waiter:ID`, see
 -- RedisStore.wait_for_work) is woken by a token on `base:woken:ID`, which it pops. A job
