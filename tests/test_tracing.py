@@ -298,7 +298,7 @@ def test_tenure_works_when_opentelemetry_cannot_be_imported(tmp_path: Path) -> N
         import tenure
         from tenure.testing import drain
         from tenure.retry import Policy
-        from tenure.stores.base import Reservation
+        from tenure.stores.records import Reservation
         from tenure.worker.execute import execute
 
         app = tenure.App("sqlite:///t.db")

@@ -1,8 +1,8 @@
 """The store interface: one narrow seam, named in job verbs, that every backend implements.
 
-Plain dataclasses in and out (stores/records.py, re-exported here); no SQL or Redis types cross
-it. Times are epoch seconds measured on the *store's* clock (`Store.now()`), never a worker's,
-so that a worker with a skewed clock can neither expire a lease early nor keep one late.
+Plain dataclasses in and out (stores/records.py); no SQL or Redis types cross it. Times are
+epoch seconds measured on the *store's* clock (`Store.now()`), never a worker's, so that a
+worker with a skewed clock can neither expire a lease early nor keep one late.
 """
 
 from __future__ import annotations
@@ -13,10 +13,8 @@ from typing import Any, ClassVar, Protocol
 
 from tenure.states import JOB_STATES
 from tenure.stores.records import (
-    AttemptRecord,
     BatchRecord,
     CancelResult,
-    EffectRecord,
     EndResult,
     HeartbeatReply,
     JobRecord,
@@ -24,22 +22,11 @@ from tenure.stores.records import (
     NewJob,
     PeriodicClaim,
     PeriodicRecord,
-    Pruned,
     QueueCounts,
-    Rescued,
     Reservation,
     Swept,
     WorkerRecord,
     WorkerRef,
-    batch_record,
-    batch_target,
-    callback_from_json,
-    callback_to_json,
-    cancel_target,
-    clock_text,
-    describe_crash,
-    ready_age,
-    transaction_ended,
 )
 
 
@@ -326,38 +313,4 @@ def total_counts(by_queue: Mapping[str, Mapping[str, int]]) -> dict[str, int]:
     return out
 
 
-__all__ = [
-    "AttemptRecord",
-    "BatchRecord",
-    "CancelResult",
-    "Capabilities",
-    "EffectRecord",
-    "EndResult",
-    "HeartbeatReply",
-    "JobRecord",
-    "JobTransaction",
-    "NewBatch",
-    "NewJob",
-    "PeriodicClaim",
-    "PeriodicRecord",
-    "Pruned",
-    "QueueCounts",
-    "Rescued",
-    "Reservation",
-    "Store",
-    "Swept",
-    "WorkerRecord",
-    "WorkerRef",
-    "batch_record",
-    "batch_target",
-    "callback_from_json",
-    "callback_to_json",
-    "cancel_target",
-    "clock_text",
-    "describe_crash",
-    "get_batch",
-    "get_job",
-    "ready_age",
-    "total_counts",
-    "transaction_ended",
-]
+__all__ = ["Capabilities", "JobTransaction", "Store", "get_batch", "get_job", "total_counts"]

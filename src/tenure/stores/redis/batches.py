@@ -28,8 +28,7 @@ from typing import Any, cast
 
 from tenure import chains
 from tenure.errors import ConfigError, TenureError
-from tenure.stores.base import BatchRecord, CancelResult, NewBatch, NewJob
-from tenure.stores.records import guard_fields
+from tenure.stores.records import BatchRecord, CancelResult, NewBatch, NewJob, guard_fields
 from tenure.stores.redis.client import RedisClient, keep_args, optional
 from tenure.stores.redis.guards import member_guards
 from tenure.stores.redis.records import PROGRESS_UNITS, batch_record

@@ -41,8 +41,8 @@ from __future__ import annotations
 import json
 
 from tenure.errors import ConfigError
-from tenure.stores.base import EffectRecord, JobTransaction, NewJob
-from tenure.stores.records import guard_fields
+from tenure.stores.base import JobTransaction
+from tenure.stores.records import EffectRecord, NewJob, guard_fields
 from tenure.stores.redis.client import RedisClient
 from tenure.stores.redis.records import to_float, to_int
 

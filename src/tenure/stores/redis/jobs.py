@@ -17,7 +17,7 @@ from tenure import chains
 from tenure.errors import ConfigError, TenureError
 from tenure.retry import Counters, cancelled_ending, decide, parse_policy
 from tenure.states import visible_state
-from tenure.stores.base import (
+from tenure.stores.records import (
     EndResult,
     HeartbeatReply,
     NewBatch,

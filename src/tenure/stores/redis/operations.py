@@ -10,7 +10,7 @@ from dataclasses import replace
 from typing import cast
 
 from tenure.states import JOB_STATES
-from tenure.stores.base import JobRecord, QueueCounts, WorkerRecord, ready_age
+from tenure.stores.records import JobRecord, QueueCounts, WorkerRecord, ready_age
 from tenure.stores.redis.client import LIST_PAGE, RedisClient, clock_value
 from tenure.stores.redis.guards import effect_records
 from tenure.stores.redis.records import (

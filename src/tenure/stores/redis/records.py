@@ -13,7 +13,7 @@ from typing import Any
 from tenure import batch as rules
 from tenure.retry import Policy
 from tenure.states import visible_state
-from tenure.stores.base import AttemptRecord, BatchRecord, JobRecord, WorkerRecord
+from tenure.stores.records import AttemptRecord, BatchRecord, JobRecord, WorkerRecord
 from tenure.stores.records import batch_record as stored_batch
 
 PROGRESS_UNITS = 1_000_000  # a member's progress and a batch's `partial` are in millionths

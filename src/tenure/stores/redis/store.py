@@ -69,10 +69,10 @@ from typing import Any, ClassVar, cast
 
 import redis
 
-from tenure.stores.base import (
+from tenure.stores.base import Capabilities
+from tenure.stores.records import (
     AttemptRecord,
     CancelResult,
-    Capabilities,
     Pruned,
     Rescued,
     Swept,
