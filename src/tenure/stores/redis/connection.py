@@ -40,8 +40,6 @@ DEFAULT_PREFIX = "tenure"
 # BLPOP must return before the socket timeout fires, or the wait would look like an outage.
 SOCKET_TIMEOUT_S = 15.0
 CONNECT_TIMEOUT_S = 5.0
-CLUSTER_SCHEME = "redis+cluster"
-SENTINEL_SCHEME = "redis+sentinel"
 
 
 @dataclass(frozen=True)
@@ -49,25 +47,18 @@ class Connection:
     client: Any  # redis.Redis, or RedisCluster on a cluster
     prefix: str
     where: str  # for people: which server(s) an error is about
-    cluster: bool
+    cluster: bool = False
     wait_replicas: int = 0
     sentinel: bool = False
 
 
 def connect(url: str) -> Connection:
     scheme = url.split(":", 1)[0].lower()
-    if scheme == CLUSTER_SCHEME:
+    if scheme == "redis+cluster":
         return _connect_cluster(url)
-    if scheme == SENTINEL_SCHEME:
+    if scheme == "redis+sentinel":
         return _connect_sentinel(url)
     return _connect_server(url)
-
-
-def _retry() -> Retry:
-    # One quick retry replaces a pooled connection that died with a Redis restart or a
-    # failover; more would hide an outage from the worker (which backs off and logs it itself)
-    # for tens of seconds, and re-send scripts whose reply, not whose effect, was lost.
-    return Retry(ExponentialWithJitterBackoff(base=0.01, cap=0.1), retries=1)
 
 
 def _options() -> dict[str, Any]:
@@ -79,7 +70,10 @@ def _options() -> dict[str, Any]:
         "socket_connect_timeout": CONNECT_TIMEOUT_S,
         "socket_timeout": SOCKET_TIMEOUT_S,
         "health_check_interval": 30,
-        "retry": _retry(),
+        # One quick retry replaces a pooled connection that died with a Redis restart or a
+        # failover; more would hide an outage from the worker (which backs off and logs it
+        # itself) for tens of seconds, and re-send scripts whose reply, not whose effect, was lost.
+        "retry": Retry(ExponentialWithJitterBackoff(base=0.01, cap=0.1), retries=1),
     }
 
 
@@ -92,7 +86,7 @@ def _connect_server(url: str) -> Connection:
     except ValueError as exc:  # redis-py's reading of the URL: a bad port, db or option
         raise StoreMisconfigured(f"redis URL for {where}: {exc}") from exc
     client.where = where
-    return Connection(client, prefix, where, cluster=False, wait_replicas=replicas)
+    return Connection(client, prefix, where, wait_replicas=replicas)
 
 
 @dataclass(frozen=True)
@@ -164,9 +158,7 @@ def _connect_sentinel(url: str) -> Connection:
         )
     name = parsed.path[0]
     db = int(parsed.path[1]) if len(parsed.path) == 2 else 0
-    where = f"Redis master {name!r} (Sentinels at " + ",".join(f"{h}:{p}" for h, p in parsed.hosts)
-    where += ")"
-    options = _options()
+    where = f"Redis master {name!r} (Sentinels at {','.join(f'{h}:{p}' for h, p in parsed.hosts)})"
     # Sentinels answer small questions; a short timeout lets the client try the next one.
     sentinels = Sentinel(  # type: ignore[no-untyped-call]
         parsed.hosts,
@@ -181,21 +173,16 @@ def _connect_sentinel(url: str) -> Connection:
         db=db,
         username=parsed.username,
         password=parsed.password,
-        **options,
+        **_options(),
     )
     client.where = where
     return Connection(
-        client,
-        parsed.prefix,
-        where,
-        cluster=False,
-        wait_replicas=parsed.wait_replicas,
-        sentinel=True,
+        client, parsed.prefix, where, wait_replicas=parsed.wait_replicas, sentinel=True
     )
 
 
 # -- errors --------------------------------------------------------------------------------
-class TranslatingRedis(redis.Redis):
+class _Translating:
     """redis-py raising tenure's errors: every caller of the store (a worker backing off, the
     CLI, dispatch in a web request) catches StoreUnavailable on every backend alike."""
 
@@ -203,24 +190,19 @@ class TranslatingRedis(redis.Redis):
 
     def execute_command(self, *args: Any, **options: Any) -> Any:
         try:
-            return super().execute_command(*args, **options)  # type: ignore[no-untyped-call]
-        except redis.RedisError as exc:
+            return super().execute_command(*args, **options)  # type: ignore[misc]
+        except (redis.RedisError, SlotNotCoveredError) as exc:
             raise_translated(exc, self.where)
             raise
 
+
+class TranslatingRedis(_Translating, redis.Redis):
     def pipeline(self, transaction: bool = True, shard_hint: Any = None) -> Any:
         return translating_pipeline(self, self.where, transaction=transaction)
 
 
-class TranslatingCluster(RedisCluster):
+class TranslatingCluster(_Translating, RedisCluster):
     where = "Redis Cluster"
-
-    def execute_command(self, *args: Any, **kwargs: Any) -> Any:
-        try:
-            return super().execute_command(*args, **kwargs)  # type: ignore[no-untyped-call]
-        except (redis.RedisError, SlotNotCoveredError) as exc:
-            raise_translated(exc, self.where)
-            raise
 
 
 class TranslatingPipeline(redis.client.Pipeline):
@@ -273,12 +255,9 @@ def store_error(exc: Exception, where: str) -> StoreMisconfigured | StoreUnavail
             "fix the store URL (user, password, database number) or the server's ACL"
         )
     if isinstance(exc, UNAVAILABLE):
-        return StoreUnavailable(f"cannot reach {_named(where)}: {reason}")
+        named = where if where.startswith("Redis") else f"Redis at {where}"
+        return StoreUnavailable(f"cannot reach {named}: {reason}")
     return None
-
-
-def _named(where: str) -> str:
-    return where if where.startswith("Redis") else f"Redis at {where}"
 
 
 def raise_translated(exc: Exception, where: str) -> None:
@@ -288,31 +267,32 @@ def raise_translated(exc: Exception, where: str) -> None:
 
 
 # -- URL helpers ---------------------------------------------------------------------------
-def split_wait_replicas(url: str, default: int = 0) -> tuple[str, int]:
-    """Take `wait_replicas=N` out of a redis URL (`default` when absent)."""
+def _take_option(url: str, name: str, default: str) -> tuple[str, str]:
+    """`url` without its `name=` options, and the last one's value (`default` when absent)."""
     parts = urlsplit(url)
     query = parse_qsl(parts.query, keep_blank_values=True)
-    values = [value for key, value in query if key == "wait_replicas"]
-    rest = [(key, value) for key, value in query if key != "wait_replicas"]
-    text = values[-1] if values else str(default)
+    values = [value for key, value in query if key == name]
+    rest = urlencode([(key, value) for key, value in query if key != name])
+    return urlunsplit(parts._replace(query=rest)), values[-1] if values else default
+
+
+def split_wait_replicas(url: str, default: int = 0) -> tuple[str, int]:
+    """Take `wait_replicas=N` out of a redis URL (`default` when absent)."""
+    rest, text = _take_option(url, "wait_replicas", str(default))
     if not text.isdigit() or int(text) > 100:
         raise ConfigError(
             f"redis URL: wait_replicas= expected how many replicas must confirm each write "
             f"(0 to 100, e.g. wait_replicas=1), got {text!r}"
         )
-    return urlunsplit(parts._replace(query=urlencode(rest))), int(text)
+    return rest, int(text)
 
 
 def split_prefix(url: str) -> tuple[str, str]:
     """Take `prefix=` out of a redis URL: it names our keys, redis-py must not see it."""
-    parts = urlsplit(url)
-    query = parse_qsl(parts.query, keep_blank_values=True)
-    prefixes = [value for key, value in query if key == "prefix"]
-    rest = [(key, value) for key, value in query if key != "prefix"]
-    prefix = prefixes[-1] if prefixes else DEFAULT_PREFIX
+    rest, prefix = _take_option(url, "prefix", DEFAULT_PREFIX)
     if not prefix or any(c in prefix for c in "{}") or any(c.isspace() for c in prefix):
         raise ConfigError(
             f"redis URL: prefix= expected a non-empty name without braces or spaces "
             f"(e.g. prefix=myapp), got {prefix!r}"
         )
-    return urlunsplit(parts._replace(query=urlencode(rest))), prefix
+    return rest, prefix
