@@ -19,6 +19,9 @@ from tenure.stores.redis.connection import SOCKET_TIMEOUT_S, connect
 from tenure.stores.redis.scripts import LOST_CALLBACKS_MARK, global_scripts, queue_scripts
 
 STORED_STATES = ("queued", "running", "succeeded", "failed", "cancelled")
+# A queue script's KEYS, in order, after the queue's base key.
+QUEUE_KEYS: tuple[str, ...] = ("queued", "running", "notify", "seq", "all")
+QUEUE_KEYS += (*(f"idx:{state}" for state in STORED_STATES), "paused")
 LIST_PAGE = 200
 
 BLOCK_CAP_S = 10.0
@@ -67,23 +70,18 @@ class RedisClient:
         return f"{self.prefix}:{{g}}:{name}"
 
     def _base(self, queue: str) -> str:
-        return f"{self.prefix}:{{q:{quote_queue(queue)}}}"
+        # The queue name made safe inside a hash tag: a brace would end the tag early and let
+        # one queue's keys spell another's; '%' is escaped too so two names never encode alike.
+        quoted = queue.replace("%", "%25").replace("{", "%7B").replace("}", "%7D")
+        return f"{self.prefix}:{{q:{quoted}}}"
 
     def _queue_keys(self, queue: str) -> list[str]:
         base = self._base(queue)
-        return [
-            f"{base}:queued",
-            f"{base}:running",
-            f"{base}:notify",
-            f"{base}:seq",
-            f"{base}:all",
-            *(f"{base}:idx:{state}" for state in STORED_STATES),
-            f"{base}:paused",
-        ]
+        return [f"{base}:{name}" for name in QUEUE_KEYS]
 
     def key_pattern(self) -> str:
         """A SCAN MATCH pattern for every key of this prefix and no other prefix's."""
-        return glob_escape(self.prefix) + ":{*"
+        return "".join("\\" + c if c in "*?[]\\" else c for c in self.prefix) + ":{*"
 
     # -- running scripts -----------------------------------------------------------------
     def _qcall(self, script: str, queue: str, *args: Any) -> Call:
@@ -97,14 +95,6 @@ class RedisClient:
         script, keys, args = call
         return _logged(script(keys=keys, args=args, client=self._redis))
 
-    def _run_again(self, call: Call) -> Any:
-        """A call that did not run (NOSCRIPT, a cluster redirection), sent once more."""
-        if not self._wait_replicas:
-            return self._run(call)  # redis-py's Script loads what the server forgot
-        script = call[0]
-        script.sha = self._redis.script_load(script.script)
-        return self._send_scripts([call])[0]
-
     def _run_many(self, calls: Sequence[Call]) -> list[Any]:
         """Run scripts in one round trip; a script the server forgot is loaded and re-run."""
         if not calls:
@@ -116,8 +106,13 @@ class RedisClient:
             # NOSCRIPT means that script did not run at all (Redis restarted or SCRIPT FLUSH),
             # so running it again cannot apply anything twice; nor did a cluster node that
             # redirected it (the cluster client follows the redirection).
-            if isinstance(result, NoScriptError) or on_cluster.redirected(result):
-                results[i] = self._run_again(calls[i])
+            if not isinstance(result, (NoScriptError, *on_cluster.REDIRECTED)):
+                continue
+            if not self._wait_replicas:  # redis-py's Script loads what the server forgot
+                results[i] = self._run(calls[i])
+                continue
+            calls[i][0].sha = self._redis.script_load(calls[i][0].script)
+            results[i] = self._send_scripts([calls[i]])[0]
         for result in results:
             if isinstance(result, Exception):
                 raise result
@@ -132,15 +127,13 @@ class RedisClient:
         if self._wait_replicas:
             pipe.execute_command("WAIT", self._wait_replicas, WAIT_TIMEOUT_MS)
         results = cast(list[Any], pipe.execute(raise_on_error=False))
-        if self._wait_replicas:
-            self._check_confirmed(results.pop())
-        return results
-
-    def _check_confirmed(self, confirmed: Any) -> None:
-        """Refuse a write the replicas did not confirm: a failover may undo it, so the caller
-        must not rely on it (an enqueue or an end is retried, a claim is not run)."""
+        if not self._wait_replicas:
+            return results
+        # Refuse a write the replicas did not confirm: a failover may undo it, so the caller
+        # must not rely on it (an enqueue or an end is retried, a claim is not run).
+        confirmed = results.pop()
         if isinstance(confirmed, int) and confirmed >= self._wait_replicas:
-            return
+            return results
         if self._sentinel:
             # A master that is no longer confirmed by its replica has likely just been failed
             # over: the next connections ask the Sentinels again instead of reusing this one.
@@ -179,8 +172,15 @@ class RedisClient:
     def check_layout(self) -> None:
         """Record the key layout on first use, or refuse keys written in another one: every
         change of state goes through a script, so no write happens before this check."""
-        if not self._cluster:
-            self._refuse_cluster_node()
+        try:
+            info = {} if self._cluster else self._redis.info("cluster")
+        except redis.ResponseError:  # a proxy or managed service that hides INFO
+            info = {}
+        if str(info.get("cluster_enabled", "0")) == "1":
+            raise StoreMisconfigured(
+                f"Redis at {self._where} is a node of a Redis Cluster: a redis:// URL reaches "
+                "one node only; use redis+cluster://HOST:PORT[,HOST:PORT...]/0"
+            )
         meta = self._global_key("meta")
         pipe = self._redis.pipeline(transaction=False)
         pipe.hsetnx(meta, "layout", LAYOUT_VERSION)
@@ -201,17 +201,6 @@ class RedisClient:
             )
         self._layout_checked = True
 
-    def _refuse_cluster_node(self) -> None:
-        try:
-            enabled = str(self._redis.info("cluster").get("cluster_enabled", "0"))
-        except redis.ResponseError:  # a proxy or managed service that hides INFO
-            return
-        if enabled == "1":
-            raise StoreMisconfigured(
-                f"Redis at {self._where} is a node of a Redis Cluster: a redis:// URL reaches "
-                "one node only; use redis+cluster://HOST:PORT[,HOST:PORT...]/0"
-            )
-
     # -- finding a job's queue -----------------------------------------------------------
     def _queues(self) -> list[str]:
         return sorted(cast(set[str], self._redis.smembers(self._global_key("queues"))))
@@ -226,20 +215,14 @@ class RedisClient:
 
     def _locate_many(self, job_ids: Sequence[str]) -> dict[str, str]:
         """Which queue holds each job: from the cache, else by asking every queue at once."""
-        found: dict[str, str] = {}
-        for job_id in job_ids:
-            # .get, not `in` then [ ]: another thread may clear the cache in between.
-            queue = self._job_queue.get(job_id)
-            if queue is not None:
-                found[job_id] = queue
+        # .get, not `in` then [ ]: another thread may clear the cache in between.
+        found = {j: q for j in job_ids if (q := self._job_queue.get(j)) is not None}
         missing = [j for j in dict.fromkeys(job_ids) if j not in found]
-        if not missing:
-            return found
-        queues = self._queues()
-        if not queues:
+        queues = self._queues() if missing else []
+        probes = [(j, q) for j in missing for q in queues]
+        if not probes:
             return found
         pipe = self._redis.pipeline(transaction=False)
-        probes = [(j, q) for j in missing for q in queues]
         for job_id, queue in probes:
             pipe.exists(f"{self._base(queue)}:job:{job_id}")
         for (job_id, queue), exists in zip(probes, pipe.execute(), strict=True):
@@ -258,16 +241,6 @@ def _logged(reply: Any) -> Any:
             log_lost_callback(str(batch_id), str(kind))
         return reply[2]
     return reply
-
-
-def quote_queue(queue: str) -> str:
-    """A queue name made safe inside a hash tag: a brace would end the tag early and let one
-    queue's keys spell another's; '%' is escaped too so that two names never encode alike."""
-    return queue.replace("%", "%25").replace("{", "%7B").replace("}", "%7D")
-
-
-def glob_escape(text: str) -> str:
-    return "".join("\\" + c if c in "*?[]\\" else c for c in text)
 
 
 def clock_value(seconds: int, micros: int) -> float:

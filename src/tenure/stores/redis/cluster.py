@@ -49,13 +49,17 @@ def run_per_node(cluster: Any, where: str, calls: Sequence[Any]) -> list[Any]:
         for i in indexes:
             script, keys, args = calls[i]
             pipe.evalsha(script.sha, len(keys), *keys, *args)
-        for i, reply in zip(indexes, _execute(cluster, pipe), strict=True):
+        try:
+            pipe_replies = pipe.execute(raise_on_error=False)
+        except StoreUnavailable:
+            # The node may be gone for good (a replica took over): learn the new map before
+            # the worker's next try, which the cluster client would otherwise do only on its
+            # own calls.
+            _refresh(cluster)
+            raise
+        for i, reply in zip(indexes, pipe_replies, strict=True):
             replies[i] = reply
     return replies
-
-
-def redirected(reply: Any) -> bool:
-    return isinstance(reply, REDIRECTED)
 
 
 def node_pipeline(
@@ -72,16 +76,6 @@ def slot_pipeline(cluster: Any, where: str, key: str) -> TranslatingPipeline:
     """A MULTI/EXEC pipeline on the node owning `key`: one consistent view of one slot's keys
     (with that node's TIME), which redis-py's cluster pipeline cannot give."""
     return node_pipeline(cluster, where, cluster.get_node_from_key(key).name, transaction=True)
-
-
-def _execute(cluster: Any, pipe: TranslatingPipeline) -> list[Any]:
-    try:
-        return pipe.execute(raise_on_error=False)
-    except StoreUnavailable:
-        # The node may be gone for good (a replica took over): learn the new map before the
-        # worker's next try, which the cluster client would otherwise do only on its own calls.
-        _refresh(cluster)
-        raise
 
 
 def _refresh(cluster: Any) -> None:
