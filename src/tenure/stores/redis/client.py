@@ -145,9 +145,11 @@ class RedisClient:
         )
 
     def _slot_transaction(self, key: str) -> Any:
-        """A MULTI/EXEC pipeline for reads of `key`'s slot (and TIME) in one consistent view."""
+        """A MULTI/EXEC pipeline for reads of `key`'s slot (and TIME) in one consistent view; on a
+        cluster, on the node owning `key`, which redis-py's cluster pipeline cannot give."""
         if self._cluster:
-            return on_cluster.slot_pipeline(self._redis, self._where, key)
+            node = self._redis.get_node_from_key(key).name
+            return on_cluster.node_pipeline(self._redis, self._where, node, transaction=True)
         return self._redis.pipeline(transaction=True)
 
     def _hashes(self, keys: Sequence[str]) -> list[dict[str, str]]:

@@ -72,12 +72,6 @@ def node_pipeline(
     return translating_pipeline(cluster.get_redis_connection(node), where, transaction=transaction)
 
 
-def slot_pipeline(cluster: Any, where: str, key: str) -> TranslatingPipeline:
-    """A MULTI/EXEC pipeline on the node owning `key`: one consistent view of one slot's keys
-    (with that node's TIME), which redis-py's cluster pipeline cannot give."""
-    return node_pipeline(cluster, where, cluster.get_node_from_key(key).name, transaction=True)
-
-
 def _refresh(cluster: Any) -> None:
     with contextlib.suppress(Exception):
         cluster.nodes_manager.initialize()
