@@ -17,7 +17,7 @@ from tenure.errors import ConfigError, JobTransactionEnded
 from tenure.guards import NO_GUARDS, Guards
 from tenure.retention import KEEP_FOREVER, Keep
 from tenure.retention import Pruned as Pruned
-from tenure.retry import Policy
+from tenure.retry import Policy, parse_policy
 from tenure.states import JOB_STATES
 
 store_log = logging.getLogger("tenure.store")
@@ -345,6 +345,23 @@ def batch_record(
         catch_job_id=row["catch_job_id"],
         finally_job_id=row["finally_job_id"],
         declared_total=declared,
+    )
+
+
+def reservation(row: Any) -> Reservation:
+    """A SQL store's row of a job just claimed (id, name, queue, payload, policy, attempt,
+    lease_expires_at, batch_id): its attempt number is its fencing token. Here, not in sql/, so
+    that a job's walk meets no module more than the records it builds."""
+    return Reservation(
+        job_id=row["id"],
+        name=row["name"],
+        queue=row["queue"],
+        payload=row["payload"],
+        policy=parse_policy(row["policy"]),
+        attempt=row["attempt"],
+        token=row["attempt"],
+        lease_expires_at=row["lease_expires_at"],
+        batch_id=row["batch_id"],
     )
 
 

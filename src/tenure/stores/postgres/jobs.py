@@ -16,12 +16,19 @@ from psycopg.rows import DictRow
 from tenure.stores.postgres import claims, guards
 from tenure.stores.postgres.claims import NEXT_ATTEMPT, OPEN_ATTEMPT
 from tenure.stores.postgres.database import CLOCK, Cursor, Database, in_schema
-from tenure.stores.records import EndResult, NewBatch, NewJob, Reservation, WorkerRef, batch_target
+from tenure.stores.records import (
+    EndResult,
+    NewBatch,
+    NewJob,
+    Reservation,
+    WorkerRef,
+    batch_target,
+    reservation,
+)
 from tenure.stores.sql import batches, endings
 from tenure.stores.sql.control import not_paused
 from tenure.stores.sql.dialect import Dialect
 from tenure.stores.sql.guards import RESERVE_LOOKAHEAD, deferral_note
-from tenure.stores.sql.rows import reservation
 
 NOW = "date_part('epoch', now())"  # epoch seconds as double precision, the server's clock
 RESERVE_ROUNDS = 4

@@ -6,25 +6,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from tenure.retry import Policy, parse_policy
+from tenure.retry import Policy
 from tenure.states import visible_state
-from tenure.stores.records import AttemptRecord, EffectRecord, JobRecord, Reservation
-
-
-def reservation(row: Any) -> Reservation:
-    """A job just claimed (id, name, queue, payload, policy, attempt, lease_expires_at,
-    batch_id): its attempt number is its fencing token."""
-    return Reservation(
-        job_id=row["id"],
-        name=row["name"],
-        queue=row["queue"],
-        payload=row["payload"],
-        policy=parse_policy(row["policy"]),
-        attempt=row["attempt"],
-        token=row["attempt"],
-        lease_expires_at=row["lease_expires_at"],
-        batch_id=row["batch_id"],
-    )
+from tenure.stores.records import AttemptRecord, EffectRecord, JobRecord
 
 
 def attempt_record(row: Any) -> AttemptRecord:

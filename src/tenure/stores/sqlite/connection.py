@@ -16,11 +16,18 @@ from contextlib import contextmanager
 from typing import Any
 
 from tenure.errors import ConfigError
-from tenure.stores.records import EndResult, NewBatch, NewJob, Reservation, WorkerRef, batch_target
+from tenure.stores.records import (
+    EndResult,
+    NewBatch,
+    NewJob,
+    Reservation,
+    WorkerRef,
+    batch_target,
+    reservation,
+)
 from tenure.stores.sql import batches, control, endings
 from tenure.stores.sql import guards as sql_guards
 from tenure.stores.sql.dialect import Dialect
-from tenure.stores.sql.rows import reservation
 from tenure.stores.sqlite import guards, schema
 
 log = logging.getLogger("tenure.store")
