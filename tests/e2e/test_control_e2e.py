@@ -64,7 +64,8 @@ def test_a_job_that_ignores_the_cancel_is_killed_after_kill_after(project: Proje
     assert ended.outcome == "cancelled"
     assert ended.error is not None and "killed" in ended.error
     assert info.finished_at is not None
-    # killed no sooner than kill_after (1 s) after the signal it swallowed; it never ended
+    # killed kill_after (3 s) after the signal it swallowed, so a second or more after it
+    # caught it even when the signal reached it late; it never ended
     assert project.ledger.events(job_id, "end") == []
     assert ended.ended_at is not None and ended.ended_at - caught[4] >= 0.9
     assert info.tries_used == 0
