@@ -23,6 +23,7 @@ HERE = Path(__file__).resolve().parent
 CACHE = HERE / ".cache"
 MANIFEST = HERE / "manifest.toml"
 DEFAULT_MIRROR = "/work/.mirror"
+SETS = ("tuning", "check")
 
 
 @dataclass(frozen=True)
@@ -34,6 +35,7 @@ class Project:
     celery: str | None  # the Celery settings file, relative to the checkout (--celery)
     path: str  # the folder doctor is pointed at, relative to the checkout
     deploy: str  # how it deploys, in a few words
+    set: str = "tuning"  # tuning: read and fixed against | check: annotated first, scored once
 
     @property
     def checkout(self) -> Path:
@@ -44,6 +46,8 @@ def load_manifest(path: Path = MANIFEST) -> list[Project]:
     data = tomllib.loads(path.read_text())
     out = []
     for entry in data["project"]:
+        if entry.get("set") not in SETS:
+            raise ValueError(f"{path}: project {entry.get('name')!r} needs set = one of {SETS}")
         out.append(
             Project(
                 name=entry["name"],
@@ -53,9 +57,17 @@ def load_manifest(path: Path = MANIFEST) -> list[Project]:
                 celery=entry.get("celery"),
                 path=entry.get("path", "."),
                 deploy=entry.get("deploy", ""),
+                set=entry["set"],
             )
         )
     return out
+
+
+def in_set(projects: list[Project], which: str) -> list[Project]:
+    """The projects of one set, or all of them for "all"."""
+    if which != "all" and which not in SETS:
+        raise ValueError(f"unknown set {which!r}: one of {', '.join((*SETS, 'all'))}")
+    return [p for p in projects if which in ("all", p.set)]
 
 
 def mirror_dir() -> str:

@@ -1,7 +1,11 @@
 """Score `tenure doctor` against the corpus: recall of the hand-written findings, false alarms
 on the traps, and precision over every error and warning it reports.
 
-    .venv/bin/python -m bench doctor-corpus [--mirror DIR] [--only NAME,...] [--show]
+    .venv/bin/python -m bench doctor-corpus [--set tuning|check|all] [--mirror DIR]
+                                            [--only NAME,...] [--show]
+
+--set picks the projects (manifest.toml `set`): the tuning set (the default) is what the readers
+are fixed against; the check set is annotated by hand first and scored once.
 
 Each project's expected file, projects/NAME.toml, lists
   [[finding]]  rule, file, line, why, confidence   what a correct analyzer must report
@@ -21,7 +25,15 @@ import traceback
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from bench.doctor_corpus.fetch import HERE, Project, fetch_all, load_manifest, mirror_dir
+from bench.doctor_corpus.fetch import (
+    HERE,
+    SETS,
+    Project,
+    fetch_all,
+    in_set,
+    load_manifest,
+    mirror_dir,
+)
 
 PROJECTS = HERE / "projects"
 
@@ -159,11 +171,17 @@ def main(argv: list[str] | None = None) -> int:
         formatter_class=argparse.RawTextHelpFormatter,
     )
     parser.add_argument("--mirror", default=mirror_dir(), help="directory of git mirrors")
+    parser.add_argument(
+        "--set",
+        default="tuning",
+        choices=(*SETS, "all"),
+        help="which projects: the tuning set (default), the check set, or all",
+    )
     parser.add_argument("--only", default="", help="only these projects (comma-separated)")
     parser.add_argument("--show", action="store_true", help="list misses and false alarms")
     args = parser.parse_args(argv)
     wanted = set(filter(None, args.only.split(",")))
-    projects = [p for p in load_manifest() if not wanted or p.name in wanted]
+    projects = [p for p in in_set(load_manifest(), args.set) if not wanted or p.name in wanted]
     problems = fetch_all(projects, Path(args.mirror))
     for name, problem in problems.items():
         print(f"not scored: {name}: {problem}", file=sys.stderr)

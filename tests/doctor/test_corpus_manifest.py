@@ -1,10 +1,12 @@
-"""The doctor corpus (bench/doctor_corpus): well-formed, and the independent check's ten
+"""The doctor corpus (bench/doctor_corpus): well-formed, split into a tuning and a check set,
+every annotated file and line present at the pinned commit, and the independent check's ten
 applications stay out of it. bench/ is not an installed package: it is imported from the
 checkout."""
 
 from __future__ import annotations
 
 import importlib
+import subprocess
 import tomllib
 from pathlib import Path
 from types import ModuleType
@@ -70,3 +72,87 @@ def test_a_report_matches_by_rule_file_and_line(monkeypatch: pytest.MonkeyPatch)
 def test_sparse_checkout_patterns_escape_glob_characters(monkeypatch: pytest.MonkeyPatch) -> None:
     fetch = load("fetch", monkeypatch)
     assert fetch.glob_escape("public/fonts/[x]*.ttf") == "public/fonts/\\[x\\]\\*.ttf"
+
+
+def test_every_project_names_its_set(monkeypatch: pytest.MonkeyPatch) -> None:
+    fetch = load("fetch", monkeypatch)
+    projects = fetch.load_manifest()
+    assert {p.set for p in projects} <= set(fetch.SETS)
+    tuning, check = fetch.in_set(projects, "tuning"), fetch.in_set(projects, "check")
+    assert len(tuning) + len(check) == len(fetch.in_set(projects, "all")) == len(projects)
+    assert len(tuning) >= 18  # the entries the readers were fixed against
+    assert not {p.repo for p in tuning} & {p.repo for p in check}
+
+
+def test_a_project_without_a_set_or_an_unknown_set_is_refused(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    fetch = load("fetch", monkeypatch)
+    entry = '[[project]]\nname = "x"\nrepo = "o/x"\ncommit = "%s"\nkind = "celery"\n' % ("0" * 40)
+    bare = tmp_path / "bare.toml"
+    bare.write_text(entry)
+    with pytest.raises(ValueError, match="needs set = one of"):
+        fetch.load_manifest(bare)
+    odd = tmp_path / "odd.toml"
+    odd.write_text(entry + 'set = "holdout"\n')
+    with pytest.raises(ValueError, match="'x'"):
+        fetch.load_manifest(odd)
+    with pytest.raises(ValueError, match="unknown set"):
+        fetch.in_set([], "holdout")
+
+
+def test_the_score_defaults_to_the_tuning_set(monkeypatch: pytest.MonkeyPatch) -> None:
+    score = load("score", monkeypatch)
+    assert "--set tuning|check|all" in (score.__doc__ or "")
+    with pytest.raises(SystemExit):
+        score.main(["--set", "holdout"])
+
+
+def lines_at(source: Path, commit: str, paths: list[str]) -> dict[str, int | str | None]:
+    """Line counts of files at commit in a git directory; "tree" for a folder, None for neither."""
+    out: dict[str, int | str | None] = {}
+    for path in paths:
+        shown = subprocess.run(
+            ["git", "cat-file", "-p", f"{commit}:{path}"],
+            cwd=source,
+            capture_output=True,
+            check=False,
+        )
+        kind = subprocess.run(
+            ["git", "cat-file", "-t", f"{commit}:{path}"],
+            cwd=source,
+            capture_output=True,
+            text=True,
+            check=False,
+        ).stdout.strip()
+        out[path] = shown.stdout.count(b"\n") + 1 if kind == "blob" else kind or None
+    return out
+
+
+@pytest.mark.parametrize("which", ["check", "tuning"])
+def test_every_annotated_file_and_line_exists_at_the_pinned_commit(
+    which: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    fetch = load("fetch", monkeypatch)
+    mirror = Path(fetch.mirror_dir())
+    checked = 0
+    for project in fetch.in_set(fetch.load_manifest(), which):
+        source = fetch.find_mirror(mirror, project.repo)
+        if source is None:
+            continue
+        data = tomllib.loads((CORPUS / "projects" / f"{project.name}.toml").read_text())
+        entries = data.get("finding", []) + data.get("trap", [])
+        prefix = "" if project.path == "." else project.path.rstrip("/") + "/"
+        files = sorted({prefix + e["file"] for e in entries if e["file"] != "."})
+        counts = lines_at(source, project.commit, files)
+        for entry in entries:
+            count = counts.get(prefix + entry["file"], "tree")  # "." is the project itself
+            assert count is not None, (project.name, entry["file"], "not at the commit")
+            if count == "tree":  # a folder: the entry is about anything under it, not one line
+                assert "line" not in entry, (project.name, entry)
+            else:
+                assert isinstance(count, int), (project.name, entry)
+                assert entry.get("line", 1) <= count, (project.name, entry)
+            checked += 1
+    if not checked:
+        pytest.skip(f"no {which} project's repository is in the mirror {mirror}")
