@@ -77,8 +77,10 @@ def test_sparse_checkout_patterns_escape_glob_characters(monkeypatch: pytest.Mon
 def test_every_project_names_its_set(monkeypatch: pytest.MonkeyPatch) -> None:
     fetch = load("fetch", monkeypatch)
     projects = fetch.load_manifest()
-    assert {p.set for p in projects} <= set(fetch.SETS)
+    assert {p.set for p in projects} == set(fetch.SETS)
     tuning, check = fetch.in_set(projects, "tuning"), fetch.in_set(projects, "check")
+    kinds = [p.kind for p in check]  # issue 29: at least ten more real projects, both kinds
+    assert kinds.count("laravel") >= 10 and kinds.count("celery") >= 10
     assert len(tuning) + len(check) == len(fetch.in_set(projects, "all")) == len(projects)
     assert len(tuning) >= 18  # the entries the readers were fixed against
     assert not {p.repo for p in tuning} & {p.repo for p in check}
