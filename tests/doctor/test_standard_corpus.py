@@ -33,7 +33,7 @@ def test_the_manifest_names_twenty_real_cases_of_both_kinds(score: ModuleType) -
             assert (case.root / "artisan").is_file() and (case.root / "composer.json").is_file()
 
 
-@pytest.mark.parametrize("group", ["cases"])
+@pytest.mark.parametrize("group", ["cases", "apps"])
 def test_every_annotated_line_exists_and_holds_its_code(score: ModuleType, group: str) -> None:
     cases = score.load_cases() if group == "cases" else score.load_apps()
     if group == "apps":
@@ -85,9 +85,10 @@ def test_a_broken_manifest_is_a_clear_error(score: ModuleType, tmp_path: Path) -
 
 
 def test_the_scorer_runs_end_to_end(score: ModuleType, capsys: pytest.CaptureFixture[str]) -> None:
-    assert score.main(["--show"]) == 0
+    assert score.main(["--show", "--apps"]) == 0
     out = capsys.readouterr().out
     for rule in score.RULES:
         assert rule in out
+    assert "laravel_app" in out and "django_app" in out
     assert score.main(["--only", "work-in-request"]) == 0
     assert score.main(["--only", "no-such-rule"]) == 2
