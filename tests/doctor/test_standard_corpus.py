@@ -92,3 +92,11 @@ def test_the_scorer_runs_end_to_end(score: ModuleType, capsys: pytest.CaptureFix
     assert "laravel_app" in out and "django_app" in out
     assert score.main(["--only", "work-in-request"]) == 0
     assert score.main(["--only", "no-such-rule"]) == 2
+
+
+def test_a_case_the_doctor_cannot_read_is_an_error_not_a_crash(
+    score: ModuleType, tmp_path: Path
+) -> None:
+    case = score.Case("gone", "python", tmp_path / "missing", "owner/name path", (), ())
+    outcome = score.run(case)
+    assert "does not exist" in outcome.error and outcome.tallies == {}
