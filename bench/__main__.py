@@ -4,6 +4,7 @@
     .venv/bin/python -m bench --engines redis,redis-cluster,postgres,pgbouncer --systems tenure \\
         --no-extras --name topologies        (tenure on the production topologies)
     .venv/bin/python -m bench doctor-corpus [--show]   (the doctor on real projects)
+    .venv/bin/python -m bench doctor-standard [--show] [--only RULE] [--apps]   (time budget)
     .venv/bin/python -m bench walk [--engine E|all]    (one job's path through the modules)
     .venv/bin/python -m bench retention [--jobs N]     (size and throughput while pruning)
 
@@ -131,6 +132,10 @@ def main() -> int:
         from bench.doctor_corpus.score import main as doctor_corpus
 
         return doctor_corpus(sys.argv[2:])
+    if sys.argv[1:2] == ["doctor-standard"]:  # the time-budget standard's corpus
+        from bench.doctor_corpus.standard.score import main as doctor_standard
+
+        return doctor_standard(sys.argv[2:])
     if sys.argv[1:2] == ["retention"]:
         from bench.retention import main as retention
 

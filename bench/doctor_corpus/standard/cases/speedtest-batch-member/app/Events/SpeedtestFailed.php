@@ -1,0 +1,16 @@
+<?php
+
+namespace App\Events;
+
+use App\Models\Result;
+use Illuminate\Foundation\Events\Dispatchable;
+use Illuminate\Queue\SerializesModels;
+
+class SpeedtestFailed
+{
+    use Dispatchable, SerializesModels;
+
+    public function __construct(public Result $result)
+    {
+    }
+}

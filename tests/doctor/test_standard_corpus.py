@@ -1,0 +1,102 @@
+"""The time-budget standard's corpus (bench/doctor_corpus/standard): the manifest and the apps'
+annotations parse, every annotated line exists and holds the code it names, and the scorer runs
+end to end on today's doctor. Nothing here asserts the doctor's score."""
+
+from __future__ import annotations
+
+import importlib
+import re
+from pathlib import Path
+from types import ModuleType
+
+import pytest
+
+STANDARD = Path(__file__).resolve().parents[2] / "bench" / "doctor_corpus" / "standard"
+
+
+@pytest.fixture
+def score(monkeypatch: pytest.MonkeyPatch) -> ModuleType:
+    monkeypatch.syspath_prepend(str(STANDARD.parents[2]))
+    return importlib.import_module("bench.doctor_corpus.standard.score")
+
+
+def test_the_manifest_names_twenty_real_cases_of_both_kinds(score: ModuleType) -> None:
+    cases = score.load_cases()
+    kinds = [c.kind for c in cases]
+    assert len(cases) >= 20 and kinds.count("laravel") >= 8 and kinds.count("python") >= 8
+    readme = (STANDARD / "README.md").read_text()
+    for case in cases:
+        assert case.violations or case.traps, case.name
+        assert re.fullmatch(r"[\w.-]+/[\w.-]+ \S+", case.source), case.source
+        assert f"`{case.name}`" in readme, f"README does not say where {case.name} was cut from"
+        if case.kind == "laravel":  # what makes the doctor read it as a Laravel project
+            assert (case.root / "artisan").is_file() and (case.root / "composer.json").is_file()
+
+
+@pytest.mark.parametrize("group", ["cases", "apps"])
+def test_every_annotated_line_exists_and_holds_its_code(score: ModuleType, group: str) -> None:
+    cases = score.load_cases() if group == "cases" else score.load_apps()
+    if group == "apps":
+        assert {c.name for c in cases} == {"laravel_app", "django_app"}
+    for case in cases:
+        for mark in case.violations + case.traps:
+            path = case.root / mark.file
+            assert path.is_file(), f"{case.name}: {mark.file} does not exist"
+            lines = path.read_text().splitlines()
+            assert 1 <= mark.line <= len(lines), f"{case.name}: {mark.file}:{mark.line}"
+            assert mark.code in lines[mark.line - 1], (
+                f"{case.name}: {mark.file}:{mark.line} does not hold {mark.code!r}"
+            )
+            if mark.unit is not None:
+                assert 1 <= mark.unit[0] <= mark.line <= mark.unit[1] <= len(lines)
+
+
+def test_a_finding_matches_by_rule_file_and_line_window(score: ModuleType) -> None:
+    case = next(c for c in score.load_cases() if c.violations and c.violations[0].unit)
+    v = case.violations[0]
+    inside = score.Reported(v.rule, v.file, v.unit[0])
+    other_rule = score.Reported("batch-floods-queue" if v.rule != "batch-floods-queue"
+                                else "work-in-request", v.file, v.line)  # fmt: skip
+    far = score.Reported(v.rule, v.file, v.unit[1] + score.WINDOW + 50)
+    outcome = score.score(case, [inside, inside, other_rule, far])
+    tally = outcome.tallies[v.rule]
+    assert tally.found >= 1 and tally.correct == 2 and tally.reported == 3
+    assert str(far) in outcome.unexpected and str(other_rule) in outcome.unexpected
+
+
+def test_a_finding_on_a_trap_is_a_false_alarm(score: ModuleType) -> None:
+    case = next(c for c in score.load_cases() if c.traps and c.traps[0].rule != "*")
+    trap = case.traps[0]
+    outcome = score.score(case, [score.Reported(trap.rule, trap.file, trap.line)])
+    assert outcome.tallies[trap.rule].trapped == 1 and len(outcome.trap_hits) == 1
+    assert outcome.tallies[trap.rule].correct == 0
+
+
+def test_a_broken_manifest_is_a_clear_error(score: ModuleType, tmp_path: Path) -> None:
+    bad = tmp_path / "manifest.toml"
+    head = '[[case]]\nname = "x"\nkind = "laravel"\n'
+    bad.write_text(head + '[[case.violation]]\nrule = "no-such-rule"\nfile = "a.php"\n'
+                   'line = 1\ncode = "a"\nwhy = "b"\n')  # fmt: skip
+    with pytest.raises(score.BadManifest, match="unknown rule 'no-such-rule'"):
+        score.load_cases(bad)
+    bad.write_text(head + '[[case.trap]]\nrule = "*"\n')
+    with pytest.raises(score.BadManifest, match="lacks code, file, line, why"):
+        score.load_cases(bad)
+
+
+def test_the_scorer_runs_end_to_end(score: ModuleType, capsys: pytest.CaptureFixture[str]) -> None:
+    assert score.main(["--show", "--apps"]) == 0
+    out = capsys.readouterr().out
+    for rule in score.RULES:
+        assert rule in out
+    assert "laravel_app" in out and "django_app" in out
+    assert score.main(["--only", "work-in-request"]) == 0
+    assert score.main(["--only", "no-such-rule"]) == 2
+
+
+def test_a_case_the_doctor_cannot_read_is_an_error_not_a_crash(
+    score: ModuleType, tmp_path: Path
+) -> None:
+    case = score.Case("gone", "python", tmp_path / "missing", "owner/name path", (), ())
+    outcome = score.run(case)
+    assert "does not exist" in outcome.error and outcome.tallies == {}
