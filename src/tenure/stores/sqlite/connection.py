@@ -15,7 +15,7 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
 
-from tenure.errors import ConfigError
+from tenure.errors import ConfigError, StoreUnavailable
 from tenure.stores.records import (
     EndResult,
     NewBatch,
@@ -49,6 +49,7 @@ class SQLiteConnections:
         conn: sqlite3.Connection | None = getattr(self._local, "conn", None)
         if conn is None or getattr(self._local, "pid", None) != os.getpid():
             conn = sqlite3.connect(self.path, timeout=30.0, isolation_level=None)
+            self._local.file = _file_identity(self.path)
             conn.row_factory = sqlite3.Row
             _use_wal(conn)
             conn.execute("PRAGMA synchronous=NORMAL")
@@ -62,7 +63,7 @@ class SQLiteConnections:
     @contextmanager
     def _write(self) -> Iterator[tuple[sqlite3.Connection, float]]:
         """A write transaction holding the lock from its start, with the store's now."""
-        conn = self._conn()
+        conn = self._checked_conn()
         conn.execute("BEGIN IMMEDIATE")
         try:
             yield conn, self._now(conn)
@@ -70,6 +71,22 @@ class SQLiteConnections:
             conn.execute("ROLLBACK")
             raise
         conn.execute("COMMIT")
+
+    def _checked_conn(self) -> sqlite3.Connection:
+        """The file at the path must still be the one this connection opened: a connection to
+        a deleted file keeps writing into its orphaned inode, so a dispatch would return the id
+        of a job that exists nowhere another process can see. One stat per write transaction."""
+        conn = self._conn()
+        if _file_identity(self.path) == self._local.file:
+            return conn
+        self._local.conn = None  # the next call opens (and migrates) what is at the path then
+        self._migrated = False
+        conn.close()
+        raise StoreUnavailable(
+            f"the SQLite store file {os.path.abspath(self.path)} was deleted or replaced since "
+            "this process opened it; nothing was written. Put the file back (or let the next "
+            "call create a new one there) and restart the workers that use it"
+        )
 
     @contextmanager
     def _read(self) -> Iterator[sqlite3.Connection]:
@@ -434,6 +451,14 @@ def _use_wal(conn: sqlite3.Connection) -> None:
             if "locked" not in str(exc) or time.monotonic() >= deadline:
                 raise
             time.sleep(0.01)  # a back-off between tries, while another process switches it
+
+
+def _file_identity(path: str) -> tuple[int, int] | None:
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return st.st_dev, st.st_ino
 
 
 def sqlite_path(url: str) -> str:

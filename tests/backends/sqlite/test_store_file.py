@@ -1,0 +1,58 @@
+"""The SQLite store's file as it is on disk: a dispatch into a file deleted or replaced since the
+process opened it raises a clear error instead of returning the id of a job stored nowhere, and a
+file that is not a database is named, not retried."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+import tenure
+from tenure.errors import StoreUnavailable
+
+
+def _remove(path: str) -> None:
+    for suffix in ("", "-wal", "-shm"):
+        if os.path.exists(path + suffix):
+            os.remove(path + suffix)
+
+
+def test_dispatch_into_a_deleted_file_raises_and_stores_nothing(tmp_path: Path) -> None:
+    path = str(tmp_path / "tenure.db")
+    app = tenure.App(f"sqlite:///{path}")
+
+    @app.job
+    def noop() -> None: ...
+
+    first = noop.dispatch()
+    assert app.get_job(first.id).state == "queued"
+    _remove(path)
+    with pytest.raises(StoreUnavailable) as raised:
+        noop.dispatch()
+    assert f"the SQLite store file {path} was deleted or replaced" in str(raised.value)
+    # the next call opens what is at the path then: a new file, which a worker can see
+    again = noop.dispatch()
+    app.close()
+    fresh = tenure.App(f"sqlite:///{path}")
+    assert fresh.get_job(again.id).state == "queued"
+    assert fresh.counts().get("queued") == 1  # the refused dispatch left nothing anywhere
+    fresh.close()
+
+
+def test_dispatch_into_a_replaced_file_raises(tmp_path: Path) -> None:
+    path = str(tmp_path / "tenure.db")
+    app = tenure.App(f"sqlite:///{path}")
+
+    @app.job
+    def noop() -> None: ...
+
+    noop.dispatch()
+    other = tenure.App(f"sqlite:///{tmp_path / 'other.db'}")
+    other.counts()  # creates and migrates the other file
+    other.close()
+    os.replace(tmp_path / "other.db", path)  # a restore, a wrong volume
+    with pytest.raises(StoreUnavailable, match="deleted or replaced"):
+        noop.dispatch()
+    app.close()
