@@ -5,6 +5,8 @@ file that is not a database is named, not retried."""
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -56,3 +58,22 @@ def test_dispatch_into_a_replaced_file_raises(tmp_path: Path) -> None:
     with pytest.raises(StoreUnavailable, match="deleted or replaced"):
         noop.dispatch()
     app.close()
+
+
+def test_worker_on_a_corrupt_file_exits_2_naming_it(tmp_path: Path) -> None:
+    path = tmp_path / "tenure.db"
+    path.write_bytes(b"not a database, a stray upload or a torn copy\n" * 200)
+    (tmp_path / "corrupt_jobs.py").write_text(
+        f"import tenure\napp = tenure.App('sqlite:///{path}')\n@app.job\ndef noop() -> None: ...\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-m", "tenure", "worker", "--app", "corrupt_jobs:app", "--burst"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=60,  # before the fix it retried "store unavailable" for ever
+        env={**os.environ, "PYTHONPATH": str(tmp_path)},
+    )
+    assert done.returncode == 2, done.stderr
+    assert f"the SQLite store file {path} is not a database" in done.stderr
+    assert path.read_bytes().startswith(b"not a database")  # nothing written over it

@@ -15,7 +15,7 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
 
-from tenure.errors import ConfigError, StoreUnavailable
+from tenure.errors import ConfigError, StoreMisconfigured, StoreUnavailable
 from tenure.stores.records import (
     EndResult,
     NewBatch,
@@ -51,7 +51,11 @@ class SQLiteConnections:
             conn = sqlite3.connect(self.path, timeout=30.0, isolation_level=None)
             self._local.file = _file_identity(self.path)
             conn.row_factory = sqlite3.Row
-            _use_wal(conn)
+            try:
+                _use_wal(conn)
+            except sqlite3.DatabaseError as exc:
+                conn.close()
+                raise _not_a_database(self.path, exc) from exc
             conn.execute("PRAGMA synchronous=NORMAL")
             conn.execute("PRAGMA busy_timeout=30000")
             self._local.conn = conn
@@ -451,6 +455,18 @@ def _use_wal(conn: sqlite3.Connection) -> None:
             if "locked" not in str(exc) or time.monotonic() >= deadline:
                 raise
             time.sleep(0.01)  # a back-off between tries, while another process switches it
+
+
+def _not_a_database(path: str, exc: sqlite3.DatabaseError) -> Exception:
+    """A file SQLite cannot read as a database is not an outage: retrying never fixes it, so
+    the worker exits 2 naming the file, as for a missing one."""
+    if isinstance(exc, sqlite3.OperationalError):  # locked, busy, I/O: may pass
+        return exc
+    return StoreMisconfigured(
+        f"the SQLite store file {os.path.abspath(path)} is not a database SQLite can read "
+        f"({exc}): it is corrupt or another kind of file. Restore it from a backup or point "
+        "tenure at the right file"
+    )
 
 
 def _file_identity(path: str) -> tuple[int, int] | None:
