@@ -17,6 +17,7 @@ from tenure import chains
 from tenure.errors import ConfigError, TenureError
 from tenure.retry import Counters, cancelled_ending, decide, parse_policy
 from tenure.states import visible_state
+from tenure.stores import texts
 from tenure.stores.records import (
     EndResult,
     HeartbeatReply,
@@ -273,7 +274,7 @@ class RedisJobs(RedisBatches):
             reply = self._run(self._qcall("end_read", queue, job_id, int(token), outcome))
             if reply[0] == "refused":
                 return _refused(reply)
-            ending = (job_id, int(token), outcome, error, traceback)
+            ending = (job_id, int(token), outcome, *texts.recorded(error, traceback))
             result = self._apply_end(queue, ending, reply[2:], float(reply[1]), permanent, "end")
             if result is not None:
                 return result

@@ -9,6 +9,7 @@ from collections.abc import Callable
 from tenure.chains import goes_on
 from tenure.retry import Counters, Policy, cancelled_ending, decide
 from tenure.states import visible_state
+from tenure.stores import texts
 from tenure.stores.records import EndResult, Rescued
 from tenure.stores.sql import batches, chains
 from tenure.stores.sql.dialect import Cursor, Dialect, Row
@@ -120,6 +121,7 @@ def end_attempt(
     if job is None:
         return refuse(d, cur, job_id, token, outcome, now())
     at = now()
+    error, traceback = texts.recorded(error, traceback)  # a job's text never fails its end
     close_attempt(d, cur, job_id, token, at, outcome, error, traceback)
     return apply_decision(d, cur, job, outcome, error, at, permanent)
 
