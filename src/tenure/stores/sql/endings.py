@@ -4,7 +4,9 @@ tenure.retry.decide) applied to the job and its batch, all inside the caller's t
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import logging
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 
 from tenure.chains import goes_on
 from tenure.retry import Counters, Policy, cancelled_ending, decide
@@ -13,6 +15,8 @@ from tenure.stores import texts
 from tenure.stores.records import EndResult, Rescued
 from tenure.stores.sql import batches, chains
 from tenure.stores.sql.dialect import Cursor, Dialect, Row
+
+log = logging.getLogger("tenure.store")
 
 STALE = "stale token: lease taken over"
 # What apply_decision reads of the job.
@@ -202,3 +206,29 @@ def finished(d: Dialect, cur: Cursor, job: Row, state: str, now: float) -> None:
         batches.member_ended(d, cur, job["batch_id"], state, now)
     chains.link_ended(d, cur, job["chain"], state, now)
     d.job_ended(cur, job["id"])
+
+
+@contextmanager
+def isolated(d: Dialect, cur: Cursor, job_id: str, now: float, what: str) -> Iterator[None]:
+    """One damaged job must not stop the queue or the recovery sweep: on an error its row
+    causes (a counter at its type's limit, a field a bad migration left), undo that job's part
+    of the transaction, fail it with the reason, and go on with the others. An error of the
+    connection itself (d.row_errors holds none) still ends the whole call."""
+    cur.execute("SAVEPOINT one_job")
+    try:
+        yield
+    except d.row_errors as exc:
+        cur.execute("ROLLBACK TO SAVEPOINT one_job")
+        reason = (
+            f"tenure could not {what} this job, its row is damaged: {type(exc).__name__}: {exc}"
+        )
+        log.error("job %s: %s", job_id, reason)
+        cur.execute(
+            d.q(
+                "UPDATE {s}.tenure_jobs SET state = 'failed', finished_at = %s,"
+                " lease_expires_at = NULL, last_error = %s WHERE id = %s"
+            ),
+            (now, texts.storable(reason), job_id),
+        )
+        d.job_ended(cur, job_id)
+    cur.execute("RELEASE SAVEPOINT one_job")

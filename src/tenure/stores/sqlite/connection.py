@@ -34,6 +34,8 @@ log = logging.getLogger("tenure.store")
 
 CLOCK_SQL = "(julianday('now') - 2440587.5) * 86400.0"  # epoch seconds, SQLite's own clock
 NOW_SQL = f"SELECT {CLOCK_SQL}"
+# what a damaged row raises (see sql/endings.isolated)
+ROW_ERRORS = (sqlite3.Error, ValueError, TypeError, KeyError, OverflowError)
 
 
 class SQLiteConnections:
@@ -266,7 +268,7 @@ class SQLiteJobs(SQLiteConnections):
             for row in rows:
                 if len(out) >= limit:
                     break
-                with self._isolated(conn, row["id"], now, "start"):
+                with endings.isolated(self.dialect, conn, row["id"], now, "start"):
                     deferral = self._guard_deferral(conn, row, now)
                     if deferral is not None:
                         self._defer(conn, row["id"], worker, now, *deferral)
@@ -379,28 +381,6 @@ class SQLiteJobs(SQLiteConnections):
             # neither the success nor the link
             endings.after_success(self.dialect, conn, job_id, batch_id, row["chain"], now, result)
         return EndResult(accepted=True, state="succeeded")
-
-    @contextmanager
-    def _isolated(
-        self, conn: sqlite3.Connection, job_id: str, now: float, what: str
-    ) -> Iterator[None]:
-        """One damaged job must not stop the queue: on an error, undo that job's part of the
-        transaction, fail it with the reason, and go on with the others."""
-        conn.execute("SAVEPOINT one_job")
-        try:
-            yield
-        except (sqlite3.Error, ValueError, TypeError, KeyError, OverflowError) as exc:
-            conn.execute("ROLLBACK TO one_job")
-            reason = (
-                f"tenure could not {what} this job, its row is damaged: {type(exc).__name__}: {exc}"
-            )
-            log.error("job %s: %s", job_id, reason)
-            conn.execute(
-                "UPDATE tenure_jobs SET state = 'failed', finished_at = ?, lease_expires_at = NULL,"
-                " last_error = ? WHERE id = ?",
-                (now, reason, job_id),
-            )
-        conn.execute("RELEASE one_job")
 
 
 def insert_jobs(
