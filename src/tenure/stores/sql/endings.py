@@ -8,6 +8,7 @@ import logging
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
+from tenure.causes import WORKER_VANISHED
 from tenure.chains import goes_on
 from tenure.retry import Counters, Policy, cancelled_ending, decide
 from tenure.states import visible_state
@@ -72,13 +73,15 @@ def close_attempt(
     outcome: str,
     error: str | None,
     traceback: str | None,
+    cause: str | None = None,
 ) -> None:
+    # coalesce: closing it again (cancelled while it ran) keeps the cause already written
     cur.execute(
         d.q(
             "UPDATE {s}.tenure_attempts SET ended_at = %s, outcome = %s, error = %s,"
-            " traceback = %s WHERE job_id = %s AND number = %s"
+            " traceback = %s, cause = coalesce(%s, cause) WHERE job_id = %s AND number = %s"
         ),
-        (now, outcome, error, traceback, job_id, number),
+        (now, outcome, error, traceback, cause, job_id, number),
     )
 
 
@@ -116,6 +119,7 @@ def end_attempt(
     error: str,
     traceback: str | None,
     permanent: bool,
+    cause: str | None = None,
 ) -> EndResult:
     """Store.end_attempt inside the caller's transaction: refused when fenced, else the
     attempt closed and the retry decision applied. `now()` reads the store's clock, once the
@@ -126,14 +130,14 @@ def end_attempt(
         return refuse(d, cur, job_id, token, outcome, now())
     at = now()
     error, traceback = texts.recorded(error, traceback)  # a job's text never fails its end
-    close_attempt(d, cur, job_id, token, at, outcome, error, traceback)
+    close_attempt(d, cur, job_id, token, at, outcome, error, traceback, cause)
     return apply_decision(d, cur, job, outcome, error, at, permanent)
 
 
 def rescue(d: Dialect, cur: Cursor, job: Row, error: str, now: float) -> Rescued:
     """The sweep's rescue of a (locked) job whose lease expired with no end: its attempt
     closed as crashed with `error` (describe_crash's words), then the retry decision."""
-    close_attempt(d, cur, job["id"], job["attempt"], now, "crashed", error, None)
+    close_attempt(d, cur, job["id"], job["attempt"], now, "crashed", error, None, WORKER_VANISHED)
     return Rescued(
         job["id"], job["attempt"], apply_decision(d, cur, job, "crashed", error, now, False)
     )

@@ -24,6 +24,7 @@ def attempt_record(row: Any) -> AttemptRecord:
         error=row["error"],
         traceback=row["traceback"],
         last_heartbeat_at=row["last_heartbeat_at"],
+        cause=row.get("cause") if isinstance(row, dict) else row["cause"],
     )
 
 
