@@ -57,3 +57,19 @@ def test_a_policy_that_cannot_be_read_falls_back_to_the_defaults(
     wait_until(lambda: store.sweep(prune=False).rescued, what="the good job's lease to expire")
     assert job(store, good).attempts[0].outcome == "crashed"
     assert counts(store)["running"] == 0
+
+
+def test_a_counter_at_its_limit_fails_its_own_job_not_the_recovery_sweep(
+    store: Store, kit: Kit
+) -> None:
+    """tries_used at the largest 32-bit integer: one more try is out of a typed column's range.
+    The sweep must still rescue the other crashed jobs, and the damaged one end for good."""
+    damaged, other = enqueue(store, new_job(), new_job())
+    handed = store.reserve(queues=["default"], worker=W1, lease=0.3, limit=2)
+    assert {r.job_id for r in handed} == {damaged, other}
+    damage(kit, damaged, "tries_used", "2147483647")
+    wait_until(lambda: store.sweep(prune=False).rescued, what="the leases to expire")
+    assert job(store, other).attempts[0].outcome == "crashed"
+    assert job(store, other).state in ("queued", "scheduled")
+    assert job(store, damaged).state == "failed"
+    assert counts(store)["running"] == 0

@@ -37,6 +37,17 @@ def test_hard_timeout_kills_the_processes_the_job_started(project: Project) -> N
     assert worker.proc.poll() is None
 
 
+def test_hard_timeout_kills_a_double_forked_process_the_job_started(project: Project) -> None:
+    """`setsid cmd &`: re-parented away from the job at once, in a session of its own; the
+    worker's child is a subreaper on Linux, so the orphan comes back to it and dies with it."""
+    project.worker()
+    h = project.jobs.spawn_double_forked_and_ignore_timeout.dispatch()
+    orphan = wait_for_grandchild(project)
+    wait_until(state_is(project.app, h.id, "failed"), 60, "the hard kill")
+    assert outcomes(project, h.id) == ["timed_out"]
+    wait_until(lambda: not running(orphan), 10, f"the double-forked `sleep` (pid {orphan}) to end")
+
+
 def test_memory_cap_counts_and_kills_the_processes_the_job_started(project: Project) -> None:
     worker = project.worker("--memory", "120")
     h = project.jobs.spawn_memory_hog.dispatch(250)

@@ -6,6 +6,7 @@ import os
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import tenure
 
@@ -56,6 +57,31 @@ def spawn_and_ignore_timeout() -> None:
         except tenure.JobTimeout:
             note("caught")
     note("end")
+
+
+@app.job(timeout=1, kill_after=1, tries=1)
+def spawn_double_forked_and_ignore_timeout() -> None:
+    """`setsid cmd &` from a shell: a session of its own, and its parent (the shell) gone at
+    once, so neither the child's session nor its descendants name it any more."""
+    pidfile = f"{LEDGER}.{os.getpid()}.pid"
+    subprocess.run(
+        [
+            "sh",
+            "-c",
+            f"setsid sh -c 'echo $$ > {pidfile}; exec sleep 1000' </dev/null >/dev/null 2>&1 &",
+        ],
+        check=True,
+    )
+    written = Path(pidfile)
+    while not (written.exists() and written.read_text().endswith("\n")):
+        time.sleep(0.01)  # the shell writes it at once; the test's own deadline bounds this
+    note(f"grandchild:{int(written.read_text())}")
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        try:
+            time.sleep(0.1)
+        except tenure.JobTimeout:
+            note("caught")
 
 
 @app.job(timeout=120, tries=1)

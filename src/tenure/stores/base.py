@@ -146,6 +146,7 @@ class Store(Protocol):
         queues: Sequence[str] = (),
         worker: WorkerRef | None = None,
         lease: float = 0.0,
+        cause: str | None = None,
     ) -> tuple[EndResult, Reservation | None]:
         """End a running attempt, however it ended, and with `queues` and `worker` claim the
         same slot's next job in the same round trip where the backend allows (one transaction

@@ -77,6 +77,7 @@ class AttemptRecord:
     error: str | None
     traceback: str | None
     last_heartbeat_at: float | None
+    cause: str | None = None  # who ended its process (tenure.causes); None: not recorded
 
     @property
     def worker(self) -> str:

@@ -179,7 +179,7 @@ def not_found(request: Request, exc: Exception) -> Response:
         from starlette.responses import JSONResponse
 
         return JSONResponse({"error": "not found"}, status_code=404)
-    return render(request, "not_found.html", {"what": request.url.path}, 404)
+    return render(request, "not_found.html", {"what": f"page {request.url.path}"}, 404)
 
 
 # -- pages -----------------------------------------------------------------------------------

@@ -156,7 +156,9 @@ class ChildProcess:
 
     def stop(self) -> None:
         """Ask an idle child to exit (its input closes), kill it if it lingers; processes a
-        job left running in the child's session go with it."""
+        job left running in the child's session, or adopted by it, go with it."""
+        # before it exits: then what it adopted (see child.adopt_orphans) still names it
+        adopted = [pid for pid in process_tree.tree(self.proc.pid) if pid != self.proc.pid]
         self._close_pipes()
         try:
             self.proc.wait(timeout=5)
@@ -164,6 +166,9 @@ class ChildProcess:
             self.kill()
             return
         self._kill_leftovers()
+        for pid in adopted:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.kill(pid, signal.SIGKILL)
         reaper().forget(self.proc.pid)
 
     def _kill_leftovers(self) -> None:

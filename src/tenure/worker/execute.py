@@ -209,7 +209,24 @@ def succeeded(result: str | None) -> Ended:
 
 
 def raised(exc: BaseException) -> Ended:
-    return Ended("failed", f"{type(exc).__name__}: {exc}", "".join(traceback.format_exception(exc)))
+    return Ended("failed", error_text(exc), trace_text(exc))
+
+
+def error_text(exc: BaseException) -> str:
+    """'Type: text'. An exception whose str() raises must still fail only its attempt: had the
+    error propagated, the child would die and the attempt be recorded as `crashed`."""
+    name = type(exc).__name__
+    try:
+        return f"{name}: {exc}"
+    except BaseException as unreadable:
+        return f"{name}: (its text could not be read: str() raised {type(unreadable).__name__})"
+
+
+def trace_text(exc: BaseException) -> str | None:
+    try:
+        return "".join(traceback.format_exception(exc))
+    except BaseException:  # the traceback module's own str() of a hostile exception
+        return None
 
 
 def timed_out(res: Reservation, trace: str | None = None) -> Ended:
@@ -273,7 +290,7 @@ async def run_coroutine(
     except _JobRaisedTimeout as exc:
         cause = exc.__context__ or exc
         span.end("failed", cause)
-        return Ended("failed", f"TimeoutError: {cause}", "".join(traceback.format_exception(cause)))
+        return Ended("failed", error_text(cause), trace_text(cause))
     except Exception as exc:
         span.end("failed", exc)
         return raised(exc)

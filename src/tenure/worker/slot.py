@@ -22,7 +22,14 @@ from tenure.settings import WorkerOptions
 from tenure.stores.records import Reservation
 from tenure.worker import messages
 from tenure.worker.child_process import ChildDied, ChildProcess
-from tenure.worker.execute import Ended, arguments_of, context, definition, run_coroutine
+from tenure.worker.execute import (
+    Ended,
+    arguments_of,
+    context,
+    definition,
+    error_text,
+    run_coroutine,
+)
 from tenure.worker.metrics import Metrics
 from tenure.worker.shutdown import Shutdown
 
@@ -151,7 +158,7 @@ class Slot:
                 held,
                 Ended(
                     "failed",
-                    f"tenure's worker failed around this attempt: {type(exc).__name__}: {exc}",
+                    f"tenure's worker failed around this attempt: {error_text(exc)}",
                     permanent=True,
                 ),
                 0.0,
@@ -437,4 +444,4 @@ def _async_result(future: concurrent.futures.Future[Ended]) -> Ended:
     try:
         return future.result()
     except BaseException as exc:  # cancelled, or an error outside the job's own code
-        return Ended("failed", f"{type(exc).__name__}: {exc}")
+        return Ended("failed", error_text(exc))

@@ -348,6 +348,26 @@ def test_damaged_records_do_not_crash_reserve_or_get_job(
     assert counts(store)["running"] == 3
 
 
+def test_keys_of_the_wrong_type_read_as_damaged_not_as_a_raw_wrongtype(
+    store: RedisStore, client: redis.Redis
+) -> None:
+    base = f"{store.prefix}:{{q:default}}"
+    store.enqueue_many([job("string-job"), job("list-attempts")])
+    client.delete(f"{base}:job:string-job")
+    client.set(f"{base}:job:string-job", "a hand-written value")
+    client.rpush(f"{base}:att:list-attempts", "x")
+    record = get_job(store, "string-job")
+    assert record is not None
+    assert "key job:string-job holds a string, not a hash" in (record.last_error or "")
+    other = get_job(store, "list-attempts")
+    assert other is not None and other.state == "queued" and other.name == "send_invoice"
+    assert "key att:list-attempts holds a list, not a hash" in (other.last_error or "")
+    assert {r.id for r in store.list_jobs(ids=["string-job", "list-attempts"])} == {
+        "string-job",
+        "list-attempts",
+    }
+
+
 def test_a_running_entry_without_its_job_is_cleaned_by_rescue(
     store: RedisStore, client: redis.Redis
 ) -> None:

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+import psycopg
+
 from tenure.stores.postgres.claims import ENDED_PREFIX
 from tenure.stores.postgres.database import CLOCK, Cursor, Database
 from tenure.stores.postgres.jobs import NOW, insert_jobs
@@ -17,6 +19,16 @@ class PostgresDialect:
     creation_order = "seq"
     clock_sql = CLOCK
     statement_clock_sql = NOW  # now(): the transaction's start, one value for the statement
+    # a value out of its column's range or type (DataError), a broken constraint; not
+    # OperationalError, a lost connection, which no savepoint survives
+    row_errors: tuple[type[Exception], ...] = (
+        psycopg.errors.DataError,
+        psycopg.errors.IntegrityError,
+        ValueError,
+        TypeError,
+        KeyError,
+        OverflowError,
+    )
 
     def __init__(self, db: Database) -> None:
         self.q = db.q

@@ -201,7 +201,8 @@ class PostgresStore(PostgresJobs, SQLStore):
             lock_batches(self.db, cur, [r["batch_id"] for r in rows if r["batch_id"]])
             for row in rows:
                 error = describe_crash(attempt_record(row), row["lease_expires_at"])
-                rescued.append(endings.rescue(self.dialect, cur, row, error, now))
+                with endings.isolated(self.dialect, cur, row["id"], now, "rescue"):
+                    rescued.append(endings.rescue(self.dialect, cur, row, error, now))
         return rescued
 
     def wait_for_work(

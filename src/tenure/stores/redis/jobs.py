@@ -17,6 +17,7 @@ from tenure import chains
 from tenure.errors import ConfigError, TenureError
 from tenure.retry import Counters, cancelled_ending, decide, parse_policy
 from tenure.states import visible_state
+from tenure.stores import texts
 from tenure.stores.records import (
     EndResult,
     HeartbeatReply,
@@ -158,10 +159,11 @@ class RedisJobs(RedisBatches):
         queues: Sequence[str] = (),
         worker: WorkerRef | None = None,
         lease: float = 0.0,
+        cause: str | None = None,
     ) -> tuple[EndResult, Reservation | None]:
         if outcome == "succeeded":
             return self._succeed(job_id, token, queues, worker, lease, result)
-        ended = self._fail(job_id, token, outcome, error or outcome, traceback, permanent)
+        ended = self._fail(job_id, token, outcome, error or outcome, traceback, permanent, cause)
         if worker is None or not queues:
             return ended, None
         claimed = self.reserve(queues=queues, worker=worker, lease=lease, limit=1)
@@ -265,6 +267,7 @@ class RedisJobs(RedisBatches):
         error: str,
         traceback: str | None,
         permanent: bool,
+        cause: str | None = None,
     ) -> EndResult:
         queue = self._locate(job_id)
         if queue is None:
@@ -273,7 +276,7 @@ class RedisJobs(RedisBatches):
             reply = self._run(self._qcall("end_read", queue, job_id, int(token), outcome))
             if reply[0] == "refused":
                 return _refused(reply)
-            ending = (job_id, int(token), outcome, error, traceback)
+            ending = (job_id, int(token), outcome, *texts.recorded(error, traceback), cause)
             result = self._apply_end(queue, ending, reply[2:], float(reply[1]), permanent, "end")
             if result is not None:
                 return result
@@ -282,16 +285,16 @@ class RedisJobs(RedisBatches):
     def _apply_end(
         self,
         queue: str,
-        ending: tuple[str, int, str, str, str | None],
+        ending: tuple[str, int, str, str, str | None, str | None],
         read: Sequence[Any],
         now: float,
         permanent: bool,
         mode: str,
     ) -> EndResult | None:
         """Decide in Python, apply in Lua if the job is unchanged; None when it changed.
-        `ending` is (job id, token, outcome, error, traceback); `read` what the script read of
-        the job: its policy, tries used, exceptions, and whether a cancel was asked."""
-        job_id, token, outcome, error, traceback = ending
+        `ending` is (job id, token, outcome, error, traceback, cause); `read` what the script
+        read of the job: its policy, tries used, exceptions, and whether a cancel was asked."""
+        job_id, token, outcome, error, traceback, cause = ending
         policy, tries_used, exceptions, cancel_requested = read
         counters = Counters(int(tries_used), int(exceptions))
         decision = decide(
@@ -314,7 +317,7 @@ class RedisJobs(RedisBatches):
                 queue,
                 *(job_id, token, outcome, optional(error), optional(traceback), retry),
                 *(repr(float(decision.delay)), new.tries_used, new.exceptions, last_error),
-                *(counters.tries_used, counters.exceptions, mode),
+                *(counters.tries_used, counters.exceptions, mode, cause or ""),
             )
         )
         if reply[0] == "conflict":

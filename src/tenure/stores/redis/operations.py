@@ -38,16 +38,27 @@ class RedisOperations(RedisClient):
         # one consistent view: job + attempts
         pipe = self._slot_transaction(f"{base}:job:{job_id}")
         pipe.time()
-        pipe.hgetall(f"{base}:job:{job_id}")
-        pipe.hgetall(f"{base}:att:{job_id}")
-        pipe.hgetall(f"{base}:once:{job_id}")
-        (seconds, micros), fields, attempts, effects = pipe.execute()
-        if not fields:
+        names = (f"job:{job_id}", f"att:{job_id}", f"once:{job_id}")
+        for name in names:
+            pipe.hgetall(f"{base}:{name}")
+        # raise_on_error=False: a key of another type (WRONGTYPE) reads as damaged, not raised
+        (seconds, micros), *read = pipe.execute(raise_on_error=False)
+        damage = [
+            f"key {name} holds a {self._redis.type(f'{base}:{name}')}, not a hash"
+            for name, got in zip(names, read, strict=True)
+            if isinstance(got, Exception)
+        ]
+        fields, attempts, effects = (got if isinstance(got, dict) else {} for got in read)
+        if not fields and not damage:
             self._job_queue.pop(job_id, None)
             return None
         record = job_record(
             job_id, queue, fields, clock_value(seconds, micros), attempt_records(job_id, attempts)
         )
+        if damage:
+            note = f"the job's record in Redis is damaged: {'; '.join(damage)}"
+            last = f"{note}; {record.last_error}" if record.last_error else note
+            record = replace(record, last_error=last)
         return replace(record, effects=effect_records(effects))
 
     def list_jobs(

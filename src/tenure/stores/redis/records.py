@@ -98,6 +98,7 @@ def attempt_records(job_id: str, fields: dict[str, str]) -> list[AttemptRecord]:
             error=a.get("error"),
             traceback=a.get("traceback"),
             last_heartbeat_at=to_opt_float(a.get("last_heartbeat_at")),
+            cause=a.get("cause"),
         )
         for number, a in sorted(grouped.items())
     ]

@@ -69,6 +69,7 @@ from typing import Any, ClassVar, cast
 
 import redis
 
+from tenure.causes import WORKER_VANISHED
 from tenure.stores.base import Capabilities
 from tenure.stores.records import (
     AttemptRecord,
@@ -226,7 +227,12 @@ class RedisStore(RedisJobs, RedisGuards, RedisPeriodic, RedisOperations):
         error = describe_crash(attempt, to_float(expired_at))
         read = (policy, tries_used, exceptions, cancel_requested)
         result = self._apply_end(
-            queue, (job_id, int(number), "crashed", error, None), read, now, False, "rescue"
+            queue,
+            (job_id, int(number), "crashed", error, None, WORKER_VANISHED),
+            read,
+            now,
+            False,
+            "rescue",
         )
         return None if result is None else Rescued(job_id, int(number), result)
 

@@ -25,6 +25,9 @@ class Dialect(Protocol):
     creation_order: str  # a column that orders rows (jobs, batches) made in the same instant
     clock_sql: str  # the server's clock as epoch seconds, inside a statement
     statement_clock_sql: str  # the same, read once for the whole statement
+    # what a damaged row makes a statement or its reading raise (endings.isolated fails that
+    # one job); never the errors of a lost connection
+    row_errors: tuple[type[Exception], ...]
 
     def wake(self, cur: Cursor, queue: str) -> None:
         """Tell idle workers of `queue` that a job is ready, when the transaction commits."""

@@ -4,14 +4,20 @@ tenure.retry.decide) applied to the job and its batch, all inside the caller's t
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import logging
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 
+from tenure.causes import WORKER_VANISHED
 from tenure.chains import goes_on
 from tenure.retry import Counters, Policy, cancelled_ending, decide
 from tenure.states import visible_state
+from tenure.stores import texts
 from tenure.stores.records import EndResult, Rescued
 from tenure.stores.sql import batches, chains
 from tenure.stores.sql.dialect import Cursor, Dialect, Row
+
+log = logging.getLogger("tenure.store")
 
 STALE = "stale token: lease taken over"
 # What apply_decision reads of the job.
@@ -67,13 +73,15 @@ def close_attempt(
     outcome: str,
     error: str | None,
     traceback: str | None,
+    cause: str | None = None,
 ) -> None:
+    # coalesce: closing it again (cancelled while it ran) keeps the cause already written
     cur.execute(
         d.q(
             "UPDATE {s}.tenure_attempts SET ended_at = %s, outcome = %s, error = %s,"
-            " traceback = %s WHERE job_id = %s AND number = %s"
+            " traceback = %s, cause = coalesce(%s, cause) WHERE job_id = %s AND number = %s"
         ),
-        (now, outcome, error, traceback, job_id, number),
+        (now, outcome, error, traceback, cause, job_id, number),
     )
 
 
@@ -111,6 +119,7 @@ def end_attempt(
     error: str,
     traceback: str | None,
     permanent: bool,
+    cause: str | None = None,
 ) -> EndResult:
     """Store.end_attempt inside the caller's transaction: refused when fenced, else the
     attempt closed and the retry decision applied. `now()` reads the store's clock, once the
@@ -120,14 +129,15 @@ def end_attempt(
     if job is None:
         return refuse(d, cur, job_id, token, outcome, now())
     at = now()
-    close_attempt(d, cur, job_id, token, at, outcome, error, traceback)
+    error, traceback = texts.recorded(error, traceback)  # a job's text never fails its end
+    close_attempt(d, cur, job_id, token, at, outcome, error, traceback, cause)
     return apply_decision(d, cur, job, outcome, error, at, permanent)
 
 
 def rescue(d: Dialect, cur: Cursor, job: Row, error: str, now: float) -> Rescued:
     """The sweep's rescue of a (locked) job whose lease expired with no end: its attempt
     closed as crashed with `error` (describe_crash's words), then the retry decision."""
-    close_attempt(d, cur, job["id"], job["attempt"], now, "crashed", error, None)
+    close_attempt(d, cur, job["id"], job["attempt"], now, "crashed", error, None, WORKER_VANISHED)
     return Rescued(
         job["id"], job["attempt"], apply_decision(d, cur, job, "crashed", error, now, False)
     )
@@ -200,3 +210,29 @@ def finished(d: Dialect, cur: Cursor, job: Row, state: str, now: float) -> None:
         batches.member_ended(d, cur, job["batch_id"], state, now)
     chains.link_ended(d, cur, job["chain"], state, now)
     d.job_ended(cur, job["id"])
+
+
+@contextmanager
+def isolated(d: Dialect, cur: Cursor, job_id: str, now: float, what: str) -> Iterator[None]:
+    """One damaged job must not stop the queue or the recovery sweep: on an error its row
+    causes (a counter at its type's limit, a field a bad migration left), undo that job's part
+    of the transaction, fail it with the reason, and go on with the others. An error of the
+    connection itself (d.row_errors holds none) still ends the whole call."""
+    cur.execute("SAVEPOINT one_job")
+    try:
+        yield
+    except d.row_errors as exc:
+        cur.execute("ROLLBACK TO SAVEPOINT one_job")
+        reason = (
+            f"tenure could not {what} this job, its row is damaged: {type(exc).__name__}: {exc}"
+        )
+        log.error("job %s: %s", job_id, reason)
+        cur.execute(
+            d.q(
+                "UPDATE {s}.tenure_jobs SET state = 'failed', finished_at = %s,"
+                " lease_expires_at = NULL, last_error = %s WHERE id = %s"
+            ),
+            (now, texts.storable(reason), job_id),
+        )
+        d.job_ended(cur, job_id)
+    cur.execute("RELEASE SAVEPOINT one_job")

@@ -15,7 +15,7 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
 
-from tenure.errors import ConfigError
+from tenure.errors import ConfigError, StoreMisconfigured, StoreUnavailable
 from tenure.stores.records import (
     EndResult,
     NewBatch,
@@ -34,6 +34,8 @@ log = logging.getLogger("tenure.store")
 
 CLOCK_SQL = "(julianday('now') - 2440587.5) * 86400.0"  # epoch seconds, SQLite's own clock
 NOW_SQL = f"SELECT {CLOCK_SQL}"
+# what a damaged row raises (see sql/endings.isolated)
+ROW_ERRORS = (sqlite3.Error, ValueError, TypeError, KeyError, OverflowError)
 
 
 class SQLiteConnections:
@@ -49,8 +51,13 @@ class SQLiteConnections:
         conn: sqlite3.Connection | None = getattr(self._local, "conn", None)
         if conn is None or getattr(self._local, "pid", None) != os.getpid():
             conn = sqlite3.connect(self.path, timeout=30.0, isolation_level=None)
+            self._local.file = _file_identity(self.path)
             conn.row_factory = sqlite3.Row
-            _use_wal(conn)
+            try:
+                _use_wal(conn)
+            except sqlite3.DatabaseError as exc:
+                conn.close()
+                raise _not_a_database(self.path, exc) from exc
             conn.execute("PRAGMA synchronous=NORMAL")
             conn.execute("PRAGMA busy_timeout=30000")
             self._local.conn = conn
@@ -62,7 +69,7 @@ class SQLiteConnections:
     @contextmanager
     def _write(self) -> Iterator[tuple[sqlite3.Connection, float]]:
         """A write transaction holding the lock from its start, with the store's now."""
-        conn = self._conn()
+        conn = self._checked_conn()
         conn.execute("BEGIN IMMEDIATE")
         try:
             yield conn, self._now(conn)
@@ -70,6 +77,22 @@ class SQLiteConnections:
             conn.execute("ROLLBACK")
             raise
         conn.execute("COMMIT")
+
+    def _checked_conn(self) -> sqlite3.Connection:
+        """The file at the path must still be the one this connection opened: a connection to
+        a deleted file keeps writing into its orphaned inode, so a dispatch would return the id
+        of a job that exists nowhere another process can see. One stat per write transaction."""
+        conn = self._conn()
+        if _file_identity(self.path) == self._local.file:
+            return conn
+        self._local.conn = None  # the next call opens (and migrates) what is at the path then
+        self._migrated = False
+        conn.close()
+        raise StoreUnavailable(
+            f"the SQLite store file {os.path.abspath(self.path)} was deleted or replaced since "
+            "this process opened it; nothing was written. Put the file back (or let the next "
+            "call create a new one there) and restart the workers that use it"
+        )
 
     @contextmanager
     def _read(self) -> Iterator[sqlite3.Connection]:
@@ -213,13 +236,14 @@ class SQLiteJobs(SQLiteConnections):
         queues: Sequence[str] = (),
         worker: WorkerRef | None = None,
         lease: float = 0.0,
+        cause: str | None = None,
     ) -> tuple[EndResult, Reservation | None]:
         # One write transaction for the end and the next claim: the hot path of a busy worker.
         with self._write() as (conn, now):
             if outcome == "succeeded":
                 ended = self._complete_on(conn, job_id, token, now, result)
             else:
-                ending = (job_id, token, outcome, error or outcome, traceback, permanent)
+                ending = (job_id, token, outcome, error or outcome, traceback, permanent, cause)
                 ended = endings.end_attempt(self.dialect, conn, lambda: now, *ending)
             if worker is None or not queues:
                 return ended, None
@@ -245,7 +269,7 @@ class SQLiteJobs(SQLiteConnections):
             for row in rows:
                 if len(out) >= limit:
                     break
-                with self._isolated(conn, row["id"], now, "start"):
+                with endings.isolated(self.dialect, conn, row["id"], now, "start"):
                     deferral = self._guard_deferral(conn, row, now)
                     if deferral is not None:
                         self._defer(conn, row["id"], worker, now, *deferral)
@@ -359,28 +383,6 @@ class SQLiteJobs(SQLiteConnections):
             endings.after_success(self.dialect, conn, job_id, batch_id, row["chain"], now, result)
         return EndResult(accepted=True, state="succeeded")
 
-    @contextmanager
-    def _isolated(
-        self, conn: sqlite3.Connection, job_id: str, now: float, what: str
-    ) -> Iterator[None]:
-        """One damaged job must not stop the queue: on an error, undo that job's part of the
-        transaction, fail it with the reason, and go on with the others."""
-        conn.execute("SAVEPOINT one_job")
-        try:
-            yield
-        except (sqlite3.Error, ValueError, TypeError, KeyError, OverflowError) as exc:
-            conn.execute("ROLLBACK TO one_job")
-            reason = (
-                f"tenure could not {what} this job, its row is damaged: {type(exc).__name__}: {exc}"
-            )
-            log.error("job %s: %s", job_id, reason)
-            conn.execute(
-                "UPDATE tenure_jobs SET state = 'failed', finished_at = ?, lease_expires_at = NULL,"
-                " last_error = ? WHERE id = ?",
-                (now, reason, job_id),
-            )
-        conn.execute("RELEASE one_job")
-
 
 def insert_jobs(
     conn: sqlite3.Connection, jobs: Sequence[NewJob], now: float, *, skip_existing: bool = False
@@ -434,6 +436,26 @@ def _use_wal(conn: sqlite3.Connection) -> None:
             if "locked" not in str(exc) or time.monotonic() >= deadline:
                 raise
             time.sleep(0.01)  # a back-off between tries, while another process switches it
+
+
+def _not_a_database(path: str, exc: sqlite3.DatabaseError) -> Exception:
+    """A file SQLite cannot read as a database is not an outage: retrying never fixes it, so
+    the worker exits 2 naming the file, as for a missing one."""
+    if isinstance(exc, sqlite3.OperationalError):  # locked, busy, I/O: may pass
+        return exc
+    return StoreMisconfigured(
+        f"the SQLite store file {os.path.abspath(path)} is not a database SQLite can read "
+        f"({exc}): it is corrupt or another kind of file. Restore it from a backup or point "
+        "tenure at the right file"
+    )
+
+
+def _file_identity(path: str) -> tuple[int, int] | None:
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return st.st_dev, st.st_ino
 
 
 def sqlite_path(url: str) -> str:

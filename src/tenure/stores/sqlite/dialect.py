@@ -8,7 +8,7 @@ import json
 import sqlite3
 from collections.abc import Sequence
 
-from tenure.stores.sqlite.connection import CLOCK_SQL, insert_jobs
+from tenure.stores.sqlite.connection import CLOCK_SQL, ROW_ERRORS, insert_jobs
 
 
 class SQLiteDialect:
@@ -17,6 +17,7 @@ class SQLiteDialect:
     creation_order = "rowid"
     clock_sql = CLOCK_SQL
     statement_clock_sql = CLOCK_SQL  # 'now' is one instant for a whole statement in SQLite
+    row_errors: tuple[type[Exception], ...] = ROW_ERRORS
 
     def wake(self, cur: sqlite3.Connection, queue: str) -> None:
         pass  # waiters watch the file's data_version: every commit wakes them

@@ -139,7 +139,7 @@ class SQLiteStore(SQLiteJobs, SQLStore):
                 (now,),
             ).fetchall()
             for row in rows:
-                with self._isolated(conn, row["id"], now, "rescue"):
+                with endings.isolated(SQLITE, conn, row["id"], now, "rescue"):
                     rescued.append(self._rescue_one(conn, row, now))
         return rescued
 

@@ -135,9 +135,11 @@ local function refuse(id, token, outcome, now_s)
   return {'refused', f[1], f[2], now_s}
 end
 
-local function close_attempt(id, n, now_s, outcome, err, tb)
+local function close_attempt(id, n, now_s, outcome, err, tb, cause)
   local ak = att_key(id)
   redis.call('HSET', ak, n .. '.ended_at', now_s, n .. '.outcome', outcome)
+  -- who ended its process (tenure.causes); kept when absent, as the SQL stores' coalesce
+  if cause and cause ~= '' then redis.call('HSET', ak, n .. '.cause', cause) end
   if err then redis.call('HSET', ak, n .. '.error', err)
   else redis.call('HDEL', ak, n .. '.error') end
   if tb then redis.call('HSET', ak, n .. '.traceback', tb)

@@ -1,7 +1,8 @@
 -- The second half: apply a decision taken in Python, only if the job is still exactly as it was
 -- read (compare-and-set); otherwise return 'conflict' and the caller reads again.
 -- ARGV[3..]: id, token, outcome, error ('-'/'+'), traceback ('-'/'+'), retry ('1'/'0'), delay,
--- tries_used, exceptions, last_error, tries_used read, exceptions read, mode ('end'/'rescue').
+-- tries_used, exceptions, last_error, tries_used read, exceptions read, mode ('end'/'rescue'),
+-- cause ('' for none).
 -- retry 'c': the job was cancelled while it ran; it ends cancelled (counters unchanged).
 local now_s, now = clock()
 local id = ARGV[3]
@@ -17,7 +18,7 @@ end
 -- hand-edited lease could have moved.
 if ARGV[15] == 'rescue' and (tonumber(f[5]) or 0) >= now then return {'conflict'} end
 local seq = num(f[6])
-close_attempt(id, n, now_s, ARGV[5], optional(ARGV[6]), optional(ARGV[7]))
+close_attempt(id, n, now_s, ARGV[5], optional(ARGV[6]), optional(ARGV[7]), ARGV[16])
 redis.call('ZREM', RUNNING, id)
 -- Cancelled while it ran, or its batch was cancelled or has failed (a retry would be wasted
 -- work): it ends cancelled; a retry is queued again; anything else ends failed.

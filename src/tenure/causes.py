@@ -1,0 +1,111 @@
+"""Why an attempt ended, as a word the store keeps beside its outcome (`AttemptRecord.cause`):
+the words `tenure jobs show`, the dashboard and the `tenure_crashes_total{job,cause}` metric
+share. The outcome says what happened to the job (`crashed`, `timed_out`); the cause says who
+ended the process: the worker itself (timeout, memory cap, lost lease, cancel, hard stop), the
+kernel's OOM killer, a signal from outside, the job's own code (an exception, `os._exit`), or
+nobody the store heard from (the worker vanished).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+
+EXCEPTION = "exception"  # the job raised
+TIMEOUT = "timeout"  # the worker's timeout (JobTimeout, then the kill at timeout + kill_after)
+MEMORY_CAP = "memory_cap"  # the worker's --memory cap
+LOST_LEASE = "lost_lease"  # the worker stopped it: its lease could not be renewed
+CANCEL = "cancel"  # app.cancel / tenure jobs cancel
+HARD_STOP = "hard_stop"  # the worker's second SIGTERM / Ctrl-C, or the end of --grace
+OOM_KILL = "oom_kill"  # the kernel's OOM killer, confirmed by the cgroup's memory.events
+SIGKILL = "sigkill"  # SIGKILL from outside the worker; OOM not confirmed
+SIGNAL = "signal"  # another signal from outside (its name is in the error)
+FAULT = "fault"  # the process crashed: a segfault, an abort, a bus error
+EXIT = "exit"  # the process exited by itself mid-attempt (os._exit, sys.exit in a thread)
+WORKER_VANISHED = "worker_vanished"  # its lease expired with no end: worker or host gone
+
+WORDS = {
+    EXCEPTION: "the job raised an exception",
+    TIMEOUT: "the worker's timeout",
+    MEMORY_CAP: "the worker's memory cap",
+    LOST_LEASE: "the worker stopped it: lease lost",
+    CANCEL: "cancelled",
+    HARD_STOP: "the worker's hard stop",
+    OOM_KILL: "killed by the kernel's OOM killer",
+    SIGKILL: "SIGKILL from outside the worker; OOM not confirmed",
+    SIGNAL: "a signal from outside the worker",
+    FAULT: "the process crashed (segfault, abort)",
+    EXIT: "the process exited by itself",
+    WORKER_VANISHED: "the worker vanished (lease expired)",
+}
+
+FAULT_SIGNALS = frozenset(
+    {signal.SIGSEGV, signal.SIGBUS, signal.SIGABRT, signal.SIGILL, signal.SIGFPE}
+)
+
+
+def words(cause: str | None) -> str:
+    return "" if cause is None else WORDS.get(cause, cause)
+
+
+def of_exit(code: int, oom_kills_before: int | None, oom_kills_after: int | None) -> str:
+    """The cause of a child process that died on its own (not killed by the worker), from its
+    exit status (negative: the signal) and its cgroup's oom_kill count around the attempt."""
+    if code >= 0:
+        return EXIT
+    signum = -code
+    if signum == signal.SIGKILL:
+        if (
+            oom_kills_before is not None
+            and oom_kills_after is not None
+            and oom_kills_after > oom_kills_before
+        ):
+            return OOM_KILL
+        return SIGKILL
+    if signum in FAULT_SIGNALS:
+        return FAULT
+    return SIGNAL
+
+
+def _cgroup_memory_events() -> str | None:
+    """This process's cgroup's memory.events (cgroup v2), or v1's memory.oom_control."""
+    try:
+        with open("/proc/self/cgroup") as f:
+            lines = f.read().splitlines()
+    except OSError:
+        return None
+    for line in lines:
+        _, controllers, path = line.split(":", 2)
+        if controllers == "":  # v2: the unified hierarchy
+            mount, name = "/sys/fs/cgroup", "memory.events"
+        elif "memory" in controllers.split(","):
+            mount, name = "/sys/fs/cgroup/memory", "memory.oom_control"
+        else:
+            continue
+        # the path as the host names it; in a container (a cgroup namespace) the mount's root
+        # is the container's own cgroup
+        for candidate in (f"{mount}{path.rstrip('/')}/{name}", f"{mount}/{name}"):
+            if os.path.exists(candidate):
+                return candidate
+    return None
+
+
+_EVENTS: list[str | None] = []
+
+
+def oom_kills() -> int | None:
+    """How many processes the kernel's OOM killer killed in this worker's cgroup so far; None
+    where no cgroup's memory events can be read (then an outside SIGKILL is not confirmed as
+    OOM)."""
+    if not _EVENTS:
+        _EVENTS.append(_cgroup_memory_events())
+    path = _EVENTS[0]
+    if path is None:
+        return None
+    with contextlib.suppress(OSError, ValueError), open(path) as f:
+        for line in f:
+            name, _, value = line.partition(" ")
+            if name == "oom_kill":
+                return int(value)
+    return None

@@ -1,0 +1,79 @@
+"""The SQLite store's file as it is on disk: a dispatch into a file deleted or replaced since the
+process opened it raises a clear error instead of returning the id of a job stored nowhere, and a
+file that is not a database is named, not retried."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import tenure
+from tenure.errors import StoreUnavailable
+
+
+def _remove(path: str) -> None:
+    for suffix in ("", "-wal", "-shm"):
+        if os.path.exists(path + suffix):
+            os.remove(path + suffix)
+
+
+def test_dispatch_into_a_deleted_file_raises_and_stores_nothing(tmp_path: Path) -> None:
+    path = str(tmp_path / "tenure.db")
+    app = tenure.App(f"sqlite:///{path}")
+
+    @app.job
+    def noop() -> None: ...
+
+    first = noop.dispatch()
+    assert app.get_job(first.id).state == "queued"
+    _remove(path)
+    with pytest.raises(StoreUnavailable) as raised:
+        noop.dispatch()
+    assert f"the SQLite store file {path} was deleted or replaced" in str(raised.value)
+    # the next call opens what is at the path then: a new file, which a worker can see
+    again = noop.dispatch()
+    app.close()
+    fresh = tenure.App(f"sqlite:///{path}")
+    assert fresh.get_job(again.id).state == "queued"
+    assert fresh.counts().get("queued") == 1  # the refused dispatch left nothing anywhere
+    fresh.close()
+
+
+def test_dispatch_into_a_replaced_file_raises(tmp_path: Path) -> None:
+    path = str(tmp_path / "tenure.db")
+    app = tenure.App(f"sqlite:///{path}")
+
+    @app.job
+    def noop() -> None: ...
+
+    noop.dispatch()
+    other = tenure.App(f"sqlite:///{tmp_path / 'other.db'}")
+    other.counts()  # creates and migrates the other file
+    other.close()
+    os.replace(tmp_path / "other.db", path)  # a restore, a wrong volume
+    with pytest.raises(StoreUnavailable, match="deleted or replaced"):
+        noop.dispatch()
+    app.close()
+
+
+def test_worker_on_a_corrupt_file_exits_2_naming_it(tmp_path: Path) -> None:
+    path = tmp_path / "tenure.db"
+    path.write_bytes(b"not a database, a stray upload or a torn copy\n" * 200)
+    (tmp_path / "corrupt_jobs.py").write_text(
+        f"import tenure\napp = tenure.App('sqlite:///{path}')\n@app.job\ndef noop() -> None: ...\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-m", "tenure", "worker", "--app", "corrupt_jobs:app", "--burst"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=60,  # before the fix it retried "store unavailable" for ever
+        env={**os.environ, "PYTHONPATH": str(tmp_path)},
+    )
+    assert done.returncode == 2, done.stderr
+    assert f"the SQLite store file {path} is not a database" in done.stderr
+    assert path.read_bytes().startswith(b"not a database")  # nothing written over it

@@ -1,0 +1,36 @@
+"""An attempt's cause (tenure.causes): written with its end, kept by every backend, and set by
+the recovery sweep when the worker vanished."""
+
+from __future__ import annotations
+
+from conformance.helpers import W1, attempt, enqueue, expire_and_rescue, new_job, reserve_one
+from tenure import causes
+from tenure.stores import Store
+
+
+def test_the_cause_given_with_an_end_is_read_back(store: Store) -> None:
+    (job_id,) = enqueue(store, new_job())
+    r = reserve_one(store)
+    store.end_attempt(
+        job_id=job_id,
+        token=r.token,
+        outcome="crashed",
+        error="child process (pid 9) was killed by signal 9 (SIGKILL)",
+        cause=causes.OOM_KILL,
+    )
+    assert attempt(store, job_id, 1).cause == causes.OOM_KILL
+
+
+def test_an_end_without_a_cause_records_none(store: Store) -> None:
+    (job_id,) = enqueue(store, new_job())
+    r = reserve_one(store)
+    store.end_attempt(job_id=job_id, token=r.token)
+    assert attempt(store, job_id, 1).cause is None
+
+
+def test_a_rescued_attempt_names_the_vanished_worker(store: Store) -> None:
+    (job_id,) = enqueue(store, new_job())
+    store.reserve(queues=["default"], worker=W1, lease=0.2, limit=1)
+    expire_and_rescue(store, job_id)
+    got = attempt(store, job_id, 1)
+    assert (got.outcome, got.cause) == ("crashed", causes.WORKER_VANISHED)
