@@ -116,6 +116,7 @@ class JobRecord:
     result_text: str | None = None
     priority: int = 0
     chain_text: str | None = None  # a chain link's chain (tenure.chains.info reads it)
+    waiting_on: str | None = None  # a parked job's concurrency key (states.PARKED_AT)
 
     @property
     def result(self) -> Any:
@@ -404,6 +405,8 @@ def guard_fields(g: Guards) -> dict[str, Any]:
         fields.update(
             rate_key=g.rate_key, rate_limit=int(g.rate_limit), rate_window=float(g.rate_window)
         )
+    if g.concurrency_key is not None and g.concurrency_limit is not None:
+        fields.update(concurrency_key=g.concurrency_key, concurrency_limit=int(g.concurrency_limit))
     return fields
 
 
@@ -415,9 +418,14 @@ def _guards_from_json(data: dict[str, Any]) -> Guards:
         rate = limit = None
     if not isinstance(window, int | float) or window <= 0:
         rate = limit = window = None
-    if not isinstance(overlap, str) and rate is None:
+    ckey, climit = data.get("concurrency_key"), data.get("concurrency_limit")
+    if not isinstance(ckey, str) or not isinstance(climit, int) or climit < 1:
+        ckey = climit = None
+    if not isinstance(overlap, str) and rate is None and ckey is None:
         return NO_GUARDS
     return Guards(
+        concurrency_key=ckey,
+        concurrency_limit=climit,
         overlap_key=overlap if isinstance(overlap, str) else None,
         overlap_delay=float(delay) if isinstance(delay, int | float) else 1.0,
         rate_key=rate,

@@ -96,6 +96,8 @@ def test_a_finished_job_is_only_in_its_key_the_state_index_and_a_prune_index(
         "tenure_jobs_lease": 1,
         "tenure_jobs_batch": 0,
         "tenure_jobs_overlap": 0,
+        "tenure_jobs_concurrency": 0,
+        "tenure_jobs_debounce": 0,
     }
 
 

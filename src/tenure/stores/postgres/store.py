@@ -181,6 +181,7 @@ class PostgresStore(PostgresJobs, SQLStore):
                 self.db.q(
                     "SELECT j.id, j.queue, j.policy, j.tries_used, j.exceptions, j.batch_id,"
                     " j.attempt, j.cancel_requested_at, j.chain, j.lease_expires_at,"
+                    " j.concurrency_key, j.concurrency_limit,"
                     # the attempt, for describe_crash: a missing row (damaged data) must not
                     # stop the rescue
                     " j.id AS job_id, j.attempt AS number, coalesce(nullif(a.worker_id, ''),"
@@ -199,7 +200,9 @@ class PostgresStore(PostgresJobs, SQLStore):
             # Jobs of one batch may be among them: take their batch rows up front, in one
             # order, so two rescuers cannot each hold a batch the other waits for.
             lock_batches(self.db, cur, [r["batch_id"] for r in rows if r["batch_id"]])
-            for row in rows:
+            # concurrency keys are locked as each rescue hands back its key's parked jobs:
+            # in one order too
+            for row in sorted(rows, key=lambda r: r["concurrency_key"] or ""):
                 error = describe_crash(attempt_record(row), row["lease_expires_at"])
                 rescued.append(endings.rescue(self.dialect, cur, row, error, now))
         return rescued

@@ -7,7 +7,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from tenure.states import FINAL_STATES
+from tenure.states import FINAL_STATES, PARKED_AT
+from tenure.stores.sql.dialect import Cursor, Dialect, Row
 
 # guarded jobs one reserve call may look at beyond `limit`: they may be deferred instead
 RESERVE_LOOKAHEAD = 32
@@ -45,3 +46,49 @@ def rate_deferral(row: Any, free_at: float) -> tuple[float, str]:
 def deferral_note(reason: str, run_at: float, now: float) -> str:
     """The error of a `deferred` attempt: why, and how long the job waits."""
     return f"{reason}; deferred {max(run_at - now, 0):.1f} s"
+
+
+# -- concurrency: a parked job waits for a running attempt of its key to end ---------------
+def park(d: Dialect, cur: Cursor, job_id: str) -> None:
+    """The job is over its key's limit: not reserved, no attempt, no try; it waits (run_at =
+    PARKED_AT) until an attempt of its key ends and hands it back (`release`)."""
+    cur.execute(d.q("UPDATE {s}.tenure_jobs SET run_at = %s WHERE id = %s"), (PARKED_AT, job_id))
+
+
+def running_under(d: Dialect, cur: Cursor, key: str, now: float) -> int:
+    """The attempts running under a concurrency key with a live lease: a slot follows its
+    holder's lease, so a crashed holder keeps it one lease at most."""
+    row = cur.execute(
+        d.q(
+            "SELECT count(*) AS n FROM {s}.tenure_jobs WHERE concurrency_key = %s"
+            " AND state = 'running' AND lease_expires_at >= %s"
+        ),
+        (key, now),
+    ).fetchone()
+    return int(row["n"])
+
+
+def release(d: Dialect, cur: Cursor, job: Row, now: float) -> None:
+    """An attempt of `job` (concurrency_key, concurrency_limit, queue) ended (finished,
+    retried, cancelled, rescued): hand back its key's oldest parked jobs, as many as the key
+    has free slots, in the transaction of that end. On PostgreSQL the key's lock is taken
+    first (waited for), so a reservation parking a job of the key right now has committed
+    before the parked jobs are read."""
+    key, limit = job["concurrency_key"], job["concurrency_limit"]
+    if key is None or limit is None:
+        return
+    d.lock_key(cur, key)
+    free = int(limit) - running_under(d, cur, key, now)
+    if free <= 0:
+        return
+    woke = cur.execute(
+        d.q(
+            "UPDATE {s}.tenure_jobs SET run_at = %s WHERE id IN (SELECT id FROM {s}.tenure_jobs"
+            " WHERE concurrency_key = %s AND state = 'queued' AND run_at >= %s"
+            f" ORDER BY run_at, {d.creation_order} LIMIT %s)"
+            " AND state = 'queued' AND run_at >= %s"
+        ),
+        (now, key, PARKED_AT, free, PARKED_AT),
+    ).rowcount
+    if woke:
+        d.wake(cur, job["queue"])
