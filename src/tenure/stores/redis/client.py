@@ -276,6 +276,9 @@ def enqueue_args(job: NewJob) -> list[Any]:
         *keep_args(job.keep),
         str(int(job.priority)),
         optional(job.chain),
+        optional(g.concurrency_key if g.concurrency_limit is not None else None),
+        str(int(g.concurrency_limit or 0)),
+        optional(g.debounce_key),
     ]
 
 
