@@ -28,7 +28,7 @@ from tenure.stores.records import (
 from tenure.stores.sql import batches, endings
 from tenure.stores.sql.control import not_paused
 from tenure.stores.sql.dialect import Dialect
-from tenure.stores.sql.guards import RESERVE_LOOKAHEAD, deferral_note, park, release
+from tenure.stores.sql.guards import RESERVE_LOOKAHEAD, debounced, deferral_note, park, release
 
 NOW = "date_part('epoch', now())"  # epoch seconds as double precision, the server's clock
 RESERVE_ROUNDS = 4
@@ -50,7 +50,9 @@ class PostgresJobs:
     ) -> list[str]:
         target = None if batch is None and into_batch is None else batch_target(batch, into_batch)
         plain = conn is None and target is None
-        if plain and not any(j.guards.unique_key is not None for j in jobs):
+        if plain and not any(
+            j.guards.unique_key is not None or j.guards.debounce_key is not None for j in jobs
+        ):
             statement, params = insert_statement(self.db, jobs, skip_existing=True)
             with self.db.cursor() as cur:  # one statement, one round trip
                 cur.execute(statement, params)
@@ -66,6 +68,14 @@ class PostgresJobs:
         # key rows stay locked until this transaction ends, so racing dispatches store one.
         holders = guards.take_unique_keys(self.db, cur, jobs)
         ids = [holders.get(j.guards.unique_key or "", j.id) for j in jobs]
+        for i, job in enumerate(jobs):
+            if job.guards.debounce_key is not None:
+                # the key's pending job takes these arguments; else this one is stored now,
+                # for the next dispatch of the key in this call to find
+                pending = debounced(self.dialect, cur, job, self.db.clock(cur))
+                ids[i] = pending or job.id
+                if pending is None:
+                    insert_jobs(self.db, cur, [job], skip_existing=True)
         # an id already present is skipped: a dispatch retried after a lost reply must not
         # create the job twice
         insert_jobs(

@@ -8,6 +8,7 @@ from __future__ import annotations
 from typing import Any
 
 from tenure.states import FINAL_STATES, PARKED_AT
+from tenure.stores.records import NewJob
 from tenure.stores.sql.dialect import Cursor, Dialect, Row
 
 # guarded jobs one reserve call may look at beyond `limit`: they may be deferred instead
@@ -92,3 +93,28 @@ def release(d: Dialect, cur: Cursor, job: Row, now: float) -> None:
     ).rowcount
     if woke:
         d.wake(cur, job["queue"])
+
+
+# -- debounce: one pending job per key, replaced by a later dispatch -------------------------
+def debounced(d: Dialect, cur: Cursor, job: NewJob, now: float) -> str | None:
+    """The id of the key's pending job, now carrying `job`'s arguments and run time, when the
+    key has one still waiting for its time (its window is open); None: `job` is stored as a
+    new job. A job already started, or due and waiting for a worker, is not replaced."""
+    key = job.guards.debounce_key
+    if key is None:
+        return None
+    d.lock_key(cur, "debounce:" + key)  # two dispatches of one key: one after the other
+    row = cur.execute(
+        d.q(
+            "SELECT id FROM {s}.tenure_jobs WHERE debounce_key = %s AND state = 'queued'"
+            f" AND run_at > %s ORDER BY {d.creation_order} DESC LIMIT 1"
+        ),
+        (key, now),
+    ).fetchone()
+    if row is None:
+        return None
+    cur.execute(
+        d.q("UPDATE {s}.tenure_jobs SET payload = %s, run_at = %s WHERE id = %s"),
+        (job.payload, now + max(job.delay, 0.0), row["id"]),
+    )
+    return str(row["id"])

@@ -150,7 +150,13 @@ class SQLiteJobs(SQLiteConnections):
         ids: list[str] = []
         fresh: list[NewJob] = []
         for job in jobs:
-            if job.guards.unique_key is not None:
+            if job.guards.debounce_key is not None:
+                pending = sql_guards.debounced(self.dialect, conn, job, now)
+                if pending is not None:
+                    ids.append(pending)  # the key's one pending job, with these arguments
+                    continue
+                insert_jobs(conn, [job], now, skip_existing=True)  # seen by the next one
+            elif job.guards.unique_key is not None:
                 holder = guards.held_unique(conn, job.guards, now)
                 if holder is not None:
                     ids.append(holder)  # deduplicated: the holder stands for it

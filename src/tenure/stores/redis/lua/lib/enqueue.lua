@@ -10,6 +10,20 @@ local function enqueue_one(i, now_s, now)
   local holder = nil
   if ukey then holder = unique_holder(ukey, now) end
   if holder then return holder, 0 end
+  -- debounce: the key's pending job, still waiting for its time, takes these arguments and
+  -- this run time (base:debounce maps a key to the job last created for it)
+  local dkey = optional(ARGV[i + 20] or '-')
+  if dkey then
+    local pending = redis.call('HGET', base .. ':debounce', dkey)
+    local pk = pending and job_key(pending)
+    local p = pending and redis.call('HMGET', pk, 'state', 'run_at', 'seq') or {}
+    if p[1] == 'queued' and (tonumber(p[2]) or 0) > now then
+      local run_at = fmt(now + math.max(tonumber(ARGV[i + 4]) or 0, 0))
+      redis.call('HSET', pk, 'payload', ARGV[i + 2], 'run_at', run_at)
+      add_queued(base, job_priority(pk), run_at, queued_member(num(p[3]), pending))
+      return pending, 0
+    end
+  end
   -- taken at once: the next job of this call with the same key must see this one
   if ukey then take_unique(ukey, id, ARGV[i + 7], optional(ARGV[i + 8]), now) end
   -- the job itself, as any script enqueues one (batch_io.lua); 0: the id is already there
@@ -33,6 +47,10 @@ local function enqueue_one(i, now_s, now)
   end
   local chain = optional(ARGV[i + 17] or '-')
   if chain then redis.call('HSET', jk, 'chain', chain) end
+  if dkey then
+    redis.call('HSET', base .. ':debounce', dkey, id)
+    redis.call('HSET', jk, 'debounce_key', dkey)
+  end
   local ckey = optional(ARGV[i + 18] or '-')
   if ckey then
     redis.call('HSET', jk, 'concurrency_key', ckey, 'concurrency_limit', ARGV[i + 19])
