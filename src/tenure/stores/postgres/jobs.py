@@ -314,7 +314,7 @@ class PostgresJobs:
                 self.dialect, cur, job_id, done["batch_id"], done["chain"], now, result
             )
         if done["concurrency_key"] is not None:
-            release(self.dialect, cur, done, self.db.clock(cur))
+            release(self.dialect, cur, done, done["now"])
         return EndResult(accepted=True, state="succeeded")
 
 

@@ -74,22 +74,20 @@ def release(d: Dialect, cur: Cursor, job: Row, now: float) -> None:
     retried, cancelled, rescued): hand back its key's oldest parked jobs, as many as the key
     has free slots, in the transaction of that end. On PostgreSQL the key's lock is taken
     first (waited for), so a reservation parking a job of the key right now has committed
-    before the parked jobs are read."""
+    before the parked jobs are read; the count and the hand-back are then one statement."""
     key, limit = job["concurrency_key"], job["concurrency_limit"]
     if key is None or limit is None:
         return
     d.lock_key(cur, key)
-    free = int(limit) - running_under(d, cur, key, now)
-    if free <= 0:
-        return
     woke = cur.execute(
         d.q(
             "UPDATE {s}.tenure_jobs SET run_at = %s WHERE id IN (SELECT id FROM {s}.tenure_jobs"
             " WHERE concurrency_key = %s AND state = 'queued' AND run_at >= %s"
-            f" ORDER BY run_at, {d.creation_order} LIMIT %s)"
-            " AND state = 'queued' AND run_at >= %s"
+            f" ORDER BY run_at, {d.creation_order} LIMIT (SELECT {d.greatest}(%s - count(*), 0)"
+            " FROM {s}.tenure_jobs WHERE concurrency_key = %s AND state = 'running'"
+            " AND lease_expires_at >= %s)) AND state = 'queued' AND run_at >= %s"
         ),
-        (now, key, PARKED_AT, free, PARKED_AT),
+        (now, key, PARKED_AT, int(limit), key, now, PARKED_AT),
     ).rowcount
     if woke:
         d.wake(cur, job["queue"])
