@@ -462,9 +462,10 @@ class App:
     def resume_queue(self, name: str) -> None:
         control.pause(self.store, name, paused=False)
 
-    def queue_waits(self) -> list[QueueWait]:
-        """Per queue: ready, scheduled, running, paused, the oldest ready job's age."""
-        return control.queue_waits(self.store.queue_counts())
+    def queue_waits(self, *, keys: bool = False) -> list[QueueWait]:
+        """Per queue: ready, scheduled, running, paused, the oldest ready job's age, jobs
+        waiting on a concurrency key (and with `keys`, each key's running and waiting)."""
+        return control.queue_waits(self.store.queue_counts(keys=keys))
 
     def prune(self, *, dry_run: bool = False) -> retention.Pruned:
         """`tenure prune`: delete what retention says is due now (dry run: count it)."""

@@ -121,3 +121,19 @@ def test_a_cancelled_holder_frees_its_slot(store: Store) -> None:
     )
     assert ended.state == "cancelled"
     assert reserve(store) == [jobs[1].id]
+
+
+def test_counts_show_parked_jobs_as_queued_and_waiting_and_per_key(store: Store) -> None:
+    jobs = [limited("sync:a", 2) for _ in range(5)] + [limited("sync:b", 1)]
+    enqueue(store, *jobs, new_job(delay=3600))
+    reserve(store, limit=10)  # a: 2 run, 3 parked; b: 1 runs
+    [c] = store.queue_counts().values()
+    assert (c["running"], c["queued"], c["scheduled"], c.waiting) == (3, 3, 1, 3)
+    assert c.by_key is None  # only when asked for
+    [c] = store.queue_counts(keys=True).values()
+    assert c.by_key is not None
+    assert {k: (v.running, v.waiting, v.limit) for k, v in c.by_key.items()} == {
+        "sync:a": (2, 3, 2),
+        "sync:b": (1, 0, 1),
+    }
+    assert c["running"] == 3 and c.waiting == 3

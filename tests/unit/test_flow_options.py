@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 import tenure
+from tenure import testing
 from tenure.errors import ConfigError
 from tenure.stores.records import WorkerRef
 
@@ -72,3 +73,25 @@ def test_a_parked_job_reads_as_waiting_on_its_key(app: tenure.App) -> None:
     assert app.store.reserve(queues=["default"], worker=ref, lease=30) == []
     info = app.get_job(second.id)
     assert info.state == "queued" and info.waiting_on == "sync:acme"
+
+
+def test_tenure_testing_drain_honours_concurrency_and_debounce(app: tenure.App) -> None:
+    seen: list[tuple[str, int]] = []
+
+    @app.job(name="sync2", concurrency=1, concurrency_key=lambda account, n: account)
+    def sync2(account: str, n: int) -> None:
+        seen.append((account, n))
+
+    @app.job(name="reindex2", debounce=5, debounce_key=lambda doc, version: doc)
+    def reindex2(doc: int, version: int) -> None:
+        seen.append(("doc", version))
+
+    sync2.dispatch_many([("a", 1), ("a", 2), ("b", 1)])
+    handles = [reindex2.dispatch(1, v) for v in range(3)]
+    clock = testing.freeze(app)
+    testing.drain(app)  # the limited jobs run one after another; the debounced one waits
+    assert sorted(seen) == [("a", 1), ("a", 2), ("b", 1)]
+    clock.advance(6)
+    testing.drain(app)
+    assert seen[-1] == ("doc", 2) and len(seen) == 4
+    assert app.get_job(handles[0].id).state == "succeeded"

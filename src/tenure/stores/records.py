@@ -170,10 +170,22 @@ class CancelResult:
     state: str
 
 
+@dataclass(frozen=True)
+class KeyCounts:
+    """One concurrency key of a queue: attempts running under it, jobs parked waiting on it,
+    and its limit (as its jobs carry it)."""
+
+    running: int
+    waiting: int
+    limit: int
+
+
 class QueueCounts(dict[str, int]):
     """One queue's jobs per state, every state present (a dict, as it always was), and beside
     them what `tenure queues` shows: how long the oldest ready job has waited, in seconds on
-    the store's clock (None: nothing ready), and whether the queue is paused."""
+    the store's clock (None: nothing ready), whether the queue is paused, how many of its
+    queued jobs wait on a concurrency key (`waiting`), and, when asked for
+    (`queue_counts(keys=True)`), each key in use (`by_key`, else None)."""
 
     def __init__(
         self,
@@ -181,12 +193,16 @@ class QueueCounts(dict[str, int]):
         *,
         oldest_ready_age: float | None = None,
         paused: bool = False,
+        waiting: int = 0,
+        by_key: dict[str, KeyCounts] | None = None,
     ) -> None:
         super().__init__(dict.fromkeys(JOB_STATES, 0))
         if counts:
             self.update(counts)
         self.oldest_ready_age = oldest_ready_age
         self.paused = paused
+        self.waiting = waiting
+        self.by_key = by_key
 
     def __repr__(self) -> str:
         return (

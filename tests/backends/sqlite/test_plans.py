@@ -37,7 +37,8 @@ EXPECTED = {
     "WHERE state = ? AND lease_expires_at < ?": (
         "tenure_jobs_lease (state=? AND lease_expires_at<?)"
     ),
-    "SELECT count(*) FROM tenure_jobs WHERE queue = ? AND state = ? AND run_at > ?": (
+    # scheduled, and parked by a concurrency key (run_at from states.PARKED_AT on)
+    "(WHERE run_at >= ?) FROM tenure_jobs WHERE queue = ? AND state = ? AND run_at > ?": (
         "COVERING INDEX tenure_jobs_ready (queue=? AND state=? AND run_at>?)"
     ),
     "SELECT run_at FROM tenure_jobs WHERE queue = ? AND state = ? ORDER BY run_at": (

@@ -29,7 +29,7 @@ from contextlib import AbstractContextManager, contextmanager
 from dataclasses import replace
 from typing import ClassVar
 
-from tenure.states import FINAL_STATES
+from tenure.states import FINAL_STATES, PARKED_AT
 from tenure.stores.base import Capabilities
 from tenure.stores.postgres import claims, guards, waiters
 from tenure.stores.postgres.database import POOL_MAX, Cursor, Database
@@ -51,6 +51,7 @@ from tenure.stores.records import (
 )
 from tenure.stores.sql import batches, control, endings, operations, periodic, retention, workers
 from tenure.stores.sql.dialect import Dialect
+from tenure.stores.sql.guards import add_key_counts
 from tenure.stores.sql.rows import attempt_record, effect_record, job_record
 from tenure.stores.sql.store import Clock, SQLStore, usable_id
 
@@ -289,7 +290,7 @@ class PostgresStore(PostgresJobs, SQLStore):
         }
         return [found[job_id] for job_id in wanted if job_id in found]
 
-    def queue_counts(self) -> dict[str, QueueCounts]:
+    def queue_counts(self, *, keys: bool = False) -> dict[str, QueueCounts]:
         out: dict[str, QueueCounts] = {}
         with self.db.cursor() as cur:
             # One statement, one snapshot: the counters (kept by the triggers of migration
@@ -304,7 +305,10 @@ class PostgresStore(PostgresJobs, SQLStore):
                     " FROM {s}.tenure_job_counts GROUP BY queue, state)"
                     " SELECT queue, state, n, gone, CASE WHEN state = 'queued' AND n > 0"
                     " THEN (SELECT count(*) FROM {s}.tenure_jobs j WHERE j.ready_queue = c.queue"
-                    f" AND j.run_at > {NOW}) ELSE 0 END AS scheduled,"
+                    f" AND j.run_at > {NOW} AND j.run_at < {PARKED_AT}) ELSE 0 END AS scheduled,"
+                    " CASE WHEN state = 'queued' AND n > 0"
+                    " THEN (SELECT count(*) FROM {s}.tenure_jobs j WHERE j.ready_queue = c.queue"
+                    f" AND j.run_at >= {PARKED_AT}) ELSE 0 END AS waiting,"
                     " CASE WHEN state = 'queued' AND n > 0 THEN (SELECT j.run_at"
                     " FROM {s}.tenure_jobs j WHERE j.ready_queue = c.queue"
                     f" ORDER BY j.run_at LIMIT 1) END AS oldest, {NOW} AS now"
@@ -312,6 +316,9 @@ class PostgresStore(PostgresJobs, SQLStore):
                 )
             ).fetchall()
             paused = control.paused_queues(self.dialect, cur)
+            if keys:  # a statement of its own: the live jobs of the keys, not the counters
+                by_key: dict[str, QueueCounts] = {}
+                add_key_counts(self.dialect, cur, by_key)
         gone = 0
         for row in rows:
             gone += int(row["gone"])
@@ -323,9 +330,13 @@ class PostgresStore(PostgresJobs, SQLStore):
             if row["state"] == "queued":
                 counts["queued"] -= int(row["scheduled"])
                 counts["scheduled"] += int(row["scheduled"])
+                counts.waiting = int(row["waiting"])  # parked: queued, waiting on their key
                 counts.oldest_ready_age = ready_age(row["now"], row["oldest"])
         for queue in paused:
             out.setdefault(queue, QueueCounts()).paused = True
+        if keys:
+            for queue, counts in out.items():
+                counts.by_key = by_key[queue].by_key if queue in by_key else {}
         if gone > FOLD_AFTER_ROWS:
             self._fold_counts()
         return out

@@ -8,7 +8,7 @@ from __future__ import annotations
 from typing import Any
 
 from tenure.states import FINAL_STATES, PARKED_AT
-from tenure.stores.records import NewJob
+from tenure.stores.records import KeyCounts, NewJob, QueueCounts
 from tenure.stores.sql.dialect import Cursor, Dialect, Row
 
 # guarded jobs one reserve call may look at beyond `limit`: they may be deferred instead
@@ -91,6 +91,31 @@ def release(d: Dialect, cur: Cursor, job: Row, now: float) -> None:
     ).rowcount
     if woke:
         d.wake(cur, job["queue"])
+
+
+def add_key_counts(d: Dialect, cur: Cursor, out: dict[str, QueueCounts]) -> None:
+    """queue_counts(keys=True): each queue's concurrency keys in use, read from their live
+    jobs (the concurrency index: a key's running and parked jobs)."""
+    rows = cur.execute(
+        d.q(
+            "SELECT queue, concurrency_key AS key, max(concurrency_limit) AS lim,"
+            " sum(CASE WHEN state = 'running' THEN 1 ELSE 0 END) AS running,"
+            " sum(CASE WHEN state = 'queued' AND run_at >= %s THEN 1 ELSE 0 END) AS waiting"
+            " FROM {s}.tenure_jobs WHERE concurrency_key IS NOT NULL"
+            " AND state IN ('queued', 'running') GROUP BY queue, concurrency_key"
+        ),
+        (PARKED_AT,),
+    ).fetchall()
+    for counts in out.values():
+        counts.by_key = {}
+    for row in rows:
+        if row["running"] or row["waiting"]:
+            counts = out.setdefault(row["queue"], QueueCounts())
+            if counts.by_key is None:
+                counts.by_key = {}
+            counts.by_key[row["key"]] = KeyCounts(
+                int(row["running"]), int(row["waiting"]), int(row["lim"] or 1)
+            )
 
 
 # -- debounce: one pending job per key, replaced by a later dispatch -------------------------

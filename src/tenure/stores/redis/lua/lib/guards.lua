@@ -97,6 +97,8 @@ end
 local PARKED_AT = '253402214400.000000'  -- states.PARKED_AT, 9999-12-31 UTC
 local function conc_key(key) return base .. ':conc:' .. key end
 local function parked_key(key) return base .. ':parked:' .. key end
+-- the queue's concurrency keys in use (key -> limit), for `tenure queues --keys` (counts.lua)
+local CONC_KEYS = base .. ':conc_keys'
 
 -- The key's running attempts with a live lease (a slot follows its holder's lease); holders
 -- no longer running or past their lease leave the set.
@@ -110,9 +112,16 @@ local function conc_running(key, now)
   return n
 end
 
-local function park(id, key)
+local function park(id, key, limit)
   redis.call('HSET', job_key(id), 'run_at', PARKED_AT)
   redis.call('RPUSH', parked_key(key), id)
+  redis.call('HSET', CONC_KEYS, key, limit)
+end
+
+-- A parked job cancelled: off its key's list.
+local function unpark(jk, id)
+  local g = redis.call('HMGET', jk, 'concurrency_key', 'run_at')
+  if g[1] and g[2] == PARKED_AT then redis.call('LREM', parked_key(g[1]), 0, id) end
 end
 
 -- An attempt of the job `jk` ended (finished, retried, cancelled, rescued): free its slot and
@@ -135,4 +144,7 @@ local function release_slot(jk, id, now_s, now)
     end
   end
   notify(woke)
+  if redis.call('EXISTS', conc_key(g[1]), parked_key(g[1])) == 0 then
+    redis.call('HDEL', CONC_KEYS, g[1])
+  end
 end

@@ -36,7 +36,7 @@ for _, queued in ipairs(queued_keys(base)) do
         -- record); dropping it keeps one bad entry from blocking the queue.
         if f[1] == 'queued' and f[13]
             and conc_running(f[13], now) >= (tonumber(f[14]) or 1) then
-          park(id, f[13])
+          park(id, f[13], tonumber(f[14]) or 1)
         elseif f[1] == 'queued' then
           local n = num(f[2]) + 1
           local g = {overlap_key = f[8], overlap_delay = f[9], rate_key = f[10],
@@ -55,7 +55,10 @@ for _, queued in ipairs(queued_keys(base)) do
             nseen = nseen + 1
           else
             if g.overlap_key then redis.call('HSET', OVERLAP, g.overlap_key, id) end
-            if f[13] then redis.call('SADD', conc_key(f[13]), id) end
+            if f[13] then
+              redis.call('SADD', conc_key(f[13]), id)
+              redis.call('HSET', CONC_KEYS, f[13], tonumber(f[14]) or 1)
+            end
             local expires = fmt(now + lease)
             redis.call('HSET', job_key(id), 'state', 'running', 'attempt', n,
               'lease_expires_at', expires, 'worker_id', ARGV[5])
