@@ -117,6 +117,8 @@ class App:
         concurrency_key: KeyFunction | None = ...,
         debounce: float | None = ...,
         debounce_key: KeyFunction | None = ...,
+        fair_key: KeyFunction | None = ...,
+        fair_weights: dict[str, float] | None = ...,
         transactional: bool = ...,
         keep_succeeded: retention.KeepSetting = ...,
         keep_failed: retention.KeepSetting = ...,

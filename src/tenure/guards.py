@@ -37,6 +37,8 @@ class Guards:
     concurrency_limit: int | None = None
     debounce_key: str | None = None  # one pending job per key, replaced by later dispatches
     debounce: float | None = None  # ... within this many seconds
+    fair_key: str | None = None  # ready jobs taken round robin across keys, FIFO within one
+    fair_weight: float = 1.0  # ... this key's share of the turns
 
 
 NO_GUARDS = Guards()
@@ -57,6 +59,8 @@ class GuardSpec:
     concurrency_key: KeyFunction | None = None
     debounce: float | None = None
     debounce_key: KeyFunction | None = None
+    fair_key: KeyFunction | None = None
+    fair_weights: tuple[tuple[str, float], ...] = ()
 
     def for_call(self, job_name: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Guards:
         if self == NO_SPEC:
@@ -91,7 +95,15 @@ class GuardSpec:
             if self.debounce is not None
             else None,
             debounce=self.debounce,
+            **self._fair(job_name, args, kwargs),
         )
+
+    def _fair(self, job_name: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> dict[str, Any]:
+        if self.fair_key is None:
+            return {}
+        # one key space per queue, not per job: a tenant's jobs of every kind share its turns
+        key = _scoped(job_name, "fair_key", self.fair_key, args, kwargs).split(":", 1)[1]
+        return {"fair_key": key, "fair_weight": dict(self.fair_weights).get(key, 1.0)}
 
 
 NO_SPEC = GuardSpec()
@@ -110,6 +122,8 @@ def make_spec(
     concurrency_key: KeyFunction | None = None,
     debounce: float | None = None,
     debounce_key: KeyFunction | None = None,
+    fair_key: KeyFunction | None = None,
+    fair_weights: dict[str, float] | None = None,
 ) -> GuardSpec:
     """Validate the declared guards once, at definition, with 'expected X, got Y' messages."""
     if unique_until not in UNIQUE_UNTIL:
@@ -134,7 +148,16 @@ def make_spec(
         raise ConfigError(f"debounce: expected seconds > 0, got {debounce!r}")
     if debounce_key is not None and debounce is None:
         raise ConfigError("debounce_key= needs debounce=, such as debounce=5")
-    for what, fn in (("concurrency_key", concurrency_key), ("debounce_key", debounce_key)):
+    if fair_weights is not None and fair_key is None:
+        raise ConfigError(
+            "fair_weights= needs fair_key=, such as fair_key=lambda tenant, *_: tenant"
+        )
+    weights = _weights(fair_weights)
+    for what, fn in (
+        ("concurrency_key", concurrency_key),
+        ("debounce_key", debounce_key),
+        ("fair_key", fair_key),
+    ):
         if fn is not None and not callable(fn):
             raise ConfigError(f"{what}: expected a key function, got {fn!r}")
     return GuardSpec(
@@ -149,7 +172,26 @@ def make_spec(
         concurrency_key=concurrency_key,
         debounce=None if debounce is None else float(debounce),
         debounce_key=debounce_key,
+        fair_key=fair_key,
+        fair_weights=weights,
     )
+
+
+def _weights(value: object) -> tuple[tuple[str, float], ...]:
+    if value is None:
+        return ()
+    if not isinstance(value, dict) or not all(
+        isinstance(k, str | int)
+        and not isinstance(w, bool)
+        and isinstance(w, int | float)
+        and w > 0
+        for k, w in value.items()
+    ):
+        raise ConfigError(
+            f"fair_weights: expected a dict of key -> weight > 0, such as "
+            f"{{'enterprise': 3}}, got {value!r}"
+        )
+    return tuple((str(k), float(w)) for k, w in sorted(value.items(), key=lambda kw: str(kw[0])))
 
 
 def parse_rate(text: str) -> tuple[int, float]:

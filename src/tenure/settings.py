@@ -55,6 +55,8 @@ class JobOptions:
     concurrency_key: KeyFunction | None = None
     debounce: float | None = None
     debounce_key: KeyFunction | None = None
+    fair_key: KeyFunction | None = None
+    fair_weights: dict[str, float] | None = None
     transactional: bool = False
     # retention once finished (tenure.retention): a timedelta, seconds, None (forever)
     keep_succeeded: KeepSetting = APP_DEFAULT
@@ -113,6 +115,8 @@ class JobOptions:
             concurrency_key=self.concurrency_key,
             debounce=self.debounce,
             debounce_key=self.debounce_key,
+            fair_key=self.fair_key,
+            fair_weights=self.fair_weights,
         )
 
 

@@ -95,3 +95,24 @@ def test_tenure_testing_drain_honours_concurrency_and_debounce(app: tenure.App) 
     testing.drain(app)
     assert seen[-1] == ("doc", 2) and len(seen) == 4
     assert app.get_job(handles[0].id).state == "succeeded"
+
+
+def test_fair_key_settings_and_dispatch(app: tenure.App) -> None:
+    def f(tenant: str, row: int) -> None: ...
+
+    with pytest.raises(ConfigError, match="fair_weights= needs fair_key="):
+        app.job(name="f", fair_weights={"a": 2})(f)  # type: ignore[call-overload]
+    with pytest.raises(ConfigError, match=r"fair_weights: expected a dict of key -> weight > 0"):
+        app.job(name="f", fair_key=lambda t, r: t, fair_weights={"a": 0})(f)  # type: ignore[call-overload]
+
+    @app.job(name="import_row", fair_key=lambda tenant, row: tenant, fair_weights={"big": 3})
+    def import_row(tenant: object, row: int) -> None: ...
+
+    import_row.dispatch_many([("big", n) for n in range(6)] + [("small", n) for n in range(2)])
+    ref = WorkerRef(id="w", host="h", pid=1)
+    got = app.store.reserve(queues=["default"], worker=ref, lease=30, limit=8)
+    tenants = [app.get_job(r.job_id).payload.split('"')[3] for r in got]
+    assert tenants.index("small") < 3  # the small tenant's turn comes early
+    assert [app.get_job(r.job_id).state for r in got] == ["running"] * 8
+    with pytest.raises(ConfigError, match=r"its fair_key function must return text"):
+        import_row.dispatch(None, 1)

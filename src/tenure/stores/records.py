@@ -18,7 +18,7 @@ from tenure.guards import NO_GUARDS, Guards
 from tenure.retention import KEEP_FOREVER, Keep
 from tenure.retention import Pruned as Pruned
 from tenure.retry import Policy, parse_policy
-from tenure.states import JOB_STATES
+from tenure.states import FAIR_BEFORE, JOB_STATES
 
 store_log = logging.getLogger("tenure.store")
 
@@ -224,8 +224,8 @@ def cancel_target(job_id: str | None, batch_id: str | None) -> tuple[str, str]:
 def ready_age(now: float, oldest_run_at: float | None) -> float | None:
     """How long the oldest ready job has waited: from its run_at (when it became ready) to
     the store's now; None when the oldest queued job is not due yet, or there is none."""
-    if oldest_run_at is None or oldest_run_at > now:
-        return None
+    if oldest_run_at is None or oldest_run_at > now or oldest_run_at < FAIR_BEFORE:
+        return None  # a fair job's run_at is its virtual start, not when it became ready
     return now - oldest_run_at
 
 

@@ -28,7 +28,14 @@ from tenure.stores.records import (
 from tenure.stores.sql import batches, endings
 from tenure.stores.sql.control import not_paused
 from tenure.stores.sql.dialect import Dialect
-from tenure.stores.sql.guards import RESERVE_LOOKAHEAD, debounced, deferral_note, park, release
+from tenure.stores.sql.guards import (
+    RESERVE_LOOKAHEAD,
+    debounced,
+    deferral_note,
+    park,
+    place_fairly,
+    release,
+)
 
 NOW = "date_part('epoch', now())"  # epoch seconds as double precision, the server's clock
 RESERVE_ROUNDS = 4
@@ -51,7 +58,10 @@ class PostgresJobs:
         target = None if batch is None and into_batch is None else batch_target(batch, into_batch)
         plain = conn is None and target is None
         if plain and not any(
-            j.guards.unique_key is not None or j.guards.debounce_key is not None for j in jobs
+            j.guards.unique_key is not None
+            or j.guards.debounce_key is not None
+            or j.guards.fair_key is not None
+            for j in jobs
         ):
             statement, params = insert_statement(self.db, jobs, skip_existing=True)
             with self.db.cursor() as cur:  # one statement, one round trip
@@ -84,6 +94,9 @@ class PostgresJobs:
             [j for j, stored in zip(jobs, ids, strict=True) if stored == j.id],
             skip_existing=True,
         )
+        for job, stored in zip(jobs, ids, strict=True):
+            if job.guards.fair_key is not None and stored == job.id:
+                place_fairly(self.dialect, cur, job, "ready_queue = %s")
         return ids
 
     def reserve(

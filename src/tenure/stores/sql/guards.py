@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from tenure.states import FINAL_STATES, PARKED_AT
+from tenure.states import FAIR_BEFORE, FINAL_STATES, PARKED_AT
 from tenure.stores.records import KeyCounts, NewJob, QueueCounts
 from tenure.stores.sql.dialect import Cursor, Dialect, Row
 
@@ -141,3 +141,42 @@ def debounced(d: Dialect, cur: Cursor, job: NewJob, now: float) -> str | None:
         (job.payload, now + max(job.delay, 0.0), row["id"]),
     )
     return str(row["id"])
+
+
+# -- fair share: ready jobs round robin across fair keys ------------------------------------
+def place_fairly(d: Dialect, cur: Cursor, job: NewJob, ready: str) -> None:
+    """Give the just stored `job` (due now, with a fair_key) its virtual start for a run_at:
+    its key's next turn, but not before the queue's virtual now (the head of its fair jobs,
+    or the largest start handed out when none is queued), so a new or idle tenant starts now
+    and a busy one queues behind its own backlog. The next turn of its key is 1/weight
+    later. Reservation is unchanged: the ready index orders run_at, so an O(log n) lookup
+    finds the next job whatever the number of keys. `ready` selects the queue's queued jobs
+    (`%s`: the queue) in the engine's ready index. Fair enqueues of one queue take turns
+    (its lock, on PostgreSQL)."""
+    key = job.guards.fair_key
+    if key is None or job.delay > 0:
+        return  # a delayed job keeps its time: fairness orders what is due at dispatch
+    d.lock_key(cur, "fair:" + job.queue)
+    head = cur.execute(
+        d.q(f"SELECT min(run_at) AS head FROM {{s}}.tenure_jobs WHERE {ready} AND run_at < %s"),
+        (job.queue, FAIR_BEFORE),
+    ).fetchone()["head"]
+    turns = {
+        row["key"]: float(row["next_vt"])
+        for row in cur.execute(
+            d.q("SELECT key, next_vt FROM {s}.tenure_fair WHERE queue = %s AND key IN (%s, %s)"),
+            (job.queue, "", "k:" + key),
+        ).fetchall()
+    }
+    largest = turns.get("", 0.0)
+    start = max(turns.get("k:" + key, 0.0), largest if head is None else float(head))
+    following = start + 1.0 / job.guards.fair_weight
+    for stored_key, value in (("k:" + key, following), ("", max(largest, following))):
+        cur.execute(
+            d.q(
+                "INSERT INTO {s}.tenure_fair (queue, key, next_vt) VALUES (%s, %s, %s)"
+                " ON CONFLICT (queue, key) DO UPDATE SET next_vt = excluded.next_vt"
+            ),
+            (job.queue, stored_key, value),
+        )
+    cur.execute(d.q("UPDATE {s}.tenure_jobs SET run_at = %s WHERE id = %s"), (start, job.id))

@@ -107,6 +107,9 @@ NEXT_ATTEMPT = (
     " WHERE job_id = tenure_jobs.id)) + 1"
 )
 
+# a queue's queued jobs, in the ready index (sql.guards.place_fairly)
+FAIR_READY = "queue = %s AND state = 'queued'"
+
 # the shared clause in SQLite's words (what SQLiteDialect.q does): no schema, `?` parameters
 NOT_PAUSED = control.not_paused("?").replace("{s}.", "")
 
@@ -170,6 +173,9 @@ class SQLiteJobs(SQLiteConnections):
         # an id already present is skipped: a dispatch retried after a lost reply must not
         # create the job twice
         insert_jobs(conn, fresh, now, skip_existing=True)
+        for job, stored in zip(jobs, ids, strict=True):
+            if job.guards.fair_key is not None and stored == job.id:
+                sql_guards.place_fairly(self.dialect, conn, job, FAIR_READY)
         return ids
 
     @contextmanager

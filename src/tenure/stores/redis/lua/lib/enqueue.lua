@@ -1,7 +1,8 @@
 -- One job's enqueue, for every script that creates jobs from an ARGV group of ENQUEUE_FIELDS
 -- starting at `i`: id, name, payload, policy, delay, batch_id, unique_key, unique_until,
 -- unique_for, overlap_key, overlap_delay, rate_key, rate_limit, rate_window, keep_s, keep_f,
--- priority, chain, concurrency_key, concurrency_limit, debounce_key (optional ones as '-' or '+text'; keep_* absent: kept forever). Returns the job's id, or the id of the job holding its unique key, and 1
+-- priority, chain, concurrency_key, concurrency_limit, debounce_key, fair_key, fair_weight
+-- (optional ones as '-' or '+text'; keep_* absent: kept forever). Returns the job's id, or the id of the job holding its unique key, and 1
 -- when a job was created (0: deduplicated, or the id already exists, so a client retrying
 -- after a lost reply cannot create the job twice). Included after the guards (guards.lua).
 local function enqueue_one(i, now_s, now)
@@ -51,6 +52,8 @@ local function enqueue_one(i, now_s, now)
     redis.call('HSET', base .. ':debounce', dkey, id)
     redis.call('HSET', jk, 'debounce_key', dkey)
   end
+  local fkey = optional(ARGV[i + 21] or '-')
+  if fkey then place_fairly(jk, id, fkey, tonumber(ARGV[i + 22]) or 1) end
   local ckey = optional(ARGV[i + 18] or '-')
   if ckey then
     redis.call('HSET', jk, 'concurrency_key', ckey, 'concurrency_limit', ARGV[i + 19])

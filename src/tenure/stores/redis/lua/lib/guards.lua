@@ -148,3 +148,29 @@ local function release_slot(jk, id, now_s, now)
     redis.call('HDEL', CONC_KEYS, g[1])
   end
 end
+
+-- Fair share (sql/guards.py place_fairly, the same rule): a job due at dispatch with a fair
+-- key gets its virtual start for a run_at (and score): its key's next turn, not before the
+-- queue's virtual now (the lowest virtual start queued, else the largest handed out). The
+-- next turn of its key is 1/weight later. `fair` holds 'k:' .. key -> next turn, and '' ->
+-- the largest.
+local FAIR_BEFORE = 1e9  -- states.FAIR_BEFORE
+local function place_fairly(jk, id, key, weight)
+  local fair = base .. ':fair'
+  local head = false
+  for _, zk in ipairs(queued_keys(base)) do
+    local first = redis.call('ZRANGEBYSCORE', zk, '-inf', '(' .. FAIR_BEFORE, 'WITHSCORES',
+      'LIMIT', 0, 1)
+    if first[2] and ((not head) or tonumber(first[2]) < head) then head = tonumber(first[2]) end
+  end
+  local turns = redis.call('HMGET', fair, '', 'k:' .. key)
+  local largest = tonumber(turns[1]) or 0
+  local start = math.max(tonumber(turns[2]) or 0, head or largest)
+  local following = start + 1 / weight
+  redis.call('HSET', fair, 'k:' .. key, fmt(following), '', fmt(math.max(largest, following)))
+  local f = redis.call('HMGET', jk, 'seq', 'run_at')
+  local priority = job_priority(jk)
+  redis.call('ZREM', queued_key(base, priority), queued_member(num(f[1]), id))
+  redis.call('HSET', jk, 'run_at', fmt(start))
+  add_queued(base, priority, fmt(start), queued_member(num(f[1]), id))
+end
