@@ -7,6 +7,7 @@
     .venv/bin/python -m bench doctor-standard [--show] [--only RULE] [--apps]   (time budget)
     .venv/bin/python -m bench walk [--engine E|all]    (one job's path through the modules)
     .venv/bin/python -m bench retention [--jobs N]     (size and throughput while pruning)
+    .venv/bin/python -m bench flow [--jobs N]          (concurrency= drain against plain)
 
 Installs the peers into bench/.venv-peers (and arq into bench/.venv-peers-arq), then for each
 engine runs every system on the same workloads, round after round, in A B ... B A order so
@@ -140,6 +141,10 @@ def main() -> int:
         from bench.retention import main as retention
 
         return retention(sys.argv[2:])
+    if sys.argv[1:2] == ["flow"]:  # flow control's cost: limited drain against plain
+        from bench.flow import main as flow
+
+        return flow(sys.argv[2:])
     if sys.argv[1:2] == ["walk"]:
         from bench.walk import main as walk
 

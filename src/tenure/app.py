@@ -113,6 +113,12 @@ class App:
         overlap_delay: float = ...,
         rate_limit: str | None = ...,
         rate_key: KeyFunction | None = ...,
+        concurrency: int | None = ...,
+        concurrency_key: KeyFunction | None = ...,
+        debounce: float | None = ...,
+        debounce_key: KeyFunction | None = ...,
+        fair_key: KeyFunction | None = ...,
+        fair_weights: dict[str, float] | None = ...,
         transactional: bool = ...,
         keep_succeeded: retention.KeepSetting = ...,
         keep_failed: retention.KeepSetting = ...,
@@ -458,9 +464,10 @@ class App:
     def resume_queue(self, name: str) -> None:
         control.pause(self.store, name, paused=False)
 
-    def queue_waits(self) -> list[QueueWait]:
-        """Per queue: ready, scheduled, running, paused, the oldest ready job's age."""
-        return control.queue_waits(self.store.queue_counts())
+    def queue_waits(self, *, keys: bool = False) -> list[QueueWait]:
+        """Per queue: ready, scheduled, running, paused, the oldest ready job's age, jobs
+        waiting on a concurrency key (and with `keys`, each key's running and waiting)."""
+        return control.queue_waits(self.store.queue_counts(keys=keys))
 
     def prune(self, *, dry_run: bool = False) -> retention.Pruned:
         """`tenure prune`: delete what retention says is due now (dry run: count it)."""

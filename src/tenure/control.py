@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from tenure import chains
 from tenure.errors import CancelRefused, ConfigError, JobNotFound
 from tenure.stores.base import Store, get_batch, get_job
-from tenure.stores.records import JobRecord, QueueCounts, clock_text
+from tenure.stores.records import JobRecord, KeyCounts, QueueCounts, clock_text
 
 FINISHED = {"succeeded": "succeeded", "failed": "failed", "cancelled": "was cancelled already"}
 
@@ -84,6 +84,8 @@ class QueueWait:
     running: int
     paused: bool
     oldest_ready_age: float | None  # seconds, store clock; None when nothing is ready
+    waiting: int = 0  # queued, but waiting on a concurrency key (not among `ready`)
+    by_key: dict[str, KeyCounts] | None = None  # with keys=True: each concurrency key in use
 
     def over(self, max_wait: float) -> bool:
         return self.oldest_ready_age is not None and self.oldest_ready_age > max_wait
@@ -93,11 +95,13 @@ def queue_waits(by_queue: Mapping[str, QueueCounts]) -> list[QueueWait]:
     return [
         QueueWait(
             queue=name,
-            ready=c["queued"],
+            ready=c["queued"] - c.waiting,
             scheduled=c["scheduled"],
             running=c["running"],
             paused=c.paused,
             oldest_ready_age=c.oldest_ready_age,
+            waiting=c.waiting,
+            by_key=c.by_key,
         )
         for name, c in sorted(by_queue.items())
     ]

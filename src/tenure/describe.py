@@ -54,6 +54,8 @@ def describe_job(job: JobRecord) -> list[str]:
     )
     if job.priority:
         lines.append(f"  priority {job.priority} (lower runs first in queue {job.queue})")
+    if job.waiting_on is not None:
+        lines.append(f"  waiting on concurrency key {job.waiting_on!r}")
     if job.state == "scheduled":
         lines.append(f"  next run at {clock_text(job.run_at)}")
     for attempt in job.attempts:

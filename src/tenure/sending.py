@@ -66,19 +66,21 @@ def new_job(
         trace=trace,
         passed_from=passed_from,
     )
+    guards = (
+        NO_GUARDS
+        if job.unguarded
+        else job.guards.for_call(job.name, tuple(sig.args), dict(sig.kwargs))
+    )
     return NewJob(
         id=job_id or new_id(),
         name=job.name,
         queue=sig.queue or job.queue,
         payload=text,
         policy=job.policy if job.retry_until is None else dispatch_policy(app, job),
-        delay=sig.delay,
+        # debounce: the one run comes `debounce` seconds after the last dispatch of its key
+        delay=sig.delay if guards.debounce is None else max(sig.delay, guards.debounce),
         batch_id=batch_id,
-        guards=(
-            NO_GUARDS
-            if job.unguarded
-            else job.guards.for_call(job.name, tuple(sig.args), dict(sig.kwargs))
-        ),
+        guards=guards,
         keep=keep,
         priority=job.priority if sig.priority is None else sig.priority,
     )

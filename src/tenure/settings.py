@@ -51,6 +51,12 @@ class JobOptions:
     overlap_delay: float = 1.0
     rate_limit: str | None = None
     rate_key: KeyFunction | None = None
+    concurrency: int | None = None
+    concurrency_key: KeyFunction | None = None
+    debounce: float | None = None
+    debounce_key: KeyFunction | None = None
+    fair_key: KeyFunction | None = None
+    fair_weights: dict[str, float] | None = None
     transactional: bool = False
     # retention once finished (tenure.retention): a timedelta, seconds, None (forever)
     keep_succeeded: KeepSetting = APP_DEFAULT
@@ -105,6 +111,12 @@ class JobOptions:
             overlap_delay=self.overlap_delay,
             rate_limit=self.rate_limit,
             rate_key=self.rate_key,
+            concurrency=self.concurrency,
+            concurrency_key=self.concurrency_key,
+            debounce=self.debounce,
+            debounce_key=self.debounce_key,
+            fair_key=self.fair_key,
+            fair_weights=self.fair_weights,
         )
 
 

@@ -40,8 +40,18 @@ OUTCOMES: Final[tuple[str, ...]] = (
 FREE_OUTCOMES: Final = frozenset({"interrupted", "lost_lease", "deferred"})
 
 
+# The run_at of a job parked by its concurrency limit (9999-12-31 UTC): it waits for a running
+# attempt of its key to end, which hands it back; shown as queued, never as scheduled.
+PARKED_AT: Final = 253402214400.0
+# A job dispatched with a fair_key has, for a run_at, its virtual start among its queue's
+# tenants (0, 1, 2, ... per key, from the queue's virtual now): always due, and taken in that
+# order. A run_at before this (2001-09-09) is such a virtual time.
+FAIR_BEFORE: Final = 1e9
+
+
 def visible_state(stored_state: str, run_at: float, now: float) -> str:
-    """A queued job whose run_at lies in the future is shown as scheduled."""
-    if stored_state == QUEUED and run_at > now:
+    """A queued job whose run_at lies in the future is shown as scheduled (a parked one is
+    queued: it waits on its concurrency key, not on a time)."""
+    if stored_state == QUEUED and now < run_at < PARKED_AT:
         return SCHEDULED
     return stored_state

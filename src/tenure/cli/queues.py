@@ -37,27 +37,55 @@ def queues(
             "seconds (for a cron probe or a liveness check).",
         ),
     ] = None,
+    keys: Annotated[
+        bool,
+        typer.Option(
+            "--keys", help="Also each concurrency key in use: its jobs running and waiting."
+        ),
+    ] = False,
     app: AppOption = None,
     url: UrlOption = None,
 ) -> None:
-    """Per queue: jobs ready, scheduled and running, whether it is paused, and how long its
-    oldest ready job has waited (on the store's clock)."""
-    waits = open_app(app, url).queue_waits()
+    """Per queue: jobs ready, scheduled and running, whether it is paused, how long its
+    oldest ready job has waited (on the store's clock), and jobs waiting on a concurrency
+    key."""
+    waits = open_app(app, url).queue_waits(keys=keys)
     if not waits:
         say("no queue holds a job (and none is paused)")
         return
     table = Table()
-    for column in ("queue", "ready", "scheduled", "running", "paused", "oldest ready"):
+    for column in ("queue", "ready", "scheduled", "running", "paused", "oldest ready", "waiting"):
         table.add_column(column, overflow="fold", justify="left" if column == "queue" else "right")
     for w in waits:
         row = [w.queue, str(w.ready), str(w.scheduled), str(w.running)]
-        row += ["paused" if w.paused else "no", age_text(w.oldest_ready_age)]
+        row += ["paused" if w.paused else "no", age_text(w.oldest_ready_age), str(w.waiting)]
         table.add_row(*(Text(cell) for cell in row))
     out.print(table)
+    if keys:
+        print_keys(waits)
     if max_wait is not None:
         over = [w for w in waits if w.over(max_wait)]
         if over:
             fail(f"waited longer than --max-wait {max_wait:g} s: {late(over)}", code=1)
+
+
+def print_keys(waits: list[QueueWait]) -> None:
+    """One line per concurrency key in use: running against its limit, and waiting."""
+    rows = [(w.queue, key, c) for w in waits for key, c in sorted((w.by_key or {}).items())]
+    if not rows:
+        say("no concurrency key has a job running or waiting")
+        return
+    table = Table()
+    for column in ("queue", "concurrency key", "running", "limit", "waiting"):
+        table.add_column(
+            column,
+            overflow="fold",
+            justify="left" if column in ("queue", "concurrency key") else "right",
+        )
+    for queue, key, c in rows:
+        cells = [queue, key, str(c.running), str(c.limit), str(c.waiting)]
+        table.add_row(*(Text(cell) for cell in cells))  # stored text, printed literally
+    out.print(table)
 
 
 def late(over: list[QueueWait]) -> str:

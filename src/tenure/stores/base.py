@@ -258,11 +258,13 @@ class Store(Protocol):
         read in one snapshot with them (`state`, `queue` and `limit` aside). One job:
         `get_job(store, id)`."""
 
-    def queue_counts(self) -> dict[str, QueueCounts]:
+    def queue_counts(self, *, keys: bool = False) -> dict[str, QueueCounts]:
         """Jobs per queue, then per state (every state present), for each queue that holds a
         job or is paused, with the age of its oldest ready job and whether it is paused. Read
         from counters or indexes, never by scanning jobs: the dashboard asks on every refresh,
-        with millions of finished jobs in the store."""
+        with millions of finished jobs in the store. A job parked by its concurrency key
+        counts as queued, and in `waiting`; `keys=True` adds each concurrency key in use
+        (running and waiting under it: the live jobs of those keys are read)."""
 
     def retry_job(self, job_id: str) -> bool:
         """Put a failed job back in its queue with fresh tries; False if it is not failed.

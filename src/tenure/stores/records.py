@@ -18,7 +18,7 @@ from tenure.guards import NO_GUARDS, Guards
 from tenure.retention import KEEP_FOREVER, Keep
 from tenure.retention import Pruned as Pruned
 from tenure.retry import Policy, parse_policy
-from tenure.states import JOB_STATES
+from tenure.states import FAIR_BEFORE, JOB_STATES
 
 store_log = logging.getLogger("tenure.store")
 
@@ -117,6 +117,7 @@ class JobRecord:
     result_text: str | None = None
     priority: int = 0
     chain_text: str | None = None  # a chain link's chain (tenure.chains.info reads it)
+    waiting_on: str | None = None  # a parked job's concurrency key (states.PARKED_AT)
 
     @property
     def result(self) -> Any:
@@ -170,10 +171,22 @@ class CancelResult:
     state: str
 
 
+@dataclass(frozen=True)
+class KeyCounts:
+    """One concurrency key of a queue: attempts running under it, jobs parked waiting on it,
+    and its limit (as its jobs carry it)."""
+
+    running: int
+    waiting: int
+    limit: int
+
+
 class QueueCounts(dict[str, int]):
     """One queue's jobs per state, every state present (a dict, as it always was), and beside
     them what `tenure queues` shows: how long the oldest ready job has waited, in seconds on
-    the store's clock (None: nothing ready), and whether the queue is paused."""
+    the store's clock (None: nothing ready), whether the queue is paused, how many of its
+    queued jobs wait on a concurrency key (`waiting`), and, when asked for
+    (`queue_counts(keys=True)`), each key in use (`by_key`, else None)."""
 
     def __init__(
         self,
@@ -181,12 +194,16 @@ class QueueCounts(dict[str, int]):
         *,
         oldest_ready_age: float | None = None,
         paused: bool = False,
+        waiting: int = 0,
+        by_key: dict[str, KeyCounts] | None = None,
     ) -> None:
         super().__init__(dict.fromkeys(JOB_STATES, 0))
         if counts:
             self.update(counts)
         self.oldest_ready_age = oldest_ready_age
         self.paused = paused
+        self.waiting = waiting
+        self.by_key = by_key
 
     def __repr__(self) -> str:
         return (
@@ -208,8 +225,8 @@ def cancel_target(job_id: str | None, batch_id: str | None) -> tuple[str, str]:
 def ready_age(now: float, oldest_run_at: float | None) -> float | None:
     """How long the oldest ready job has waited: from its run_at (when it became ready) to
     the store's now; None when the oldest queued job is not due yet, or there is none."""
-    if oldest_run_at is None or oldest_run_at > now:
-        return None
+    if oldest_run_at is None or oldest_run_at > now or oldest_run_at < FAIR_BEFORE:
+        return None  # a fair job's run_at is its virtual start, not when it became ready
     return now - oldest_run_at
 
 
@@ -405,6 +422,8 @@ def guard_fields(g: Guards) -> dict[str, Any]:
         fields.update(
             rate_key=g.rate_key, rate_limit=int(g.rate_limit), rate_window=float(g.rate_window)
         )
+    if g.concurrency_key is not None and g.concurrency_limit is not None:
+        fields.update(concurrency_key=g.concurrency_key, concurrency_limit=int(g.concurrency_limit))
     return fields
 
 
@@ -416,9 +435,14 @@ def _guards_from_json(data: dict[str, Any]) -> Guards:
         rate = limit = None
     if not isinstance(window, int | float) or window <= 0:
         rate = limit = window = None
-    if not isinstance(overlap, str) and rate is None:
+    ckey, climit = data.get("concurrency_key"), data.get("concurrency_limit")
+    if not isinstance(ckey, str) or not isinstance(climit, int) or climit < 1:
+        ckey = climit = None
+    if not isinstance(overlap, str) and rate is None and ckey is None:
         return NO_GUARDS
     return Guards(
+        concurrency_key=ckey,
+        concurrency_limit=climit,
         overlap_key=overlap if isinstance(overlap, str) else None,
         overlap_delay=float(delay) if isinstance(delay, int | float) else 1.0,
         rate_key=rate,

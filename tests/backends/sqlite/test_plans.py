@@ -37,7 +37,8 @@ EXPECTED = {
     "WHERE state = ? AND lease_expires_at < ?": (
         "tenure_jobs_lease (state=? AND lease_expires_at<?)"
     ),
-    "SELECT count(*) FROM tenure_jobs WHERE queue = ? AND state = ? AND run_at > ?": (
+    # scheduled, and parked by a concurrency key (run_at from states.PARKED_AT on)
+    "(WHERE run_at >= ?) FROM tenure_jobs WHERE queue = ? AND state = ? AND run_at > ?": (
         "COVERING INDEX tenure_jobs_ready (queue=? AND state=? AND run_at>?)"
     ),
     "SELECT run_at FROM tenure_jobs WHERE queue = ? AND state = ? ORDER BY run_at": (
@@ -96,6 +97,8 @@ def test_a_finished_job_is_only_in_its_key_the_state_index_and_a_prune_index(
         "tenure_jobs_lease": 1,
         "tenure_jobs_batch": 0,
         "tenure_jobs_overlap": 0,
+        "tenure_jobs_concurrency": 0,
+        "tenure_jobs_debounce": 0,
     }
 
 

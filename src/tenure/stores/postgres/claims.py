@@ -65,7 +65,8 @@ def _claim_ctes(gate: str, *, one: bool = False) -> str:
     limit, rows = ("1", f"= ({free_ids})") if one else ("%(limit)s", f"= ANY(ARRAY({free_ids}))")
     return (
         " picked AS MATERIALIZED (SELECT id, priority, run_at, seq,"
-        " overlap_key IS NULL AND rate_key IS NULL AS free FROM {s}.tenure_jobs"
+        " overlap_key IS NULL AND rate_key IS NULL AND concurrency_key IS NULL AS free"
+        " FROM {s}.tenure_jobs"
         f" WHERE priority_queue = %(queue)s AND run_at <= {_NOW}"
         f" AND id <> ALL(%(seen)s::text[]){not_paused('%(queue)s')}{gate}"
         f" ORDER BY priority, run_at, seq LIMIT {limit}"
@@ -127,7 +128,7 @@ COMPLETE_AND_CLAIM = (
     + " done AS (UPDATE {s}.tenure_jobs SET state = 'succeeded', finished_at = clock.now,"
     " lease_expires_at = NULL, tries_used = tries_used + 1, result = %(result)s FROM clock"
     " WHERE id = %(id)s AND attempt = %(token)s AND (state = 'running') IS TRUE"
-    " AND batch_id IS NULL AND chain IS NULL"
+    " AND batch_id IS NULL AND chain IS NULL AND concurrency_key IS NULL"
     " RETURNING id, worker_id, clock.now),"
     + close_succeeded("%(token)s")
     + ","

@@ -9,6 +9,7 @@ import psycopg
 
 from tenure.stores.postgres.claims import ENDED_PREFIX
 from tenure.stores.postgres.database import CLOCK, Cursor, Database
+from tenure.stores.postgres.guards import CONCURRENCY_LOCK
 from tenure.stores.postgres.jobs import NOW, insert_jobs
 from tenure.stores.records import NewJob
 
@@ -45,6 +46,13 @@ class PostgresDialect:
                 " RETURNING job_id) SELECT pg_notify(%s, %s || job_id) FROM woken"
             ),
             (job_id, self._db.channel, ENDED_PREFIX),
+        )
+
+    def lock_key(self, cur: Cursor, key: str) -> None:
+        # the lock a reservation *tries* before it counts the key's running attempts
+        cur.execute(
+            "SELECT pg_advisory_xact_lock(%s, hashtext(%s))",
+            (CONCURRENCY_LOCK, f"{self._db.schema}:{key}"),
         )
 
     def insert_jobs(

@@ -28,6 +28,7 @@ from tenure.stores.sql.guards import overlap_deferral, rate_deferral, unique_hol
 # pg_advisory_xact_lock's first key per kind (the migration lock is 0x7E4E)
 OVERLAP_LOCK = 0x7E4F
 RATE_LOCK = 0x7E50
+CONCURRENCY_LOCK = 0x7E51
 
 
 class KeyBusy(Exception):
@@ -131,6 +132,27 @@ def judge(db: Database, cur: Cursor, row: DictRow) -> tuple[float, tuple[float, 
         if free_at is not None:
             return now, rate_deferral(row, free_at)
     return now, None
+
+
+def concurrency_full(db: Database, cur: Cursor, row: DictRow) -> bool:
+    """Whether the row's concurrency key has no free slot; raises KeyBusy when another worker
+    holds the key's lock (reserving a job of it, or an attempt of it ending and handing back
+    its parked jobs: see sql.guards.release, which waits for this same lock)."""
+    check = cur.execute(
+        "SELECT pg_try_advisory_xact_lock(%(c)s, hashtext(%(k)s)) AS locked",
+        {"c": CONCURRENCY_LOCK, "k": f"{db.schema}:{row['concurrency_key']}"},
+    ).fetchone()
+    if check is None or not check["locked"]:
+        raise KeyBusy
+    # a new statement after the lock: it sees every start and end committed under it
+    running = cur.execute(
+        db.q(
+            "SELECT count(*) AS n FROM {s}.tenure_jobs WHERE concurrency_key = %(k)s"
+            f" AND state = 'running' AND lease_expires_at >= {CLOCK}"
+        ),
+        {"k": row["concurrency_key"]},
+    ).fetchone()
+    return running is not None and int(running["n"]) >= (row["concurrency_limit"] or 1)
 
 
 def rate_free_at(

@@ -28,7 +28,14 @@ from tenure.stores.records import (
 from tenure.stores.sql import batches, endings
 from tenure.stores.sql.control import not_paused
 from tenure.stores.sql.dialect import Dialect
-from tenure.stores.sql.guards import RESERVE_LOOKAHEAD, deferral_note
+from tenure.stores.sql.guards import (
+    RESERVE_LOOKAHEAD,
+    debounced,
+    deferral_note,
+    park,
+    place_fairly,
+    release,
+)
 
 NOW = "date_part('epoch', now())"  # epoch seconds as double precision, the server's clock
 RESERVE_ROUNDS = 4
@@ -50,7 +57,12 @@ class PostgresJobs:
     ) -> list[str]:
         target = None if batch is None and into_batch is None else batch_target(batch, into_batch)
         plain = conn is None and target is None
-        if plain and not any(j.guards.unique_key is not None for j in jobs):
+        if plain and not any(
+            j.guards.unique_key is not None
+            or j.guards.debounce_key is not None
+            or j.guards.fair_key is not None
+            for j in jobs
+        ):
             statement, params = insert_statement(self.db, jobs, skip_existing=True)
             with self.db.cursor() as cur:  # one statement, one round trip
                 cur.execute(statement, params)
@@ -66,6 +78,14 @@ class PostgresJobs:
         # key rows stay locked until this transaction ends, so racing dispatches store one.
         holders = guards.take_unique_keys(self.db, cur, jobs)
         ids = [holders.get(j.guards.unique_key or "", j.id) for j in jobs]
+        for i, job in enumerate(jobs):
+            if job.guards.debounce_key is not None:
+                # the key's pending job takes these arguments; else this one is stored now,
+                # for the next dispatch of the key in this call to find
+                pending = debounced(self.dialect, cur, job, self.db.clock(cur))
+                ids[i] = pending or job.id
+                if pending is None:
+                    insert_jobs(self.db, cur, [job], skip_existing=True)
         # an id already present is skipped: a dispatch retried after a lost reply must not
         # create the job twice
         insert_jobs(
@@ -74,6 +94,9 @@ class PostgresJobs:
             [j for j, stored in zip(jobs, ids, strict=True) if stored == j.id],
             skip_existing=True,
         )
+        for job, stored in zip(jobs, ids, strict=True):
+            if job.guards.fair_key is not None and stored == job.id:
+                place_fairly(self.dialect, cur, job, "ready_queue = %s")
         return ids
 
     def reserve(
@@ -197,12 +220,14 @@ class PostgresJobs:
                 in_schema(
                     self.db.quoted_schema,
                     "SELECT j.id, j.overlap_key, j.overlap_delay, j.rate_key, j.rate_limit,"
-                    " j.rate_window FROM {s}.tenure_jobs j WHERE j.id IN (SELECT id"
+                    " j.rate_window, j.concurrency_key, j.concurrency_limit"
+                    " FROM {s}.tenure_jobs j WHERE j.id IN (SELECT id"
                     " FROM {s}.tenure_jobs WHERE priority_queue = %(queue)s"
                     f" AND run_at <= {NOW} AND id <> ALL(%(seen)s::text[])"
                     + not_paused("%(queue)s")
                     + " ORDER BY priority, run_at, seq LIMIT %(window)s)"
-                    " AND (j.overlap_key IS NOT NULL OR j.rate_key IS NOT NULL)"
+                    " AND (j.overlap_key IS NOT NULL OR j.rate_key IS NOT NULL"
+                    " OR j.concurrency_key IS NOT NULL)"
                     " AND j.state = 'queued' ORDER BY j.priority, j.run_at, j.seq"
                     " FOR UPDATE OF j SKIP LOCKED",
                 ),
@@ -213,6 +238,11 @@ class PostgresJobs:
                     break
                 judged.append(row["id"])
                 try:
+                    if row["concurrency_key"] is not None and guards.concurrency_full(
+                        self.db, cur, row
+                    ):
+                        park(self.dialect, cur, row["id"])
+                        continue
                     now, deferred = guards.judge(self.db, cur, row)
                 except guards.KeyBusy:
                     continue
@@ -279,10 +309,12 @@ class PostgresJobs:
                 " finished_at = clock.now, lease_expires_at = NULL,"
                 " tries_used = tries_used + 1, result = %(result)s FROM clock WHERE id = %(id)s"
                 " AND attempt = %(token)s AND state = 'running'"
-                " RETURNING id, batch_id, chain, worker_id, clock.now),"
+                " RETURNING id, batch_id, chain, worker_id, clock.now, queue, concurrency_key,"
+                " concurrency_limit),"
                 + claims.close_succeeded("%(token)s")
                 + f",{claims.WAKE_WAITERS}"
-                f" SELECT id, batch_id, chain, now, {claims.WOKEN} AS woken FROM done",
+                " SELECT id, batch_id, chain, now, queue, concurrency_key, concurrency_limit,"
+                f" {claims.WOKEN} AS woken FROM done",
             ),
             {"id": job_id, "token": token, "result": result, "channel": self.db.channel},
         ).fetchone()
@@ -295,6 +327,8 @@ class PostgresJobs:
             endings.after_success(
                 self.dialect, cur, job_id, done["batch_id"], done["chain"], now, result
             )
+        if done["concurrency_key"] is not None:
+            release(self.dialect, cur, done, done["now"])
         return EndResult(accepted=True, state="succeeded")
 
 
@@ -359,6 +393,9 @@ def insert_statement(
         [_seconds(j.keep.failed) for j in jobs],
         [j.priority for j in jobs],
         [j.chain for j in jobs],
+        [j.guards.concurrency_key for j in jobs],
+        [j.guards.concurrency_limit for j in jobs],
+        [j.guards.debounce_key for j in jobs],
         db.channel,
     )
 
@@ -368,17 +405,19 @@ def _insert_text(conflict: str) -> str:
         f"WITH clock AS (SELECT {NOW} AS now),"
         " ins AS (INSERT INTO {s}.tenure_jobs (id, name, queue, payload, state,"
         " policy, created_at, run_at, batch_id, overlap_key, overlap_delay, rate_key,"
-        " rate_limit, rate_window, keep_succeeded, keep_failed, priority, chain)"
+        " rate_limit, rate_window, keep_succeeded, keep_failed, priority, chain,"
+        " concurrency_key, concurrency_limit, debounce_key)"
         " SELECT j.id, j.name, j.queue, j.payload, 'queued', j.policy, clock.now,"
         " clock.now + greatest(j.delay, 0), j.batch_id, j.overlap_key, j.overlap_delay,"
         " j.rate_key, j.rate_limit, j.rate_window, j.keep_succeeded, j.keep_failed,"
-        " j.priority, j.chain"
+        " j.priority, j.chain, j.concurrency_key, j.concurrency_limit, j.debounce_key"
         " FROM unnest(%s::text[], %s::text[], %s::text[], %s::text[], %s::text[],"
         " %s::float8[], %s::text[], %s::text[], %s::float8[], %s::text[], %s::int[],"
-        " %s::float8[], %s::float8[], %s::float8[], %s::int[], %s::text[]) WITH ORDINALITY"
+        " %s::float8[], %s::float8[], %s::float8[], %s::int[], %s::text[], %s::text[],"
+        " %s::int[], %s::text[]) WITH ORDINALITY"
         " AS j(id, name, queue, payload, policy, delay, batch_id, overlap_key,"
         " overlap_delay, rate_key, rate_limit, rate_window, keep_succeeded, keep_failed,"
-        " priority, chain, ord),"
+        " priority, chain, concurrency_key, concurrency_limit, debounce_key, ord),"
         " clock"
         f" ORDER BY j.ord{conflict} RETURNING queue, run_at, created_at),"
         # a SELECT in WITH runs only if read: MATERIALIZED and counted below, so it does

@@ -29,7 +29,7 @@ from contextlib import AbstractContextManager, contextmanager
 from dataclasses import replace
 from typing import ClassVar
 
-from tenure.states import FINAL_STATES
+from tenure.states import FINAL_STATES, PARKED_AT
 from tenure.stores.base import Capabilities
 from tenure.stores.postgres import claims, guards, waiters
 from tenure.stores.postgres.database import POOL_MAX, Cursor, Database
@@ -51,6 +51,7 @@ from tenure.stores.records import (
 )
 from tenure.stores.sql import batches, control, endings, operations, periodic, retention, workers
 from tenure.stores.sql.dialect import Dialect
+from tenure.stores.sql.guards import add_key_counts
 from tenure.stores.sql.rows import attempt_record, effect_record, job_record
 from tenure.stores.sql.store import Clock, SQLStore, usable_id
 
@@ -181,6 +182,7 @@ class PostgresStore(PostgresJobs, SQLStore):
                 self.db.q(
                     "SELECT j.id, j.queue, j.policy, j.tries_used, j.exceptions, j.batch_id,"
                     " j.attempt, j.cancel_requested_at, j.chain, j.lease_expires_at,"
+                    " j.concurrency_key, j.concurrency_limit,"
                     # the attempt, for describe_crash: a missing row (damaged data) must not
                     # stop the rescue
                     " j.id AS job_id, j.attempt AS number, coalesce(nullif(a.worker_id, ''),"
@@ -199,7 +201,9 @@ class PostgresStore(PostgresJobs, SQLStore):
             # Jobs of one batch may be among them: take their batch rows up front, in one
             # order, so two rescuers cannot each hold a batch the other waits for.
             lock_batches(self.db, cur, [r["batch_id"] for r in rows if r["batch_id"]])
-            for row in rows:
+            # concurrency keys are locked as each rescue hands back its key's parked jobs:
+            # in one order too
+            for row in sorted(rows, key=lambda r: r["concurrency_key"] or ""):
                 error = describe_crash(attempt_record(row), row["lease_expires_at"])
                 with endings.isolated(self.dialect, cur, row["id"], now, "rescue"):
                     rescued.append(endings.rescue(self.dialect, cur, row, error, now))
@@ -287,7 +291,7 @@ class PostgresStore(PostgresJobs, SQLStore):
         }
         return [found[job_id] for job_id in wanted if job_id in found]
 
-    def queue_counts(self) -> dict[str, QueueCounts]:
+    def queue_counts(self, *, keys: bool = False) -> dict[str, QueueCounts]:
         out: dict[str, QueueCounts] = {}
         with self.db.cursor() as cur:
             # One statement, one snapshot: the counters (kept by the triggers of migration
@@ -302,7 +306,10 @@ class PostgresStore(PostgresJobs, SQLStore):
                     " FROM {s}.tenure_job_counts GROUP BY queue, state)"
                     " SELECT queue, state, n, gone, CASE WHEN state = 'queued' AND n > 0"
                     " THEN (SELECT count(*) FROM {s}.tenure_jobs j WHERE j.ready_queue = c.queue"
-                    f" AND j.run_at > {NOW}) ELSE 0 END AS scheduled,"
+                    f" AND j.run_at > {NOW} AND j.run_at < {PARKED_AT}) ELSE 0 END AS scheduled,"
+                    " CASE WHEN state = 'queued' AND n > 0"
+                    " THEN (SELECT count(*) FROM {s}.tenure_jobs j WHERE j.ready_queue = c.queue"
+                    f" AND j.run_at >= {PARKED_AT}) ELSE 0 END AS waiting,"
                     " CASE WHEN state = 'queued' AND n > 0 THEN (SELECT j.run_at"
                     " FROM {s}.tenure_jobs j WHERE j.ready_queue = c.queue"
                     f" ORDER BY j.run_at LIMIT 1) END AS oldest, {NOW} AS now"
@@ -310,6 +317,9 @@ class PostgresStore(PostgresJobs, SQLStore):
                 )
             ).fetchall()
             paused = control.paused_queues(self.dialect, cur)
+            if keys:  # a statement of its own: the live jobs of the keys, not the counters
+                by_key: dict[str, QueueCounts] = {}
+                add_key_counts(self.dialect, cur, by_key)
         gone = 0
         for row in rows:
             gone += int(row["gone"])
@@ -321,9 +331,13 @@ class PostgresStore(PostgresJobs, SQLStore):
             if row["state"] == "queued":
                 counts["queued"] -= int(row["scheduled"])
                 counts["scheduled"] += int(row["scheduled"])
+                counts.waiting = int(row["waiting"])  # parked: queued, waiting on their key
                 counts.oldest_ready_age = ready_age(row["now"], row["oldest"])
         for queue in paused:
             out.setdefault(queue, QueueCounts()).paused = True
+        if keys:
+            for queue, counts in out.items():
+                counts.by_key = by_key[queue].by_key if queue in by_key else {}
         if gone > FOLD_AFTER_ROWS:
             self._fold_counts()
         return out

@@ -276,6 +276,11 @@ def enqueue_args(job: NewJob) -> list[Any]:
         *keep_args(job.keep),
         str(int(job.priority)),
         optional(job.chain),
+        optional(g.concurrency_key if g.concurrency_limit is not None else None),
+        str(int(g.concurrency_limit or 0)),
+        optional(g.debounce_key),
+        optional(g.fair_key if job.delay <= 0 else None),
+        repr(float(g.fair_weight)),
     ]
 
 

@@ -10,7 +10,7 @@ from dataclasses import replace
 from typing import cast
 
 from tenure.states import JOB_STATES
-from tenure.stores.records import JobRecord, QueueCounts, WorkerRecord, ready_age
+from tenure.stores.records import JobRecord, KeyCounts, QueueCounts, WorkerRecord, ready_age
 from tenure.stores.redis.client import LIST_PAGE, RedisClient, clock_value
 from tenure.stores.redis.guards import effect_records
 from tenure.stores.redis.records import (
@@ -107,23 +107,27 @@ class RedisOperations(RedisClient):
                         break
         return out
 
-    def queue_counts(self) -> dict[str, QueueCounts]:
+    def queue_counts(self, *, keys: bool = False) -> dict[str, QueueCounts]:
         # Every state has a sorted set per queue, so each figure is a ZCARD (O(1)) or, for
         # queued against scheduled, a ZCOUNT by run_at (O(log n)), and the oldest ready job is
         # the queued set's lowest score: nothing here grows with the number of jobs. One
         # script per queue, all in one round trip.
         queues = self._queues()
-        replies = self._run_many([self._qcall("counts", q) for q in queues])
+        replies = self._run_many(
+            [self._qcall("counts", q, "keys" if keys else "-") for q in queues]
+        )
         out: dict[str, QueueCounts] = {}
         for queue, reply in zip(queues, replies, strict=True):
             figures = reply[1 : 1 + len(COUNTED_STATES)]
             counts = dict(zip(COUNTED_STATES, (int(n) for n in figures), strict=True))
-            paused, oldest = reply[1 + len(COUNTED_STATES) :]
+            paused, oldest, waiting, per_key = reply[1 + len(COUNTED_STATES) :]
             if any(counts.values()) or paused:  # the registry keeps every queue ever used
                 out[queue] = QueueCounts(
                     counts,
                     oldest_ready_age=ready_age(float(reply[0]), to_opt_float(oldest)),
                     paused=bool(paused),
+                    waiting=int(waiting),
+                    by_key=key_counts(per_key) if keys else None,
                 )
         return out
 
@@ -142,3 +146,14 @@ class RedisOperations(RedisClient):
         ids = cast(list[str], self._redis.zrevrange(self._global_key("workers"), 0, -1))
         rows = self._hashes([self._global_key(f"worker:{worker_id}") for worker_id in ids])
         return [worker_record(worker_id, f) for worker_id, f in zip(ids, rows, strict=True) if f]
+
+
+def key_counts(per_key: list[list[object]]) -> dict[str, KeyCounts]:
+    """The counts script's (key, running, waiting, limit) rows, keys in use only."""
+    out: dict[str, KeyCounts] = {}
+    for key, running, waiting, limit in per_key:
+        if to_int(str(running)) or to_int(str(waiting)):
+            out[str(key)] = KeyCounts(
+                to_int(str(running)), to_int(str(waiting)), to_int(str(limit))
+            )
+    return out

@@ -12,7 +12,7 @@ from typing import Any
 
 from tenure import batch as rules
 from tenure.retry import Policy
-from tenure.states import visible_state
+from tenure.states import PARKED_AT, QUEUED, visible_state
 from tenure.stores.records import AttemptRecord, BatchRecord, JobRecord, WorkerRecord
 from tenure.stores.records import batch_record as stored_batch
 
@@ -76,6 +76,9 @@ def job_record(
         result_text=fields.get("result"),
         priority=to_int(fields.get("priority")),
         chain_text=fields.get("chain"),
+        waiting_on=(
+            fields.get("concurrency_key") if stored == QUEUED and run_at >= PARKED_AT else None
+        ),
     )
 
 

@@ -19,7 +19,7 @@ from importlib import resources
 # chew through one by one; 32 is enough to wake every idle worker of a typical deployment.
 NOTIFY_MAX = 32
 # Fields per job in enqueue.lua's ARGV, after the two common ones (base, queue name).
-ENQUEUE_FIELDS = 18
+ENQUEUE_FIELDS = 23
 # Ready jobs a reservation looks at beyond `limit`: guarded jobs in front may be deferred.
 RESERVE_LOOKAHEAD = 32
 # Fields per batch member in ARGV: base, queue, id, name, payload, policy, delay, guards.

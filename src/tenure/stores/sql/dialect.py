@@ -35,6 +35,10 @@ class Dialect(Protocol):
     def job_ended(self, cur: Cursor, job_id: str) -> None:
         """Wake whoever waits for the job's end (JobHandle.wait), when the transaction commits."""
 
+    def lock_key(self, cur: Cursor, key: str) -> None:
+        """Hold a concurrency key until the transaction ends (waited for; SQLite's one writer
+        holds every key already)."""
+
     def q(self, sql: str) -> str: ...
 
     def insert_jobs(

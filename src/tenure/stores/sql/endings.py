@@ -14,7 +14,7 @@ from tenure.retry import Counters, Policy, cancelled_ending, decide
 from tenure.states import visible_state
 from tenure.stores import texts
 from tenure.stores.records import EndResult, Rescued
-from tenure.stores.sql import batches, chains
+from tenure.stores.sql import batches, chains, guards
 from tenure.stores.sql.dialect import Cursor, Dialect, Row
 
 log = logging.getLogger("tenure.store")
@@ -22,7 +22,8 @@ log = logging.getLogger("tenure.store")
 STALE = "stale token: lease taken over"
 # What apply_decision reads of the job.
 DECISION_COLUMNS = (
-    "id, queue, policy, tries_used, exceptions, batch_id, attempt, cancel_requested_at, chain"
+    "id, queue, policy, tries_used, exceptions, batch_id, attempt, cancel_requested_at, chain,"
+    " concurrency_key, concurrency_limit"
 )
 
 
@@ -147,7 +148,16 @@ def apply_decision(
     d: Dialect, cur: Cursor, job: Row, outcome: str, error: str, now: float, permanent: bool
 ) -> EndResult:
     """Retry or fail the (locked) job by its own Policy: the one rule every store shares.
-    `job` holds DECISION_COLUMNS."""
+    `job` holds DECISION_COLUMNS. The attempt's concurrency slot is free after it: the key's
+    next parked job is handed back in the same transaction."""
+    ended = _decide(d, cur, job, outcome, error, now, permanent)
+    guards.release(d, cur, job, now)
+    return ended
+
+
+def _decide(
+    d: Dialect, cur: Cursor, job: Row, outcome: str, error: str, now: float, permanent: bool
+) -> EndResult:
     counters = Counters(job["tries_used"], job["exceptions"])
     decision = decide(
         Policy.from_json(job["policy"]),

@@ -7,7 +7,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from tenure.states import FINAL_STATES
+from tenure.states import FAIR_BEFORE, FINAL_STATES, PARKED_AT
+from tenure.stores.records import KeyCounts, NewJob, QueueCounts
+from tenure.stores.sql.dialect import Cursor, Dialect, Row
 
 # guarded jobs one reserve call may look at beyond `limit`: they may be deferred instead
 RESERVE_LOOKAHEAD = 32
@@ -45,3 +47,136 @@ def rate_deferral(row: Any, free_at: float) -> tuple[float, str]:
 def deferral_note(reason: str, run_at: float, now: float) -> str:
     """The error of a `deferred` attempt: why, and how long the job waits."""
     return f"{reason}; deferred {max(run_at - now, 0):.1f} s"
+
+
+# -- concurrency: a parked job waits for a running attempt of its key to end ---------------
+def park(d: Dialect, cur: Cursor, job_id: str) -> None:
+    """The job is over its key's limit: not reserved, no attempt, no try; it waits (run_at =
+    PARKED_AT) until an attempt of its key ends and hands it back (`release`)."""
+    cur.execute(d.q("UPDATE {s}.tenure_jobs SET run_at = %s WHERE id = %s"), (PARKED_AT, job_id))
+
+
+def running_under(d: Dialect, cur: Cursor, key: str, now: float) -> int:
+    """The attempts running under a concurrency key with a live lease: a slot follows its
+    holder's lease, so a crashed holder keeps it one lease at most."""
+    row = cur.execute(
+        d.q(
+            "SELECT count(*) AS n FROM {s}.tenure_jobs WHERE concurrency_key = %s"
+            " AND state = 'running' AND lease_expires_at >= %s"
+        ),
+        (key, now),
+    ).fetchone()
+    return int(row["n"])
+
+
+def release(d: Dialect, cur: Cursor, job: Row, now: float) -> None:
+    """An attempt of `job` (concurrency_key, concurrency_limit, queue) ended (finished,
+    retried, cancelled, rescued): hand back its key's oldest parked jobs, as many as the key
+    has free slots, in the transaction of that end. On PostgreSQL the key's lock is taken
+    first (waited for), so a reservation parking a job of the key right now has committed
+    before the parked jobs are read; the count and the hand-back are then one statement."""
+    key, limit = job["concurrency_key"], job["concurrency_limit"]
+    if key is None or limit is None:
+        return
+    d.lock_key(cur, key)
+    woke = cur.execute(
+        d.q(
+            "UPDATE {s}.tenure_jobs SET run_at = %s WHERE id IN (SELECT id FROM {s}.tenure_jobs"
+            " WHERE concurrency_key = %s AND state = 'queued' AND run_at >= %s"
+            f" ORDER BY run_at, {d.creation_order} LIMIT (SELECT {d.greatest}(%s - count(*), 0)"
+            " FROM {s}.tenure_jobs WHERE concurrency_key = %s AND state = 'running'"
+            " AND lease_expires_at >= %s)) AND state = 'queued' AND run_at >= %s"
+        ),
+        (now, key, PARKED_AT, int(limit), key, now, PARKED_AT),
+    ).rowcount
+    if woke:
+        d.wake(cur, job["queue"])
+
+
+def add_key_counts(d: Dialect, cur: Cursor, out: dict[str, QueueCounts]) -> None:
+    """queue_counts(keys=True): each queue's concurrency keys in use, read from their live
+    jobs (the concurrency index: a key's running and parked jobs)."""
+    rows = cur.execute(
+        d.q(
+            "SELECT queue, concurrency_key AS key, max(concurrency_limit) AS lim,"
+            " sum(CASE WHEN state = 'running' THEN 1 ELSE 0 END) AS running,"
+            " sum(CASE WHEN state = 'queued' AND run_at >= %s THEN 1 ELSE 0 END) AS waiting"
+            " FROM {s}.tenure_jobs WHERE concurrency_key IS NOT NULL"
+            " AND state IN ('queued', 'running') GROUP BY queue, concurrency_key"
+        ),
+        (PARKED_AT,),
+    ).fetchall()
+    for counts in out.values():
+        counts.by_key = {}
+    for row in rows:
+        if row["running"] or row["waiting"]:
+            counts = out.setdefault(row["queue"], QueueCounts())
+            if counts.by_key is None:
+                counts.by_key = {}
+            counts.by_key[row["key"]] = KeyCounts(
+                int(row["running"]), int(row["waiting"]), int(row["lim"] or 1)
+            )
+
+
+# -- debounce: one pending job per key, replaced by a later dispatch -------------------------
+def debounced(d: Dialect, cur: Cursor, job: NewJob, now: float) -> str | None:
+    """The id of the key's pending job, now carrying `job`'s arguments and run time, when the
+    key has one still waiting for its time (its window is open); None: `job` is stored as a
+    new job. A job already started, or due and waiting for a worker, is not replaced."""
+    key = job.guards.debounce_key
+    if key is None:
+        return None
+    d.lock_key(cur, "debounce:" + key)  # two dispatches of one key: one after the other
+    row = cur.execute(
+        d.q(
+            "SELECT id FROM {s}.tenure_jobs WHERE debounce_key = %s AND state = 'queued'"
+            f" AND run_at > %s ORDER BY {d.creation_order} DESC LIMIT 1"
+        ),
+        (key, now),
+    ).fetchone()
+    if row is None:
+        return None
+    cur.execute(
+        d.q("UPDATE {s}.tenure_jobs SET payload = %s, run_at = %s WHERE id = %s"),
+        (job.payload, now + max(job.delay, 0.0), row["id"]),
+    )
+    return str(row["id"])
+
+
+# -- fair share: ready jobs round robin across fair keys ------------------------------------
+def place_fairly(d: Dialect, cur: Cursor, job: NewJob, ready: str) -> None:
+    """Give the just stored `job` (due now, with a fair_key) its virtual start for a run_at:
+    its key's next turn, but not before the queue's virtual now (the head of its fair jobs,
+    or the largest start handed out when none is queued), so a new or idle tenant starts now
+    and a busy one queues behind its own backlog. The next turn of its key is 1/weight
+    later. Reservation is unchanged: the ready index orders run_at, so an O(log n) lookup
+    finds the next job whatever the number of keys. `ready` selects the queue's queued jobs
+    (`%s`: the queue) in the engine's ready index. Fair enqueues of one queue take turns
+    (its lock, on PostgreSQL)."""
+    key = job.guards.fair_key
+    if key is None or job.delay > 0:
+        return  # a delayed job keeps its time: fairness orders what is due at dispatch
+    d.lock_key(cur, "fair:" + job.queue)
+    head = cur.execute(
+        d.q(f"SELECT min(run_at) AS head FROM {{s}}.tenure_jobs WHERE {ready} AND run_at < %s"),
+        (job.queue, FAIR_BEFORE),
+    ).fetchone()["head"]
+    turns = {
+        row["key"]: float(row["next_vt"])
+        for row in cur.execute(
+            d.q("SELECT key, next_vt FROM {s}.tenure_fair WHERE queue = %s AND key IN (%s, %s)"),
+            (job.queue, "", "k:" + key),
+        ).fetchall()
+    }
+    largest = turns.get("", 0.0)
+    start = max(turns.get("k:" + key, 0.0), largest if head is None else float(head))
+    following = start + 1.0 / job.guards.fair_weight
+    for stored_key, value in (("k:" + key, following), ("", max(largest, following))):
+        cur.execute(
+            d.q(
+                "INSERT INTO {s}.tenure_fair (queue, key, next_vt) VALUES (%s, %s, %s)"
+                " ON CONFLICT (queue, key) DO UPDATE SET next_vt = excluded.next_vt"
+            ),
+            (job.queue, stored_key, value),
+        )
+    cur.execute(d.q("UPDATE {s}.tenure_jobs SET run_at = %s WHERE id = %s"), (start, job.id))

@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 from tenure.retry import Policy
-from tenure.states import visible_state
+from tenure.states import PARKED_AT, QUEUED, visible_state
 from tenure.stores.records import AttemptRecord, EffectRecord, JobRecord
 
 
@@ -97,4 +97,9 @@ def job_record(
         result_text=row["result"],
         priority=priority,
         chain_text=row["chain"],
+        waiting_on=(
+            row["concurrency_key"]
+            if row["state"] == QUEUED and row["run_at"] >= PARKED_AT
+            else None
+        ),
     )

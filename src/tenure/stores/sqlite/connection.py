@@ -130,6 +130,9 @@ NEXT_ATTEMPT = (
     " WHERE job_id = tenure_jobs.id)) + 1"
 )
 
+# a queue's queued jobs, in the ready index (sql.guards.place_fairly)
+FAIR_READY = "queue = %s AND state = 'queued'"
+
 # the shared clause in SQLite's words (what SQLiteDialect.q does): no schema, `?` parameters
 NOT_PAUSED = control.not_paused("?").replace("{s}.", "")
 
@@ -139,7 +142,7 @@ NOT_PAUSED = control.not_paused("?").replace("{s}.", "")
 _COMPLETE, _COMPLETE_WITH_RESULT = (
     "UPDATE tenure_jobs SET state = 'succeeded', finished_at = ?, lease_expires_at = NULL,"
     f" tries_used = tries_used + 1{result} WHERE id = ? AND attempt = ? AND state = 'running'"
-    " RETURNING batch_id, chain"
+    " RETURNING batch_id, chain, queue, concurrency_key, concurrency_limit"
     for result in ("", ", result = ?")
 )
 # endings.close_attempt for a success, as SQLite runs it
@@ -173,7 +176,13 @@ class SQLiteJobs(SQLiteConnections):
         ids: list[str] = []
         fresh: list[NewJob] = []
         for job in jobs:
-            if job.guards.unique_key is not None:
+            if job.guards.debounce_key is not None:
+                pending = sql_guards.debounced(self.dialect, conn, job, now)
+                if pending is not None:
+                    ids.append(pending)  # the key's one pending job, with these arguments
+                    continue
+                insert_jobs(conn, [job], now, skip_existing=True)  # seen by the next one
+            elif job.guards.unique_key is not None:
                 holder = guards.held_unique(conn, job.guards, now)
                 if holder is not None:
                     ids.append(holder)  # deduplicated: the holder stands for it
@@ -187,6 +196,9 @@ class SQLiteJobs(SQLiteConnections):
         # an id already present is skipped: a dispatch retried after a lost reply must not
         # create the job twice
         insert_jobs(conn, fresh, now, skip_existing=True)
+        for job, stored in zip(jobs, ids, strict=True):
+            if job.guards.fair_key is not None and stored == job.id:
+                sql_guards.place_fairly(self.dialect, conn, job, FAIR_READY)
         return ids
 
     @contextmanager
@@ -263,13 +275,24 @@ class SQLiteJobs(SQLiteConnections):
         for queue in queues:  # priority order: drain earlier queues first
             want = limit - len(out)
             rows = self._ready(conn, queue, now, want)
-            if any(r["overlap_key"] is not None or r["rate_key"] is not None for r in rows):
+            if any(
+                r["overlap_key"] is not None
+                or r["rate_key"] is not None
+                or r["concurrency_key"] is not None
+                for r in rows
+            ):
                 # guarded jobs may be deferred: look a little further than `limit`
                 rows = self._ready(conn, queue, now, want + sql_guards.RESERVE_LOOKAHEAD)
             for row in rows:
                 if len(out) >= limit:
                     break
                 with endings.isolated(self.dialect, conn, row["id"], now, "start"):
+                    key = row["concurrency_key"]
+                    if key is not None and sql_guards.running_under(
+                        self.dialect, conn, key, now
+                    ) >= (row["concurrency_limit"] or 1):
+                        sql_guards.park(self.dialect, conn, row["id"])
+                        continue
                     deferral = self._guard_deferral(conn, row, now)
                     if deferral is not None:
                         self._defer(conn, row["id"], worker, now, *deferral)
@@ -285,7 +308,8 @@ class SQLiteJobs(SQLiteConnections):
         # and sorts every ready job of the queue by priority (a temp B-tree: 20 ms per call at
         # 50,000 queued); the head of (queue, state, priority, run_at, rowid) is the answer.
         return conn.execute(
-            "SELECT id, overlap_key, overlap_delay, rate_key, rate_limit, rate_window"
+            "SELECT id, overlap_key, overlap_delay, rate_key, rate_limit, rate_window,"
+            " concurrency_key, concurrency_limit"
             " FROM tenure_jobs INDEXED BY tenure_jobs_ready_by_priority"
             " WHERE queue = ? AND state = 'queued' AND run_at <= ?"
             + NOT_PAUSED
@@ -381,6 +405,8 @@ class SQLiteJobs(SQLiteConnections):
             # a chain's next link in this same transaction: a kill before the commit loses
             # neither the success nor the link
             endings.after_success(self.dialect, conn, job_id, batch_id, row["chain"], now, result)
+        if row["concurrency_key"] is not None:
+            sql_guards.release(self.dialect, conn, row, now)
         return EndResult(accepted=True, state="succeeded")
 
 
@@ -392,8 +418,8 @@ def insert_jobs(
     conn.executemany(
         f"{verb} INTO tenure_jobs (id, name, queue, payload, state, policy, created_at, run_at,"
         " batch_id, overlap_key, overlap_delay, rate_key, rate_limit, rate_window, keep_succeeded,"
-        " keep_failed, priority, chain)"
-        " VALUES (?, ?, ?, ?, 'queued', ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        " keep_failed, priority, chain, concurrency_key, concurrency_limit, debounce_key)"
+        " VALUES (?, ?, ?, ?, 'queued', ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
         [
             (
                 j.id,
@@ -413,6 +439,9 @@ def insert_jobs(
                 j.keep.failed,
                 j.priority,
                 j.chain,
+                j.guards.concurrency_key,
+                j.guards.concurrency_limit,
+                j.guards.debounce_key,
             )
             for j in jobs
         ],

@@ -25,6 +25,9 @@ class SQLiteDialect:
     def job_ended(self, cur: sqlite3.Connection, job_id: str) -> None:
         pass  # so do the waiters of a job's end
 
+    def lock_key(self, cur: sqlite3.Connection, key: str) -> None:
+        pass  # BEGIN IMMEDIATE holds the one write lock, every key with it
+
     @staticmethod
     @functools.lru_cache(maxsize=256)
     def q(sql: str) -> str:

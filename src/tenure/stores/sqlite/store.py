@@ -13,7 +13,7 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any, ClassVar
 
-from tenure.states import FINAL_STATES
+from tenure.states import FINAL_STATES, PARKED_AT
 from tenure.stores.base import Capabilities
 from tenure.stores.records import (
     HeartbeatReply,
@@ -29,6 +29,7 @@ from tenure.stores.records import (
     ready_age,
 )
 from tenure.stores.sql import batches, control, endings, operations, periodic, retention, workers
+from tenure.stores.sql import guards as sql_guards
 from tenure.stores.sql.rows import attempt_record, effect_record, job_record
 from tenure.stores.sql.store import Clock, SQLStore
 from tenure.stores.sqlite.connection import SQLiteJobs, sqlite_path
@@ -224,7 +225,7 @@ class SQLiteStore(SQLiteJobs, SQLStore):
             found = (_read_job(conn, now, job_id) for job_id in dict.fromkeys(ids))
             return [record for record in found if record is not None]
 
-    def queue_counts(self) -> dict[str, QueueCounts]:
+    def queue_counts(self, *, keys: bool = False) -> dict[str, QueueCounts]:
         out: dict[str, QueueCounts] = {}
         with self._read() as conn:  # one snapshot for every read
             now = self._now(conn)
@@ -244,19 +245,23 @@ class SQLiteStore(SQLiteJobs, SQLStore):
             # the oldest ready job is that index's first entry for the queue.
             for queue, counts in out.items():
                 if counts["queued"]:
-                    scheduled = conn.execute(
-                        "SELECT count(*) FROM tenure_jobs"
+                    scheduled, waiting = conn.execute(
+                        "SELECT count(*) FILTER (WHERE run_at < ?), count(*) FILTER"
+                        " (WHERE run_at >= ?) FROM tenure_jobs"
                         " WHERE queue = ? AND state = 'queued' AND run_at > ?",
-                        (queue, now),
-                    ).fetchone()[0]
+                        (PARKED_AT, PARKED_AT, queue, now),
+                    ).fetchone()
                     counts["queued"] -= scheduled
                     counts["scheduled"] = scheduled
+                    counts.waiting = waiting  # parked: queued, waiting on their key
                     oldest = conn.execute(
                         "SELECT run_at FROM tenure_jobs WHERE queue = ? AND state = 'queued'"
                         " ORDER BY run_at LIMIT 1",
                         (queue,),
                     ).fetchone()
                     counts.oldest_ready_age = ready_age(now, oldest[0] if oldest else None)
+            if keys:
+                sql_guards.add_key_counts(SQLITE, conn, out)
         return out
 
     def forget_job(self, job_id: str) -> bool:

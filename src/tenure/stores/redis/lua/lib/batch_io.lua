@@ -70,7 +70,8 @@ end
 -- A callback's or later chain link's overlap and rate guards (records.guard_fields: the job-hash
 -- fields the reserve script reads), written on its new job hash as enqueue writes them on any
 -- job's; anything else in `g`, or a value of the wrong type, is ignored. Absent: no guard.
-local GUARD_FIELDS = {'overlap_key', 'overlap_delay', 'rate_key', 'rate_limit', 'rate_window'}
+local GUARD_FIELDS = {'overlap_key', 'overlap_delay', 'rate_key', 'rate_limit', 'rate_window',
+  'concurrency_key', 'concurrency_limit'}
 local function set_guards(jk, g)
   if type(g) ~= 'table' then return end
   if type(g.overlap_key) == 'string' then
@@ -81,6 +82,11 @@ local function set_guards(jk, g)
   if type(g.rate_key) == 'string' and limit and window and window > 0 then
     redis.call('HSET', jk, 'rate_key', g.rate_key, 'rate_limit', tostring(limit),
       'rate_window', tostring(window))
+  end
+  local slots = tonumber(g.concurrency_limit)
+  if type(g.concurrency_key) == 'string' and slots and slots >= 1 then
+    redis.call('HSET', jk, 'concurrency_key', g.concurrency_key,
+      'concurrency_limit', tostring(math.floor(slots)))
   end
 end
 

@@ -88,3 +88,89 @@ local function forget_guards(id, f)
   end
   if f[2] and redis.call('HGET', OVERLAP, f[2]) == id then redis.call('HDEL', OVERLAP, f[2]) end
 end
+
+-- Concurrency: at most concurrency_limit attempts of a key running at once. The key's running
+-- attempts are a set (`conc:KEY`), its parked jobs a list, oldest first (`parked:KEY`). A job
+-- over its limit is parked by reserve (run_at = PARKED_AT, out of the queued zset: no attempt,
+-- no try); the end of an attempt of the key hands back the oldest parked ones, as many as it
+-- has free slots, in the script of that end.
+local PARKED_AT = '253402214400.000000'  -- states.PARKED_AT, 9999-12-31 UTC
+local function conc_key(key) return base .. ':conc:' .. key end
+local function parked_key(key) return base .. ':parked:' .. key end
+-- the queue's concurrency keys in use (key -> limit), for `tenure queues --keys` (counts.lua)
+local CONC_KEYS = base .. ':conc_keys'
+
+-- The key's running attempts with a live lease (a slot follows its holder's lease); holders
+-- no longer running or past their lease leave the set.
+local function conc_running(key, now)
+  local ck, n = conc_key(key), 0
+  for _, holder in ipairs(redis.call('SMEMBERS', ck)) do
+    local h = redis.call('HMGET', job_key(holder), 'state', 'lease_expires_at')
+    if h[1] == 'running' and (tonumber(h[2]) or -1) >= now then n = n + 1
+    else redis.call('SREM', ck, holder) end
+  end
+  return n
+end
+
+local function park(id, key, limit)
+  redis.call('HSET', job_key(id), 'run_at', PARKED_AT)
+  redis.call('RPUSH', parked_key(key), id)
+  redis.call('HSET', CONC_KEYS, key, limit)
+end
+
+-- A parked job cancelled: off its key's list.
+local function unpark(jk, id)
+  local g = redis.call('HMGET', jk, 'concurrency_key', 'run_at')
+  if g[1] and g[2] == PARKED_AT then redis.call('LREM', parked_key(g[1]), 0, id) end
+end
+
+-- An attempt of the job `jk` ended (finished, retried, cancelled, rescued): free its slot and
+-- hand back its key's oldest parked jobs (a parked job cancelled or gone meanwhile is passed).
+local function release_slot(jk, id, now_s, now)
+  local g = redis.call('HMGET', jk, 'concurrency_key', 'concurrency_limit')
+  if not g[1] then return end
+  redis.call('SREM', conc_key(g[1]), id)
+  local free = (tonumber(g[2]) or 1) - conc_running(g[1], now)
+  local woke = 0
+  while free > 0 do
+    local next_id = redis.call('LPOP', parked_key(g[1]))
+    if not next_id then break end
+    local nk = job_key(next_id)
+    local f = redis.call('HMGET', nk, 'state', 'run_at', 'seq')
+    if f[1] == 'queued' and f[2] == PARKED_AT then
+      redis.call('HSET', nk, 'run_at', now_s)
+      add_queued(base, job_priority(nk), now_s, queued_member(num(f[3]), next_id))
+      free, woke = free - 1, woke + 1
+    end
+  end
+  notify(woke)
+  if redis.call('EXISTS', conc_key(g[1]), parked_key(g[1])) == 0 then
+    redis.call('HDEL', CONC_KEYS, g[1])
+  end
+end
+
+-- Fair share (sql/guards.py place_fairly, the same rule): a job due at dispatch with a fair
+-- key gets its virtual start for a run_at (and score): its key's next turn, not before the
+-- queue's virtual now (the lowest virtual start queued, else the largest handed out). The
+-- next turn of its key is 1/weight later. `fair` holds 'k:' .. key -> next turn, and '' ->
+-- the largest.
+local FAIR_BEFORE = 1e9  -- states.FAIR_BEFORE
+local function place_fairly(jk, id, key, weight)
+  local fair = base .. ':fair'
+  local head = false
+  for _, zk in ipairs(queued_keys(base)) do
+    local first = redis.call('ZRANGEBYSCORE', zk, '-inf', '(' .. FAIR_BEFORE, 'WITHSCORES',
+      'LIMIT', 0, 1)
+    if first[2] and ((not head) or tonumber(first[2]) < head) then head = tonumber(first[2]) end
+  end
+  local turns = redis.call('HMGET', fair, '', 'k:' .. key)
+  local largest = tonumber(turns[1]) or 0
+  local start = math.max(tonumber(turns[2]) or 0, head or largest)
+  local following = start + 1 / weight
+  redis.call('HSET', fair, 'k:' .. key, fmt(following), '', fmt(math.max(largest, following)))
+  local f = redis.call('HMGET', jk, 'seq', 'run_at')
+  local priority = job_priority(jk)
+  redis.call('ZREM', queued_key(base, priority), queued_member(num(f[1]), id))
+  redis.call('HSET', jk, 'run_at', fmt(start))
+  add_queued(base, priority, fmt(start), queued_member(num(f[1]), id))
+end

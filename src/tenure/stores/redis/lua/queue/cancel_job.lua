@@ -8,6 +8,7 @@ local f = redis.call('HMGET', jk, 'state', 'seq')
 if f[1] == 'queued' then
   local seq = num(f[2])
   redis.call('ZREM', queued_key(base, job_priority(jk)), queued_member(seq, id))
+  unpark(jk, id)
   redis.call('HSET', jk, 'state', 'cancelled', 'finished_at', now_s, 'cancel_requested_at', now_s)
   move_index(id, seq, 'queued', 'cancelled')
   batch_member_end(jk, id, 'cancelled', now_s, now)

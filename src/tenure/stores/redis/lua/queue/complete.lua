@@ -26,5 +26,6 @@ elseif batch_stops_new_work(jk) then
 else
   chain_link_end(jk, 'succeeded', now_s, now)
 end
+release_slot(jk, id, now_s, now)
 wake_waiters(id)
 return {'ok', 'succeeded'}

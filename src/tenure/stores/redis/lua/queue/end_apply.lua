@@ -33,6 +33,7 @@ elseif ARGV[8] == '1' then
   add_queued(base, job_priority(jk), run_at, queued_member(seq, id))
   move_index(id, seq, 'running', 'queued')
   notify(1)
+  release_slot(jk, id, now_s, now)
   return {'ok', 'queued', run_at, now_s}
 end
 redis.call('HSET', jk, 'state', final, 'finished_at', now_s, 'tries_used', ARGV[10],
@@ -41,5 +42,6 @@ redis.call('HDEL', jk, 'lease_expires_at')
 move_index(id, seq, 'running', final)
 batch_member_end(jk, id, final, now_s, now)
 chain_link_end(jk, final, now_s, now)
+release_slot(jk, id, now_s, now)
 wake_waiters(id)
 return {'ok', final, false, now_s}

@@ -30,11 +30,14 @@ for _, queued in ipairs(queued_keys(base)) do
         if id then
           f = redis.call('HMGET', job_key(id), 'state', 'attempt', 'seq', 'name', 'payload',
             'policy', 'batch_id', 'overlap_key', 'overlap_delay', 'rate_key', 'rate_limit',
-            'rate_window')
+            'rate_window', 'concurrency_key', 'concurrency_limit')
         end
         -- A member whose job is gone or not queued is a leftover (a damaged or hand-edited
         -- record); dropping it keeps one bad entry from blocking the queue.
-        if f[1] == 'queued' then
+        if f[1] == 'queued' and f[13]
+            and conc_running(f[13], now) >= (tonumber(f[14]) or 1) then
+          park(id, f[13], tonumber(f[14]) or 1)
+        elseif f[1] == 'queued' then
           local n = num(f[2]) + 1
           local g = {overlap_key = f[8], overlap_delay = f[9], rate_key = f[10],
             rate_limit = f[11], rate_window = f[12]}
@@ -52,6 +55,10 @@ for _, queued in ipairs(queued_keys(base)) do
             nseen = nseen + 1
           else
             if g.overlap_key then redis.call('HSET', OVERLAP, g.overlap_key, id) end
+            if f[13] then
+              redis.call('SADD', conc_key(f[13]), id)
+              redis.call('HSET', CONC_KEYS, f[13], tonumber(f[14]) or 1)
+            end
             local expires = fmt(now + lease)
             redis.call('HSET', job_key(id), 'state', 'running', 'attempt', n,
               'lease_expires_at', expires, 'worker_id', ARGV[5])
