@@ -17,7 +17,13 @@ from typing import Any
 
 from tenure import chains, payload, results, tracing
 from tenure.context import JobContext, activate, deactivate
-from tenure.errors import CancelRequested, JobTimeout, JobTransactionEnded, PayloadError
+from tenure.errors import (
+    CancelRequested,
+    ConfigError,
+    JobTimeout,
+    JobTransactionEnded,
+    PayloadError,
+)
 from tenure.job import Job
 from tenure.results import ResultError
 from tenure.stores.records import EndResult, Reservation
@@ -101,6 +107,14 @@ def context(
 def arguments_of(res: Reservation, app: Any = None) -> payload.Arguments | Ended:
     try:
         arguments = payload.decode(res.payload)
+    except ConfigError as exc:
+        # The payload is sound; this process cannot open it (no key, no package). Failing
+        # it would blame the payload, and `failed retry` with the key runs it fine: hand it
+        # back, no try used, for a worker that has what it takes.
+        return Ended(
+            "interrupted",
+            f"this worker cannot decrypt the payload of job {res.name!r}: {exc}; handed back",
+        )
     except PayloadError as exc:
         return Ended("failed", f"corrupt payload: {exc}", permanent=True)
     if arguments.passed_from is None or app is None:
