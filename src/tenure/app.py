@@ -30,6 +30,21 @@ from tenure.urls import redact
 F = TypeVar("F", bound=Callable[..., Any])
 
 DEFAULT_URL = "sqlite:///tenure.db"
+
+
+def store_url(given: str | None) -> tuple[str, str]:
+    """The store an App uses and why: $TENURE_URL > the App's URL > ./tenure.db (a command's
+    `--url` wins over all three: App.use_url)."""
+    env = os.environ.get(URL_ENV)
+    if env:
+        if given and given != env:
+            return env, f"${URL_ENV}, which wins over the App's URL"
+        return env, f"${URL_ENV}"
+    if given:
+        return given, "the App's URL"
+    return DEFAULT_URL, f"the default ./tenure.db: no --url, ${URL_ENV} or App URL"
+
+
 # A worker renews its record every lease/3; one not seen for this long is taken for gone.
 WORKER_SILENT_AFTER_S = 60.0
 
@@ -47,7 +62,10 @@ class BatchHandle:
 
 
 class App:
-    """`tenure.App("sqlite:///tenure.db")`; no URL: $TENURE_URL, else sqlite:///tenure.db."""
+    """`tenure.App("sqlite:///tenure.db")`. The store: $TENURE_URL when set (it wins over the
+    URL given here, so that one variable points every process at one store), else the URL
+    given here, else sqlite:///tenure.db; `url_source` says which won. A command's or
+    worker's `--url` wins over both (`use_url`)."""
 
     def __init__(
         self,
@@ -57,7 +75,7 @@ class App:
         keep_succeeded: timedelta | float | None = retention.DEFAULT_KEEP_SUCCEEDED,
         keep_failed: timedelta | float | None = retention.DEFAULT_KEEP_FAILED,
     ) -> None:
-        self.url = url or os.environ.get(URL_ENV) or DEFAULT_URL
+        self.url, self.url_source = store_url(url)
         self.keep = retention.keep_of(keep_succeeded, keep_failed)  # None: kept forever
         self.max_payload_bytes = max_payload_bytes
         self.jobs: dict[str, Job] = {}
@@ -79,6 +97,12 @@ class App:
             self._store = open_store(self.url)
             self._store_pid = os.getpid()
         return self._store
+
+    def use_url(self, url: str, source: str) -> None:
+        """Point this App at another store (`--url`, a test's own file); `source` is what
+        `url_source` then says."""
+        self.close()
+        self.url, self.url_source = url, source
 
     def close(self) -> None:
         if self._store is not None:

@@ -96,6 +96,8 @@ def die_with_parent(parent_pid: int) -> None:
 class Child:
     def __init__(self, config: dict[str, Any], outbox: IO[bytes]) -> None:
         self.app = load_app(config["app"])
+        if self.app.url != config["url"]:
+            self.app.use_url(config["url"], config["url_source"])
         self.outbox = outbox
         self.ref = WorkerRef(id=config["worker"], host=config["host"], pid=config["parent"])
         self.queues: list[str] = config["queues"]

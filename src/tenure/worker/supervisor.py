@@ -84,9 +84,10 @@ class Worker:
             signal.signal(signal.SIGTERM, self.shutdown.on_signal)
             signal.signal(signal.SIGINT, self.shutdown.on_signal)
         log.info(
-            "worker %s using the store %s",
+            "worker %s using the store %s (from %s)",
             self.ref.id,
             store_label(self.app.describe_store(), self.app.url),
+            self.app.url_source,
         )
         if not self._register():
             log.info(
@@ -309,6 +310,9 @@ class Worker:
         """What a child needs to run and record this worker's attempts (see child.Child)."""
         return {
             "app": self.options.app_spec,
+            # the supervisor's store, however it was chosen (--url): the child records there
+            "url": self.app.url,
+            "url_source": self.app.url_source,
             "worker": self.ref.id,
             "host": self.ref.host,
             "queues": list(self.options.queues),
