@@ -11,6 +11,11 @@ class PayloadError(TenureError, ValueError):
     """The job's arguments cannot be stored as a JSON payload."""
 
 
+class DecryptionUnavailable(PayloadError):
+    """This process cannot open an encrypted payload: it lacks the key or the cryptography
+    package. The payload may be sound: a process that has them opens it."""
+
+
 class ConfigError(TenureError, ValueError):
     """A job or worker setting is invalid."""
 

@@ -16,7 +16,7 @@ import os
 from dataclasses import dataclass
 from typing import Any
 
-from tenure.errors import ConfigError, PayloadError
+from tenure.errors import ConfigError, DecryptionUnavailable, PayloadError
 from tenure.settings import ENCRYPTION_KEY_ENV
 
 DEFAULT_MAX_PAYLOAD_BYTES = 256 * 1024
@@ -181,17 +181,20 @@ def _encrypt(text: str) -> str:
 
 
 def _decrypt(data: dict[str, Any]) -> str:
-    """The plain text; ConfigError when this process lacks the key or the package (the
-    payload is fine: another process may open it), PayloadError when it is damaged."""
+    """The plain text; DecryptionUnavailable when this process lacks the key or the package
+    (the payload may be sound: another process opens it), PayloadError when it is damaged."""
     try:
         from cryptography.exceptions import InvalidTag
         from cryptography.hazmat.primitives.ciphers.aead import AESGCM
     except ImportError:
-        raise ConfigError(
+        raise DecryptionUnavailable(
             "an encrypted payload needs the 'cryptography' package to be read: "
             "pip install 'tenure[crypto]'"
         ) from None
-    key = _key()
+    try:
+        key = _key()
+    except ConfigError as exc:
+        raise DecryptionUnavailable(str(exc)) from None
     try:
         sealed = base64.b64decode(data["data"])
         plain = AESGCM(key).decrypt(sealed[:12], sealed[12:], b"tenure-payload")

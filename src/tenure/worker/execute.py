@@ -19,7 +19,7 @@ from tenure import chains, payload, results, tracing
 from tenure.context import JobContext, activate, deactivate
 from tenure.errors import (
     CancelRequested,
-    ConfigError,
+    DecryptionUnavailable,
     JobTimeout,
     JobTransactionEnded,
     PayloadError,
@@ -107,7 +107,7 @@ def context(
 def arguments_of(res: Reservation, app: Any = None) -> payload.Arguments | Ended:
     try:
         arguments = payload.decode(res.payload)
-    except ConfigError as exc:
+    except DecryptionUnavailable as exc:
         # The payload is sound; this process cannot open it (no key, no package). Failing
         # it would blame the payload, and `failed retry` with the key runs it fine: hand it
         # back, no try used, for a worker that has what it takes.
