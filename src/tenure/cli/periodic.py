@@ -3,10 +3,9 @@
 from __future__ import annotations
 
 import typer
-from rich.table import Table
-from rich.text import Text
 
-from tenure.cli.common import AppOption, UrlOption, open_app, out, warn
+from tenure.cli.common import AppOption, UrlOption, err, open_app, out, warn
+from tenure.cli.tables import Column, print_table
 from tenure.periodic import PeriodicStatus, zone_text
 
 periodic_cli = typer.Typer(help="Periodic jobs (@app.periodic): list.", no_args_is_help=True)
@@ -23,21 +22,20 @@ def periodic_list(app: AppOption = None, url: UrlOption = None) -> None:
             "(@app.periodic), so pass --app MODULE:ATTR"
         )
         return
-    table = Table()
-    for column in ("name", "schedule", "next due", "last run", "outcome", "job id"):
-        table.add_column(column, overflow="fold", no_wrap=column == "job id")
-    for s in the_app.periodic_status():
-        table.add_row(*(Text(cell) for cell in row(s)))
-    out.print(table)
+    # the schedule's zone never split: "(Europe/Amsterdam)" is 18
+    columns = [Column("name", "cut", floor=16), Column("schedule", "fold", floor=18)]
+    columns += [Column("next due"), Column("last run", "fold", floor=16)]
+    columns += [Column("job id", drop=1)]
+    print_table(out, err, columns, [row(s) for s in the_app.periodic_status()])
 
 
 def row(s: PeriodicStatus) -> list[str]:
     schedule = f"{s.expression} ({s.tz})" + (", catch_up=none" if s.catch_up == "none" else "")
     next_due = zone_text(s.next_due, s.tz) if s.next_due is not None else "never"
     if s.last_job_id is None:
-        last, outcome = "none yet", "-"
+        last = "none yet"
     elif s.last_run_at is None:
-        last, outcome = "not in the store any more", "-"
-    else:
-        last, outcome = zone_text(s.last_run_at, s.tz), s.last_state or "-"
-    return [s.name, schedule, next_due, last, outcome, s.last_job_id or "-"]
+        last = "not in the store any more"
+    else:  # the run and its outcome in one column: the time whole, the outcome beneath
+        last = f"{zone_text(s.last_run_at, s.tz)} {s.last_state or '-'}"
+    return [s.name, schedule, next_due, last, s.last_job_id or "-"]

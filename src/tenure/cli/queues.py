@@ -5,10 +5,10 @@ from __future__ import annotations
 from typing import Annotated
 
 import typer
-from rich.table import Table
 from rich.text import Text
 
 from tenure.cli.common import AppOption, UrlOption, err, fail, open_app, out, say
+from tenure.cli.tables import Column, print_table
 from tenure.control import QueueWait
 
 queue_cli = typer.Typer(
@@ -46,18 +46,23 @@ def queues(
     if not waits:
         say("no queue holds a job (and none is paused)")
         return
-    table = Table()
-    for column in ("queue", "ready", "scheduled", "running", "paused", "oldest ready"):
-        table.add_column(column, overflow="fold", justify="left" if column == "queue" else "right")
-    for w in waits:
-        row = [w.queue, str(w.ready), str(w.scheduled), str(w.running)]
-        row += ["paused" if w.paused else "no", age_text(w.oldest_ready_age)]
-        table.add_row(*(Text(cell) for cell in row))
-    out.print(table)
+    columns = [Column("queue", "cut", floor=12)]
+    columns += [
+        Column(h, justify="right")
+        for h in ("ready", "scheduled", "running", "paused", "oldest ready")
+    ]
+    rows = [
+        [w.queue, str(w.ready), str(w.scheduled), str(w.running), *paused_and_age(w)] for w in waits
+    ]
+    print_table(out, err, columns, rows)
     if max_wait is not None:
         over = [w for w in waits if w.over(max_wait)]
         if over:
             fail(f"waited longer than --max-wait {max_wait:g} s: {late(over)}", code=1)
+
+
+def paused_and_age(w: QueueWait) -> list[str]:
+    return ["paused" if w.paused else "no", age_text(w.oldest_ready_age)]
 
 
 def late(over: list[QueueWait]) -> str:
