@@ -5,6 +5,7 @@ from __future__ import annotations
 import inspect
 import os
 import sys
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
@@ -200,6 +201,12 @@ class App:
         check_catch_up(catch_up)
 
         def register(fn: F) -> Job:
+            if isinstance(fn, Job):  # @app.periodic over @app.job: registered twice
+                raise ConfigError(
+                    f"@app.periodic on {fn.name}: @app.periodic registers the job itself; "
+                    "remove the @app.job beneath it and give its settings to @app.periodic("
+                    "..., timeout=..., tries=...)"
+                )
             try:
                 inspect.signature(fn).bind()
             except TypeError:
@@ -284,11 +291,12 @@ class App:
         """The latest due time claimed of each periodic job the store knows."""
         return {r.name: r.last_due for r in self.store.list_periodic()}
 
-    def periodic_status(self) -> list[PeriodicStatus]:
+    def periodic_status(self, *, read_store: bool = True) -> list[PeriodicStatus]:
         """Each periodic job with its next due time and its latest run (for `tenure periodic
-        list` and the dashboard)."""
-        stored = {r.name: r for r in self.store.list_periodic()}
-        now = self.now()
+        list` and the dashboard). Without `read_store` (no store yet: no worker has run),
+        the schedules from the code alone, on this host's clock."""
+        stored = {r.name: r for r in self.store.list_periodic()} if read_store else {}
+        now = self.now() if read_store else time.time()
         out = []
         for name in sorted(self.periodic_jobs):
             record = stored.get(name)

@@ -54,7 +54,9 @@ def fail(message: str, code: int = 2) -> None:
     raise typer.Exit(code)
 
 
-def open_app(app_spec: str | None, url: str | None, *, create: bool = False) -> App:
+def open_app(
+    app_spec: str | None, url: str | None, *, create: bool = False, missing_ok: bool = False
+) -> App:
     """The App a command works on, named on stderr with where its store came from.
 
     A command that does not `create` refuses a store that is not there: reading a SQLite
@@ -70,7 +72,7 @@ def open_app(app_spec: str | None, url: str | None, *, create: bool = False) -> 
     if url:
         app.use_url(url, "--url")
     say_store(app, app_spec)
-    missing = None if create else app.store_missing()
+    missing = None if create or missing_ok else app.store_missing()
     if missing is not None:
         fail(
             f"{missing}; nothing was created. Point the command at your store with --app "

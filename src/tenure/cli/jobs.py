@@ -36,7 +36,8 @@ def jobs_show(job_id: str, app: AppOption = None, url: UrlOption = None) -> None
         for line in waiting:
             say(line)
         return
-    for line in describe_job(info) + chain_lines(info, chain_stops(info, the_app.find_job)):
+    stops = chain_stops(info, the_app.find_job)
+    for line in describe_job(info, the_app.now()) + chain_lines(info, stops):
         say(line)
     last = info.attempts[-1] if info.attempts else None
     if last is not None and last.traceback:

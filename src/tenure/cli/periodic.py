@@ -15,7 +15,8 @@ periodic_cli = typer.Typer(help="Periodic jobs (@app.periodic): list.", no_args_
 def periodic_list(app: AppOption = None, url: UrlOption = None) -> None:
     """Each periodic job: its schedule, next due time, latest run and that run's outcome.
     The schedules are read from your code: pass --app MODULE:ATTR."""
-    the_app = open_app(app, url)
+    the_app = open_app(app, url, missing_ok=True)
+    missing = the_app.store_missing()
     if not the_app.periodic_jobs:
         warn(
             "this app defines no periodic job: the schedules live in your code "
@@ -26,7 +27,10 @@ def periodic_list(app: AppOption = None, url: UrlOption = None) -> None:
     columns = [Column("name", "cut", floor=16), Column("schedule", "fold", floor=18)]
     columns += [Column("next due"), Column("last run", "fold", floor=16)]
     columns += [Column("job id", drop=1)]
-    print_table(out, err, columns, [row(s) for s in the_app.periodic_status()])
+    if missing is not None:  # the schedules live in the code: shown, with no run yet
+        warn(f"{missing}: no run recorded yet (a worker creates the store when it starts)")
+    statuses = the_app.periodic_status(read_store=missing is None)
+    print_table(out, err, columns, [row(s) for s in statuses])
 
 
 def row(s: PeriodicStatus) -> list[str]:

@@ -15,7 +15,7 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
 
-from tenure.errors import ConfigError
+from tenure.errors import ConfigError, StoreMisconfigured
 from tenure.stores.records import (
     EndResult,
     NewBatch,
@@ -48,15 +48,37 @@ class SQLiteConnections:
     def _conn(self) -> sqlite3.Connection:
         conn: sqlite3.Connection | None = getattr(self._local, "conn", None)
         if conn is None or getattr(self._local, "pid", None) != os.getpid():
-            conn = sqlite3.connect(self.path, timeout=30.0, isolation_level=None)
+            conn = self._open()
             conn.row_factory = sqlite3.Row
-            _use_wal(conn)
             conn.execute("PRAGMA synchronous=NORMAL")
             conn.execute("PRAGMA busy_timeout=30000")
             self._local.conn = conn
             self._local.pid = os.getpid()
             if not self._migrated:
                 self.migrate()
+        return conn
+
+    def _open(self) -> sqlite3.Connection:
+        """A connection to the file; a path that cannot be opened (no such directory, no
+        permission) is StoreMisconfigured naming the file, not sqlite3's bare
+        "unable to open database file"."""
+        try:
+            conn = sqlite3.connect(self.path, timeout=30.0, isolation_level=None)
+            _use_wal(conn)
+        except sqlite3.OperationalError as exc:
+            if "unable to open" not in str(exc):
+                raise
+            where = os.path.abspath(self.path)
+            folder = os.path.dirname(where)
+            why = (
+                f"the directory {folder} does not exist"
+                if not os.path.isdir(folder)
+                else f"it cannot be created or opened there ({exc})"
+            )
+            raise StoreMisconfigured(
+                f"SQLite store {self.url}: cannot open {where}: {why}; create the directory "
+                "or point the URL at a writable path"
+            ) from None
         return conn
 
     @contextmanager
