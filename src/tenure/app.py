@@ -23,7 +23,7 @@ from tenure.schedule import Schedule
 from tenure.sending import Member
 from tenure.settings import URL_ENV, JobOptions
 from tenure.states import JOB_STATES
-from tenure.stores import Store, open_store, store_class
+from tenure.stores import Store, open_store, store_class, url_options
 from tenure.stores.base import get_batch, get_job, total_counts
 from tenure.stores.records import BatchRecord, JobRecord, PeriodicClaim, QueueCounts, WorkerRecord
 from tenure.urls import redact
@@ -450,6 +450,7 @@ class App:
         """Why this App's store does not exist yet (a SQLite file not there), else None: a
         command that only reads must say so rather than create an empty store and report that
         it is empty."""
+        url_options.check(self.url)  # a mistyped ?option first: not "no store at x.db?..."
         if self.url.split(":", 1)[0].lower() != "sqlite":
             return None
         from tenure.stores.sqlite import sqlite_path
@@ -489,6 +490,13 @@ class App:
 
     def resume_queue(self, name: str) -> None:
         control.pause(self.store, name, paused=False)
+
+    def purge(self, queue: str) -> int:
+        """Cancel every job waiting in `queue` (queued or scheduled); returns how many."""
+        return control.purge(self.store, queue)
+
+    def waiting_in(self, queue: str) -> int:
+        return control.waiting_in(self.store, queue)
 
     def queue_waits(self) -> list[QueueWait]:
         """Per queue: ready, scheduled, running, paused, the oldest ready job's age."""

@@ -71,8 +71,8 @@ def new_job(
         name=job.name,
         queue=sig.queue or job.queue,
         payload=text,
-        policy=job.policy if job.retry_until is None else dispatch_policy(app, job),
-        delay=sig.delay,
+        policy=dispatch_policy(app, job, sig.policy),
+        delay=sig.delay if sig.at is None else max(0.0, sig.at - app.store.now()),
         batch_id=batch_id,
         guards=(
             NO_GUARDS
@@ -84,16 +84,19 @@ def new_job(
     )
 
 
-def dispatch_policy(app: Sender, job: Job) -> Policy:
+def dispatch_policy(app: Sender, job: Job, chosen: Policy | None = None) -> Policy:
+    """The policy stored with one dispatch: the job's (or `chosen`, the dispatch's own tries
+    and timeout), with its retry_until deadline fixed now."""
+    base = job.policy if chosen is None else chosen
     deadline = job.retry_until
     if deadline is None:
-        return job.policy
+        return base
     if isinstance(deadline, timedelta):
         # measured from the first dispatch, on the store's clock like every schedule
         until = app.store.now() + deadline.total_seconds()
     else:
         until = deadline.timestamp()
-    return replace(job.policy, retry_until=until)
+    return replace(base, retry_until=until)
 
 
 def start_batch(

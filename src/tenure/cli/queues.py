@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 from typing import Annotated
 
 import typer
@@ -97,6 +98,28 @@ def queue_resume(name: str, app: AppOption = None, url: UrlOption = None) -> Non
         say(f"queue {name!r} was not paused; nothing changed")
         return
     say(f"queue {name!r} resumed: {was.ready} ready job(s) go to the workers")
+
+
+@queue_cli.command("purge")
+def queue_purge(
+    name: str,
+    yes: Annotated[bool, typer.Option("--yes", "-y", help="Do not ask for confirmation.")] = False,
+    app: AppOption = None,
+    url: UrlOption = None,
+) -> None:
+    """Cancel every job waiting in queue NAME (queued or scheduled): they never run. Running
+    jobs go on; dispatching goes on. Asks first unless --yes."""
+    the_app = open_app(app, url)
+    waiting = the_app.waiting_in(name)
+    if waiting == 0:
+        say(f"queue {name!r} holds no waiting job; nothing cancelled")
+        return
+    if not yes:
+        if not sys.stdin.isatty():
+            fail(f"queue {name!r} holds {waiting} waiting job(s): pass --yes to cancel them")
+        typer.confirm(f"cancel the {waiting} waiting job(s) of queue {name!r}?", abort=True)
+    cancelled = the_app.purge(name)
+    say(f"queue {name!r} purged: {cancelled} job(s) cancelled; running jobs go on")
 
 
 def register(cli: typer.Typer) -> None:
