@@ -72,6 +72,20 @@ class JobTimeout(BaseException):
     """
 
 
+class Snooze(TenureError):
+    """The job put itself off: `raise tenure.Snooze(30)` (or `ctx.snooze(30)`) ends this
+    attempt `deferred` and runs the job again after that many seconds, with no try used
+    (Oban's {:snooze, s}, Dramatiq's Retry(delay=), Celery's self.retry(countdown=))."""
+
+    def __init__(self, seconds: float) -> None:
+        if isinstance(seconds, bool) or not isinstance(seconds, int | float):
+            raise TypeError(f"Snooze: expected seconds > 0, got {seconds!r}")
+        if not 0 < seconds < float("inf"):
+            raise ValueError(f"Snooze: expected seconds > 0, got {seconds!r}")
+        super().__init__(f"snoozed for {seconds:g} s")
+        self.seconds = float(seconds)
+
+
 class CancelRequested(BaseException):
     """The job was cancelled while it ran (app.cancel, `tenure jobs cancel`); clean up quickly,
     the worker kills it after its kill_after.

@@ -170,6 +170,7 @@ def _run_here(app: App, res: Reservation) -> None:
         error=ended.error,
         traceback=ended.traceback,
         permanent=ended.permanent,
+        snooze=ended.snooze,
     )
 
 

@@ -198,6 +198,7 @@ class Child:
                     ended.traceback,
                     ended.permanent,
                     ended.result,  # a success is recorded with its result, or not at all
+                    ended.snooze,
                 ],
                 "idle": True,
             }

@@ -23,6 +23,7 @@ from tenure.errors import (
     JobTimeout,
     JobTransactionEnded,
     PayloadError,
+    Snooze,
 )
 from tenure.job import Job
 from tenure.results import ResultError
@@ -41,6 +42,8 @@ class Ended:
     recorded: EndResult | None = None
     # a success's stored result (tenure.results.encode), written with the success
     result: str | None = None
+    # a `deferred` end the job asked for (tenure.Snooze): queued again this many seconds later
+    snooze: float = 0.0
 
     @property
     def to_record(self) -> bool:
@@ -223,6 +226,10 @@ def succeeded(result: str | None) -> Ended:
 
 
 def raised(exc: BaseException) -> Ended:
+    if isinstance(exc, Snooze):  # the job put itself off: no try used, no failure
+        return Ended(
+            "deferred", f"the job snoozed itself for {exc.seconds:g} s", snooze=exc.seconds
+        )
     return Ended("failed", f"{type(exc).__name__}: {exc}", "".join(traceback.format_exception(exc)))
 
 

@@ -112,6 +112,7 @@ class PostgresJobs:
         queues: Sequence[str] = (),
         worker: WorkerRef | None = None,
         lease: float = 0.0,
+        snooze: float = 0.0,
     ) -> tuple[EndResult, Reservation | None]:
         order = list(dict.fromkeys(queues))
         if outcome == "succeeded" and worker is not None and order:
@@ -124,7 +125,7 @@ class PostgresJobs:
                     self.dialect, cur, job_id, token, "succeeded"
                 )
             else:
-                ending = (job_id, token, outcome, error or outcome, traceback, permanent)
+                ending = (job_id, token, outcome, error or outcome, traceback, permanent, snooze)
                 ended = endings.end_attempt(self.dialect, cur, lambda: self.db.clock(cur), *ending)
             if worker is None or not order:
                 return ended, None

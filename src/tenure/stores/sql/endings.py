@@ -111,6 +111,7 @@ def end_attempt(
     error: str,
     traceback: str | None,
     permanent: bool,
+    snooze: float = 0.0,
 ) -> EndResult:
     """Store.end_attempt inside the caller's transaction: refused when fenced, else the
     attempt closed and the retry decision applied. `now()` reads the store's clock, once the
@@ -121,7 +122,7 @@ def end_attempt(
         return refuse(d, cur, job_id, token, outcome, now())
     at = now()
     close_attempt(d, cur, job_id, token, at, outcome, error, traceback)
-    return apply_decision(d, cur, job, outcome, error, at, permanent)
+    return apply_decision(d, cur, job, outcome, error, at, permanent, snooze)
 
 
 def rescue(d: Dialect, cur: Cursor, job: Row, error: str, now: float) -> Rescued:
@@ -134,7 +135,14 @@ def rescue(d: Dialect, cur: Cursor, job: Row, error: str, now: float) -> Rescued
 
 
 def apply_decision(
-    d: Dialect, cur: Cursor, job: Row, outcome: str, error: str, now: float, permanent: bool
+    d: Dialect,
+    cur: Cursor,
+    job: Row,
+    outcome: str,
+    error: str,
+    now: float,
+    permanent: bool,
+    snooze: float = 0.0,
 ) -> EndResult:
     """Retry or fail the (locked) job by its own Policy: the one rule every store shares.
     `job` holds DECISION_COLUMNS."""
@@ -146,6 +154,7 @@ def apply_decision(
         now,
         permanent=permanent,
         cancel_requested=job["cancel_requested_at"] is not None,
+        snooze=snooze,
     )
     c = decision.counters
     batch_id = job["batch_id"]

@@ -235,13 +235,14 @@ class SQLiteJobs(SQLiteConnections):
         queues: Sequence[str] = (),
         worker: WorkerRef | None = None,
         lease: float = 0.0,
+        snooze: float = 0.0,
     ) -> tuple[EndResult, Reservation | None]:
         # One write transaction for the end and the next claim: the hot path of a busy worker.
         with self._write() as (conn, now):
             if outcome == "succeeded":
                 ended = self._complete_on(conn, job_id, token, now, result)
             else:
-                ending = (job_id, token, outcome, error or outcome, traceback, permanent)
+                ending = (job_id, token, outcome, error or outcome, traceback, permanent, snooze)
                 ended = endings.end_attempt(self.dialect, conn, lambda: now, *ending)
             if worker is None or not queues:
                 return ended, None
