@@ -5,6 +5,7 @@ from __future__ import annotations
 import inspect
 import os
 import sys
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
@@ -22,7 +23,7 @@ from tenure.schedule import Schedule
 from tenure.sending import Member
 from tenure.settings import URL_ENV, JobOptions
 from tenure.states import JOB_STATES
-from tenure.stores import Store, open_store, store_class
+from tenure.stores import Store, open_store, store_class, url_options
 from tenure.stores.base import get_batch, get_job, total_counts
 from tenure.stores.records import BatchRecord, JobRecord, PeriodicClaim, QueueCounts, WorkerRecord
 from tenure.urls import redact
@@ -30,6 +31,21 @@ from tenure.urls import redact
 F = TypeVar("F", bound=Callable[..., Any])
 
 DEFAULT_URL = "sqlite:///tenure.db"
+
+
+def store_url(given: str | None) -> tuple[str, str]:
+    """The store an App uses and why: $TENURE_URL > the App's URL > ./tenure.db (a command's
+    `--url` wins over all three: App.use_url)."""
+    env = os.environ.get(URL_ENV)
+    if env:
+        if given and given != env:
+            return env, f"${URL_ENV}, which wins over the App's URL"
+        return env, f"${URL_ENV}"
+    if given:
+        return given, "the App's URL"
+    return DEFAULT_URL, f"the default ./tenure.db: no --url, ${URL_ENV} or App URL"
+
+
 # A worker renews its record every lease/3; one not seen for this long is taken for gone.
 WORKER_SILENT_AFTER_S = 60.0
 
@@ -47,7 +63,10 @@ class BatchHandle:
 
 
 class App:
-    """`tenure.App("sqlite:///tenure.db")`; no URL: $TENURE_URL, else sqlite:///tenure.db."""
+    """`tenure.App("sqlite:///tenure.db")`. The store: $TENURE_URL when set (it wins over the
+    URL given here, so that one variable points every process at one store), else the URL
+    given here, else sqlite:///tenure.db; `url_source` says which won. A command's or
+    worker's `--url` wins over both (`use_url`)."""
 
     def __init__(
         self,
@@ -57,7 +76,7 @@ class App:
         keep_succeeded: timedelta | float | None = retention.DEFAULT_KEEP_SUCCEEDED,
         keep_failed: timedelta | float | None = retention.DEFAULT_KEEP_FAILED,
     ) -> None:
-        self.url = url or os.environ.get(URL_ENV) or DEFAULT_URL
+        self.url, self.url_source = store_url(url)
         self.keep = retention.keep_of(keep_succeeded, keep_failed)  # None: kept forever
         self.max_payload_bytes = max_payload_bytes
         self.jobs: dict[str, Job] = {}
@@ -79,6 +98,12 @@ class App:
             self._store = open_store(self.url)
             self._store_pid = os.getpid()
         return self._store
+
+    def use_url(self, url: str, source: str) -> None:
+        """Point this App at another store (`--url`, a test's own file); `source` is what
+        `url_source` then says."""
+        self.close()
+        self.url, self.url_source = url, source
 
     def close(self) -> None:
         if self._store is not None:
@@ -182,6 +207,12 @@ class App:
         check_catch_up(catch_up)
 
         def register(fn: F) -> Job:
+            if isinstance(fn, Job):  # @app.periodic over @app.job: registered twice
+                raise ConfigError(
+                    f"@app.periodic on {fn.name}: @app.periodic registers the job itself; "
+                    "remove the @app.job beneath it and give its settings to @app.periodic("
+                    "..., timeout=..., tries=...)"
+                )
             try:
                 inspect.signature(fn).bind()
             except TypeError:
@@ -266,11 +297,12 @@ class App:
         """The latest due time claimed of each periodic job the store knows."""
         return {r.name: r.last_due for r in self.store.list_periodic()}
 
-    def periodic_status(self) -> list[PeriodicStatus]:
+    def periodic_status(self, *, read_store: bool = True) -> list[PeriodicStatus]:
         """Each periodic job with its next due time and its latest run (for `tenure periodic
-        list` and the dashboard)."""
-        stored = {r.name: r for r in self.store.list_periodic()}
-        now = self.now()
+        list` and the dashboard). Without `read_store` (no store yet: no worker has run),
+        the schedules from the code alone, on this host's clock."""
+        stored = {r.name: r for r in self.store.list_periodic()} if read_store else {}
+        now = self.now() if read_store else time.time()
         out = []
         for name in sorted(self.periodic_jobs):
             record = stored.get(name)
@@ -424,6 +456,7 @@ class App:
         """Why this App's store does not exist yet (a SQLite file not there), else None: a
         command that only reads must say so rather than create an empty store and report that
         it is empty."""
+        url_options.check(self.url)  # a mistyped ?option first: not "no store at x.db?..."
         if self.url.split(":", 1)[0].lower() != "sqlite":
             return None
         from tenure.stores.sqlite import sqlite_path
@@ -463,6 +496,13 @@ class App:
 
     def resume_queue(self, name: str) -> None:
         control.pause(self.store, name, paused=False)
+
+    def purge(self, queue: str) -> int:
+        """Cancel every job waiting in `queue` (queued or scheduled); returns how many."""
+        return control.purge(self.store, queue)
+
+    def waiting_in(self, queue: str) -> int:
+        return control.waiting_in(self.store, queue)
 
     def queue_waits(self, *, keys: bool = False) -> list[QueueWait]:
         """Per queue: ready, scheduled, running, paused, the oldest ready job's age, jobs

@@ -6,9 +6,9 @@ import contextvars
 import functools
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any, NoReturn, Protocol, TypeVar
 
-from tenure.errors import TenureError
+from tenure.errors import Snooze, TenureError
 from tenure.stores.base import get_batch
 
 if TYPE_CHECKING:
@@ -150,6 +150,11 @@ class JobContext:
         cancel`): stop soon. A sync job also gets tenure.CancelRequested raised where it is, and
         is killed `kill_after` seconds later if it keeps going."""
         return self._cancelled()
+
+    def snooze(self, seconds: float) -> NoReturn:
+        """Put this job off: the attempt ends `deferred` and the job runs again `seconds`
+        later, with no try used (raises tenure.Snooze; `raise tenure.Snooze(s)` is the same)."""
+        raise Snooze(seconds)
 
     def once(self, key: str) -> Once:
         """An effect recorded before it runs, so a re-run of this job skips it (see Once)."""

@@ -142,3 +142,36 @@ def retry_refusal(store: Store, job_id: str, where: str) -> str:
             "again on its own, or start a new batch for the work that is left"
         )
     return f"job {job_id} changed while being retried; see `tenure jobs show {job_id}`"
+
+
+PURGE_PAGE = 500
+
+
+def waiting_in(store: Store, queue: str) -> int:
+    """Jobs of `queue` that wait to run (queued or scheduled): what a purge would cancel."""
+    counts = store.queue_counts().get(queue_name(queue))
+    return 0 if counts is None else counts["queued"] + counts["scheduled"]
+
+
+def purge(store: Store, queue: str) -> int:
+    """Cancel every job waiting in `queue` (queued or scheduled); running jobs go on, and
+    so do later dispatches. Returns how many were cancelled. Each cancel is the store's own
+    (a batch counts its member cancelled, a chain link stops its chain)."""
+    rounds = waiting_in(store, queue) // PURGE_PAGE + 2  # what waited at the start, no more
+    cancelled, seen = 0, set()
+    for _ in range(rounds):
+        page = [
+            job
+            for state in ("queued", "scheduled")
+            for job in store.list_jobs(state=state, queue=queue, limit=PURGE_PAGE)
+            if job.id not in seen
+        ]
+        if not page:
+            break
+        for job in page:
+            seen.add(job.id)
+            result = store.cancel(job.id)
+            # a job that started meanwhile ("running") is left to run: it was not waiting
+            if result.accepted and result.state == "cancelled":
+                cancelled += 1
+    return cancelled

@@ -43,10 +43,13 @@ def describe_attempt(attempt: AttemptRecord) -> str:
     return line
 
 
-def describe_job(job: JobRecord) -> list[str]:
-    """The attempt timeline: 'why did this run twice?' answered line by line."""
+def describe_job(job: JobRecord, now: float | None = None) -> list[str]:
+    """The attempt timeline: 'why did this run twice?' answered line by line. With `now`
+    (the store's clock), a running job whose lease has expired says so."""
     lines = [f"job {job.id} {job.name} (queue {job.queue}): {job.state}"]
-    lines.append(f"  arguments: {arguments_text(job.payload)}")
+    lines.append(f"  arguments: {arguments_text(job.payload, job.chain_text)}")
+    if job.batch_id is not None:
+        lines.append(f"  batch: {job.batch_id} (tenure batch show {job.batch_id})")
     tries = "unlimited" if job.policy.tries is None else str(job.policy.tries)
     lines.append(
         f"  dispatched {clock_text(job.created_at)}; tries used {job.tries_used} of {tries}; "
@@ -60,6 +63,9 @@ def describe_job(job: JobRecord) -> list[str]:
         lines.append(f"  next run at {clock_text(job.run_at)}")
     for attempt in job.attempts:
         lines.append("  " + describe_attempt(attempt))
+    stale = lease_expired(job, now)
+    if stale is not None:
+        lines.append("  " + stale)
     if not job.attempts:
         lines.append("  no attempt yet")
     if job.state == "failed" and job.last_error:
@@ -78,7 +84,25 @@ def describe_job(job: JobRecord) -> list[str]:
     return lines
 
 
-def arguments_text(text: str) -> str:
+def lease_expired(job: JobRecord, now: float | None) -> str | None:
+    """A running job whose lease ran out: its worker stopped renewing it (killed, frozen,
+    cut off). Until a live worker's rescue ends the attempt, "running" alone would mislead."""
+    if now is None or job.state != "running" or job.lease_expires_at is None:
+        return None
+    if now <= job.lease_expires_at:
+        return None
+    ago = now - job.lease_expires_at
+    return (
+        f"its lease expired {ago:.0f} s ago, at {clock_text(job.lease_expires_at)}: its worker "
+        "stopped renewing it (killed or cut off?); a live worker rescues it as crashed and "
+        "retries it"
+    )
+
+
+def arguments_text(text: str, chain_text: str | None = None) -> str:
+    """The arguments as the job is called with them. A chain link with pass_result=True
+    takes the previous link's result first: shown as stored once the store copied it (JSON
+    text), else named by the link it comes from, never "(none)"."""
     if payload.is_encrypted(text):
         return "(encrypted)"
     try:
@@ -86,6 +110,13 @@ def arguments_text(text: str) -> str:
     except PayloadError as exc:
         return f"(unreadable: {exc})"
     parts = [repr(a) for a in args.args] + [f"{k}={v!r}" for k, v in args.kwargs.items()]
+    if args.passed_from is not None:
+        copied, result = chains.passed_input(chain_text)
+        if not copied:
+            passed = f"<the result of link {args.passed_from}, once it succeeds>"
+        else:
+            passed = "None" if result is None else result_text(result)
+        parts.insert(0, passed)
     shown = ", ".join(parts) or "(none)"
     return shown if len(shown) < 200 else shown[:197] + "..."
 

@@ -11,6 +11,11 @@ class PayloadError(TenureError, ValueError):
     """The job's arguments cannot be stored as a JSON payload."""
 
 
+class DecryptionUnavailable(PayloadError):
+    """This process cannot open an encrypted payload: it lacks the key or the cryptography
+    package. The payload may be sound: a process that has them opens it."""
+
+
 class ConfigError(TenureError, ValueError):
     """A job or worker setting is invalid."""
 
@@ -65,6 +70,20 @@ class JobTimeout(BaseException):
     A BaseException (like KeyboardInterrupt) so that a job's broad `except Exception`
     does not swallow it by accident.
     """
+
+
+class Snooze(TenureError):
+    """The job put itself off: `raise tenure.Snooze(30)` (or `ctx.snooze(30)`) ends this
+    attempt `deferred` and runs the job again after that many seconds, with no try used
+    (Oban's {:snooze, s}, Dramatiq's Retry(delay=), Celery's self.retry(countdown=))."""
+
+    def __init__(self, seconds: float) -> None:
+        if isinstance(seconds, bool) or not isinstance(seconds, int | float):
+            raise TypeError(f"Snooze: expected seconds > 0, got {seconds!r}")
+        if not 0 < seconds < float("inf"):
+            raise ValueError(f"Snooze: expected seconds > 0, got {seconds!r}")
+        super().__init__(f"snoozed for {seconds:g} s")
+        self.seconds = float(seconds)
 
 
 class CancelRequested(BaseException):

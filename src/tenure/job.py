@@ -9,9 +9,10 @@ from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any, Protocol
 
 from tenure import control, waiting
+from tenure.errors import ConfigError
 from tenure.guards import NO_SPEC, GuardSpec
 from tenure.retention import APP_DEFAULT, Keep, KeepOverride, KeepSetting, override_of
-from tenure.retry import Policy
+from tenure.retry import Policy, validate_policy
 from tenure.settings import check_priority
 
 if TYPE_CHECKING:
@@ -31,6 +32,8 @@ class Sig:
     delay: float = 0.0
     keep: KeepOverride = NO_OVERRIDE  # this dispatch's retention, over the job's
     priority: int | None = None  # None: the job's own (`@app.job(priority=...)`)
+    at: float | None = None  # run at this epoch time (options(at=datetime)), not after delay
+    policy: Policy | None = None  # this dispatch's tries/timeout over the job's; None: its own
 
 
 class JobsApp(Protocol):
@@ -109,6 +112,31 @@ class ChainHandle:
         return control.cancel_chain(self.app.store, [h.id for h in self.links])
 
 
+class KeepDefault:
+    """`tries=` not given to options(): the job's own (None is a value: unlimited)."""
+
+
+KEEP = KeepDefault()
+
+
+def run_at(at: datetime | None, delay: float) -> float | None:
+    """`options(at=...)` as epoch seconds: an aware datetime only, since a naive one would be
+    read in whatever zone each host runs in."""
+    if at is None:
+        return None
+    if not isinstance(at, datetime):
+        raise ConfigError(f"at: expected a datetime, got {type(at).__name__} {at!r}")
+    if at.tzinfo is None or at.utcoffset() is None:
+        raise ConfigError(
+            f"at: expected a timezone-aware datetime, got the naive {at.isoformat()}; "
+            "e.g. datetime(2026, 12, 24, 9, 0, tzinfo=ZoneInfo('Europe/Rome')) or "
+            "datetime.now(timezone.utc) + timedelta(hours=1)"
+        )
+    if delay:
+        raise ConfigError("at= and delay= both given: expected one of them")
+    return at.timestamp()
+
+
 @dataclass(frozen=True)
 class DispatchOptions:
     delay: float = 0.0
@@ -116,6 +144,8 @@ class DispatchOptions:
     conn: Any = None  # the application's own DB connection: enqueue inside its transaction
     keep: KeepOverride = NO_OVERRIDE
     priority: int | None = None
+    at: float | None = None
+    policy: Policy | None = None
 
 
 class Job:
@@ -189,19 +219,46 @@ class Job:
         keep_succeeded: KeepSetting = APP_DEFAULT,
         keep_failed: KeepSetting = APP_DEFAULT,
         priority: int | None = None,
+        at: datetime | None = None,
+        tries: int | KeepDefault | None = KEEP,
+        timeout: float | None = None,
     ) -> BoundJob:
         """Options for one dispatch. `conn`: your own database connection (psycopg, or sqlite3
         on the same file), so the job is enqueued in your transaction: rolled back with it,
         visible to workers only after your commit. `keep_*`: this run's retention.
-        `priority`: this dispatch's, instead of the job's (lower runs first in the queue)."""
+        `priority`: this dispatch's, instead of the job's (lower runs first in the queue).
+        `at`: run at this time (a timezone-aware datetime; a past one runs now), instead of
+        `delay` seconds from now. `tries`, `timeout`: this dispatch's, over the job's."""
         seconds = delay.total_seconds() if isinstance(delay, timedelta) else float(delay)
         keep = override_of(keep_succeeded, keep_failed)
         if priority is not None:
             check_priority(priority)
         chosen = DispatchOptions(
-            delay=seconds, queue=queue, conn=conn, keep=keep, priority=priority
+            delay=seconds,
+            queue=queue,
+            conn=conn,
+            keep=keep,
+            priority=priority,
+            at=run_at(at, seconds),
+            policy=self.policy_with(tries, timeout),
         )
         return BoundJob(self, chosen)
+
+    def policy_with(self, tries: int | KeepDefault | None, timeout: float | None) -> Policy | None:
+        """The job's policy with one dispatch's tries and timeout, validated as @app.job's
+        are; None when the dispatch changes neither."""
+        if tries is KEEP and timeout is None:
+            return None
+        changed = self.policy
+        if not isinstance(tries, KeepDefault):
+            changed = replace(changed, tries=tries)
+        if timeout is not None:
+            if isinstance(timeout, bool) or not isinstance(timeout, int | float):
+                raise ConfigError(f"timeout: expected seconds > 0, got {timeout!r}")
+            changed = replace(changed, timeout=float(timeout))
+        # this job's retry_until is fixed at dispatch: a placeholder lets tries=None through
+        validate_policy(replace(changed, retry_until=0.0) if self.retry_until else changed)
+        return changed
 
     def dispatch(self, *args: Any, **kwargs: Any) -> JobHandle:
         return self.app.dispatch_sigs([Sig(self.name, args, kwargs)])[0]
@@ -224,6 +281,8 @@ class BoundJob:
             delay=self.opts.delay,
             keep=self.opts.keep,
             priority=self.opts.priority,
+            at=self.opts.at,
+            policy=self.opts.policy,
         )
 
     def dispatch(self, *args: Any, **kwargs: Any) -> JobHandle:

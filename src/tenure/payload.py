@@ -16,7 +16,7 @@ import os
 from dataclasses import dataclass
 from typing import Any
 
-from tenure.errors import ConfigError, PayloadError
+from tenure.errors import ConfigError, DecryptionUnavailable, PayloadError
 from tenure.settings import ENCRYPTION_KEY_ENV
 
 DEFAULT_MAX_PAYLOAD_BYTES = 256 * 1024
@@ -133,6 +133,22 @@ def _check_json(job_name: str, args: tuple[Any, ...], kwargs: dict[str, Any]) ->
             ) from None
 
 
+def decryption_problem() -> str | None:
+    """What keeps this process from sealing and opening encrypted payloads (the package,
+    the key, or both), or None: a worker whose app has encrypted jobs checks it at start,
+    rather than fail every such job with a reason that blames the payload."""
+    missing = []
+    try:
+        import cryptography.hazmat.primitives.ciphers.aead  # noqa: F401
+    except ImportError:
+        missing.append("the 'cryptography' package (pip install 'tenure[crypto]')")
+    try:
+        _key()
+    except ConfigError as exc:
+        missing.append(str(exc))
+    return "; and ".join(missing) or None
+
+
 def _key() -> bytes:
     raw = os.environ.get(ENCRYPTION_KEY_ENV)
     if not raw:
@@ -141,7 +157,12 @@ def _key() -> bytes:
             "base64, e.g. from python -c 'import os, base64; "
             "print(base64.urlsafe_b64encode(os.urandom(32)).decode())'"
         )
-    key = base64.urlsafe_b64decode(raw)
+    try:
+        key = base64.urlsafe_b64decode(raw)
+    except ValueError:
+        raise ConfigError(
+            f"${ENCRYPTION_KEY_ENV} is not url-safe base64: expected 32 random bytes encoded so"
+        ) from None
     if len(key) != 32:
         raise ConfigError(f"${ENCRYPTION_KEY_ENV}: expected 32 bytes, got {len(key)}")
     return key
@@ -160,12 +181,23 @@ def _encrypt(text: str) -> str:
 
 
 def _decrypt(data: dict[str, Any]) -> str:
-    from cryptography.exceptions import InvalidTag
-    from cryptography.hazmat.primitives.ciphers.aead import AESGCM
-
+    """The plain text; DecryptionUnavailable when this process lacks the key or the package
+    (the payload may be sound: another process opens it), PayloadError when it is damaged."""
+    try:
+        from cryptography.exceptions import InvalidTag
+        from cryptography.hazmat.primitives.ciphers.aead import AESGCM
+    except ImportError:
+        raise DecryptionUnavailable(
+            "an encrypted payload needs the 'cryptography' package to be read: "
+            "pip install 'tenure[crypto]'"
+        ) from None
+    try:
+        key = _key()
+    except ConfigError as exc:
+        raise DecryptionUnavailable(str(exc)) from None
     try:
         sealed = base64.b64decode(data["data"])
-        plain = AESGCM(_key()).decrypt(sealed[:12], sealed[12:], b"tenure-payload")
+        plain = AESGCM(key).decrypt(sealed[:12], sealed[12:], b"tenure-payload")
     except (KeyError, ValueError, TypeError, InvalidTag) as exc:
         raise PayloadError(
             f"encrypted payload cannot be decrypted ({type(exc).__name__})"

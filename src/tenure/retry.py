@@ -172,6 +172,7 @@ def decide(
     permanent: bool = False,
     cancel_requested: bool = False,
     rng: random.Random | None = None,
+    snooze: float = 0.0,
 ) -> Decision:
     """Retry or fail after an attempt that ended with `outcome` (anything but succeeded).
 
@@ -185,6 +186,9 @@ def decide(
         # A stop nobody asked for (a signal meant for the attempt before it): the job's fault
         # it is not, so it goes back at once, like a hand-back.
         return Decision(True, 0.0, counters, "stopped by a cancel meant for another attempt")
+    if outcome == "deferred" and snooze > 0:
+        # The job put itself off (tenure.Snooze): back after that long, no try used.
+        return Decision(True, snooze, counters, f"snoozed for {snooze:g} s; no try used")
     if outcome in FREE_OUTCOMES:
         # Not the job's fault (a deploy, a lost lease): hand it back at once, no try used.
         return Decision(retry=True, delay=0.0, counters=counters, reason=f"{outcome}; requeued")

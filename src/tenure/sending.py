@@ -76,9 +76,8 @@ def new_job(
         name=job.name,
         queue=sig.queue or job.queue,
         payload=text,
-        policy=job.policy if job.retry_until is None else dispatch_policy(app, job),
-        # debounce: the one run comes `debounce` seconds after the last dispatch of its key
-        delay=sig.delay if guards.debounce is None else max(sig.delay, guards.debounce),
+        policy=dispatch_policy(app, job, sig.policy),
+        delay=dispatch_delay(app, sig.delay, sig.at, guards.debounce),
         batch_id=batch_id,
         guards=guards,
         keep=keep,
@@ -86,16 +85,26 @@ def new_job(
     )
 
 
-def dispatch_policy(app: Sender, job: Job) -> Policy:
+def dispatch_delay(app: Sender, delay: float, at: float | None, debounce: float | None) -> float:
+    """Seconds until the job may run: `options(at=)` (on the store's clock) or the delay, and
+    with debounce never sooner than `debounce` seconds after this, the key's last dispatch."""
+    wait = delay if at is None else max(0.0, at - app.store.now())
+    return wait if debounce is None else max(wait, debounce)
+
+
+def dispatch_policy(app: Sender, job: Job, chosen: Policy | None = None) -> Policy:
+    """The policy stored with one dispatch: the job's (or `chosen`, the dispatch's own tries
+    and timeout), with its retry_until deadline fixed now."""
+    base = job.policy if chosen is None else chosen
     deadline = job.retry_until
     if deadline is None:
-        return job.policy
+        return base
     if isinstance(deadline, timedelta):
         # measured from the first dispatch, on the store's clock like every schedule
         until = app.store.now() + deadline.total_seconds()
     else:
         until = deadline.timestamp()
-    return replace(job.policy, retry_until=until)
+    return replace(base, retry_until=until)
 
 
 def start_batch(

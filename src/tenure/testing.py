@@ -42,14 +42,15 @@ DRAIN_LEASE_S = 3600.0
 @contextmanager
 def isolate(app: App, directory: str | Path) -> Iterator[App]:
     """Point an existing app at a fresh SQLite store in `directory` for the duration."""
-    saved_url, saved_store = app.url, app._store
+    saved = app.url, app.url_source, app._store
     app.url = f"sqlite:///{Path(directory).resolve() / 'tenure-test.db'}"
+    app.url_source = "tenure.testing.isolate"
     app._store = None
     try:
         yield app
     finally:
         app.close()
-        app.url, app._store = saved_url, saved_store
+        app.url, app.url_source, app._store = saved
 
 
 def drain(app: App, *, queues: list[str] | None = None, max_jobs: int = 10_000) -> list[JobRecord]:
@@ -169,6 +170,7 @@ def _run_here(app: App, res: Reservation) -> None:
         error=ended.error,
         traceback=ended.traceback,
         permanent=ended.permanent,
+        snooze=ended.snooze,
     )
 
 

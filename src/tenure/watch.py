@@ -9,17 +9,10 @@ from __future__ import annotations
 import time
 
 from rich.console import Console
-from rich.progress import (
-    BarColumn,
-    MofNCompleteColumn,
-    Progress,
-    TaskProgressColumn,
-    TextColumn,
-    TimeElapsedColumn,
-    TimeRemainingColumn,
-)
+from rich.progress import Progress
 
 from tenure.app import App
+from tenure.cli.tables import bar_columns
 from tenure.stores.records import BatchRecord
 
 POLL_S = 0.5
@@ -27,19 +20,11 @@ POLL_S = 0.5
 
 def watch_batch(app: App, batch_id: str, console: Console, *, poll: float = POLL_S) -> BatchRecord:
     info = app.get_batch(batch_id)
-    progress = Progress(
-        TextColumn("[bold]{task.description}"),
-        BarColumn(),
-        TaskProgressColumn(),
-        MofNCompleteColumn(),
-        TextColumn("{task.fields[rate]}"),
-        TimeElapsedColumn(),
-        TimeRemainingColumn(),
-        TextColumn("{task.fields[state]}"),
-        console=console,
-    )
+    # the name printed as stored (markup-free), cut to leave the counts room at 80 columns
+    name, columns = bar_columns(console.width, info.name, info.total)
+    progress = Progress(*columns, console=console)
     with progress:
-        task = progress.add_task(info.name, total=info.total, rate="", state=info.state)
+        task = progress.add_task(name, total=info.total, rate="", state=info.state)
         while True:
             info = app.get_batch(batch_id)
             elapsed = max(app.now() - info.created_at, 1e-6)

@@ -140,7 +140,7 @@ def test_read_only_commands_never_create_a_store(project: Path) -> None:
         assert result.returncode == 2, (args, result.stdout, result.stderr)
         assert "no SQLite store at" in result.stderr
         assert "$TENURE_URL" in result.stderr
-        assert "store: sqlite:///tenure.db (the default" in result.stderr
+        assert "store: sqlite:///tenure.db (from the default" in result.stderr
     assert not (project / "tenure.db").exists()
 
 
@@ -149,7 +149,7 @@ def test_every_command_names_its_store_with_the_password_masked(project: Path) -
     by_env = run_cli("jobs", "list", cwd=project, env={"TENURE_URL": url})
     assert f"store: {url} (from $TENURE_URL)" in by_env.stderr
     by_app = run_cli("failed", "list", "--app", "shopjobs:app", cwd=project)
-    assert "store: sqlite:///tenure.db (from --app shopjobs:app)" in by_app.stderr
+    assert "store: sqlite:///tenure.db (from the default ./tenure.db" in by_app.stderr
     secret = run_cli("jobs", "list", "--url", "redis://user:hunter2@127.0.0.1:1/0", cwd=project)
     assert "redis://user:***@127.0.0.1:1/0" in secret.stderr
     assert "hunter2" not in secret.stdout + secret.stderr

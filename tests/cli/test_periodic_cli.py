@@ -62,7 +62,7 @@ def test_periodic_list_shows_next_due_last_run_and_its_outcome(tmp_path: Path) -
 
     shown = run_cli("periodic", "list", "--app", "periodicjobs:app", cwd=tmp_path)
     assert shown.returncode == 0, shown.stderr
-    rows = {line.split()[1]: line for line in shown.stdout.splitlines() if "_" in line}
+    rows = {line.split()[0]: line for line in shown.stdout.splitlines() if "_" in line}
     hourly = rows["hourly_report"]
     assert "0 * * * * (Europe/Rome)" in hourly
     assert zone_text(schedule.next_due(time.time()), "Europe/Rome") in hourly

@@ -15,6 +15,7 @@ from conformance.helpers import (
     job,
     new_job,
     reserve_one,
+    wait_until,
 )
 from tenure.retry import Policy
 from tenure.stores import Store
@@ -234,3 +235,36 @@ def test_the_attempts_tell_the_whole_story(store: Store) -> None:
         assert earlier.started_at <= earlier.ended_at <= later.started_at
     got = job(store, job_id)
     assert (got.tries_used, got.exceptions) == (2, 1)
+
+
+def test_a_snooze_queues_the_job_again_later_without_using_a_try(store: Store) -> None:
+    (later,) = enqueue(store, new_job(policy=Policy(tries=1, backoff=600)))
+    r = reserve_one(store)
+    before = store.now()
+    result, _ = store.end_attempt(
+        job_id=later, token=r.token, outcome="deferred", error="not yet", snooze=120
+    )
+    assert (result.accepted, result.state) == (True, "scheduled")
+    assert result.retry_in == pytest.approx(120)
+    got = job(store, later)
+    assert got.state == "scheduled" and got.run_at >= before + 119
+    assert (got.tries_used, got.exceptions) == (0, 0)
+    assert [(a.outcome, a.error) for a in got.attempts] == [("deferred", "not yet")]
+    assert store.reserve(queues=["default"], worker=W1, lease=30, limit=1) == []
+
+
+def test_snoozes_use_no_try_however_many(store: Store) -> None:
+    (job_id,) = enqueue(store, new_job(policy=Policy(tries=1, backoff=600)))
+    for n in (1, 2, 3):  # more snoozes than tries
+        r = wait_until(
+            lambda: next(iter(store.reserve(queues=["default"], worker=W1, lease=30)), None),
+            what="the snoozed job to be due",
+        )
+        assert r.attempt == n
+        if n < 3:
+            store.end_attempt(job_id=job_id, token=r.token, outcome="deferred", snooze=0.2)
+    result, _ = store.end_attempt(job_id=job_id, token=r.token)
+    assert result.state == "succeeded"
+    got = job(store, job_id)
+    assert got.tries_used == 1
+    assert [a.outcome for a in got.attempts] == ["deferred", "deferred", "succeeded"]

@@ -12,7 +12,7 @@ from typing import Annotated
 
 import typer
 
-from tenure.cli import operate, prune, queues
+from tenure.cli import operate, prune, queues, workers
 from tenure.cli.batches import batch_cli
 from tenure.cli.common import say, wrap_commands
 from tenure.cli.jobs import failed_cli, jobs_cli
@@ -34,6 +34,7 @@ cli.add_typer(periodic_cli, name="periodic")
 operate.register(cli)
 prune.register(cli)
 queues.register(cli)
+workers.register(cli)
 register_dashboard(cli)
 register_doctor(cli)
 

@@ -6,8 +6,9 @@ from typing import Annotated
 
 import typer
 
-from tenure.cli.common import AppOption, UrlOption, fail, open_app, out, say
-from tenure.cli.jobs import cells, id_table
+from tenure.cli.common import AppOption, UrlOption, err, fail, open_app, out, say
+from tenure.cli.jobs import ID
+from tenure.cli.tables import Column, print_table
 from tenure.errors import JobNotFound
 
 batch_cli = typer.Typer(help="Batches: watch, show, list, cancel.", no_args_is_help=True)
@@ -48,14 +49,13 @@ def batch_list(
     limit: Annotated[int, typer.Option()] = 20, app: AppOption = None, url: UrlOption = None
 ) -> None:
     """Recent batches, newest first."""
-    table = id_table("name", "state", "progress", "done", "failed", "total")
-    for b in open_app(app, url).list_batches(limit=limit):
-        table.add_row(
-            *cells(
-                b.id, b.name, b.state, f"{b.progress:.1%}", str(b.done), str(b.failed), str(b.total)
-            )
-        )
-    out.print(table)
+    columns = [ID, Column("name", "cut", floor=10), Column("state"), Column("progress")]
+    columns += [Column(h, justify="right") for h in ("done", "failed", "total")]
+    rows = [
+        [b.id, b.name, b.state, f"{b.progress:.1%}", str(b.done), str(b.failed), str(b.total)]
+        for b in open_app(app, url).list_batches(limit=limit)
+    ]
+    print_table(out, err, columns, rows)
 
 
 @batch_cli.command("cancel")

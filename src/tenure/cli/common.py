@@ -29,7 +29,10 @@ AppOption = Annotated[
 ]
 UrlOption = Annotated[
     str | None,
-    typer.Option("--url", help=f"Store URL; default ${URL_ENV}, else {DEFAULT_URL}."),
+    typer.Option(
+        "--url",
+        help=f"Store URL; wins over ${URL_ENV}, which wins over the App's URL, else {DEFAULT_URL}.",
+    ),
 ]
 
 # Apps a command opened from a URL, closed when the command ends (see clean_errors): their
@@ -51,7 +54,9 @@ def fail(message: str, code: int = 2) -> None:
     raise typer.Exit(code)
 
 
-def open_app(app_spec: str | None, url: str | None, *, create: bool = False) -> App:
+def open_app(
+    app_spec: str | None, url: str | None, *, create: bool = False, missing_ok: bool = False
+) -> App:
     """The App a command works on, named on stderr with where its store came from.
 
     A command that does not `create` refuses a store that is not there: reading a SQLite
@@ -61,24 +66,28 @@ def open_app(app_spec: str | None, url: str | None, *, create: bool = False) -> 
         from tenure.worker.loading import load_app
 
         app = load_app(app_spec)  # the application's own App: it owns its lifetime
-        source = f"from --app {app_spec}"
     else:
-        app = App(url)
+        app = App()
         _opened.append(app)
-        if url:
-            source = "from --url"
-        elif os.environ.get(URL_ENV):
-            source = f"from ${URL_ENV}"
-        else:
-            source = f"the default: no --app, --url or ${URL_ENV}"
-    err.print(Text(f"store: {app.describe_store()} ({source})", style="dim"), soft_wrap=True)
-    missing = None if create else app.store_missing()
+    if url:
+        app.use_url(url, "--url")
+    say_store(app, app_spec)
+    missing = None if create or missing_ok else app.store_missing()
     if missing is not None:
         fail(
             f"{missing}; nothing was created. Point the command at your store with --app "
             f"MODULE:ATTR, --url URL, or ${URL_ENV} (set it once for every command)"
         )
     return app
+
+
+def say_store(app: App, app_spec: str | None = None) -> None:
+    """Name the store on stderr and which setting chose it (--url > $TENURE_URL > the App's
+    URL > ./tenure.db), so that two commands that disagree show why."""
+    source = app.url_source
+    if app_spec and source == "the App's URL":
+        source = f"the URL of --app {app_spec}"
+    err.print(Text(f"store: {app.describe_store()} (from {source})", style="dim"), soft_wrap=True)
 
 
 def clean_errors(fn: Callable[..., Any]) -> Callable[..., Any]:

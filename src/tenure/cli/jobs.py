@@ -5,11 +5,9 @@ from __future__ import annotations
 from typing import Annotated
 
 import typer
-from rich import box
-from rich.table import Table
-from rich.text import Text
 
-from tenure.cli.common import AppOption, UrlOption, fail, open_app, out, say
+from tenure.cli.common import AppOption, UrlOption, err, fail, open_app, out, say
+from tenure.cli.tables import Column, print_table, short
 from tenure.describe import chain_lines, chain_stops, describe_job, waiting_link
 from tenure.errors import CancelRefused, JobNotFound
 from tenure.states import JOB_STATES
@@ -19,23 +17,9 @@ jobs_cli = typer.Typer(help="Look at jobs.", no_args_is_help=True)
 failed_cli = typer.Typer(help="Failed jobs: list, retry, forget.", no_args_is_help=True)
 
 
-def id_table(*columns: str) -> Table:
-    """A table whose first column, the id, is never cut: it is what `jobs show` needs. The
-    short columns (job, state, tries, times) keep one line each, and the last one (an error,
-    a reason) folds into the room left, so an 80-column terminal or a pipe still reads
-    `succeeded`, not `succeede` over `d`. The last column keeps room for its own header even
-    while every row leaves it empty, so "last error" never folds into three-letter pieces."""
-    table = Table(box=box.SIMPLE_HEAD, pad_edge=False, collapse_padding=True)
-    table.add_column("id", no_wrap=True, min_width=16)
-    for name in columns[:-1]:
-        table.add_column(name, no_wrap=True, overflow="ellipsis")
-    for name in columns[-1:]:
-        table.add_column(name, overflow="fold", min_width=len(name))
-    return table
-
-
-def cells(*values: str) -> list[Text]:
-    return [Text(v) for v in values]
+ID = Column("id")  # whole: what `jobs show` takes
+JOB = Column("job", "cut", floor=10)
+QUEUE = Column("queue", "cut", floor=7, drop=2)
 
 
 @jobs_cli.command("show")
@@ -52,7 +36,8 @@ def jobs_show(job_id: str, app: AppOption = None, url: UrlOption = None) -> None
         for line in waiting:
             say(line)
         return
-    for line in describe_job(info) + chain_lines(info, chain_stops(info, the_app.find_job)):
+    stops = chain_stops(info, the_app.find_job)
+    for line in describe_job(info, the_app.now()) + chain_lines(info, stops):
         say(line)
     last = info.attempts[-1] if info.attempts else None
     if last is not None and last.traceback:
@@ -83,20 +68,21 @@ def jobs_list(
 ) -> None:
     """List jobs, newest first, and the counts per state."""
     the_app = open_app(app, url)
-    table = id_table("job", "queue", "state", "tries", "dispatched", "last error")
-    for job in the_app.list_jobs(state=state, queue=queue, limit=limit):
-        table.add_row(
-            *cells(
-                job.id,
-                job.name,
-                job.queue,
-                job.state,
-                str(job.tries_used),
-                clock_text(job.created_at),
-                (job.last_error or "")[:60],
-            )
-        )
-    out.print(table)
+    columns = [ID, JOB, QUEUE, Column("state"), Column("tries", drop=3)]
+    columns += [Column("dispatched", drop=1), Column("last error", "fold", floor=14)]
+    rows = [
+        [
+            job.id,
+            job.name,
+            job.queue,
+            job.state,
+            str(job.tries_used),
+            clock_text(job.created_at),
+            short(job.last_error or "", 60),
+        ]
+        for job in the_app.list_jobs(state=state, queue=queue, limit=limit)
+    ]
+    print_table(out, err, columns, rows)
     say(" ".join(f"{k}={v}" for k, v in the_app.counts().items()))
 
 
@@ -109,11 +95,18 @@ def failed_list(
     if not failed:
         say("no failed jobs")
         return
-    table = id_table("job", "queue", "failed at", "reason")
-    for job in failed:
-        finished = clock_text(job.finished_at) if job.finished_at else ""
-        table.add_row(*cells(job.id, job.name, job.queue, finished, job.last_error or ""))
-    out.print(table)
+    columns = [ID, JOB, QUEUE, Column("failed at", drop=1), Column("reason", "fold", floor=24)]
+    rows = [
+        [
+            job.id,
+            job.name,
+            job.queue,
+            clock_text(job.finished_at) if job.finished_at else "",
+            job.last_error or "",
+        ]
+        for job in failed
+    ]
+    print_table(out, err, columns, rows)
 
 
 @failed_cli.command("retry")

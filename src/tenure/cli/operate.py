@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import inspect
+import typing
 from collections.abc import Callable
 from dataclasses import MISSING, fields
 from typing import Annotated, Any, get_type_hints
 
 import typer
 
-from tenure.cli.common import AppOption, UrlOption, fail, open_app, out, say, warn
+from tenure.cli.common import AppOption, UrlOption, fail, open_app, out, say, say_store, warn
 from tenure.errors import ConfigError
 from tenure.logs import setup_logging
 from tenure.settings import WorkerOptions, split_queues, worker_env_name, worker_flag
@@ -38,6 +39,15 @@ def worker_command() -> Callable[..., None]:
             )
         )
     log_option = typer.Option("--log-level", help="DEBUG, INFO, WARNING...")
+    url_option = typing.get_args(UrlOption)[1]  # the --url every command takes
+    params.append(
+        inspect.Parameter(
+            "url",
+            inspect.Parameter.KEYWORD_ONLY,
+            default=None,
+            annotation=Annotated[str | None, url_option],
+        )
+    )
     params.append(
         inspect.Parameter(
             "log_level",
@@ -50,15 +60,16 @@ def worker_command() -> Callable[..., None]:
     def worker(**values: Any) -> None:
         """Run a worker: reserve jobs, run each attempt in a child process, renew leases."""
         setup_logging(values.pop("log_level"))
+        url = values.pop("url")
         values["queues"] = split_queues(values["queues"])
-        run_worker(WorkerOptions(**values))
+        run_worker(WorkerOptions(**values), url)
 
     worker.__signature__ = inspect.Signature(params)  # type: ignore[attr-defined]
     worker.__annotations__ = {p.name: p.annotation for p in params}
     return worker
 
 
-def run_worker(options: WorkerOptions) -> None:
+def run_worker(options: WorkerOptions, url: str | None = None) -> None:
     from tenure.worker.loading import load_app
     from tenure.worker.supervisor import Worker
 
@@ -67,6 +78,9 @@ def run_worker(options: WorkerOptions) -> None:
         fail("; ".join(problems))
     try:
         the_app = load_app(options.app_spec)
+        if url:
+            the_app.use_url(url, "--url")
+        say_store(the_app, options.app_spec)
         code = Worker(the_app, options).run()
     except ConfigError as exc:
         fail(str(exc))

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import sys
 from typing import Annotated
 
 import typer
-from rich.table import Table
 from rich.text import Text
 
 from tenure.cli.common import AppOption, UrlOption, err, fail, open_app, out, say
+from tenure.cli.tables import Column, print_table
 from tenure.control import QueueWait
 
 queue_cli = typer.Typer(
@@ -53,14 +54,23 @@ def queues(
     if not waits:
         say("no queue holds a job (and none is paused)")
         return
-    table = Table()
-    for column in ("queue", "ready", "scheduled", "running", "paused", "oldest ready", "waiting"):
-        table.add_column(column, overflow="fold", justify="left" if column == "queue" else "right")
-    for w in waits:
-        row = [w.queue, str(w.ready), str(w.scheduled), str(w.running)]
-        row += ["paused" if w.paused else "no", age_text(w.oldest_ready_age), str(w.waiting)]
-        table.add_row(*(Text(cell) for cell in row))
-    out.print(table)
+    columns = [Column("queue", "cut", floor=12)]
+    columns += [
+        Column(h, justify="right")
+        for h in ("ready", "scheduled", "running", "paused", "oldest ready", "waiting")
+    ]
+    rows = [
+        [
+            w.queue,
+            str(w.ready),
+            str(w.scheduled),
+            str(w.running),
+            *paused_and_age(w),
+            str(w.waiting),
+        ]
+        for w in waits
+    ]
+    print_table(out, err, columns, rows)
     if keys:
         print_keys(waits)
     if max_wait is not None:
@@ -69,23 +79,23 @@ def queues(
             fail(f"waited longer than --max-wait {max_wait:g} s: {late(over)}", code=1)
 
 
+def paused_and_age(w: QueueWait) -> list[str]:
+    return ["paused" if w.paused else "no", age_text(w.oldest_ready_age)]
+
+
 def print_keys(waits: list[QueueWait]) -> None:
     """One line per concurrency key in use: running against its limit, and waiting."""
-    rows = [(w.queue, key, c) for w in waits for key, c in sorted((w.by_key or {}).items())]
+    rows = [
+        [w.queue, key, str(c.running), str(c.limit), str(c.waiting)]
+        for w in waits
+        for key, c in sorted((w.by_key or {}).items())
+    ]
     if not rows:
         say("no concurrency key has a job running or waiting")
         return
-    table = Table()
-    for column in ("queue", "concurrency key", "running", "limit", "waiting"):
-        table.add_column(
-            column,
-            overflow="fold",
-            justify="left" if column in ("queue", "concurrency key") else "right",
-        )
-    for queue, key, c in rows:
-        cells = [queue, key, str(c.running), str(c.limit), str(c.waiting)]
-        table.add_row(*(Text(cell) for cell in cells))  # stored text, printed literally
-    out.print(table)
+    columns = [Column("queue", "cut", floor=12), Column("concurrency key", "cut", floor=16)]
+    columns += [Column(h, justify="right") for h in ("running", "limit", "waiting")]
+    print_table(out, err, columns, rows)  # stored text, printed literally
 
 
 def late(over: list[QueueWait]) -> str:
@@ -120,6 +130,28 @@ def queue_resume(name: str, app: AppOption = None, url: UrlOption = None) -> Non
         say(f"queue {name!r} was not paused; nothing changed")
         return
     say(f"queue {name!r} resumed: {was.ready} ready job(s) go to the workers")
+
+
+@queue_cli.command("purge")
+def queue_purge(
+    name: str,
+    yes: Annotated[bool, typer.Option("--yes", "-y", help="Do not ask for confirmation.")] = False,
+    app: AppOption = None,
+    url: UrlOption = None,
+) -> None:
+    """Cancel every job waiting in queue NAME (queued or scheduled): they never run. Running
+    jobs go on; dispatching goes on. Asks first unless --yes."""
+    the_app = open_app(app, url)
+    waiting = the_app.waiting_in(name)
+    if waiting == 0:
+        say(f"queue {name!r} holds no waiting job; nothing cancelled")
+        return
+    if not yes:
+        if not sys.stdin.isatty():
+            fail(f"queue {name!r} holds {waiting} waiting job(s): pass --yes to cancel them")
+        typer.confirm(f"cancel the {waiting} waiting job(s) of queue {name!r}?", abort=True)
+    cancelled = the_app.purge(name)
+    say(f"queue {name!r} purged: {cancelled} job(s) cancelled; running jobs go on")
 
 
 def register(cli: typer.Typer) -> None:

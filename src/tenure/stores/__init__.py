@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from tenure.errors import ConfigError
+from tenure.stores import url_options
 from tenure.stores.base import Capabilities, Store
 
 
@@ -38,7 +39,9 @@ def store_class(url: str) -> type[Store]:
 
 
 def open_store(url: str) -> Store:
-    return store_class(url)(url)
+    kind = store_class(url)
+    url_options.check(url)  # a mistyped ?option is a clear error, not a driver's TypeError
+    return kind(url)
 
 
 __all__ = ["Capabilities", "Store", "open_store", "store_class"]

@@ -147,6 +147,7 @@ class Store(Protocol):
         worker: WorkerRef | None = None,
         lease: float = 0.0,
         cause: str | None = None,
+        snooze: float = 0.0,
     ) -> tuple[EndResult, Reservation | None]:
         """End a running attempt, however it ended, and with `queues` and `worker` claim the
         same slot's next job in the same round trip where the backend allows (one transaction
@@ -157,9 +158,11 @@ class Store(Protocol):
         token still holds the lease: never a success without its result, never the result of
         a stale attempt. Any other outcome ends the attempt without success (`error`, default
         the outcome, and `traceback` kept with it) and the store decides retry or fail;
-        `permanent` fails it without a retry. A job cancelled while it ran ends `cancelled`
-        however the attempt ended: no try used, no retry (a sweep that rescues it does the
-        same). A token that no longer holds the lease is refused and nothing is written.
+        `permanent` fails it without a retry; `snooze` (outcome "deferred": the job put
+        itself off) queues it again that many seconds later, no try used. A job cancelled
+        while it ran ends `cancelled` however the attempt ended: no try used, no retry (a
+        sweep that rescues it does the same). A token that no longer holds the lease is
+        refused and nothing is written.
 
         The next attempt opens now, when its slot is free, as `reserve(limit=1)` would open
         it (a paused queue gives none); without `queues` and `worker` the next job is None.

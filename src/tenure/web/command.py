@@ -18,8 +18,9 @@ def register(cli: typer.Typer) -> None:
     @cli.command("dashboard")
     def dashboard(
         app: Annotated[
-            str, typer.Option("--app", help="MODULE:ATTR of your tenure.App (its store is read).")
-        ],
+            str | None,
+            typer.Option("--app", help="MODULE:ATTR of your tenure.App (its store is read)."),
+        ] = None,
         host: Annotated[
             str, typer.Option(help="Address to listen on; anything but loopback needs --auth.")
         ] = "127.0.0.1",
@@ -29,6 +30,14 @@ def register(cli: typer.Typer) -> None:
             typer.Option(
                 "--auth",
                 help=f"Token (12+ characters) every visitor must give; default ${TOKEN_ENV}.",
+                show_default=False,
+            ),
+        ] = None,
+        url: Annotated[
+            str | None,
+            typer.Option(
+                "--url",
+                help="Store URL; wins over $TENURE_URL, which wins over the App's URL.",
                 show_default=False,
             ),
         ] = None,
@@ -53,14 +62,18 @@ def register(cli: typer.Typer) -> None:
         if why is not None:
             typer.echo(f"error: {why}", err=True)
             raise typer.Exit(2)
+        from tenure.app import App
         from tenure.errors import ConfigError
         from tenure.worker.loading import load_app
 
         try:
-            the_app = load_app(app)
+            the_app = load_app(app) if app else App()
         except ConfigError as exc:
             typer.echo(f"error: {exc}", err=True)
             raise typer.Exit(2) from None
+        if url:
+            the_app.use_url(url, "--url")
+        typer.echo(f"store: {the_app.describe_store()} (from {the_app.url_source})", err=True)
         web = create_app(the_app, auth_token=token, app_spec=app, project_root=project)
         shown = f"[{host}]" if ":" in host else host
         try:

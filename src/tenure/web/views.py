@@ -248,7 +248,7 @@ def job_view(record: JobRecord, now: float, app: App | None = None) -> JobView:
     return JobView(
         record=record,
         now=now,
-        arguments=arguments_text(record.payload),
+        arguments=arguments_text(record.payload, record.chain_text),
         encrypted=payload.is_encrypted(record.payload),
         result=None if record.result_text is None else result_text(record.result_text),
         lines=describe_job(record) + chain_lines(record, stops),

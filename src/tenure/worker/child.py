@@ -127,6 +127,8 @@ def reap_orphans() -> None:
 class Child:
     def __init__(self, config: dict[str, Any], outbox: IO[bytes]) -> None:
         self.app = load_app(config["app"])
+        if self.app.url != config["url"]:
+            self.app.use_url(config["url"], config["url_source"])
         self.outbox = outbox
         self.ref = WorkerRef(id=config["worker"], host=config["host"], pid=config["parent"])
         self.queues: list[str] = config["queues"]
@@ -228,6 +230,7 @@ class Child:
                     ended.traceback,
                     ended.permanent,
                     ended.result,  # a success is recorded with its result, or not at all
+                    ended.snooze,
                 ],
                 "idle": True,
             }

@@ -17,7 +17,14 @@ from typing import Any
 
 from tenure import chains, payload, results, tracing
 from tenure.context import JobContext, activate, deactivate
-from tenure.errors import CancelRequested, JobTimeout, JobTransactionEnded, PayloadError
+from tenure.errors import (
+    CancelRequested,
+    DecryptionUnavailable,
+    JobTimeout,
+    JobTransactionEnded,
+    PayloadError,
+    Snooze,
+)
 from tenure.job import Job
 from tenure.results import ResultError
 from tenure.stores.records import EndResult, Reservation
@@ -35,6 +42,8 @@ class Ended:
     recorded: EndResult | None = None
     # a success's stored result (tenure.results.encode), written with the success
     result: str | None = None
+    # a `deferred` end the job asked for (tenure.Snooze): queued again this many seconds later
+    snooze: float = 0.0
 
     @property
     def to_record(self) -> bool:
@@ -101,6 +110,14 @@ def context(
 def arguments_of(res: Reservation, app: Any = None) -> payload.Arguments | Ended:
     try:
         arguments = payload.decode(res.payload)
+    except DecryptionUnavailable as exc:
+        # The payload is sound; this process cannot open it (no key, no package). Failing
+        # it would blame the payload, and `failed retry` with the key runs it fine: hand it
+        # back, no try used, for a worker that has what it takes.
+        return Ended(
+            "interrupted",
+            f"this worker cannot decrypt the payload of job {res.name!r}: {exc}; handed back",
+        )
     except PayloadError as exc:
         return Ended("failed", f"corrupt payload: {exc}", permanent=True)
     if arguments.passed_from is None or app is None:
@@ -209,6 +226,10 @@ def succeeded(result: str | None) -> Ended:
 
 
 def raised(exc: BaseException) -> Ended:
+    if isinstance(exc, Snooze):  # the job put itself off: no try used, no failure
+        return Ended(
+            "deferred", f"the job snoozed itself for {exc.seconds:g} s", snooze=exc.seconds
+        )
     return Ended("failed", error_text(exc), trace_text(exc))
 
 

@@ -20,16 +20,41 @@ def load_app(spec: str) -> App:
         sys.path.insert(0, cwd)
     try:
         module = importlib.import_module(module_name)
+    except SyntaxError as exc:  # the file and line, as the traceback would show them
+        where = f"{exc.filename}, line {exc.lineno}" if exc.filename else "its code"
+        shown = f": {exc.text.strip()}" if exc.text else ""
+        raise ConfigError(f"--app {spec}: {where}: {exc.msg}{shown}") from exc
     except ImportError as exc:
         raise ConfigError(f"--app {spec}: cannot import {module_name!r}: {exc}") from exc
+    except Exception as exc:  # the module's own code raised while it was imported
+        raise ConfigError(
+            f"--app {spec}: importing {module_name!r} raised {type(exc).__name__}: {exc} "
+            f"({raised_at(exc)}); $TENURE_DEBUG=1 shows the traceback"
+        ) from exc
+    apps = sorted(name for name, value in vars(module).items() if isinstance(value, App))
     if attr:
         app = getattr(module, attr, None)
     else:
-        found = [v for v in vars(module).values() if isinstance(v, App)]
-        app = found[0] if len(found) == 1 else None
+        app = getattr(module, apps[0]) if len(apps) == 1 else None
     if not isinstance(app, App):
-        raise ConfigError(
-            f"--app {spec}: expected {module_name}.{attr or '<attr>'} to be a tenure.App, "
-            f"got {type(app).__name__}"
-        )
+        where = getattr(module, "__file__", None) or module_name
+        if attr and not hasattr(module, attr):
+            what = f"{module_name} ({where}) has no attribute {attr!r}"
+        elif attr:
+            what = f"{module_name}.{attr} is a {type(app).__name__}, not a tenure.App"
+        else:
+            what = f"{module_name} ({where}) defines {len(apps)} tenure.App objects"
+        found = f"; the tenure.App objects it defines: {', '.join(apps)}" if apps else ""
+        hint = f" (try --app {module_name}:{apps[0]})" if len(apps) == 1 else ""
+        raise ConfigError(f"--app {spec}: {what}{found}{hint}")
     return app
+
+
+def raised_at(exc: BaseException) -> str:
+    """Where an exception was raised: the innermost frame's file and line."""
+    tb = exc.__traceback__
+    while tb is not None and tb.tb_next is not None:
+        tb = tb.tb_next
+    if tb is None:
+        return "no traceback"
+    return f"{tb.tb_frame.f_code.co_filename}, line {tb.tb_lineno}"

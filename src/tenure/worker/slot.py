@@ -269,11 +269,11 @@ class Slot:
                 self.current = None
         result = message.get("result")
         if result is not None:  # the child's supervisor was not there: record it now
-            job_id, token, name, outcome, seconds, error, trace, permanent, stored = result
+            job_id, token, name, outcome, seconds, error, trace, permanent, stored, snooze = result
             held = self.current
             if held is not None and held.job_id == job_id and held.token == token:
                 self.current = None
-                ended = Ended(outcome, error, trace, permanent, result=stored)
+                ended = Ended(outcome, error, trace, permanent, result=stored, snooze=snooze)
                 self.worker.report(held, ended, seconds)
         started = message.get("started")
         if started is not None:

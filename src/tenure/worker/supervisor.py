@@ -16,7 +16,9 @@ from collections.abc import Callable
 from dataclasses import replace
 from typing import Any, TypeVar
 
+from tenure import payload
 from tenure.app import App
+from tenure.errors import ConfigError
 from tenure.periodic import PeriodicTicker
 from tenure.settings import WorkerOptions
 from tenure.stores.base import Store
@@ -77,13 +79,15 @@ class Worker:
 
     # -- lifecycle ---------------------------------------------------------------------
     def run(self) -> int:
+        self._check_encryption()
         if threading.current_thread() is threading.main_thread():
             signal.signal(signal.SIGTERM, self.shutdown.on_signal)
             signal.signal(signal.SIGINT, self.shutdown.on_signal)
         log.info(
-            "worker %s using the store %s",
+            "worker %s using the store %s (from %s)",
             self.ref.id,
             store_label(self.app.describe_store(), self.app.url),
+            self.app.url_source,
         )
         if not self._register():
             log.info(
@@ -127,6 +131,18 @@ class Worker:
                 self._finished_count,
             )
         return self.shutdown.exit_code
+
+    def _check_encryption(self) -> None:
+        """A worker that could not open its app's encrypted jobs would fail each with a false
+        reason: it refuses to start instead, naming what is missing."""
+        encrypted = sorted(name for name, job in self.app.jobs.items() if job.encrypted)
+        problem = payload.decryption_problem() if encrypted else None
+        if problem:
+            shown = ", ".join(encrypted[:3]) + (", ..." if len(encrypted) > 3 else "")
+            raise ConfigError(
+                f"this app has encrypted=True jobs ({shown}) but the worker cannot decrypt "
+                f"them: it needs {problem}"
+            )
 
     def _register(self) -> bool:
         """Register with the store, retrying through an outage until a stop request; False
@@ -294,6 +310,9 @@ class Worker:
         """What a child needs to run and record this worker's attempts (see child.Child)."""
         return {
             "app": self.options.app_spec,
+            # the supervisor's store, however it was chosen (--url): the child records there
+            "url": self.app.url,
+            "url_source": self.app.url_source,
             "worker": self.ref.id,
             "host": self.ref.host,
             "queues": list(self.options.queues),

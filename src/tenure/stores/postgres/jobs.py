@@ -136,6 +136,7 @@ class PostgresJobs:
         worker: WorkerRef | None = None,
         lease: float = 0.0,
         cause: str | None = None,
+        snooze: float = 0.0,
     ) -> tuple[EndResult, Reservation | None]:
         order = list(dict.fromkeys(queues))
         if outcome == "succeeded" and worker is not None and order:
@@ -148,7 +149,16 @@ class PostgresJobs:
                     self.dialect, cur, job_id, token, "succeeded"
                 )
             else:
-                ending = (job_id, token, outcome, error or outcome, traceback, permanent, cause)
+                ending = (
+                    job_id,
+                    token,
+                    outcome,
+                    error or outcome,
+                    traceback,
+                    permanent,
+                    cause,
+                    snooze,
+                )
                 ended = endings.end_attempt(self.dialect, cur, lambda: self.db.clock(cur), *ending)
             if worker is None or not order:
                 return ended, None

@@ -160,10 +160,13 @@ class RedisJobs(RedisBatches):
         worker: WorkerRef | None = None,
         lease: float = 0.0,
         cause: str | None = None,
+        snooze: float = 0.0,
     ) -> tuple[EndResult, Reservation | None]:
         if outcome == "succeeded":
             return self._succeed(job_id, token, queues, worker, lease, result)
-        ended = self._fail(job_id, token, outcome, error or outcome, traceback, permanent, cause)
+        ended = self._fail(
+            job_id, token, outcome, error or outcome, traceback, permanent, cause, snooze
+        )
         if worker is None or not queues:
             return ended, None
         claimed = self.reserve(queues=queues, worker=worker, lease=lease, limit=1)
@@ -268,6 +271,7 @@ class RedisJobs(RedisBatches):
         traceback: str | None,
         permanent: bool,
         cause: str | None = None,
+        snooze: float = 0.0,
     ) -> EndResult:
         queue = self._locate(job_id)
         if queue is None:
@@ -277,7 +281,9 @@ class RedisJobs(RedisBatches):
             if reply[0] == "refused":
                 return _refused(reply)
             ending = (job_id, int(token), outcome, *texts.recorded(error, traceback), cause)
-            result = self._apply_end(queue, ending, reply[2:], float(reply[1]), permanent, "end")
+            result = self._apply_end(
+                queue, ending, reply[2:], float(reply[1]), permanent, "end", snooze
+            )
             if result is not None:
                 return result
         raise TenureError(f"job {job_id}: its record kept changing while ending attempt {token}")
@@ -290,6 +296,7 @@ class RedisJobs(RedisBatches):
         now: float,
         permanent: bool,
         mode: str,
+        snooze: float = 0.0,
     ) -> EndResult | None:
         """Decide in Python, apply in Lua if the job is unchanged; None when it changed.
         `ending` is (job id, token, outcome, error, traceback, cause); `read` what the script
@@ -304,6 +311,7 @@ class RedisJobs(RedisBatches):
             now,
             permanent=permanent,
             cancel_requested=bool(cancel_requested),
+            snooze=snooze,
         )
         new = decision.counters
         last_error = error if decision.retry else f"{error}; failed because {decision.reason}"

@@ -121,6 +121,7 @@ def end_attempt(
     traceback: str | None,
     permanent: bool,
     cause: str | None = None,
+    snooze: float = 0.0,
 ) -> EndResult:
     """Store.end_attempt inside the caller's transaction: refused when fenced, else the
     attempt closed and the retry decision applied. `now()` reads the store's clock, once the
@@ -132,7 +133,7 @@ def end_attempt(
     at = now()
     error, traceback = texts.recorded(error, traceback)  # a job's text never fails its end
     close_attempt(d, cur, job_id, token, at, outcome, error, traceback, cause)
-    return apply_decision(d, cur, job, outcome, error, at, permanent)
+    return apply_decision(d, cur, job, outcome, error, at, permanent, snooze)
 
 
 def rescue(d: Dialect, cur: Cursor, job: Row, error: str, now: float) -> Rescued:
@@ -145,18 +146,32 @@ def rescue(d: Dialect, cur: Cursor, job: Row, error: str, now: float) -> Rescued
 
 
 def apply_decision(
-    d: Dialect, cur: Cursor, job: Row, outcome: str, error: str, now: float, permanent: bool
+    d: Dialect,
+    cur: Cursor,
+    job: Row,
+    outcome: str,
+    error: str,
+    now: float,
+    permanent: bool,
+    snooze: float = 0.0,
 ) -> EndResult:
     """Retry or fail the (locked) job by its own Policy: the one rule every store shares.
     `job` holds DECISION_COLUMNS. The attempt's concurrency slot is free after it: the key's
     next parked job is handed back in the same transaction."""
-    ended = _decide(d, cur, job, outcome, error, now, permanent)
+    ended = _decide(d, cur, job, outcome, error, now, permanent, snooze)
     guards.release(d, cur, job, now)
     return ended
 
 
 def _decide(
-    d: Dialect, cur: Cursor, job: Row, outcome: str, error: str, now: float, permanent: bool
+    d: Dialect,
+    cur: Cursor,
+    job: Row,
+    outcome: str,
+    error: str,
+    now: float,
+    permanent: bool,
+    snooze: float,
 ) -> EndResult:
     counters = Counters(job["tries_used"], job["exceptions"])
     decision = decide(
@@ -166,6 +181,7 @@ def _decide(
         now,
         permanent=permanent,
         cancel_requested=job["cancel_requested_at"] is not None,
+        snooze=snooze,
     )
     c = decision.counters
     batch_id = job["batch_id"]

@@ -50,20 +50,44 @@ class SQLiteConnections:
     def _conn(self) -> sqlite3.Connection:
         conn: sqlite3.Connection | None = getattr(self._local, "conn", None)
         if conn is None or getattr(self._local, "pid", None) != os.getpid():
-            conn = sqlite3.connect(self.path, timeout=30.0, isolation_level=None)
+            conn = self._open()
             self._local.file = _file_identity(self.path)
             conn.row_factory = sqlite3.Row
-            try:
-                _use_wal(conn)
-            except sqlite3.DatabaseError as exc:
-                conn.close()
-                raise _not_a_database(self.path, exc) from exc
             conn.execute("PRAGMA synchronous=NORMAL")
             conn.execute("PRAGMA busy_timeout=30000")
             self._local.conn = conn
             self._local.pid = os.getpid()
             if not self._migrated:
                 self.migrate()
+        return conn
+
+    def _open(self) -> sqlite3.Connection:
+        """A connection to the file; a path that cannot be opened (no such directory, no
+        permission) is StoreMisconfigured naming the file, not sqlite3's bare
+        "unable to open database file"."""
+        try:
+            conn = sqlite3.connect(self.path, timeout=30.0, isolation_level=None)
+            try:
+                _use_wal(conn)
+            except sqlite3.DatabaseError as exc:
+                conn.close()
+                if isinstance(exc, sqlite3.OperationalError):
+                    raise
+                raise _not_a_database(self.path, exc) from exc
+        except sqlite3.OperationalError as exc:
+            if "unable to open" not in str(exc):
+                raise
+            where = os.path.abspath(self.path)
+            folder = os.path.dirname(where)
+            why = (
+                f"the directory {folder} does not exist"
+                if not os.path.isdir(folder)
+                else f"it cannot be created or opened there ({exc})"
+            )
+            raise StoreMisconfigured(
+                f"SQLite store {self.url}: cannot open {where}: {why}; create the directory "
+                "or point the URL at a writable path"
+            ) from None
         return conn
 
     @contextmanager
@@ -249,13 +273,23 @@ class SQLiteJobs(SQLiteConnections):
         worker: WorkerRef | None = None,
         lease: float = 0.0,
         cause: str | None = None,
+        snooze: float = 0.0,
     ) -> tuple[EndResult, Reservation | None]:
         # One write transaction for the end and the next claim: the hot path of a busy worker.
         with self._write() as (conn, now):
             if outcome == "succeeded":
                 ended = self._complete_on(conn, job_id, token, now, result)
             else:
-                ending = (job_id, token, outcome, error or outcome, traceback, permanent, cause)
+                ending = (
+                    job_id,
+                    token,
+                    outcome,
+                    error or outcome,
+                    traceback,
+                    permanent,
+                    cause,
+                    snooze,
+                )
                 ended = endings.end_attempt(self.dialect, conn, lambda: now, *ending)
             if worker is None or not queues:
                 return ended, None

@@ -1,0 +1,104 @@
+"""`tenure queue purge NAME` / `app.purge(queue)` (Celery purge, `rq empty`) and `tenure
+workers` (Sidekiq's Busy page), on a real SQLite store and through the CLI."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import tenure
+from tenure.stores.records import WorkerRecord, WorkerRef
+
+SRC = Path(__file__).resolve().parents[2] / "src"
+
+
+def run_cli(*args: str, cwd: Path, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
+    env = {"PYTHONPATH": str(SRC), "PATH": os.environ["PATH"], "COLUMNS": "80"}
+    return subprocess.run(
+        [sys.executable, "-m", "tenure", *args],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=cwd,
+        env=env,
+        input=stdin,
+    )
+
+
+def make_app(tmp_path: Path) -> tenure.App:
+    app = tenure.App(f"sqlite:///{tmp_path / 'q.db'}")
+    app.job(name="mail")(lambda n: n)
+    return app
+
+
+def test_purge_cancels_what_waits_and_leaves_the_rest(tmp_path: Path) -> None:
+    app = make_app(tmp_path)
+    mail = app.jobs["mail"]
+    waiting = [mail.options(queue="mail").dispatch(i).id for i in range(3)]
+    later = mail.options(queue="mail", delay=3600).dispatch(9).id
+    other = mail.options(queue="reports").dispatch(1).id
+    last = mail.options(queue="mail").dispatch(7).id
+    worker = WorkerRef(id="w-1", host="h", pid=1)
+    (held,) = app.store.reserve(queues=["mail"], worker=worker, lease=30, limit=1)
+    assert held.job_id == waiting[0]  # the oldest: the one now running
+    assert app.waiting_in("mail") == 4
+    assert app.purge("mail") == 4
+    states = {i: app.get_job(i).state for i in [*waiting, later, other, last]}
+    assert states == {
+        waiting[0]: "running",
+        waiting[1]: "cancelled",
+        waiting[2]: "cancelled",
+        later: "cancelled",
+        other: "queued",
+        last: "cancelled",
+    }
+    assert app.purge("mail") == 0
+    app.close()
+
+
+def test_queue_purge_asks_counts_and_cancels(tmp_path: Path) -> None:
+    app = make_app(tmp_path)
+    ids = [app.jobs["mail"].options(queue="mail").dispatch(i).id for i in range(2)]
+    url = app.url
+    app.close()
+    refused = run_cli("queue", "purge", "mail", "--url", url, cwd=tmp_path, stdin="")
+    assert refused.returncode == 2
+    assert "holds 2 waiting job(s): pass --yes" in refused.stderr
+    done = run_cli("queue", "purge", "mail", "--yes", "--url", url, cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert "queue 'mail' purged: 2 job(s) cancelled" in done.stdout
+    app = tenure.App(url)
+    assert {app.get_job(i).state for i in ids} == {"cancelled"}
+    app.close()
+    empty = run_cli("queue", "purge", "mail", "--yes", "--url", url, cwd=tmp_path)
+    assert "holds no waiting job; nothing cancelled" in empty.stdout
+    bad = run_cli("queue", "purge", " ", "--yes", "--url", url, cwd=tmp_path)
+    assert bad.returncode == 2 and "queue: expected a queue name" in bad.stderr
+
+
+def test_workers_lists_live_stopped_and_silent_workers(tmp_path: Path) -> None:
+    app = make_app(tmp_path)
+    app.jobs["mail"].dispatch(1)
+
+    def register(worker_id: str, pid: int) -> WorkerRef:
+        record = WorkerRecord(worker_id, "host-a", pid, ("default", "mail"), 4, 0.0, 0.0)
+        app.store.heartbeat(worker=record)
+        return WorkerRef(id=worker_id, host="host-a", pid=pid)
+
+    live = register("w-live01", 101)
+    app.store.reserve(queues=["default"], worker=live, lease=30, limit=1)
+    register("w-gone01", 102)
+    stopped = WorkerRecord("w-gone01", "host-a", 102, ("default",), 1, 0.0, 0.0, stopped_at=0.0)
+    app.store.heartbeat(worker=stopped)
+    url = app.url
+    app.close()
+    shown = run_cli("workers", "--url", url, cwd=tmp_path)
+    assert shown.returncode == 0, shown.stderr
+    rows = {line.split()[0]: line.split() for line in shown.stdout.splitlines() if "w-" in line}
+    assert rows["w-live01"][:6] == ["w-live01", "live", "host-a", "101", "default,mail", "1/4"]
+    assert rows["w-gone01"][1] == "stopped"
+    assert max(len(line) for line in shown.stdout.splitlines()) <= 80
+    nothing = run_cli("workers", "--url", f"sqlite:///{tmp_path / 'none.db'}", cwd=tmp_path)
+    assert nothing.returncode == 2 and "no SQLite store at" in nothing.stderr
