@@ -105,25 +105,29 @@ def check(config: CeleryConfig) -> list[Finding]:
         _where(config, hard, home),
     )
     if not hard.known:
-        # Written but not resolvable (an env() read): unknown, never "no time limit".
+        # Written but not resolvable (an env() read): unknown, never "no time limit". Tasks
+        # with their own time_limit and the countdowns are still compared; the rest is said.
         config.skipped.append(Skipped(
             str(limit.source), "task_time_limit is read from the environment: unknown, so the "
-            "checks that compare it were skipped"))  # fmt: skip
-        return out
+            "checks that compare it were skipped for tasks without their own limit"))  # fmt: skip
     late_tasks = [
         t for t in config.tasks if t.options.get("acks_late", Setting(None, Source())).value is True
     ]
-    if acks_late.value is True:
+    if acks_late.value is True and hard.known:
         out += _late(
             limit, visibility, "every task (task_acks_late)", _where(config, acks_late, home)
         )
-    for task in late_tasks if acks_late.value is not True else []:
+    elif acks_late.value is True:
+        late_tasks = [t for t in config.tasks if t.options.get("acks_late") is None or
+                      t.options["acks_late"].value is not False]  # fmt: skip
+    for task in late_tasks if acks_late.value is not True or not hard.known else []:
         own = task.options.get("time_limit")
-        task_limit = (
-            Value(f"{task.name} time_limit", own.value, "s", own.source)
-            if own and isinstance(own.value, int | float)
-            else limit
-        )
+        if own and isinstance(own.value, int | float):
+            task_limit = Value(f"{task.name} time_limit", own.value, "s", own.source)
+        elif hard.known:
+            task_limit = limit
+        else:
+            continue
         out += _late(task_limit, visibility, f"task {task.name} (acks_late=True)", task.source)
     for delay in config.delays:
         if delay.seconds is not None and delay.seconds >= (visibility.amount or 0):
@@ -142,9 +146,13 @@ def check(config: CeleryConfig) -> list[Finding]:
     multiplier = prefetch.value if isinstance(prefetch.value, int) else PREFETCH_DEFAULT
     # With no time limit and early acks, how long tasks run is unknown: celery-task-unbounded
     # speaks to that where a deploy makes it matter; guessing here made every app a finding.
-    if multiplier > 1 and (
-        (limit.amount is None and acks_late.value is True)
-        or (limit.amount is not None and multiplier * limit.amount >= (visibility.amount or 0))
+    if (
+        multiplier > 1
+        and hard.known
+        and (
+            (limit.amount is None and acks_late.value is True)
+            or (limit.amount is not None and multiplier * limit.amount >= (visibility.amount or 0))
+        )
     ):
         waits = (
             "tasks with no time limit"

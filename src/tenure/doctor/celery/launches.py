@@ -14,8 +14,10 @@ import re
 import stat
 from collections.abc import Callable, Iterator
 from functools import partial
+from typing import Any
 
 from tenure.doctor.celery.settings import CeleryConfig, TaskDef
+from tenure.doctor.celery.values import UNKNOWN
 from tenure.doctor.laravel.deploy import (
     SEPARATORS,
     ArtisanWorker,
@@ -261,14 +263,17 @@ def _words(value: object) -> list[str]:
 
 
 def check_launches(config: CeleryConfig, workers: list[CeleryWorker]) -> list[Finding]:
+    """An unknown global time limit (read from an environment the doctor cannot see) is said,
+    not taken as "no limit": the tasks with their own limit, the workers given one on their
+    command line and the memory check are still compared."""
     out: list[Finding] = []
     hard = config.settings.get("task_time_limit")
     soft = config.settings.get("task_soft_time_limit")
-    if any(s is not None and not s.known for s in (hard, soft)):
-        return out  # unknown: never reported as "no time limit"
+    unknown = [s for s in (hard, soft) if s is not None and not s.known]
     # A soft limit bounds a task too: SoftTimeLimitExceeded ends it unless it catches it.
     bounds = [s.value for s in (hard, soft) if s is not None and isinstance(s.value, int | float)]
-    global_limit = max(bounds) if bounds else None
+    global_limit = UNKNOWN if unknown else (max(bounds) if bounds else None)
+    said = False
     for w in workers:
         out += _memory(config, w)
         grace = w.platform_grace
@@ -279,10 +284,17 @@ def check_launches(config: CeleryConfig, workers: list[CeleryWorker]) -> list[Fi
         default = max((v for v in given if v is not None), default=global_limit)
         limits = [_task_limit(t, default) for t in _served(config, w)]
         who = f"Celery worker {w.platform} {w.name}"
-        if None in limits or (not limits and default is None):
+        if UNKNOWN in limits or (not limits and default is UNKNOWN):
+            if not said:
+                config.skipped.append(Skipped(str(w.source), (
+                    f"the task time limit ({unknown[0].source}) is read from the environment: "
+                    "unknown, so tasks without their own limit were not compared with this "
+                    "worker's platform grace")))  # fmt: skip
+                said = True
+        elif None in limits or (not limits and default is None):
             out.append(_unbounded(w, who, grace, config))
-        longest = max([v for v in limits if v is not None] + ([default] if default else []),
-                      default=None)  # fmt: skip
+        known = [v for v in [*limits, default] if isinstance(v, int | float)]
+        longest = max(known, default=None)
         if longest is not None and longest > grace.amount:
             out.append(finding(
                 "celery-grace-below-time-limit",
@@ -292,8 +304,18 @@ def check_launches(config: CeleryConfig, workers: list[CeleryWorker]) -> list[Fi
                 f"raise the platform grace above {longest:g} s, or lower the time limit below "
                 f"{grace.amount:g} s and split longer work",
                 w.source,
-                clocks=(Value("task time limit", longest, "s", w.source), grace)))  # fmt: skip
+                clocks=(Value("task time limit", longest, "s", _limit_source(config, w, longest)),
+                        grace)))  # fmt: skip
     return out
+
+
+def _limit_source(config: CeleryConfig, w: CeleryWorker, longest: float) -> Source:
+    """Where the longest limit was set: a setting (with its default note) or the command."""
+    for key in ("task_time_limit", "task_soft_time_limit"):
+        setting = config.settings.get(key)
+        if setting is not None and setting.value == longest and setting.source.path:
+            return setting.source
+    return w.source
 
 
 def _memory(config: CeleryConfig, w: CeleryWorker) -> list[Finding]:
@@ -350,7 +372,7 @@ def _served(config: CeleryConfig, w: CeleryWorker) -> list[TaskDef]:
     return served
 
 
-def _task_limit(task: TaskDef, default: float | None) -> float | None:
+def _task_limit(task: TaskDef, default: Any) -> Any:
     """A task's own time_limit/soft_time_limit when it sets one, else the worker's."""
     own = [
         o.value

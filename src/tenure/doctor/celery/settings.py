@@ -163,6 +163,14 @@ def read_tree(config: CeleryConfig, tree: ast.AST, rel: str, *, settings: bool) 
                         if k.arg
                     }
                     config.tasks.append(TaskDef(node.name, Source(rel, node.lineno), options))
+                elif _bare_task(decorator):  # @shared_task, @app.task: the defaults
+                    config.tasks.append(TaskDef(node.name, Source(rel, node.lineno)))
+
+
+def _bare_task(decorator: ast.expr) -> bool:
+    if isinstance(decorator, ast.Name):
+        return decorator.id in ("shared_task", "task")
+    return isinstance(decorator, ast.Attribute) and decorator.attr == "task"
 
 
 def _callee(call: ast.Call) -> str:
@@ -171,10 +179,20 @@ def _callee(call: ast.Call) -> str:
 
 
 def _setting(node: ast.AST, rel: str, scope: Scope | None = None) -> Setting:
+    """A setting's value; when it is the default of an environment read no .env file sets,
+    its source says so: the deployment may set another."""
+    scope = scope or Scope()
     try:
         value = ast.literal_eval(node)
     except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
-        value = evaluate(node, scope or Scope())
+        before = len(scope.defaults)
+        value = evaluate(node, scope)
+        keys = list(dict.fromkeys(scope.defaults[before:]))
+        del scope.defaults[before:]
+        if keys and value is not UNKNOWN:
+            files = f"not set in {scope.env_files}" if scope.env_files else "no .env file"
+            note = f"the default of {', '.join(keys)}, {files}"
+            return Setting(value, Source(rel, getattr(node, "lineno", None), note))
     return Setting(value, Source(rel, getattr(node, "lineno", None)))
 
 
