@@ -159,3 +159,91 @@ def test_unknown_time_limit_quiet_twin(tmp_path: Path, monkeypatch: pytest.Monke
     findings, skipped = run(tmp_path, files, monkeypatch)
     assert findings == []
     assert any("unknown" in reason for reason in skipped)
+
+
+# Cut from Flask's documented Celery layout (app factory with a CELERY mapping in the config).
+FLASK = """from celery import Celery, Task
+from flask import Flask
+
+
+def create_app() -> Flask:
+    app = Flask(__name__)
+    app.config.from_mapping(
+        CELERY=dict(
+            broker_url="redis://localhost:6379/0",
+            task_acks_late=True,
+            task_time_limit={limit},
+            worker_prefetch_multiplier=1,
+        ),
+    )
+    return app
+"""
+
+
+def test_flask_celery_mapping_is_read(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    findings, _ = run(tmp_path, {"settings.py": FLASK.format(limit=7200)}, monkeypatch)
+    assert [f.rule for f in findings] == [LATE]
+    findings, _ = run(tmp_path, {"settings.py": FLASK.format(limit=600)}, monkeypatch)
+    assert findings == []
+
+
+# Cut from a Django project's celery settings and tasks: a class-based task with its own
+# limits, a decorated task on a base class, and task_annotations for one task by name.
+DEPTH_SETTINGS = """CELERY_BROKER_URL = "redis://redis:6379/0"
+CELERY_TASK_TIME_LIMIT = 20
+CELERY_TASK_ANNOTATIONS = {{"exports.tasks.render_pdf": {{"time_limit": {annotated}}}}}
+"""
+DEPTH_TASKS = """from celery import Task, shared_task
+
+
+class LongTask(Task):
+    abstract = True
+    time_limit = {base}
+
+
+class ImportFeed(Task):
+    name = "feeds.import"
+    time_limit = {own}
+
+
+@shared_task(base=LongTask)
+def rebuild_index():
+    pass
+
+
+@shared_task
+def render_pdf():
+    pass
+"""
+DEPTH_COMPOSE = """services:
+  worker:
+    image: shop/app
+    command: celery -A shop worker -l info
+    stop_grace_period: 60s
+"""
+
+
+def depth(base: int, own: int, annotated: int) -> dict[str, str]:
+    return {"settings.py": DEPTH_SETTINGS.format(annotated=annotated),
+            "exports/tasks.py": DEPTH_TASKS.format(base=base, own=own),
+            "docker-compose.yml": DEPTH_COMPOSE}  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("base", "own", "annotated", "longest"),
+    [(300, 30, 30, 300), (30, 900, 30, 900), (30, 30, 1200, 1200)],
+)
+def test_class_tasks_base_and_annotations_set_the_longest_limit(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, base: int, own: int, annotated: int,
+    longest: int,
+) -> None:  # fmt: skip
+    findings, _ = run(tmp_path, depth(base, own, annotated), monkeypatch)
+    assert [f.rule for f in findings] == ["celery-grace-below-time-limit"]
+    assert f"up to {longest} s" in findings[0].message
+
+
+def test_class_tasks_base_and_annotations_quiet_twin(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    findings, _ = run(tmp_path, depth(45, 50, 55), monkeypatch)
+    assert findings == []

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 
 from tenure.doctor.celery.launches import check_launches, read_launches
 from tenure.doctor.celery.settings import CannotLoad, CeleryConfig, Setting, load, read_tree
+from tenure.doctor.celery.tasks import read_tasks, settle
 from tenure.doctor.model import Finding, Skipped, Source, Value
 from tenure.doctor.rules import finding
 from tenure.doctor.walk import Tree
@@ -16,7 +17,8 @@ from tenure.doctor.walk import Tree
 # kombu's defaults (FOREIGN.md): Redis 1 h, SQS 30 min; RabbitMQ has no visibility timeout.
 VISIBILITY_DEFAULT_S = {"redis": 3600.0, "sqs": 1800.0}
 PREFETCH_DEFAULT = 4
-MARKERS = (b"countdown", b"eta=", b"acks_late", b"time_limit")
+MARKERS = (b"countdown", b"eta=", b"acks_late", b"time_limit", b"_task", b".task", b"Task)",
+           b"Task,")  # fmt: skip
 TRANSPORTS = {
     "redis": "redis",
     "rediss": "redis",
@@ -43,17 +45,27 @@ def audit(spec: str, base: str, tree: Tree) -> CeleryAudit:
     """`tree`: the project's files: Python ones are searched for task options and
     countdown/eta, deployment files and scripts for the commands that start workers."""
     config = load(spec, base)
+    seen = False
     for found in tree.files["python"]:
         if not any(m in found.data for m in MARKERS):
-            continue
-        if config.path and os.path.realpath(found.path) == os.path.realpath(config.path):
             continue
         try:
             module = ast.parse(found.data, filename=found.path)
         except (SyntaxError, ValueError, RecursionError):
             config.skipped.append(Skipped(found.rel, "cannot parse as Python"))
             continue
-        read_tree(config, module, os.path.relpath(found.path, base), settings=False)
+        rel = os.path.relpath(found.path, base)
+        if not config.path or os.path.realpath(found.path) != os.path.realpath(config.path):
+            read_tree(config, module, rel, settings=False)
+        read_tasks(config, module, rel)
+        seen = seen or os.path.realpath(found.path) == os.path.realpath(config.path or "")
+    if config.path and not seen:  # a settings file outside the tree read: its own tasks
+        try:
+            with open(config.path, "rb") as handle:
+                read_tasks(config, ast.parse(handle.read()), os.path.relpath(config.path, base))
+        except (OSError, SyntaxError, ValueError, RecursionError):
+            pass  # said by load() already
+    settle(config)
     workers, skipped = read_launches(tree)
     findings = check(config) + check_launches(config, workers)
     places = [f"{w.source} ({w.platform})" for w in workers]
