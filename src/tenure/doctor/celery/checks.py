@@ -17,8 +17,8 @@ from tenure.doctor.walk import Tree
 # kombu's defaults (FOREIGN.md): Redis 1 h, SQS 30 min; RabbitMQ has no visibility timeout.
 VISIBILITY_DEFAULT_S = {"redis": 3600.0, "sqs": 1800.0}
 PREFETCH_DEFAULT = 4
-MARKERS = (b"countdown", b"eta=", b"acks_late", b"time_limit", b"_task", b".task", b"Task)",
-           b"Task,")  # fmt: skip
+MARKERS = (b"countdown", b"eta=", b"acks_late", b"time_limit", b"shared_task", b".task(",
+           b".task\n", b"(Task)", b".Task)", b"TASK_ANNOTATIONS", b"task_annotations")  # fmt: skip
 TRANSPORTS = {
     "redis": "redis",
     "rediss": "redis",
