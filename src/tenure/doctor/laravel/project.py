@@ -5,12 +5,13 @@ Horizon supervisor, or, when the project shows none, the worker Laravel starts b
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 from tenure.doctor.laravel.config import LOCAL_ENVS, Config
 from tenure.doctor.laravel.deploy import ArtisanWorker
 from tenure.doctor.laravel.jobs import BatchSite, JobClass, prop_string
-from tenure.doctor.laravel.php import EnvFiles, Resolved, as_number
+from tenure.doctor.laravel.php import EnvEntry, EnvFiles, Resolved, as_number
 from tenure.doctor.model import Source, Value
 
 WORKER_TIMEOUT_DEFAULT_S = 60.0
@@ -45,7 +46,7 @@ def runners(p: Project) -> list[Runner]:
     for w in p.workers:
         if w.command == "horizon":
             continue
-        connection = w.connection or default
+        connection = worker_connection(p, w, default)
         queue = p.config.connections.get(connection)
         queues = w.queues or ((queue.queue if queue else "default"),)
         raw = w.options.get("timeout")
@@ -95,6 +96,36 @@ def runners(p: Project) -> list[Runner]:
             )
         )
     return out
+
+
+VARIABLE = re.compile(r"^\$\{?(\w+)(?::?-([^}]*))?\}?$")
+
+
+def worker_connection(p: Project, w: ArtisanWorker, default: str) -> str:
+    """The connection a worker serves: `queue:work CONNECTION` (a `${QUEUE_CONNECTION:-redis}`
+    resolved from the environment), else the default connection as this worker's own
+    environment (its Compose service or Kubernetes container) sets it, else the project's."""
+    own = _own_environment(p, w)
+    if w.connection:
+        match = VARIABLE.match(w.connection)
+        if match is None:
+            return w.connection
+        entry = own.get(match.group(1)) or p.env.get(match.group(1))
+        return entry.value if entry is not None else (match.group(2) or default)
+    key = p.config.default_key
+    if key and key in own and own[key].value:
+        return own[key].value
+    return default
+
+
+def _own_environment(p: Project, w: ArtisanWorker) -> dict[str, EnvEntry]:
+    if w.platform == "compose":
+        label = f"{w.source.path} (service {w.name})"
+    elif w.platform == "kubernetes":
+        label = f"{w.source.path} (container {w.name.rsplit('/', 1)[-1]})"
+    else:
+        return {}
+    return p.env.files.get(label, {})
 
 
 def job_connection(p: Project, job: JobClass) -> str:
