@@ -32,19 +32,26 @@ KINDS = {
 
 
 # Words in a file's path that mark a development, test or CI environment: not production.
-NOT_PRODUCTION = {"dusk", "ci", "travis", "dev", "devel", "develop", "development", "local", "sail"}
+NOT_PRODUCTION = {"dusk", "ci", "travis", "dev", "devel", "develop", "development", "local", "sail",
+                  "github", "gitlab", "pipelines", "circleci", "drone", "buildkite", "jenkins",
+                  "appveyor", "workflow", "workflows"}  # fmt: skip
 
 
 def is_development_name(rel: str) -> bool:
     """`.env.testing`, `.env.dusk.example`, `.ci/.env.ci`, `docker-compose.dev.yml`,
-    `.env.dev.docker`: named for development or tests, so not the running configuration.
+    `.env.dev.docker`: named for development or tests, so not the running configuration; nor
+    are CI files (`.gitlab-ci.yml`, `bitbucket-pipelines.yml`, `.github/workflows/`,
+    `.env.github`).
     Folders count only when named so outright (`dev/docker/`, `.ci/`): `/usr/local/bin` in an
     image's rootfs is not a local setup."""
     *folders, name = rel.lower().split("/")
     words = re.split(r"[._-]+", name)
     if any(w in NOT_PRODUCTION or w.startswith("test") for w in words):
         return True
-    return any(f.lstrip(".") in DEVELOPMENT_FOLDERS for f in folders)
+    return any(
+        f.lstrip(".") in DEVELOPMENT_FOLDERS or set(re.split(r"[._-]+", f)) & CI_WORDS
+        for f in folders
+    )
 
 
 def is_template_folder(name: str) -> bool:
@@ -60,6 +67,9 @@ def is_foreign_template(rel: str, has_chart: bool = False) -> bool:
     return not has_chart and "templates" in folders
 
 
+# Folders only CI reads (`.github/workflows/`, `.circleci/`, `.gitlab-ci/`). Not `.github/`
+# as a whole: Pterodactyl's Dockerfile copies `.github/docker/supervisord.conf` into its image.
+CI_WORDS = {"ci", "circleci", "buildkite", "workflows", "pipelines"}
 DEVELOPMENT_FOLDERS = {"dev", "development", "ci", "test", "tests", "testing", "local_testing"}
 
 
