@@ -33,8 +33,9 @@ KINDS = {
 
 # Words in a file's path that mark a development, test or CI environment: not production.
 NOT_PRODUCTION = {"dusk", "ci", "travis", "dev", "devel", "develop", "development", "local", "sail",
-                  "github", "gitlab", "pipelines", "circleci", "drone", "buildkite", "jenkins",
-                  "appveyor", "workflow", "workflows"}  # fmt: skip
+                  "github", "gitlab", "circleci", "drone", "buildkite", "jenkins",
+                  "appveyor"}  # fmt: skip
+CI_FILES = {"bitbucket-pipelines.yml", "azure-pipelines.yml", "jenkinsfile"}
 
 
 def is_development_name(rel: str) -> bool:
@@ -46,7 +47,7 @@ def is_development_name(rel: str) -> bool:
     image's rootfs is not a local setup."""
     *folders, name = rel.lower().split("/")
     words = re.split(r"[._-]+", name)
-    if any(w in NOT_PRODUCTION or w.startswith("test") for w in words):
+    if name in CI_FILES or any(w in NOT_PRODUCTION or w.startswith("test") for w in words):
         return True
     return any(
         f.lstrip(".") in DEVELOPMENT_FOLDERS or set(re.split(r"[._-]+", f)) & CI_WORDS
@@ -69,7 +70,7 @@ def is_foreign_template(rel: str, has_chart: bool = False) -> bool:
 
 # Folders only CI reads (`.github/workflows/`, `.circleci/`, `.gitlab-ci/`). Not `.github/`
 # as a whole: Pterodactyl's Dockerfile copies `.github/docker/supervisord.conf` into its image.
-CI_WORDS = {"ci", "circleci", "buildkite", "workflows", "pipelines"}
+CI_WORDS = {"ci", "circleci", "buildkite", "workflows"}
 DEVELOPMENT_FOLDERS = {"dev", "development", "ci", "test", "tests", "testing", "local_testing"}
 
 
