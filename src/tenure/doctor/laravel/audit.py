@@ -91,6 +91,10 @@ def audit(root: str, base: str, tree: Tree) -> Audit:
         Source(os.path.relpath(root, base) if root != base else ".", None),
     )
     result.findings = check(project)
+    said = set(map(id, result.skipped))
+    result.skipped += [
+        s for s in dict.fromkeys(config.skipped) if id(s) not in said and s not in result.skipped
+    ]
     return result
 
 

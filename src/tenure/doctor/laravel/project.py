@@ -12,7 +12,7 @@ from tenure.doctor.laravel.config import LOCAL_ENVS, Config
 from tenure.doctor.laravel.deploy import ArtisanWorker
 from tenure.doctor.laravel.jobs import BatchSite, JobClass, prop_string
 from tenure.doctor.laravel.php import EnvEntry, EnvFiles, Resolved, as_number
-from tenure.doctor.model import Source, Value
+from tenure.doctor.model import Skipped, Source, Value
 
 WORKER_TIMEOUT_DEFAULT_S = 60.0
 MARGIN_S = 5.0
@@ -27,6 +27,8 @@ class Runner:
     timeout: Value  # amount None: no timeout at all
     tries: Resolved | None
     once: bool = False
+    # False when the timeout is written but cannot be resolved: unknown, never "no timeout".
+    timeout_known: bool = True
 
 
 @dataclass
@@ -72,6 +74,10 @@ def runners(p: Project) -> list[Runner]:
         )
     for s in p.config.supervisors:
         timeout = s.timeout or Value(f"Horizon {s.name} timeout", None, "s", s.source)
+        if s.timeout is None:
+            p.config.skipped.append(Skipped(str(s.source), (
+                f"Horizon {s.environment}.{s.name} timeout cannot be resolved: unknown, so it "
+                "was not compared with retry_after, the grace or the jobs")))  # fmt: skip
         out.append(
             Runner(
                 f"Horizon {s.environment}.{s.name}",
@@ -80,6 +86,7 @@ def runners(p: Project) -> list[Runner]:
                 s.queues,
                 timeout,
                 s.tries,
+                timeout_known=s.timeout is not None,
             )
         )
     if not out:
