@@ -11,7 +11,9 @@ import os
 import re
 import stat
 from dataclasses import dataclass, field
+from typing import Any
 
+from tenure.doctor import helm
 from tenure.doctor.dockerfile import copied_files
 from tenure.doctor.model import Skipped
 
@@ -86,6 +88,7 @@ class Tree:
     root: str
     files: dict[str, list[FoundFile]] = field(default_factory=lambda: {k: [] for k in KINDS})
     skipped: list[Skipped] = field(default_factory=list)
+    charts: dict[str, dict[str, Any]] = field(default_factory=dict)  # Helm values by chart
 
 
 def kind_of(name: str) -> str | None:
@@ -171,6 +174,14 @@ def _take(tree: Tree, root: str, path: str) -> None:
     if b"\0" in data[:8192]:
         tree.skipped.append(Skipped(rel, "binary file"))
         return
+    chart = helm.chart_root(path) if kind == "yaml" and b"{{" in data else None
+    if chart is not None:  # a Helm template: read as rendered with the chart's values
+        if chart not in tree.charts:
+            tree.charts[chart] = helm.chart_values(chart)
+        try:
+            data = helm.render(data.decode("utf-8", "replace"), tree.charts[chart]).encode()
+        except (TypeError, ValueError, RecursionError) as exc:  # read as written: skipped later
+            tree.skipped.append(Skipped(rel, f"Helm template not rendered: {exc}"))
     tree.files[kind].append(FoundFile(path, rel, data))
 
 
