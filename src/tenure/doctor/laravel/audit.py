@@ -77,6 +77,14 @@ def audit(root: str, base: str, tree: Tree) -> Audit:
             result.files_read += 1
             scripts.append((rel, data.decode("utf-8", "replace")))
     jobs = resolve(scan)
+    result.skipped += [
+        Skipped(
+            str(job.source),
+            f"job {job.name} calls {call}: not followed, so an HTTP call behind it is not checked",
+        )
+        for job in jobs
+        for call in job.unfollowed
+    ]
     workers, skipped = read_workers(tree, scripts)
     workers += scheduled
     result.skipped += skipped

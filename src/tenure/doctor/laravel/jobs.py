@@ -53,7 +53,12 @@ class JobClass:
     middleware_text: str = ""
     calls: list[HttpCall] = field(default_factory=list)
     uses_batches: bool = False
-    fqn: str = ""  # App\Jobs\SendInvoice: two classes may share a short name
+    fqn: str = ""
+    # Calls handle() makes that the doctor does not follow (a dynamic method name, a client
+    # resolved from the container or injected into handle()): said in the report.
+    unfollowed: list[str] = field(
+        default_factory=list
+    )  # App\Jobs\SendInvoice: two classes may share a short name
 
     @property
     def source(self) -> Source:
@@ -165,7 +170,38 @@ def _class(node: Node, rel: str, env: EnvFiles, guzzle: bool) -> JobClass | None
         _constructor_settings(methods["__construct"], ev, job)
     for method in _reachable(methods, "handle"):
         job.calls += http_calls(method, rel, ev, guzzle)
+    if "handle" in methods:
+        job.unfollowed = _unfollowed(methods["handle"], _reachable(methods, "handle"))
     return job
+
+
+CONTAINER = ("app(", "resolve(", "App::make(", "Container::getInstance(", "$this->app->make(")
+SCALARS = {"int", "string", "bool", "float", "array", "mixed", "callable", "iterable", "object"}
+
+
+def _unfollowed(handle: Node, methods: list[Node]) -> list[str]:
+    """`$this->{$method}()`, `app(Client::class)->send()`, and methods called on the objects
+    Laravel injects into handle(): the doctor reads no HTTP call behind them."""
+    injected = {}
+    parameters = handle.child_by_field_name("parameters")
+    for parameter in parameters.named_children if parameters is not None else []:
+        kind = parameter.child_by_field_name("type")
+        name = parameter.child_by_field_name("name")
+        if kind is not None and name is not None and text(kind).lstrip("?\\") not in SCALARS:
+            injected[text(name)] = text(kind).lstrip("?")
+    out: list[str] = []
+    for method in methods:
+        for call in walk(method, frozenset({"member_call_expression"})):
+            target = text(call.child_by_field_name("object"))
+            called = call.child_by_field_name("name")
+            shown = text(call).split("(")[0][:60] + "()"
+            if target == "$this" and called is not None and called.type != "name":
+                out.append(f"{shown} (a method chosen at run time)")
+            elif target.startswith(CONTAINER):
+                out.append(f"{shown} (resolved from the container)")
+            elif target in injected:
+                out.append(f"{shown} ({injected[target]} injected into handle())")
+    return list(dict.fromkeys(out))[:5]
 
 
 def _constructor_settings(method: Node, ev: Evaluator, job: JobClass) -> None:
