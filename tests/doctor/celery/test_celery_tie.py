@@ -159,3 +159,39 @@ def test_kubernetes_container_of_another_image_quiet_twin(
         "k8s/worker.yaml": K8S.format(image="registry.example.com/shop/web:1.4.2"),
     }
     assert run(tmp_path, files, monkeypatch) == []
+
+
+# Cut from an image that runs its Celery worker under supervisord, the config copied in.
+SUPERVISORD = """[supervisord]
+nodaemon=true
+
+[program:celery]
+command=celery -A shop worker -l info
+stopwaitsecs=600
+stopasgroup=true
+"""
+SUPERVISED_DOCKERFILE = """FROM python:3.12-slim
+COPY deploy/supervisord.conf /etc/supervisor/conf.d/app.conf
+CMD ["supervisord", "-c", "/etc/supervisor/conf.d/app.conf"]
+"""
+LIMITED = SETTINGS + "CELERY_TASK_TIME_LIMIT = 300\n"
+
+
+@pytest.mark.parametrize(
+    ("grace", "found"),
+    [
+        ("", ["celery-grace-below-time-limit deploy/supervisord.conf:5"]),
+        ("    stop_grace_period: 11m\n", []),
+    ],
+)
+def test_supervisord_inside_an_image_gets_the_shorter_container_grace(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, grace: str, found: list[str]
+) -> None:
+    compose = f"services:\n  worker:\n    build: .\n{grace}"
+    files = {
+        "settings.py": LIMITED,
+        "deploy/supervisord.conf": SUPERVISORD,
+        "Dockerfile": SUPERVISED_DOCKERFILE,
+        "docker-compose.yml": compose,
+    }
+    assert run(tmp_path, files, monkeypatch) == found

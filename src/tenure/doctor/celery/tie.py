@@ -17,10 +17,10 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from functools import partial
 
-from tenure.doctor.dockerfile import instructions
+from tenure.doctor.dockerfile import copied_files, instructions
 from tenure.doctor.laravel.deploy import (
     ArtisanWorker,
     _json_or_split,
@@ -48,13 +48,15 @@ class Runner:
     dockerfile: str | None = None  # rel path of the Dockerfile it builds
     image: str | None = None  # the image name, without tag
     builds: bool = False
-    processes: list[str] = field(default_factory=list)  # filled from its Dockerfile
 
 
 def tie(tree: Tree, workers: list[Worker], scripts: dict[str, str]) -> list[Worker]:
-    """Give each script or Dockerfile worker whose grace is unknown the grace of a runner."""
+    """Give each script or Dockerfile worker whose grace is unknown the grace of a runner; a
+    supervisord program whose config the image copies in gets the container's grace when it
+    is shorter: the platform kills supervisord and its programs when its own grace ends."""
     waiting = [w for w in workers if w.platform == "script" and w.platform_grace is None]
-    if not waiting:
+    inside = [w for w in workers if w.platform == "supervisord" and w.platform_grace is not None]
+    if not waiting and not inside:
         return workers
     runners = list(_all_runners(tree))
     built = {r.image: r.dockerfile for r in runners if r.builds and r.image and r.dockerfile}
@@ -68,7 +70,29 @@ def tie(tree: Tree, workers: list[Worker], scripts: dict[str, str]) -> list[Work
                 worker.platform_grace = runner.grace()
                 worker.name = f"{worker.name} (run by {runner.label})"
                 break
+    for worker in inside:
+        image = next((r for r in runners if _copies(tree, r, worker, scripts)), None)
+        outer = image.grace() if image is not None else None
+        own = worker.platform_grace
+        if image is None or outer is None or outer.amount is None or own is None:
+            continue
+        if own.amount is None or outer.amount < own.amount:
+            worker.platform_grace = outer
+            worker.name = f"{worker.name} (in {image.label})"
     return workers
+
+
+def _copies(tree: Tree, runner: Runner, worker: Worker, scripts: dict[str, str]) -> bool:
+    """The runner's image has the worker's supervisord config copied in, and runs supervisord
+    (the image's own process, or a command naming it)."""
+    if runner.dockerfile is None or runner.dockerfile not in scripts:
+        return False
+    keeps = not (runner.own_entrypoint or runner.own_command) or any(
+        "supervisord" in t for t in runner.argv
+    )
+    path = os.path.join(tree.root, runner.dockerfile)
+    copied = copied_files(tree.root, path, scripts[runner.dockerfile])
+    return keeps and os.path.join(tree.root, worker.source.path or "") in copied
 
 
 def _all_runners(tree: Tree) -> Iterator[Runner]:
