@@ -11,7 +11,9 @@ import os
 import re
 import stat
 from dataclasses import dataclass, field
+from typing import Any
 
+from tenure.doctor import helm
 from tenure.doctor.dockerfile import copied_files
 from tenure.doctor.model import Skipped
 
@@ -32,19 +34,27 @@ KINDS = {
 
 
 # Words in a file's path that mark a development, test or CI environment: not production.
-NOT_PRODUCTION = {"dusk", "ci", "travis", "dev", "devel", "develop", "development", "local", "sail"}
+NOT_PRODUCTION = {"dusk", "ci", "travis", "dev", "devel", "develop", "development", "local", "sail",
+                  "github", "gitlab", "circleci", "drone", "buildkite", "jenkins",
+                  "appveyor"}  # fmt: skip
+CI_FILES = {"bitbucket-pipelines.yml", "azure-pipelines.yml", "jenkinsfile"}
 
 
 def is_development_name(rel: str) -> bool:
     """`.env.testing`, `.env.dusk.example`, `.ci/.env.ci`, `docker-compose.dev.yml`,
-    `.env.dev.docker`: named for development or tests, so not the running configuration.
+    `.env.dev.docker`: named for development or tests, so not the running configuration; nor
+    are CI files (`.gitlab-ci.yml`, `bitbucket-pipelines.yml`, `.github/workflows/`,
+    `.env.github`).
     Folders count only when named so outright (`dev/docker/`, `.ci/`): `/usr/local/bin` in an
     image's rootfs is not a local setup."""
     *folders, name = rel.lower().split("/")
     words = re.split(r"[._-]+", name)
-    if any(w in NOT_PRODUCTION or w.startswith("test") for w in words):
+    if name in CI_FILES or any(w in NOT_PRODUCTION or w.startswith("test") for w in words):
         return True
-    return any(f.lstrip(".") in DEVELOPMENT_FOLDERS for f in folders)
+    return any(
+        f.lstrip(".") in DEVELOPMENT_FOLDERS or set(re.split(r"[._-]+", f)) & CI_WORDS
+        for f in folders
+    )
 
 
 def is_template_folder(name: str) -> bool:
@@ -60,6 +70,9 @@ def is_foreign_template(rel: str, has_chart: bool = False) -> bool:
     return not has_chart and "templates" in folders
 
 
+# Folders only CI reads (`.github/workflows/`, `.circleci/`, `.gitlab-ci/`). Not `.github/`
+# as a whole: Pterodactyl's Dockerfile copies `.github/docker/supervisord.conf` into its image.
+CI_WORDS = {"ci", "circleci", "buildkite", "workflows"}
 DEVELOPMENT_FOLDERS = {"dev", "development", "ci", "test", "tests", "testing", "local_testing"}
 
 
@@ -75,6 +88,7 @@ class Tree:
     root: str
     files: dict[str, list[FoundFile]] = field(default_factory=lambda: {k: [] for k in KINDS})
     skipped: list[Skipped] = field(default_factory=list)
+    charts: dict[str, dict[str, Any]] = field(default_factory=dict)  # Helm values by chart
 
 
 def kind_of(name: str) -> str | None:
@@ -160,6 +174,14 @@ def _take(tree: Tree, root: str, path: str) -> None:
     if b"\0" in data[:8192]:
         tree.skipped.append(Skipped(rel, "binary file"))
         return
+    chart = helm.chart_root(path) if kind == "yaml" and b"{{" in data else None
+    if chart is not None:  # a Helm template: read as rendered with the chart's values
+        if chart not in tree.charts:
+            tree.charts[chart] = helm.chart_values(chart)
+        try:
+            data = helm.render(data.decode("utf-8", "replace"), tree.charts[chart]).encode()
+        except (TypeError, ValueError, RecursionError) as exc:  # read as written: skipped later
+            tree.skipped.append(Skipped(rel, f"Helm template not rendered: {exc}"))
     tree.files[kind].append(FoundFile(path, rel, data))
 
 

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 
 from tenure.doctor.celery.launches import check_launches, read_launches
 from tenure.doctor.celery.settings import CannotLoad, CeleryConfig, Setting, load, read_tree
+from tenure.doctor.celery.tasks import read_tasks, settle
 from tenure.doctor.model import Finding, Skipped, Source, Value
 from tenure.doctor.rules import finding
 from tenure.doctor.walk import Tree
@@ -16,7 +17,8 @@ from tenure.doctor.walk import Tree
 # kombu's defaults (FOREIGN.md): Redis 1 h, SQS 30 min; RabbitMQ has no visibility timeout.
 VISIBILITY_DEFAULT_S = {"redis": 3600.0, "sqs": 1800.0}
 PREFETCH_DEFAULT = 4
-MARKERS = (b"countdown", b"eta=", b"acks_late", b"time_limit")
+MARKERS = (b"countdown", b"eta=", b"acks_late", b"time_limit", b"shared_task", b".task(",
+           b".task\n", b"(Task)", b".Task)", b"TASK_ANNOTATIONS", b"task_annotations")  # fmt: skip
 TRANSPORTS = {
     "redis": "redis",
     "rediss": "redis",
@@ -43,17 +45,27 @@ def audit(spec: str, base: str, tree: Tree) -> CeleryAudit:
     """`tree`: the project's files: Python ones are searched for task options and
     countdown/eta, deployment files and scripts for the commands that start workers."""
     config = load(spec, base)
+    seen = False
     for found in tree.files["python"]:
         if not any(m in found.data for m in MARKERS):
-            continue
-        if config.path and os.path.realpath(found.path) == os.path.realpath(config.path):
             continue
         try:
             module = ast.parse(found.data, filename=found.path)
         except (SyntaxError, ValueError, RecursionError):
             config.skipped.append(Skipped(found.rel, "cannot parse as Python"))
             continue
-        read_tree(config, module, os.path.relpath(found.path, base), settings=False)
+        rel = os.path.relpath(found.path, base)
+        if not config.path or os.path.realpath(found.path) != os.path.realpath(config.path):
+            read_tree(config, module, rel, settings=False)
+        read_tasks(config, module, rel)
+        seen = seen or os.path.realpath(found.path) == os.path.realpath(config.path or "")
+    if config.path and not seen:  # a settings file outside the tree read: its own tasks
+        try:
+            with open(config.path, "rb") as handle:
+                read_tasks(config, ast.parse(handle.read()), os.path.relpath(config.path, base))
+        except (OSError, SyntaxError, ValueError, RecursionError):
+            pass  # said by load() already
+    settle(config)
     workers, skipped = read_launches(tree)
     findings = check(config) + check_launches(config, workers)
     places = [f"{w.source} ({w.platform})" for w in workers]
@@ -105,25 +117,29 @@ def check(config: CeleryConfig) -> list[Finding]:
         _where(config, hard, home),
     )
     if not hard.known:
-        # Written but not resolvable (an env() read): unknown, never "no time limit".
+        # Written but not resolvable (an env() read): unknown, never "no time limit". Tasks
+        # with their own time_limit and the countdowns are still compared; the rest is said.
         config.skipped.append(Skipped(
             str(limit.source), "task_time_limit is read from the environment: unknown, so the "
-            "checks that compare it were skipped"))  # fmt: skip
-        return out
+            "checks that compare it were skipped for tasks without their own limit"))  # fmt: skip
     late_tasks = [
         t for t in config.tasks if t.options.get("acks_late", Setting(None, Source())).value is True
     ]
-    if acks_late.value is True:
+    if acks_late.value is True and hard.known:
         out += _late(
             limit, visibility, "every task (task_acks_late)", _where(config, acks_late, home)
         )
-    for task in late_tasks if acks_late.value is not True else []:
+    elif acks_late.value is True:
+        late_tasks = [t for t in config.tasks if t.options.get("acks_late") is None or
+                      t.options["acks_late"].value is not False]  # fmt: skip
+    for task in late_tasks if acks_late.value is not True or not hard.known else []:
         own = task.options.get("time_limit")
-        task_limit = (
-            Value(f"{task.name} time_limit", own.value, "s", own.source)
-            if own and isinstance(own.value, int | float)
-            else limit
-        )
+        if own and isinstance(own.value, int | float):
+            task_limit = Value(f"{task.name} time_limit", own.value, "s", own.source)
+        elif hard.known:
+            task_limit = limit
+        else:
+            continue
         out += _late(task_limit, visibility, f"task {task.name} (acks_late=True)", task.source)
     for delay in config.delays:
         if delay.seconds is not None and delay.seconds >= (visibility.amount or 0):
@@ -142,9 +158,13 @@ def check(config: CeleryConfig) -> list[Finding]:
     multiplier = prefetch.value if isinstance(prefetch.value, int) else PREFETCH_DEFAULT
     # With no time limit and early acks, how long tasks run is unknown: celery-task-unbounded
     # speaks to that where a deploy makes it matter; guessing here made every app a finding.
-    if multiplier > 1 and (
-        (limit.amount is None and acks_late.value is True)
-        or (limit.amount is not None and multiplier * limit.amount >= (visibility.amount or 0))
+    if (
+        multiplier > 1
+        and hard.known
+        and (
+            (limit.amount is None and acks_late.value is True)
+            or (limit.amount is not None and multiplier * limit.amount >= (visibility.amount or 0))
+        )
     ):
         waits = (
             "tasks with no time limit"

@@ -12,33 +12,28 @@ from __future__ import annotations
 import os
 import re
 import stat
-from collections.abc import Callable, Iterator
-from functools import partial
+from typing import Any
 
 from tenure.doctor.celery.settings import CeleryConfig, TaskDef
+from tenure.doctor.celery.tie import tie
+from tenure.doctor.celery.values import UNKNOWN
+from tenure.doctor.dockerfile import copied_files
 from tenure.doctor.laravel.deploy import (
     SEPARATORS,
     ArtisanWorker,
     expand,
-    is_development_compose,
     read_workers,
 )
 from tenure.doctor.model import Finding, Skipped, Source, Value
-from tenure.doctor.readers import compose, kubernetes
-from tenure.doctor.readers.common import ReadResult
-from tenure.doctor.readers.yamlnodes import YamlProblem, YMap, get_path, load_documents
 from tenure.doctor.rules import finding
 from tenure.doctor.walk import (
     IGNORED_DIRS,
     MAX_FILE_BYTES,
     SKIP_DIRS,
     Tree,
-    decode,
-    is_development_name,
     is_template_folder,
 )
 
-Grace = Callable[[], Value | None]
 CeleryWorker = ArtisanWorker  # command "worker", connection: the -A app, options by long name
 SHORT = {"-A": "app", "-c": "concurrency", "-Q": "queues", "-P": "pool", "-l": "loglevel",
          "-n": "hostname", "-O": "optimization"}  # fmt: skip
@@ -150,8 +145,9 @@ def _options(tokens: list[str]) -> dict[str, str]:
 
 
 def find_scripts(root: str, skipped: list[Skipped]) -> list[tuple[str, str]]:
-    """Shell scripts, Dockerfiles and s6/runit `run` files that mention celery."""
-    found: list[tuple[str, str]] = []
+    """Shell scripts and s6/runit `run` files that mention celery, every Dockerfile, and the
+    files a Dockerfile copies into its image that mention celery, whatever their name."""
+    paths: list[str] = []
     for directory, dirnames, filenames in os.walk(root):
         dirnames[:] = sorted(
             d
@@ -161,114 +157,62 @@ def find_scripts(root: str, skipped: list[Skipped]) -> list[tuple[str, str]]:
             and not is_template_folder(d)
             and not os.path.islink(os.path.join(directory, d))
         )
-        for name in sorted(filenames):
-            if not (name.endswith(".sh") or name in SCRIPT_NAMES or name.startswith("Dockerfile")):
-                continue
-            path = os.path.join(directory, name)
-            try:
-                info = os.stat(path)
-                if not stat.S_ISREG(info.st_mode) or info.st_size > MAX_FILE_BYTES:
-                    continue
-                with open(path, "rb") as handle:
-                    data = handle.read(MAX_FILE_BYTES)
-            except OSError as exc:
-                skipped.append(Skipped(os.path.relpath(path, root), f"cannot read: {exc.strerror}"))
-                continue
-            if b"celery" in data and b"\0" not in data[:4096]:
-                found.append((os.path.relpath(path, root), data.decode("utf-8", "replace")))
+        paths += [
+            os.path.join(directory, name)
+            for name in sorted(filenames)
+            if name.endswith(".sh") or name in SCRIPT_NAMES or name.startswith("Dockerfile")
+        ]
+    found: list[tuple[str, str]] = []
+    seen: set[str] = set()
+    while paths:
+        path = paths.pop(0)
+        if path in seen:
+            continue
+        seen.add(path)
+        data = _read(root, path, skipped)
+        if data is None or b"\0" in data[:4096]:
+            continue
+        text = data.decode("utf-8", "replace")
+        if os.path.basename(path).startswith("Dockerfile"):
+            # Every Dockerfile: one that runs a worker script names no celery itself.
+            found.append((os.path.relpath(path, root), text))
+            paths += [p for p in copied_files(root, path, text) if p not in seen]
+        elif b"celery" in data:
+            found.append((os.path.relpath(path, root), text))
     return found
+
+
+def _read(root: str, path: str, skipped: list[Skipped]) -> bytes | None:
+    try:
+        info = os.stat(path)
+        if not stat.S_ISREG(info.st_mode) or info.st_size > MAX_FILE_BYTES:
+            return None
+        with open(path, "rb") as handle:
+            return handle.read(MAX_FILE_BYTES)
+    except OSError as exc:
+        skipped.append(Skipped(os.path.relpath(path, root), f"cannot read: {exc.strerror}"))
+        return None
 
 
 def read_launches(tree: Tree) -> tuple[list[CeleryWorker], list[Skipped]]:
     skipped: list[Skipped] = []
     scripts = find_scripts(tree.root, skipped)
     workers, more = read_workers(tree, scripts, find=find_celery, needle="celery")
-    return _tie_scripts(tree, workers, dict(scripts)), skipped + more
-
-
-def _tie_scripts(
-    tree: Tree, workers: list[CeleryWorker], scripts: dict[str, str]
-) -> list[CeleryWorker]:
-    """A script worker gets the grace of the Compose service or Kubernetes container that runs
-    its script: by path or name (`./kubernetes/run.sh`, `command: run_worker`), or as the
-    sub-command of an entrypoint that dispatches on it (`command: celery-worker` and a
-    `celery-worker)` case in the script). Such services name no `celery worker` themselves, so
-    they are no launches of their own."""
-    waiting = [w for w in workers if w.platform == "script" and w.platform_grace is None]
-    if not waiting:
-        return workers
-    for found in tree.files["yaml"]:
-        if is_development_name(found.rel):
-            continue
-        content = decode(found)
-        try:
-            documents = load_documents(content) if isinstance(content, str) else []
-        except YamlProblem:
-            continue
-        for document in documents:
-            for label, argv, own_entrypoint, grace in _runners(found.rel, document):
-                for worker in waiting:
-                    text = scripts.get(worker.source.path or "", "")
-                    if worker.platform_grace is None and _runs(argv, own_entrypoint, worker, text):
-                        worker.platform_grace = grace()
-                        worker.name = f"{worker.name} (run by {label})"
-    return workers
-
-
-def _runners(path: str, document: object) -> Iterator[tuple[str, list[str], bool, Grace]]:
-    """(label, argv, has its own entrypoint, grace) of each Compose service and Kubernetes
-    container in one YAML document."""
-    if compose.is_compose(document):
-        assert isinstance(document, YMap)
-        if is_development_compose(document):
-            return
-        for name, service in document["services"].items():
-            if isinstance(service, YMap):
-                argv = _words(service.get("entrypoint")) + _words(service.get("command"))
-                yield (f"Compose service {name}", argv, "entrypoint" in service,
-                       partial(compose._grace, path, service, {}, ReadResult()))  # fmt: skip
-    elif kubernetes.is_manifest(document):
-        assert isinstance(document, YMap)
-        spec_path = kubernetes.POD_SPEC_PATHS.get(str(document.get("kind")))
-        pod = get_path(document, *spec_path) if spec_path else None
-        containers = pod.get("containers") if isinstance(pod, YMap) else None
-        for container in containers if isinstance(containers, list) else []:
-            if isinstance(container, YMap) and isinstance(pod, YMap):
-                argv = _words(container.get("command")) + _words(container.get("args"))
-                yield (f"Kubernetes container {container.get('name', '?')}", argv,
-                       "command" in container,
-                       partial(kubernetes._grace, path, pod, container, ReadResult()))  # fmt: skip
-
-
-def _runs(argv: list[str], own_entrypoint: bool, worker: CeleryWorker, script: str) -> bool:
-    path = worker.source.path or ""
-    names = {os.path.basename(path), os.path.splitext(os.path.basename(path))[0]}
-    tokens = expand(argv)
-    if any(t and (os.path.basename(t) in names or os.path.splitext(os.path.basename(t))[0]
-                  in names) for t in tokens):  # fmt: skip
-        return True
-    if own_entrypoint or not tokens:
-        return False
-    return re.search(rf"^\s*{re.escape(tokens[0])}\)", script, re.MULTILINE) is not None
-
-
-def _words(value: object) -> list[str]:
-    if isinstance(value, str):
-        return expand([value])
-    if isinstance(value, list):
-        return expand([str(v) for v in value if v is not None])
-    return []
+    return tie(tree, workers, dict(scripts)), skipped + more
 
 
 def check_launches(config: CeleryConfig, workers: list[CeleryWorker]) -> list[Finding]:
+    """An unknown global time limit (read from an environment the doctor cannot see) is said,
+    not taken as "no limit": the tasks with their own limit, the workers given one on their
+    command line and the memory check are still compared."""
     out: list[Finding] = []
     hard = config.settings.get("task_time_limit")
     soft = config.settings.get("task_soft_time_limit")
-    if any(s is not None and not s.known for s in (hard, soft)):
-        return out  # unknown: never reported as "no time limit"
+    unknown = [s for s in (hard, soft) if s is not None and not s.known]
     # A soft limit bounds a task too: SoftTimeLimitExceeded ends it unless it catches it.
     bounds = [s.value for s in (hard, soft) if s is not None and isinstance(s.value, int | float)]
-    global_limit = max(bounds) if bounds else None
+    global_limit = UNKNOWN if unknown else (max(bounds) if bounds else None)
+    said = False
     for w in workers:
         out += _memory(config, w)
         grace = w.platform_grace
@@ -279,10 +223,17 @@ def check_launches(config: CeleryConfig, workers: list[CeleryWorker]) -> list[Fi
         default = max((v for v in given if v is not None), default=global_limit)
         limits = [_task_limit(t, default) for t in _served(config, w)]
         who = f"Celery worker {w.platform} {w.name}"
-        if None in limits or (not limits and default is None):
+        if UNKNOWN in limits or (not limits and default is UNKNOWN):
+            if not said:
+                config.skipped.append(Skipped(str(w.source), (
+                    f"the task time limit ({unknown[0].source}) is read from the environment: "
+                    "unknown, so tasks without their own limit were not compared with this "
+                    "worker's platform grace")))  # fmt: skip
+                said = True
+        elif None in limits or (not limits and default is None):
             out.append(_unbounded(w, who, grace, config))
-        longest = max([v for v in limits if v is not None] + ([default] if default else []),
-                      default=None)  # fmt: skip
+        known = [v for v in [*limits, default] if isinstance(v, int | float)]
+        longest = max(known, default=None)
         if longest is not None and longest > grace.amount:
             out.append(finding(
                 "celery-grace-below-time-limit",
@@ -292,8 +243,18 @@ def check_launches(config: CeleryConfig, workers: list[CeleryWorker]) -> list[Fi
                 f"raise the platform grace above {longest:g} s, or lower the time limit below "
                 f"{grace.amount:g} s and split longer work",
                 w.source,
-                clocks=(Value("task time limit", longest, "s", w.source), grace)))  # fmt: skip
+                clocks=(Value("task time limit", longest, "s", _limit_source(config, w, longest)),
+                        grace)))  # fmt: skip
     return out
+
+
+def _limit_source(config: CeleryConfig, w: CeleryWorker, longest: float) -> Source:
+    """Where the longest limit was set: a setting (with its default note) or the command."""
+    for key in ("task_time_limit", "task_soft_time_limit"):
+        setting = config.settings.get(key)
+        if setting is not None and setting.value == longest and setting.source.path:
+            return setting.source
+    return w.source
 
 
 def _memory(config: CeleryConfig, w: CeleryWorker) -> list[Finding]:
@@ -350,7 +311,7 @@ def _served(config: CeleryConfig, w: CeleryWorker) -> list[TaskDef]:
     return served
 
 
-def _task_limit(task: TaskDef, default: float | None) -> float | None:
+def _task_limit(task: TaskDef, default: Any) -> Any:
     """A task's own time_limit/soft_time_limit when it sets one, else the worker's."""
     own = [
         o.value

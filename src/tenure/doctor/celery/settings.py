@@ -33,6 +33,7 @@ KEYS = (
     "task_serializer",
     "result_serializer",
     "result_accept_content",
+    "task_annotations",
 )
 OLD_NAMES = {
     "BROKER_URL": "broker_url",
@@ -47,7 +48,11 @@ OLD_NAMES = {
     "CELERY_ACCEPT_CONTENT": "accept_content",
     "CELERY_TASK_SERIALIZER": "task_serializer",
     "CELERY_RESULT_SERIALIZER": "result_serializer",
+    "CELERY_ANNOTATIONS": "task_annotations",
 }
+# Flask's documented layout: the Celery settings as one mapping in the app's config,
+# `CELERY = dict(broker_url=...)`, `app.config.from_mapping(CELERY={...})`.
+MAPPING_NAMES = ("CELERY", "CELERY_CONFIG")
 CELERY_KWARGS = {"broker": "broker_url"}
 
 
@@ -66,6 +71,7 @@ class TaskDef:
     name: str
     source: Source
     options: dict[str, Setting] = field(default_factory=dict)  # acks_late, time_limit...
+    is_class: bool = False  # a class-based task (`class Export(Task)`)
 
 
 @dataclass
@@ -145,7 +151,8 @@ def read_source(config: CeleryConfig, path: str, base: str) -> None:
 
 
 def read_tree(config: CeleryConfig, tree: ast.AST, rel: str, *, settings: bool) -> None:
-    """Settings (when `settings`), task decorators and countdown/eta calls in one module."""
+    """Settings (when `settings`) and countdown/eta calls in one module; its tasks are
+    tenure.doctor.celery.tasks' to read."""
     config.scope.constants = collect_constants(tree, config.scope)
     if settings:  # the settings file: task modules read its names as settings.NAME
         config.scope.settings = dict(config.scope.constants)
@@ -154,15 +161,6 @@ def read_tree(config: CeleryConfig, tree: ast.AST, rel: str, *, settings: bool) 
             _assignment(config, node, rel)
         elif isinstance(node, ast.Call):
             _call(config, node, rel, settings=settings)
-        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
-            for decorator in node.decorator_list:
-                if isinstance(decorator, ast.Call) and _callee(decorator).endswith("task"):
-                    options = {
-                        k.arg: _setting(k.value, rel, config.scope)
-                        for k in decorator.keywords
-                        if k.arg
-                    }
-                    config.tasks.append(TaskDef(node.name, Source(rel, node.lineno), options))
 
 
 def _callee(call: ast.Call) -> str:
@@ -171,10 +169,20 @@ def _callee(call: ast.Call) -> str:
 
 
 def _setting(node: ast.AST, rel: str, scope: Scope | None = None) -> Setting:
+    """A setting's value; when it is the default of an environment read no .env file sets,
+    its source says so: the deployment may set another."""
+    scope = scope or Scope()
     try:
         value = ast.literal_eval(node)
     except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
-        value = evaluate(node, scope or Scope())
+        before = len(scope.defaults)
+        value = evaluate(node, scope)
+        keys = list(dict.fromkeys(scope.defaults[before:]))
+        del scope.defaults[before:]
+        if keys and value is not UNKNOWN:
+            files = f"not set in {scope.env_files}" if scope.env_files else "no .env file"
+            note = f"the default of {', '.join(keys)}, {files}"
+            return Setting(value, Source(rel, getattr(node, "lineno", None), note))
     return Setting(value, Source(rel, getattr(node, "lineno", None)))
 
 
@@ -191,7 +199,11 @@ def _assignment(config: CeleryConfig, node: ast.Assign | ast.AnnAssign, rel: str
     if node.value is None:
         return
     for target in targets:
-        if isinstance(target, ast.Name):
+        key = target.slice if isinstance(target, ast.Subscript) else None
+        if (getattr(target, "id", None) in MAPPING_NAMES
+                or (isinstance(key, ast.Constant) and key.value in MAPPING_NAMES)):  # fmt: skip
+            _mapping(config, node.value, rel)
+        elif isinstance(target, ast.Name):
             if target.id in KEYS or target.id.isupper():
                 _put(config, target.id, node.value, rel)
         elif isinstance(target, ast.Attribute) and _is_conf(target.value):
@@ -202,12 +214,28 @@ def _assignment(config: CeleryConfig, node: ast.Assign | ast.AnnAssign, rel: str
                 _put(config, key.value, node.value, rel)
 
 
+def _mapping(config: CeleryConfig, node: ast.AST, rel: str) -> None:
+    """`{"broker_url": ...}` or `dict(broker_url=...)`: each key a setting."""
+    if isinstance(node, ast.Dict):
+        for key, value in zip(node.keys, node.values, strict=True):
+            if isinstance(key, ast.Constant) and isinstance(key.value, str):
+                _put(config, key.value, value, rel)
+    elif isinstance(node, ast.Call) and _callee(node) == "dict":
+        for keyword in node.keywords:
+            if keyword.arg:
+                _put(config, keyword.arg, keyword.value, rel)
+
+
 def _is_conf(node: ast.AST) -> bool:
     return isinstance(node, ast.Attribute) and node.attr == "conf"
 
 
 def _call(config: CeleryConfig, node: ast.Call, rel: str, *, settings: bool) -> None:
     callee = _callee(node)
+    if settings and callee in ("from_mapping", "update"):
+        for keyword in node.keywords:
+            if keyword.arg in MAPPING_NAMES:
+                _mapping(config, keyword.value, rel)
     if settings and callee == "Celery":
         for keyword in node.keywords:
             if keyword.arg in CELERY_KWARGS:

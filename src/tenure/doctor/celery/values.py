@@ -1,7 +1,12 @@
 """Settings values that are not literals but can still be known: arithmetic (`60 * 60`), names
 bound earlier (`CELERY_SOFT_TIME_LIMIT + 60`), and environment reads with a default
 (`env("CELERY_TASK_SOFT_TIME_LIMIT", None)`, `int(os.getenv("LIMIT", 600))`), resolved from the
-project's own .env files or else their default. Anything else is UNKNOWN, never a guess."""
+project's own .env files or else their default. The readers people use are all understood:
+`os.environ.get`, `os.getenv`, django-environ's `env.int`, python-decouple's
+`config(..., cast=int)`, dynaconf's `settings.get(KEY, default)` and pydantic `BaseSettings`
+fields (`settings.limit` is the field's default unless an .env file sets LIMIT). A value taken
+from a default is recorded in `Scope.defaults`, so the report can say it came from one.
+Anything else is UNKNOWN, never a guess."""
 
 from __future__ import annotations
 
@@ -23,7 +28,10 @@ ARITHMETIC: dict[type[ast.operator], Callable[[Any, Any], Any]] = {
     ast.FloorDiv: operator.floordiv,
 }
 # env("K", d), env.int("K", d), os.getenv("K", d), os.environ.get("K", d), config("K", default=d)
-ENV_READERS = {"env", "getenv", "get", "config", "int", "str", "bool", "float"}
+ENV_READERS = {"env", "getenv", "get", "config", "int", "str", "bool", "float", "as_int"}
+# Receivers whose .get(KEY, default) reads the environment or a settings store (dynaconf).
+GETTERS = {"environ", "settings", "env", "dynaconf"}
+SETTINGS_BASES = {"BaseSettings", "Settings"}  # pydantic(-settings)
 CASTS: dict[str, Callable[[Any], Any]] = {"int": int, "float": float, "str": str}
 
 
@@ -34,6 +42,10 @@ class Scope:
     env_files: str = ""  # their names, for notes
     # The settings file's own names, for `settings.CELERY_SOFT_TIME_LIMIT` in task modules.
     settings: dict[str, Any] = field(default_factory=dict)
+    # The environment keys whose default was taken because no .env file sets them.
+    defaults: list[str] = field(default_factory=list)
+    # Names bound to such a default (`LIMIT = int(os.getenv("LIMIT", 600))`): name -> key.
+    defaulted: dict[str, str] = field(default_factory=dict)
 
 
 def read_env_files(folder: str) -> tuple[dict[str, str], str]:
@@ -58,12 +70,19 @@ def read_env_files(folder: str) -> tuple[dict[str, str], str]:
 def evaluate(node: ast.AST, scope: Scope) -> Any:
     if isinstance(node, ast.Constant):
         value = node.value
-        if value is None or isinstance(value, str):
+        if value is None or isinstance(value, str | bool):
             return value
         return value if isinstance(value, int | float) and not isinstance(value, bool) else UNKNOWN
     if isinstance(node, ast.Name):
+        if node.id in scope.defaulted and node.id in scope.constants:
+            scope.defaults.append(scope.defaulted[node.id])
         return scope.constants.get(node.id, UNKNOWN)
     if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name):
+        field_key = f"{node.value.id}.{node.attr}"  # a pydantic settings instance's field
+        if field_key in scope.constants:
+            if field_key in scope.defaulted:
+                scope.defaults.append(scope.defaulted[field_key])
+            return scope.constants[field_key]
         if node.value.id == "settings":  # django.conf.settings: the settings file read
             return scope.settings.get(node.attr, UNKNOWN)
         return UNKNOWN
@@ -96,7 +115,7 @@ def _call(node: ast.Call, scope: Scope) -> Any:
             return UNKNOWN
     if name not in ENV_READERS or not node.args:
         return UNKNOWN
-    if name == "get" and not _is_environ(func):
+    if name == "get" and not _is_getter(func):
         return UNKNOWN
     key = node.args[0]
     if not (isinstance(key, ast.Constant) and isinstance(key.value, str)):
@@ -106,9 +125,12 @@ def _call(node: ast.Call, scope: Scope) -> Any:
         if len(node.args) > 1
         else next((k.value for k in node.keywords if k.arg == "default"), None)
     )
+    cast_node = next((k.value for k in node.keywords if k.arg == "cast"), None)
+    cast = CASTS.get(name if name != "as_int" else "int") or (
+        CASTS.get(cast_node.id) if isinstance(cast_node, ast.Name) else None
+    )
     if key.value in scope.env:
         raw = scope.env[key.value]
-        cast = CASTS.get(name)
         if cast is None:
             return _number_or_text(raw)
         try:
@@ -117,15 +139,26 @@ def _call(node: ast.Call, scope: Scope) -> Any:
             return UNKNOWN
     # No default: django-environ refuses to start and os.getenv gives None; either way the
     # deployment's environment decides, which the doctor cannot see.
-    return evaluate(default_node, scope) if default_node is not None else UNKNOWN
+    if default_node is None:
+        return UNKNOWN
+    value = evaluate(default_node, scope)
+    if value is not UNKNOWN and value is not None:
+        scope.defaults.append(key.value)
+    if cast is not None and isinstance(value, str):  # decouple: config("K", "600", cast=int)
+        try:
+            return cast(value)
+        except ValueError:
+            return UNKNOWN
+    return value
 
 
-def _is_environ(func: ast.expr) -> bool:
-    return (
-        isinstance(func, ast.Attribute)
-        and isinstance(func.value, ast.Attribute)
-        and (func.value.attr == "environ")
-    )
+def _is_getter(func: ast.expr) -> bool:
+    """`os.environ.get`, `environ.get`, dynaconf's `settings.get`: a read with a default."""
+    if not isinstance(func, ast.Attribute):
+        return False
+    receiver = func.value
+    name = receiver.attr if isinstance(receiver, ast.Attribute) else getattr(receiver, "id", "")
+    return name in GETTERS
 
 
 def _number_or_text(raw: str) -> Any:
@@ -141,19 +174,82 @@ def _number_or_text(raw: str) -> Any:
 
 def collect_constants(tree: ast.AST, scope: Scope) -> dict[str, Any]:
     """Upper-case names assigned a value the evaluator knows, in source order, module or class
-    level; a later unknown assignment forgets the name."""
+    level; a later unknown assignment forgets the name. A pydantic settings class's fields are
+    known through its instances (`settings = Settings()` makes `settings.limit` a value)."""
     assigns = sorted(
-        (n for n in ast.walk(tree) if isinstance(n, ast.Assign) and len(n.targets) == 1),
+        (
+            n
+            for n in ast.walk(tree)
+            if (isinstance(n, ast.Assign) and len(n.targets) == 1)
+            or (isinstance(n, ast.AnnAssign) and n.value is not None)
+        ),
         key=lambda n: (n.lineno, n.col_offset),
     )
     out: dict[str, Any] = {}
-    inner = Scope(out, scope.env, scope.env_files, scope.settings)
+    inner = Scope(out, scope.env, scope.env_files, scope.settings, scope.defaults, scope.defaulted)
+    fields = settings_fields(tree, inner)
+    scope.defaults.clear()
     for node in assigns:
-        target = node.targets[0]
-        if isinstance(target, ast.Name) and target.id.isupper():
+        target = node.targets[0] if isinstance(node, ast.Assign) else node.target
+        assert node.value is not None
+        if not isinstance(target, ast.Name):
+            continue
+        made = node.value
+        if (
+            isinstance(made, ast.Call)
+            and isinstance(made.func, ast.Name)
+            and made.func.id in fields
+        ):
+            for name, (value, key) in fields[made.func.id].items():
+                out[f"{target.id}.{name}"] = value
+                if key:
+                    scope.defaulted[f"{target.id}.{name}"] = key
+        elif target.id.isupper():
+            before = len(scope.defaults)
             value = evaluate(node.value, inner)
             if value is not UNKNOWN:
                 out[target.id] = value
+                if len(scope.defaults) > before:
+                    scope.defaulted[target.id] = ", ".join(dict.fromkeys(scope.defaults[before:]))
             else:
                 out.pop(target.id, None)
+            del scope.defaults[before:]
+    return out
+
+
+def settings_fields(tree: ast.AST, scope: Scope) -> dict[str, dict[str, tuple[Any, str]]]:
+    """{class: {field: (value, the env key when the value is the field's default)}} of each
+    pydantic settings class (`class Settings(BaseSettings)`): a field is its default
+    (`limit: int = 600`, `Field(600)`, `Field(default=600)`) unless one of the project's .env
+    files sets it (pydantic matches the name case-insensitively)."""
+    out: dict[str, dict[str, tuple[Any, str]]] = {}
+    env = {k.lower(): v for k, v in scope.env.items()}
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.ClassDef):
+            continue
+        bases = {
+            b.attr if isinstance(b, ast.Attribute) else getattr(b, "id", "") for b in node.bases
+        }
+        inherited = {k: v for b in bases if b in out for k, v in out[b].items()}
+        if not (bases & SETTINGS_BASES or inherited):
+            continue
+        found = dict(inherited)
+        for item in node.body:
+            if not (isinstance(item, ast.AnnAssign) and isinstance(item.target, ast.Name)):
+                continue
+            name = item.target.id
+            if name.lower() in env:
+                found[name] = (_number_or_text(env[name.lower()]), "")
+                continue
+            default = item.value
+            if isinstance(default, ast.Call) and getattr(default.func, "id", "") == "Field":
+                default = (
+                    default.args[0]
+                    if default.args
+                    else next((k.value for k in default.keywords if k.arg == "default"), None)
+                )
+            value = evaluate(default, scope) if default is not None else UNKNOWN
+            if value is not UNKNOWN:
+                found[name] = (value, name.upper() if value is not None else "")
+        out[node.name] = found
     return out

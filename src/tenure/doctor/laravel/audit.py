@@ -77,6 +77,14 @@ def audit(root: str, base: str, tree: Tree) -> Audit:
             result.files_read += 1
             scripts.append((rel, data.decode("utf-8", "replace")))
     jobs = resolve(scan)
+    result.skipped += [
+        Skipped(
+            str(job.source),
+            f"job {job.name} calls {call}: not followed, so an HTTP call behind it is not checked",
+        )
+        for job in jobs
+        for call in job.unfollowed
+    ]
     workers, skipped = read_workers(tree, scripts)
     workers += scheduled
     result.skipped += skipped
@@ -91,6 +99,10 @@ def audit(root: str, base: str, tree: Tree) -> Audit:
         Source(os.path.relpath(root, base) if root != base else ".", None),
     )
     result.findings = check(project)
+    said = set(map(id, result.skipped))
+    result.skipped += [
+        s for s in dict.fromkeys(config.skipped) if id(s) not in said and s not in result.skipped
+    ]
     return result
 
 

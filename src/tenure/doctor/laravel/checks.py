@@ -97,7 +97,8 @@ def _retry_after(p: Project, all_runners: list[Runner]) -> list[Finding]:
     out: list[Finding] = []
     for r in all_runners:
         connection = p.config.connections.get(r.connection)
-        out += _compare(r.timeout, connection, f"worker {r.name}", r.source, None)
+        if r.timeout_known:
+            out += _compare(r.timeout, connection, f"worker {r.name}", r.source, None)
         if r.once and not r.timeout.source.is_default:
             out.append(
                 finding(
@@ -193,7 +194,7 @@ def _grace(p: Project, all_runners: list[Runner]) -> list[Finding]:
             continue
         longest: Value | None = None
         if w.command == "horizon":
-            candidates = [r.timeout for r in horizon] or [
+            candidates = [r.timeout for r in horizon if r.timeout_known] or [
                 Value("Horizon timeout", 60.0, "s", Source(note="Horizon default"))
             ]
         else:
@@ -301,7 +302,7 @@ def _sqs(p: Project, all_runners: list[Runner]) -> list[Finding]:
         connection = p.config.connections.get(name)
         if connection is None or connection.driver != "sqs":
             continue
-        timeouts = [r.timeout for r in all_runners if r.connection == name] + [
+        timeouts = [r.timeout for r in all_runners if r.connection == name and r.timeout_known] + [
             t for j in p.jobs if job_connection(p, j) == name for t in [own_timeout(j)] if t
         ]
         longest = max((t.amount or float("inf") for t in timeouts), default=60.0)

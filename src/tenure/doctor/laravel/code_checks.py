@@ -52,9 +52,10 @@ def http_findings(p: Project, all_runners: list[Runner]) -> list[Finding]:
             # The workers that run the job bound it, the shortest first. A job no runner
             # visibly serves (its queue or connection unresolved) runs on one of them, which
             # one unknown: only a call outliving every worker's timeout is certain to outlive.
-            served = [r.timeout for r in all_runners if serves(r, p, job)]
+            known = [r for r in all_runners if r.timeout_known]
+            served = [r.timeout for r in known if serves(r, p, job)]
             pick = min if served else max
-            served = served or [r.timeout for r in all_runners]
+            served = served or [r.timeout for r in known]
             bound = (
                 pick(served, key=lambda v: v.amount or float("inf"))
                 if served

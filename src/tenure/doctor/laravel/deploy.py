@@ -347,6 +347,14 @@ def logical_lines(content: str) -> Iterator[tuple[int, str]]:
         yield start, " ".join(part.strip() for part in pending)
 
 
+def _process(line: str) -> str:
+    """A Dockerfile's `CMD`/`ENTRYPOINT` line, or a script's `exec` line, as a command."""
+    for word in ("CMD", "ENTRYPOINT"):
+        if line.startswith(word) and line[len(word) : len(word) + 1] in (" ", "["):
+            line = line[len(word) :].strip()
+    return line.removeprefix("exec ")
+
+
 def _lines(
     path: str, content: str, platform: str, find: Finder, *, procfile: bool
 ) -> list[ArtisanWorker]:
@@ -357,7 +365,7 @@ def _lines(
         name, command = (
             (stripped.partition(":")[0], stripped.partition(":")[2])
             if procfile
-            else (os.path.basename(path), stripped.removeprefix("CMD").removeprefix("exec "))
+            else (os.path.basename(path), _process(stripped))
         )
         found = find(_json_or_split(command.strip()))
         if found is None:

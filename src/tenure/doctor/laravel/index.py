@@ -96,10 +96,10 @@ LARAVEL_RULES: tuple[tuple[str, Severity, str, str, str], ...] = (
         "laravel-client-timeout-missing",
         "error",
         "HTTP calls in jobs need a timeout",
-        "Raw Guzzle, curl and file_get_contents on URLs wait forever by default: the job burns "
-        "its whole timeout on every try, and the request may still land on the other side.",
-        f"{DOCS}/http-client#timeout: set a timeout; Guzzle and PHP streams have none by "
-        "default (the Http facade defaults to 30 s).",
+        "Raw Guzzle and curl wait forever by default: the job burns its whole timeout on "
+        "every try, and the request may still land on the other side.",
+        f"{DOCS}/http-client#timeout: set a timeout; Guzzle and curl have none by default (the "
+        "Http facade defaults to 30 s, PHP streams to default_socket_timeout, 60 s).",
     ),
     (
         "laravel-client-timeout-not-below-job",
@@ -108,7 +108,8 @@ LARAVEL_RULES: tuple[tuple[str, Severity, str, str, str], ...] = (
         "When the call may outlive the job, the job is killed mid-call and the retry sends the "
         "request a second time.",
         f"{DOCS}/http-client#timeout: the Http facade times out after 30 seconds unless "
-        "->timeout() says otherwise.",
+        "->timeout() says otherwise; file_get_contents, fopen and PHP's other stream "
+        "functions after default_socket_timeout (60 s).",
     ),
     (
         "laravel-unique-lock-store",

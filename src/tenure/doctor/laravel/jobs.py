@@ -37,7 +37,7 @@ class HttpCall:
     call: str  # as written, shortened
     timeout: Value  # amount None: nothing bounds it
     source: Source
-    library: str  # Http | Guzzle | curl | file_get_contents
+    library: str  # Http | Guzzle | curl | file_get_contents, fopen... (PHP's stream functions)
 
 
 @dataclass
@@ -53,7 +53,12 @@ class JobClass:
     middleware_text: str = ""
     calls: list[HttpCall] = field(default_factory=list)
     uses_batches: bool = False
-    fqn: str = ""  # App\Jobs\SendInvoice: two classes may share a short name
+    fqn: str = ""
+    # Calls handle() makes that the doctor does not follow (a dynamic method name, a client
+    # resolved from the container or injected into handle()): said in the report.
+    unfollowed: list[str] = field(
+        default_factory=list
+    )  # App\Jobs\SendInvoice: two classes may share a short name
 
     @property
     def source(self) -> Source:
@@ -165,7 +170,38 @@ def _class(node: Node, rel: str, env: EnvFiles, guzzle: bool) -> JobClass | None
         _constructor_settings(methods["__construct"], ev, job)
     for method in _reachable(methods, "handle"):
         job.calls += http_calls(method, rel, ev, guzzle)
+    if "handle" in methods:
+        job.unfollowed = _unfollowed(methods["handle"], _reachable(methods, "handle"))
     return job
+
+
+CONTAINER = ("app(", "resolve(", "App::make(", "Container::getInstance(", "$this->app->make(")
+SCALARS = {"int", "string", "bool", "float", "array", "mixed", "callable", "iterable", "object"}
+
+
+def _unfollowed(handle: Node, methods: list[Node]) -> list[str]:
+    """`$this->{$method}()`, `app(Client::class)->send()`, and methods called on the objects
+    Laravel injects into handle(): the doctor reads no HTTP call behind them."""
+    injected = {}
+    parameters = handle.child_by_field_name("parameters")
+    for parameter in parameters.named_children if parameters is not None else []:
+        kind = parameter.child_by_field_name("type")
+        name = parameter.child_by_field_name("name")
+        if kind is not None and name is not None and text(kind).lstrip("?\\") not in SCALARS:
+            injected[text(name)] = text(kind).lstrip("?")
+    out: list[str] = []
+    for method in methods:
+        for call in walk(method, frozenset({"member_call_expression"})):
+            target = text(call.child_by_field_name("object"))
+            called = call.child_by_field_name("name")
+            shown = text(call).split("(")[0][:60] + "()"
+            if target == "$this" and called is not None and called.type != "name":
+                out.append(f"{shown} (a method chosen at run time)")
+            elif target.startswith(CONTAINER):
+                out.append(f"{shown} (resolved from the container)")
+            elif target in injected:
+                out.append(f"{shown} ({injected[target]} injected into handle())")
+    return list(dict.fromkeys(out))[:5]
 
 
 def _constructor_settings(method: Node, ev: Evaluator, job: JobClass) -> None:
@@ -234,22 +270,75 @@ def http_calls(method: Node, rel: str, ev: Evaluator, guzzle: bool) -> list[Http
         at = Source(rel, line(call))
         if function == "curl_exec" and "CURLOPT_TIMEOUT" not in body:
             found.append(HttpCall("curl_exec()", _unbounded("curl"), at, "curl"))
-        elif function == "file_get_contents":
-            args = call_args(call)
-            target = text(args[0]) if args else ""
-            if (
-                target.strip("'\"").startswith(("http://", "https://"))
-                and "stream_context" not in body
-            ):
-                found.append(
-                    HttpCall(
-                        "file_get_contents(URL)",
-                        _unbounded("file_get_contents"),
-                        at,
-                        "file_get_contents",
-                    )
-                )
+        elif function in STREAM_READERS:
+            stream = _stream_call(call, function, body, ev, at)
+            if stream is not None:
+                found.append(stream)
     return found
+
+
+# PHP's URL-aware file functions and the argument that is the stream context, if any.
+STREAM_READERS = {"file_get_contents": 2, "fopen": 3, "file": 2, "get_headers": 2,
+                  "simplexml_load_file": None, "readfile": 2}  # fmt: skip
+# What makes an argument a local path: the framework's path helpers, __DIR__, php:// streams.
+LOCAL = ("storage_path(", "base_path(", "public_path(", "resource_path(", "app_path(",
+         "database_path(", "config_path(", "__DIR__", "__FILE__", "sys_get_temp_dir(",
+         "tempnam(", "php://", "Storage::", "->getRealPath(", "->getPathname(",
+         "->path(")  # fmt: skip
+SOCKET_DEFAULT_S = 60.0
+
+
+def _stream_call(
+    call: Node, function: str, body: str, ev: Evaluator, at: Source
+) -> HttpCall | None:
+    """`file_get_contents($url)` and its kin on anything but a literal local path: a URL, a
+    variable, a concatenation, `config()`/`env()`, a method's return. PHP bounds each socket
+    read by default_socket_timeout (60 s unless ini_set or a stream context says otherwise)."""
+    args = call_args(call)
+    if not args:
+        return None
+    target = args[0]
+    written = text(target)
+    resolved = ev.eval(target)
+    value = resolved.value if resolved.known and isinstance(resolved.value, str) else None
+    if value is not None and not value.startswith(("http://", "https://", "ftp://", "ftps://")):
+        return None  # a literal (or resolved) local path
+    if value is None and (any(marker in written for marker in LOCAL) or _local(written, body)):
+        return None
+    if function == "fopen" and len(args) > 1:
+        mode = ev.eval(args[1])
+        if isinstance(mode.value, str) and mode.value.strip("bt") not in ("r", ""):
+            return None  # the http:// wrapper only reads: a writable mode opens a local file
+    index = STREAM_READERS[function]
+    shown = f"{function}({written[:40]})"
+    if (index is not None and len(args) > index) or "stream_context_set_default" in body:
+        return None  # a stream context decides, and may set its own timeout
+    setting = re.search(r"ini_set\(\s*['\"]default_socket_timeout['\"]\s*,\s*['\"]?(\d+)", body)
+    if setting:
+        seconds = float(setting.group(1))
+        where = Source(at.path, at.line, "ini_set default_socket_timeout")
+    else:
+        seconds = SOCKET_DEFAULT_S
+        where = Source(note="PHP default_socket_timeout 60 s, per socket read")
+    clock = Value("default_socket_timeout", seconds, "s", where)
+    return HttpCall(shown, clock, at, function)
+
+
+# Functions that only work on local files (http:// has no stat, no write): a variable passed to
+# one in the same code holds a local path.
+LOCAL_ONLY = ("file_exists", "is_file", "is_dir", "is_writable", "filesize", "filemtime",
+              "file_put_contents", "unlink", "touch", "mkdir", "realpath")  # fmt: skip
+PATH_NAME = re.compile(r"^\$\w*(path|file|filename|dir|directory)$", re.IGNORECASE)
+
+
+def _local(written: str, body: str) -> bool:
+    """`$file` after `file_exists($file)`, or a variable named for a path (`$zip_path`)."""
+    if not re.fullmatch(r"\$[\w>-]+", written):
+        return False
+    if PATH_NAME.match(written) and not written.lower().endswith(("url", "uri")):
+        return True
+    used = rf"\b({'|'.join(LOCAL_ONLY)})\(\s*{re.escape(written)}\s*[,)]"
+    return re.search(used, body) is not None
 
 
 def _sends(creation: Node, body: str) -> bool:

@@ -274,6 +274,8 @@ class Evaluator:
             return self.unknown(node)
         if kind == "binary_expression":
             return self._binary(node, depth)
+        if kind == "conditional_expression":
+            return self._conditional(node, depth)
         if kind == "function_call_expression":
             return self._call(node, depth)
         if kind == "class_constant_access_expression":
@@ -297,6 +299,35 @@ class Evaluator:
             return Resolved(str(inner.value), inner.source)
         return inner
 
+    def _conditional(self, node: Node, depth: int) -> Resolved:
+        """`cond ? a : b` and `a ?: b`: the branch the condition picks; with the condition
+        unknown, the value both branches agree on, else unknown."""
+        condition = node.child_by_field_name("condition")
+        body = node.child_by_field_name("body")
+        alternative = node.child_by_field_name("alternative")
+        if condition is None or alternative is None:
+            return self.unknown(node)
+        test = self.eval(condition, depth + 1)
+        if test.known:
+            if test.value not in (None, "", False, 0, "0"):
+                return test if body is None else self.eval(body, depth + 1)
+            return self.eval(alternative, depth + 1)
+        if body is None:  # `env('X') ?: 30`: X set nowhere the doctor sees, so the fallback
+            return self._fallback(test, alternative, node, depth)
+        a, b = self.eval(body, depth + 1), self.eval(alternative, depth + 1)
+        if a.known and b.known and a.value == b.value:
+            return a
+        return self.unknown(node, f"depends on {text(condition)[:60]}")
+
+    def _fallback(self, first: Resolved, other: Node, node: Node, depth: int) -> Resolved:
+        """`env('X') ?? 30` with X set in no env file: 30, said to be the fallback; anything
+        else unknown stays unknown."""
+        if "is not set in" not in first.source.note:
+            return self.unknown(node)
+        fallback = self.eval(other, depth + 1)
+        note = f"fallback of {text(node)[:60]}: {first.source.note}"
+        return Resolved(fallback.value, Source(self.rel, line(node), note), fallback.known)
+
     def _binary(self, node: Node, depth: int) -> Resolved:
         left, right = node.child_by_field_name("left"), node.child_by_field_name("right")
         operator = node.child_by_field_name("operator")
@@ -305,12 +336,17 @@ class Evaluator:
         a, b = self.eval(left, depth + 1), self.eval(right, depth + 1)
         x, y = as_number(a.value), as_number(b.value)
         op = text(operator)
+        if op in ("??", "?:") and not a.known:
+            return self._fallback(a, right, node, depth)
         if op in ("??", "?:") and a.known:
             return (
                 a
                 if a.value not in (None, "", False, 0) or (op == "??" and a.value is not None)
                 else b
             )
+        if op in ("===", "==", "!==", "!=") and a.known and b.known:
+            same = a.value == b.value if op in ("===", "!==") else str(a.value) == str(b.value)
+            return Resolved(same == (op in ("===", "==")), a.source)
         if not (a.known and b.known) or x is None or y is None:
             return self.unknown(node)
         source = a.source if not a.source.is_default and a.source.note else b.source

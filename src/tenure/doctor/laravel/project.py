@@ -5,13 +5,14 @@ Horizon supervisor, or, when the project shows none, the worker Laravel starts b
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 from tenure.doctor.laravel.config import LOCAL_ENVS, Config
 from tenure.doctor.laravel.deploy import ArtisanWorker
 from tenure.doctor.laravel.jobs import BatchSite, JobClass, prop_string
-from tenure.doctor.laravel.php import EnvFiles, Resolved, as_number
-from tenure.doctor.model import Source, Value
+from tenure.doctor.laravel.php import EnvEntry, EnvFiles, Resolved, as_number
+from tenure.doctor.model import Skipped, Source, Value
 
 WORKER_TIMEOUT_DEFAULT_S = 60.0
 MARGIN_S = 5.0
@@ -26,6 +27,8 @@ class Runner:
     timeout: Value  # amount None: no timeout at all
     tries: Resolved | None
     once: bool = False
+    # False when the timeout is written but cannot be resolved: unknown, never "no timeout".
+    timeout_known: bool = True
 
 
 @dataclass
@@ -45,7 +48,7 @@ def runners(p: Project) -> list[Runner]:
     for w in p.workers:
         if w.command == "horizon":
             continue
-        connection = w.connection or default
+        connection = worker_connection(p, w, default)
         queue = p.config.connections.get(connection)
         queues = w.queues or ((queue.queue if queue else "default"),)
         raw = w.options.get("timeout")
@@ -71,6 +74,10 @@ def runners(p: Project) -> list[Runner]:
         )
     for s in p.config.supervisors:
         timeout = s.timeout or Value(f"Horizon {s.name} timeout", None, "s", s.source)
+        if s.timeout is None:
+            p.config.skipped.append(Skipped(str(s.source), (
+                f"Horizon {s.environment}.{s.name} timeout cannot be resolved: unknown, so it "
+                "was not compared with retry_after, the grace or the jobs")))  # fmt: skip
         out.append(
             Runner(
                 f"Horizon {s.environment}.{s.name}",
@@ -79,6 +86,7 @@ def runners(p: Project) -> list[Runner]:
                 s.queues,
                 timeout,
                 s.tries,
+                timeout_known=s.timeout is not None,
             )
         )
     if not out:
@@ -95,6 +103,36 @@ def runners(p: Project) -> list[Runner]:
             )
         )
     return out
+
+
+VARIABLE = re.compile(r"^\$\{?(\w+)(?::?-([^}]*))?\}?$")
+
+
+def worker_connection(p: Project, w: ArtisanWorker, default: str) -> str:
+    """The connection a worker serves: `queue:work CONNECTION` (a `${QUEUE_CONNECTION:-redis}`
+    resolved from the environment), else the default connection as this worker's own
+    environment (its Compose service or Kubernetes container) sets it, else the project's."""
+    own = _own_environment(p, w)
+    if w.connection:
+        match = VARIABLE.match(w.connection)
+        if match is None:
+            return w.connection
+        entry = own.get(match.group(1)) or p.env.get(match.group(1))
+        return entry.value if entry is not None else (match.group(2) or default)
+    key = p.config.default_key
+    if key and key in own and own[key].value:
+        return own[key].value
+    return default
+
+
+def _own_environment(p: Project, w: ArtisanWorker) -> dict[str, EnvEntry]:
+    if w.platform == "compose":
+        label = f"{w.source.path} (service {w.name})"
+    elif w.platform == "kubernetes":
+        label = f"{w.source.path} (container {w.name.rsplit('/', 1)[-1]})"
+    else:
+        return {}
+    return p.env.files.get(label, {})
 
 
 def job_connection(p: Project, job: JobClass) -> str:

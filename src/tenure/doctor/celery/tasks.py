@@ -1,0 +1,109 @@
+"""A Celery project's tasks and the options each runs with: decorated functions
+(`@app.task(time_limit=...)`, bare `@shared_task`), class-based tasks (`class Export(Task):
+time_limit = 600`), a decorator's `base=` class, and `task_annotations` (by task name, or `*`
+for every task). An option a task sets itself wins over its base class and the annotations,
+as in Celery."""
+
+from __future__ import annotations
+
+import ast
+
+from tenure.doctor.celery.settings import CeleryConfig, Setting, TaskDef, _callee, _setting
+from tenure.doctor.model import Source
+
+OPTIONS = ("time_limit", "soft_time_limit", "acks_late", "queue", "reject_on_worker_lost")
+
+
+def read_tasks(config: CeleryConfig, tree: ast.AST, rel: str) -> None:
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ClassDef) and any(_is_task_base(b) for b in node.bases):
+            options = {
+                target.id: _setting(item.value, rel, config.scope)
+                for item in node.body
+                if isinstance(item, ast.Assign)
+                for target in item.targets
+                if isinstance(target, ast.Name) and target.id in (*OPTIONS, "name", "abstract")
+            }
+            bases = [_dotted(b) for b in node.bases]
+            options["base"] = Setting(bases[0], Source(rel, node.lineno))
+            config.tasks.append(TaskDef(node.name, Source(rel, node.lineno), options, True))
+        if not isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+            continue
+        for decorator in node.decorator_list:
+            if isinstance(decorator, ast.Call) and _callee(decorator).endswith("task"):
+                options = {}
+                for k in decorator.keywords:
+                    if k.arg == "base":
+                        options["base"] = Setting(_dotted(k.value), Source(rel, node.lineno))
+                    elif k.arg:
+                        options[k.arg] = _setting(k.value, rel, config.scope)
+                config.tasks.append(TaskDef(node.name, Source(rel, node.lineno), options))
+            elif _bare_task(decorator):  # @shared_task, @app.task: the defaults
+                config.tasks.append(TaskDef(node.name, Source(rel, node.lineno)))
+
+
+def settle(config: CeleryConfig) -> None:
+    """Each task's options from its base class (a class-based task read anywhere in the
+    project), then from task_annotations; what the task sets itself is kept. A class that is
+    another task's base, or abstract, runs nothing itself and is dropped."""
+    classes = {t.name: t for t in config.tasks if t.is_class}
+    bases = {
+        b.value.rsplit(".", 1)[-1]
+        for t in config.tasks
+        for b in [t.options.get("base")]
+        if b is not None and isinstance(b.value, str)
+    }
+    config.tasks[:] = [
+        t
+        for t in config.tasks
+        if not t.is_class
+        or (
+            t.name not in bases
+            and t.options.get("abstract", Setting(None, Source())).value is not True
+        )
+    ]
+    for task in config.tasks:
+        seen: set[str] = set()
+        base = task.options.get("base")
+        while base is not None and isinstance(base.value, str) and base.value not in seen:
+            seen.add(base.value)
+            parent = classes.get(base.value.rsplit(".", 1)[-1])
+            if parent is None or parent is task:
+                break
+            for key in OPTIONS:
+                if key in parent.options and key not in task.options:
+                    task.options[key] = parent.options[key]
+            base = parent.options.get("base")
+    annotations = config.settings.get("task_annotations")
+    value = annotations.value if annotations is not None else None
+    for mapping in value if isinstance(value, list | tuple) else [value]:
+        if not isinstance(mapping, dict):
+            continue
+        for name, options in mapping.items():
+            if not isinstance(options, dict) or not isinstance(name, str):
+                continue
+            for task in config.tasks:
+                own = task.options.get("name")
+                names = {task.name, own.value if own is not None else None}
+                if name == "*" or name.rsplit(".", 1)[-1] in names or name in names:
+                    for key in OPTIONS:
+                        if key in options and key not in task.options:
+                            assert annotations is not None
+                            task.options[key] = Setting(options[key], annotations.source)
+
+
+def _is_task_base(node: ast.expr) -> bool:
+    """`Task`, `celery.Task`, `app.Task`, `BaseTask`: a base class named for a task."""
+    return _dotted(node).rsplit(".", 1)[-1].endswith("Task")
+
+
+def _dotted(node: ast.expr) -> str:
+    if isinstance(node, ast.Attribute):
+        return f"{_dotted(node.value)}.{node.attr}"
+    return getattr(node, "id", "")
+
+
+def _bare_task(decorator: ast.expr) -> bool:
+    if isinstance(decorator, ast.Name):
+        return decorator.id in ("shared_task", "task")
+    return isinstance(decorator, ast.Attribute) and decorator.attr == "task"

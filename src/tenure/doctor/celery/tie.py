@@ -1,0 +1,220 @@
+"""A worker started inside an image (a Dockerfile `CMD`/`ENTRYPOINT`, or a script one of them
+runs) gets the stop grace of the Compose service or Kubernetes container that runs it.
+
+Three ways a runner is seen to run a script worker:
+- it names the script itself (`command: ./kubernetes/run.sh`, `entrypoint: [...entrypoint.sh]`),
+  or the script dispatches on its first word (`command: celery-worker` and a
+  `celery-worker)` case in the script);
+- it builds the image (`build: .`, `build: {context: ., dockerfile: docker/Dockerfile}`) whose
+  `CMD`/`ENTRYPOINT` is the worker, or names the script, and does not replace that process
+  with its own `command`/`entrypoint`;
+- it runs the same image by name (`image: shop/app:1.2` where a Compose service builds
+  `shop/app`), as a Kubernetes container or another Compose service does.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass
+from functools import partial
+
+from tenure.doctor.dockerfile import copied_files, instructions
+from tenure.doctor.laravel.deploy import (
+    ArtisanWorker,
+    _json_or_split,
+    expand,
+    is_development_compose,
+)
+from tenure.doctor.model import Value
+from tenure.doctor.readers import compose, kubernetes
+from tenure.doctor.readers.common import ReadResult
+from tenure.doctor.readers.yamlnodes import YamlProblem, YMap, get_path, load_documents
+from tenure.doctor.walk import Tree, decode, is_development_name
+
+Worker = ArtisanWorker
+
+
+@dataclass
+class Runner:
+    """A Compose service or Kubernetes container: what it runs and the grace around it."""
+
+    label: str
+    argv: list[str]  # its own entrypoint + command
+    own_entrypoint: bool
+    own_command: bool
+    grace: partial[Value | None]
+    dockerfile: str | None = None  # rel path of the Dockerfile it builds
+    image: str | None = None  # the image name, without tag
+    builds: bool = False
+
+
+def tie(tree: Tree, workers: list[Worker], scripts: dict[str, str]) -> list[Worker]:
+    """Give each script or Dockerfile worker whose grace is unknown the grace of a runner; a
+    supervisord program whose config the image copies in gets the container's grace when it
+    is shorter: the platform kills supervisord and its programs when its own grace ends."""
+    waiting = [w for w in workers if w.platform == "script" and w.platform_grace is None]
+    inside = [w for w in workers if w.platform == "supervisord" and w.platform_grace is not None]
+    if not waiting and not inside:
+        return workers
+    runners = list(_all_runners(tree))
+    built = {r.image: r.dockerfile for r in runners if r.builds and r.image and r.dockerfile}
+    for runner in runners:
+        if runner.dockerfile is None and runner.image in built:
+            runner.dockerfile = built[runner.image]
+    for worker in waiting:
+        text = scripts.get(worker.source.path or "", "")
+        for runner in runners:
+            if _runs(runner, worker, text, scripts):
+                worker.platform_grace = runner.grace()
+                worker.name = f"{worker.name} (run by {runner.label})"
+                break
+    for worker in inside:
+        image = next((r for r in runners if _copies(tree, r, worker, scripts)), None)
+        outer = image.grace() if image is not None else None
+        own = worker.platform_grace
+        if image is None or outer is None or outer.amount is None or own is None:
+            continue
+        if own.amount is None or outer.amount < own.amount:
+            worker.platform_grace = outer
+            worker.name = f"{worker.name} (in {image.label})"
+    return workers
+
+
+def _copies(tree: Tree, runner: Runner, worker: Worker, scripts: dict[str, str]) -> bool:
+    """The runner's image has the worker's supervisord config copied in, and runs supervisord
+    (the image's own process, or a command naming it)."""
+    if runner.dockerfile is None or runner.dockerfile not in scripts:
+        return False
+    keeps = not (runner.own_entrypoint or runner.own_command) or any(
+        "supervisord" in t for t in runner.argv
+    )
+    path = os.path.join(tree.root, runner.dockerfile)
+    copied = copied_files(tree.root, path, scripts[runner.dockerfile])
+    return keeps and os.path.join(tree.root, worker.source.path or "") in copied
+
+
+def _all_runners(tree: Tree) -> Iterator[Runner]:
+    for found in tree.files["yaml"]:
+        if is_development_name(found.rel):
+            continue
+        content = decode(found)
+        try:
+            documents = load_documents(content) if isinstance(content, str) else []
+        except YamlProblem:
+            continue
+        for document in documents:
+            yield from _runners(found.rel, document)
+
+
+def _runners(path: str, document: object) -> Iterator[Runner]:
+    if compose.is_compose(document):
+        assert isinstance(document, YMap)
+        if is_development_compose(document):
+            return
+        for name, service in document["services"].items():
+            if not isinstance(service, YMap):
+                continue
+            argv = _words(service.get("entrypoint")) + _words(service.get("command"))
+            yield Runner(
+                f"Compose service {name}", argv, "entrypoint" in service, "command" in service,
+                partial(compose._grace, path, service, {}, ReadResult()),
+                _dockerfile(path, service.get("build")), _image(service.get("image")),
+                builds="build" in service,
+            )  # fmt: skip
+    elif kubernetes.is_manifest(document):
+        assert isinstance(document, YMap)
+        spec_path = kubernetes.POD_SPEC_PATHS.get(str(document.get("kind")))
+        pod = get_path(document, *spec_path) if spec_path else None
+        containers = pod.get("containers") if isinstance(pod, YMap) else None
+        for container in containers if isinstance(containers, list) else []:
+            if isinstance(container, YMap) and isinstance(pod, YMap):
+                argv = _words(container.get("command")) + _words(container.get("args"))
+                yield Runner(
+                    f"Kubernetes container {container.get('name', '?')}", argv,
+                    "command" in container, "args" in container,
+                    partial(kubernetes._grace, path, pod, container, ReadResult()),
+                    image=_image(container.get("image")),
+                )  # fmt: skip
+
+
+def _dockerfile(compose_path: str, build: object) -> str | None:
+    """The Dockerfile a Compose `build:` names, relative to the project root."""
+    if isinstance(build, str):
+        context, name = build, "Dockerfile"
+    elif isinstance(build, dict):  # YMap is a dict
+        context = str(build.get("context", "."))
+        name = str(build.get("dockerfile", "Dockerfile"))
+    else:
+        return None
+    if "://" in context or "$" in context:
+        return None
+    folder = os.path.dirname(compose_path)
+    return os.path.normpath(os.path.join(folder, context, name))
+
+
+def _image(value: object) -> str | None:
+    """`registry.example/shop/app:1.2@sha256:...` -> `registry.example/shop/app`; a name made
+    of variables only is no name."""
+    if not isinstance(value, str) or not value.strip() or value.strip().startswith("$"):
+        return None
+    name = value.strip().split("@", 1)[0]
+    last = name.rsplit("/", 1)
+    if ":" in last[-1]:
+        name = name[: len(name) - len(last[-1])] + last[-1].split(":", 1)[0]
+    return name
+
+
+def _runs(runner: Runner, worker: Worker, script: str, scripts: dict[str, str]) -> bool:
+    path = worker.source.path or ""
+    if _names(runner.argv, path, script, runner.own_entrypoint):
+        return True
+    if runner.dockerfile is None or runner.dockerfile not in scripts:
+        return False
+    processes = _image_processes(scripts[runner.dockerfile])
+    if path == runner.dockerfile:  # the worker is the image's own CMD or ENTRYPOINT line
+        line = worker.source.line
+        return any(
+            line == at and not (runner.own_entrypoint or (word == "CMD" and runner.own_command))
+            for word, at, _ in processes
+        )
+    # A script the image's ENTRYPOINT or CMD runs, when the runner keeps that process.
+    kept = [
+        argv
+        for word, _, argv in processes
+        if not runner.own_entrypoint and (word == "ENTRYPOINT" or not runner.own_command)
+    ]
+    return any(_names(argv, path, script, True) for argv in kept)
+
+
+def _image_processes(text: str) -> list[tuple[str, int, list[str]]]:
+    """(CMD|ENTRYPOINT, line, argv) of the last stage's last CMD and last ENTRYPOINT."""
+    last: dict[str, tuple[str, int, list[str]]] = {}
+    for line, word, rest in instructions(text):
+        if word == "FROM":
+            last = {}
+        elif word in ("CMD", "ENTRYPOINT"):
+            last[word] = (word, line, _json_or_split(rest))
+    return list(last.values())
+
+
+def _names(argv: list[str], path: str, script: str, own_entrypoint: bool) -> bool:
+    """argv runs the script at `path`: by its name or stem, or as the sub-command of an
+    entrypoint script that dispatches on it."""
+    names = {os.path.basename(path), os.path.splitext(os.path.basename(path))[0]}
+    tokens = expand(argv)
+    if any(t and (os.path.basename(t) in names or os.path.splitext(os.path.basename(t))[0]
+                  in names) for t in tokens):  # fmt: skip
+        return True
+    if own_entrypoint or not tokens or not script:
+        return False
+    return re.search(rf"^\s*{re.escape(tokens[0])}\)", script, re.MULTILINE) is not None
+
+
+def _words(value: object) -> list[str]:
+    if isinstance(value, str):
+        return expand([value])
+    if isinstance(value, list):
+        return expand([str(v) for v in value if v is not None])
+    return []

@@ -1,0 +1,85 @@
+"""Helm charts: templates rendered with values.yaml (and a production values file) so the
+grace periods and worker commands that live in values are read. Layout cut from a chart whose
+worker Deployment takes its command and grace from values, with a quiet twin."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from tenure.doctor import diagnose
+from tenure.doctor.helm import render
+
+TEMPLATE = """apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: {{ include "app.fullname" . }}-worker
+  labels:
+    {{- include "app.labels" . | nindent 4 }}
+spec:
+  replicas: {{ .Values.worker.replicas | default 1 }}
+  template:
+    spec:
+      terminationGracePeriodSeconds: {{ .Values.worker.terminationGracePeriodSeconds | default 30 }}
+      containers:
+        - name: worker
+          image: "{{ .Values.image.repository }}:{{ .Values.image.tag | default "latest" }}"
+          command:
+            {{- toYaml .Values.worker.command | nindent 12 }}
+          {{- if .Values.worker.resources }}
+          resources:
+            {{- toYaml .Values.worker.resources | nindent 12 }}
+          {{- end }}
+"""
+VALUES = """image:
+  repository: registry.example.com/shop/app
+worker:
+  replicas: 2
+  command: ["celery", "-A", "shop", "worker", "-l", "info"]
+"""
+SETTINGS = """CELERY_BROKER_URL = "redis://redis:6379/0"
+CELERY_TASK_TIME_LIMIT = 600
+CELERY_TASK_SOFT_TIME_LIMIT = 540
+"""
+
+
+def test_render_keeps_every_line_and_substitutes_values() -> None:
+    import yaml
+
+    values = yaml.safe_load(VALUES)
+    rendered = render(TEMPLATE, values)
+    assert rendered.count("\n") == TEMPLATE.count("\n")
+    assert "terminationGracePeriodSeconds: 30" in rendered
+    assert '            ["celery", "-A", "shop", "worker", "-l", "info"]' in rendered
+    assert "replicas: 2" in rendered and "{{" not in rendered
+
+
+def write(tmp_path: Path, files: dict[str, str]) -> None:
+    for name, text in files.items():
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_text(text)
+
+
+@pytest.mark.parametrize(
+    ("production", "found"),
+    [("", ["celery-grace-below-time-limit chart/templates/worker.yaml:15"]),
+     ("worker:\n  terminationGracePeriodSeconds: 900\n", [])],
+)  # fmt: skip
+def test_chart_worker_grace_from_values(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, production: str, found: list[str]
+) -> None:
+    files = {"settings.py": SETTINGS, "chart/Chart.yaml": "name: app\nversion: 1.0.0\n",
+             "chart/values.yaml": VALUES, "chart/templates/worker.yaml": TEMPLATE}  # fmt: skip
+    if production:
+        files["chart/values-production.yaml"] = production
+    write(tmp_path, files)
+    monkeypatch.chdir(tmp_path)
+    report = diagnose(None, ".", history=False, celery="settings.py")
+    assert [f"{f.rule} {f.location}" for f in report.findings] == found
+
+
+def test_render_of_missing_values_and_unknown_actions_is_empty_not_a_crash() -> None:
+    """Cut from baserow's chart: toYaml/quote of values the chart does not set."""
+    text = "a: {{ toYaml .Values.nope }}\nb: {{ quote .Values.nope }}\n{{ toJson .Values.x.y }}\n"
+    assert render(text, {}) == "a: \nb: \n\n"
