@@ -99,7 +99,7 @@ def job_record(
         chain_text=row["chain"],
         waiting_on=(
             row["concurrency_key"]
-            if row["state"] == QUEUED and row["run_at"] >= PARKED_AT
+            if row["state"] == QUEUED and run_at >= PARKED_AT  # run_at read damage-safe above
             else None
         ),
     )
