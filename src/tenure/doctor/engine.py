@@ -12,6 +12,8 @@ from dataclasses import dataclass
 
 from tenure.app import App
 from tenure.doctor.astutil import Module
+from tenure.doctor.budget.check import check as check_budget
+from tenure.doctor.budget.python_reader import parse_more, read_python
 from tenure.doctor.clocks import check_clocks
 from tenure.doctor.code import (
     AstJob,
@@ -90,6 +92,8 @@ def diagnose(
         report.findings += check_periodic(loaded.app, report.jobs, time.time())
     names = {m.name for m in report.jobs} | {a.function.name for a in ast_jobs}
     report.findings += check_dispatch_sites(modules, names)
+    python = tree.files["python"]
+    report.findings += check_budget(read_python(parse_more(python, modules), python))
 
     deployments = read_deployments(tree)
     report.skipped += deployments.skipped
