@@ -97,25 +97,13 @@ def _job(unit: Unit) -> list[Finding]:
     coordinator = unit.is_coordinator or bool(per_row_dispatch)
     if coordinator:
         rows = [lp for lp in unit.loops if not lp.bounded]
-        if rows:
-            out.append(
-                _finding(
-                    "coordinator-walks-rows",
-                    unit,
-                    rows[0].line,
-                    f"adds jobs while it walks every row of {rows[0].over}",
-                )
-            )
-        elif unit.plucks_all_ids:
+        if unit.plucks_all_ids:
             call = unit.plucks_all_ids[0]
-            out.append(
-                _finding(
-                    "coordinator-walks-rows",
-                    unit,
-                    call.line,
-                    f"reads every id ({call.what}) to add its jobs",
-                )
-            )
+            what = f"reads every id ({call.what}) to add its jobs"
+            out.append(_finding("coordinator-walks-rows", unit, call.line, what))
+        elif rows:
+            what = f"adds jobs while it walks every row of {rows[0].over}"
+            out.append(_finding("coordinator-walks-rows", unit, rows[0].line, what))
     elif walks and not unit.is_member:
         loop = walks[0]
         out.append(

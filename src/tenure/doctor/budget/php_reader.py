@@ -1,0 +1,137 @@
+"""Laravel entry points and jobs: controller actions, route closures, Livewire actions, Artisan
+commands (classes and routes/console.php closures), queued jobs (ShouldQueue handle(), with
+Batchable members) and migrations (up()/down())."""
+
+from __future__ import annotations
+
+import os
+
+from tree_sitter import Node
+
+from tenure.doctor.budget.model import Code, Kind, Unit
+from tenure.doctor.budget.php_body import Methods, Reader
+from tenure.doctor.budget.php_syntax import CLOSURES, args, call_name, closure_body
+from tenure.doctor.laravel.php import line, name_of, parse, text, walk
+
+# A PHP file that may hold an entry point's or a job's costly work: the rest are not parsed.
+MARKERS = (b"foreach", b"->each(", b"chunk", b"dispatch", b"progress(", b"batch()",
+           b"Http::", b"Cache::", b"cache(")  # fmt: skip
+ROUTE_VERBS = {"get", "post", "put", "patch", "delete", "any", "match", "options"}
+NOT_ACTIONS = {"__construct", "middleware", "rules", "messages", "boot", "booted", "render",
+               "getListeners", "placeholder"}  # fmt: skip
+
+
+def read_php(files: list[tuple[str, bytes]], base: str) -> Code:
+    """`files`: (absolute path, bytes) of the project's PHP; paths shown relative to `base`."""
+    code = Code()
+    parsed: list[tuple[str, bytes, Node]] = []
+    methods = Methods()
+    for path, data in files:
+        if not path.endswith(".php") or not any(m in data for m in MARKERS):
+            continue
+        root = parse(data)
+        parsed.append((os.path.relpath(path, base), data, root))
+        for method in walk(root, frozenset({"method_declaration"})):
+            body = method.child_by_field_name("body")
+            if body is not None:
+                methods.bodies.setdefault(text(method.child_by_field_name("name")), []).append(body)
+    for rel, data, root in parsed:
+        code.units += _classes(rel, data, root, methods)
+        if "routes" in rel.replace(os.sep, "/").split("/"):
+            code.units += _route_closures(rel, root, methods)
+    code.has_growing_batches = any(u.adds_to_batch for u in code.units)
+    return code
+
+
+def _classes(rel: str, data: bytes, root: Node, methods: Methods) -> list[Unit]:
+    out: list[Unit] = []
+    for cls in walk(root, frozenset({"class_declaration", "anonymous_class"})):
+        name = text(cls.child_by_field_name("name")) or os.path.basename(rel).removesuffix(".php")
+        parent = ""
+        interfaces: set[str] = set()
+        for child in cls.named_children:
+            if child.type == "base_clause":
+                parent = name_of(child.named_children[0]) if child.named_children else ""
+            elif child.type == "class_interface_clause":
+                interfaces = {name_of(n) for n in child.named_children}
+        body = cls.child_by_field_name("body")
+        if body is None:
+            continue
+        traits = {name_of(n) for u in body.named_children if u.type == "use_declaration"
+                  for n in u.named_children}  # fmt: skip
+        role = _role(rel, data, name, parent, interfaces)
+        if role is None:
+            continue
+        kind, framework, wanted = role
+        for method in body.named_children:
+            if method.type != "method_declaration":
+                continue
+            method_name = text(method.child_by_field_name("name"))
+            public = not any(text(m) in ("private", "protected") for m in method.named_children
+                             if m.type == "visibility_modifier")  # fmt: skip
+            if wanted is None and (not public or method_name in NOT_ACTIONS):
+                continue
+            if wanted is not None and method_name not in wanted:
+                continue
+            joint = "@" if kind == "request" else "::"
+            unit = _unit(kind, f"{name}{joint}{method_name}", framework, rel, method, methods)
+            if unit is not None:
+                unit.is_member = kind == "job" and "Batchable" in traits
+                out.append(unit)
+    return out
+
+
+def _role(rel: str, data: bytes, name: str, parent: str,
+          interfaces: set[str]) -> tuple[Kind, str, set[str] | None] | None:  # fmt: skip
+    folders = rel.replace(os.sep, "/").split("/")
+    if "ShouldQueue" in interfaces:
+        return "job", "Laravel job", {"handle"}
+    if parent == "Migration" or ("migrations" in folders and parent.endswith("Migration")):
+        return "migration", "Laravel migration", {"up", "down"}
+    if (parent == "Command" and b"Illuminate\\Console" in data) or "Commands" in folders:
+        return "command", "Artisan command", {"handle"}
+    if parent == "Component" and (b"Livewire" in data or "Livewire" in folders):
+        return "request", "Livewire action", None
+    if name.endswith("Controller") or parent.endswith("Controller"):
+        return "request", "Laravel controller action", None
+    return None
+
+
+def _route_closures(rel: str, root: Node, methods: Methods) -> list[Unit]:
+    out: list[Unit] = []
+    for call in walk(root, frozenset({"scoped_call_expression"})):
+        scope = name_of(call.child_by_field_name("scope"))
+        name = call_name(call)
+        if scope == "Route" and name in ROUTE_VERBS:
+            kind: Kind = "request"
+            framework = "route closure"
+        elif scope == "Artisan" and name == "command":
+            kind, framework = "command", "Artisan closure command"
+        else:
+            continue
+        closure = next((a for a in args(call) if a.type in CLOSURES), None)
+        if closure is None:
+            continue
+        label = text(args(call)[0]) if args(call) else "?"
+        unit = _unit(kind, f"{scope}::{name}({label})", framework, rel, closure, methods)
+        if unit is not None:
+            out.append(unit)
+    return out
+
+
+def _unit(kind: Kind, name: str, framework: str, rel: str, node: Node,
+          methods: Methods) -> Unit | None:  # fmt: skip
+    body = node.child_by_field_name("body") if node.type == "method_declaration" else (
+        closure_body(node))  # fmt: skip
+    if body is None:
+        return None
+    given = {"$this->"} if kind == "job" else set()
+    params = node.child_by_field_name("parameters")
+    if params is not None:
+        given |= {text(p.child_by_field_name("name")) for p in params.named_children
+                  if p.child_by_field_name("name") is not None}  # fmt: skip
+    unit = Unit(kind, name, framework, rel, line(node))
+    Reader(methods, given).read(body, unit)
+    if unit.floods and any(w in (body.text or b"") for w in (b"onQueue", b"delay")):
+        unit.floods = []
+    return unit

@@ -1,0 +1,384 @@
+"""The time-budget rules on Laravel code: each fixture is cut from the shapes real Laravel
+projects use (controllers, Livewire, Artisan, jobs, migrations, route closures), and each has
+a quiet twin in the standard's right shape that must stay silent."""
+
+from __future__ import annotations
+
+import textwrap
+from pathlib import Path
+
+from tenure.doctor import diagnose
+from tenure.doctor.rules import RULES
+
+from conftest import write
+
+
+def budget(tmp_path: Path, files: dict[str, str]) -> list[tuple[str, str, int | None]]:
+    project = {"artisan": "#!/usr/bin/env php\n", "composer.json": "{}\n"}
+    write(tmp_path, {**project, **{n: textwrap.dedent(t).lstrip() for n, t in files.items()}})
+    report = diagnose(None, str(tmp_path), history=False)
+    return sorted(
+        (f.rule, str(f.location.path), f.location.line)
+        for f in report.findings
+        if RULES[f.rule].group == "budget"
+    )
+
+
+CONTROLLER = """
+    <?php
+
+    namespace App\\Http\\Controllers;
+
+    use App\\Mail\\InvoiceReminder;
+    use App\\Models\\Invoice;
+    use Illuminate\\Support\\Facades\\Mail;
+
+    class InvoiceController extends Controller
+    {
+        public function remind()
+        {
+            $invoices = Invoice::where('paid', false)->with('customer')->get();
+            foreach ($invoices as $invoice) {
+                Mail::to($invoice->customer)->send(new InvoiceReminder($invoice));
+            }
+            return back();
+        }
+
+        public function report(Request $request)
+        {
+            return response()->json(GenerateReport::dispatchSync($request->user()));
+        }
+    }
+"""
+CONTROLLER_QUIET = """
+    <?php
+
+    namespace App\\Http\\Controllers;
+
+    use App\\Jobs\\SendReminders;
+    use App\\Models\\Invoice;
+
+    class InvoiceController extends Controller
+    {
+        public function remind()
+        {
+            SendReminders::dispatch(auth()->id());
+            return back();
+        }
+
+        public function close()
+        {
+            Invoice::where('due_at', '<', now())->update(['overdue' => true]);
+            foreach (['draft', 'sent'] as $state) {
+                Invoice::create(['state' => $state]);
+            }
+            foreach ($request->all() as $key => $value) {
+                session()->put($key, $value);
+            }
+            return back();
+        }
+    }
+"""
+
+
+def test_controller_action(tmp_path: Path) -> None:
+    rel = "app/Http/Controllers/InvoiceController.php"
+    assert budget(tmp_path, {rel: CONTROLLER}) == [
+        ("request-waits-for-job", rel, 22),
+        ("work-in-request", rel, 14),
+    ]
+
+
+def test_controller_quiet_twin(tmp_path: Path) -> None:
+    rel = "app/Http/Controllers/InvoiceController.php"
+    assert budget(tmp_path, {rel: CONTROLLER_QUIET}) == []
+
+
+def test_livewire_action_followed_into_model_method(tmp_path: Path) -> None:
+    """The standard's own wrong example: the per-row work is inside a model method."""
+    found = budget(tmp_path, {
+        "app/Livewire/ExportOrders.php": """
+            <?php
+
+            namespace App\\Livewire;
+
+            use Livewire\\Component;
+
+            class ExportOrders extends Component
+            {
+                public Project $project;
+
+                public function export()
+                {
+                    foreach ($this->project->orders as $order) {
+                        $this->project->exportOrder($order);
+                    }
+                }
+
+                public function start()
+                {
+                    $this->project->startExport();
+                }
+            }
+        """,
+        "app/Models/Project.php": """
+            <?php
+
+            namespace App\\Models;
+
+            class Project extends Model
+            {
+                public function exportOrder(Order $order): void
+                {
+                    Storage::disk('s3')->put("exports/{$order->id}.json", $order->toJson());
+                }
+
+                public function startExport(): void
+                {
+                    $lo = $this->orders()->min('id');
+                    $hi = $this->orders()->max('id');
+                    ExportCoordinator::dispatch($this->id, $lo, $hi);
+                }
+            }
+        """,
+    })  # fmt: skip
+    assert found == [("work-in-request", "app/Livewire/ExportOrders.php", 13)]
+
+
+def test_route_closure(tmp_path: Path) -> None:
+    found = budget(tmp_path, {
+        "routes/web.php": """
+            <?php
+
+            use App\\Models\\User;
+            use Illuminate\\Support\\Facades\\Route;
+
+            Route::post('/recount', function () {
+                User::query()->each(function (User $user) {
+                    $user->update(['posts_count' => $user->posts()->count()]);
+                });
+                return 'ok';
+            });
+
+            Route::get('/health', fn () => 'ok');
+        """,
+    })  # fmt: skip
+    assert found == [("work-in-request", "routes/web.php", 7)]
+
+
+def test_artisan_command(tmp_path: Path) -> None:
+    rel = "app/Console/Commands/PruneAvatars.php"
+    found = budget(tmp_path, {
+        rel: """
+            <?php
+
+            namespace App\\Console\\Commands;
+
+            use Illuminate\\Console\\Command;
+
+            class PruneAvatars extends Command
+            {
+                protected $signature = 'avatars:prune';
+
+                public function handle(): int
+                {
+                    User::whereNotNull('avatar')->chunk(200, function ($users) {
+                        foreach ($users as $user) {
+                            Storage::delete($user->avatar);
+                        }
+                    });
+                    return 0;
+                }
+            }
+        """,
+        "app/Console/Commands/StartPrune.php": """
+            <?php
+
+            namespace App\\Console\\Commands;
+
+            use Illuminate\\Console\\Command;
+
+            class StartPrune extends Command
+            {
+                public function handle(): int
+                {
+                    PruneCoordinator::dispatch(User::min('id'), User::max('id'));
+                    return 0;
+                }
+            }
+        """,
+    })  # fmt: skip
+    assert found == [("work-in-command", rel, 14)]
+
+
+def test_migration_and_its_static_closures_twin(tmp_path: Path) -> None:
+    found = budget(tmp_path, {
+        "database/migrations/2024_01_01_000000_backfill_slugs.php": """
+            <?php
+
+            return new class extends Migration {
+                public function up(): void
+                {
+                    foreach (Post::cursor() as $post) {
+                        $post->update(['slug' => Str::slug($post->title)]);
+                    }
+                    RebuildSearchIndex::dispatch();
+                }
+            };
+        """,
+        "database/migrations/2024_01_02_000000_backfill_totals.php": """
+            <?php
+
+            return new class extends Migration {
+                public function up(): void
+                {
+                    DB::table('orders')->select('id')->chunkById(1000, function ($rows) {
+                        $ids = $rows->pluck('id')->all();
+                        dispatch(static function () use ($ids) {
+                            DB::table('orders')->whereIn('id', $ids)->update(['total' => 0]);
+                        });
+                    });
+                }
+            };
+        """,
+    })  # fmt: skip
+    rel = "database/migrations/2024_01_01_000000_backfill_slugs.php"
+    assert found == [("work-in-migration", rel, 6), ("work-in-migration", rel, 9)]
+
+
+JOBS = {
+    "app/Jobs/RecalculateStock.php": """
+        <?php
+
+        class RecalculateStock implements ShouldQueue
+        {
+            public function handle(): void
+            {
+                foreach (Product::all() as $product) {
+                    $product->recalculate();
+                    $product->save();
+                }
+            }
+        }
+    """,
+    "app/Jobs/ExportCoordinator.php": """
+        <?php
+
+        class ExportCoordinator implements ShouldQueue
+        {
+            use Batchable;
+
+            public function handle(): void
+            {
+                $ids = Order::where('project_id', 7)->pluck('id');
+                foreach ($ids->chunk(500) as $chunk) {
+                    $this->batch()->add(new ExportSlice($chunk->all()));
+                }
+            }
+        }
+    """,
+    "app/Jobs/ExportSlice.php": """
+        <?php
+
+        class ExportSlice implements ShouldQueue
+        {
+            use Batchable;
+
+            public function handle(): void
+            {
+                Notify::dispatch($this->ids);
+            }
+        }
+    """,
+    "app/Jobs/SyncContacts.php": """
+        <?php
+
+        class SyncContacts implements ShouldQueue
+        {
+            public function __construct(public int $offset = 0) {}
+
+            public function handle(): void
+            {
+                $last = Cache::get('contacts:last_id', 0);
+                $rows = Contact::where('id', '>', $last)->orderBy('id')->limit(100)->get();
+                Cache::put('contacts:last_id', $rows->last()->id);
+                self::dispatch($this->offset + 100);
+            }
+        }
+    """,
+    "app/Http/Controllers/ExportController.php": """
+        <?php
+
+        class ExportController extends Controller
+        {
+            public function show(string $id)
+            {
+                return ['progress' => Bus::findBatch($id)->progress()];
+            }
+        }
+    """,
+}
+JOBS_QUIET = {
+    "app/Jobs/StartExport.php": """
+        <?php
+
+        class StartExport implements ShouldQueue
+        {
+            use Batchable;
+
+            public function handle(): void
+            {
+                $lo = Order::min('id');
+                $hi = Order::max('id');
+                for ($from = $lo; $from <= $hi; $from += 1000) {
+                    $this->batch()->add(new ExportRange($from, $from + 999));
+                }
+            }
+        }
+    """,
+    "app/Jobs/ExportRange.php": """
+        <?php
+
+        class ExportRange implements ShouldQueue
+        {
+            use Batchable;
+
+            public function __construct(public int $from, public int $to) {}
+
+            public function handle(): void
+            {
+                $orders = Order::whereBetween('id', [$this->from, $this->to])->get();
+                foreach ($orders as $order) {
+                    $order->update(['exported' => true]);
+                }
+            }
+        }
+    """,
+    "app/Http/Controllers/ExportController.php": """
+        <?php
+
+        class ExportController extends Controller
+        {
+            public function show(Export $export)
+            {
+                return ['progress' => $export->processed_rows / $export->total_rows];
+            }
+        }
+    """,
+}
+
+
+def test_job_rules(tmp_path: Path) -> None:
+    assert budget(tmp_path, JOBS) == [
+        ("batch-floods-queue", "app/Jobs/ExportCoordinator.php", 11),
+        ("coordinator-walks-rows", "app/Jobs/ExportCoordinator.php", 9),
+        ("job-not-batched", "app/Jobs/RecalculateStock.php", 7),
+        ("job-resumes-from-cursor", "app/Jobs/SyncContacts.php", 12),
+        ("member-dispatches", "app/Jobs/ExportSlice.php", 9),
+        ("progress-total-regresses", "app/Http/Controllers/ExportController.php", 7),
+    ]
+
+
+def test_job_rules_quiet_twin(tmp_path: Path) -> None:
+    """The standard's right shape: min/max once, ranges added, members over their range."""
+    assert budget(tmp_path, JOBS_QUIET) == []
