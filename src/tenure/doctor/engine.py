@@ -27,6 +27,8 @@ from tenure.doctor.code import (
     parse_one,
     relpath,
 )
+from tenure.doctor.config import ConfigProblem, read_overrides
+from tenure.doctor.config import apply as apply_overrides
 from tenure.doctor.history import Limits, check_history, measure, read_history, store_note
 from tenure.doctor.model import SEVERITIES, Finding, JobModel, Report, Skipped, Source, Value
 from tenure.doctor.periodic import check_periodic
@@ -67,6 +69,10 @@ def diagnose(
     if not os.path.exists(root):
         raise CannotRun(f"PATH {path!r} does not exist")
     base = root if os.path.isdir(root) else os.path.dirname(root)
+    try:
+        overrides = read_overrides(root)
+    except ConfigProblem as exc:
+        raise CannotRun(str(exc)) from exc
     report = Report(root=root, app_spec=app_spec)
     loaded = load_app(app_spec, base) if app_spec else LoadedApp(None, "", None)
     if loaded.problem is not None:
@@ -107,6 +113,8 @@ def diagnose(
         report.findings += check_clocks(report.launches, report.jobs, Source(relpath(root, base)))
     if past is not None and loaded.app is not None:
         report.findings += _history(loaded.app, report, fallback, limits, past)
+    report.findings = apply_overrides(report.findings, overrides)
+    report.notes += [o.note() for o in overrides.values()]
     rank = {s: i for i, s in enumerate(SEVERITIES)}
     report.findings.sort(
         key=lambda f: (rank[f.severity], str(f.location.path), f.location.line or 0)
