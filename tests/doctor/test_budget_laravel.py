@@ -382,3 +382,55 @@ def test_job_rules(tmp_path: Path) -> None:
 def test_job_rules_quiet_twin(tmp_path: Path) -> None:
     """The standard's right shape: min/max once, ranges added, members over their range."""
     assert budget(tmp_path, JOBS_QUIET) == []
+
+
+def test_dispatch_sync_of_a_small_command_object_is_quiet(tmp_path: Path) -> None:
+    """Some projects use jobs as synchronous command objects (laravel.io): running a small one
+    inline is not waiting for a job; running a queued job or one that walks rows is."""
+    found = budget(tmp_path, {
+        "app/Jobs/LockThread.php": """
+            <?php
+
+            final class LockThread
+            {
+                public function __construct(private Thread $thread) {}
+
+                public function handle(): void
+                {
+                    $this->thread->update(['locked_at' => now()]);
+                }
+            }
+        """,
+        "app/Jobs/CloseStaleThreads.php": """
+            <?php
+
+            final class CloseStaleThreads
+            {
+                public function handle(): void
+                {
+                    foreach (Thread::where('updated_at', '<', now()->subYear())->get() as $t) {
+                        $t->update(['closed' => true]);
+                    }
+                }
+            }
+        """,
+        "app/Http/Controllers/ThreadsController.php": """
+            <?php
+
+            class ThreadsController extends Controller
+            {
+                public function lock(Thread $thread)
+                {
+                    $this->dispatchSync(new LockThread($thread));
+                    return back();
+                }
+
+                public function closeStale()
+                {
+                    $this->dispatchSync(new CloseStaleThreads());
+                    return back();
+                }
+            }
+        """,
+    })  # fmt: skip
+    assert found == [("request-waits-for-job", "app/Http/Controllers/ThreadsController.php", 13)]

@@ -371,3 +371,28 @@ def test_tenure_job_not_batched_and_its_batched_twin(tmp_path: Path) -> None:
         """,
     })  # fmt: skip
     assert found == [("job-not-batched", "jobs.py", 10)]
+
+
+def test_model_methods_and_mixins_are_not_views(tmp_path: Path) -> None:
+    """A model whose bases end in Mixin is not a view; `copy.copy` is not a file operation."""
+    found = budget(tmp_path, {
+        "gym/models.py": """
+            import copy
+
+            from django.db import models
+
+            class Routine(HistoryMixin, models.Model):
+                def delete(self, *args, **kwargs):
+                    for day in self.days.all():
+                        day.reset_cache()
+                    super().delete(*args, **kwargs)
+
+            class RoutineView(LoginRequiredMixin, UpdateView):
+                def get(self, request, pk):
+                    days = [copy.copy(d) for d in Routine.objects.get(pk=pk).days.all()]
+                    for day in Routine.objects.get(pk=pk).days.all():
+                        clone = copy.copy(day)
+                    return render(request, "routine.html", {"days": days})
+        """,
+    })  # fmt: skip
+    assert found == []

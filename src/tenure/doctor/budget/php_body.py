@@ -151,7 +151,7 @@ class Reader:
                 if "+" in text(call.child_by_field_name("arguments")):
                     unit.redispatch_offset.append(Costly("dispatch", written, at))
         if name in WAITS:
-            unit.waits.append(Costly("dispatch", written, at))
+            unit.waits.append(Costly("dispatch", written, at, _target_class(call)))
         if _batch_add(call):
             unit.adds_to_batch.append(Costly("dispatch", written, at))
         if name == "pluck" and args(call) and string_value(args(call)[0]) == "id":
@@ -177,6 +177,21 @@ class Reader:
     def _pluck(self, call: Node, unit: Unit) -> None:
         if is_query(call, self.held) and not bounded(call, self.given):
             unit.plucks_all_ids.append(Costly("method", short(call), line(call)))
+
+
+def _target_class(call: Node) -> str:
+    """The job class a dispatch names: `X::dispatchSync()`, `dispatch_sync(new X)`,
+    `$this->dispatchSync(X::fromRequest(...))`; "" when it is not written there."""
+    if call.type == "scoped_call_expression":
+        scope = text(call.child_by_field_name("scope"))
+        if scope not in ("Bus", "self", "static"):
+            return scope.rsplit("\\", 1)[-1]
+    for arg in args(call)[:1]:
+        if arg.type == "object_creation_expression" and arg.named_children:
+            return text(arg.named_children[0]).rsplit("\\", 1)[-1]
+        if arg.type == "scoped_call_expression":
+            return text(arg.child_by_field_name("scope")).rsplit("\\", 1)[-1]
+    return ""
 
 
 def _batch_add(call: Node) -> bool:

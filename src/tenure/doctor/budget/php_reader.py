@@ -35,15 +35,39 @@ def read_php(files: list[tuple[str, bytes]], base: str) -> Code:
             body = method.child_by_field_name("body")
             if body is not None:
                 methods.bodies.setdefault(text(method.child_by_field_name("name")), []).append(body)
+    handles: dict[str, tuple[bool, Node]] = {}  # class -> (queued, its handle())
     for rel, data, root in parsed:
-        code.units += _classes(rel, data, root, methods)
+        code.units += _classes(rel, data, root, methods, handles)
         if "routes" in rel.replace(os.sep, "/").split("/"):
             code.units += _route_closures(rel, root, methods)
     code.has_growing_batches = any(u.adds_to_batch for u in code.units)
+    wanted = {w.via for u in code.units for w in u.waits} - set(handles) - {""}
+    seen = {rel for rel, _, _ in parsed}
+    for path, data in files:  # the named job classes the marker filter left unparsed
+        rel = os.path.relpath(path, base)
+        if rel not in seen and any(f"class {n}".encode() in data for n in wanted):
+            _classes(rel, data, parse(data), methods, handles)
+    for unit in code.units:
+        unit.waits = [w for w in unit.waits if _heavy(w.via, handles, methods)]
     return code
 
 
-def _classes(rel: str, data: bytes, root: Node, methods: Methods) -> list[Unit]:
+def _heavy(name: str, handles: dict[str, tuple[bool, Node]], methods: Methods) -> bool:
+    """Is running this job inline heavy work? A queued job is (it was written to leave the
+    request); a synchronous command object is when its handle() grows with the data. A job
+    the doctor cannot name or find counts as heavy: unclear is not bounded."""
+    if name not in handles:
+        return True
+    queued, body = handles[name]
+    if queued:
+        return True
+    probe = Unit("job", name, "", "", 0)
+    Reader(methods, set()).read(body, probe)
+    return any(lp.work and not lp.bounded for lp in probe.loops) or bool(probe.untimed_calls)
+
+
+def _classes(rel: str, data: bytes, root: Node, methods: Methods,
+             handles: dict[str, tuple[bool, Node]]) -> list[Unit]:  # fmt: skip
     out: list[Unit] = []
     for cls in walk(root, frozenset({"class_declaration", "anonymous_class"})):
         name = text(cls.child_by_field_name("name")) or os.path.basename(rel).removesuffix(".php")
@@ -57,6 +81,12 @@ def _classes(rel: str, data: bytes, root: Node, methods: Methods) -> list[Unit]:
         body = cls.child_by_field_name("body")
         if body is None:
             continue
+        for method in body.named_children:
+            if method.type == "method_declaration" and text(
+                    method.child_by_field_name("name")) == "handle":  # fmt: skip
+                handle = method.child_by_field_name("body")
+                if handle is not None:
+                    handles[name] = ("ShouldQueue" in interfaces, handle)
         traits = {name_of(n) for u in body.named_children if u.type == "use_declaration"
                   for n in u.named_children}  # fmt: skip
         role = _role(rel, data, name, parent, interfaces)

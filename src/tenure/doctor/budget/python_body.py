@@ -120,13 +120,18 @@ class Reader:
         self.queries: dict[str, ast.expr] = {}  # local name -> the query it holds
 
     # -- queries ---------------------------------------------------------------------------
-    def query(self, expr: ast.expr) -> tuple[bool, bool]:
-        """(is it a query over rows, is it bounded by a range or ids the unit was given)."""
+    def query(self, expr: ast.expr, depth: int = 0) -> tuple[bool, bool]:
+        """(is it a query over rows, is it bounded by a range or ids the unit was given).
+        `qs = qs.filter(...)` refers to itself: names are followed a few steps only."""
+        if depth > 4:
+            return (False, False)
         if isinstance(expr, ast.Name):
             held = self.queries.get(expr.id)
-            return self.query(held) if held is not None else (False, False)
+            return self.query(held, depth + 1) if held is not None else (False, False)
         if isinstance(expr, ast.Subscript):
-            return (False, False) if isinstance(expr.slice, ast.Slice) else self.query(expr.value)
+            if isinstance(expr.slice, ast.Slice):
+                return (False, False)
+            return self.query(expr.value, depth + 1)
         seen_root, bounded = False, False
         node: ast.expr = expr
         while True:
@@ -147,7 +152,7 @@ class Reader:
                     seen_root = True  # a related manager: order.items.all()
                 node = node.value
             elif isinstance(node, ast.Name) and node.id in self.queries:
-                inner, inner_bounded = self.query(self.queries[node.id])
+                inner, inner_bounded = self.query(self.queries[node.id], depth + 1)
                 return (inner or seen_root, bounded or inner_bounded)
             else:
                 break
@@ -255,7 +260,8 @@ class Reader:
         elif self._http(qualified, name):
             effect = "http"
         elif name in FILES and (name != "open" or isinstance(call.func, ast.Name)):
-            effect = None if name in ("copy", "remove") and "." not in qualified else "file"
+            loose = name in ("copy", "copyfile", "remove", "unlink")  # copy.copy, list.remove
+            effect = "file" if not loose or qualified.startswith(("shutil.", "os.")) else None
         elif name in DISPATCH and isinstance(call.func, ast.Attribute):
             effect = "dispatch"
         if effect is not None:

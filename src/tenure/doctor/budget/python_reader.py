@@ -17,7 +17,7 @@ ROUTE_VERBS = {"route", "get", "post", "put", "patch", "delete", "api_route", "w
 VIEW_METHODS = {"get", "post", "put", "patch", "delete", "list", "create", "retrieve",
                 "update", "partial_update", "destroy", "perform_create", "perform_update",
                 "perform_destroy", "form_valid", "get_context_data"}  # fmt: skip
-VIEW_BASES = ("View", "ViewSet", "APIView", "Mixin")
+VIEW_BASES = ("View", "ViewSet", "APIView")
 TASK_DECORATORS = {"task", "shared_task", "job", "actor", "periodic_task"}
 MEMBER_SIGNATURES = {"s", "si", "signature", "sig"}
 # Bytes a file holds when it may define an entry point or a job: the rest are not parsed.
