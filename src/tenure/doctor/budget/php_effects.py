@@ -26,7 +26,7 @@ NOT_MODELS = {"Cache", "Config", "Session", "Request", "Http", "Storage", "Redis
 NOT_ROWS_VARS = {"$request", "$this", "$data", "$input", "$options", "$attributes", "$config",
                  "$params", "$items", "$array", "$args", "$settings"}  # fmt: skip
 WRITES = {"save", "update", "delete", "increment", "decrement", "create", "forceDelete", "touch",
-          "restore", "push", "sync", "attach", "detach", "insert", "updateOrCreate",
+          "restore", "sync", "attach", "detach", "insert", "updateOrCreate",
           "firstOrCreate", "updateQuietly", "saveQuietly", "deleteQuietly", "upsert",
           "statement", "syncWithoutDetaching", "fill_and_save", "forceFill"}  # fmt: skip
 FILE_FUNCTIONS = {"file_put_contents", "fopen", "fwrite", "unlink", "copy", "rename", "mkdir",
