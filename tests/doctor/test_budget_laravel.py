@@ -434,3 +434,134 @@ def test_dispatch_sync_of_a_small_command_object_is_quiet(tmp_path: Path) -> Non
         """,
     })  # fmt: skip
     assert found == [("request-waits-for-job", "app/Http/Controllers/ThreadsController.php", 13)]
+
+
+STANDARD_RIGHT = {
+    "app/Livewire/OrderExportButton.php": """
+        <?php
+
+        namespace App\\Livewire;
+
+        use Livewire\\Attributes\\Computed;
+        use Livewire\\Component;
+
+        class OrderExportButton extends Component
+        {
+            public Project $project;
+            public ?OrderExport $export = null;
+
+            public function export(): void
+            {
+                $this->authorize('export', $this->project);
+                $this->export = $this->project->startOrderExport();
+            }
+
+            #[Computed]
+            public function exportState(): ?string
+            {
+                return $this->export?->state();
+            }
+
+            #[Computed]
+            public function exportProgress(): ?int
+            {
+                return $this->export?->progress();
+            }
+        }
+    """,
+    "app/Models/Project.php": """
+        <?php
+
+        namespace App\\Models;
+
+        class Project extends Model
+        {
+            public function startOrderExport(): OrderExport
+            {
+                $export = $this->orderExports()->create();
+                $exportId = $export->id;
+
+                $batch = Bus::batch([new PlanOrderExport($this->id, $exportId, null)])
+                    ->then(static function (Batch $batch) use ($exportId) {
+                        OrderExport::find($exportId)?->finish();
+                    })
+                    ->catch(static function (Batch $batch, Throwable $error) use ($exportId) {
+                        OrderExport::find($exportId)?->markFailed($error->getMessage());
+                    })
+                    ->onQueue('exports')
+                    ->dispatch();
+
+                $export->update(['batch_id' => $batch->id]);
+
+                return $export;
+            }
+        }
+    """,
+    "app/Jobs/PlanOrderExport.php": """
+        <?php
+
+        namespace App\\Jobs;
+
+        class PlanOrderExport implements ShouldQueue
+        {
+            use Batchable, Dispatchable, InteractsWithQueue, Queueable;
+
+            public function __construct(public int $projectId, public int $exportId,
+                                        public ?int $from) {}
+
+            public function handle(): void
+            {
+                $orders = Order::query()->where('project_id', $this->projectId);
+                $last = $orders->clone()->max('id');
+                if ($last === null) {
+                    return;
+                }
+
+                $from = $this->from ?? $orders->clone()->min('id');
+                $until = min($from + 50 * 200 - 1, $last);
+                $jobs = collect(range($from, $until, 50))->map(function (int $start) use ($until) {
+                    return new ExportOrders($this->projectId, $this->exportId, $start,
+                                            min($start + 49, $until));
+                });
+                $this->batch()->add($jobs->all());
+
+                if ($until < $last) {
+                    $this->batch()->add([new PlanOrderExport($this->projectId, $this->exportId,
+                                                             $until + 1)]);
+                }
+            }
+        }
+    """,
+    "app/Jobs/ExportOrders.php": """
+        <?php
+
+        namespace App\\Jobs;
+
+        class ExportOrders implements ShouldQueue
+        {
+            use Batchable, Dispatchable, InteractsWithQueue, Queueable;
+
+            public $timeout = 30;
+
+            public function __construct(public int $projectId, public int $exportId,
+                                        public int $from, public int $to) {}
+
+            public function handle(): void
+            {
+                $orders = Order::where('project_id', $this->projectId)
+                    ->whereBetween('id', [$this->from, $this->to])->get();
+                foreach ($orders as $order) {
+                    Storage::disk('s3')->put("exports/{$this->exportId}/{$order->id}.json",
+                                             $order->toJson());
+                }
+            }
+        }
+    """,
+}
+
+
+def test_the_standards_own_right_shapes_are_quiet(tmp_path: Path) -> None:
+    """The standard's right example, whole: the action starts the export through the model,
+    the model starts a batch, the coordinator reads min/max once and adds ranges, each small
+    job works over its range, the screen reads the export record's own progress."""
+    assert budget(tmp_path, STANDARD_RIGHT) == []

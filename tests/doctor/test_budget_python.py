@@ -396,3 +396,27 @@ def test_model_methods_and_mixins_are_not_views(tmp_path: Path) -> None:
         """,
     })  # fmt: skip
     assert found == []
+
+
+def test_per_row_call_named_for_work_counts_when_its_body_is_elsewhere(tmp_path: Path) -> None:
+    """`order.export()` from a package the doctor does not read: its name says it works per
+    row; `order.total_display()` says nothing and stays quiet."""
+    found = budget(tmp_path, {
+        "shop/views.py": """
+            from shop.models import Order
+
+            def export_all(request):
+                for order in Order.objects.filter(shop=request.user.shop):
+                    order.export_to_erp()
+
+            def totals(request):
+                return [order.total_display() for order in Order.objects.all()[:100]]
+
+            def names(request):
+                out = []
+                for order in Order.objects.filter(shop=request.user.shop):
+                    out.append(order.customer_name())
+                return out
+        """,
+    })  # fmt: skip
+    assert found == [("work-in-request", "shop/views.py", 5)]

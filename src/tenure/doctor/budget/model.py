@@ -12,6 +12,19 @@ Kind = Literal["request", "command", "migration", "job"]
 Effect = Literal["write", "mail", "http", "file", "dispatch", "method"]
 
 
+# Method names that say the call does work per row even when the doctor cannot read its body
+# (it lives in a package, or does it through a library the doctor does not know).
+COSTLY_VERBS = ("export", "import", "sync", "send", "process", "generate", "notify", "upload",
+                "download", "charge", "refund", "recalculate", "rebuild", "archive", "publish",
+                "reindex", "backfill", "migrate", "transcode", "resize", "push_to",
+                "mail")  # fmt: skip
+
+
+def costly_name(name: str) -> bool:
+    lowered = name.lower().lstrip("_")
+    return lowered.startswith(COSTLY_VERBS)
+
+
 @dataclass(frozen=True)
 class Costly:
     """One costly call: `what` as written (`$order->save()`, `requests.post`), on `line`."""

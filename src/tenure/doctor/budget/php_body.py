@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 
 from tree_sitter import Node
 
-from tenure.doctor.budget.model import Costly, Loop, Unit
+from tenure.doctor.budget.model import Costly, Loop, Unit, costly_name
 from tenure.doctor.budget.php_effects import (
     CHUNKS,
     EACH,
@@ -78,7 +78,9 @@ def call_effects(call: Node, row: set[str], methods: Methods, depth: int) -> lis
     if depth == 0 and not (mentions_row or on in ("$this", "self", "static")):
         return []
     found = methods.effects(name, depth + 1)
-    return [Costly("method", callee(call), line(call), c.via) for c in found[:1]]
+    if not found and depth == 0 and mentions_row and costly_name(name):
+        return [Costly("method", callee(call), line(call), f"{name}, by its name")]
+    return [Costly(c.effect, callee(call), line(call), c.via) for c in found[:1]]
 
 
 def callee(call: Node) -> str:
@@ -156,7 +158,7 @@ class Reader:
             unit.adds_to_batch.append(Costly("dispatch", written, at))
         if name == "pluck" and args(call) and string_value(args(call)[0]) == "id":
             self._pluck(call, unit)
-        if name == "progress" and not args(call):
+        if name == "progress" and not args(call) and _of_batch(call, self.held):
             unit.progress_reads.append(Costly("method", written, at))
         if name in ("get", "put", "forever", "set", "increment", "remember") and _cursor(call):
             unit.cursor.append(Costly("method" if name == "get" else "write", written, at))
@@ -177,6 +179,16 @@ class Reader:
     def _pluck(self, call: Node, unit: Unit) -> None:
         if is_query(call, self.held) and not bounded(call, self.given):
             unit.plucks_all_ids.append(Costly("method", short(call), line(call)))
+
+
+def _of_batch(call: Node, held: dict[str, Node]) -> bool:
+    """`Bus::findBatch($id)->progress()`, `$batch->progress()`: a batch's own count, not a
+    record's `$export->progress()` measured against a total stored once."""
+    target = receiver(call)
+    written = text(target) if target is not None else ""
+    if target is not None and target.type == "variable_name" and written in held:
+        written = text(held[written])
+    return "batch" in written.lower()
 
 
 def _target_class(call: Node) -> str:

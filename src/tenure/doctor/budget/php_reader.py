@@ -5,17 +5,21 @@ Batchable members) and migrations (up()/down())."""
 from __future__ import annotations
 
 import os
+import re
+from dataclasses import replace
 
 from tree_sitter import Node
 
 from tenure.doctor.budget.model import Code, Kind, Unit
-from tenure.doctor.budget.php_body import Methods, Reader
-from tenure.doctor.budget.php_syntax import CLOSURES, args, call_name, closure_body
+from tenure.doctor.budget.php_body import Methods, Reader, call_effects
+from tenure.doctor.budget.php_syntax import CALLS, CLOSURES, args, call_name, closure_body, own
 from tenure.doctor.laravel.php import line, name_of, parse, text, walk
 
 # A PHP file that may hold an entry point's or a job's costly work: the rest are not parsed.
 MARKERS = (b"foreach", b"->each(", b"chunk", b"dispatch", b"progress(", b"batch()",
            b"Http::", b"Cache::", b"cache(")  # fmt: skip
+ALIAS = re.compile(rb"^use\s+[\w\\]*?(\w+)\s+as\s+(\w+)\s*;", re.MULTILINE)
+OUTSIDE = {"http", "mail", "file"}  # effects that leave the process
 ROUTE_VERBS = {"get", "post", "put", "patch", "delete", "any", "match", "options"}
 NOT_ACTIONS = {"__construct", "middleware", "rules", "messages", "boot", "booted", "render",
                "getListeners", "placeholder"}  # fmt: skip
@@ -37,9 +41,13 @@ def read_php(files: list[tuple[str, bytes]], base: str) -> Code:
                 methods.bodies.setdefault(text(method.child_by_field_name("name")), []).append(body)
     handles: dict[str, tuple[bool, Node]] = {}  # class -> (queued, its handle())
     for rel, data, root in parsed:
-        code.units += _classes(rel, data, root, methods, handles)
+        units = _classes(rel, data, root, methods, handles)
         if "routes" in rel.replace(os.sep, "/").split("/"):
-            code.units += _route_closures(rel, root, methods)
+            units += _route_closures(rel, root, methods)
+        aliases = {a.decode(): n.decode() for n, a in ALIAS.findall(data)}
+        for unit in units:
+            unit.waits = [replace(w, via=aliases.get(w.via, w.via)) for w in unit.waits]
+        code.units += units
     code.has_growing_batches = any(u.adds_to_batch for u in code.units)
     wanted = {w.via for u in code.units for w in u.waits} - set(handles) - {""}
     seen = {rel for rel, _, _ in parsed}
@@ -53,17 +61,19 @@ def read_php(files: list[tuple[str, bytes]], base: str) -> Code:
 
 
 def _heavy(name: str, handles: dict[str, tuple[bool, Node]], methods: Methods) -> bool:
-    """Is running this job inline heavy work? A queued job is (it was written to leave the
-    request); a synchronous command object is when its handle() grows with the data. A job
-    the doctor cannot name or find counts as heavy: unclear is not bounded."""
+    """Is running this job inline heavy work? It is when its handle() grows with the data or
+    calls out (HTTP, mail, files), itself or one method down; a job that saves one record is
+    not (laravel.io runs such jobs as synchronous commands). A job the doctor cannot name or
+    find counts as heavy: unclear is not bounded."""
     if name not in handles:
         return True
-    queued, body = handles[name]
-    if queued:
-        return True
+    _, body = handles[name]
     probe = Unit("job", name, "", "", 0)
     Reader(methods, set()).read(body, probe)
-    return any(lp.work and not lp.bounded for lp in probe.loops) or bool(probe.untimed_calls)
+    if any(lp.work and not lp.bounded for lp in probe.loops):
+        return True
+    calls = (n for n in own(body) if n.type in CALLS)
+    return any(c.effect in OUTSIDE for n in calls for c in call_effects(n, set(), methods, 1))
 
 
 def _classes(rel: str, data: bytes, root: Node, methods: Methods,

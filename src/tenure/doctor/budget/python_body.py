@@ -11,7 +11,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 from tenure.doctor.astutil import FunctionNode, Module, keyword
-from tenure.doctor.budget.model import Costly, Effect, Loop, Unit
+from tenure.doctor.budget.model import Costly, Effect, Loop, Unit, costly_name
 from tenure.doctor.code import parse_one
 from tenure.doctor.walk import FoundFile
 
@@ -268,10 +268,19 @@ class Reader:
             return [Costly(effect, written, line, via)]
         if depth >= DEPTH:
             return []
-        return [
-            Costly("method", written, line, c.via or c.what) if depth == 0 else c
+        found = [
+            Costly(c.effect, written, line, c.via or c.what) if depth == 0 else c
             for c in self._followed(call, name, row, depth)
         ][:1]
+        if not found and depth == 0 and costly_name(name) and self._mentions(call, row):
+            return [Costly("method", written, line, f"{name}, by its name")]
+        return found
+
+    @staticmethod
+    def _mentions(call: ast.Call, row: set[str]) -> bool:
+        on = call.func.value if isinstance(call.func, ast.Attribute) else None
+        values = [*call.args, *(k.value for k in call.keywords)] + ([on] if on else [])
+        return any(isinstance(n, ast.Name) and n.id in row for v in values for n in ast.walk(v))
 
     def _followed(self, call: ast.Call, name: str, row: set[str], depth: int) -> list[Costly]:
         func = call.func
