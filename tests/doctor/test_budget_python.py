@@ -330,6 +330,7 @@ CELERY_TASKS_QUIET = """
 
 def test_celery_job_rules(tmp_path: Path) -> None:
     assert budget(tmp_path, {"shop/tasks.py": CELERY_TASKS}) == [
+        ("batch-floods-queue", "shop/tasks.py", 18),
         ("coordinator-walks-rows", "shop/tasks.py", 17),
         ("job-not-batched", "shop/tasks.py", 10),
         ("job-resumes-from-cursor", "shop/tasks.py", 37),
@@ -420,3 +421,96 @@ def test_per_row_call_named_for_work_counts_when_its_body_is_elsewhere(tmp_path:
         """,
     })  # fmt: skip
     assert found == [("work-in-request", "shop/views.py", 5)]
+
+
+STANDARD_CELERY_RIGHT = {
+    "shop/models.py": """
+        from django.db import models
+
+        from shop.tasks import plan_order_export
+
+
+        class Project(models.Model):
+            def start_order_export(self):
+                export = self.order_exports.create()
+                plan_order_export.apply_async((self.id, export.id, None), queue="exports")
+                return export
+    """,
+    "shop/views.py": """
+        from django.http import JsonResponse
+        from django.shortcuts import get_object_or_404
+
+        from shop.models import OrderExport, Project
+
+
+        def export(request, pk):
+            project = get_object_or_404(Project, pk=pk)
+            export = project.start_order_export()
+            return JsonResponse({"export": export.id, "state": "running"})
+
+
+        def export_progress(request, pk):
+            export = get_object_or_404(OrderExport, pk=pk)
+            return JsonResponse({"progress": export.processed_rows / export.total_rows})
+    """,
+    "shop/tasks.py": """
+        from celery import group, shared_task
+        from django.core.files.storage import default_storage
+        from django.db.models import Max, Min
+
+        from shop.models import Order
+
+        SLICE = 50 * 200
+
+
+        @shared_task
+        def plan_order_export(project_id, export_id, start):
+            orders = Order.objects.filter(project_id=project_id)
+            bounds = orders.aggregate(lo=Min("id"), hi=Max("id"))
+            if bounds["hi"] is None:
+                return
+            lo = start if start is not None else bounds["lo"]
+            until = min(lo + SLICE - 1, bounds["hi"])
+            group(
+                export_orders.s(project_id, export_id, a, min(a + 49, until))
+                for a in range(lo, until + 1, 50)
+            ).apply_async(queue="exports")
+            if until < bounds["hi"]:
+                plan_order_export.apply_async((project_id, export_id, until + 1), queue="exports")
+
+
+        @shared_task(time_limit=30)
+        def export_orders(project_id, export_id, lo, hi):
+            for order in Order.objects.filter(project_id=project_id, id__range=(lo, hi)):
+                default_storage.save(f"exports/{export_id}/{order.id}.json", order.as_file())
+    """,
+}
+
+
+def test_the_standards_right_shapes_in_django_and_celery(tmp_path: Path) -> None:
+    """The standard's right example written for Django + Celery: quiet."""
+    assert budget(tmp_path, STANDARD_CELERY_RIGHT) == []
+
+
+def test_the_standards_wrong_shapes_in_django_and_celery(tmp_path: Path) -> None:
+    found = budget(tmp_path, {
+        "shop/models.py": """
+            from django.core.files.storage import default_storage
+            from django.db import models
+
+            class Project(models.Model):
+                def export_order(self, order):
+                    default_storage.save(f"exports/{order.id}.json", order.as_file())
+        """,
+        "shop/views.py": """
+            from django.shortcuts import get_object_or_404
+
+            from shop.models import Project
+
+            def export(request, pk):
+                project = get_object_or_404(Project, pk=pk)
+                for order in project.orders.all():
+                    project.export_order(order)
+        """,
+    })  # fmt: skip
+    assert found == [("work-in-request", "shop/views.py", 8)]

@@ -114,8 +114,11 @@ def _job(unit: Unit) -> list[Finding]:
                 f"walks every row of {loop.over} and works on each ({_work(loop)}), as one job",
             )
         )
-    if unit.redispatch_offset or (_reads_and_writes(unit.cursor)):
-        call = (unit.redispatch_offset or unit.cursor)[0]
+    # A coordinator that sends the coordinator of the next slice (`until + 1`) is the
+    # standard's own shape; a small job that sends itself on from where it stopped is not.
+    resumes = [] if coordinator else unit.redispatch_offset
+    if resumes or _reads_and_writes(unit.cursor):
+        call = (resumes or unit.cursor)[0]
         out.append(
             _finding(
                 "job-resumes-from-cursor",

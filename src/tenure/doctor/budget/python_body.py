@@ -218,16 +218,26 @@ class Reader:
             handle = isinstance(target, ast.Name) and self._handle(target.id)
             if handle or (isinstance(target, ast.Call) and call_name(target) in SENDS):
                 unit.waits.append(Costly("dispatch", written, line))
-        if name == "add" and "batch" in written:
+        adds = name == "add" and "batch" in written
+        if adds or (name in ("group", "chord") and (qualified.startswith("celery") or
+                                                    name == "chord")):  # fmt: skip
             unit.adds_to_batch.append(Costly("dispatch", written, line))
-        if name in ("group", "chord") and (qualified.startswith("celery") or name == "chord"):
-            unit.adds_to_batch.append(Costly("dispatch", written, line))
+        if (adds or name in ("group", "chord", "batch")) and self._per_row(call):
+            unit.floods.append(Costly("dispatch", written, line))
         if name == "values_list" and keyword(call, "flat") is not None:
             is_query, bounded = self.query(call)
             if is_query and not bounded and any(_is_id(a) for a in call.args):
                 unit.plucks_all_ids.append(Costly("method", written, line))
         if name in ("get", "set", "incr", "add") and self._cursor_key(call):
             unit.cursor.append(Costly("write" if name != "get" else "method", written, line))
+
+    def _per_row(self, call: ast.Call) -> bool:
+        """`group(t.s(o.id) for o in Order.objects.all())`: one job per row of a query."""
+        for arg in call.args[:1]:
+            if isinstance(arg, ast.GeneratorExp | ast.ListComp):
+                is_query, bounded = self.query(arg.generators[0].iter)
+                return is_query and not bounded
+        return False
 
     def _handle(self, name: str) -> bool:
         held = self.queries.get(name)

@@ -159,6 +159,10 @@ def _unit(fn: FunctionNode, kind: Kind, framework: str, name: str, module: Modul
     unit = Unit(kind, f"{module.rel}:{name}", framework, module.rel, fn.lineno)
     reader = Reader(module, project, params)
     reader.read(fn, unit)
+    if unit.floods and any(
+        isinstance(n, ast.keyword) and n.arg in ("queue", "countdown", "eta") for n in ast.walk(fn)
+    ):
+        unit.floods = []  # the batch has a queue of its own, or is spread out
     if kind == "job":
         unit.is_member = fn.name in members
         for node in ast.walk(fn):
