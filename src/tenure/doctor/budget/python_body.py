@@ -12,7 +12,6 @@ from dataclasses import dataclass, field
 
 from tenure.doctor.astutil import FunctionNode, Module, keyword
 from tenure.doctor.budget.model import Costly, Effect, Loop, Unit, costly_name
-from tenure.doctor.code import parse_one
 from tenure.doctor.walk import FoundFile
 
 # QuerySet / SQLAlchemy methods that keep a query a query (still every matching row).
@@ -56,8 +55,8 @@ class Project:
             needle = f"def {name}(".encode()
             for found in self.sources:
                 if found.path not in self.parsed and needle in found.data:
-                    module = parse_one(found.path, found.rel, found.data)
-                    if isinstance(module, Module):
+                    module = light_module(found)
+                    if module is not None:
                         self.add(module)
         return (self.methods if method else self.functions).get(name, [])
 
@@ -70,6 +69,37 @@ class Project:
                 for item in node.body:
                     if isinstance(item, ast.FunctionDef | ast.AsyncFunctionDef):
                         self.methods.setdefault(item.name, []).append(item)
+
+
+def light_module(found: FoundFile) -> Module | None:
+    """A Module with its top-level definitions and imports, without walking every node as
+    Module.parse does for the tenure checks: most files read here are only searched."""
+    try:
+        tree = ast.parse(found.data, filename=found.rel)
+    except (SyntaxError, ValueError, UnicodeDecodeError, RecursionError):
+        return None  # the tenure checks report what they could not parse
+    module = Module(found.path, found.rel, tree)
+    todo: list[ast.stmt] = list(tree.body)
+    while todo:
+        node = todo.pop()
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+            module.functions[node.name] = node
+        elif isinstance(node, ast.Assign) and len(node.targets) == 1:
+            if isinstance(node.targets[0], ast.Name):
+                module.constants[node.targets[0].id] = node.value
+        elif isinstance(node, ast.Import):
+            for alias in node.names:
+                local = alias.asname or alias.name.split(".")[0]
+                module.aliases[local] = alias.name if alias.asname else local
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            for alias in node.names:
+                module.aliases[alias.asname or alias.name] = f"{node.module}.{alias.name}"
+        elif isinstance(node, ast.If):
+            todo += [*node.body, *node.orelse]
+        elif isinstance(node, ast.Try):
+            todo += [*node.body, *node.orelse, *node.finalbody]
+            todo += [s for handler in node.handlers for s in handler.body]
+    return module
 
 
 def dotted(expr: ast.expr) -> str:
@@ -181,13 +211,14 @@ class Reader:
 
     # -- the body --------------------------------------------------------------------------
     def read(self, fn: FunctionNode, unit: Unit) -> None:
-        for node in own_nodes(fn.body):
+        nodes = list(own_nodes(fn.body))
+        for node in nodes:
             if isinstance(node, ast.Assign) and len(node.targets) == 1:
                 target = node.targets[0]
                 if isinstance(target, ast.Name):
                     self.queries[target.id] = node.value
         in_loops: set[int] = set()
-        for node in own_nodes(fn.body):
+        for node in nodes:
             if isinstance(node, ast.For | ast.AsyncFor) and id(node) not in in_loops:
                 is_query, bounded = self.query(node.iter)
                 if not is_query:

@@ -9,8 +9,7 @@ import os
 
 from tenure.doctor.astutil import FunctionNode, Module
 from tenure.doctor.budget.model import Code, Costly, Kind, Unit
-from tenure.doctor.budget.python_body import Project, Reader, call_name, dotted
-from tenure.doctor.code import parse_one
+from tenure.doctor.budget.python_body import Project, Reader, call_name, dotted, light_module
 from tenure.doctor.walk import FoundFile
 
 ROUTE_VERBS = {"route", "get", "post", "put", "patch", "delete", "api_route", "websocket"}
@@ -20,10 +19,11 @@ VIEW_METHODS = {"get", "post", "put", "patch", "delete", "list", "create", "retr
 VIEW_BASES = ("View", "ViewSet", "APIView")
 TASK_DECORATORS = {"task", "shared_task", "job", "actor", "periodic_task"}
 MEMBER_SIGNATURES = {"s", "si", "signature", "sig"}
+GROUPS = (b"group(", b"chord(", b"batch")
 # Bytes a file holds when it may define an entry point or a job: the rest are not parsed.
-MARKERS = (b".objects", b".query", b"session", b"request", b"BaseCommand", b"RunPython",
-           b"revision", b"task", b"actor", b".command", b".route", b"router", b".job(",
-           b".delay(", b"apply_async", b"@job")  # fmt: skip
+MARKERS = (b"request,", b"request)", b"BaseCommand", b"RunPython", b"def upgrade", b"task",
+           b"actor", b"@click", b".command(", b".route(", b"Router", b"router", b"Blueprint",
+           b"@app.", b".job(", b"@job", b"dramatiq")  # fmt: skip
 
 
 def parse_more(files: list[FoundFile], parsed: list[Module]) -> list[Module]:
@@ -34,9 +34,9 @@ def parse_more(files: list[FoundFile], parsed: list[Module]) -> list[Module]:
     for found in files:
         if found.path in known or not any(m in found.data for m in MARKERS):
             continue
-        parsed_one = parse_one(found.path, found.rel, found.data)
-        if isinstance(parsed_one, Module):
-            modules.append(parsed_one)
+        module = light_module(found)
+        if module is not None:
+            modules.append(module)
     return modules
 
 
@@ -110,10 +110,14 @@ def _class_units(cls: ast.ClassDef, module: Module) -> list[tuple[FunctionNode, 
     return []
 
 
-def _members(modules: list[Module]) -> set[str]:
-    """Tasks that run as members of a group or chord: `group(t.s(x) for x in ...)`."""
+def _members(modules: list[Module], sources: list[FoundFile]) -> set[str]:
+    """Tasks that run as members of a group or chord: `group(t.s(x) for x in ...)`. Only
+    files that mention one are walked."""
+    unread = {f.path for f in sources if not any(w in f.data for w in GROUPS)}
     members: set[str] = set()
     for module in modules:
+        if module.path in unread:
+            continue
         for node in module.nodes():
             if isinstance(node, ast.Call) and call_name(node) == "batch_over_ids" and node.args:
                 members.add(dotted(node.args[0]).rsplit(".", 1)[-1])
@@ -133,7 +137,7 @@ def read_python(modules: list[Module], sources: list[FoundFile] | None = None) -
     project = Project(sources=sources or [])
     for module in modules:
         project.add(module)
-    members = _members(modules)
+    members = _members(modules, sources or [])
     code = Code()
     for module in modules:
         found: list[tuple[FunctionNode, Kind, str, str]] = []
