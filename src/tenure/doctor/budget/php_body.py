@@ -102,13 +102,14 @@ class Reader:
         self.held: dict[str, Node] = {}
 
     def read(self, body: Node, unit: Unit) -> None:
-        for node in own(body):
+        nodes = list(own(body))
+        for node in nodes:
             if node.type == "assignment_expression":
                 left, right = node.child_by_field_name("left"), node.child_by_field_name("right")
                 if left is not None and right is not None and left.type == "variable_name":
                     self.held[text(left)] = right
         in_loop: set[int] = set()
-        for node in own(body):
+        for node in nodes:
             if node.id in in_loop:
                 continue
             if node.type == "foreach_statement":

@@ -20,6 +20,7 @@ MARKERS = (b"foreach", b"->each(", b"chunk", b"dispatch", b"progress(", b"batch(
            b"Http::", b"Cache::", b"cache(")  # fmt: skip
 ALIAS = re.compile(rb"^use\s+[\w\\]*?(\w+)\s+as\s+(\w+)\s*;", re.MULTILINE)
 OUTSIDE = {"http", "mail", "file"}  # effects that leave the process
+CLASSES = frozenset({"class_declaration", "anonymous_class", "trait_declaration"})
 ROUTE_VERBS = {"get", "post", "put", "patch", "delete", "any", "match", "options"}
 NOT_ACTIONS = {"__construct", "middleware", "rules", "messages", "boot", "booted", "render",
                "getListeners", "placeholder"}  # fmt: skip
@@ -28,33 +29,38 @@ NOT_ACTIONS = {"__construct", "middleware", "rules", "messages", "boot", "booted
 def read_php(files: list[tuple[str, bytes]], base: str) -> Code:
     """`files`: (absolute path, bytes) of the project's PHP; paths shown relative to `base`."""
     code = Code()
-    parsed: list[tuple[str, bytes, Node]] = []
+    parsed: list[tuple[str, bytes, Node, list[Node]]] = []
     methods = Methods()
     for path, data in files:
         if not path.endswith(".php") or not any(m in data for m in MARKERS):
             continue
         root = parse(data)
-        parsed.append((os.path.relpath(path, base), data, root))
-        for method in walk(root, frozenset({"method_declaration"})):
-            body = method.child_by_field_name("body")
-            if body is not None:
-                methods.bodies.setdefault(text(method.child_by_field_name("name")), []).append(body)
+        classes = _class_nodes(root)
+        parsed.append((os.path.relpath(path, base), data, root, classes))
+        for cls in classes:
+            for method in _methods(cls):
+                body = method.child_by_field_name("body")
+                if body is not None:
+                    name = text(method.child_by_field_name("name"))
+                    methods.bodies.setdefault(name, []).append(body)
     handles: dict[str, tuple[bool, Node]] = {}  # class -> (queued, its handle())
-    for rel, data, root in parsed:
-        units = _classes(rel, data, root, methods, handles)
+    for rel, data, root, classes in parsed:
+        units = _classes(rel, data, classes, methods, handles)
         if "routes" in rel.replace(os.sep, "/").split("/"):
             units += _route_closures(rel, root, methods)
-        aliases = {a.decode(): n.decode() for n, a in ALIAS.findall(data)}
-        for unit in units:
-            unit.waits = [replace(w, via=aliases.get(w.via, w.via)) for w in unit.waits]
+        if any(u.waits for u in units):
+            aliases = {a.decode(): n.decode() for n, a in ALIAS.findall(data)}
+            for unit in units:
+                unit.waits = [replace(w, via=aliases.get(w.via, w.via)) for w in unit.waits]
         code.units += units
     code.has_growing_batches = any(u.adds_to_batch for u in code.units)
     wanted = {w.via for u in code.units for w in u.waits} - set(handles) - {""}
-    seen = {rel for rel, _, _ in parsed}
+    seen = {rel for rel, _, _, _ in parsed}
     for path, data in files:  # the named job classes the marker filter left unparsed
-        rel = os.path.relpath(path, base)
-        if rel not in seen and any(f"class {n}".encode() in data for n in wanted):
-            _classes(rel, data, parse(data), methods, handles)
+        if wanted and any(f"class {n}".encode() in data for n in wanted):
+            rel = os.path.relpath(path, base)
+            if rel not in seen:
+                _classes(rel, data, _class_nodes(parse(data)), methods, handles)
     for unit in code.units:
         unit.waits = [w for w in unit.waits if _heavy(w.via, handles, methods)]
     return code
@@ -76,10 +82,23 @@ def _heavy(name: str, handles: dict[str, tuple[bool, Node]], methods: Methods) -
     return any(c.effect in OUTSIDE for n in calls for c in call_effects(n, set(), methods, 1))
 
 
-def _classes(rel: str, data: bytes, root: Node, methods: Methods,
+def _class_nodes(root: Node) -> list[Node]:
+    """Classes and traits, found without entering any function body."""
+    return list(walk(root, CLASSES, into=CLASSES | frozenset({"compound_statement"})))
+
+
+def _methods(cls: Node) -> list[Node]:
+    body = cls.child_by_field_name("body")
+    children = body.named_children if body is not None else []
+    return [m for m in children if m.type == "method_declaration"]
+
+
+def _classes(rel: str, data: bytes, classes: list[Node], methods: Methods,
              handles: dict[str, tuple[bool, Node]]) -> list[Unit]:  # fmt: skip
     out: list[Unit] = []
-    for cls in walk(root, frozenset({"class_declaration", "anonymous_class"})):
+    for cls in classes:
+        if cls.type == "trait_declaration":
+            continue
         name = text(cls.child_by_field_name("name")) or os.path.basename(rel).removesuffix(".php")
         parent = ""
         interfaces: set[str] = set()
