@@ -565,3 +565,26 @@ def test_the_standards_own_right_shapes_are_quiet(tmp_path: Path) -> None:
     the model starts a batch, the coordinator reads min/max once and adds ranges, each small
     job works over its range, the screen reads the export record's own progress."""
     assert budget(tmp_path, STANDARD_RIGHT) == []
+
+
+def test_request_calling_out_with_no_timeout(tmp_path: Path) -> None:
+    rel = "app/Http/Controllers/WeatherController.php"
+    found = budget(tmp_path, {
+        rel: """
+            <?php
+
+            class WeatherController extends Controller
+            {
+                public function show(string $city)
+                {
+                    return Http::retry(3, 200)->get("https://api.example/weather/{$city}")->json();
+                }
+
+                public function quick(string $city)
+                {
+                    return Http::timeout(3)->get("https://api.example/weather/{$city}")->json();
+                }
+            }
+        """,
+    })  # fmt: skip
+    assert found == [("work-in-request", rel, 7)]

@@ -38,6 +38,7 @@ FRAMEWORK = {"get", "first", "find", "where", "toArray", "map", "filter", "count
              "format", "load", "fresh", "refresh", "only", "except", "pluck", "value", "exists",
              "with", "render", "view", "json", "response", "redirect", "back", "validate",
              "authorize", "query", "all", "keys", "values", "isEmpty", "isNotEmpty"}  # fmt: skip
+HTTP_VERBS = {"get", "post", "put", "patch", "delete", "head", "send", "request"}
 CURSOR_WORDS = ("last_id", "lastid", "last-id", "offset", "cursor", "last_processed", "position")
 
 
@@ -145,6 +146,8 @@ class Reader:
         name, at = call_name(call), line(call)
         written = short(call)
         effect = effect_of(call)
+        if effect == "http" and _untimed(call):
+            unit.untimed_calls.append(Costly("http", callee(call), at))
         if effect == "dispatch":
             unit.dispatches.append(Costly("dispatch", written, at))
             if _job_class(call):
@@ -180,6 +183,21 @@ class Reader:
     def _pluck(self, call: Node, unit: Unit) -> None:
         if is_query(call, self.held) and not bounded(call, self.given):
             unit.plucks_all_ids.append(Costly("method", short(call), line(call)))
+
+
+def _untimed(call: Node) -> bool:
+    """An HTTP call with no timeout of its own: `Http::get()` (the facade waits 30 s by
+    default, past the budget), Guzzle's `->get()` with no 'timeout' option,
+    `file_get_contents('https://...')`. `Http::timeout(3)->get()` is bounded."""
+    name = call_name(call)
+    if call.type == "function_call_expression":
+        return name == "file_get_contents"
+    if name not in HTTP_VERBS:
+        return False
+    steps = chain(call)
+    if any(s.type in CALLS and call_name(s) in ("timeout", "connectTimeout") for s in steps):
+        return False
+    return "timeout" not in text(call.child_by_field_name("arguments")).lower()
 
 
 def _of_batch(call: Node, held: dict[str, Node]) -> bool:

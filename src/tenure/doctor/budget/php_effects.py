@@ -79,9 +79,13 @@ def effect_of(call: Node) -> Effect | None:
 
 
 def _client(call: Node) -> bool:
+    """`$client->get()`, `$this->httpClient->post()`, `$guzzle->request()`: a variable or
+    property named for an HTTP client, not a builder chain (`Client::where()->get()`)."""
     target = receiver(call)
-    written = text(target).lower() if target is not None else ""
-    return any(w in written for w in ("client", "guzzle", "http")) and "request" not in written
+    if target is None or target.type not in ("variable_name", "member_access_expression"):
+        return False
+    last = text(target).rsplit("->", 1)[-1].lstrip("$").lower()
+    return last.endswith("client") or "guzzle" in last
 
 
 def is_rows(expr: Node, held: dict[str, Node], depth: int = 0) -> bool:
