@@ -588,3 +588,59 @@ def test_request_calling_out_with_no_timeout(tmp_path: Path) -> None:
         """,
     })  # fmt: skip
     assert found == [("work-in-request", rel, 7)]
+
+
+def test_a_method_is_followed_into_the_receivers_class_not_a_namesake(tmp_path: Path) -> None:
+    """Cut from snipe-it: Asset::checkedOutToUser() only compares; a factory's and another
+    model's methods of the same name write. The loop's row is an asset: quiet."""
+    found = budget(tmp_path, {
+        "app/Models/Asset.php": """
+            <?php
+
+            class Asset extends Model
+            {
+                public function checkedOutToUser(): bool
+                {
+                    return $this->assigned_type === User::class;
+                }
+            }
+        """,
+        "app/Models/Accessory.php": """
+            <?php
+
+            class Accessory extends Model
+            {
+                public function checkedOutToUser(User $user): void
+                {
+                    $this->checkouts()->create(['assigned_to' => $user->id]);
+                }
+            }
+        """,
+        "database/factories/AssetFactory.php": """
+            <?php
+
+            class AssetFactory extends Factory
+            {
+                public function checkedOutToUser(User $user = null)
+                {
+                    return $this->state(fn () => ['assigned_to' => $user->id])->create();
+                }
+            }
+        """,
+        "app/Http/Controllers/ReportsController.php": """
+            <?php
+
+            class ReportsController extends Controller
+            {
+                public function assigned()
+                {
+                    $rows = [];
+                    foreach (Asset::with('assignedTo')->get() as $asset) {
+                        $rows[] = $asset->checkedOutToUser() ? 'user' : 'location';
+                    }
+                    return response()->json($rows);
+                }
+            }
+        """,
+    })  # fmt: skip
+    assert found == []

@@ -46,11 +46,18 @@ CURSOR_WORDS = ("last_id", "lastid", "last-id", "offset", "cursor", "last_proces
 class Methods:
     """The project's own methods by name, for following calls."""
 
-    bodies: dict[str, list[Node]] = field(default_factory=dict)
+    bodies: dict[str, list[tuple[str, Node]]] = field(default_factory=dict)  # (class, body)
     _effects: dict[tuple[int, int], list[Costly]] = field(default_factory=dict)
 
-    def effects(self, name: str, depth: int) -> list[Costly]:
-        for body in self.bodies.get(name, [])[:3]:
+    def add(self, cls: str, name: str, body: Node) -> None:
+        self.bodies.setdefault(name, []).append((cls.lower(), body))
+
+    def effects(self, name: str, depth: int, hint: str = "") -> list[Costly]:
+        """What calling `name` costs. Several classes may define it: the one named like the
+        receiver (`$asset->x()` -> Asset) is taken when there is one."""
+        candidates = self.bodies.get(name, [])
+        named = [b for cls, b in candidates if hint and cls in (hint, hint.rstrip("s"))]
+        for body in named or [b for _, b in candidates[:3]]:
             key = (body.id, depth)
             if key not in self._effects:
                 self._effects[key] = []  # a recursive call costs nothing more
@@ -78,10 +85,16 @@ def call_effects(call: Node, row: set[str], methods: Methods, depth: int) -> lis
     mentions_row = any(r in text(call.child_by_field_name("arguments")) for r in row) or on in row
     if depth == 0 and not (mentions_row or on in ("$this", "self", "static")):
         return []
-    found = methods.effects(name, depth + 1)
+    found = methods.effects(name, depth + 1, _hint(on))
     if not found and depth == 0 and mentions_row and costly_name(name):
         return [Costly("method", callee(call), line(call), f"{name}, by its name")]
     return [Costly(c.effect, callee(call), line(call), c.via) for c in found[:1]]
+
+
+def _hint(receiver_text: str) -> str:
+    """`$this->project` -> project, `$order` -> order: the class a receiver likely is."""
+    last = receiver_text.rsplit("->", 1)[-1].lstrip("$").lower()
+    return "" if last in ("this", "self", "static") else last
 
 
 def callee(call: Node) -> str:

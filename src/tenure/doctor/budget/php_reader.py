@@ -20,6 +20,7 @@ MARKERS = (b"foreach", b"->each(", b"chunk", b"dispatch", b"progress(", b"batch(
            b"Http::", b"Cache::", b"cache(")  # fmt: skip
 ALIAS = re.compile(rb"^use\s+[\w\\]*?(\w+)\s+as\s+(\w+)\s*;", re.MULTILINE)
 OUTSIDE = {"http", "mail", "file"}  # effects that leave the process
+NOT_APP = {"factories", "seeders", "seeds", "Factories", "Seeders"}
 CLASSES = frozenset({"class_declaration", "anonymous_class", "trait_declaration"})
 ROUTE_VERBS = {"get", "post", "put", "patch", "delete", "any", "match", "options"}
 NOT_ACTIONS = {"__construct", "middleware", "rules", "messages", "boot", "booted", "render",
@@ -37,12 +38,15 @@ def read_php(files: list[tuple[str, bytes]], base: str) -> Code:
         root = parse(data)
         classes = _class_nodes(root)
         parsed.append((os.path.relpath(path, base), data, root, classes))
+        rel = parsed[-1][0]
+        if NOT_APP & set(rel.replace(os.sep, "/").split("/")):
+            continue  # factories and seeders make test data: their methods are not the app's
         for cls in classes:
+            cls_name = text(cls.child_by_field_name("name"))
             for method in _methods(cls):
                 body = method.child_by_field_name("body")
                 if body is not None:
-                    name = text(method.child_by_field_name("name"))
-                    methods.bodies.setdefault(name, []).append(body)
+                    methods.add(cls_name, text(method.child_by_field_name("name")), body)
     handles: dict[str, tuple[bool, Node]] = {}  # class -> (queued, its handle())
     for rel, data, root, classes in parsed:
         units = _classes(rel, data, classes, methods, handles)

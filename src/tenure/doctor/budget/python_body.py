@@ -44,6 +44,7 @@ class Project:
 
     functions: dict[str, list[FunctionNode]] = field(default_factory=dict)
     methods: dict[str, list[FunctionNode]] = field(default_factory=dict)
+    classes: dict[int, str] = field(default_factory=dict)  # id(method) -> its class, lowered
     sources: list[FoundFile] = field(default_factory=list)
     parsed: set[str] = field(default_factory=set)
     _looked_up: set[str] = field(default_factory=set)
@@ -69,6 +70,7 @@ class Project:
                 for item in node.body:
                     if isinstance(item, ast.FunctionDef | ast.AsyncFunctionDef):
                         self.methods.setdefault(item.name, []).append(item)
+                        self.classes[id(item)] = node.name.lower()
 
 
 def light_module(found: FoundFile) -> Module | None:
@@ -335,7 +337,15 @@ class Reader:
             if on_row or on_self or any(isinstance(a, ast.Name) and a.id in row for a in
                                         call.args):  # fmt: skip
                 targets = self.project.defined(name, method=True)
-        for target in targets[:3]:
+        hint = (
+            dotted(func.value).rsplit(".", 1)[-1].lower() if isinstance(func, ast.Attribute) else ""
+        )
+        named = [
+            t
+            for t in targets
+            if hint and self.project.classes.get(id(t)) in (hint, hint.rstrip("s"))
+        ]
+        for target in named or targets[:3]:
             found = self._function_effects(target, depth + 1)
             if found:
                 return [Costly(c.effect, c.what, c.line, target.name) for c in found]
