@@ -514,3 +514,35 @@ def test_the_standards_wrong_shapes_in_django_and_celery(tmp_path: Path) -> None
         """,
     })  # fmt: skip
     assert found == [("work-in-request", "shop/views.py", 8)]
+
+
+def test_django_admin_action_and_drf_get_queryset(tmp_path: Path) -> None:
+    found = budget(tmp_path, {
+        "shop/admin.py": """
+            from django.contrib import admin
+
+            from shop.tasks import resend_receipts
+
+            @admin.action(description="Resend receipts")
+            def resend(modeladmin, request, queryset):
+                for order in queryset:
+                    order.send_receipt()
+
+            @admin.action(description="Resend receipts later")
+            def resend_later(modeladmin, request, queryset):
+                resend_receipts.delay(list(queryset.values_list("id", flat=True)))
+
+            @admin.action(description="Mark paid")
+            def mark_paid(modeladmin, request, queryset):
+                queryset.update(paid=True)
+        """,
+        "shop/api.py": """
+            from rest_framework import viewsets
+
+            class InvoiceViewSet(viewsets.ModelViewSet):
+                def destroy(self, request, pk=None):
+                    for line in self.get_queryset().filter(invoice_id=pk):
+                        line.delete()
+        """,
+    })  # fmt: skip
+    assert found == [("work-in-request", "shop/admin.py", 8), ("work-in-request", "shop/api.py", 6)]

@@ -157,6 +157,8 @@ class Reader:
         `qs = qs.filter(...)` refers to itself: names are followed a few steps only."""
         if depth > 4:
             return (False, False)
+        if isinstance(expr, ast.Name) and expr.id == "queryset" and expr.id in self.params:
+            return (True, False)  # an admin action's or a filter's rows, however many selected
         if isinstance(expr, ast.Name):
             held = self.queries.get(expr.id)
             return self.query(held, depth + 1) if held is not None else (False, False)
@@ -174,7 +176,7 @@ class Reader:
                     base = dotted(node.func.value).lower()
                     if "session" in base or base.endswith("db") or base.endswith("conn"):
                         seen_root = True
-                if name == "get_model":
+                if name in ("get_model", "get_queryset", "filter_queryset"):
                     seen_root = True
                 node = node.func
             elif isinstance(node, ast.Attribute):
@@ -188,7 +190,8 @@ class Reader:
                 return (inner or seen_root, bounded or inner_bounded)
             else:
                 break
-        chain_ok = isinstance(expr, ast.Call) and call_name(expr) in QUERY_CHAIN | {"query"}
+        names = QUERY_CHAIN | {"query", "get_queryset", "filter_queryset"}
+        chain_ok = isinstance(expr, ast.Call) and call_name(expr) in names
         chain_ok = chain_ok or (isinstance(expr, ast.Attribute) and expr.attr in QUERY_ROOTS)
         return (seen_root and chain_ok, bounded)
 

@@ -58,6 +58,8 @@ def _kind_of_function(fn: FunctionNode, module: Module) -> tuple[Kind, str] | No
             framework = "FastAPI endpoint" if "router" in base or "fastapi" in str(
                 module.aliases.values()) else "Flask route"  # fmt: skip
             return "request", framework
+        if name == "action" and "admin" in base + qualified:
+            return "request", "Django admin action"
         if name in ("api_view", "login_required", "require_POST", "require_http_methods",
                     "require_GET", "permission_required", "csrf_exempt"):  # fmt: skip
             return "request", "Django view"
@@ -73,7 +75,7 @@ def _kind_of_function(fn: FunctionNode, module: Module) -> tuple[Kind, str] | No
                 kind = "RQ job" if "rq" in qualified else "tenure job"
             return "job", kind
     args = fn.args.args
-    if args and args[0].arg == "request" and os.path.basename(module.rel).startswith("views"):
+    if args and args[0].arg == "request" and "views" in module.rel.replace(os.sep, "/"):
         return "request", "Django view"
     return None
 
