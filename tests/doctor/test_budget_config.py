@@ -138,6 +138,11 @@ def test_json_and_sarif_carry_the_budget_rules(tmp_path: Path) -> None:
     data = to_json(report)
     found = [f for f in data["findings"] if f["rule"] == "work-in-request"]  # type: ignore[index, union-attr]
     assert found and "5-second budget" in found[0]["why"]
+    assert found[0]["message"] == (
+        "Django view shop/views.py:close_all walks every row of Order.objects.filter() and "
+        "works on each (order.save, line 7; per row: write)."
+    )  # the entry point, the loop, the per-row work; why and fix beside it
+    assert "start a batch from the model" in found[0]["fix"]
     sarif = to_sarif(report)
     run = sarif["runs"][0]  # type: ignore[index]
     ids = [r["id"] for r in run["tool"]["driver"]["rules"]]

@@ -148,8 +148,8 @@ def _report(unit: Unit, rule: str, calls: list[Costly], what: str) -> list[Findi
 
 
 def _finding(rule: str, unit: Unit, line: int, what: str) -> Finding:
-    from tenure.doctor.rules import RULES
-
-    why = RULES[rule].why
-    message = f"{unit.framework} {unit.name} {what}. {why}"
-    return finding(rule, message, FIXES[rule], Source(unit.path, line), job=unit.name)
+    """The message names the entry point or job and what it does; the rule's why (one
+    sentence in the standard's terms) is printed beside it from the rule index."""
+    message = f"{unit.framework} {unit.name} {what}."
+    job = unit.name if unit.kind == "job" else None
+    return finding(rule, message, FIXES[rule], Source(unit.path, line), job=job)
