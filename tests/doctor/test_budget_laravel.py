@@ -644,3 +644,33 @@ def test_a_method_is_followed_into_the_receivers_class_not_a_namesake(tmp_path: 
         """,
     })  # fmt: skip
     assert found == []
+
+
+def test_broken_and_odd_code_does_not_stop_the_doctor(tmp_path: Path) -> None:
+    """Half-written PHP, recursion through the project's own methods, a variable that holds
+    itself, and a broken Python file: read as far as they go, never a crash."""
+    found = budget(tmp_path, {
+        "app/Http/Controllers/BrokenController.php": """
+            <?php
+            class BrokenController extends Controller {
+                public function index() { foreach (User::all() as $u) { $u->save(
+        """,
+        "app/Http/Controllers/LoopController.php": """
+            <?php
+            class LoopController extends Controller
+            {
+                public function run()
+                {
+                    $q = User::query();
+                    $q = $q->where('a', 1);
+                    foreach ($q->get() as $user) {
+                        $this->again($user);
+                    }
+                }
+
+                private function again($user) { $this->again($user); }
+            }
+        """,
+        "app/broken.py": "def view(request:\n    for x in\n",
+    })  # fmt: skip
+    assert found == []
