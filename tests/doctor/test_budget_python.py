@@ -546,3 +546,25 @@ def test_django_admin_action_and_drf_get_queryset(tmp_path: Path) -> None:
         """,
     })  # fmt: skip
     assert found == [("work-in-request", "shop/admin.py", 8), ("work-in-request", "shop/api.py", 6)]
+
+
+def test_alembic_upgrade(tmp_path: Path) -> None:
+    found = budget(tmp_path, {
+        "migrations/versions/3f2a_backfill_slugs.py": """
+            import sqlalchemy as sa
+            from alembic import op
+
+            revision = "3f2a"
+            down_revision = "1b0c"
+
+            def upgrade():
+                conn = op.get_bind()
+                for row in conn.execute(sa.text("SELECT id, title FROM posts")):
+                    conn.execute(sa.text("UPDATE posts SET slug = :s WHERE id = :i"),
+                                 {"s": row.title.lower(), "i": row.id})
+
+            def downgrade():
+                op.execute("UPDATE posts SET slug = NULL")
+        """,
+    })  # fmt: skip
+    assert found == [("work-in-migration", "migrations/versions/3f2a_backfill_slugs.py", 10)]

@@ -8,7 +8,6 @@ from tenure.doctor.budget.model import Code, Costly, Loop, Unit
 from tenure.doctor.model import Finding, Source
 from tenure.doctor.rules import finding
 
-FLOOD_AT = 1000
 _IN = {"request": "work-in-request", "command": "work-in-command", "migration": "work-in-migration"}
 
 
@@ -46,9 +45,7 @@ def _work(loop: Loop) -> str:
     first = loop.work[0]
     via = f" (in {first.via})" if first.via else ""
     kinds = sorted({c.effect for c in loop.work})
-    return f"{first.what}{via}, line {first.line}" + (
-        f"; per row: {', '.join(kinds)}" if len(kinds) > 1 else f"; per row: {kinds[0]}"
-    )
+    return f"{first.what}{via}, line {first.line}; per row: {', '.join(kinds)}"
 
 
 def _entry(unit: Unit) -> list[Finding]:

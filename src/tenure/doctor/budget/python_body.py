@@ -190,7 +190,7 @@ class Reader:
                 return (inner or seen_root, bounded or inner_bounded)
             else:
                 break
-        names = QUERY_CHAIN | {"query", "get_queryset", "filter_queryset"}
+        names = QUERY_CHAIN | {"query", "get_queryset", "filter_queryset", "execute", "fetchall"}
         chain_ok = isinstance(expr, ast.Call) and call_name(expr) in names
         chain_ok = chain_ok or (isinstance(expr, ast.Attribute) and expr.attr in QUERY_ROOTS)
         return (seen_root and chain_ok, bounded)
