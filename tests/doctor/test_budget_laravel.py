@@ -674,3 +674,48 @@ def test_broken_and_odd_code_does_not_stop_the_doctor(tmp_path: Path) -> None:
         "app/broken.py": "def view(request:\n    for x in\n",
     })  # fmt: skip
     assert found == []
+
+
+def test_firing_an_event_is_not_dispatching_a_job(tmp_path: Path) -> None:
+    """Cut from speedtest-tracker: a batch member fires `SpeedtestCompleted::dispatch()`, an
+    event (app/Events), and then dispatches a real job."""
+    found = budget(tmp_path, {
+        "app/Events/SpeedtestCompleted.php": """
+            <?php
+
+            class SpeedtestCompleted
+            {
+                use Dispatchable, SerializesModels;
+
+                public function __construct(public Result $result) {}
+            }
+        """,
+        "app/Jobs/CompleteSpeedtestJob.php": """
+            <?php
+
+            class CompleteSpeedtestJob implements ShouldQueue
+            {
+                use Batchable, Queueable;
+
+                public function handle(): void
+                {
+                    $this->result->update(['status' => 'completed']);
+                    SpeedtestCompleted::dispatch($this->result);
+                }
+            }
+        """,
+        "app/Jobs/NotifySpeedtestJob.php": """
+            <?php
+
+            class NotifySpeedtestJob implements ShouldQueue
+            {
+                use Batchable, Queueable;
+
+                public function handle(): void
+                {
+                    SendSpeedtestMail::dispatch($this->result);
+                }
+            }
+        """,
+    })  # fmt: skip
+    assert found == [("member-dispatches", "app/Jobs/NotifySpeedtestJob.php", 9)]

@@ -568,3 +568,24 @@ def test_alembic_upgrade(tmp_path: Path) -> None:
         """,
     })  # fmt: skip
     assert found == [("work-in-migration", "migrations/versions/3f2a_backfill_slugs.py", 10)]
+
+
+def test_waiting_only_in_a_test_branch_is_quiet(tmp_path: Path) -> None:
+    """Cut from open-event-server: `task.get()` only when Celery runs eagerly (tests)."""
+    found = budget(tmp_path, {
+        "app/api/exports.py": """
+            from flask import Blueprint, current_app, jsonify
+
+            from app.tasks import export_event_task
+
+            bp = Blueprint("exports", __name__)
+
+            @bp.route("/events/<int:event_id>/export", methods=["POST"])
+            def export_event(event_id):
+                task = export_event_task.delay(event_id)
+                if current_app.config.get("CELERY_ALWAYS_EAGER"):
+                    return jsonify(result=task.get())
+                return jsonify(task_id=task.id)
+        """,
+    })  # fmt: skip
+    assert found == []

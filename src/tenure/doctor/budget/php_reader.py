@@ -58,6 +58,17 @@ def read_php(files: list[tuple[str, bytes]], base: str) -> Code:
                 unit.waits = [replace(w, via=aliases.get(w.via, w.via)) for w in unit.waits]
         code.units += units
     code.has_growing_batches = any(u.adds_to_batch for u in code.units)
+    events = {
+        os.path.basename(path).removesuffix(".php")
+        for path, _ in files
+        if f"{os.sep}Events{os.sep}" in path
+    }
+    for unit in code.units:  # `SomethingHappened::dispatch()` fires an event, not a job
+        unit.dispatches = [d for d in unit.dispatches if _scope(d.what) not in events]
+        unit.self_dispatch = [d for d in unit.self_dispatch if _scope(d.what) not in events]
+        for loop in unit.loops:
+            loop.work = [w for w in loop.work if w.effect != "dispatch" or
+                         _scope(w.what) not in events]  # fmt: skip
     wanted = {w.via for u in code.units for w in u.waits} - set(handles) - {""}
     seen = {rel for rel, _, _, _ in parsed}
     for path, data in files:  # the named job classes the marker filter left unparsed
@@ -68,6 +79,11 @@ def read_php(files: list[tuple[str, bytes]], base: str) -> Code:
     for unit in code.units:
         unit.waits = [w for w in unit.waits if _heavy(w.via, handles, methods)]
     return code
+
+
+def _scope(written: str) -> str:
+    """`OrderShipped` for `OrderShipped::dispatch($order)`."""
+    return written.split("::", 1)[0].rsplit("\\", 1)[-1] if "::" in written else ""
 
 
 def _heavy(name: str, handles: dict[str, tuple[bool, Node]], methods: Methods) -> bool:

@@ -34,7 +34,14 @@ HTTP_LIBS = ("requests.", "httpx.", "urllib.request.", "urllib3.")
 HTTP_VERBS = {"get", "post", "put", "patch", "delete", "head", "request", "urlopen", "stream"}
 DISPATCH = {"delay", "apply_async", "send_task", "enqueue", "dispatch", "enqueue_call"}
 SENDS = DISPATCH | {"AsyncResult"}
-DEPTH = 2  # how far calls into the project's own code are followed
+DEPTH = 2
+# A branch taken only in tests or with eager Celery (task.get() returns at once there).
+TEST_ONLY = (
+    "EAGER",
+    "TESTING",
+    "eager",
+    "testing",
+)  # how far calls into the project's own code are followed
 
 
 @dataclass
@@ -150,6 +157,7 @@ class Reader:
         self.project = project
         self.params = params  # what the unit was given: ids within these are bounded
         self.queries: dict[str, ast.expr] = {}  # local name -> the query it holds
+        self.test_only: set[int] = set()  # nodes under `if app.config["TESTING"]:` and such
 
     # -- queries ---------------------------------------------------------------------------
     def query(self, expr: ast.expr, depth: int = 0) -> tuple[bool, bool]:
@@ -222,6 +230,8 @@ class Reader:
                 target = node.targets[0]
                 if isinstance(target, ast.Name):
                     self.queries[target.id] = node.value
+            elif isinstance(node, ast.If) and any(w in ast.unparse(node.test) for w in TEST_ONLY):
+                self.test_only |= {id(n) for n in own_nodes(node.body)}
         in_loops: set[int] = set()
         for node in nodes:
             if isinstance(node, ast.For | ast.AsyncFor) and id(node) not in in_loops:
@@ -236,7 +246,7 @@ class Reader:
                     if isinstance(inner, ast.Call):
                         loop.work += self.effects(inner, row, 0)
                 unit.loops.append(loop)
-            elif isinstance(node, ast.Call):
+            elif isinstance(node, ast.Call) and id(node) not in self.test_only:
                 self.call(node, unit)
 
     def call(self, call: ast.Call, unit: Unit) -> None:
