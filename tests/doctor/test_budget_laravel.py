@@ -719,3 +719,49 @@ def test_firing_an_event_is_not_dispatching_a_job(tmp_path: Path) -> None:
         """,
     })  # fmt: skip
     assert found == [("member-dispatches", "app/Jobs/NotifySpeedtestJob.php", 9)]
+
+
+def test_naming_a_file_is_not_reading_it(tmp_path: Path) -> None:
+    """Cut from freescout: a thread's attachments listed with Storage::url(), which only
+    builds a name; the twin copies each file on the disk."""
+    found = budget(tmp_path, {
+        "app/Attachment.php": """
+            <?php
+
+            class Attachment extends Model
+            {
+                public function url()
+                {
+                    return Storage::disk('private')->url($this->file_dir . $this->file_name);
+                }
+
+                public function duplicate()
+                {
+                    Storage::disk('private')->copy($this->path(), $this->path() . '.copy');
+                }
+            }
+        """,
+        "app/Http/Controllers/ThreadsController.php": """
+            <?php
+
+            class ThreadsController extends Controller
+            {
+                public function show(Thread $thread)
+                {
+                    $links = [];
+                    foreach ($thread->attachments as $attachment) {
+                        $links[] = $attachment->url();
+                    }
+                    return $links;
+                }
+
+                public function copy(Thread $thread)
+                {
+                    foreach ($thread->attachments as $attachment) {
+                        $attachment->duplicate();
+                    }
+                }
+            }
+        """,
+    })  # fmt: skip
+    assert found == [("work-in-request", "app/Http/Controllers/ThreadsController.php", 16)]

@@ -5,6 +5,8 @@ levels deep: `$this->project->exportOrder($order)` costs what `exportOrder` cost
 
 from __future__ import annotations
 
+import os
+import re
 from dataclasses import dataclass, field
 
 from tree_sitter import Node
@@ -25,15 +27,19 @@ from tenure.doctor.budget.php_syntax import (
     args,
     call_name,
     chain,
+    class_nodes,
     closure_body,
     closure_params,
+    methods_of,
     own,
     receiver,
     short,
 )
-from tenure.doctor.laravel.php import line, string_value, text
+from tenure.doctor.laravel.php import line, parse, string_value, text
 
 DEPTH = 2
+DEFINES = re.compile(rb"function\s+&?\s*(\w+)\s*\(")
+NOT_APP = {"factories", "seeders", "seeds", "Factories", "Seeders"}
 FRAMEWORK = {"get", "first", "find", "where", "toArray", "map", "filter", "count", "sum", "each",
              "format", "load", "fresh", "refresh", "only", "except", "pluck", "value", "exists",
              "with", "render", "view", "json", "response", "redirect", "back", "validate",
@@ -47,15 +53,45 @@ class Methods:
     """The project's own methods by name, for following calls."""
 
     bodies: dict[str, list[tuple[str, Node]]] = field(default_factory=dict)  # (class, body)
+    sources: list[tuple[str, bytes]] = field(default_factory=list)  # every PHP file found
+    _read: set[str] = field(default_factory=set)
+    _looked_up: set[str] = field(default_factory=set)
+    _defined: dict[str, list[tuple[str, bytes]]] | None = None  # method name -> its files
     _effects: dict[tuple[int, int], list[Costly]] = field(default_factory=dict)
 
-    def add(self, cls: str, name: str, body: Node) -> None:
-        self.bodies.setdefault(name, []).append((cls.lower(), body))
+    def add_file(self, path: str, classes: list[Node]) -> None:
+        """Index a parsed file's methods; factories and seeders make test data, not the app."""
+        self._read.add(path)
+        if NOT_APP & set(path.replace(os.sep, "/").split("/")):
+            return
+        for cls in classes:
+            owner = text(cls.child_by_field_name("name")).lower()
+            for method in methods_of(cls):
+                body = method.child_by_field_name("body")
+                if body is not None:
+                    name = text(method.child_by_field_name("name"))
+                    self.bodies.setdefault(name, []).append((owner, body))
+
+    def _candidates(self, name: str) -> list[tuple[str, Node]]:
+        """Files not parsed yet that define `function NAME(` are parsed when a call needs
+        them (one regex pass over every file says which)."""
+        if self._defined is None:
+            self._defined = {}
+            for path, data in self.sources:
+                if path.endswith(".php"):
+                    for found in set(DEFINES.findall(data)):
+                        self._defined.setdefault(found.decode(), []).append((path, data))
+        if name not in self._looked_up:
+            self._looked_up.add(name)
+            for path, data in self._defined.get(name, []):
+                if path not in self._read:
+                    self.add_file(path, class_nodes(parse(data)))
+        return self.bodies.get(name, [])
 
     def effects(self, name: str, depth: int, hint: str = "") -> list[Costly]:
         """What calling `name` costs. Several classes may define it: the one named like the
         receiver (`$asset->x()` -> Asset) is taken when there is one."""
-        candidates = self.bodies.get(name, [])
+        candidates = self._candidates(name)
         named = [b for cls, b in candidates if hint and cls in (hint, hint.rstrip("s"))]
         for body in named or [b for _, b in candidates[:3]]:
             key = (body.id, depth)

@@ -31,6 +31,11 @@ WRITES = {"save", "update", "delete", "increment", "decrement", "create", "force
           "statement", "syncWithoutDetaching", "fill_and_save", "forceFill"}  # fmt: skip
 FILE_FUNCTIONS = {"file_put_contents", "fopen", "fwrite", "unlink", "copy", "rename", "mkdir",
                   "fputcsv", "move_uploaded_file"}  # fmt: skip
+# Storage calls that reach the disk or S3; url(), path() and disk() only compute a name.
+STORAGE_IO = {"put", "putFile", "putFileAs", "get", "delete", "copy", "move", "exists",
+              "missing", "writeStream", "readStream", "append", "prepend", "download",
+              "makeDirectory", "deleteDirectory", "files", "allFiles", "size", "lastModified",
+              "json", "response"}  # fmt: skip
 HTTP_FUNCTIONS = {"curl_exec", "file_get_contents"}
 DISPATCH = {"dispatch", "dispatchIf", "dispatchUnless", "dispatchAfterResponse", "batch",
             "chain"}  # fmt: skip
@@ -59,7 +64,7 @@ def effect_of(call: Node) -> Effect | None:
         return "mail"
     if facade == "Http" or (name in ("request", "get", "post", "put") and _client(call)):
         return "http"
-    if facade == "Storage" or name in ("store", "storeAs", "putFile", "putFileAs"):
+    if (facade == "Storage" and name in STORAGE_IO) or name in ("store", "storeAs"):
         return "file"
     if (
         name in DISPATCH

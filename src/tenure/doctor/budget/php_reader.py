@@ -12,7 +12,15 @@ from tree_sitter import Node
 
 from tenure.doctor.budget.model import Code, Kind, Unit
 from tenure.doctor.budget.php_body import Methods, Reader, call_effects
-from tenure.doctor.budget.php_syntax import CALLS, CLOSURES, args, call_name, closure_body, own
+from tenure.doctor.budget.php_syntax import (
+    CALLS,
+    CLOSURES,
+    args,
+    call_name,
+    class_nodes,
+    closure_body,
+    own,
+)
 from tenure.doctor.laravel.php import line, name_of, parse, text, walk
 
 # A PHP file that may hold an entry point's or a job's costly work: the rest are not parsed.
@@ -20,8 +28,6 @@ MARKERS = (b"foreach", b"->each(", b"chunk", b"dispatch", b"progress(", b"batch(
            b"Http::", b"Cache::", b"cache(")  # fmt: skip
 ALIAS = re.compile(rb"^use\s+[\w\\]*?(\w+)\s+as\s+(\w+)\s*;", re.MULTILINE)
 OUTSIDE = {"http", "mail", "file"}  # effects that leave the process
-NOT_APP = {"factories", "seeders", "seeds", "Factories", "Seeders"}
-CLASSES = frozenset({"class_declaration", "anonymous_class", "trait_declaration"})
 ROUTE_VERBS = {"get", "post", "put", "patch", "delete", "any", "match", "options"}
 NOT_ACTIONS = {"__construct", "middleware", "rules", "messages", "boot", "booted", "render",
                "getListeners", "placeholder"}  # fmt: skip
@@ -31,22 +37,14 @@ def read_php(files: list[tuple[str, bytes]], base: str) -> Code:
     """`files`: (absolute path, bytes) of the project's PHP; paths shown relative to `base`."""
     code = Code()
     parsed: list[tuple[str, bytes, Node, list[Node]]] = []
-    methods = Methods()
+    methods = Methods(sources=files)
     for path, data in files:
         if not path.endswith(".php") or not any(m in data for m in MARKERS):
             continue
         root = parse(data)
-        classes = _class_nodes(root)
+        classes = class_nodes(root)
         parsed.append((os.path.relpath(path, base), data, root, classes))
-        rel = parsed[-1][0]
-        if NOT_APP & set(rel.replace(os.sep, "/").split("/")):
-            continue  # factories and seeders make test data: their methods are not the app's
-        for cls in classes:
-            cls_name = text(cls.child_by_field_name("name"))
-            for method in _methods(cls):
-                body = method.child_by_field_name("body")
-                if body is not None:
-                    methods.add(cls_name, text(method.child_by_field_name("name")), body)
+        methods.add_file(path, classes)
     handles: dict[str, tuple[bool, Node]] = {}  # class -> (queued, its handle())
     for rel, data, root, classes in parsed:
         units = _classes(rel, data, classes, methods, handles)
@@ -75,7 +73,7 @@ def read_php(files: list[tuple[str, bytes]], base: str) -> Code:
         if wanted and any(f"class {n}".encode() in data for n in wanted):
             rel = os.path.relpath(path, base)
             if rel not in seen:
-                _classes(rel, data, _class_nodes(parse(data)), methods, handles)
+                _classes(rel, data, class_nodes(parse(data)), methods, handles)
     for unit in code.units:
         unit.waits = [w for w in unit.waits if _heavy(w.via, handles, methods)]
     return code
@@ -100,17 +98,6 @@ def _heavy(name: str, handles: dict[str, tuple[bool, Node]], methods: Methods) -
         return True
     calls = (n for n in own(body) if n.type in CALLS)
     return any(c.effect in OUTSIDE for n in calls for c in call_effects(n, set(), methods, 1))
-
-
-def _class_nodes(root: Node) -> list[Node]:
-    """Classes and traits, found without entering any function body."""
-    return list(walk(root, CLASSES, into=CLASSES | frozenset({"compound_statement"})))
-
-
-def _methods(cls: Node) -> list[Node]:
-    body = cls.child_by_field_name("body")
-    children = body.named_children if body is not None else []
-    return [m for m in children if m.type == "method_declaration"]
 
 
 def _classes(rel: str, data: bytes, classes: list[Node], methods: Methods,

@@ -6,11 +6,12 @@ from collections.abc import Iterator
 
 from tree_sitter import Node
 
-from tenure.doctor.laravel.php import call_args, name_of, text
+from tenure.doctor.laravel.php import call_args, name_of, text, walk
 
 CALLS = frozenset({"member_call_expression", "nullsafe_member_call_expression",
                    "scoped_call_expression", "function_call_expression"})  # fmt: skip
 CLOSURES = frozenset({"anonymous_function", "arrow_function"})
+CLASSES = frozenset({"class_declaration", "anonymous_class", "trait_declaration"})
 SCOPES = frozenset({"class_declaration", "method_declaration", "function_definition"})
 
 
@@ -77,3 +78,14 @@ def own(node: Node, *, into_closures: bool = True) -> Iterator[Node]:
 def short(node: Node, limit: int = 70) -> str:
     written = " ".join(text(node).split())
     return written if len(written) <= limit else written[: limit - 3] + "..."
+
+
+def class_nodes(root: Node) -> list[Node]:
+    """Classes and traits, found without entering any function body."""
+    return list(walk(root, CLASSES, into=CLASSES | frozenset({"compound_statement"})))
+
+
+def methods_of(cls: Node) -> list[Node]:
+    body = cls.child_by_field_name("body")
+    children = body.named_children if body is not None else []
+    return [m for m in children if m.type == "method_declaration"]
