@@ -50,12 +50,18 @@ def register(cli: typer.Typer) -> None:
                 "by itself when omitted).",
             ),
         ] = None,
+        rules: Annotated[
+            bool, typer.Option("--rules", help="List every rule (id, severity, why) and exit.")
+        ] = False,
     ) -> None:
         """Check the four clocks: job code, worker options, deployment files and history.
 
         Exit 0 when clean, 1 with error findings (warnings too with --strict), 2 when the
         doctor could not run. Needs the 'doctor' extra: pip install 'tenure[doctor]'.
         """
+        if rules:
+            list_rules(output_format)
+            return
         try:
             from tenure.doctor.engine import CannotRun, diagnose
             from tenure.doctor.output import dumps, to_json, to_sarif, write_text
@@ -73,3 +79,20 @@ def register(cli: typer.Typer) -> None:
             data = to_json(report) if output_format is Format.json else to_sarif(report)
             sys.stdout.write(dumps(data))
         raise typer.Exit(report.exit_code(strict=strict))
+
+
+def list_rules(output_format: Format) -> None:
+    """Every rule with its id, severity and why; needs no extra (the index is plain Python)."""
+    import json
+
+    from tenure.doctor.rules import RULES
+
+    if output_format is not Format.text:
+        rows = [{"id": r.id, "severity": r.severity, "group": r.group, "title": r.title,
+                 "why": r.why} for r in RULES.values()]  # fmt: skip
+        sys.stdout.write(json.dumps(rows, indent=2) + "\n")
+        return
+    width = max(len(r) for r in RULES)
+    for rule in RULES.values():
+        typer.echo(f"{rule.id:<{width}}  {rule.severity:<7}  {rule.group:<10}  {rule.title}")
+        typer.echo(f"{'':<{width}}  {rule.why}")

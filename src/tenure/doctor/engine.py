@@ -12,6 +12,8 @@ from dataclasses import dataclass
 
 from tenure.app import App
 from tenure.doctor.astutil import Module
+from tenure.doctor.budget.check import check as check_budget
+from tenure.doctor.budget.python_reader import parse_more, read_python
 from tenure.doctor.clocks import check_clocks
 from tenure.doctor.code import (
     AstJob,
@@ -25,6 +27,8 @@ from tenure.doctor.code import (
     parse_one,
     relpath,
 )
+from tenure.doctor.config import ConfigProblem, read_overrides
+from tenure.doctor.config import apply as apply_overrides
 from tenure.doctor.history import Limits, check_history, measure, read_history, store_note
 from tenure.doctor.model import SEVERITIES, Finding, JobModel, Report, Skipped, Source, Value
 from tenure.doctor.periodic import check_periodic
@@ -65,6 +69,10 @@ def diagnose(
     if not os.path.exists(root):
         raise CannotRun(f"PATH {path!r} does not exist")
     base = root if os.path.isdir(root) else os.path.dirname(root)
+    try:
+        overrides = read_overrides(root)
+    except ConfigProblem as exc:
+        raise CannotRun(str(exc)) from exc
     report = Report(root=root, app_spec=app_spec)
     loaded = load_app(app_spec, base) if app_spec else LoadedApp(None, "", None)
     if loaded.problem is not None:
@@ -90,6 +98,8 @@ def diagnose(
         report.findings += check_periodic(loaded.app, report.jobs, time.time())
     names = {m.name for m in report.jobs} | {a.function.name for a in ast_jobs}
     report.findings += check_dispatch_sites(modules, names)
+    python = tree.files["python"]
+    report.findings += check_budget(read_python(parse_more(python, modules), python))
 
     deployments = read_deployments(tree)
     report.skipped += deployments.skipped
@@ -103,6 +113,8 @@ def diagnose(
         report.findings += check_clocks(report.launches, report.jobs, Source(relpath(root, base)))
     if past is not None and loaded.app is not None:
         report.findings += _history(loaded.app, report, fallback, limits, past)
+    report.findings = apply_overrides(report.findings, overrides)
+    report.notes += [o.note() for o in overrides.values()]
     rank = {s: i for i, s in enumerate(SEVERITIES)}
     report.findings.sort(
         key=lambda f: (rank[f.severity], str(f.location.path), f.location.line or 0)

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from tenure.doctor.budget.index import BUDGET_RULES, STANDARD
 from tenure.doctor.celery.index import CELERY_RULES
 from tenure.doctor.laravel.index import LARAVEL_RULES
 from tenure.doctor.model import Finding, Setting, Severity, Source, Value
@@ -17,7 +18,7 @@ from tenure.doctor.model import Finding, Setting, Severity, Source, Value
 class Rule:
     id: str
     severity: Severity
-    group: str  # deployment | code | history | app | laravel | celery
+    group: str  # deployment | code | history | app | budget | laravel | celery
     title: str
     why: str  # one sentence: what goes wrong
     cite: str = ""  # the framework documentation a foreign rule enforces
@@ -143,6 +144,7 @@ RULES: dict[str, Rule] = {
 }  # fmt: skip
 for _group, _rules in (("laravel", LARAVEL_RULES), ("celery", CELERY_RULES)):
     RULES.update({r[0]: Rule(r[0], r[1], _group, r[2], r[3], r[4]) for r in _rules})
+RULES.update({r[0]: Rule(r[0], r[1], "budget", r[2], r[3], STANDARD) for r in BUDGET_RULES})
 
 
 def finding(
@@ -175,7 +177,9 @@ def render_rules_markdown() -> str:
         "",
     ]
     titles = {"deployment": "Deployment clocks", "code": "Job code", "app": "The app",
-              "history": "The store's history", "laravel": "Laravel projects (--laravel)",
+              "history": "The store's history",
+              "budget": "The time-budget standard (Python and Laravel code)",
+              "laravel": "Laravel projects (--laravel)",
               "celery": "Celery apps (--celery)"}  # fmt: skip
     for group, title in titles.items():
         lines += [f"## {title}", ""]

@@ -6,6 +6,8 @@ import os
 import stat
 from dataclasses import dataclass, field
 
+from tenure.doctor.budget.check import check as check_budget
+from tenure.doctor.budget.php_reader import read_php
 from tenure.doctor.laravel.checks import Project, check
 from tenure.doctor.laravel.config import read_config
 from tenure.doctor.laravel.deploy import ArtisanWorker, read_workers
@@ -98,7 +100,7 @@ def audit(root: str, base: str, tree: Tree) -> Audit:
         batch_table_found,
         Source(os.path.relpath(root, base) if root != base else ".", None),
     )
-    result.findings = check(project)
+    result.findings = check(project) + check_budget(read_php(files, base))
     said = set(map(id, result.skipped))
     result.skipped += [
         s for s in dict.fromkeys(config.skipped) if id(s) not in said and s not in result.skipped

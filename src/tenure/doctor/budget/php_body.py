@@ -1,0 +1,313 @@
+"""What one PHP method or closure body does, in the model's terms: loops over query rows
+(foreach, ->each(), the rows of a ->chunk() callback) and their per-row work, dispatches, waits,
+batch adds, cursors, progress reads. Calls into the project's own methods are followed two
+levels deep: `$this->project->exportOrder($order)` costs what `exportOrder` costs."""
+
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import dataclass, field
+
+from tree_sitter import Node
+
+from tenure.doctor.budget.model import Costly, Loop, Unit, costly_name
+from tenure.doctor.budget.php_effects import (
+    CHUNKS,
+    EACH,
+    WAITS,
+    bounded,
+    effect_of,
+    is_query,
+    is_rows,
+)
+from tenure.doctor.budget.php_syntax import (
+    CALLS,
+    CLOSURES,
+    args,
+    call_name,
+    chain,
+    class_nodes,
+    closure_body,
+    closure_params,
+    methods_of,
+    own,
+    receiver,
+    short,
+)
+from tenure.doctor.laravel.php import line, parse, string_value, text
+
+DEPTH = 2
+DEFINES = re.compile(rb"function\s+&?\s*(\w+)\s*\(")
+NOT_APP = {"factories", "seeders", "seeds", "Factories", "Seeders"}
+FRAMEWORK = {"get", "first", "find", "where", "toArray", "map", "filter", "count", "sum", "each",
+             "format", "load", "fresh", "refresh", "only", "except", "pluck", "value", "exists",
+             "with", "render", "view", "json", "response", "redirect", "back", "validate",
+             "authorize", "query", "all", "keys", "values", "isEmpty", "isNotEmpty"}  # fmt: skip
+HTTP_VERBS = {"get", "post", "put", "patch", "delete", "head", "send", "request"}
+CURSOR_WORDS = ("last_id", "lastid", "last-id", "offset", "cursor", "last_processed", "position")
+
+
+@dataclass
+class Methods:
+    """The project's own methods by name, for following calls."""
+
+    bodies: dict[str, list[tuple[str, Node]]] = field(default_factory=dict)  # (class, body)
+    sources: list[tuple[str, bytes]] = field(default_factory=list)  # every PHP file found
+    _read: set[str] = field(default_factory=set)
+    _looked_up: set[str] = field(default_factory=set)
+    _defined: dict[str, list[tuple[str, bytes]]] | None = None  # method name -> its files
+    _effects: dict[tuple[int, int], list[Costly]] = field(default_factory=dict)
+
+    def add_file(self, path: str, classes: list[Node]) -> None:
+        """Index a parsed file's methods; factories and seeders make test data, not the app."""
+        self._read.add(path)
+        if NOT_APP & set(path.replace(os.sep, "/").split("/")):
+            return
+        for cls in classes:
+            owner = text(cls.child_by_field_name("name")).lower()
+            for method in methods_of(cls):
+                body = method.child_by_field_name("body")
+                if body is not None:
+                    name = text(method.child_by_field_name("name"))
+                    self.bodies.setdefault(name, []).append((owner, body))
+
+    def _candidates(self, name: str) -> list[tuple[str, Node]]:
+        """Files not parsed yet that define `function NAME(` are parsed when a call needs
+        them (one regex pass over every file says which)."""
+        if self._defined is None:
+            self._defined = {}
+            for path, data in self.sources:
+                if path.endswith(".php"):
+                    for found in set(DEFINES.findall(data)):
+                        self._defined.setdefault(found.decode(), []).append((path, data))
+        if name not in self._looked_up:
+            self._looked_up.add(name)
+            for path, data in self._defined.get(name, []):
+                if path not in self._read:
+                    self.add_file(path, class_nodes(parse(data)))
+        return self.bodies.get(name, [])
+
+    def effects(self, name: str, depth: int, hint: str = "") -> list[Costly]:
+        """What calling `name` costs. Several classes may define it: the one named like the
+        receiver (`$asset->x()` -> Asset) is taken when there is one."""
+        candidates = self._candidates(name)
+        named = [b for cls, b in candidates if hint and cls in (hint, hint.rstrip("s"))]
+        for body in named or [b for _, b in candidates[:3]]:
+            key = (body.id, depth)
+            if key not in self._effects:
+                self._effects[key] = []  # a recursive call costs nothing more
+                found: list[Costly] = []
+                for node in own(body):
+                    if node.type in CALLS:
+                        found += call_effects(node, set(), self, depth)
+                self._effects[key] = found[:1]
+            if self._effects[key]:
+                return [Costly(c.effect, c.what, c.line, c.via or name) for c in self._effects[key]]
+        return []
+
+
+def call_effects(call: Node, row: set[str], methods: Methods, depth: int) -> list[Costly]:
+    effect = effect_of(call)
+    if effect is not None:
+        return [Costly(effect, callee(call), line(call))]
+    if depth >= DEPTH or call.type == "function_call_expression":
+        return []
+    name = call_name(call)
+    if name in FRAMEWORK:
+        return []
+    target = receiver(call)
+    on = text(target) if target is not None else ""
+    mentions_row = any(r in text(call.child_by_field_name("arguments")) for r in row) or on in row
+    if depth == 0 and not (mentions_row or on in ("$this", "self", "static")):
+        return []
+    found = methods.effects(name, depth + 1, _hint(on))
+    if not found and depth == 0 and mentions_row and costly_name(name):
+        return [Costly("method", callee(call), line(call), f"{name}, by its name")]
+    return [Costly(c.effect, callee(call), line(call), c.via) for c in found[:1]]
+
+
+def _hint(receiver_text: str) -> str:
+    """`$this->project` -> project, `$order` -> order: the class a receiver likely is."""
+    last = receiver_text.rsplit("->", 1)[-1].lstrip("$").lower()
+    return "" if last in ("this", "self", "static") else last
+
+
+def callee(call: Node) -> str:
+    """`$order->save`, `Mail::to(...)->send`, `file_put_contents`: the call without its
+    arguments, for messages."""
+    name = call_name(call)
+    target = receiver(call)
+    if target is None:
+        return name
+    joint = "::" if call.type == "scoped_call_expression" else "->"
+    inner = short(target, 40) if target.type not in CALLS else callee(target) + "(...)"
+    return f"{inner}{joint}{name}"
+
+
+class Reader:
+    def __init__(self, methods: Methods, given: set[str]) -> None:
+        self.methods = methods
+        self.given = given  # `$this->` props and parameters: ranges within these are bounded
+        self.held: dict[str, Node] = {}
+
+    def read(self, body: Node, unit: Unit) -> None:
+        nodes = list(own(body))
+        for node in nodes:
+            if node.type == "assignment_expression":
+                left, right = node.child_by_field_name("left"), node.child_by_field_name("right")
+                if left is not None and right is not None and left.type == "variable_name":
+                    self.held[text(left)] = right
+        in_loop: set[int] = set()
+        for node in nodes:
+            if node.id in in_loop:
+                continue
+            if node.type == "foreach_statement":
+                self._foreach(node, unit, in_loop)
+            elif node.type in CALLS:
+                self._call(node, unit, in_loop)
+
+    def _foreach(self, node: Node, unit: Unit, in_loop: set[int]) -> None:
+        parts = node.named_children
+        if len(parts) < 3:
+            return
+        over, value, body = parts[0], parts[1], parts[-1]
+        if not is_rows(over, self.held):
+            return
+        names = {text(v) for v in ([value] if value.type != "pair" else value.named_children)}
+        source = self.held.get(text(over), over)
+        self._loop(short(over), line(node), body, names, unit, in_loop,
+                   source.type in CALLS and bounded(source, self.given))  # fmt: skip
+
+    def _loop(self, over: str, at: int, body: Node, row: set[str], unit: Unit,
+              in_loop: set[int], is_bounded: bool) -> None:  # fmt: skip
+        loop = Loop(over, at, bounded=is_bounded)
+        for inner in own(body):
+            in_loop.add(inner.id)
+            if inner.type in CALLS:
+                loop.work += call_effects(inner, row, self.methods, 0)
+                if inner.type != "function_call_expression" and _batch_add(inner):
+                    unit.adds_to_batch.append(Costly("dispatch", short(inner), line(inner)))
+                    unit.floods.append(Costly("dispatch", short(inner), line(inner)))
+        unit.loops.append(loop)
+
+    def _call(self, call: Node, unit: Unit, in_loop: set[int]) -> None:
+        name, at = call_name(call), line(call)
+        written = short(call)
+        effect = effect_of(call)
+        if effect == "http" and _untimed(call):
+            unit.untimed_calls.append(Costly("http", callee(call), at))
+        if effect == "dispatch":
+            unit.dispatches.append(Costly("dispatch", written, at))
+            if _job_class(call):
+                unit.dispatches_job_class = True
+            if _self_dispatch(call, unit.name):
+                unit.self_dispatch.append(Costly("dispatch", written, at))
+                if "+" in text(call.child_by_field_name("arguments")):
+                    unit.redispatch_offset.append(Costly("dispatch", written, at))
+        if name in WAITS:
+            unit.waits.append(Costly("dispatch", written, at, _target_class(call)))
+        if _batch_add(call):
+            unit.adds_to_batch.append(Costly("dispatch", written, at))
+        if name == "pluck" and args(call) and string_value(args(call)[0]) == "id":
+            self._pluck(call, unit)
+        if name == "progress" and not args(call) and _of_batch(call, self.held):
+            unit.progress_reads.append(Costly("method", written, at))
+        if name in ("get", "put", "forever", "set", "increment", "remember") and _cursor(call):
+            unit.cursor.append(Costly("method" if name == "get" else "write", written, at))
+        if name in EACH | CHUNKS and call.type != "function_call_expression":
+            closure = next((a for a in args(call) if a.type in CLOSURES), None)
+            if closure is None or not is_query(call, self.held):
+                return
+            body, params = closure_body(closure), closure_params(closure)
+            if body is None:
+                return
+            if name in EACH:
+                self._loop(short(receiver(call) or call), at, body, set(params), unit, in_loop,
+                           bounded(call, self.given))  # fmt: skip
+            else:  # per chunk: the rows are the loops over its parameter inside
+                for param in params[:1]:
+                    self.held[param] = call  # `foreach ($rows as $row)` walks the query's rows
+
+    def _pluck(self, call: Node, unit: Unit) -> None:
+        if is_query(call, self.held) and not bounded(call, self.given):
+            unit.plucks_all_ids.append(Costly("method", short(call), line(call)))
+
+
+def _untimed(call: Node) -> bool:
+    """An HTTP call with no timeout of its own: `Http::get()` (the facade waits 30 s by
+    default, past the budget), Guzzle's `->get()` with no 'timeout' option,
+    `file_get_contents('https://...')`. `Http::timeout(3)->get()` is bounded."""
+    name = call_name(call)
+    if call.type == "function_call_expression":
+        return name == "file_get_contents"
+    if name not in HTTP_VERBS:
+        return False
+    steps = chain(call)
+    if any(s.type in CALLS and call_name(s) in ("timeout", "connectTimeout") for s in steps):
+        return False
+    return "timeout" not in text(call.child_by_field_name("arguments")).lower()
+
+
+def _of_batch(call: Node, held: dict[str, Node]) -> bool:
+    """`Bus::findBatch($id)->progress()`, `$batch->progress()`: a batch's own count, not a
+    record's `$export->progress()` measured against a total stored once."""
+    target = receiver(call)
+    written = text(target) if target is not None else ""
+    if target is not None and target.type == "variable_name" and written in held:
+        written = text(held[written])
+    return "batch" in written.lower()
+
+
+def _target_class(call: Node) -> str:
+    """The job class a dispatch names: `X::dispatchSync()`, `dispatch_sync(new X)`,
+    `$this->dispatchSync(X::fromRequest(...))`; "" when it is not written there."""
+    if call.type == "scoped_call_expression":
+        scope = text(call.child_by_field_name("scope"))
+        if scope not in ("Bus", "self", "static"):
+            return scope.rsplit("\\", 1)[-1]
+    for arg in args(call)[:1]:
+        if arg.type == "object_creation_expression" and arg.named_children:
+            return text(arg.named_children[0]).rsplit("\\", 1)[-1]
+        if arg.type == "scoped_call_expression":
+            return text(arg.child_by_field_name("scope")).rsplit("\\", 1)[-1]
+    return ""
+
+
+def _batch_add(call: Node) -> bool:
+    """`$this->batch()->add(...)`."""
+    if call_name(call) != "add":
+        return False
+    target = receiver(call)
+    return target is not None and target.type in CALLS and call_name(target) == "batch"
+
+
+def _job_class(call: Node) -> bool:
+    """`ExportJob::dispatch()`, `dispatch(new ExportJob)`, `Bus::batch([new A])`: not a closure."""
+    if call.type == "scoped_call_expression" and call_name(call) == "dispatch":
+        return True
+    return any(
+        a.type == "object_creation_expression"
+        or (a.type == "array_creation_expression" and "new " in text(a))
+        for a in args(call)
+    )
+
+
+def _self_dispatch(call: Node, unit_name: str) -> bool:
+    own_class = unit_name.split("::")[0].split("@")[0]
+    if call.type == "scoped_call_expression":
+        scope = text(call.child_by_field_name("scope"))
+        return scope in ("self", "static", own_class)
+    return any(
+        text(a).startswith(("new self", "new static", f"new {own_class}(")) for a in args(call)
+    )
+
+
+def _cursor(call: Node) -> bool:
+    steps = chain(call)
+    root = text(steps[-1]).lower()
+    first = args(call)[:1]
+    if not first or not ("cache" in root or "redis" in root or "setting" in root):
+        return False
+    key = text(first[0]).lower()
+    return any(w in key for w in CURSOR_WORDS)
