@@ -6,6 +6,7 @@
     .venv/bin/python -m bench doctor-corpus [--show]   (the doctor on real projects)
     .venv/bin/python -m bench walk [--engine E|all]    (one job's path through the modules)
     .venv/bin/python -m bench retention [--jobs N]     (size and throughput while pruning)
+    .venv/bin/python -m bench rawloops [--jobs N]      (raw engine loop, store loop, worker)
 
 Installs the peers into bench/.venv-peers (and arq into bench/.venv-peers-arq), then for each
 engine runs every system on the same workloads, round after round, in A B ... B A order so
@@ -135,6 +136,10 @@ def main() -> int:
         from bench.retention import main as retention
 
         return retention(sys.argv[2:])
+    if sys.argv[1:2] == ["rawloops"]:
+        from bench.raw_loops import main as rawloops
+
+        return rawloops(sys.argv[2:])
     if sys.argv[1:2] == ["walk"]:
         from bench.walk import main as walk
 

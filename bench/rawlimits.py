@@ -85,6 +85,14 @@ def measure(engine_names: list[str], *, smoke: bool, workdir: Path) -> dict[str,
             figures.append(f"{float(proc.stdout):,.0f}" if proc.returncode == 0 else "failed")
         lines.append(f"| {name} | {' | '.join(figures)} |")
     lines.append("")
+    from bench import raw_loops  # it imports STORE_LOOP from here
+
+    lines += raw_loops.measure(
+        [n for n in engine_names if n in raw_loops.ENGINES],
+        jobs=jobs if smoke else 10_000,
+        rounds=1 if smoke else 3,
+        workdir=workdir,
+    )
     if "redis" in engine_names and shutil.which("redis-benchmark"):
         lines += redis_limits(smoke)
     if "postgres" in engine_names and shutil.which("pgbench"):
