@@ -76,7 +76,7 @@ def claim(t):
     number, payload = c.execute(CLAIM, (t + 30, jid)).fetchone()
     c.execute(OPEN, (jid, number, t))
     return jid, number
-start = time.perf_counter()
+start, cpu = time.perf_counter(), time.process_time()
 c.execute("BEGIN IMMEDIATE"); held = claim(time.time()); c.execute("COMMIT")
 done = 0
 while held:
@@ -89,7 +89,7 @@ while held:
     held = claim(t)
     c.execute("COMMIT")
     done += 1
-print(done / (time.perf_counter() - start))
+print(done / (time.perf_counter() - start), 1e6 * (time.process_time() - cpu) / done)
 """
 
 # One statement per job: the success (fenced) and its attempt row, the claim of the next job
@@ -127,7 +127,7 @@ opened AS (INSERT INTO raw_attempts(job_id, n, worker, started)
 SELECT (SELECT count(*) FROM done), claimed.id, claimed.attempt, claimed.payload
 FROM (SELECT 1) one LEFT JOIN claimed ON true
 '''
-start = time.perf_counter()
+start, cpu = time.perf_counter(), time.process_time()
 ok, jid, number, payload = c.execute(STEP, {"id": None, "n": 0}, prepare=True).fetchone()
 done = 0
 while jid is not None:
@@ -136,7 +136,7 @@ while jid is not None:
         raise SystemExit("fenced")
     jid, number = nxt, nnum
     done += 1
-print(done / (time.perf_counter() - start))
+print(done / (time.perf_counter() - start), 1e6 * (time.process_time() - cpu) / done)
 c.execute("DROP TABLE raw_jobs, raw_attempts")
 """
 
@@ -177,7 +177,7 @@ for i in range(n):
 p.execute()
 step = r.register_script(script)
 keys = ['raw:ready', 'raw:leases']
-start = time.perf_counter()
+start, cpu = time.perf_counter(), time.process_time()
 got = step(keys=keys, args=['', 0])
 done = 0
 while len(got) > 1:
@@ -186,13 +186,14 @@ while len(got) > 1:
         raise SystemExit('fenced')
     got = got2
     done += 1
-print(done / (time.perf_counter() - start))
+print(done / (time.perf_counter() - start), 1e6 * (time.process_time() - cpu) / done)
 """
 
 # tenure's worker on a queue of `n` no-op jobs (bench/systems/tenure_sys.py, as the main
-# benchmark), timed by its marks: prints "<drain jobs/s> <wall jobs/s incl. start>".
+# benchmark), timed by its marks: prints "<drain jobs/s> <CPU us per job> <wall jobs/s incl.
+# start>"; the CPU is the worker's whole tree (supervisor and child), its start included.
 WORKER_DRAIN = """
-import os, subprocess, sys, time
+import os, resource, subprocess, sys, time
 from bench import marks
 from bench.systems.tenure_sys import app, noop
 n = int(sys.argv[1])
@@ -206,7 +207,8 @@ wall = time.perf_counter() - start
 times = sorted(m.at for m in marks.read(os.environ[marks.MARKS_ENV]))
 if len(times) != n:
     raise SystemExit(f"{len(times)} of {n} jobs ran")
-print((n - 1) / (times[-1] - times[0]), n / wall)
+used = resource.getrusage(resource.RUSAGE_CHILDREN)
+print((n - 1) / (times[-1] - times[0]), 1e6 * (used.ru_utime + used.ru_stime) / n, n / wall)
 """
 
 LOOPS = ("raw", "store", "worker")
@@ -259,6 +261,7 @@ def measure(
         "| store ÷ raw | worker ÷ raw |",
         "|---|---|---|---|---|---|---|",
     ]
+    cpu: dict[str, list[list[float]]] = {}
     for name in engine_names:
         engine = engines.make(name, workdir)
         problem = engine.problem()
@@ -279,13 +282,26 @@ def measure(
             continue
         finally:
             engine.close()
-        raw = [f[0] for f in got["raw"]]
-        store = [f[0] for f in got["store"]]
-        drain = [f[0] for f in got["worker"]]
-        wall = [f[1] for f in got["worker"]]
+        raw, store, drain = ([f[0] for f in got[loop]] for loop in LOOPS)
+        wall = [f[2] for f in got["worker"]]
         lines.append(
             f"| {name} | {_cell(raw)} | {_cell(store)} | {_cell(drain)} | {_cell(wall)} "
             f"| {_ratio(store, raw)} | {_ratio(drain, raw)} |"
+        )
+        cpu[name] = [[f[1] for f in got[loop]] for loop in LOOPS]
+    lines += [
+        "",
+        "CPU per job (µs; the worker's is its whole tree, supervisor and child, start-up "
+        "included; the client's own CPU for the PostgreSQL and Redis loops, not the server's): "
+        "the same work, less sensitive to what else runs on the machine than jobs/s:",
+        "",
+        "| engine | raw loop | store loop | worker | raw ÷ store | raw ÷ worker |",
+        "|---|---|---|---|---|---|",
+    ]
+    for name, (raw, store, worker) in cpu.items():
+        lines.append(
+            f"| {name} | {_cell(raw)} | {_cell(store)} | {_cell(worker)} "
+            f"| {_ratio(raw, store)} | {_ratio(raw, worker)} |"
         )
     return [*lines, ""]
 
