@@ -48,7 +48,11 @@ class JsonFormatter(logging.Formatter):
                 data[key] = fields[key]
         if record.exc_info:
             data["exc"] = self.formatException(record.exc_info)
-        return json.dumps(data, default=str)
+        return _ENCODE(data)
+
+
+# json.dumps(data, default=str) without building an encoder for every line
+_ENCODE = json.JSONEncoder(default=str).encode
 
 
 def setup_logging(level: str = "INFO") -> None:
