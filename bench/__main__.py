@@ -8,6 +8,7 @@
     .venv/bin/python -m bench walk [--engine E|all]    (one job's path through the modules)
     .venv/bin/python -m bench retention [--jobs N]     (size and throughput while pruning)
     .venv/bin/python -m bench flow [--jobs N]          (concurrency= drain against plain)
+    .venv/bin/python -m bench rawloops [--jobs N]      (raw engine loop, store loop, worker)
 
 Installs the peers into bench/.venv-peers (and arq into bench/.venv-peers-arq), then for each
 engine runs every system on the same workloads, round after round, in A B ... B A order so
@@ -145,6 +146,11 @@ def main() -> int:
         from bench.flow import main as flow
 
         return flow(sys.argv[2:])
+
+    if sys.argv[1:2] == ["rawloops"]:
+        from bench.raw_loops import main as rawloops
+
+        return rawloops(sys.argv[2:])
     if sys.argv[1:2] == ["walk"]:
         from bench.walk import main as walk
 

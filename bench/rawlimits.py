@@ -38,7 +38,7 @@ def noop(n): pass
 jobs, limit = int(sys.argv[2]), int(sys.argv[3])
 noop.dispatch_many([(n,) for n in range(jobs)])
 store, me = app.store, WorkerRef(id="w-bench", host="bench", pid=1)
-start, done = time.perf_counter(), 0
+start, done, cpu = time.perf_counter(), 0, time.process_time()
 if limit == 0:  # a busy worker's hot path: each success claims the next job in the same call
     held = store.reserve(queues=["default"], worker=me, lease=30, limit=1)[0]
     while held is not None:
@@ -53,7 +53,8 @@ while done < jobs:
     for r in got:
         store.end_attempt(job_id=r.job_id, token=r.token)
     done += len(got)
-print(done / (time.perf_counter() - start))
+# jobs/s, then CPU microseconds per job (what a shared machine's other load does not change)
+print(done / (time.perf_counter() - start), 1e6 * (time.process_time() - cpu) / done)
 app.close()
 """
 
@@ -82,9 +83,18 @@ def measure(engine_names: list[str], *, smoke: bool, workdir: Path) -> dict[str,
                 text=True,
                 cwd=ROOT,
             )
-            figures.append(f"{float(proc.stdout):,.0f}" if proc.returncode == 0 else "failed")
+            ok = proc.returncode == 0
+            figures.append(f"{float(proc.stdout.split()[0]):,.0f}" if ok else "failed")
         lines.append(f"| {name} | {' | '.join(figures)} |")
     lines.append("")
+    from bench import raw_loops  # it imports STORE_LOOP from here
+
+    lines += raw_loops.measure(
+        [n for n in engine_names if n in raw_loops.ENGINES],
+        jobs=jobs if smoke else 10_000,
+        rounds=1 if smoke else 3,
+        workdir=workdir,
+    )
     if "redis" in engine_names and shutil.which("redis-benchmark"):
         lines += redis_limits(smoke)
     if "postgres" in engine_names and shutil.which("pgbench"):

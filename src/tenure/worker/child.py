@@ -161,13 +161,14 @@ class Child:
 
     def _run_one(self, res: Reservation, chain: bool) -> Reservation | None:
         started = time.monotonic()
-        log.debug(
-            "job %s %s attempt %d started",
-            res.job_id,
-            res.name,
-            res.attempt,
-            extra={"job_id": res.job_id, "job": res.name, "attempt": res.attempt},
-        )
+        if log.isEnabledFor(logging.DEBUG):  # not even its fields built otherwise
+            log.debug(
+                "job %s %s attempt %d started",
+                res.job_id,
+                res.name,
+                res.attempt,
+                extra={"job_id": res.job_id, "job": res.name, "attempt": res.attempt},
+            )
         ended = self._execute(res)
         reap_orphans()
         claimed_at = time.monotonic()

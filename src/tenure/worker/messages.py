@@ -16,6 +16,7 @@ Supervisor -> every child, without a word: the pulse (below).
 
 from __future__ import annotations
 
+import functools
 import json
 import struct
 import time
@@ -72,6 +73,13 @@ def started(res: Reservation, claimed_at: float) -> list[Any]:
     ]
 
 
+@functools.lru_cache(maxsize=64)
+def _watched_policy(timeout: float, kill_after: float) -> Policy:
+    """The watchdog's Policy of an attempt (a frozen value): one per distinct pair, not one
+    per job."""
+    return Policy(timeout=timeout, kill_after=kill_after)
+
+
 def from_started(fields: list[Any]) -> tuple[Reservation, float]:
     job_id, name, queue, number, token, batch_id, timeout, kill_after, claimed_at = fields
     res = Reservation(
@@ -79,7 +87,7 @@ def from_started(fields: list[Any]) -> tuple[Reservation, float]:
         name=name,
         queue=queue,
         payload="",  # the child has it; the watchdog only watches
-        policy=Policy(timeout=timeout, kill_after=kill_after),
+        policy=_watched_policy(timeout, kill_after),
         attempt=number,
         token=token,
         lease_expires_at=0.0,
@@ -89,7 +97,11 @@ def from_started(fields: list[Any]) -> tuple[Reservation, float]:
 
 
 def encode(message: dict[str, Any]) -> bytes:
-    return (json.dumps(message, separators=(",", ":")) + "\n").encode()
+    return (_ENCODE(message) + "\n").encode()
+
+
+# json.dumps(message, separators=(",", ":")) without building an encoder for every message
+_ENCODE = json.JSONEncoder(separators=(",", ":")).encode
 
 
 # -- the pulse ------------------------------------------------------------------------------

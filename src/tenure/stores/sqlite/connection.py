@@ -33,9 +33,18 @@ from tenure.stores.sqlite import guards, schema
 log = logging.getLogger("tenure.store")
 
 CLOCK_SQL = "(julianday('now') - 2440587.5) * 86400.0"  # epoch seconds, SQLite's own clock
-NOW_SQL = f"SELECT {CLOCK_SQL}"
 # what a damaged row raises (see sql/endings.isolated)
 ROW_ERRORS = (sqlite3.Error, ValueError, TypeError, KeyError, OverflowError)
+UNIX_EPOCH_MS = 210_866_760_000_000  # 1970-01-01 in Julian milliseconds, as SQLite's unix VFS
+
+
+def sqlite_now() -> float:
+    """CLOCK_SQL's value without a statement: SQLite's 'now' is the host's real-time clock
+    (the unix VFS's xCurrentTimeInt64: gettimeofday, cut to the millisecond) in this very
+    process, so the same clock read here, cut and converted by the same arithmetic, is the
+    same number; a write transaction saves a statement (one per job on the hot path)."""
+    ms = time.time_ns() // 1_000_000 + UNIX_EPOCH_MS
+    return (ms / 86_400_000.0 - 2440587.5) * 86400.0
 
 
 class SQLiteConnections:
@@ -134,7 +143,7 @@ class SQLiteConnections:
     def _now(self, conn: sqlite3.Connection) -> float:
         if self.clock is not None:  # tenure.testing's frozen clock, in tests only
             return self.clock()
-        return float(conn.execute(NOW_SQL).fetchone()[0])
+        return sqlite_now()
 
     def migrate(self) -> None:
         self._migrated = True
@@ -174,6 +183,14 @@ _CLOSE_SUCCEEDED = (
     "UPDATE tenure_attempts SET ended_at = ?, outcome = 'succeeded', error = NULL,"
     " traceback = NULL WHERE job_id = ? AND number = ?"
 )
+
+
+# What a damaged job row raises while it is claimed: it fails alone (sql/endings.isolated).
+DAMAGE = ROW_ERRORS
+
+
+class _Damaged(Exception):
+    """A row failed to claim on the savepoint-free path: roll back, claim carefully."""
 
 
 class SQLiteJobs(SQLiteConnections):
@@ -276,25 +293,32 @@ class SQLiteJobs(SQLiteConnections):
         snooze: float = 0.0,
     ) -> tuple[EndResult, Reservation | None]:
         # One write transaction for the end and the next claim: the hot path of a busy worker.
-        with self._write() as (conn, now):
-            if outcome == "succeeded":
-                ended = self._complete_on(conn, job_id, token, now, result)
-            else:
-                ending = (
-                    job_id,
-                    token,
-                    outcome,
-                    error or outcome,
-                    traceback,
-                    permanent,
-                    cause,
-                    snooze,
-                )
-                ended = endings.end_attempt(self.dialect, conn, lambda: now, *ending)
-            if worker is None or not queues:
-                return ended, None
-            claimed = self._reserve_on(conn, now, queues, worker, lease, 1)
-        return ended, claimed[0] if claimed else None
+        # The claim runs without a savepoint; a row that fails to claim (damaged) rolls the
+        # whole transaction back, and it runs again with each claim in its own savepoint.
+        for careful in (False, True):
+            try:
+                with self._write() as (conn, now):
+                    if outcome == "succeeded":
+                        ended = self._complete_on(conn, job_id, token, now, result)
+                    else:
+                        ending = (
+                            job_id,
+                            token,
+                            outcome,
+                            error or outcome,
+                            traceback,
+                            permanent,
+                            cause,
+                            snooze,
+                        )
+                        ended = endings.end_attempt(self.dialect, conn, lambda: now, *ending)
+                    if worker is None or not queues:
+                        return ended, None
+                    claimed = self._reserve_on(conn, now, queues, worker, lease, 1, careful)
+                return ended, claimed[0] if claimed else None
+            except _Damaged:
+                continue
+        raise AssertionError("unreachable: the careful claim isolates every row")
 
     def _reserve_on(
         self,
@@ -304,7 +328,10 @@ class SQLiteJobs(SQLiteConnections):
         worker: WorkerRef,
         lease: float,
         limit: int,
+        careful: bool = True,
     ) -> list[Reservation]:
+        """Claim up to `limit` jobs. `careful`: each in a savepoint, a damaged one failed alone;
+        else no savepoint, and a damaged row raises _Damaged (the caller starts again)."""
         out: list[Reservation] = []
         for queue in queues:  # priority order: drain earlier queues first
             want = limit - len(out)
@@ -320,21 +347,40 @@ class SQLiteJobs(SQLiteConnections):
             for row in rows:
                 if len(out) >= limit:
                     break
+                if not careful:
+                    try:
+                        self._claim(conn, row, worker, now, lease, out)
+                    except DAMAGE as exc:
+                        raise _Damaged() from exc
+                    continue
                 with endings.isolated(self.dialect, conn, row["id"], now, "start"):
-                    key = row["concurrency_key"]
-                    if key is not None and sql_guards.running_under(
-                        self.dialect, conn, key, now
-                    ) >= (row["concurrency_limit"] or 1):
-                        sql_guards.park(self.dialect, conn, row["id"])
-                        continue
-                    deferral = self._guard_deferral(conn, row, now)
-                    if deferral is not None:
-                        self._defer(conn, row["id"], worker, now, *deferral)
-                        continue
-                    out.append(self._open_attempt(conn, row["id"], worker, now, lease))
+                    self._claim(conn, row, worker, now, lease, out)
             if len(out) >= limit:
                 break
         return out
+
+    def _claim(
+        self,
+        conn: sqlite3.Connection,
+        row: Any,
+        worker: WorkerRef,
+        now: float,
+        lease: float,
+        out: list[Reservation],
+    ) -> None:
+        """Open the ready job's attempt into `out`, park it when its concurrency key is full,
+        or defer it if its guard says not now."""
+        key = row["concurrency_key"]
+        if key is not None and sql_guards.running_under(self.dialect, conn, key, now) >= (
+            row["concurrency_limit"] or 1
+        ):
+            sql_guards.park(self.dialect, conn, row["id"])
+            return
+        deferral = self._guard_deferral(conn, row, now)
+        if deferral is not None:
+            self._defer(conn, row["id"], worker, now, *deferral)
+        else:
+            out.append(self._open_attempt(conn, row["id"], worker, now, lease))
 
     @staticmethod
     def _ready(conn: sqlite3.Connection, queue: str, now: float, limit: int) -> list[Any]:

@@ -1,0 +1,78 @@
+"""A busy SQLite worker's hot path: a success recorded and the next job claimed in one write
+transaction of the statements the engine's own guaranteed loop needs (bench/raw_loops.py),
+and a damaged row on the way still fails alone, without the success or the next job lost."""
+
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+
+from conformance.helpers import W1, enqueue, job, new_job, reserve_one
+from tenure.stores.sqlite import SQLiteStore
+from tenure.stores.sqlite.connection import CLOCK_SQL, sqlite_now
+
+
+def test_a_success_and_the_next_claim_are_the_raw_loops_seven_statements(
+    tmp_path: Path,
+) -> None:
+    store = SQLiteStore(f"sqlite:///{tmp_path / 'hot.db'}")
+    enqueue(store, new_job(), new_job())
+    held = reserve_one(store)
+    seen: list[str] = []
+    store._conn().set_trace_callback(seen.append)
+    ended, following = store.end_attempt(
+        job_id=held.job_id, token=held.token, queues=["default"], worker=W1, lease=30
+    )
+    store._conn().set_trace_callback(None)
+    assert ended.accepted and following is not None
+    verbs = [" ".join(s.split()[:2]) for s in seen]
+    # begin; success fenced; its attempt closed; the head of the queue; the claim; the new
+    # attempt row; commit -- no clock read, no savepoint
+    assert verbs == [
+        "BEGIN IMMEDIATE",
+        "UPDATE tenure_jobs",
+        "UPDATE tenure_attempts",
+        "SELECT id,",
+        "UPDATE tenure_jobs",
+        "INSERT INTO",
+        "COMMIT",
+    ], seen
+    assert job(store, held.job_id).state == "succeeded"
+    assert job(store, following.job_id).attempts[0].outcome is None
+
+
+def test_a_damaged_row_met_by_the_claim_fails_alone_and_the_success_stays(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "damaged.db"
+    store = SQLiteStore(f"sqlite:///{path}")
+    (first,) = enqueue(store, new_job())
+    held = reserve_one(store)
+    bad, good = enqueue(store, new_job(), new_job())
+    with sqlite3.connect(path) as conn:  # a rate guard whose numbers are not numbers
+        conn.execute(
+            "UPDATE tenure_jobs SET rate_key = 'k', rate_limit = 'many', rate_window = 'x'"
+            " WHERE id = ?",
+            (bad,),
+        )
+    ended, following = store.end_attempt(
+        job_id=first, token=held.token, queues=["default"], worker=W1, lease=30
+    )
+    assert ended.accepted and ended.state == "succeeded"
+    assert following is not None and following.job_id == good
+    assert job(store, first).state == "succeeded"
+    damaged = job(store, bad)
+    assert damaged.state == "failed"
+    assert "could not start this job, its row is damaged" in (damaged.last_error or "")
+    assert job(store, good).state == "running"
+
+
+def test_the_clock_read_in_python_is_sqlites_own_now(tmp_path: Path) -> None:
+    conn = sqlite3.connect(tmp_path / "clock.db")
+    for _ in range(2000):
+        before = sqlite_now()
+        stored = conn.execute(f"SELECT {CLOCK_SQL}").fetchone()[0]
+        after = sqlite_now()
+        # the same clock, cut to the same millisecond by the same arithmetic
+        assert before <= stored <= after
+    conn.close()

@@ -1,0 +1,125 @@
+"""The worker's line per successful attempt, written straight through tenure's JSON handler
+(logs.quick_info), is the line logging writes; and anything else that could see the record (a
+handler of the application, a filter, a level) gets it through logging as before."""
+
+from __future__ import annotations
+
+import io
+import json
+import logging
+import sys
+from collections.abc import Iterator
+
+import pytest
+
+from tenure.logs import FORMAT_ENV, _Quick, log_end, quick_info, setup_logging
+from tenure.retry import Policy
+from tenure.stores.records import EndResult, Reservation
+from tenure.worker.execute import SUCCEEDED
+
+RES = Reservation(
+    job_id="j1",
+    name="send_invoice",
+    queue="billing",
+    payload="[]",
+    policy=Policy(),
+    attempt=2,
+    token=2,
+    lease_expires_at=0.0,
+    batch_id=None,
+)
+OK = EndResult(accepted=True, state="succeeded")
+
+
+@pytest.fixture
+def stderr(monkeypatch: pytest.MonkeyPatch) -> Iterator[io.StringIO]:
+    out = io.StringIO()
+    monkeypatch.setattr(sys, "stderr", out)
+    monkeypatch.setenv(FORMAT_ENV, "json")
+    root = logging.getLogger()
+    saved = (root.handlers[:], root.level)
+    setup_logging("INFO")
+    yield out
+    root.handlers[:], root.level = saved
+
+
+class Seen(logging.Handler):
+    def __init__(self) -> None:
+        super().__init__()
+        self.records: list[logging.LogRecord] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.records.append(record)
+
+
+def alone() -> None:
+    """Only tenure's handler on the root, as in a worker (pytest adds its own for the test)."""
+    logging.getLogger().handlers[:] = [
+        h for h in logging.getLogger().handlers if h is _Quick.handler
+    ]
+
+
+def lines(out: io.StringIO) -> list[dict[str, object]]:
+    return [json.loads(line) for line in out.getvalue().splitlines()]
+
+
+def test_the_quick_line_is_the_line_logging_writes(stderr: io.StringIO) -> None:
+    alone()
+    assert quick_info(logging.getLogger("tenure.worker"), "probe", {})
+    stderr.truncate(0)
+    stderr.seek(0)
+    log_end(RES, SUCCEEDED, 0.01234, OK, "w-1")
+    logging.getLogger("tenure.worker").info(
+        "%s succeeded in %.2f s",
+        "job j1 send_invoice attempt 2",
+        0.01234,
+        extra={
+            "job_id": "j1",
+            "job": "send_invoice",
+            "attempt": 2,
+            "queue": "billing",
+            "outcome": "succeeded",
+            "worker": "w-1",
+            "duration_s": 0.0123,
+        },
+    )
+    quick, logged = lines(stderr)
+    assert quick.pop("ts") and logged.pop("ts")
+    assert quick == logged
+    assert quick["msg"] == "job j1 send_invoice attempt 2 succeeded in 0.01 s"
+
+
+def test_an_application_handler_still_gets_the_record(stderr: io.StringIO) -> None:
+    alone()
+    seen = Seen()
+    logging.getLogger().addHandler(seen)
+    log_end(RES, SUCCEEDED, 0.5, OK, "w-1")
+    assert [r.getMessage() for r in seen.records] == [
+        "job j1 send_invoice attempt 2 succeeded in 0.50 s"
+    ]
+    assert len(lines(stderr)) == 1  # and tenure's handler wrote it once
+
+
+def test_a_filter_or_a_level_is_obeyed(stderr: io.StringIO) -> None:
+    alone()
+    worker_log = logging.getLogger("tenure.worker")
+    worker_log.addFilter(lambda record: False)
+    try:
+        log_end(RES, SUCCEEDED, 0.5, OK, "w-1")
+    finally:
+        worker_log.filters.clear()
+    logging.getLogger().setLevel(logging.WARNING)
+    log_end(RES, SUCCEEDED, 0.5, OK, "w-1")
+    assert lines(stderr) == []
+
+
+def test_with_tenure_s_handler_alone_the_line_skips_logging(stderr: io.StringIO) -> None:
+    alone()
+    assert quick_info(logging.getLogger("tenure.worker"), "a line", {"job_id": "j1"})
+    (line,) = lines(stderr)
+    assert (line["level"], line["logger"], line["msg"], line["job_id"]) == (
+        "info",
+        "tenure.worker",
+        "a line",
+        "j1",
+    )
