@@ -155,3 +155,26 @@ def test_batch_members_and_a_callback_keep_their_limit(store: Store) -> None:
         assert store.end_attempt(job_id=held.id, token=held.attempts[-1].number)[0].accepted
         done += got
     assert done[-1] == then.id
+
+
+def test_cancelling_a_handed_back_job_hands_back_the_next(store: Store) -> None:
+    jobs = [limited("k", 1) for _ in range(3)]
+    enqueue(store, *jobs)
+    [r] = store.reserve(queues=["default"], worker=W1, lease=30)
+    assert reserve(store) == []  # the other two parked
+    store.end_attempt(job_id=r.job_id, token=r.token)  # hands back jobs[1]
+    assert store.cancel(jobs[1].id).state == "cancelled"  # before it ran
+    assert reserve(store) == [jobs[2].id]  # not stuck behind an end that will not come
+    assert store.cancel(jobs[2].id).state == "running"
+
+
+def test_cancelling_a_parked_job_leaves_the_rest_in_order(store: Store) -> None:
+    jobs = [limited("k", 1) for _ in range(3)]
+    enqueue(store, *jobs)
+    [r] = store.reserve(queues=["default"], worker=W1, lease=30)
+    assert reserve(store) == []
+    assert store.cancel(jobs[1].id).state == "cancelled"
+    [c] = store.queue_counts().values()
+    assert c.waiting == 1
+    store.end_attempt(job_id=r.job_id, token=r.token)
+    assert reserve(store) == [jobs[2].id]
