@@ -214,6 +214,7 @@ class PostgresJobs:
         or rate limit reached), or leave for the next pass (another worker is judging the same
         key right now). Returns the ids judged."""
         judged: list[str] = []
+        full: set[str] = set()  # concurrency keys found without a free slot
         with self.db.transaction() as cur:
             rows = cur.execute(
                 in_schema(
@@ -237,9 +238,13 @@ class PostgresJobs:
                     break
                 judged.append(row["id"])
                 try:
-                    if row["concurrency_key"] is not None and guards.concurrency_full(
-                        self.db, cur, row
+                    key = row["concurrency_key"]
+                    if key is not None and (
+                        key in full or guards.concurrency_full(self.db, cur, row)
                     ):
+                        # full stays full while this transaction holds the key's lock: an
+                        # ending commits only once it has the lock (sql.guards.release)
+                        full.add(key)
                         park(self.dialect, cur, row["id"])
                         continue
                     now, deferred = guards.judge(self.db, cur, row)

@@ -248,6 +248,7 @@ class SQLiteJobs(SQLiteConnections):
         limit: int,
     ) -> list[Reservation]:
         out: list[Reservation] = []
+        full: set[str] = set()  # concurrency keys found without a free slot
         for queue in queues:  # priority order: drain earlier queues first
             want = limit - len(out)
             rows = self._ready(conn, queue, now, want)
@@ -264,9 +265,13 @@ class SQLiteJobs(SQLiteConnections):
                     break
                 with self._isolated(conn, row["id"], now, "start"):
                     key = row["concurrency_key"]
-                    if key is not None and sql_guards.running_under(
-                        self.dialect, conn, key, now
-                    ) >= (row["concurrency_limit"] or 1):
+                    if key is not None and (
+                        key in full
+                        or sql_guards.running_under(self.dialect, conn, key, now)
+                        >= (row["concurrency_limit"] or 1)
+                    ):
+                        # full stays full for this transaction: no attempt ends inside it
+                        full.add(key)
                         sql_guards.park(self.dialect, conn, row["id"])
                         continue
                     deferral = self._guard_deferral(conn, row, now)
