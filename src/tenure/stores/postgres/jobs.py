@@ -78,6 +78,13 @@ class PostgresJobs:
         # key rows stay locked until this transaction ends, so racing dispatches store one.
         holders = guards.take_unique_keys(self.db, cur, jobs)
         ids = [holders.get(j.guards.unique_key or "", j.id) for j in jobs]
+        # the debounce keys' and fair queues' locks, taken up front in one order, so two
+        # dispatches of several keys cannot each hold one the other waits for
+        for name in sorted(
+            {f"debounce:{j.guards.debounce_key}" for j in jobs if j.guards.debounce_key}
+            | {f"fair:{j.queue}" for j in jobs if j.guards.fair_key is not None}
+        ):
+            self.dialect.lock_key(cur, name)
         for i, job in enumerate(jobs):
             if job.guards.debounce_key is not None:
                 # the key's pending job takes these arguments; else this one is stored now,
