@@ -102,7 +102,7 @@ class GuardSpec:
         if self.fair_key is None:
             return {}
         # one key space per queue, not per job: a tenant's jobs of every kind share its turns
-        key = _scoped(job_name, "fair_key", self.fair_key, args, kwargs).split(":", 1)[1]
+        key = _scoped(job_name, "fair_key", self.fair_key, args, kwargs)[len(job_name) + 1 :]
         return {"fair_key": key, "fair_weight": dict(self.fair_weights).get(key, 1.0)}
 
 

@@ -7,13 +7,14 @@ behind it.
 
 from __future__ import annotations
 
+import secrets
 from dataclasses import replace
 
 from conformance.helpers import W1, W2, counts, enqueue, expire_and_rescue, job, new_job
 from tenure.describe import describe_job
 from tenure.guards import Guards
 from tenure.stores import Store
-from tenure.stores.records import NewJob
+from tenure.stores.records import NewBatch, NewJob
 
 
 def limited(key: str, limit: int, **kw: object) -> NewJob:
@@ -137,3 +138,43 @@ def test_counts_show_parked_jobs_as_queued_and_waiting_and_per_key(store: Store)
         "sync:b": (1, 0, 1),
     }
     assert c["running"] == 3 and c.waiting == 3
+
+
+def test_batch_members_and_a_callback_keep_their_limit(store: Store) -> None:
+    members = [limited("export", 1) for _ in range(3)]
+    then = limited("export", 1)
+    batch = NewBatch(id=secrets.token_hex(6), name="exports", then=then)
+    store.enqueue_many(members, batch=batch)
+    done = []
+    while len(done) < 4:
+        got = reserve(store)
+        assert len(got) == 1, got  # one at a time: members, then the callback
+        [r] = store.reserve(queues=["default"], worker=W2, lease=30) or [None]
+        assert r is None
+        held = job(store, got[0])
+        assert store.end_attempt(job_id=held.id, token=held.attempts[-1].number)[0].accepted
+        done += got
+    assert done[-1] == then.id
+
+
+def test_cancelling_a_handed_back_job_hands_back_the_next(store: Store) -> None:
+    jobs = [limited("k", 1) for _ in range(3)]
+    enqueue(store, *jobs)
+    [r] = store.reserve(queues=["default"], worker=W1, lease=30)
+    assert reserve(store) == []  # the other two parked
+    store.end_attempt(job_id=r.job_id, token=r.token)  # hands back jobs[1]
+    assert store.cancel(jobs[1].id).state == "cancelled"  # before it ran
+    assert reserve(store) == [jobs[2].id]  # not stuck behind an end that will not come
+    assert store.cancel(jobs[2].id).state == "running"
+
+
+def test_cancelling_a_parked_job_leaves_the_rest_in_order(store: Store) -> None:
+    jobs = [limited("k", 1) for _ in range(3)]
+    enqueue(store, *jobs)
+    [r] = store.reserve(queues=["default"], worker=W1, lease=30)
+    assert reserve(store) == []
+    assert store.cancel(jobs[1].id).state == "cancelled"
+    [c] = store.queue_counts().values()
+    assert c.waiting == 1
+    store.end_attempt(job_id=r.job_id, token=r.token)
+    assert reserve(store) == [jobs[2].id]

@@ -45,3 +45,10 @@ def plain(n: int) -> None:
 @app.job(timeout=30, debounce=2, debounce_key=lambda doc, version: doc)
 def reindex(doc: int, version: int) -> None:
     note(f"reindex:{doc}:{version}")
+
+
+@app.job(timeout=30, tries=20, backoff=0, concurrency=3)
+def storm(n: int) -> None:
+    note("start")
+    time.sleep(0.3)
+    note("end")

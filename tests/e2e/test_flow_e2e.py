@@ -5,6 +5,7 @@ the last arguments, at least 1.5 s after the last dispatch, under one job id."""
 
 from __future__ import annotations
 
+import random
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -95,3 +96,54 @@ def test_five_dispatches_within_one_second_run_once_with_the_last_arguments(
     runs = [(event, at) for _, _, _, event, at in flow.ledger.lines()]
     assert [event for event, _ in runs] == ["reindex:7:4"]
     assert runs[0][1] - last >= 1.5
+
+
+def test_a_kill_storm_never_shows_more_than_3_running_and_loses_nothing(flow: Project) -> None:
+    handles = flow.jobs.storm.dispatch_many([(i,) for i in range(120)])
+    rng = random.Random(31)
+    workers = [flow.worker("--lease", "2", "--concurrency", "3") for _ in range(2)]
+    kills: list[float] = []
+    deadline = time.monotonic() + 300
+    while flow.app.counts()["succeeded"] < 120:
+        assert time.monotonic() < deadline, "jobs did not finish under kills"
+        time.sleep(rng.uniform(0.4, 0.9))  # the fault schedule, not a wait for a result
+        if len(kills) < 5 and (held := holder_pids(flow)):
+            # a worker in the middle of a job, so that the kill does cut bodies short
+            victim = next((w for w in workers if w.proc.pid in held), None)
+            if victim is None:
+                continue
+            workers.remove(victim)
+            victim.kill_group()
+            kills.append(time.time())  # every body of the victim had stopped by now
+            workers.append(flow.worker("--lease", "2", "--concurrency", "3"))
+    ran = spans(flow, "start", "end")
+    lines = flow.ledger.lines()
+    ended = {(job_id, attempt) for job_id, attempt, _, event, _ in lines if event == "end"}
+    cut = [  # a body the kill stopped: it ran from its start to that kill at most
+        (at, min((k for k in kills if k >= at), default=time.time()))
+        for job_id, attempt, _, event, at in lines
+        if event == "start" and (job_id, attempt) not in ended
+    ]
+    assert most_at_once(ran + cut) <= 3
+    assert most_at_once(ran) == 3  # the limit was reached, not just kept
+    for h in handles:
+        info = flow.app.get_job(h.id)
+        assert info.state == "succeeded"  # nothing lost
+        runs = [a.outcome for a in info.attempts]
+        assert runs[-1] == "succeeded" and all(o == "crashed" for o in runs[:-1]), runs
+    assert cut, f"no kill cut a body short ({len(kills)} kills): the storm tested nothing"
+    print(f"kill storm: 120 jobs, {len(kills)} kills, {len(cut)} bodies cut")
+
+
+def holder_pids(project: Project) -> set[int]:
+    """The worker processes (supervisor pids) whose attempt's body is running right now (it
+    noted its start and not yet its end)."""
+    lines = project.ledger.lines()
+    ended = {(job_id, attempt) for job_id, attempt, _, event, _ in lines if event == "end"}
+    started = {(j, a) for j, a, _, event, _ in lines if event == "start"} - ended
+    out = set()
+    for job in project.app.store.list_jobs(state="running", limit=10):
+        last = project.app.get_job(job.id).attempts[-1]
+        if (job.id, last.number) in started:
+            out.add(last.pid)
+    return out

@@ -37,7 +37,9 @@ def test_jobs_have_separate_histograms() -> None:
 
 def test_each_queue_has_its_wait_and_paused_gauges() -> None:
     by_queue = {
-        "mail": QueueCounts({"queued": 3, "running": 1}, oldest_ready_age=12.5, paused=True),
+        "mail": QueueCounts(
+            {"queued": 3, "running": 1}, oldest_ready_age=12.5, paused=True, waiting=2
+        ),
         'odd "q"': QueueCounts({"succeeded": 2}),
     }
     page = Metrics().render(0, by_queue)
@@ -48,3 +50,5 @@ def test_each_queue_has_its_wait_and_paused_gauges() -> None:
     assert 'tenure_queue_paused{queue="mail"} 1' in page
     assert 'tenure_queue_paused{queue="odd \\"q\\""} 0' in page
     assert "# TYPE tenure_queue_paused gauge" in page
+    assert 'tenure_queue_waiting_on_keys{queue="mail"} 2' in page
+    assert 'tenure_queue_waiting_on_keys{queue="odd \\"q\\""} 0' in page

@@ -273,6 +273,7 @@ OPENAPI: dict[str, Any] = {
                                 "per_minute": _OPT_NUM,
                                 "oldest_ready_age": _OPT_NUM,
                                 "paused": {"type": "boolean"},
+                                "on_keys": _INT,
                             },
                         },
                     },

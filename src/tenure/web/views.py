@@ -43,6 +43,7 @@ class QueueRow:
     per_minute: float | None  # jobs finished per minute, None until two samples exist
     oldest_ready_age: float | None = None  # seconds the oldest ready job has waited
     paused: bool = False
+    on_keys: int = 0  # of `waiting`: parked by a concurrency key (not ready)
 
 
 @dataclass(frozen=True)
@@ -113,6 +114,7 @@ def overview(app: App, meter: RateMeter) -> Overview:
                 per_minute=meter.observe(name, time.monotonic(), finished),
                 oldest_ready_age=c.oldest_ready_age,
                 paused=c.paused,
+                on_keys=c.waiting,
             )
         )
     workers = [worker_row(w, now) for w in app.workers() if w.stopped_at is None]

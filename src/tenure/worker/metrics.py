@@ -129,6 +129,15 @@ def queue_lines(by_queue: Mapping[str, QueueCounts]) -> list[str]:
         f'tenure_queue_paused{{queue="{_esc(q)}"}} {int(c.paused)}'
         for q, c in sorted(by_queue.items())
     ]
+    lines += [
+        "# HELP tenure_queue_waiting_on_keys Queued jobs of the queue parked by their "
+        "concurrency key until a running one of the key ends.",
+        "# TYPE tenure_queue_waiting_on_keys gauge",
+    ]
+    lines += [
+        f'tenure_queue_waiting_on_keys{{queue="{_esc(q)}"}} {c.waiting}'
+        for q, c in sorted(by_queue.items())
+    ]
     return lines
 
 

@@ -78,6 +78,13 @@ class PostgresJobs:
         # key rows stay locked until this transaction ends, so racing dispatches store one.
         holders = guards.take_unique_keys(self.db, cur, jobs)
         ids = [holders.get(j.guards.unique_key or "", j.id) for j in jobs]
+        # the debounce keys' and fair queues' locks, taken up front in one order, so two
+        # dispatches of several keys cannot each hold one the other waits for
+        for name in sorted(
+            {f"debounce:{j.guards.debounce_key}" for j in jobs if j.guards.debounce_key}
+            | {f"fair:{j.queue}" for j in jobs if j.guards.fair_key is not None}
+        ):
+            self.dialect.lock_key(cur, name)
         for i, job in enumerate(jobs):
             if job.guards.debounce_key is not None:
                 # the key's pending job takes these arguments; else this one is stored now,
@@ -225,6 +232,7 @@ class PostgresJobs:
         or rate limit reached), or leave for the next pass (another worker is judging the same
         key right now). Returns the ids judged."""
         judged: list[str] = []
+        full: set[str] = set()  # concurrency keys found without a free slot
         with self.db.transaction() as cur:
             rows = cur.execute(
                 in_schema(
@@ -248,9 +256,13 @@ class PostgresJobs:
                     break
                 judged.append(row["id"])
                 try:
-                    if row["concurrency_key"] is not None and guards.concurrency_full(
-                        self.db, cur, row
+                    key = row["concurrency_key"]
+                    if key is not None and (
+                        key in full or guards.concurrency_full(self.db, cur, row)
                     ):
+                        # full stays full while this transaction holds the key's lock: an
+                        # ending commits only once it has the lock (sql.guards.release)
+                        full.add(key)
                         park(self.dialect, cur, row["id"])
                         continue
                     now, deferred = guards.judge(self.db, cur, row)

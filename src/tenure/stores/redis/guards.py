@@ -11,6 +11,11 @@ hash tag, so each guard lives in its queue's Redis Cluster slot:
     PREFIX:{q:QUEUE}:overlap    hash  overlap key -> the job that last started under it
     PREFIX:{q:QUEUE}:rate:KEY   zset  starts in the current window (expires when it is over)
     PREFIX:{q:QUEUE}:once:ID    hash  effect key -> "attempt at" for once(key)
+    PREFIX:{q:QUEUE}:conc:KEY   set   the attempts running under a concurrency key
+    PREFIX:{q:QUEUE}:parked:KEY list  the key's parked jobs, oldest first
+    PREFIX:{q:QUEUE}:conc_keys  hash  concurrency key in use -> its limit (tenure queues --keys)
+    PREFIX:{q:QUEUE}:debounce   hash  debounce key -> the job last created for it
+    PREFIX:{q:QUEUE}:fair       hash  'k:' + fair key -> its next virtual start; '' -> largest
 
 Locks are never released by hand. A unique key is held while its holder exists, is not past
 `unique_for` and is queued (unique_until="processing") or not finished ("completed"). An

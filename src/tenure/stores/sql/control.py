@@ -12,8 +12,9 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 
+from tenure.states import PARKED_AT
 from tenure.stores.records import CancelResult
-from tenure.stores.sql import batches, endings
+from tenure.stores.sql import batches, endings, guards
 from tenure.stores.sql.dialect import Cursor, Dialect
 
 
@@ -26,7 +27,10 @@ def not_paused(queue_param: str) -> str:
 def cancel(d: Dialect, cur: Cursor, job_id: str, clock: Callable[[], float]) -> CancelResult:
     """`clock` is read after the job's row is locked (lock order: job row, then batch row)."""
     row = cur.execute(
-        d.q(f"SELECT id, state, batch_id, chain FROM {{s}}.tenure_jobs WHERE id = %s{d.lock_rows}"),
+        d.q(
+            "SELECT id, state, batch_id, chain, queue, run_at, concurrency_key,"
+            f" concurrency_limit FROM {{s}}.tenure_jobs WHERE id = %s{d.lock_rows}"
+        ),
         (job_id,),
     ).fetchone()
     if row is None:
@@ -42,6 +46,10 @@ def cancel(d: Dialect, cur: Cursor, job_id: str, clock: Callable[[], float]) -> 
             (now, now, job_id),
         )
         endings.finished(d, cur, row, "cancelled", now)  # JobHandle.wait raises JobCancelled
+        if row["concurrency_key"] is not None and row["run_at"] < PARKED_AT:
+            # a job handed back (or not parked yet) may have been its key's next to run: the
+            # parked ones behind it must not wait for an end that will not come
+            guards.release(d, cur, row, now)
         return CancelResult(accepted=True, state="cancelled")
     if state == "running":  # its worker hears of it at its next heartbeat
         cur.execute(

@@ -333,6 +333,7 @@ class SQLiteJobs(SQLiteConnections):
         """Claim up to `limit` jobs. `careful`: each in a savepoint, a damaged one failed alone;
         else no savepoint, and a damaged row raises _Damaged (the caller starts again)."""
         out: list[Reservation] = []
+        full: set[str] = set()  # concurrency keys found without a free slot
         for queue in queues:  # priority order: drain earlier queues first
             want = limit - len(out)
             rows = self._ready(conn, queue, now, want)
@@ -349,12 +350,12 @@ class SQLiteJobs(SQLiteConnections):
                     break
                 if not careful:
                     try:
-                        self._claim(conn, row, worker, now, lease, out)
+                        self._claim(conn, row, worker, now, lease, out, full)
                     except DAMAGE as exc:
                         raise _Damaged() from exc
                     continue
                 with endings.isolated(self.dialect, conn, row["id"], now, "start"):
-                    self._claim(conn, row, worker, now, lease, out)
+                    self._claim(conn, row, worker, now, lease, out, full)
             if len(out) >= limit:
                 break
         return out
@@ -367,13 +368,18 @@ class SQLiteJobs(SQLiteConnections):
         now: float,
         lease: float,
         out: list[Reservation],
+        full: set[str],
     ) -> None:
         """Open the ready job's attempt into `out`, park it when its concurrency key is full,
-        or defer it if its guard says not now."""
+        or defer it if its guard says not now. `full`: the keys found without a free slot in
+        this transaction; they stay full, since no attempt ends inside it."""
         key = row["concurrency_key"]
-        if key is not None and sql_guards.running_under(self.dialect, conn, key, now) >= (
-            row["concurrency_limit"] or 1
+        if key is not None and (
+            key in full
+            or sql_guards.running_under(self.dialect, conn, key, now)
+            >= (row["concurrency_limit"] or 1)
         ):
+            full.add(key)
             sql_guards.park(self.dialect, conn, row["id"])
             return
         deferral = self._guard_deferral(conn, row, now)

@@ -118,10 +118,14 @@ local function park(id, key, limit)
   redis.call('HSET', CONC_KEYS, key, limit)
 end
 
--- A parked job cancelled: off its key's list.
+-- A parked job cancelled: off its key's list (true when it was parked).
 local function unpark(jk, id)
   local g = redis.call('HMGET', jk, 'concurrency_key', 'run_at')
-  if g[1] and g[2] == PARKED_AT then redis.call('LREM', parked_key(g[1]), 0, id) end
+  if g[1] and g[2] == PARKED_AT then
+    redis.call('LREM', parked_key(g[1]), 0, id)
+    return true
+  end
+  return false
 end
 
 -- An attempt of the job `jk` ended (finished, retried, cancelled, rescued): free its slot and

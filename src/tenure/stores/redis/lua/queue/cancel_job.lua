@@ -8,7 +8,9 @@ local f = redis.call('HMGET', jk, 'state', 'seq')
 if f[1] == 'queued' then
   local seq = num(f[2])
   redis.call('ZREM', queued_key(base, job_priority(jk)), queued_member(seq, id))
-  unpark(jk, id)
+  -- a parked job leaves its key's list; one handed back (or not parked yet) may have been its
+  -- key's next to run: the parked ones behind it must not wait for an end that will not come
+  if not unpark(jk, id) then release_slot(jk, id, now_s, now) end
   redis.call('HSET', jk, 'state', 'cancelled', 'finished_at', now_s, 'cancel_requested_at', now_s)
   move_index(id, seq, 'queued', 'cancelled')
   batch_member_end(jk, id, 'cancelled', now_s, now)
