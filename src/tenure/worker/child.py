@@ -228,6 +228,7 @@ class Child:
                     ended.traceback,
                     ended.permanent,
                     ended.result,  # a success is recorded with its result, or not at all
+                    ended.cause,
                 ],
                 "idle": True,
             }

@@ -100,6 +100,7 @@ class Recorder:
                 error=ended.error,
                 traceback=ended.traceback,
                 permanent=ended.permanent,
+                cause=ended.cause,
             )[0]
         )
 

@@ -312,18 +312,20 @@ class Worker:
         with self._idle_changed:
             self._started += 1
 
-    def attempt_recorded(self, name: str, outcome: str, duration: float) -> None:
+    def attempt_recorded(
+        self, name: str, outcome: str, duration: float, cause: str | None = None
+    ) -> None:
         """A child recorded the end of an attempt."""
         self._finished_count += 1
         if self.options.metrics_port is not None:  # counted only where a page shows them
-            self.metrics.attempt_ended(name, outcome, duration)
+            self.metrics.attempt_ended(name, outcome, duration, cause)
 
     def report(
         self, res: Reservation, ended: Ended, duration: float, *, chain: bool = False
     ) -> Reservation | None:
         """Record how an attempt ended. With `chain`, a success also claims the slot's next
         job in the same store call, when this worker may start one; that job is returned."""
-        self.attempt_recorded(res.name, ended.outcome, duration)
+        self.attempt_recorded(res.name, ended.outcome, duration, ended.cause)
         following: Reservation | None = None
         recorder = self._recorder()
         if ended.to_record and chain and self._take_start():
