@@ -65,3 +65,10 @@ def ignores_its_timeout() -> None:
     while time.monotonic() < deadline:
         with contextlib.suppress(tenure.JobTimeout):  # swallowed: only the kill ends it
             time.sleep(0.1)
+
+
+@app.job(timeout=120, tries=3, backoff=0)
+def long_report(seconds: float) -> None:
+    import time
+
+    time.sleep(seconds)

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import signal
 import subprocess
 import sys
 import urllib.request
@@ -74,3 +75,28 @@ def test_each_death_is_named_on_its_attempt_in_jobs_show_and_in_metrics(
     page = urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10).read().decode()
     assert 'tenure_crashes_total{job="segfaults",cause="fault"} 1' in page
     assert 'tenure_crashes_total{job="killed_from_outside",cause="sigkill"} 1' in page
+
+
+def test_an_attempt_still_running_when_a_deploy_kills_its_worker_is_named_so(
+    project: Project,
+) -> None:
+    """SIGTERM (the deploy begins), the grace runs out, SIGKILL: the next worker's sweep names
+    the deploy on the attempt, not a vanished worker."""
+    h = project.jobs.long_report.dispatch(0.5)
+    h2 = project.jobs.long_report.dispatch(60)
+    old = project.worker("--lease", "2", "--grace", "60", "--concurrency", "1")
+    wait_until(lambda: project.app.get_job(h.id).state == "succeeded", 60, "the first job")
+    wait_until(state_is(project.app, h2.id, "running"), 60, "the long job to start")
+    old.signal(signal.SIGTERM)
+    wait_until(
+        lambda: any(w.stopping_at for w in project.app.store.list_workers()),
+        30,
+        "the worker to record that it is stopping",
+    )
+    old.signal(signal.SIGKILL)  # the end of the deploy's grace
+    old.wait(30)
+    project.worker("--lease", "2")
+    wait_until(lambda: project.app.get_job(h2.id).attempts[0].outcome, 60, "the rescue")
+    first = project.app.get_job(h2.id).attempts[0]
+    assert (first.outcome, first.cause) == ("crashed", causes.DEPLOY)
+    assert "received SIGTERM at" in (first.error or "")

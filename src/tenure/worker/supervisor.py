@@ -110,6 +110,11 @@ class Worker:
         finally:
             if self._sweeper is not None:
                 self._sweeper.stop()  # no further prune chunk while the worker winds down
+            if self._running():
+                # Said before the grace: if a deploy's SIGKILL ends it, the rescue of what still
+                # ran names the deploy (causes.DEPLOY), not a vanished worker.
+                stopping = replace(self._record, stopping_at=0.0)
+                self._call_store(lambda: self.store.heartbeat(worker=stopping), attempts=2)
             self._drain()
             self.finished.set()
             heartbeat.join(timeout=5)
