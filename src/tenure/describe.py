@@ -38,8 +38,9 @@ def describe_attempt(attempt: AttemptRecord) -> str:
         took = f" after {attempt.ended_at - attempt.started_at:.2f} s"
     words = OUTCOME_WORDS.get(attempt.outcome, attempt.outcome)
     line = f"attempt {attempt.number} {words}{took} on {where}"
-    if attempt.cause is not None and attempt.outcome != "succeeded":
-        line += f" [cause: {causes.words(attempt.cause)}]"
+    cause = causes.words(attempt.cause) if attempt.outcome != "succeeded" else ""
+    if cause and cause not in (attempt.error or ""):  # said once, not twice
+        line += f" [cause: {cause}]"
     if attempt.error:
         line += f": {attempt.error}"
     return line
