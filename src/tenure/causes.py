@@ -24,6 +24,7 @@ SIGNAL = "signal"  # another signal from outside (its name is in the error)
 FAULT = "fault"  # the process crashed: a segfault, an abort, a bus error
 EXIT = "exit"  # the process exited by itself mid-attempt (os._exit, sys.exit in a thread)
 WORKER_VANISHED = "worker_vanished"  # its lease expired with no end: worker or host gone
+UNKNOWN_JOB = "unknown_job"  # this worker's code defines no job of that name (rolling deploy)
 DEPLOY = "deploy"  # its worker had begun stopping (SIGTERM) and died before the attempt ended
 
 WORDS = {
@@ -40,6 +41,7 @@ WORDS = {
     EXIT: "the process exited by itself",
     WORKER_VANISHED: "the worker vanished (lease expired)",
     DEPLOY: "killed at the end of a deploy's grace",
+    UNKNOWN_JOB: "a worker that does not know the job",
 }
 
 FAULT_SIGNALS = frozenset(

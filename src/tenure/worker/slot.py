@@ -71,6 +71,8 @@ class SlotHost(Protocol):
 
     def may_chain(self) -> bool: ...
 
+    def unknown_job(self, res: Reservation) -> Ended: ...
+
     def count_start(self) -> None: ...
 
     def attempt_recorded(self, name: str, outcome: str, duration: float) -> None: ...
@@ -182,8 +184,9 @@ class Slot:
         if known is not None and not known.is_async:
             return self._run_in_child(res)  # the child looks the job up and runs it
         job = definition(self.worker.app, res, self.worker.where)
-        if isinstance(job, Ended):
-            return self.worker.report(res, job, 0.0, chain=True)
+        if isinstance(job, Ended):  # no job of that name here: a rolling deploy's new job?
+            ended = self.worker.unknown_job(res)
+            return self.worker.report(res, ended, 0.0, chain=ended.outcome != "deferred")
         if job.is_async:
             return self._run_async(res, job)
         return self._run_in_child(res)

@@ -30,6 +30,7 @@ from tenure.worker.recording import REFUSALS, STORE_RETRY_MAX_S, Recorder, log_e
 from tenure.worker.shutdown import Shutdown
 from tenure.worker.slot import Slot
 from tenure.worker.store_file import StoreFile, sqlite_path, store_label
+from tenure.worker.unknown import Refusals, refusals, unknown_job
 
 log = logging.getLogger("tenure.worker")
 
@@ -307,6 +308,15 @@ class Worker:
             "pulse_fd": self.pulse.fd,
             "log_level": logging.getLevelName(logging.getLogger("tenure").getEffectiveLevel()),
         }
+
+    def unknown_job(self, res: Reservation) -> Ended:
+        """The end of an attempt of a job this worker's code does not define (worker.unknown)."""
+        try:
+            seen = refusals(self.store, res.job_id)
+        except Exception as exc:  # the store is down: hand it back; the grace is checked later
+            log.warning("job %s: could not read its refusals (%s); handed back", res.job_id, exc)
+            seen = Refusals()
+        return unknown_job(res, self.ref, self.where, self.options.unknown_grace, seen)
 
     def may_chain(self) -> bool:
         """May a child claim its slot's next job itself? Not when stopping, and not under
