@@ -24,6 +24,8 @@ SIGNAL = "signal"  # another signal from outside (its name is in the error)
 FAULT = "fault"  # the process crashed: a segfault, an abort, a bus error
 EXIT = "exit"  # the process exited by itself mid-attempt (os._exit, sys.exit in a thread)
 WORKER_VANISHED = "worker_vanished"  # its lease expired with no end: worker or host gone
+UNKNOWN_JOB = "unknown_job"  # this worker's code defines no job of that name (rolling deploy)
+DEPLOY = "deploy"  # its worker had begun stopping (SIGTERM) and died before the attempt ended
 
 WORDS = {
     EXCEPTION: "the job raised an exception",
@@ -38,6 +40,8 @@ WORDS = {
     FAULT: "the process crashed (segfault, abort)",
     EXIT: "the process exited by itself",
     WORKER_VANISHED: "the worker vanished (lease expired)",
+    DEPLOY: "killed at the end of a deploy's grace",
+    UNKNOWN_JOB: "a worker that does not know the job",
 }
 
 FAULT_SIGNALS = frozenset(
@@ -66,6 +70,12 @@ def of_exit(code: int, oom_kills_before: int | None, oom_kills_after: int | None
     if signum in FAULT_SIGNALS:
         return FAULT
     return SIGNAL
+
+
+def of_rescue(worker_stopping_at: float | None) -> str:
+    """The cause a rescue records: the end of a deploy's grace when the attempt's worker had
+    begun stopping (its SIGTERM), else a vanished worker."""
+    return WORKER_VANISHED if worker_stopping_at is None else DEPLOY
 
 
 def _cgroup_memory_events() -> str | None:

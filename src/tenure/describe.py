@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from tenure import chains, payload
+from tenure import causes, chains, payload
 from tenure.errors import PayloadError
 from tenure.stores.records import AttemptRecord, JobRecord, clock_text
 
@@ -38,6 +38,9 @@ def describe_attempt(attempt: AttemptRecord) -> str:
         took = f" after {attempt.ended_at - attempt.started_at:.2f} s"
     words = OUTCOME_WORDS.get(attempt.outcome, attempt.outcome)
     line = f"attempt {attempt.number} {words}{took} on {where}"
+    cause = causes.words(attempt.cause) if attempt.outcome != "succeeded" else ""
+    if cause and cause not in (attempt.error or ""):  # said once, not twice
+        line += f" [cause: {cause}]"
     if attempt.error:
         line += f": {attempt.error}"
     return line

@@ -163,6 +163,10 @@ def cancelled_ending(outcome: str, error: str) -> tuple[str, str]:
     return "cancelled", f"cancelled while it ran; the attempt ended {outcome}: {error}"
 
 
+# How long a job handed back by a worker that cannot run it waits before it is reserved again.
+HANDED_BACK_DELAY_S = 5.0
+
+
 def decide(
     policy: Policy,
     counters: Counters,
@@ -189,6 +193,10 @@ def decide(
     if outcome == "deferred" and snooze > 0:
         # The job put itself off (tenure.Snooze): back after that long, no try used.
         return Decision(True, snooze, counters, f"snoozed for {snooze:g} s; no try used")
+    if outcome == "deferred":
+        # Handed back at its end by a worker that cannot run it (a rolling deploy's unknown
+        # name): not now, and not here; a while later, so that it does not loop on that worker.
+        return Decision(True, HANDED_BACK_DELAY_S, counters, "handed back; no try used")
     if outcome in FREE_OUTCOMES:
         # Not the job's fault (a deploy, a lost lease): hand it back at once, no try used.
         return Decision(retry=True, delay=0.0, counters=counters, reason=f"{outcome}; requeued")

@@ -158,6 +158,11 @@ class WorkerOptions:
         None, "Kill and replace a child process above this many MB.", flag="--memory"
     )
     burst: bool = _option(False, "Drain the queues, then exit.")
+    unknown_grace: float = _option(
+        600.0,
+        "Seconds a job no worker here knows is handed back (rolling deploys) before it fails; "
+        "0 fails it at once.",
+    )
     metrics_port: int | None = _option(None, "Serve Prometheus metrics on this port (/metrics).")
     metrics_host: str = _option(
         "127.0.0.1", "Address for --metrics-port; 0.0.0.0 inside a container."
@@ -171,6 +176,8 @@ class WorkerOptions:
             out.append(f"--lease: expected seconds >= 1, got {self.lease:g}")
         if self.grace < 0:
             out.append(f"--grace: expected seconds >= 0, got {self.grace:g}")
+        if self.unknown_grace < 0:
+            out.append(f"--unknown-grace: expected seconds >= 0, got {self.unknown_grace:g}")
         if not self.queues or any(not q for q in self.queues):
             out.append(f"--queues: expected names separated by commas, got {self.queues!r}")
         if self.memory_mb is not None and self.memory_mb <= 0:
@@ -216,6 +223,7 @@ _PARSERS: dict[str, Callable[[str], Any]] = {
     "concurrency": int,
     "lease": float,
     "grace": float,
+    "unknown_grace": float,
     "max_jobs": int,
     "max_time": float,
     "memory_mb": float,

@@ -3,9 +3,12 @@ the recovery sweep when the worker vanished."""
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from conformance.helpers import W1, attempt, enqueue, expire_and_rescue, new_job, reserve_one
 from tenure import causes
 from tenure.stores import Store
+from tenure.stores.records import WorkerRecord
 
 
 def test_the_cause_given_with_an_end_is_read_back(store: Store) -> None:
@@ -34,3 +37,28 @@ def test_a_rescued_attempt_names_the_vanished_worker(store: Store) -> None:
     expire_and_rescue(store, job_id)
     got = attempt(store, job_id, 1)
     assert (got.outcome, got.cause) == ("crashed", causes.WORKER_VANISHED)
+
+
+def test_an_attempt_of_a_worker_that_had_begun_stopping_is_named_a_deploy_kill(
+    store: Store,
+) -> None:
+    record = WorkerRecord(
+        id=W1.id,
+        host=W1.host,
+        pid=W1.pid,
+        queues=("default",),
+        concurrency=1,
+        started_at=0.0,
+        last_seen_at=0.0,
+    )
+    store.heartbeat(worker=record)
+    (job_id,) = enqueue(store, new_job())
+    store.reserve(queues=["default"], worker=W1, lease=0.5, limit=1)
+    store.heartbeat(worker=replace(record, stopping_at=0.0))  # its SIGTERM: stamped now
+    (seen,) = [w for w in store.list_workers() if w.id == W1.id]
+    assert seen.stopping_at is not None and seen.stopped_at is None
+    expire_and_rescue(store, job_id)
+    got = attempt(store, job_id, 1)
+    assert (got.outcome, got.cause) == ("crashed", causes.DEPLOY)
+    assert "killed at the end of a deploy's grace" in (got.error or "")
+    assert f"worker {W1.id}" in (got.error or "") and "received SIGTERM at" in (got.error or "")

@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 import tenure
+from tenure import causes
 from tenure.doctor.history import Limits, check_history, p95
 from tenure.doctor.model import Source
 from tenure.job import Job
@@ -125,6 +126,24 @@ def test_crash_loop(app: tenure.App) -> None:
     for _ in range(3):
         attempt(app.store, "default", "crashed", job_id)
     assert findings(app) == ["crash-loop"]
+
+
+def test_a_crash_loop_names_its_recorded_cause_and_its_fix(app: tenure.App) -> None:
+    @app.job(timeout=10, tries=5, backoff=0)
+    def render_video(n: int) -> None: ...
+
+    live_worker(app.store, ("default",))
+    job_id = render_video.dispatch(1).id
+    for cause in (causes.OOM_KILL, causes.OOM_KILL, causes.SIGKILL):
+        (reservation,) = app.store.reserve(queues=["default"], worker=WORKER, lease=30)
+        app.store.end_attempt(
+            job_id=job_id, token=reservation.token, outcome="crashed", error="x", cause=cause
+        )
+    found = check_history(app.store, {}, Source("jobs.py", 1))  # type: ignore[arg-type]
+    (loop,) = [f for f in found if f.rule == "crash-loop"]
+    text = f"{loop.message} {loop.fix}"
+    assert "2 of 3 were killed by the kernel's OOM killer" in text
+    assert "raise the container's memory or split the job" in text
 
 
 def test_crashes_broken_by_a_failure_are_not_a_loop(app: tenure.App) -> None:

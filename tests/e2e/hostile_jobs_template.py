@@ -32,3 +32,43 @@ def huge_message() -> None:
 @app.job(timeout=30, tries=3, backoff=0)
 async def async_unreadable() -> None:
     raise Unreadable()
+
+
+@app.job(timeout=30, tries=1)
+def segfaults() -> None:
+    import ctypes
+
+    ctypes.string_at(0)  # reads address 0: SIGSEGV
+
+
+@app.job(timeout=30, tries=1)
+def exits_mid_attempt() -> None:
+    import os
+
+    os._exit(3)
+
+
+@app.job(timeout=30, tries=1)
+def killed_from_outside() -> None:
+    import os
+    import signal
+
+    os.kill(os.getpid(), signal.SIGKILL)  # as `kill -9` from a shell would
+
+
+@app.job(timeout=1, kill_after=1, tries=1)
+def ignores_its_timeout() -> None:
+    import contextlib
+    import time
+
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        with contextlib.suppress(tenure.JobTimeout):  # swallowed: only the kill ends it
+            time.sleep(0.1)
+
+
+@app.job(timeout=120, tries=3, backoff=0)
+def long_report(seconds: float) -> None:
+    import time
+
+    time.sleep(seconds)

@@ -130,7 +130,7 @@ def test_bad_input_fails_that_job_and_loses_nothing(project: Project) -> None:
     )
     store.enqueue_many([unknown, corrupt])
     good = project.jobs.noop.dispatch(7)
-    project.worker("--lease", "5")
+    project.worker("--lease", "5", "--unknown-grace", "0")  # 0: no rolling-deploy hand-back
     for job_id in ("unknown-job", "corrupt-job"):
         wait_until(state_is(project.app, job_id, "failed"), 60, f"{job_id} to fail")
     wait_until(state_is(project.app, good.id, "succeeded"), 60, "the good job")

@@ -9,7 +9,14 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from tenure.errors import ConfigError
-from tenure.retry import Counters, Policy, backoff_delay, decide, validate_policy
+from tenure.retry import (
+    HANDED_BACK_DELAY_S,
+    Counters,
+    Policy,
+    backoff_delay,
+    decide,
+    validate_policy,
+)
 
 
 def test_exception_uses_a_try_and_schedules_the_backoff() -> None:
@@ -24,10 +31,16 @@ def test_last_try_fails_with_the_reason() -> None:
     assert d.reason == "it used all 2 tries"
 
 
-@pytest.mark.parametrize("outcome", ["interrupted", "lost_lease", "deferred"])
+@pytest.mark.parametrize("outcome", ["interrupted", "lost_lease"])
 def test_free_outcomes_requeue_at_once_without_using_a_try(outcome: str) -> None:
     d = decide(Policy(tries=1, max_exceptions=1), Counters(0, 0), outcome, now=0.0)
     assert d.retry and d.delay == 0.0 and d.counters == Counters(0, 0)
+
+
+def test_a_hand_back_requeues_a_little_later_without_using_a_try() -> None:
+    """A worker that cannot run the job (rolling deploy) must not get it back at once."""
+    d = decide(Policy(tries=1, max_exceptions=1), Counters(0, 0), "deferred", now=0.0)
+    assert d.retry and d.delay == HANDED_BACK_DELAY_S > 0 and d.counters == Counters(0, 0)
 
 
 def test_crashes_count_toward_max_exceptions_unless_switched_off() -> None:

@@ -13,6 +13,7 @@ import pytest
 from starlette.routing import Route
 from starlette.testclient import TestClient
 
+from tenure import causes
 from tenure.stores.records import WorkerRef
 from tenure.web import create_app
 from web.helpers import WebProject
@@ -293,3 +294,26 @@ def test_job_page_draws_its_chain_with_each_links_state(
         (3, "waiting"),
         (None, "not queued"),
     ]
+
+
+def test_the_job_page_and_its_json_name_an_attempts_cause(
+    project: WebProject, client: TestClient
+) -> None:
+    job_id: str = project.jobs.always_fails.dispatch(9).id
+    [r] = project.app.store.reserve(queues=["default"], worker=WORKER, lease=30)
+    project.app.store.end_attempt(
+        job_id=job_id,
+        token=r.token,
+        outcome="crashed",
+        error="child process (pid 7) was killed by signal 9 (SIGKILL)",
+        cause=causes.OOM_KILL,
+    )
+    page = client.get(f"/jobs/{job_id}").text
+    assert (
+        'data-cause="oom_kill"' in page and "Cause: killed by the kernel&#39;s OOM killer" in page
+    )
+    (first,) = client.get(f"/api/jobs/{job_id}").json()["attempts"]
+    assert (first["cause"], first["cause_words"]) == (
+        "oom_kill",
+        "killed by the kernel's OOM killer",
+    )

@@ -6,10 +6,11 @@ from __future__ import annotations
 
 import itertools
 import math
-from collections import defaultdict
+from collections import Counter, defaultdict
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from tenure import causes
 from tenure.doctor.model import Finding, JobModel, Source, Value
 from tenure.doctor.rules import finding
 from tenure.stores.base import Store, get_job
@@ -134,28 +135,51 @@ def _durations(
     return out
 
 
+# What each recorded cause of a crash loop asks a person to do (tenure.causes).
+CRASH_ADVICE = {
+    causes.OOM_KILL: "raise the container's memory or split the job into smaller ones",
+    causes.MEMORY_CAP: "raise the worker's --memory or split the job into smaller ones",
+    causes.DEPLOY: "give deploys a grace longer than the job (stop_grace_period, "
+    "terminationGracePeriodSeconds, TimeoutStopSec) or split the job into shorter ones",
+    causes.FAULT: "a C extension or the interpreter crashes on this input: find it with "
+    "faulthandler (PYTHONFAULTHANDLER=1)",
+    causes.SIGKILL: "find what kills it from outside (a watchdog, a person's kill -9, an OOM "
+    "killer the worker cannot see)",
+    causes.WORKER_VANISHED: "its workers die or lose their host while it runs: read the hosts' "
+    "logs at those times",
+}
+
+
 def _crash_loops(records: list[JobRecord], limits: Limits, located: Locate) -> list[Finding]:
-    looping: dict[str, list[tuple[str, int]]] = defaultdict(list)
+    looping: dict[str, list[tuple[str, int, list[str | None]]]] = defaultdict(list)
     for record in records:
-        streak = 0
+        crashes: list[str | None] = []  # the causes of the crashes in a row, latest first
         for attempt in reversed(record.attempts):
             if attempt.outcome == "crashed":
-                streak += 1
+                crashes.append(attempt.cause)
             elif attempt.outcome is not None:
                 break
-        if streak >= limits.crash_streak:
-            looping[record.name].append((record.id, streak))
+        if len(crashes) >= limits.crash_streak:
+            looping[record.name].append((record.id, len(crashes), crashes))
     out: list[Finding] = []
     for name, hits in sorted(looping.items()):
-        job_id, streak = max(hits, key=lambda hit: hit[1])
+        job_id, streak, seen = max(hits, key=lambda hit: hit[1])
+        cause, count = Counter(seen).most_common(1)[0]
+        why = (
+            f"{count} of {streak} were {causes.words(cause)}"
+            if cause is not None
+            else "its process dies without an exception (out of memory, SIGKILL, lost host)"
+        )
+        advice = CRASH_ADVICE.get(
+            cause or "", "if memory, set the worker's --memory and split the work"
+        )
         out.append(finding(
             "crash-loop",
             f"job '{name}' crashed {streak} attempts in a row (job {job_id}"
             + (f" and {len(hits) - 1} more" if len(hits) > 1 else "")
-            + "): its process dies without an exception (out of memory, SIGKILL, lost host), "
-            "and each retry repeats whatever it did before dying.",
-            f"read `tenure jobs show {job_id}`; if memory, set the worker's --memory and "
-            "split the work; keep count_crashes=True so max_exceptions stops the loop",
+            + f"): {why}, and each retry repeats whatever it did before dying.",
+            f"read `tenure jobs show {job_id}`; {advice}; keep count_crashes=True so "
+            "max_exceptions stops the loop",
             located(name), job=name))  # fmt: skip
     return out
 

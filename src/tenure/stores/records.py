@@ -290,6 +290,9 @@ class WorkerRecord:
     started_at: float
     last_seen_at: float
     stopped_at: float | None = None
+    # when it began stopping (its first SIGTERM), while attempts still ran; heartbeat() with a
+    # record whose stopping_at is set (any value) stamps it with the store's now
+    stopping_at: float | None = None
 
 
 def log_lost_callback(batch_id: str, kind: str) -> None:
@@ -318,9 +321,21 @@ def transaction_ended(job_id: str) -> JobTransactionEnded:
     )
 
 
-def describe_crash(attempt: AttemptRecord, lease_expired_at: float) -> str:
-    """The words `tenure jobs show` prints for an attempt whose worker vanished."""
+def describe_crash(
+    attempt: AttemptRecord, lease_expired_at: float, stopping_at: float | None = None
+) -> str:
+    """The words `tenure jobs show` prints for an attempt whose worker vanished; with
+    `stopping_at`, the worker had begun stopping then (a deploy's SIGTERM) and was killed at the
+    end of its grace with this attempt still running."""
     seen = attempt.last_heartbeat_at or attempt.started_at
+    if stopping_at is not None:
+        return (
+            f"killed at the end of a deploy's grace: worker {attempt.worker_id} (pid "
+            f"{attempt.pid} on {attempt.host}) received SIGTERM at {clock_text(stopping_at)} and "
+            f"was still running this attempt when it died (last heartbeat {clock_text(seen)}, "
+            f"lease expired {clock_text(lease_expired_at)}): give the deploy a longer grace "
+            "(stop_grace_period, terminationGracePeriodSeconds) than the job's timeout"
+        )
     return (
         f"worker {attempt.worker_id} (pid {attempt.pid} on {attempt.host}) stopped heartbeating "
         f"at {clock_text(seen)}; its lease expired at {clock_text(lease_expired_at)} with no "

@@ -350,6 +350,8 @@ OPENAPI: dict[str, Any] = {
                                         "ended_at": _OPT_NUM,
                                         "error": _OPT_STR,
                                         "traceback": _OPT_STR,
+                                        "cause": _OPT_STR,
+                                        "cause_words": _STR,
                                     },
                                 },
                             },

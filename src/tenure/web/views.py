@@ -9,7 +9,7 @@ from collections import deque
 from dataclasses import dataclass, field
 from typing import Any
 
-from tenure import payload
+from tenure import causes, payload
 from tenure.app import App
 from tenure.describe import (
     OUTCOME_WORDS,
@@ -208,6 +208,8 @@ class Bar:
     error: str | None
     traceback: str | None
     description: str
+    cause: str | None = None  # who ended its process (tenure.causes)
+    cause_words: str = ""
 
 
 @dataclass(frozen=True)
@@ -286,6 +288,8 @@ def _bar(a: AttemptRecord, now: float, start: float, span: float) -> Bar:
         error=a.error,
         traceback=a.traceback,
         description=describe_attempt(a),
+        cause=a.cause,
+        cause_words=causes.words(a.cause) if a.outcome != "succeeded" else "",
     )
 
 

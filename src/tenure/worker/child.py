@@ -232,6 +232,7 @@ class Child:
                     ended.permanent,
                     ended.result,  # a success is recorded with its result, or not at all
                     ended.snooze,
+                    ended.cause,
                 ],
                 "idle": True,
             }

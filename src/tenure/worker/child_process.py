@@ -13,6 +13,7 @@ import sys
 import time
 from typing import Any
 
+from tenure import causes
 from tenure.worker import process_tree
 from tenure.worker.cancel_mark import CancelMark
 from tenure.worker.child import CANCEL_SIGNAL, LEASE_DANGER_SIGNAL, STOP_CLAIMING_SIGNAL
@@ -23,6 +24,10 @@ STARTUP_TIMEOUT_S = 60.0
 
 class ChildDied(Exception):
     """The child process ended while it was expected to answer."""
+
+    def __init__(self, message: str, cause: str | None = None) -> None:
+        super().__init__(message)
+        self.cause = cause  # tenure.causes: who ended it, when its exit status is known
 
 
 class ChildProcess:
@@ -47,6 +52,9 @@ class ChildProcess:
             start_new_session=True,
         )
         reaper().watch(self.proc.pid)
+        # the cgroup's OOM kills so far: one more when this child dies of SIGKILL names the
+        # kernel's OOM killer as its cause (causes.of_exit)
+        self._oom_kills = causes.oom_kills()
         os.close(to_child_r)
         os.close(from_child_w)
         self._out = os.fdopen(to_child_w, "w", encoding="utf-8")
@@ -82,7 +90,8 @@ class ChildProcess:
                 return None
             chunk = os.read(self._in_fd, 65536)
             if not chunk:
-                raise ChildDied(self.exit_description())
+                why = self.exit_description()  # waits for the exit status the cause reads
+                raise ChildDied(why, self.exit_cause())
             self._buffer += chunk
         line, _, self._buffer = self._buffer.partition(b"\n")
         message: dict[str, Any] = json.loads(line)
@@ -184,17 +193,32 @@ class ChildProcess:
             with contextlib.suppress(OSError):
                 close()
 
+    def exit_cause(self) -> str | None:
+        """Who ended the child, which died on its own (the worker did not kill it)."""
+        code = self.proc.returncode
+        if code is None:
+            return None
+        return causes.of_exit(code, self._oom_kills, causes.oom_kills())
+
     def exit_description(self) -> str:
         try:
             code = self.proc.wait(timeout=5)
         except subprocess.TimeoutExpired:
             return f"child process (pid {self.pid}) closed its pipe but is still running"
-        return describe_exit(self.pid, code)
+        return describe_exit(self.pid, code, self.exit_cause())
 
 
-def describe_exit(pid: int, code: int) -> str:
+def describe_exit(pid: int, code: int, cause: str | None = None) -> str:
     if code < 0:
         name = signal.Signals(-code).name if -code in signal.valid_signals() else "?"
-        hint = " (the kernel's OOM killer, or someone's kill -9?)" if -code == 9 else ""
+        hint = ""
+        if cause == causes.OOM_KILL:
+            hint = " by the kernel's OOM killer (its cgroup's memory.events counted it)"
+        elif -code == signal.SIGKILL:
+            hint = " from outside the worker; OOM not confirmed (no OOM kill in its cgroup)"
+            if causes.oom_kills() is None:
+                hint = " from outside the worker; OOM not confirmed (no cgroup to read)"
+        elif cause == causes.FAULT:
+            hint = ": the process crashed (a segfault or an abort, in the job or a C extension)"
         return f"child process (pid {pid}) was killed by signal {-code} ({name}){hint}"
     return f"child process (pid {pid}) exited with code {code} during the attempt"

@@ -15,7 +15,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Any
 
-from tenure import chains, payload, results, tracing
+from tenure import causes, chains, payload, results, tracing
 from tenure.context import JobContext, activate, deactivate
 from tenure.errors import (
     CancelRequested,
@@ -44,6 +44,7 @@ class Ended:
     result: str | None = None
     # a `deferred` end the job asked for (tenure.Snooze): queued again this many seconds later
     snooze: float = 0.0
+    cause: str | None = None  # who ended the attempt's process (tenure.causes)
 
     @property
     def to_record(self) -> bool:
@@ -188,6 +189,7 @@ def execute(
             f"job {res.name!r} was cancelled while it ran and stopped at the cancel signal "
             f"(attempt {res.attempt})",
             traceback.format_exc(),
+            cause=causes.CANCEL,
         )
     except BaseException as exc:  # the job's own error, whatever it is, ends only this attempt
         _abandon(ctx)
@@ -230,7 +232,7 @@ def raised(exc: BaseException) -> Ended:
         return Ended(
             "deferred", f"the job snoozed itself for {exc.seconds:g} s", snooze=exc.seconds
         )
-    return Ended("failed", error_text(exc), trace_text(exc))
+    return Ended("failed", error_text(exc), trace_text(exc), cause=causes.EXCEPTION)
 
 
 def error_text(exc: BaseException) -> str:
@@ -255,6 +257,7 @@ def timed_out(res: Reservation, trace: str | None = None) -> Ended:
         "timed_out",
         f"job {res.name!r} timed out after {res.policy.timeout:g} s (attempt {res.attempt})",
         trace,
+        cause=causes.TIMEOUT,
     )
 
 
@@ -311,7 +314,7 @@ async def run_coroutine(
     except _JobRaisedTimeout as exc:
         cause = exc.__context__ or exc
         span.end("failed", cause)
-        return Ended("failed", error_text(cause), trace_text(cause))
+        return Ended("failed", error_text(cause), trace_text(cause), cause=causes.EXCEPTION)
     except Exception as exc:
         span.end("failed", exc)
         return raised(exc)
@@ -331,6 +334,7 @@ async def run_coroutine(
             "without letting the event loop cancel it: a blocking call (time.sleep, requests, "
             "a sync driver) holds the loop; await an async equivalent or make it a sync job "
             f"(attempt {res.attempt})",
+            cause=causes.TIMEOUT,
         )
     stored = stored_result(ctx._app, job, value)
     if isinstance(stored, Ended):

@@ -23,6 +23,7 @@ class Metrics:
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self.attempts: Counter[tuple[str, str]] = Counter()  # (job, outcome)
+        self.crashes: Counter[tuple[str, str]] = Counter()  # (job, cause) of crashed attempts
         self.duration_buckets: Counter[tuple[str, float]] = Counter()
         self.duration_sum: dict[str, float] = {}
         self.duration_count: Counter[str] = Counter()
@@ -30,9 +31,13 @@ class Metrics:
         self.lease_renewal_failures = 0
         self.leases_lost = 0
 
-    def attempt_ended(self, job: str, outcome: str, seconds: float) -> None:
+    def attempt_ended(
+        self, job: str, outcome: str, seconds: float, cause: str | None = None
+    ) -> None:
         with self._lock:
             self.attempts[(job, outcome)] += 1
+            if outcome == "crashed":
+                self.crashes[(job, cause or "unknown")] += 1
             self.duration_sum[job] = self.duration_sum.get(job, 0.0) + seconds
             self.duration_count[job] += 1
             # one increment per attempt (the smallest bucket that holds it); the cumulative
@@ -77,13 +82,13 @@ class Metrics:
                 for (j, o), n in sorted(self.attempts.items())
             ]
             lines += [
-                "# HELP tenure_crashes_total Attempts that crashed (signal, OOM, memory cap).",
+                "# HELP tenure_crashes_total Attempts that crashed, by job and cause "
+                "(tenure.causes: oom_kill, sigkill, memory_cap, fault, ...).",
                 "# TYPE tenure_crashes_total counter",
             ]
             lines += [
-                f'tenure_crashes_total{{job="{_esc(j)}"}} {n}'
-                for (j, o), n in sorted(self.attempts.items())
-                if o == "crashed"
+                f'tenure_crashes_total{{job="{_esc(j)}",cause="{_esc(c)}"}} {n}'
+                for (j, c), n in sorted(self.crashes.items())
             ]
             lines += [
                 "# HELP tenure_attempt_duration_seconds How long attempts ran.",

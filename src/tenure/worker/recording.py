@@ -101,6 +101,7 @@ class Recorder:
                 traceback=ended.traceback,
                 permanent=ended.permanent,
                 snooze=ended.snooze,
+                cause=ended.cause,
             )[0]
         )
 

@@ -15,6 +15,7 @@ import threading
 import time
 from typing import Any, Protocol
 
+from tenure import causes
 from tenure.app import App
 from tenure.job import Job
 from tenure.logs import job_fields
@@ -32,6 +33,16 @@ from tenure.worker.execute import (
 )
 from tenure.worker.metrics import Metrics
 from tenure.worker.shutdown import Shutdown
+
+# The cause of an attempt the worker itself stopped, by the outcome it records (_problem and
+# _memory_overrun: a memory overrun is the one 'crashed' the worker decides).
+WORKER_KILLS = {
+    "lost_lease": causes.LOST_LEASE,
+    "interrupted": causes.HARD_STOP,
+    "cancelled": causes.CANCEL,
+    "timed_out": causes.TIMEOUT,
+    "crashed": causes.MEMORY_CAP,
+}
 
 log = logging.getLogger("tenure.worker")
 
@@ -59,6 +70,8 @@ class SlotHost(Protocol):
     def child_config(self) -> dict[str, Any]: ...
 
     def may_chain(self) -> bool: ...
+
+    def unknown_job(self, res: Reservation) -> Ended: ...
 
     def count_start(self) -> None: ...
 
@@ -171,8 +184,9 @@ class Slot:
         if known is not None and not known.is_async:
             return self._run_in_child(res)  # the child looks the job up and runs it
         job = definition(self.worker.app, res, self.worker.where)
-        if isinstance(job, Ended):
-            return self.worker.report(res, job, 0.0, chain=True)
+        if isinstance(job, Ended):  # no job of that name here: a rolling deploy's new job?
+            ended = self.worker.unknown_job(res)
+            return self.worker.report(res, ended, 0.0, chain=ended.outcome != "deferred")
         if job.is_async:
             return self._run_async(res, job)
         return self._run_in_child(res)
@@ -235,7 +249,7 @@ class Slot:
             try:
                 message = child.receive(POLL_S)
             except ChildDied as exc:
-                self._child_died(str(exc))
+                self._child_died(str(exc), exc.cause)
                 return None
             if message is not None:
                 handoff = self.take(message)
@@ -269,11 +283,25 @@ class Slot:
                 self.current = None
         result = message.get("result")
         if result is not None:  # the child's supervisor was not there: record it now
-            job_id, token, name, outcome, seconds, error, trace, permanent, stored, snooze = result
+            (
+                job_id,
+                token,
+                name,
+                outcome,
+                seconds,
+                error,
+                trace,
+                permanent,
+                stored,
+                snooze,
+                cause,
+            ) = result
             held = self.current
             if held is not None and held.job_id == job_id and held.token == token:
                 self.current = None
-                ended = Ended(outcome, error, trace, permanent, result=stored, snooze=snooze)
+                ended = Ended(
+                    outcome, error, trace, permanent, result=stored, snooze=snooze, cause=cause
+                )
                 self.worker.report(held, ended, seconds)
         started = message.get("started")
         if started is not None:
@@ -353,7 +381,7 @@ class Slot:
             self.take(last)
         held, self.current = self.current, None
         if held is target:
-            self._report(held, Ended(outcome, why))
+            self._report(held, Ended(outcome, why, cause=WORKER_KILLS[outcome]))
         elif held is not None:
             self._report(
                 held,
@@ -365,12 +393,12 @@ class Slot:
             )
         return True
 
-    def _child_died(self, why: str) -> None:
+    def _child_died(self, why: str, cause: str | None) -> None:
         """The child died: the attempt it held crashed (its last messages are read)."""
         self._discard_child()  # what the job started dies with it
         held, self.current = self.current, None
         if held is not None:
-            self._report(held, Ended("crashed", why))
+            self._report(held, Ended("crashed", why, cause=cause))
 
     def _report(self, res: Reservation, ended: Ended) -> None:
         self.worker.report(res, ended, time.monotonic() - self.started_at)
@@ -394,10 +422,12 @@ class Slot:
     def _interruption(self) -> Ended | None:
         if self._lease_lost is not None:
             self.worker.metrics.lease_lost()
-            return Ended("lost_lease", self._lease_lost[1])
+            return Ended("lost_lease", self._lease_lost[1], cause=causes.LOST_LEASE)
         if self.worker.hard_stop.is_set():
             return Ended(
-                "interrupted", f"{self.worker.shutdown.hard_reason}; handed back to the queue"
+                "interrupted",
+                f"{self.worker.shutdown.hard_reason}; handed back to the queue",
+                cause=causes.HARD_STOP,
             )
         return None
 
@@ -421,6 +451,7 @@ class Slot:
                     "cancelled",
                     f"async job {res.name!r} was cancelled while it ran; CancelledError was "
                     "raised inside it",
+                    cause=causes.CANCEL,
                 )
             if stop is not None or time.monotonic() >= hard_at:
                 future.cancel()
@@ -429,6 +460,7 @@ class Slot:
                     f"async job {res.name!r} did not end at its {res.policy.timeout:g} s "
                     "timeout and was abandoned: it swallows CancelledError or blocks the event "
                     "loop (time.sleep, requests...; an async job cannot be killed)",
+                    cause=causes.TIMEOUT,
                 )
                 break
         claimed_at = time.monotonic()

@@ -32,6 +32,7 @@ from tenure.worker.recording import REFUSALS, STORE_RETRY_MAX_S, Recorder, log_e
 from tenure.worker.shutdown import Shutdown
 from tenure.worker.slot import Slot
 from tenure.worker.store_file import StoreFile, sqlite_path, store_label
+from tenure.worker.unknown import Refusals, refusals, unknown_job
 
 log = logging.getLogger("tenure.worker")
 
@@ -114,6 +115,11 @@ class Worker:
         finally:
             if self._sweeper is not None:
                 self._sweeper.stop()  # no further prune chunk while the worker winds down
+            if self._running():
+                # Said before the grace: if a deploy's SIGKILL ends it, the rescue of what still
+                # ran names the deploy (causes.DEPLOY), not a vanished worker.
+                stopping = replace(self._record, stopping_at=0.0)
+                self._call_store(lambda: self.store.heartbeat(worker=stopping), attempts=2)
             self._drain()
             self.finished.set()
             heartbeat.join(timeout=5)
@@ -322,6 +328,15 @@ class Worker:
             "log_level": logging.getLevelName(logging.getLogger("tenure").getEffectiveLevel()),
         }
 
+    def unknown_job(self, res: Reservation) -> Ended:
+        """The end of an attempt of a job this worker's code does not define (worker.unknown)."""
+        try:
+            seen = refusals(self.store, res.job_id)
+        except Exception as exc:  # the store is down: hand it back; the grace is checked later
+            log.warning("job %s: could not read its refusals (%s); handed back", res.job_id, exc)
+            seen = Refusals()
+        return unknown_job(res, self.ref, self.where, self.options.unknown_grace, seen)
+
     def may_chain(self) -> bool:
         """May a child claim its slot's next job itself? Not when stopping, and not under
         --max-jobs, whose count only the fetch loop keeps exactly."""
@@ -331,18 +346,20 @@ class Worker:
         with self._idle_changed:
             self._started += 1
 
-    def attempt_recorded(self, name: str, outcome: str, duration: float) -> None:
+    def attempt_recorded(
+        self, name: str, outcome: str, duration: float, cause: str | None = None
+    ) -> None:
         """A child recorded the end of an attempt."""
         self._finished_count += 1
         if self.options.metrics_port is not None:  # counted only where a page shows them
-            self.metrics.attempt_ended(name, outcome, duration)
+            self.metrics.attempt_ended(name, outcome, duration, cause)
 
     def report(
         self, res: Reservation, ended: Ended, duration: float, *, chain: bool = False
     ) -> Reservation | None:
         """Record how an attempt ended. With `chain`, a success also claims the slot's next
         job in the same store call, when this worker may start one; that job is returned."""
-        self.attempt_recorded(res.name, ended.outcome, duration)
+        self.attempt_recorded(res.name, ended.outcome, duration, ended.cause)
         following: Reservation | None = None
         recorder = self._recorder()
         if ended.to_record and chain and self._take_start():

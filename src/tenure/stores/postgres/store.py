@@ -29,6 +29,7 @@ from contextlib import AbstractContextManager, contextmanager
 from dataclasses import replace
 from typing import ClassVar
 
+from tenure import causes
 from tenure.states import FINAL_STATES, PARKED_AT
 from tenure.stores.base import Capabilities
 from tenure.stores.postgres import claims, guards, waiters
@@ -190,9 +191,13 @@ class PostgresStore(PostgresJobs, SQLStore):
                     " coalesce(nullif(a.host, ''), 'unknown host') AS host,"
                     " coalesce(a.pid, 0) AS pid,"
                     " coalesce(nullif(a.started_at, 0), j.lease_expires_at) AS started_at,"
-                    " a.ended_at, a.outcome, a.error, a.traceback, a.last_heartbeat_at"
+                    " a.ended_at, a.outcome, a.error, a.traceback, a.last_heartbeat_at,"
+                    # the worker had begun stopping (a deploy's SIGTERM): its grace ran out
+                    " w.stopping_at AS worker_stopping_at"
                     " FROM {s}.tenure_jobs j"
                     " LEFT JOIN {s}.tenure_attempts a ON a.job_id = j.id AND a.number = j.attempt"
+                    " LEFT JOIN {s}.tenure_workers w ON w.id = a.worker_id"
+                    " AND w.stopped_at IS NULL"
                     " WHERE j.state = 'running' AND j.lease_expires_at < %s"
                     " ORDER BY j.lease_expires_at FOR UPDATE OF j SKIP LOCKED"
                 ),
@@ -204,9 +209,11 @@ class PostgresStore(PostgresJobs, SQLStore):
             # concurrency keys are locked as each rescue hands back its key's parked jobs:
             # in one order too
             for row in sorted(rows, key=lambda r: r["concurrency_key"] or ""):
-                error = describe_crash(attempt_record(row), row["lease_expires_at"])
+                stopping_at = row["worker_stopping_at"]
+                error = describe_crash(attempt_record(row), row["lease_expires_at"], stopping_at)
+                cause = causes.of_rescue(stopping_at)
                 with endings.isolated(self.dialect, cur, row["id"], now, "rescue"):
-                    rescued.append(endings.rescue(self.dialect, cur, row, error, now))
+                    rescued.append(endings.rescue(self.dialect, cur, row, error, now, cause))
         return rescued
 
     def wait_for_work(

@@ -248,8 +248,10 @@ class RedisJobs(RedisBatches):
     def _worker_row(self, record: WorkerRecord) -> Call:
         """The write of a worker's row that `heartbeat` sends with a WorkerRecord."""
         key = self._global_key(f"worker:{record.id}")
-        if record.stopped_at is not None:  # the worker stopping: its row, stamped now
+        if record.stopped_at is not None:  # the worker stopped: its row, stamped now
             return (self._g["touch_worker"], [key], ["stopped_at"])
+        if record.stopping_at is not None:  # its first SIGTERM, with attempts still running
+            return (self._g["touch_worker"], [key], ["stopping_at"])
         return (
             self._g["register_worker"],
             [key, self._global_key("workers")],

@@ -121,6 +121,7 @@ def worker_record(worker_id: str, fields: dict[str, str]) -> WorkerRecord:
         started_at=to_float(fields.get("started_at")),
         last_seen_at=to_float(fields.get("last_seen_at")),
         stopped_at=to_opt_float(fields.get("stopped_at")),
+        stopping_at=to_opt_float(fields.get("stopping_at")),
     )
 
 

@@ -69,7 +69,7 @@ from typing import Any, ClassVar, cast
 
 import redis
 
-from tenure.causes import WORKER_VANISHED
+from tenure import causes
 from tenure.stores.base import Capabilities
 from tenure.stores.records import (
     AttemptRecord,
@@ -224,17 +224,25 @@ class RedisStore(RedisJobs, RedisGuards, RedisPeriodic, RedisOperations):
             traceback=None,
             last_heartbeat_at=to_opt_float(heartbeat_at),
         )
-        error = describe_crash(attempt, to_float(expired_at))
+        stopping_at = self._stopping_at(attempt.worker_id)
+        error = describe_crash(attempt, to_float(expired_at), stopping_at)
         read = (policy, tries_used, exceptions, cancel_requested)
         result = self._apply_end(
             queue,
-            (job_id, int(number), "crashed", error, None, WORKER_VANISHED),
+            (job_id, int(number), "crashed", error, None, causes.of_rescue(stopping_at)),
             read,
             now,
             False,
             "rescue",
         )
         return None if result is None else Rescued(job_id, int(number), result)
+
+    def _stopping_at(self, worker_id: str) -> float | None:
+        """When the worker had begun stopping (a deploy's SIGTERM), if it never stopped."""
+        worker = self._hashes([self._global_key(f"worker:{worker_id}")])[0]
+        if worker.get("stopped_at"):
+            return None
+        return to_opt_float(worker.get("stopping_at"))
 
 
 class RedisClusterStore(RedisStore):

@@ -136,10 +136,13 @@ def end_attempt(
     return apply_decision(d, cur, job, outcome, error, at, permanent, snooze)
 
 
-def rescue(d: Dialect, cur: Cursor, job: Row, error: str, now: float) -> Rescued:
+def rescue(
+    d: Dialect, cur: Cursor, job: Row, error: str, now: float, cause: str = WORKER_VANISHED
+) -> Rescued:
     """The sweep's rescue of a (locked) job whose lease expired with no end: its attempt
-    closed as crashed with `error` (describe_crash's words), then the retry decision."""
-    close_attempt(d, cur, job["id"], job["attempt"], now, "crashed", error, None, WORKER_VANISHED)
+    closed as crashed with `error` (describe_crash's words) and `cause`, then the retry
+    decision."""
+    close_attempt(d, cur, job["id"], job["attempt"], now, "crashed", error, None, cause)
     return Rescued(
         job["id"], job["attempt"], apply_decision(d, cur, job, "crashed", error, now, False)
     )

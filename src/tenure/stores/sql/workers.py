@@ -12,9 +12,10 @@ def register(d: Dialect, cur: Cursor, record: WorkerRecord, now: float | None = 
     """Store.heartbeat's write of a worker's row. `now` None reads the server's clock in the
     statement itself; SQLite passes its own `now`, which tenure.testing may freeze."""
     clock, at = (d.clock_sql, ()) if now is None else ("%s", (now,))
-    if record.stopped_at is not None:
+    stamp = "stopped_at" if record.stopped_at is not None else "stopping_at"
+    if record.stopped_at is not None or record.stopping_at is not None:
         cur.execute(
-            d.q(f"UPDATE {{s}}.tenure_workers SET stopped_at = {clock} WHERE id = %s"),
+            d.q(f"UPDATE {{s}}.tenure_workers SET {stamp} = {clock} WHERE id = %s"),
             (*at, record.id),
         )
         return
@@ -25,7 +26,7 @@ def register(d: Dialect, cur: Cursor, record: WorkerRecord, now: float | None = 
             " ON CONFLICT (id) DO UPDATE SET host = excluded.host, pid = excluded.pid,"
             " queues = excluded.queues, concurrency = excluded.concurrency,"
             " started_at = excluded.started_at, last_seen_at = excluded.last_seen_at,"
-            " stopped_at = NULL"
+            " stopped_at = NULL, stopping_at = NULL"
         ),
         (record.id, record.host, record.pid, d.text_list(record.queues), record.concurrency)
         + at * 2,
@@ -45,6 +46,7 @@ def list_all(d: Dialect, cur: Cursor) -> list[WorkerRecord]:
             started_at=r["started_at"],
             last_seen_at=r["last_seen_at"],
             stopped_at=r["stopped_at"],
+            stopping_at=r["stopping_at"],
         )
         for r in rows
     ]

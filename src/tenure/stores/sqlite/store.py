@@ -13,6 +13,7 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any, ClassVar
 
+from tenure import causes
 from tenure.states import FINAL_STATES, PARKED_AT
 from tenure.stores.base import Capabilities
 from tenure.stores.records import (
@@ -149,11 +150,17 @@ class SQLiteStore(SQLiteJobs, SQLStore):
             "SELECT * FROM tenure_attempts WHERE job_id = ? AND number = ?",
             (row["id"], row["attempt"]),
         ).fetchone()
+        stopping_at = None
         if found is None:
             error = "its lease expired with no result, and its attempt record is missing"
         else:
-            error = describe_crash(attempt_record(found), row["lease_expires_at"])
-        return endings.rescue(SQLITE, conn, row, error, now)
+            worker = conn.execute(
+                "SELECT stopping_at FROM tenure_workers WHERE id = ? AND stopped_at IS NULL",
+                (found["worker_id"],),
+            ).fetchone()
+            stopping_at = worker["stopping_at"] if worker is not None else None
+            error = describe_crash(attempt_record(found), row["lease_expires_at"], stopping_at)
+        return endings.rescue(SQLITE, conn, row, error, now, causes.of_rescue(stopping_at))
 
     def wait_for_work(
         self, *, queues: Sequence[str], timeout: float, ended: Sequence[str] = ()

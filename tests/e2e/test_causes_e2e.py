@@ -1,0 +1,102 @@
+"""Every death has a name: a crashed or stopped attempt records its cause (tenure.causes), which
+`tenure jobs show` prints and the worker's metrics count. Real workers and real signals."""
+
+from __future__ import annotations
+
+import signal
+import subprocess
+import sys
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tenure import causes
+
+from e2e.helpers import Project, state_is, wait_until
+from servers import free_port
+
+pytestmark = pytest.mark.slow
+
+TEMPLATE = Path(__file__).with_name("hostile_jobs_template.py")
+
+
+@pytest.fixture
+def project(tmp_path: Path) -> Iterator[Project]:
+    p = Project(tmp_path, f"sqlite:///{tmp_path / 'tenure.db'}", TEMPLATE)
+    yield p
+    p.stop_all()
+
+
+def test_each_death_is_named_on_its_attempt_in_jobs_show_and_in_metrics(
+    project: Project,
+) -> None:
+    jobs = project.jobs
+    expected = {
+        jobs.segfaults.dispatch().id: ("crashed", causes.FAULT),
+        jobs.exits_mid_attempt.dispatch().id: ("crashed", causes.EXIT),
+        jobs.ignores_its_timeout.dispatch().id: ("timed_out", causes.TIMEOUT),
+        jobs.unencodable.dispatch().id: ("failed", causes.EXCEPTION),
+    }
+    sigkill = jobs.killed_from_outside.dispatch().id
+    port = free_port()
+    project.worker("--metrics-port", str(port))
+    for job_id in [*expected, sigkill]:
+        wait_until(state_is(project.app, job_id, "failed"), 90, f"job {job_id} to end")
+    for job_id, (outcome, cause) in expected.items():
+        first = project.app.get_job(job_id).attempts[0]
+        assert (first.outcome, first.cause) == (outcome, cause), first
+    killed = project.app.get_job(sigkill).attempts[0]
+    # no cgroup OOM kill was counted (or none can be read): not called an OOM
+    assert (killed.outcome, killed.cause) == ("crashed", causes.SIGKILL)
+    assert "from outside the worker; OOM not confirmed" in (killed.error or "")
+
+    shown = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "tenure",
+            "jobs",
+            "show",
+            sigkill,
+            "--app",
+            f"{project.module_name}:app",
+        ],
+        cwd=project.dir,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={"PYTHONPATH": str(project.dir), "PATH": "/usr/bin:/bin"},
+    )
+    assert shown.returncode == 0, shown.stderr
+    assert f"[cause: {causes.words(causes.SIGKILL)}]" in shown.stdout
+
+    page = urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10).read().decode()
+    assert 'tenure_crashes_total{job="segfaults",cause="fault"} 1' in page
+    assert 'tenure_crashes_total{job="killed_from_outside",cause="sigkill"} 1' in page
+
+
+def test_an_attempt_still_running_when_a_deploy_kills_its_worker_is_named_so(
+    project: Project,
+) -> None:
+    """SIGTERM (the deploy begins), the grace runs out, SIGKILL: the next worker's sweep names
+    the deploy on the attempt, not a vanished worker."""
+    h = project.jobs.long_report.dispatch(0.5)
+    h2 = project.jobs.long_report.dispatch(60)
+    old = project.worker("--lease", "2", "--grace", "60", "--concurrency", "1")
+    wait_until(lambda: project.app.get_job(h.id).state == "succeeded", 60, "the first job")
+    wait_until(state_is(project.app, h2.id, "running"), 60, "the long job to start")
+    old.signal(signal.SIGTERM)
+    wait_until(
+        lambda: any(w.stopping_at for w in project.app.store.list_workers()),
+        30,
+        "the worker to record that it is stopping",
+    )
+    old.signal(signal.SIGKILL)  # the end of the deploy's grace
+    old.wait(30)
+    project.worker("--lease", "2")
+    wait_until(lambda: project.app.get_job(h2.id).attempts[0].outcome, 60, "the rescue")
+    first = project.app.get_job(h2.id).attempts[0]
+    assert (first.outcome, first.cause) == ("crashed", causes.DEPLOY)
+    assert "received SIGTERM at" in (first.error or "")

@@ -1,0 +1,69 @@
+"""A rolling deploy: new code dispatches a job the old workers do not know. An old worker hands
+it back (no try used, a `deferred` attempt naming it, a few seconds apart: no busy loop), and
+a new worker runs it once; with no worker that knows it for --unknown-grace, it fails naming
+the workers that refused it. Real worker processes, old code and new."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tenure import causes
+from tenure.retry import HANDED_BACK_DELAY_S
+
+from e2e.helpers import Project, state_is, wait_until
+
+pytestmark = pytest.mark.slow
+
+TEMPLATE = Path(__file__).with_name("hostile_jobs_template.py")
+
+
+@pytest.fixture
+def project(tmp_path: Path) -> Iterator[Project]:
+    url = f"sqlite:///{tmp_path / 'tenure.db'}"
+    # the old code: the same store, without the job the new code adds
+    (tmp_path / "old_jobs.py").write_text(
+        f"import tenure\napp = tenure.App({url!r})\n\n@app.job\ndef noop() -> None: ...\n"
+    )
+    p = Project(tmp_path, url, TEMPLATE)
+    yield p
+    p.stop_all()
+
+
+def refusals(project: Project, job_id: str) -> list[str]:
+    return [
+        a.worker_id
+        for a in project.app.get_job(job_id).attempts
+        if a.outcome == "deferred" and a.cause == causes.UNKNOWN_JOB
+    ]
+
+
+def test_an_old_worker_hands_a_new_job_back_and_a_new_worker_runs_it_once(
+    project: Project,
+) -> None:
+    h = project.jobs.long_report.dispatch(0.1)
+    project.worker("--app", "old_jobs:app")
+    wait_until(lambda: len(refusals(project, h.id)) >= 2, 60, "two hand-backs")
+    info = project.app.get_job(h.id)
+    assert info.state in ("queued", "scheduled") and info.tries_used == 0
+    assert "does not know job 'long_report'" in (info.attempts[0].error or "")
+    # no busy loop: the second refusal came a hand-back delay after the first
+    first, second = (a.started_at for a in info.attempts[:2])
+    assert second - first >= HANDED_BACK_DELAY_S * 0.8
+    project.worker()  # the new code
+    wait_until(state_is(project.app, h.id, "succeeded"), 60, "a worker that knows it")
+    outcomes = [a.outcome for a in project.app.get_job(h.id).attempts]
+    assert outcomes.count("succeeded") == 1 and set(outcomes) == {"deferred", "succeeded"}
+
+
+def test_with_no_worker_that_knows_it_for_the_grace_it_fails_naming_the_refusals(
+    project: Project,
+) -> None:
+    h = project.jobs.long_report.dispatch(0.1)
+    project.worker("--app", "old_jobs:app", "--unknown-grace", "1")
+    wait_until(state_is(project.app, h.id, "failed"), 60, "the grace to pass")
+    info = project.app.get_job(h.id)
+    assert "no worker that knows it ran it within --unknown-grace 1 s" in (info.last_error or "")
+    assert f"refused by {refusals(project, h.id)[0]}" in (info.last_error or "")
