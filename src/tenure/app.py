@@ -48,6 +48,8 @@ def store_url(given: str | None) -> tuple[str, str]:
 
 # A worker renews its record every lease/3; one not seen for this long is taken for gone.
 WORKER_SILENT_AFTER_S = 60.0
+# silent this long: killed or lost for good (it never wrote its stop); listings leave it out
+WORKER_GONE_AFTER_S = 3600.0
 
 JobInfo = JobRecord
 BatchInfo = BatchRecord

@@ -287,3 +287,23 @@ def test_job_page_draws_its_chain_with_each_links_state(
         (3, "waiting"),
         (None, "not queued"),
     ]
+
+
+def test_overview_leaves_out_a_worker_silent_for_over_an_hour(
+    project: WebProject, client: TestClient
+) -> None:
+    """A worker killed with -9 never writes its stop: after an hour of silence it leaves the
+    overview (and `tenure workers` without --all) instead of staying there for ever."""
+    import sqlite3
+
+    from tenure.stores.records import WorkerRecord
+    from tenure.stores.sqlite import sqlite_path
+
+    for worker_id in ("w-fresh1", "w-killed"):
+        record = WorkerRecord(worker_id, "h", 1, ("default",), 1, 0.0, 0.0)
+        project.app.store.heartbeat(worker=record)
+    with sqlite3.connect(sqlite_path(project.app.url)) as db:  # its last beat, 2 hours ago
+        db.execute(
+            "UPDATE tenure_workers SET last_seen_at = last_seen_at - 7200 WHERE id = 'w-killed'"
+        )
+    assert [w["id"] for w in client.get("/api/overview").json()["workers"]] == ["w-fresh1"]
