@@ -23,6 +23,8 @@ def worker_command() -> Callable[..., None]:
     hints = get_type_hints(WorkerOptions)
     params = []
     for f in fields(WorkerOptions):
+        if f.metadata.get("internal"):  # derived from another option (weights: --queues)
+            continue
         kind: Any = hints[f.name]
         default: Any = f.default
         if f.name == "queues":  # a tuple in the options, "a,b" on the command line
