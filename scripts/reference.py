@@ -6,9 +6,9 @@ fails when a page is out of date or names a command or name that does not exist.
 
 from __future__ import annotations
 
+import importlib
 import inspect
 import re
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -92,7 +92,10 @@ def render_cli() -> str:
 # -- the Python API ------------------------------------------------------------------------
 # classes whose public methods are listed (the others: their docstring alone)
 WITH_METHODS = ("App", "Job", "JobHandle", "ChainHandle", "BatchHandle", "JobContext")
-EXTRA = {"tenure.job.BoundJob": "what `Job.options(...)` returns"}
+EXTRA = {
+    "tenure.job.BoundJob": "what `Job.options(...)` returns",
+    "tenure.hooks.Hooks": "`app.hooks`; `app.on_child_start` and `app.around_attempt` are its",
+}
 
 
 def _signature(obj: object) -> str:
@@ -149,7 +152,7 @@ def render_api() -> str:
             lines += [f"## `tenure.{name}{_signature(obj)}`", "", _body(obj.__doc__), ""]
     for dotted, what in EXTRA.items():
         module, _, attr = dotted.rpartition(".")
-        cls = getattr(sys.modules[module], attr)
+        cls = getattr(importlib.import_module(module), attr)
         lines += [f"## `{dotted}` ({what})", "", _body(cls.__doc__), ""]
         for member, value in _members(cls):
             lines += [f"### `{attr}.{member}{_signature(value)}`", ""]

@@ -16,6 +16,7 @@ from tenure.control import Cancellation, QueueWait
 from tenure.coordinator import COORDINATOR, coordinator, plan_over_ids
 from tenure.errors import ConfigError, JobNotFound, UnknownJob
 from tenure.guards import KeyFunction
+from tenure.hooks import Hooks
 from tenure.job import ChainHandle, Job, JobHandle, Sig
 from tenure.periodic import PeriodicJob, PeriodicStatus, check_catch_up, run_id, status
 from tenure.retry import Backoff
@@ -85,6 +86,9 @@ class App:
         self.periodic_jobs: dict[str, PeriodicJob] = {}
         self._store: Store | None = None
         self._store_pid: int | None = None
+        self.hooks = Hooks()  # @app.on_child_start, @app.around_attempt (tenure.hooks)
+        self.on_child_start = self.hooks.on_child_start
+        self.around_attempt = self.hooks.around_attempt
         # tenure.testing.inline() runs what was just dispatched, in the test process
         self.after_dispatch: Callable[[], None] | None = None
         coordinate = coordinator(self.add_to_batch)

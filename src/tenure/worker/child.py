@@ -110,6 +110,7 @@ class Child:
         self.pulse = Pulse.attach(config["pulse_fd"])
         _State.mark = CancelMark.attach(config["cancel_fd"])
         self.store = self.app.store
+        self.app.hooks.run_child_start()  # @app.on_child_start: once, before any attempt
         self.lease: float = config["lease"]
         self.recorder = Recorder(
             self.store,

@@ -25,6 +25,7 @@ from tenure.errors import (
     PayloadError,
     Snooze,
 )
+from tenure.hooks import Hooks
 from tenure.job import Job
 from tenure.results import ResultError
 from tenure.stores.records import EndResult, Reservation
@@ -170,9 +171,11 @@ def execute(
     try:
         try:
             running(True)
-            value = job.fn(*arguments.args, **arguments.kwargs)
-            if run is not None and asyncio.iscoroutine(value):
-                value = run(value)
+            value = None  # what a hook that swallowed the job's error leaves
+            with hooks_of(app).around(ctx):
+                value = job.fn(*arguments.args, **arguments.kwargs)
+                if run is not None and asyncio.iscoroutine(value):
+                    value = run(value)
         finally:
             # a soft timeout landing here, after the job returned, is still the job's
             running(False)
@@ -223,6 +226,15 @@ def stored_result(app: Any, job: Job, value: Any) -> str | Ended | None:
 
 def succeeded(result: str | None) -> Ended:
     return SUCCEEDED if result is None else Ended("succeeded", result=result)
+
+
+NO_HOOKS = Hooks()
+
+
+def hooks_of(app: Any) -> Hooks:
+    """The app's hooks (an app-like object without them: none)."""
+    found = getattr(app, "hooks", None)
+    return found if isinstance(found, Hooks) else NO_HOOKS
 
 
 def raised(exc: BaseException) -> Ended:
@@ -283,7 +295,9 @@ async def run_coroutine(
     try:
         async with asyncio.timeout(timeout) as scope:
             try:
-                value = await job.fn(*arguments.args, **arguments.kwargs)
+                value = None  # what a hook that swallowed the job's error leaves
+                with hooks_of(ctx._app).around(ctx):
+                    value = await job.fn(*arguments.args, **arguments.kwargs)
             except TimeoutError:
                 if scope.expired():
                     raise
