@@ -307,3 +307,26 @@ def test_overview_leaves_out_a_worker_silent_for_over_an_hour(
             "UPDATE tenure_workers SET last_seen_at = last_seen_at - 7200 WHERE id = 'w-killed'"
         )
     assert [w["id"] for w in client.get("/api/overview").json()["workers"]] == ["w-fresh1"]
+
+
+def test_the_json_api_has_the_page_actions(project: WebProject, client: TestClient) -> None:
+    """Cancel a job, pause, resume and purge a queue: what the HTML pages do, over JSON."""
+    queued = project.jobs.tick.options(queue="mail").dispatch(1).id
+    other = project.jobs.tick.options(queue="mail").dispatch(2).id
+    cancelled = client.post(f"/api/jobs/{queued}/cancel", json={})
+    assert cancelled.status_code == 200 and cancelled.json()["state"] == "cancelled"
+    again = client.post(f"/api/jobs/{queued}/cancel", json={})
+    assert again.status_code == 409 and "cancelled already" in again.json()["reason"]
+    assert client.post("/api/jobs/nosuchjob/cancel", json={}).status_code == 404
+    assert client.post("/api/queues/mail/pause", json={}).json() == {
+        "queue": "mail",
+        "paused": True,
+    }
+    rows = {r["name"]: r for r in client.get("/api/overview").json()["queues"]}
+    assert rows["mail"]["paused"] is True
+    assert client.post("/api/queues/mail/resume", json={}).json()["paused"] is False
+    purged = client.post("/api/queues/mail/purge", json={}).json()
+    assert purged == {"queue": "mail", "purged": True, "cancelled": 1}
+    assert project.app.get_job(other).state == "cancelled"
+    assert client.post("/api/queues/mail/explode", json={}).status_code == 404
+    assert client.post("/api/queues/mail/pause").status_code == 415  # not JSON: refused
