@@ -108,16 +108,23 @@ def context(
     )
 
 
+# how long a job whose payload this worker cannot decrypt waits before it is due again
+UNREADABLE_HAND_BACK_S = 30.0
+
+
 def arguments_of(res: Reservation, app: Any = None) -> payload.Arguments | Ended:
     try:
         arguments = payload.decode(res.payload)
     except DecryptionUnavailable as exc:
         # The payload is sound; this process cannot open it (no key, no package). Failing
         # it would blame the payload, and `failed retry` with the key runs it fine: hand it
-        # back, no try used, for a worker that has what it takes.
+        # back, no try used, due again a little later (at once, this worker would take it
+        # again and again) for a worker that has what it takes.
         return Ended(
-            "interrupted",
-            f"this worker cannot decrypt the payload of job {res.name!r}: {exc}; handed back",
+            "deferred",
+            f"this worker cannot decrypt the payload of job {res.name!r}: {exc}; handed back, "
+            f"due again in {UNREADABLE_HAND_BACK_S:g} s",
+            snooze=UNREADABLE_HAND_BACK_S,
         )
     except PayloadError as exc:
         return Ended("failed", f"corrupt payload: {exc}", permanent=True)
