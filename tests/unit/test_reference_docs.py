@@ -29,7 +29,7 @@ def generator() -> ModuleType:
     return module
 
 
-@pytest.mark.parametrize("page", ["cli.md", "api.md"])
+@pytest.mark.parametrize("page", ["cli.md", "api.md", "upgrading.md"])
 def test_each_generated_page_is_current(page: str) -> None:
     render = generator().PAGES[page]
     assert (ROOT / "docs" / page).read_text() == render(), f"run ./scripts/docs: {page} is stale"
