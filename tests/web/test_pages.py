@@ -113,7 +113,8 @@ def test_overview_has_a_row_per_queue_and_totals_that_are_their_sum(
     assert data["counts"] == project.app.counts()
     assert data["counts"]["queued"] == sum(r["waiting"] for r in data["queues"])
     html = client.get("/").text
-    assert all(f'<th scope="row">{name}</th>' in html for name in rows)
+    linked = '<th scope="row"><a href="/jobs?queue={0}">{0}</a></th>'
+    assert all(linked.format(name) in html for name in rows)  # each links to its jobs
 
 
 def test_job_page_draws_a_crashed_then_succeeded_attempt_as_two_bars(
