@@ -74,9 +74,9 @@ def attempt_span(ctx: JobContext, carrier: dict[str, str] | None) -> tracing.Att
     return tracing.attempt_started(ctx, carrier)
 
 
-def definition(app: Any, res: Reservation, where: str) -> Job | Ended:
+def definition(app: Any, res: Reservation, where: str) -> Job[..., Any] | Ended:
     """The job's definition, or the permanent failure of a job no code here defines."""
-    job: Job | None = app.jobs.get(res.name)
+    job: Job[..., Any] | None = app.jobs.get(res.name)
     if job is None:
         return Ended(
             "failed",
@@ -90,7 +90,7 @@ def definition(app: Any, res: Reservation, where: str) -> Job | Ended:
 def context(
     app: Any,
     res: Reservation,
-    job: Job,
+    job: Job[..., Any],
     lease_ok: Callable[[], bool],
     cancelled: Callable[[], bool] = lambda: False,
 ) -> JobContext:
@@ -155,7 +155,7 @@ def passed_result(app: Any, job_id: str, arguments: payload.Arguments) -> payloa
 def execute(
     app: Any,
     res: Reservation,
-    job: Job,
+    job: Job[..., Any],
     *,
     lease_ok: Callable[[], bool] = lambda: True,
     cancelled: Callable[[], bool] = lambda: False,
@@ -217,7 +217,7 @@ def execute(
     return ended
 
 
-def stored_result(app: Any, job: Job, value: Any) -> str | Ended | None:
+def stored_result(app: Any, job: Job[..., Any], value: Any) -> str | Ended | None:
     """The text to store for a return value, or the attempt's failure when it cannot be
     stored (not JSON, over the size limit): permanent, since running the job again would
     only return it again, and a cut value is never stored."""
@@ -290,7 +290,7 @@ class _JobRaisedTimeout(Exception):
 
 
 async def run_coroutine(
-    job: Job, arguments: payload.Arguments, ctx: JobContext, res: Reservation
+    job: Job[..., Any], arguments: payload.Arguments, ctx: JobContext, res: Reservation
 ) -> Ended:
     """Run an async job under its timeout, inside the task, and say how it ended."""
     timeout = res.policy.timeout
