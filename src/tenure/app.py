@@ -9,13 +9,14 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
-from typing import Any, TypeVar, overload
+from typing import Any, ParamSpec, TypeVar, overload
 
 from tenure import control, payload, retention, sending, tracing
 from tenure.control import Cancellation, QueueWait
 from tenure.coordinator import COORDINATOR, coordinator, plan_over_ids
 from tenure.errors import ConfigError, JobNotFound, UnknownJob
 from tenure.guards import KeyFunction
+from tenure.hooks import Hooks
 from tenure.job import ChainHandle, Job, JobHandle, Sig
 from tenure.periodic import PeriodicJob, PeriodicStatus, check_catch_up, run_id, status
 from tenure.retry import Backoff
@@ -28,7 +29,8 @@ from tenure.stores.base import get_batch, get_job, total_counts
 from tenure.stores.records import BatchRecord, JobRecord, PeriodicClaim, QueueCounts, WorkerRecord
 from tenure.urls import redact
 
-F = TypeVar("F", bound=Callable[..., Any])
+P = ParamSpec("P")
+R = TypeVar("R")
 
 DEFAULT_URL = "sqlite:///tenure.db"
 
@@ -48,6 +50,8 @@ def store_url(given: str | None) -> tuple[str, str]:
 
 # A worker renews its record every lease/3; one not seen for this long is taken for gone.
 WORKER_SILENT_AFTER_S = 60.0
+# silent this long: killed or lost for good (it never wrote its stop); listings leave it out
+WORKER_GONE_AFTER_S = 3600.0
 
 JobInfo = JobRecord
 BatchInfo = BatchRecord
@@ -79,10 +83,13 @@ class App:
         self.url, self.url_source = store_url(url)
         self.keep = retention.keep_of(keep_succeeded, keep_failed)  # None: kept forever
         self.max_payload_bytes = max_payload_bytes
-        self.jobs: dict[str, Job] = {}
+        self.jobs: dict[str, Job[..., Any]] = {}
         self.periodic_jobs: dict[str, PeriodicJob] = {}
         self._store: Store | None = None
         self._store_pid: int | None = None
+        self.hooks = Hooks()  # @app.on_child_start, @app.around_attempt (tenure.hooks)
+        self.on_child_start = self.hooks.on_child_start
+        self.around_attempt = self.hooks.around_attempt
         # tenure.testing.inline() runs what was just dispatched, in the test process
         self.after_dispatch: Callable[[], None] | None = None
         coordinate = coordinator(self.add_to_batch)
@@ -114,7 +121,7 @@ class App:
     # The keywords and their defaults are JobOptions' (tenure/settings.py); listed here so
     # that editors and type checkers know them.
     @overload
-    def job(self, fn: F) -> Job: ...
+    def job(self, fn: Callable[P, R]) -> Job[P, R]: ...
 
     @overload
     def job(
@@ -148,15 +155,15 @@ class App:
         keep_succeeded: retention.KeepSetting = ...,
         keep_failed: retention.KeepSetting = ...,
         priority: int = ...,
-    ) -> Callable[[F], Job]: ...
+    ) -> Callable[[Callable[P, R]], Job[P, R]]: ...
 
-    def job(self, fn: F | None = None, **settings: Any) -> Job | Callable[[F], Job]:
+    def job(self, fn: Callable[..., Any] | None = None, **settings: Any) -> Any:
         """Register a function as a job: `@app.job(timeout=60, tries=3, backoff=10)`."""
         if fn is not None:
             return self._register(fn, settings)
         return lambda f: self._register(f, settings)
 
-    def _register(self, fn: Callable[..., Any], settings: dict[str, Any]) -> Job:
+    def _register(self, fn: Callable[P, R], settings: dict[str, Any]) -> Job[P, R]:
         try:
             options = JobOptions.of(settings)
         except ConfigError as exc:
@@ -193,7 +200,7 @@ class App:
 
     def periodic(
         self, expression: str, *, tz: str | None = None, catch_up: str = "latest", **settings: Any
-    ) -> Callable[[F], Job]:
+    ) -> Callable[[Callable[P, R]], Job[P, R]]:
         """Register a job that takes no arguments, run on a cron schedule in time zone `tz`
         (IANA name, default UTC): `@app.periodic("*/5 * * * *", tz="Europe/Rome")`. The
         workers dispatch each due time once (see tenure.periodic); after downtime only the
@@ -206,7 +213,7 @@ class App:
         schedule = Schedule.parse(expression, tz)
         check_catch_up(catch_up)
 
-        def register(fn: F) -> Job:
+        def register(fn: Callable[P, R]) -> Job[P, R]:
             if isinstance(fn, Job):  # @app.periodic over @app.job: registered twice
                 raise ConfigError(
                     f"@app.periodic on {fn.name}: @app.periodic registers the job itself; "
@@ -237,7 +244,7 @@ class App:
         if inspect.iscoroutinefunction(fn):
             raise ConfigError("transactional=True is for sync jobs (they run in a child process)")
 
-    def get_definition(self, name: str) -> Job:
+    def get_definition(self, name: str) -> Job[..., Any]:
         try:
             return self.jobs[name]
         except KeyError:
@@ -351,7 +358,7 @@ class App:
 
     def batch_over_ids(
         self,
-        job: Job,
+        job: Job[..., Any],
         lo: int,
         hi: int,
         *,

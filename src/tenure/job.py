@@ -6,7 +6,7 @@ import inspect
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, Generic, ParamSpec, Protocol, TypeVar
 
 from tenure import control, waiting
 from tenure.errors import ConfigError
@@ -148,13 +148,19 @@ class DispatchOptions:
     policy: Policy | None = None
 
 
-class Job:
-    """A function registered with `@app.job(...)`. Calling it runs it here and now."""
+P = ParamSpec("P")
+R = TypeVar("R")
+
+
+class Job(Generic[P, R]):
+    """A function registered with `@app.job(...)`. Calling it runs it here and now. It keeps
+    the function's signature: type checkers and editors check `dispatch(...)`, `sig(...)` and
+    `options(...).dispatch(...)` arguments as they check a call of the function."""
 
     def __init__(
         self,
         app: JobsApp,
-        fn: Callable[..., Any],
+        fn: Callable[P, R],
         *,
         name: str,
         queue: str,
@@ -183,13 +189,13 @@ class Job:
         self.__doc__ = fn.__doc__
         self.__wrapped__ = fn
 
-    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+    def __call__(self, *args: P.args, **kwargs: P.kwargs) -> R:
         return self.fn(*args, **kwargs)
 
     def __repr__(self) -> str:
         return f"<tenure job {self.name!r} queue={self.queue!r}>"
 
-    def sig(self, *args: Any, **kwargs: Any) -> Sig:
+    def sig(self, *args: P.args, **kwargs: P.kwargs) -> Sig:
         return Sig(self.name, args, kwargs)
 
     def keep_over(self, app_keep: Keep) -> Keep:
@@ -222,7 +228,7 @@ class Job:
         at: datetime | None = None,
         tries: int | KeepDefault | None = KEEP,
         timeout: float | None = None,
-    ) -> BoundJob:
+    ) -> BoundJob[P, R]:
         """Options for one dispatch. `conn`: your own database connection (psycopg, or sqlite3
         on the same file), so the job is enqueued in your transaction: rolled back with it,
         visible to workers only after your commit. `keep_*`: this run's retention.
@@ -260,7 +266,7 @@ class Job:
         validate_policy(replace(changed, retry_until=0.0) if self.retry_until else changed)
         return changed
 
-    def dispatch(self, *args: Any, **kwargs: Any) -> JobHandle:
+    def dispatch(self, *args: P.args, **kwargs: P.kwargs) -> JobHandle:
         return self.app.dispatch_sigs([Sig(self.name, args, kwargs)])[0]
 
     def dispatch_many(self, calls: Iterable[Sequence[Any] | Sig]) -> list[JobHandle]:
@@ -268,15 +274,20 @@ class Job:
 
 
 @dataclass(frozen=True)
-class BoundJob:
+class BoundJob(Generic[P, R]):
     """A job with options for one dispatch: `job.options(delay=30, queue="mail")`."""
 
-    job: Job
+    job: Job[P, R]
     opts: DispatchOptions
 
-    def sig(self, *args: Any, **kwargs: Any) -> Sig:
-        return replace(
-            self.job.sig(*args, **kwargs),
+    def sig(self, *args: P.args, **kwargs: P.kwargs) -> Sig:
+        return self._sig(args, kwargs)
+
+    def _sig(self, args: Sequence[Any], kwargs: dict[str, Any]) -> Sig:
+        return Sig(
+            self.job.name,
+            tuple(args),
+            kwargs,
             queue=self.opts.queue,
             delay=self.opts.delay,
             keep=self.opts.keep,
@@ -285,9 +296,9 @@ class BoundJob:
             policy=self.opts.policy,
         )
 
-    def dispatch(self, *args: Any, **kwargs: Any) -> JobHandle:
-        return self.job.app.dispatch_sigs([self.sig(*args, **kwargs)], conn=self.opts.conn)[0]
+    def dispatch(self, *args: P.args, **kwargs: P.kwargs) -> JobHandle:
+        return self.job.app.dispatch_sigs([self._sig(args, kwargs)], conn=self.opts.conn)[0]
 
     def dispatch_many(self, calls: Iterable[Sequence[Any] | Sig]) -> list[JobHandle]:
-        sigs = [c if isinstance(c, Sig) else self.sig(*c) for c in calls]
+        sigs = [c if isinstance(c, Sig) else self._sig(c, {}) for c in calls]
         return self.job.app.dispatch_sigs(sigs, conn=self.opts.conn)

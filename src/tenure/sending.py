@@ -25,12 +25,12 @@ Member = Sig | Chain | Sequence[Sig]  # a batch member: a job, or a chain counte
 class Sender(Protocol):
     max_payload_bytes: int
     keep: Keep
-    jobs: dict[str, Job]
+    jobs: dict[str, Job[..., Any]]
 
     @property
     def store(self) -> Store: ...
 
-    def get_definition(self, name: str) -> Job: ...
+    def get_definition(self, name: str) -> Job[..., Any]: ...
 
 
 def new_id() -> str:
@@ -92,7 +92,7 @@ def dispatch_delay(app: Sender, delay: float, at: float | None, debounce: float 
     return wait if debounce is None else max(wait, debounce)
 
 
-def dispatch_policy(app: Sender, job: Job, chosen: Policy | None = None) -> Policy:
+def dispatch_policy(app: Sender, job: Job[..., Any], chosen: Policy | None = None) -> Policy:
     """The policy stored with one dispatch: the job's (or `chosen`, the dispatch's own tries
     and timeout), with its retry_until deadline fixed now."""
     base = job.policy if chosen is None else chosen

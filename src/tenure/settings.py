@@ -9,6 +9,7 @@ setting is written once, here.
 from __future__ import annotations
 
 import os
+import random
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, fields
 from datetime import datetime, timedelta
@@ -148,7 +149,11 @@ class WorkerOptions:
     variable (`TENURE_WORKER_MAX_JOBS`); a flag given wins over the variable."""
 
     app_spec: str = field(metadata={"help": "MODULE:ATTR of your tenure.App.", "flag": "--app"})
-    queues: tuple[str, ...] = _option(("default",), "Queues in priority order, comma-separated.")
+    queues: tuple[str, ...] = _option(
+        ("default",),
+        "Queues in priority order, comma-separated; high=3,default=1 weighs them instead: "
+        "each fetch tries them in a random order, each first in that proportion.",
+    )
     concurrency: int = _option(1, "Attempts run at once.")
     lease: float = _option(30.0, "Lease in seconds; renewed every lease/3.")
     grace: float = _option(8.0, "On SIGTERM, seconds running jobs get before being handed back.")
@@ -167,6 +172,19 @@ class WorkerOptions:
     metrics_host: str = _option(
         "127.0.0.1", "Address for --metrics-port; 0.0.0.0 inside a container."
     )
+
+    # from --queues high=3,default=1 (queues then holds the names alone); () for strict order
+    weights: tuple[int, ...] = field(default=(), metadata={"help": "", "internal": True})
+
+    def __post_init__(self) -> None:
+        names, weights = split_weights(self.queues)
+        object.__setattr__(self, "queues", names)
+        if weights:
+            object.__setattr__(self, "weights", weights)
+
+    def queue_order(self, rng: random.Random) -> tuple[str, ...]:
+        """The queues in the order one fetch tries them (see weighted_order)."""
+        return weighted_order(self.queues, self.weights, rng)
 
     def problems(self) -> list[str]:
         out = []
@@ -198,6 +216,8 @@ class WorkerOptions:
         env = os.environ if environ is None else environ
         values: dict[str, Any] = {}
         for f in fields(cls):
+            if f.metadata.get("internal"):
+                continue
             text = env.get(worker_env_name(f.name))
             if f.name == "app_spec" or text is None or f.name in given:
                 continue
@@ -216,6 +236,46 @@ def worker_env_name(name: str) -> str:
 
 def split_queues(text: str) -> tuple[str, ...]:
     return tuple(q.strip() for q in text.split(","))
+
+
+def split_weights(entries: tuple[str, ...]) -> tuple[tuple[str, ...], tuple[int, ...]]:
+    """("high=3", "default=1") -> (("high", "default"), (3, 1)); names alone -> (names, ())
+    for strict order. A queue given without a weight among weighted ones weighs 1."""
+    if not any("=" in e for e in entries):
+        return entries, ()
+    names, weights = [], []
+    for entry in entries:
+        name, _, weight = entry.partition("=")
+        text = weight.strip() if "=" in entry else "1"
+        if not text.isdigit() or int(text) < 1:
+            raise ConfigError(
+                f"--queues: expected NAME or NAME=WEIGHT (a whole number >= 1), got {entry!r}"
+            )
+        names.append(name.strip())
+        weights.append(int(text))
+    return tuple(names), tuple(weights)
+
+
+def weighted_order(
+    queues: tuple[str, ...], weights: tuple[int, ...], rng: random.Random
+) -> tuple[str, ...]:
+    """The order one fetch tries the queues in: as given without weights (strict priority);
+    with weights, drawn without replacement in proportion to them, so that over many fetches
+    each queue is tried first in its share (Sidekiq's weighted queues): a busy `high` cannot
+    starve `default`, and a queue with nothing ready costs only its turn."""
+    if not weights:
+        return queues
+    left = list(zip(queues, weights, strict=True))
+    order = []
+    while left:
+        pick = rng.uniform(0, sum(w for _, w in left))
+        for i, (name, weight) in enumerate(left):
+            pick -= weight
+            if pick <= 0 or i == len(left) - 1:
+                order.append(name)
+                del left[i]
+                break
+    return tuple(order)
 
 
 _PARSERS: dict[str, Callable[[str], Any]] = {

@@ -107,7 +107,7 @@ def freeze(app: App, at: float | None = None) -> FrozenClock:
     return clock
 
 
-def dispatched(app: JobsApp, job: Job) -> list[payload.Arguments]:
+def dispatched(app: JobsApp, job: Job[..., Any]) -> list[payload.Arguments]:
     return [
         payload.decode(r.payload)
         for r in app.store.list_jobs(limit=1_000_000)
@@ -116,7 +116,7 @@ def dispatched(app: JobsApp, job: Job) -> list[payload.Arguments]:
 
 
 def assert_dispatched(
-    job: Job,
+    job: Job[..., Any],
     *,
     args: tuple[Any, ...] | None = None,
     kwargs: dict[str, Any] | None = None,
@@ -138,7 +138,7 @@ def assert_dispatched(
 
 
 def assert_not_dispatched(
-    job: Job, *, args: tuple[Any, ...] | None = None, kwargs: dict[str, Any] | None = None
+    job: Job[..., Any], *, args: tuple[Any, ...] | None = None, kwargs: dict[str, Any] | None = None
 ) -> None:
     matching = [c for c in dispatched(job.app, job) if _matches(c, args, kwargs)]
     if matching:

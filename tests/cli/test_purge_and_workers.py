@@ -4,6 +4,7 @@ workers` (Sidekiq's Busy page), on a real SQLite store and through the CLI."""
 from __future__ import annotations
 
 import os
+import sqlite3
 import subprocess
 import sys
 from pathlib import Path
@@ -92,6 +93,10 @@ def test_workers_lists_live_stopped_and_silent_workers(tmp_path: Path) -> None:
     register("w-gone01", 102)
     stopped = WorkerRecord("w-gone01", "host-a", 102, ("default",), 1, 0.0, 0.0, stopped_at=0.0)
     app.store.heartbeat(worker=stopped)
+    register("w-dead001", 103)  # killed with -9: never stopped, silent for two hours
+    with sqlite3.connect(tmp_path / "q.db") as db:
+        back = "UPDATE tenure_workers SET last_seen_at = last_seen_at - 7200 WHERE id = ?"
+        db.execute(back, ("w-dead001",))
     url = app.url
     app.close()
     shown = run_cli("workers", "--url", url, cwd=tmp_path)
@@ -100,5 +105,8 @@ def test_workers_lists_live_stopped_and_silent_workers(tmp_path: Path) -> None:
     assert rows["w-live01"][:6] == ["w-live01", "live", "host-a", "101", "default,mail", "1/4"]
     assert rows["w-gone01"][1] == "stopped"
     assert max(len(line) for line in shown.stdout.splitlines()) <= 80
+    assert "w-dead001" not in shown.stdout and "1 older stopped or silent" in shown.stdout
+    every = run_cli("workers", "--all", "--url", url, cwd=tmp_path)
+    assert "w-dead001" in every.stdout and "silent" in every.stdout
     nothing = run_cli("workers", "--url", f"sqlite:///{tmp_path / 'none.db'}", cwd=tmp_path)
     assert nothing.returncode == 2 and "no SQLite store at" in nothing.stderr

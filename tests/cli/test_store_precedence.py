@@ -102,10 +102,13 @@ def test_the_worker_and_its_children_use_the_winning_store(
     burst = ("worker", "--app", "precjobs:app", "--burst")
     by_env = run_cli(*burst, cwd=tmp_path, env={URL_ENV: stores["env"]})
     assert by_env.returncode == 0, by_env.stderr
-    assert f"store: {stores['env']} (from $TENURE_URL, which wins" in by_env.stderr
+    # the worker's first log line names the store and the setting that chose it
+    assert f"using the store {stores['env']}" in by_env.stderr
+    assert "(from $TENURE_URL, which wins over the App's URL)" in by_env.stderr
     by_flag = run_cli(*burst, "--url", stores["flag"], cwd=tmp_path, env={URL_ENV: stores["env"]})
     assert by_flag.returncode == 0, by_flag.stderr
-    assert f"store: {stores['flag']} (from --url)" in by_flag.stderr
+    assert f"using the store {stores['flag']}" in by_flag.stderr
+    assert "(from --url)" in by_flag.stderr
     for name, state in (("app", "queued"), ("env", "succeeded"), ("flag", "succeeded")):
         app = tenure.App()
         app.use_url(stores[name], "this test")

@@ -14,7 +14,7 @@ import pytest
 from tenure import App, payload
 from tenure.job import Job
 from tenure.stores.records import WorkerRef
-from tenure.testing import drain
+from tenure.testing import drain, freeze
 from tenure.worker.execute import definition, execute
 
 from e2e.helpers import SRC
@@ -114,18 +114,25 @@ def test_an_attempt_without_the_key_hands_the_job_back_and_the_key_runs_it(
     job = definition(app, res, "this test")
     assert isinstance(job, Job)
     ended = execute(app, res, job)
-    assert ended.outcome == "interrupted" and not ended.permanent
+    assert ended.outcome == "deferred" and not ended.permanent and ended.snooze == 30
     assert "TENURE_ENCRYPTION_KEY" in (ended.error or "")
     assert "corrupt" not in (ended.error or "")
+    clock = freeze(app)
     app.store.end_attempt(
-        job_id=res.job_id, token=res.token, outcome=ended.outcome, error=ended.error
+        job_id=res.job_id,
+        token=res.token,
+        outcome=ended.outcome,
+        error=ended.error,
+        snooze=ended.snooze,
     )
     record = app.get_job(handle.id)
-    assert record.state == "queued"  # handed back, not failed, though tries=1
-    assert [a.outcome for a in record.attempts] == ["interrupted"]
+    # handed back, not failed though tries=1, and not due at once: this worker would spin
+    assert record.state == "scheduled" and record.tries_used == 0
+    assert [a.outcome for a in record.attempts] == ["deferred"]
     monkeypatch.setenv(payload.ENCRYPTION_KEY_ENV, key)
+    clock.advance(31)
     drain(app)
     record = app.get_job(handle.id)
     assert record.state == "succeeded" and record.result == "4242"
-    assert [a.outcome for a in record.attempts] == ["interrupted", "succeeded"]
+    assert [a.outcome for a in record.attempts] == ["deferred", "succeeded"]
     app.close()

@@ -59,6 +59,22 @@ def test_queues_are_served_in_the_given_order(project: Project) -> None:
     assert set(order[5:]) == {h.id for h in low}
 
 
+def test_weighted_queues_serve_default_while_high_is_busy(project: Project) -> None:
+    high = project.jobs.urgent.dispatch_many([(i,) for i in range(40)])
+    low = project.jobs.noop.dispatch_many([(i,) for i in range(40)])
+    worker = project.worker("--queues", "high=3,default=1", "--burst")
+    assert worker.wait(120) == 0
+    order = [line[0] for line in project.ledger.lines()]
+    low_ids = {h.id for h in low}
+    assert len(order) == 80 and set(order) == low_ids | {h.id for h in high}
+    # strict order would run all 40 high jobs first; 3:1 weights leave default ~1 in 4 turns
+    # (none among the first 40: a chance of 0.75**40, about 1e-5)
+    assert any(job_id in low_ids for job_id in order[:40])
+    bad = project.worker("--queues", "high=0,default")
+    assert bad.wait(60) == 2
+    assert "expected NAME or NAME=WEIGHT" in bad.log()
+
+
 def test_max_jobs_exits_after_that_many(project: Project) -> None:
     project.jobs.noop.dispatch_many([(i,) for i in range(5)])
     worker = project.worker("--max-jobs", "3")

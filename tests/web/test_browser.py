@@ -226,6 +226,7 @@ def test_every_page_at_desktop_and_phone_width(
         "batch": f"/batches/{batch.id}",
         "job": f"/jobs/{crashed}",
         "failed": "/failed",
+        "jobs": "/jobs",
         "retention": "/retention",
         "doctor": "/doctor",
     }

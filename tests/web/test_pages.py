@@ -120,7 +120,8 @@ def test_overview_has_a_row_per_queue_and_totals_that_are_their_sum(
     assert data["counts"] == project.app.counts()
     assert data["counts"]["queued"] == sum(r["waiting"] for r in data["queues"])
     html = client.get("/").text
-    assert all(f'<th scope="row">{name}</th>' in html for name in rows)
+    linked = '<th scope="row"><a href="/jobs?queue={0}">{0}</a></th>'
+    assert all(linked.format(name) in html for name in rows)  # each links to its jobs
 
 
 def test_job_page_draws_a_crashed_then_succeeded_attempt_as_two_bars(
@@ -317,3 +318,46 @@ def test_the_job_page_and_its_json_name_an_attempts_cause(
         "oom_kill",
         "killed by the kernel's OOM killer",
     )
+
+
+def test_overview_leaves_out_a_worker_silent_for_over_an_hour(
+    project: WebProject, client: TestClient
+) -> None:
+    """A worker killed with -9 never writes its stop: after an hour of silence it leaves the
+    overview (and `tenure workers` without --all) instead of staying there for ever."""
+    import sqlite3
+
+    from tenure.stores.records import WorkerRecord
+    from tenure.stores.sqlite import sqlite_path
+
+    for worker_id in ("w-fresh1", "w-killed"):
+        record = WorkerRecord(worker_id, "h", 1, ("default",), 1, 0.0, 0.0)
+        project.app.store.heartbeat(worker=record)
+    with sqlite3.connect(sqlite_path(project.app.url)) as db:  # its last beat, 2 hours ago
+        db.execute(
+            "UPDATE tenure_workers SET last_seen_at = last_seen_at - 7200 WHERE id = 'w-killed'"
+        )
+    assert [w["id"] for w in client.get("/api/overview").json()["workers"]] == ["w-fresh1"]
+
+
+def test_the_json_api_has_the_page_actions(project: WebProject, client: TestClient) -> None:
+    """Cancel a job, pause, resume and purge a queue: what the HTML pages do, over JSON."""
+    queued = project.jobs.tick.options(queue="mail").dispatch(1).id
+    other = project.jobs.tick.options(queue="mail").dispatch(2).id
+    cancelled = client.post(f"/api/jobs/{queued}/cancel", json={})
+    assert cancelled.status_code == 200 and cancelled.json()["state"] == "cancelled"
+    again = client.post(f"/api/jobs/{queued}/cancel", json={})
+    assert again.status_code == 409 and "cancelled already" in again.json()["reason"]
+    assert client.post("/api/jobs/nosuchjob/cancel", json={}).status_code == 404
+    assert client.post("/api/queues/mail/pause", json={}).json() == {
+        "queue": "mail",
+        "paused": True,
+    }
+    rows = {r["name"]: r for r in client.get("/api/overview").json()["queues"]}
+    assert rows["mail"]["paused"] is True
+    assert client.post("/api/queues/mail/resume", json={}).json()["paused"] is False
+    purged = client.post("/api/queues/mail/purge", json={}).json()
+    assert purged == {"queue": "mail", "purged": True, "cancelled": 1}
+    assert project.app.get_job(other).state == "cancelled"
+    assert client.post("/api/queues/mail/explode", json={}).status_code == 404
+    assert client.post("/api/queues/mail/pause").status_code == 415  # not JSON: refused

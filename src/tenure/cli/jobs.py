@@ -69,7 +69,7 @@ def jobs_list(
     """List jobs, newest first, and the counts per state."""
     the_app = open_app(app, url)
     columns = [ID, JOB, QUEUE, Column("state"), Column("tries", drop=3)]
-    columns += [Column("dispatched", drop=1), Column("last error", "fold", floor=14)]
+    columns += [Column("dispatched", drop=1), Column("last error", "fold", floor=12)]
     rows = [
         [
             job.id,

@@ -10,7 +10,7 @@ from typing import Annotated, Any, get_type_hints
 
 import typer
 
-from tenure.cli.common import AppOption, UrlOption, fail, open_app, out, say, say_store, warn
+from tenure.cli.common import AppOption, UrlOption, fail, open_app, out, say, warn
 from tenure.errors import ConfigError
 from tenure.logs import setup_logging
 from tenure.settings import WorkerOptions, split_queues, worker_env_name, worker_flag
@@ -23,6 +23,8 @@ def worker_command() -> Callable[..., None]:
     hints = get_type_hints(WorkerOptions)
     params = []
     for f in fields(WorkerOptions):
+        if f.metadata.get("internal"):  # derived from another option (weights: --queues)
+            continue
         kind: Any = hints[f.name]
         default: Any = f.default
         if f.name == "queues":  # a tuple in the options, "a,b" on the command line
@@ -80,7 +82,6 @@ def run_worker(options: WorkerOptions, url: str | None = None) -> None:
         the_app = load_app(options.app_spec)
         if url:
             the_app.use_url(url, "--url")
-        say_store(the_app, options.app_spec)
         code = Worker(the_app, options).run()
     except ConfigError as exc:
         fail(str(exc))

@@ -1,4 +1,4 @@
-"""`tenure queues` (how long each queue's jobs wait) and `tenure queue pause|resume NAME`."""
+"""`tenure queues` (how long each queue's jobs wait) and `tenure queue pause|resume|purge NAME`."""
 
 from __future__ import annotations
 
@@ -13,7 +13,8 @@ from tenure.cli.tables import Column, print_table
 from tenure.control import QueueWait
 
 queue_cli = typer.Typer(
-    help="Pause or resume a queue: workers on every host stop or start reserving from it.",
+    help="Pause or resume a queue (workers on every host stop or start reserving from it), "
+    "or purge what waits in it.",
     no_args_is_help=True,
 )
 

@@ -12,22 +12,16 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 from rich import box
 from rich.cells import cell_len
 from rich.console import Console
-from rich.progress import (
-    BarColumn,
-    MofNCompleteColumn,
-    ProgressColumn,
-    TaskProgressColumn,
-    TextColumn,
-    TimeElapsedColumn,
-    TimeRemainingColumn,
-)
 from rich.table import Table
 from rich.text import Text
+
+if TYPE_CHECKING:
+    from rich.progress import ProgressColumn
 
 Kind = Literal["whole", "cut", "fold"]
 COMFORT = 24  # a shortened column's width before the others get more room
@@ -160,6 +154,17 @@ def bar_columns(width: int, name: str, total: int) -> tuple[str, list[ProgressCo
     """A batch's progress bar for a terminal `width` wide: the name as shown, and the
     columns. The name is plain text (a batch named "[bold]x" prints those brackets) cut to
     fit; the bar takes the room the counts leave, so "93/93" is never cut."""
+    # imported here, not with the module: every command (the worker's start included)
+    # imports the tables, and only `batch watch` draws a bar
+    from rich.progress import (
+        BarColumn,
+        MofNCompleteColumn,
+        TaskProgressColumn,
+        TextColumn,
+        TimeElapsedColumn,
+        TimeRemainingColumn,
+    )
+
     counts = len(f"{total}/{total}")
     # "100%", the counts, "9,999.9 jobs/s", two clocks, the longest state, and the spaces
     fixed = 4 + counts + 14 + 8 + 8 + 9 + 7

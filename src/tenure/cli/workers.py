@@ -8,12 +8,12 @@ from typing import Annotated
 
 import typer
 
-from tenure.app import WORKER_SILENT_AFTER_S
+from tenure.app import WORKER_GONE_AFTER_S, WORKER_SILENT_AFTER_S
 from tenure.cli.common import AppOption, UrlOption, err, open_app, out, say
 from tenure.cli.tables import Column, print_table
 from tenure.stores.records import WorkerRecord, clock_text
 
-RECENT_S = 3600.0  # stopped or silent workers shown by default: those of the last hour
+RECENT_S = WORKER_GONE_AFTER_S  # stopped or silent workers shown by default: those of the last hour
 
 
 def status(w: WorkerRecord, now: float) -> str:

@@ -15,7 +15,7 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from tenure import __version__
-from tenure.errors import ConfigError
+from tenure.errors import CancelRefused, ConfigError, JobNotFound
 from tenure.web import views
 from tenure.web.retention_page import retention_view, view_json
 from tenure.web.security import CSRF_HEADER, csrf_ok
@@ -35,6 +35,8 @@ def api_routes() -> list[Route]:
         Route("/api/jobs/{job_id}", api_job),
         Route("/api/jobs/{job_id}/retry", api_retry, methods=["POST"]),
         Route("/api/jobs/{job_id}/forget", api_forget, methods=["POST"]),
+        Route("/api/jobs/{job_id}/cancel", api_cancel, methods=["POST"]),
+        Route("/api/queues/{name}/{action}", api_queue_action, methods=["POST"]),
         Route("/api/failed", api_failed),
         Route("/api/failed/retry-all", api_retry_all, methods=["POST"]),
         Route("/api/periodic", api_periodic),
@@ -149,6 +151,48 @@ async def api_forget(request: Request) -> Response:
     job_id = request.path_params["job_id"]
     done = await run_in_threadpool(dashboard(request).app.forget, job_id)
     return JSONResponse({"id": job_id, "forgotten": done}, status_code=200 if done else 409)
+
+
+async def api_cancel(request: Request) -> Response:
+    """The job page's Cancel: queued, it never runs; running, its worker stops it."""
+    refused = action_refused(request)
+    if refused is not None:
+        return refused
+    job_id = request.path_params["job_id"]
+    try:
+        done = await run_in_threadpool(dashboard(request).app.cancel, job_id)
+    except JobNotFound:
+        return missing("job", job_id)
+    except CancelRefused as exc:
+        return JSONResponse({"id": job_id, "cancelled": False, "reason": str(exc)}, 409)
+    return JSONResponse(
+        {"id": job_id, "cancelled": True, "state": done.state, "message": done.message}
+    )
+
+
+QUEUE_ACTIONS = ("pause", "resume", "purge")
+
+
+async def api_queue_action(request: Request) -> Response:
+    """The overview's Pause / Resume per queue, and purge (`tenure queue purge`)."""
+    refused = action_refused(request)
+    if refused is not None:
+        return refused
+    name, action = request.path_params["name"], request.path_params["action"]
+    if action not in QUEUE_ACTIONS:
+        return JSONResponse(
+            {"error": f"expected one of {', '.join(QUEUE_ACTIONS)}, got {action!r}"}, 404
+        )
+    app = dashboard(request).app
+    try:
+        if action == "purge":
+            cancelled = await run_in_threadpool(app.purge, name)
+            return JSONResponse({"queue": name, "purged": True, "cancelled": cancelled})
+        call = app.pause_queue if action == "pause" else app.resume_queue
+        await run_in_threadpool(call, name)
+    except ConfigError as exc:
+        return JSONResponse({"error": str(exc)}, status_code=400)
+    return JSONResponse({"queue": name, "paused": action == "pause"})
 
 
 async def api_retry_all(request: Request) -> Response:
@@ -426,6 +470,14 @@ OPENAPI: dict[str, Any] = {
         ),
         "/api/jobs/{job_id}/forget": _post(
             "Delete a finished job and its attempts", _path("job_id")
+        ),
+        "/api/jobs/{job_id}/cancel": _post(
+            "Cancel a job: queued, it never runs; running, its worker stops it", _path("job_id")
+        ),
+        "/api/queues/{name}/{action}": _post(
+            "pause or resume a queue (every worker, every host), or purge it (cancel what waits)",
+            _path("name"),
+            _path("action"),
         ),
         "/api/failed": _get("Failed jobs, newest first", "Jobs", _query("limit", "integer")),
         "/api/failed/retry-all": _post("Retry every failed job"),

@@ -10,7 +10,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
-from urllib.parse import parse_qs, urlencode
+from urllib.parse import parse_qs, quote, urlencode
 
 import jinja2
 from starlette.applications import Starlette
@@ -24,10 +24,12 @@ from starlette.staticfiles import StaticFiles
 from tenure import describe
 from tenure.app import App
 from tenure.errors import CancelRefused, ConfigError
+from tenure.states import JOB_STATES
 from tenure.urls import redact
 from tenure.web import views
 from tenure.web.api import api_routes
 from tenure.web.doctor_page import DoctorRunner
+from tenure.web.jobs_page import JobFilters, JobList, job_list
 from tenure.web.retention_page import keep_text, retention_view
 from tenure.web.security import (
     CSRF_COOKIE,
@@ -99,6 +101,7 @@ def create_app(
         Route("/batches", batches_page, name="batches"),
         Route("/batches/{batch_id}", batch_page, name="batch"),
         Route("/batches/{batch_id}/cancel", cancel_batch, methods=["POST"]),
+        Route("/jobs", jobs_page, name="jobs"),
         Route("/jobs/{job_id}", job_page, name="job"),
         Route("/jobs/{job_id}/retry", retry_job, methods=["POST"]),
         Route("/jobs/{job_id}/forget", forget_job, methods=["POST"]),
@@ -238,6 +241,24 @@ def failed_page(request: Request) -> Response:
         "failed.html",
         {"jobs": jobs, "count": count, "limit": FAILED_PAGE_LIMIT, "active": False},
     )
+
+
+def jobs_page(request: Request) -> Response:
+    app = dashboard(request).app
+    wanted = request.query_params.get("id", "").strip()
+    if wanted and app.find_job(wanted) is not None:
+        return RedirectResponse(f"/jobs/{quote(wanted, safe='')}", status_code=303)
+    filters, problem = JobFilters.of(request.query_params)
+    listing = JobList([], 0, False) if wanted else job_list(app, filters)
+    context = {
+        "filters": filters,
+        "problem": problem,
+        "listing": listing,
+        "wanted_id": wanted,
+        "queues": sorted(w.queue for w in app.queue_waits()),
+        "states": JOB_STATES,
+    }
+    return render(request, "jobs.html", context, status_code=400 if problem else 200)
 
 
 def periodic_page(request: Request) -> Response:

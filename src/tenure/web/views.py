@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from tenure import causes, payload
-from tenure.app import App
+from tenure.app import WORKER_GONE_AFTER_S, App
 from tenure.describe import (
     OUTCOME_WORDS,
     ChainStop,
@@ -117,7 +117,11 @@ def overview(app: App, meter: RateMeter) -> Overview:
                 on_keys=c.waiting,
             )
         )
-    workers = [worker_row(w, now) for w in app.workers() if w.stopped_at is None]
+    workers = [
+        worker_row(w, now)
+        for w in app.workers()
+        if w.stopped_at is None and now - w.last_seen_at < WORKER_GONE_AFTER_S
+    ]
     active = counts.get("running", 0) > 0 or counts.get("queued", 0) > 0
     return Overview(now, counts, queues, workers, active)
 

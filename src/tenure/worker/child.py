@@ -20,6 +20,7 @@ import ctypes
 import json
 import logging
 import os
+import random
 import signal
 import sys
 import threading
@@ -29,6 +30,7 @@ from typing import IO, Any
 
 from tenure.errors import CancelRequested, JobTimeout
 from tenure.logs import log_end, setup_logging
+from tenure.settings import weighted_order
 from tenure.stores.records import EndResult, Reservation, WorkerRef
 from tenure.worker import messages
 from tenure.worker.cancel_mark import CancelMark
@@ -131,12 +133,15 @@ class Child:
             self.app.use_url(config["url"], config["url_source"])
         self.outbox = outbox
         self.ref = WorkerRef(id=config["worker"], host=config["host"], pid=config["parent"])
-        self.queues: list[str] = config["queues"]
+        self.queues: tuple[str, ...] = tuple(config["queues"])
+        self.weights: tuple[int, ...] = tuple(config["weights"])
+        self.rng = random.Random()
         self.memory_mb: float | None = config["memory_mb"]
         self.where = f"{config['app']} on worker {self.ref.id}"
         self.pulse = Pulse.attach(config["pulse_fd"])
         _State.mark = CancelMark.attach(config["cancel_fd"])
         self.store = self.app.store
+        self.app.hooks.run_child_start()  # @app.on_child_start: once, before any attempt
         self.lease: float = config["lease"]
         self.recorder = Recorder(
             self.store,
@@ -206,7 +211,7 @@ class Child:
             return self.store.end_attempt(
                 job_id=res.job_id,
                 token=res.token,
-                queues=self.queues,
+                queues=weighted_order(self.queues, self.weights, self.rng),
                 worker=self.ref,
                 lease=self.lease,
                 result=ended.result,

@@ -25,6 +25,7 @@ from tenure.errors import (
     PayloadError,
     Snooze,
 )
+from tenure.hooks import Hooks
 from tenure.job import Job
 from tenure.results import ResultError
 from tenure.stores.records import EndResult, Reservation
@@ -74,9 +75,9 @@ def attempt_span(ctx: JobContext, carrier: dict[str, str] | None) -> tracing.Att
     return tracing.attempt_started(ctx, carrier)
 
 
-def definition(app: Any, res: Reservation, where: str) -> Job | Ended:
+def definition(app: Any, res: Reservation, where: str) -> Job[..., Any] | Ended:
     """The job's definition, or the permanent failure of a job no code here defines."""
-    job: Job | None = app.jobs.get(res.name)
+    job: Job[..., Any] | None = app.jobs.get(res.name)
     if job is None:
         return Ended(
             "failed",
@@ -90,7 +91,7 @@ def definition(app: Any, res: Reservation, where: str) -> Job | Ended:
 def context(
     app: Any,
     res: Reservation,
-    job: Job,
+    job: Job[..., Any],
     lease_ok: Callable[[], bool],
     cancelled: Callable[[], bool] = lambda: False,
 ) -> JobContext:
@@ -108,16 +109,23 @@ def context(
     )
 
 
+# how long a job whose payload this worker cannot decrypt waits before it is due again
+UNREADABLE_HAND_BACK_S = 30.0
+
+
 def arguments_of(res: Reservation, app: Any = None) -> payload.Arguments | Ended:
     try:
         arguments = payload.decode(res.payload)
     except DecryptionUnavailable as exc:
         # The payload is sound; this process cannot open it (no key, no package). Failing
         # it would blame the payload, and `failed retry` with the key runs it fine: hand it
-        # back, no try used, for a worker that has what it takes.
+        # back, no try used, due again a little later (at once, this worker would take it
+        # again and again) for a worker that has what it takes.
         return Ended(
-            "interrupted",
-            f"this worker cannot decrypt the payload of job {res.name!r}: {exc}; handed back",
+            "deferred",
+            f"this worker cannot decrypt the payload of job {res.name!r}: {exc}; handed back, "
+            f"due again in {UNREADABLE_HAND_BACK_S:g} s",
+            snooze=UNREADABLE_HAND_BACK_S,
         )
     except PayloadError as exc:
         return Ended("failed", f"corrupt payload: {exc}", permanent=True)
@@ -148,7 +156,7 @@ def passed_result(app: Any, job_id: str, arguments: payload.Arguments) -> payloa
 def execute(
     app: Any,
     res: Reservation,
-    job: Job,
+    job: Job[..., Any],
     *,
     lease_ok: Callable[[], bool] = lambda: True,
     cancelled: Callable[[], bool] = lambda: False,
@@ -171,9 +179,11 @@ def execute(
     try:
         try:
             running(True)
-            value = job.fn(*arguments.args, **arguments.kwargs)
-            if run is not None and asyncio.iscoroutine(value):
-                value = run(value)
+            value = None  # what a hook that swallowed the job's error leaves
+            with hooks_of(app).around(ctx):
+                value = job.fn(*arguments.args, **arguments.kwargs)
+                if run is not None and asyncio.iscoroutine(value):
+                    value = run(value)
         finally:
             # a soft timeout landing here, after the job returned, is still the job's
             running(False)
@@ -209,7 +219,7 @@ def execute(
     return ended
 
 
-def stored_result(app: Any, job: Job, value: Any) -> str | Ended | None:
+def stored_result(app: Any, job: Job[..., Any], value: Any) -> str | Ended | None:
     """The text to store for a return value, or the attempt's failure when it cannot be
     stored (not JSON, over the size limit): permanent, since running the job again would
     only return it again, and a cut value is never stored."""
@@ -225,6 +235,15 @@ def stored_result(app: Any, job: Job, value: Any) -> str | Ended | None:
 
 def succeeded(result: str | None) -> Ended:
     return SUCCEEDED if result is None else Ended("succeeded", result=result)
+
+
+NO_HOOKS = Hooks()
+
+
+def hooks_of(app: Any) -> Hooks:
+    """The app's hooks (an app-like object without them: none)."""
+    found = getattr(app, "hooks", None)
+    return found if isinstance(found, Hooks) else NO_HOOKS
 
 
 def raised(exc: BaseException) -> Ended:
@@ -291,7 +310,7 @@ class _JobRaisedTimeout(Exception):
 
 
 async def run_coroutine(
-    job: Job, arguments: payload.Arguments, ctx: JobContext, res: Reservation
+    job: Job[..., Any], arguments: payload.Arguments, ctx: JobContext, res: Reservation
 ) -> Ended:
     """Run an async job under its timeout, inside the task, and say how it ended."""
     timeout = res.policy.timeout
@@ -303,7 +322,9 @@ async def run_coroutine(
     try:
         async with asyncio.timeout(timeout) as scope:
             try:
-                value = await job.fn(*arguments.args, **arguments.kwargs)
+                value = None  # what a hook that swallowed the job's error leaves
+                with hooks_of(ctx._app).around(ctx):
+                    value = await job.fn(*arguments.args, **arguments.kwargs)
             except TimeoutError:
                 if scope.expired():
                     raise

@@ -431,7 +431,7 @@ class Slot:
             )
         return None
 
-    def _run_async(self, res: Reservation, job: Job) -> Reservation | None:
+    def _run_async(self, res: Reservation, job: Job[..., Any]) -> Reservation | None:
         started = time.monotonic()
         arguments = arguments_of(res, self.worker.app)
         if isinstance(arguments, Ended):

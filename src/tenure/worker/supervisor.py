@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
+import random
 import secrets
 import signal
 import socket
@@ -69,6 +70,7 @@ class Worker:
         self._recorder_made: Recorder | None = None
         self._store: Store | None = None
         self.pulse = Pulse.create()
+        self._rng = random.Random()  # the weighted queue order of each fetch
 
     @property
     def store(self) -> Store:
@@ -222,7 +224,10 @@ class Worker:
             reserved_at = time.monotonic()
             try:
                 jobs = self.store.reserve(
-                    queues=opts.queues, worker=self.ref, lease=opts.lease, limit=free
+                    queues=opts.queue_order(self._rng),
+                    worker=self.ref,
+                    lease=opts.lease,
+                    limit=free,
                 )
                 failures = 0
             except REFUSALS as exc:
@@ -322,6 +327,7 @@ class Worker:
             "worker": self.ref.id,
             "host": self.ref.host,
             "queues": list(self.options.queues),
+            "weights": list(self.options.weights),
             "lease": self.options.lease,
             "memory_mb": self.options.memory_mb,
             "pulse_fd": self.pulse.fd,
@@ -363,7 +369,8 @@ class Worker:
         following: Reservation | None = None
         recorder = self._recorder()
         if ended.to_record and chain and self._take_start():
-            result, following = recorder.succeed_and_claim(res, ended, self.options.queues)
+            order = self.options.queue_order(self._rng)
+            result, following = recorder.succeed_and_claim(res, ended, order)
             if following is None:
                 self._give_back_start()
         else:

@@ -1,0 +1,47 @@
+"""The dashboard's job list: filters by queue, state, name and time, search by id, queue
+names that link to their jobs, stored text escaped; through Starlette's TestClient on a real
+SQLite store."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+from starlette.testclient import TestClient
+
+from tenure.web import create_app
+from web.helpers import WebProject
+
+
+@pytest.fixture
+def client(project: WebProject) -> Iterator[TestClient]:
+    web = create_app(project.app, app_spec=project.spec, project_root=str(project.dir))
+    with TestClient(web, base_url="http://127.0.0.1:8000", client=("127.0.0.1", 50000)) as c:
+        yield c
+
+
+def test_the_job_list_filters_and_searches(project: WebProject, client: TestClient) -> None:
+    mail = [project.jobs.tick.options(queue="mail").dispatch(i).id for i in range(3)]
+    report = project.jobs.tick.options(queue="reports", delay=600).dispatch(9).id
+    page = client.get("/jobs")
+    assert page.status_code == 200 and all(i in page.text for i in [*mail, report])
+    by_queue = client.get("/jobs", params={"queue": "mail"}).text
+    assert all(i in by_queue for i in mail) and report not in by_queue
+    by_state = client.get("/jobs", params={"state": "scheduled"}).text
+    assert report in by_state and mail[0] not in by_state
+    assert report not in client.get("/jobs", params={"name": "nosuch"}).text
+    assert mail[0] in client.get("/jobs", params={"name": "TICK", "since": "1h"}).text
+    found = client.get("/jobs", params={"id": mail[1]}, follow_redirects=False)
+    assert found.status_code == 303 and found.headers["location"] == f"/jobs/{mail[1]}"
+    missing = client.get("/jobs", params={"id": "nosuchid"})
+    assert missing.status_code == 200 and "No job with id nosuchid." in missing.text
+    bad = client.get("/jobs", params={"state": "exploded"})
+    assert bad.status_code == 400 and "state: expected one of queued" in bad.text
+    overview = client.get("/").text
+    assert '<a href="/jobs?queue=mail">mail</a>' in overview  # queue names link to their jobs
+
+
+def test_the_job_list_prints_stored_text_as_text(project: WebProject, client: TestClient) -> None:
+    project.jobs.tick.options(queue="<b>q</b>").dispatch(1)
+    page = client.get("/jobs").text
+    assert "&lt;b&gt;q&lt;/b&gt;" in page and "<b>q</b>" not in page
