@@ -9,7 +9,7 @@ from typing import Literal
 # request: a web entry point; command: a console command; migration; job: a queued job.
 Kind = Literal["request", "command", "migration", "job"]
 # What one iteration (or one call) does that costs time against the 5-second budget.
-Effect = Literal["write", "mail", "http", "file", "dispatch", "method"]
+Effect = Literal["write", "mail", "http", "file", "dispatch", "method", "query"]
 
 
 # Method names that say the call does work per row even when the doctor cannot read its body

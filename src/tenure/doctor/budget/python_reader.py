@@ -86,7 +86,9 @@ def _migration_functions(module: Module) -> list[tuple[FunctionNode, str]]:
     if "/migrations/" in f"/{rel}":
         for node in module.nodes():
             if isinstance(node, ast.Call) and call_name(node) == "RunPython":
-                for arg in node.args[:2]:
+                given = node.args[:2] + [k.value for k in node.keywords
+                                         if k.arg in ("code", "reverse_code")]  # fmt: skip
+                for arg in given:
                     fn = module.functions.get(arg.id) if isinstance(arg, ast.Name) else None
                     if fn is not None:
                         out.append((fn, "Django RunPython"))
