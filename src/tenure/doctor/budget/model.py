@@ -16,7 +16,8 @@ Effect = Literal["write", "mail", "http", "file", "dispatch", "method", "query"]
 # (it lives in a package, or does it through a library the doctor does not know).
 COSTLY_VERBS = ("export", "import", "sync", "send", "process", "generate", "notify", "upload",
                 "download", "charge", "refund", "recalculate", "rebuild", "archive", "publish",
-                "reindex", "backfill", "migrate", "transcode", "resize", "push_to")  # fmt: skip
+                "reindex", "backfill", "migrate", "transcode", "resize", "push_to", "update",
+                "delete", "attach", "detach", "recompute", "assign")  # fmt: skip
 
 
 def costly_name(name: str) -> bool:

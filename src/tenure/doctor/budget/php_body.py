@@ -45,6 +45,11 @@ FRAMEWORK = {"get", "first", "find", "where", "toArray", "map", "filter", "count
              "with", "render", "view", "json", "response", "redirect", "back", "validate",
              "authorize", "query", "all", "keys", "values", "isEmpty", "isNotEmpty"}  # fmt: skip
 HTTP_VERBS = {"get", "post", "put", "patch", "delete", "head", "send", "request"}
+# Reads that run a query when made on a row's relation: `$order->lines()->sum('amount')`.
+READS = {"sum", "count", "avg", "max", "min", "exists", "get", "first", "pluck", "value"}
+# Collection calls that run a callback per row, when made on a query's rows.
+MAPS = {"map", "flatMap", "mapWithKeys", "transform"}
+BUDGET_SECONDS = 5
 CURSOR_WORDS = ("last_id", "lastid", "last-id", "offset", "cursor", "last_processed", "position")
 
 
@@ -114,6 +119,8 @@ def call_effects(call: Node, row: set[str], methods: Methods, depth: int) -> lis
     if depth >= DEPTH or call.type == "function_call_expression":
         return []
     name = call_name(call)
+    if depth == 0 and name in READS and text(chain(call)[-1]) in row and is_query(call, {}):
+        return [Costly("query", callee(call), line(call))]  # a query per row
     if name in FRAMEWORK:
         return []
     target = receiver(call)
@@ -150,9 +157,11 @@ class Reader:
         self.methods = methods
         self.given = given  # `$this->` props and parameters: ranges within these are bounded
         self.held: dict[str, Node] = {}
+        self.grown: dict[str, Loop] = {}  # `$jobs[] = ...`, `$csv .= ...` in a loop over rows
 
     def read(self, body: Node, unit: Unit) -> None:
-        nodes = list(own(body))
+        queued = _queued_closures(body)  # `dispatch(static function () {...})` runs on a worker
+        nodes = [n for n in own(body) if n.id not in queued]
         for node in nodes:
             if node.type == "assignment_expression":
                 left, right = node.child_by_field_name("left"), node.child_by_field_name("right")
@@ -182,8 +191,16 @@ class Reader:
     def _loop(self, over: str, at: int, body: Node, row: set[str], unit: Unit,
               in_loop: set[int], is_bounded: bool) -> None:  # fmt: skip
         loop = Loop(over, at, bounded=is_bounded)
-        for inner in own(body):
+        for inner in [body, *own(body)]:  # an arrow function's body is one expression
             in_loop.add(inner.id)
+            left = inner.child_by_field_name("left") if not is_bounded else None
+            if left is not None and inner.type == "assignment_expression":
+                if left.type == "subscript_expression" and left.named_children:
+                    self.grown.setdefault(text(left.named_children[0]), loop)  # `$jobs[] = ...`
+            elif left is not None and inner.type == "augmented_assignment_expression" and (
+                left.type == "variable_name"
+            ):
+                self.grown.setdefault(text(left), loop)  # `$csv .= "{$row->id},..."`
             if inner.type in CALLS:
                 loop.work += call_effects(inner, row, self.methods, 0)
                 if inner.type != "function_call_expression" and _batch_add(inner):
@@ -195,6 +212,13 @@ class Reader:
         name, at = call_name(call), line(call)
         written = short(call)
         effect = effect_of(call)
+        written_args = [text(a) for a in args(call)]
+        filled = [lp for var, lp in self.grown.items()
+                  if any(re.search(re.escape(var) + r"\b", a) for a in written_args)]  # fmt: skip
+        if filled and effect in ("mail", "http", "file", "dispatch"):
+            # `Storage::put($path, $csv)` after a loop built $csv from every row: the rows
+            # cost what the call costs.
+            filled[0].work.append(Costly(effect, callee(call), at))
         if effect == "http" and _untimed(call):
             unit.untimed_calls.append(Costly("http", callee(call), at))
         if effect == "dispatch":
@@ -209,20 +233,24 @@ class Reader:
             unit.waits.append(Costly("dispatch", written, at, _target_class(call)))
         if _batch_add(call):
             unit.adds_to_batch.append(Costly("dispatch", written, at))
+            if filled:
+                unit.floods.append(Costly("dispatch", written, at))  # a job per row, at once
         if name == "pluck" and args(call) and string_value(args(call)[0]) == "id":
             self._pluck(call, unit)
         if name == "progress" and not args(call) and _of_batch(call, self.held):
             unit.progress_reads.append(Costly("method", written, at))
         if name in ("get", "put", "forever", "set", "increment", "remember") and _cursor(call):
             unit.cursor.append(Costly("method" if name == "get" else "write", written, at))
-        if name in EACH | CHUNKS and call.type != "function_call_expression":
+        if name in EACH | CHUNKS | MAPS and call.type != "function_call_expression":
             closure = next((a for a in args(call) if a.type in CLOSURES), None)
-            if closure is None or not is_query(call, self.held):
+            target = receiver(call)
+            rows = target is not None and is_rows(target, self.held)  # $project->orders->each
+            if closure is None or not (rows or (name not in MAPS and is_query(call, self.held))):
                 return
             body, params = closure_body(closure), closure_params(closure)
             if body is None:
                 return
-            if name in EACH:
+            if name in EACH | MAPS:
                 self._loop(short(receiver(call) or call), at, body, set(params), unit, in_loop,
                            bounded(call, self.given))  # fmt: skip
             else:  # per chunk: the rows are the loops over its parameter inside
@@ -244,9 +272,24 @@ def _untimed(call: Node) -> bool:
     if name not in HTTP_VERBS:
         return False
     steps = chain(call)
-    if any(s.type in CALLS and call_name(s) in ("timeout", "connectTimeout") for s in steps):
+    limits = [s for s in steps if s.type in CALLS and call_name(s) == "timeout"]
+    if limits:  # Http::timeout(20): defined, but past the budget the request must answer in
+        given = text(args(limits[0])[0]) if args(limits[0]) else ""
+        return given.isdigit() and int(given) > BUDGET_SECONDS
+    if any(s.type in CALLS and call_name(s) == "connectTimeout" for s in steps):
         return False
     return "timeout" not in text(call.child_by_field_name("arguments")).lower()
+
+
+def _queued_closures(body: Node) -> set[int]:
+    """The nodes of closures handed to dispatch(): the migration rule's static closure per
+    chunk runs on a worker, so its loop is a job's work, not the unit's."""
+    out: set[int] = set()
+    for node in own(body):
+        if node.type in CALLS and call_name(node) == "dispatch":
+            for closure in (a for a in args(node) if a.type in CLOSURES):
+                out |= {n.id for n in own(closure)} | {closure.id}
+    return out
 
 
 def _of_batch(call: Node, held: dict[str, Node]) -> bool:

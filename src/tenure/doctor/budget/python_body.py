@@ -77,6 +77,8 @@ class Reader:
             return (False, False)
         if isinstance(expr, ast.Name) and expr.id == "queryset" and expr.id in self.params:
             return (True, False)  # an admin action's or a filter's rows, however many selected
+        if isinstance(expr, ast.Call) and call_name(expr) in ("list", "set", "sorted", "tuple"):
+            return self.query(expr.args[0], depth + 1) if expr.args else (False, False)
         if isinstance(expr, ast.Call) and _handed_session(expr):
             return (True, False)  # `get_pairs(db_session)`: a data-access function's rows
         if isinstance(expr, ast.Name):
@@ -257,7 +259,7 @@ class Reader:
         name, line = call_name(call), call.lineno
         qualified = self.module.qualify(call.func) or ""
         written = dotted(call.func)
-        if self._http(qualified, name) and keyword(call, "timeout") is None:
+        if self._http(qualified, name) and _past_budget(keyword(call, "timeout")):
             unit.untimed_calls.append(Costly("http", written, line))
         if name in DISPATCH and isinstance(call.func, ast.Attribute):
             unit.dispatches.append(Costly("dispatch", written, line))
@@ -430,6 +432,20 @@ def _given_params(fn: FunctionNode, call: ast.Call, params: set[str]) -> set[str
     given = {n for n, a in zip(names, call.args, strict=False) if _mentions_any(a, params)}
     given |= {k.arg for k in call.keywords if k.arg and _mentions_any(k.value, params)}
     return given
+
+
+BUDGET_SECONDS = 5
+
+
+def _past_budget(found: ast.keyword | None) -> bool:
+    """No timeout, or a literal one past the 5-second budget (`timeout=30`); a timeout read
+    from settings is taken as defined within it."""
+    if found is None:
+        return True
+    value = found.value.value if isinstance(found.value, ast.Constant) else None
+    if isinstance(value, tuple):
+        value = None
+    return isinstance(value, int | float) and not isinstance(value, bool) and value > BUDGET_SECONDS
 
 
 def _chunk(call: ast.Call) -> bool:
