@@ -197,8 +197,10 @@ class Reader:
             if left is not None and inner.type == "assignment_expression":
                 if left.type == "subscript_expression" and left.named_children:
                     self.grown.setdefault(text(left.named_children[0]), loop)  # `$jobs[] = ...`
-            elif left is not None and inner.type == "augmented_assignment_expression" and (
-                left.type == "variable_name"
+            elif (
+                left is not None
+                and inner.type == "augmented_assignment_expression"
+                and (left.type == "variable_name")
             ):
                 self.grown.setdefault(text(left), loop)  # `$csv .= "{$row->id},..."`
             if inner.type in CALLS:
