@@ -238,3 +238,95 @@ def test_http_timeout_past_the_budget_in_a_request(tmp_path: Path) -> None:
         """,
     })  # fmt: skip
     assert found == [("work-in-request", "app/Http/Controllers/Api/ProfileController.php", 11)]
+
+
+def test_filament_action_waiting_for_a_heavy_job(tmp_path: Path) -> None:
+    """A Filament table action runs in the admin's request: one that `dispatchSync`s a job
+    walking rows waits for it; the twin's action dispatches it and answers."""
+    found = budget(tmp_path, {
+        "app/Filament/Resources/Posts/Tables/PostsTable.php": """
+            <?php
+
+            namespace App\\Filament\\Resources\\Posts\\Tables;
+
+            use App\\Jobs\\PurgeComments;
+            use Filament\\Actions\\Action;
+            use Filament\\Tables\\Table;
+
+            class PostsTable
+            {
+                public static function configure(Table $table): Table
+                {
+                    return $table->recordActions([
+                        Action::make('purge_now')
+                            ->action(function ($post) {
+                                PurgeComments::dispatchSync($post);
+                            }),
+                        Action::make('purge_later')
+                            ->action(function ($post) {
+                                PurgeComments::dispatch($post);
+                            }),
+                    ]);
+                }
+            }
+        """,
+        "app/Jobs/PurgeComments.php": """
+            <?php
+
+            namespace App\\Jobs;
+
+            use App\\Models\\Comment;
+            use Illuminate\\Contracts\\Queue\\ShouldQueue;
+
+            class PurgeComments implements ShouldQueue
+            {
+                public function handle(): void
+                {
+                    foreach (Comment::where('spam', true)->cursor() as $comment) {
+                        $comment->delete();
+                    }
+                }
+            }
+        """,
+    })  # fmt: skip
+    assert found == [
+        ("job-not-batched", "app/Jobs/PurgeComments.php", 12),
+        ("request-waits-for-job", "app/Filament/Resources/Posts/Tables/PostsTable.php", 16),
+    ]
+
+
+def test_zip_of_every_attachment_in_a_livewire_action(tmp_path: Path) -> None:
+    """A Livewire action zips every attachment of a project (one ZipArchive entry per row);
+    the twin zips the one attachment asked for."""
+    found = budget(tmp_path, {
+        "app/Livewire/ProjectFiles.php": """
+            <?php
+
+            namespace App\\Livewire;
+
+            use Livewire\\Component;
+
+            class ProjectFiles extends Component
+            {
+                public function downloadAll()
+                {
+                    $zip = new \\ZipArchive();
+                    $zip->open(storage_path('app/all.zip'), \\ZipArchive::CREATE);
+                    foreach ($this->project->attachments()->get() as $attachment) {
+                        $zip->addFile($attachment->path, $attachment->name);
+                    }
+                    $zip->close();
+                }
+
+                public function downloadOne(int $id)
+                {
+                    $zip = new \\ZipArchive();
+                    $zip->open(storage_path('app/one.zip'), \\ZipArchive::CREATE);
+                    $attachment = $this->project->attachments()->findOrFail($id);
+                    $zip->addFile($attachment->path, $attachment->name);
+                    $zip->close();
+                }
+            }
+        """,
+    })  # fmt: skip
+    assert found == [("work-in-request", "app/Livewire/ProjectFiles.php", 13)]

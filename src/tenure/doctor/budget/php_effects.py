@@ -66,6 +66,8 @@ def effect_of(call: Node) -> Effect | None:
         return "http"
     if (facade == "Storage" and name in STORAGE_IO) or name in ("store", "storeAs"):
         return "file"
+    if name in ("addFromString", "addFile") and "zip" in text(root).lower():
+        return "file"  # ZipArchive: one entry written per row
     if (
         name in DISPATCH
         and facade not in ("Event", "Livewire")
