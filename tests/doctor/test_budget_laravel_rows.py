@@ -330,3 +330,48 @@ def test_zip_of_every_attachment_in_a_livewire_action(tmp_path: Path) -> None:
         """,
     })  # fmt: skip
     assert found == [("work-in-request", "app/Livewire/ProjectFiles.php", 13)]
+
+
+def test_loop_in_the_private_method_a_command_hands_its_rows(tmp_path: Path) -> None:
+    """A command reads a query's rows and hands them to a private method that mails each
+    (`$this->notifyUsers($users)`); the twin's method only counts them."""
+    found = budget(tmp_path, {
+        "app/Console/Commands/NotifyStaleTokens.php": """
+            <?php
+
+            namespace App\\Console\\Commands;
+
+            use App\\Mail\\StaleToken;
+            use App\\Models\\User;
+            use Illuminate\\Console\\Command;
+            use Illuminate\\Support\\Collection;
+            use Illuminate\\Support\\Facades\\Mail;
+
+            class NotifyStaleTokens extends Command
+            {
+                public function handle(): void
+                {
+                    $users = User::withStaleTokens()->get();
+                    $this->notifyUsers($users);
+                    $this->info($this->countUsers($users));
+                }
+
+                private function notifyUsers(Collection $users): void
+                {
+                    $users->each(function (User $user) {
+                        Mail::to($user)->queue(new StaleToken($user));
+                    });
+                }
+
+                private function countUsers(Collection $users): int
+                {
+                    $count = 0;
+                    $users->each(function (User $user) use (&$count) {
+                        $count++;
+                    });
+                    return $count;
+                }
+            }
+        """,
+    })  # fmt: skip
+    assert found == [("work-in-command", "app/Console/Commands/NotifyStaleTokens.php", 16)]

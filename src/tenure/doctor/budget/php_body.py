@@ -93,6 +93,13 @@ class Methods:
                     self.add_file(path, class_nodes(parse(data)))
         return self.bodies.get(name, [])
 
+    def bodies_of(self, name: str, hint: str = "") -> list[Node]:
+        """The bodies of the methods named `name`; the one of the class named like the
+        receiver when there is one."""
+        candidates = self._candidates(name)
+        named = [b for cls, b in candidates if hint and cls in (hint, hint.rstrip("s"))]
+        return named or [b for _, b in candidates]
+
     def effects(self, name: str, depth: int, hint: str = "") -> list[Costly]:
         """What calling `name` costs. Several classes may define it: the one named like the
         receiver (`$asset->x()` -> Asset) is taken when there is one."""
@@ -153,8 +160,9 @@ def callee(call: Node) -> str:
 
 
 class Reader:
-    def __init__(self, methods: Methods, given: set[str]) -> None:
+    def __init__(self, methods: Methods, given: set[str], follow: int = 1) -> None:
         self.methods = methods
+        self.follow = follow  # how many calls deep the loops of the project's methods are read
         self.given = given  # `$this->` props and parameters: ranges within these are bounded
         self.held: dict[str, Node] = {}
         self.grown: dict[str, Loop] = {}  # `$jobs[] = ...`, `$csv .= ...` in a loop over rows
@@ -181,7 +189,7 @@ class Reader:
         if len(parts) < 3:
             return
         over, value, body = parts[0], parts[1], parts[-1]
-        if not is_rows(over, self.held):
+        if not is_rows(over, self.held) and not self._returns_rows(over):
             return
         names = {text(v) for v in ([value] if value.type != "pair" else value.named_children)}
         source = self.held.get(text(over), over)
@@ -243,6 +251,8 @@ class Reader:
             unit.progress_reads.append(Costly("method", written, at))
         if name in ("get", "put", "forever", "set", "increment", "remember") and _cursor(call):
             unit.cursor.append(Costly("method" if name == "get" else "write", written, at))
+        if name not in FRAMEWORK:
+            self._follow_loops(call, unit)
         if name in EACH | CHUNKS | MAPS and call.type != "function_call_expression":
             closure = next((a for a in args(call) if a.type in CLOSURES), None)
             target = receiver(call)
@@ -258,6 +268,45 @@ class Reader:
             else:  # per chunk: the rows are the loops over its parameter inside
                 for param in params[:1]:
                     self.held[param] = call  # `foreach ($rows as $row)` walks the query's rows
+
+    def _returns_rows(self, call: Node) -> bool:
+        """`$this->threads()` whose body is `return $this->threadsRelation()->get();`."""
+        target = receiver(call)
+        if call.type != "member_call_expression" or target is None or text(target) != "$this":
+            return False
+        found = self.methods.bodies_of(call_name(call))
+        if len(found) != 1:
+            return False
+        returns = [n for n in own(found[0]) if n.type == "return_statement" and n.named_children]
+        return bool(returns) and all(is_rows(r.named_children[0], {}) for r in returns)
+
+    def _follow_loops(self, call: Node, unit: Unit) -> None:
+        """The loops of the project method a unit calls (`$this->notifyUsers($users)`,
+        `$this->user->deleteThreads()`), one level deep, named at the call; the method's
+        parameters hold what the call passed."""
+        target = receiver(call)
+        if self.follow <= 0 or call.type != "member_call_expression" or target is None:
+            return
+        on = text(target)
+        if on != "$this" and not (on.startswith("$this->") and on.count("->") == 1):
+            return
+        bodies = self.methods.bodies_of(call_name(call), _hint(on))
+        declaration = bodies[0].parent if len(bodies) == 1 else None
+        if declaration is None:
+            return
+        body = bodies[0]
+        sub = Reader(self.methods, self.given, self.follow - 1)
+        params = declaration.child_by_field_name("parameters")
+        names = [text(p.child_by_field_name("name")) for p in (params.named_children if params
+                 else []) if p.child_by_field_name("name") is not None]  # fmt: skip
+        for name, arg in zip(names, args(call), strict=False):
+            sub.held[name] = self.held.get(text(arg), arg)
+        inner = Unit(unit.kind, unit.name, unit.framework, unit.path, unit.line)
+        sub.read(body, inner)
+        for loop in inner.loops:
+            if loop.work and not loop.bounded:
+                over = f"{loop.over} (in {call_name(call)}, line {loop.line})"
+                unit.loops.append(Loop(over, line(call), loop.work))
 
     def _pluck(self, call: Node, unit: Unit) -> None:
         if is_query(call, self.held) and not bounded(call, self.given):
