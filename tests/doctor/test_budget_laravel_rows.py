@@ -375,3 +375,41 @@ def test_loop_in_the_private_method_a_command_hands_its_rows(tmp_path: Path) -> 
         """,
     })  # fmt: skip
     assert found == [("work-in-command", "app/Console/Commands/NotifyStaleTokens.php", 16)]
+
+
+def test_laravel_excel_export_built_in_the_request(tmp_path: Path) -> None:
+    """`(new MembersExport($club->id))->download(...)` and `Excel::download(...)` build the
+    whole file while the request waits; the twin queues the export and answers."""
+    found = budget(tmp_path, {
+        "app/Http/Controllers/MembersController.php": """
+            <?php
+
+            namespace App\\Http\\Controllers;
+
+            use App\\Exports\\MembersExport;
+            use Maatwebsite\\Excel\\Facades\\Excel;
+
+            class MembersController extends Controller
+            {
+                public function export($clubId)
+                {
+                    return (new MembersExport($clubId))->download('members.xlsx');
+                }
+
+                public function exportCsv($clubId)
+                {
+                    return Excel::download(new MembersExport($clubId), 'members.csv');
+                }
+
+                public function exportLater($clubId)
+                {
+                    (new MembersExport($clubId))->queue("exports/{$clubId}.xlsx");
+                    return back()->with('status', 'The export is on its way.');
+                }
+            }
+        """,
+    })  # fmt: skip
+    assert found == [
+        ("work-in-request", "app/Http/Controllers/MembersController.php", 12),
+        ("work-in-request", "app/Http/Controllers/MembersController.php", 17),
+    ]

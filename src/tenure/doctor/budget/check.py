@@ -73,6 +73,17 @@ def _entry(unit: Unit) -> list[Finding]:
                     "hold the request for as long as the other side takes",
                 )
             )
+    if unit.kind == "request":
+        for call in unit.exports[:1]:
+            out.append(
+                _finding(
+                    rule,
+                    unit,
+                    call.line,
+                    f"builds a whole export file ({call.what}) while the request waits: its "
+                    "cost grows with every row exported",
+                )
+            )
     if unit.kind == "migration" and unit.dispatches_job_class:
         call = unit.dispatches[0]
         out.append(

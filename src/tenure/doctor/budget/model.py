@@ -67,6 +67,7 @@ class Unit:
     progress_reads: list[Costly] = field(default_factory=list)  # $batch->progress()
     is_member: bool = False  # a batch member: Batchable, in a group(), in app.batch([...])
     floods: list[Costly] = field(default_factory=list)  # many adds, no queue of its own, no delay
+    exports: list[Costly] = field(default_factory=list)  # a file of every row built right here
 
     @property
     def is_coordinator(self) -> bool:

@@ -239,6 +239,8 @@ class Reader:
                 unit.self_dispatch.append(Costly("dispatch", written, at))
                 if "+" in text(call.child_by_field_name("arguments")):
                     unit.redispatch_offset.append(Costly("dispatch", written, at))
+        if name in ("download", "store", "raw") and _builds_export(call):
+            unit.exports.append(Costly("file", written, at))
         if name in WAITS:
             unit.waits.append(Costly("dispatch", written, at, _target_class(call)))
         if _batch_add(call):
@@ -330,6 +332,22 @@ def _untimed(call: Node) -> bool:
     if any(s.type in CALLS and call_name(s) == "connectTimeout" for s in steps):
         return False
     return "timeout" not in text(call.child_by_field_name("arguments")).lower()
+
+
+def _builds_export(call: Node) -> bool:
+    """Laravel Excel building the file now: `Excel::download(new UsersExport, ...)`,
+    `(new UsersExport)->download(...)`, `->store(...)`. `->queue(...)` and `Excel::queue`
+    build it on a worker."""
+    target = receiver(call)
+    if target is None:
+        return False
+    if call.type == "scoped_call_expression":
+        return text(target) == "Excel"
+    while target.type == "parenthesized_expression" and target.named_children:
+        target = target.named_children[0]
+    if target.type != "object_creation_expression" or not target.named_children:
+        return False
+    return text(target.named_children[0]).endswith("Export")
 
 
 def _queued_closures(body: Node) -> set[int]:
