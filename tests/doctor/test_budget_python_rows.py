@@ -227,3 +227,42 @@ def test_rows_of_a_data_access_function_handed_the_session(tmp_path: Path) -> No
         """,
     })  # fmt: skip
     assert found == [("work-in-request", "api/settings.py", 11)]
+
+
+def test_plain_function_handed_to_a_queue_is_a_job(tmp_path: Path) -> None:
+    """An RQ-style module enqueues a plain function (`queue.enqueue(refresh_all)`, a scheduler
+    given `function=`): it runs as a job, so walking every row in it is one big job. The twin
+    function is never queued (a helper called in the request's answer path is not a job)."""
+    found = budget(tmp_path, {
+        "projects/tasks.py": """
+            from projects.models import Project
+            from projects.queues import job_scheduler, queue
+
+
+            def schedule_refresh():
+                job_scheduler(queue_name="long-running", function=refresh_all, job_timeout=3600)
+
+
+            def schedule_touch():
+                queue.enqueue(touch_all)
+
+
+            def refresh_all():
+                for project in Project.objects.filter(kind="fdi").iterator():
+                    project.save(update_fields=["value"])
+
+
+            def touch_all():
+                for project in Project.objects.all():
+                    project.save()
+
+
+            def helper():
+                for project in Project.objects.all():
+                    project.save()
+        """,
+    })  # fmt: skip
+    assert found == [
+        ("job-not-batched", "projects/tasks.py", 15),
+        ("job-not-batched", "projects/tasks.py", 20),
+    ]

@@ -23,7 +23,8 @@ GROUPS = (b"group(", b"chord(", b"batch")
 # Bytes a file holds when it may define an entry point or a job: the rest are not parsed.
 MARKERS = (b"request,", b"request)", b"BaseCommand", b"RunPython", b"def upgrade", b"task",
            b"actor", b"@click", b".command(", b".route(", b"Router", b"router", b"Blueprint",
-           b"@app.", b".job(", b"@job", b"dramatiq")  # fmt: skip
+           b"@app.", b".job(", b"@job", b"dramatiq", b"enqueue", b"add_job",
+           b"function=")  # fmt: skip
 
 
 def parse_more(files: list[FoundFile], parsed: list[Module]) -> list[Module]:
@@ -114,6 +115,27 @@ def _class_units(cls: ast.ClassDef, module: Module) -> list[tuple[FunctionNode, 
     return []
 
 
+SCHEDULERS = ("enqueue", "job", "schedule", "queue")
+
+
+def _queued_functions(module: Module) -> set[str]:
+    """Plain functions handed to a queue in the same module: `queue.enqueue(refresh, ...)`,
+    `scheduler.add_job(refresh)`, `job_scheduler(function=refresh, queue_name=...)` (RQ and
+    the schedulers over it): each runs as a job."""
+    out: set[str] = set()
+    for node in module.nodes():
+        if not isinstance(node, ast.Call):
+            continue
+        name = call_name(node).lower()
+        if not any(word in name for word in SCHEDULERS):
+            continue
+        given = [k.value for k in node.keywords if k.arg in ("function", "func", "f")]
+        if name.startswith("enqueue") or name == "add_job":
+            given += node.args[:1]
+        out |= {g.id for g in given if isinstance(g, ast.Name) and g.id in module.functions}
+    return out
+
+
 def _members(modules: list[Module], sources: list[FoundFile]) -> set[str]:
     """Tasks that run as members of a group or chord: `group(t.s(x) for x in ...)`. Only
     files that mention one are walked."""
@@ -147,9 +169,12 @@ def read_python(modules: list[Module], sources: list[FoundFile] | None = None) -
         found: list[tuple[FunctionNode, Kind, str, str]] = []
         for fn, framework in _migration_functions(module):
             found.append((fn, "migration", framework, fn.name))
+        queued = _queued_functions(module)
         for node in module.tree.body:
             if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
                 kind = _kind_of_function(node, module)
+                if kind is None and node.name in queued:
+                    kind = ("job", "queued function")
                 if kind is not None and not any(f[0] is node for f in found):
                     found.append((node, kind[0], kind[1], node.name))
             elif isinstance(node, ast.ClassDef):
