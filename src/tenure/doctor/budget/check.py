@@ -69,8 +69,19 @@ def _entry(unit: Unit) -> list[Finding]:
                     rule,
                     unit,
                     call.line,
-                    f"calls {call.what} with no timeout: it can hold the request "
-                    "for as long as the other side takes",
+                    f"calls {call.what} with no timeout within the 5-second budget: it can "
+                    "hold the request for as long as the other side takes",
+                )
+            )
+    if unit.kind == "request":
+        for call in unit.exports[:1]:
+            out.append(
+                _finding(
+                    rule,
+                    unit,
+                    call.line,
+                    f"builds a whole export file ({call.what}) while the request waits: its "
+                    "cost grows with every row exported",
                 )
             )
     if unit.kind == "migration" and unit.dispatches_job_class:
@@ -124,7 +135,9 @@ def _job(unit: Unit) -> list[Finding]:
                 f"resumes from a stored cursor ({call.what})",
             )
         )
-    elif not coordinator and (_member_sends(unit) or unit.self_dispatch):
+    # A job that sends itself on is also a member adding work, whether or not it carries a
+    # cursor: both are reported (the fix of one is not the fix of the other).
+    if not coordinator and (_member_sends(unit) or unit.self_dispatch):
         call = (unit.self_dispatch or unit.dispatches)[0]
         what = "re-dispatches itself" if unit.self_dispatch else "dispatches new jobs"
         out.append(_finding("member-dispatches", unit, call.line, f"{what} ({call.what})"))

@@ -47,8 +47,11 @@ BUDGET_RULES: tuple[tuple[str, Severity, str, str, str], ...] = (
         "the id range it is given (whereBetween / id__range)",
     ),
     (
+        # info: 2/3 precise on the standard's corpus (treeherder's task sending one job per
+        # repository, a small table, is not flagged by the reviewer); below the 90 % a
+        # warning needs (issue 28).
         "coordinator-walks-rows",
-        "warning",
+        "info",
         "A coordinator reads the lowest and highest id once, never every row",
         "A coordinator that iterates rows or plucks every id grows with the table, so the one "
         "job meant to be instant becomes the batch's slowest.",

@@ -9,14 +9,15 @@ from typing import Literal
 # request: a web entry point; command: a console command; migration; job: a queued job.
 Kind = Literal["request", "command", "migration", "job"]
 # What one iteration (or one call) does that costs time against the 5-second budget.
-Effect = Literal["write", "mail", "http", "file", "dispatch", "method"]
+Effect = Literal["write", "mail", "http", "file", "dispatch", "method", "query"]
 
 
 # Method names that say the call does work per row even when the doctor cannot read its body
 # (it lives in a package, or does it through a library the doctor does not know).
 COSTLY_VERBS = ("export", "import", "sync", "send", "process", "generate", "notify", "upload",
                 "download", "charge", "refund", "recalculate", "rebuild", "archive", "publish",
-                "reindex", "backfill", "migrate", "transcode", "resize", "push_to")  # fmt: skip
+                "reindex", "backfill", "migrate", "transcode", "resize", "push_to", "update",
+                "delete", "attach", "detach", "recompute", "assign")  # fmt: skip
 
 
 def costly_name(name: str) -> bool:
@@ -66,6 +67,7 @@ class Unit:
     progress_reads: list[Costly] = field(default_factory=list)  # $batch->progress()
     is_member: bool = False  # a batch member: Batchable, in a group(), in app.batch([...])
     floods: list[Costly] = field(default_factory=list)  # many adds, no queue of its own, no delay
+    exports: list[Costly] = field(default_factory=list)  # a file of every row built right here
 
     @property
     def is_coordinator(self) -> bool:

@@ -45,6 +45,11 @@ FRAMEWORK = {"get", "first", "find", "where", "toArray", "map", "filter", "count
              "with", "render", "view", "json", "response", "redirect", "back", "validate",
              "authorize", "query", "all", "keys", "values", "isEmpty", "isNotEmpty"}  # fmt: skip
 HTTP_VERBS = {"get", "post", "put", "patch", "delete", "head", "send", "request"}
+# Reads that run a query when made on a row's relation: `$order->lines()->sum('amount')`.
+READS = {"sum", "count", "avg", "max", "min", "exists", "get", "first", "pluck", "value"}
+# Collection calls that run a callback per row, when made on a query's rows.
+MAPS = {"map", "flatMap", "mapWithKeys", "transform"}
+BUDGET_SECONDS = 5
 CURSOR_WORDS = ("last_id", "lastid", "last-id", "offset", "cursor", "last_processed", "position")
 
 
@@ -88,6 +93,13 @@ class Methods:
                     self.add_file(path, class_nodes(parse(data)))
         return self.bodies.get(name, [])
 
+    def bodies_of(self, name: str, hint: str = "") -> list[Node]:
+        """The bodies of the methods named `name`; the one of the class named like the
+        receiver when there is one."""
+        candidates = self._candidates(name)
+        named = [b for cls, b in candidates if hint and cls in (hint, hint.rstrip("s"))]
+        return named or [b for _, b in candidates]
+
     def effects(self, name: str, depth: int, hint: str = "") -> list[Costly]:
         """What calling `name` costs. Several classes may define it: the one named like the
         receiver (`$asset->x()` -> Asset) is taken when there is one."""
@@ -114,6 +126,8 @@ def call_effects(call: Node, row: set[str], methods: Methods, depth: int) -> lis
     if depth >= DEPTH or call.type == "function_call_expression":
         return []
     name = call_name(call)
+    if depth == 0 and name in READS and text(chain(call)[-1]) in row and is_query(call, {}):
+        return [Costly("query", callee(call), line(call))]  # a query per row
     if name in FRAMEWORK:
         return []
     target = receiver(call)
@@ -146,13 +160,16 @@ def callee(call: Node) -> str:
 
 
 class Reader:
-    def __init__(self, methods: Methods, given: set[str]) -> None:
+    def __init__(self, methods: Methods, given: set[str], follow: int = 1) -> None:
         self.methods = methods
+        self.follow = follow  # how many calls deep the loops of the project's methods are read
         self.given = given  # `$this->` props and parameters: ranges within these are bounded
         self.held: dict[str, Node] = {}
+        self.grown: dict[str, Loop] = {}  # `$jobs[] = ...`, `$csv .= ...` in a loop over rows
 
     def read(self, body: Node, unit: Unit) -> None:
-        nodes = list(own(body))
+        queued = _queued_closures(body)  # `dispatch(static function () {...})` runs on a worker
+        nodes = [n for n in own(body) if n.id not in queued]
         for node in nodes:
             if node.type == "assignment_expression":
                 left, right = node.child_by_field_name("left"), node.child_by_field_name("right")
@@ -172,7 +189,7 @@ class Reader:
         if len(parts) < 3:
             return
         over, value, body = parts[0], parts[1], parts[-1]
-        if not is_rows(over, self.held):
+        if not is_rows(over, self.held) and not self._returns_rows(over):
             return
         names = {text(v) for v in ([value] if value.type != "pair" else value.named_children)}
         source = self.held.get(text(over), over)
@@ -182,8 +199,18 @@ class Reader:
     def _loop(self, over: str, at: int, body: Node, row: set[str], unit: Unit,
               in_loop: set[int], is_bounded: bool) -> None:  # fmt: skip
         loop = Loop(over, at, bounded=is_bounded)
-        for inner in own(body):
+        for inner in [body, *own(body)]:  # an arrow function's body is one expression
             in_loop.add(inner.id)
+            left = inner.child_by_field_name("left") if not is_bounded else None
+            if left is not None and inner.type == "assignment_expression":
+                if left.type == "subscript_expression" and left.named_children:
+                    self.grown.setdefault(text(left.named_children[0]), loop)  # `$jobs[] = ...`
+            elif (
+                left is not None
+                and inner.type == "augmented_assignment_expression"
+                and (left.type == "variable_name")
+            ):
+                self.grown.setdefault(text(left), loop)  # `$csv .= "{$row->id},..."`
             if inner.type in CALLS:
                 loop.work += call_effects(inner, row, self.methods, 0)
                 if inner.type != "function_call_expression" and _batch_add(inner):
@@ -195,6 +222,13 @@ class Reader:
         name, at = call_name(call), line(call)
         written = short(call)
         effect = effect_of(call)
+        written_args = [text(a) for a in args(call)]
+        filled = [lp for var, lp in self.grown.items()
+                  if any(re.search(re.escape(var) + r"\b", a) for a in written_args)]  # fmt: skip
+        if filled and effect in ("mail", "http", "file", "dispatch"):
+            # `Storage::put($path, $csv)` after a loop built $csv from every row: the rows
+            # cost what the call costs.
+            filled[0].work.append(Costly(effect, callee(call), at))
         if effect == "http" and _untimed(call):
             unit.untimed_calls.append(Costly("http", callee(call), at))
         if effect == "dispatch":
@@ -205,29 +239,76 @@ class Reader:
                 unit.self_dispatch.append(Costly("dispatch", written, at))
                 if "+" in text(call.child_by_field_name("arguments")):
                     unit.redispatch_offset.append(Costly("dispatch", written, at))
+        if name in ("download", "store", "raw") and _builds_export(call):
+            unit.exports.append(Costly("file", written, at))
         if name in WAITS:
             unit.waits.append(Costly("dispatch", written, at, _target_class(call)))
         if _batch_add(call):
             unit.adds_to_batch.append(Costly("dispatch", written, at))
+            if filled:
+                unit.floods.append(Costly("dispatch", written, at))  # a job per row, at once
         if name == "pluck" and args(call) and string_value(args(call)[0]) == "id":
             self._pluck(call, unit)
         if name == "progress" and not args(call) and _of_batch(call, self.held):
             unit.progress_reads.append(Costly("method", written, at))
         if name in ("get", "put", "forever", "set", "increment", "remember") and _cursor(call):
             unit.cursor.append(Costly("method" if name == "get" else "write", written, at))
-        if name in EACH | CHUNKS and call.type != "function_call_expression":
+        if name not in FRAMEWORK:
+            self._follow_loops(call, unit)
+        if name in EACH | CHUNKS | MAPS and call.type != "function_call_expression":
             closure = next((a for a in args(call) if a.type in CLOSURES), None)
-            if closure is None or not is_query(call, self.held):
+            target = receiver(call)
+            rows = target is not None and is_rows(target, self.held)  # $project->orders->each
+            if closure is None or not (rows or (name not in MAPS and is_query(call, self.held))):
                 return
             body, params = closure_body(closure), closure_params(closure)
             if body is None:
                 return
-            if name in EACH:
+            if name in EACH | MAPS:
                 self._loop(short(receiver(call) or call), at, body, set(params), unit, in_loop,
                            bounded(call, self.given))  # fmt: skip
             else:  # per chunk: the rows are the loops over its parameter inside
                 for param in params[:1]:
                     self.held[param] = call  # `foreach ($rows as $row)` walks the query's rows
+
+    def _returns_rows(self, call: Node) -> bool:
+        """`$this->threads()` whose body is `return $this->threadsRelation()->get();`."""
+        target = receiver(call)
+        if call.type != "member_call_expression" or target is None or text(target) != "$this":
+            return False
+        found = self.methods.bodies_of(call_name(call))
+        if len(found) != 1:
+            return False
+        returns = [n for n in own(found[0]) if n.type == "return_statement" and n.named_children]
+        return bool(returns) and all(is_rows(r.named_children[0], {}) for r in returns)
+
+    def _follow_loops(self, call: Node, unit: Unit) -> None:
+        """The loops of the project method a unit calls (`$this->notifyUsers($users)`,
+        `$this->user->deleteThreads()`), one level deep, named at the call; the method's
+        parameters hold what the call passed."""
+        target = receiver(call)
+        if self.follow <= 0 or call.type != "member_call_expression" or target is None:
+            return
+        on = text(target)
+        if on != "$this" and not (on.startswith("$this->") and on.count("->") == 1):
+            return
+        bodies = self.methods.bodies_of(call_name(call), _hint(on))
+        declaration = bodies[0].parent if len(bodies) == 1 else None
+        if declaration is None:
+            return
+        body = bodies[0]
+        sub = Reader(self.methods, self.given, self.follow - 1)
+        params = declaration.child_by_field_name("parameters")
+        names = [text(p.child_by_field_name("name")) for p in (params.named_children if params
+                 else []) if p.child_by_field_name("name") is not None]  # fmt: skip
+        for name, arg in zip(names, args(call), strict=False):
+            sub.held[name] = self.held.get(text(arg), arg)
+        inner = Unit(unit.kind, unit.name, unit.framework, unit.path, unit.line)
+        sub.read(body, inner)
+        for loop in inner.loops:
+            if loop.work and not loop.bounded:
+                over = f"{loop.over} (in {call_name(call)}, line {loop.line})"
+                unit.loops.append(Loop(over, line(call), loop.work))
 
     def _pluck(self, call: Node, unit: Unit) -> None:
         if is_query(call, self.held) and not bounded(call, self.given):
@@ -244,9 +325,40 @@ def _untimed(call: Node) -> bool:
     if name not in HTTP_VERBS:
         return False
     steps = chain(call)
-    if any(s.type in CALLS and call_name(s) in ("timeout", "connectTimeout") for s in steps):
+    limits = [s for s in steps if s.type in CALLS and call_name(s) == "timeout"]
+    if limits:  # Http::timeout(20): defined, but past the budget the request must answer in
+        given = text(args(limits[0])[0]) if args(limits[0]) else ""
+        return given.isdigit() and int(given) > BUDGET_SECONDS
+    if any(s.type in CALLS and call_name(s) == "connectTimeout" for s in steps):
         return False
     return "timeout" not in text(call.child_by_field_name("arguments")).lower()
+
+
+def _builds_export(call: Node) -> bool:
+    """Laravel Excel building the file now: `Excel::download(new UsersExport, ...)`,
+    `(new UsersExport)->download(...)`, `->store(...)`. `->queue(...)` and `Excel::queue`
+    build it on a worker."""
+    target = receiver(call)
+    if target is None:
+        return False
+    if call.type == "scoped_call_expression":
+        return text(target) == "Excel"
+    while target.type == "parenthesized_expression" and target.named_children:
+        target = target.named_children[0]
+    if target.type != "object_creation_expression" or not target.named_children:
+        return False
+    return text(target.named_children[0]).endswith("Export")
+
+
+def _queued_closures(body: Node) -> set[int]:
+    """The nodes of closures handed to dispatch(): the migration rule's static closure per
+    chunk runs on a worker, so its loop is a job's work, not the unit's."""
+    out: set[int] = set()
+    for node in own(body):
+        if node.type in CALLS and call_name(node) == "dispatch":
+            for closure in (a for a in args(node) if a.type in CLOSURES):
+                out |= {n.id for n in own(closure)} | {closure.id}
+    return out
 
 
 def _of_batch(call: Node, held: dict[str, Node]) -> bool:

@@ -66,6 +66,8 @@ def effect_of(call: Node) -> Effect | None:
         return "http"
     if (facade == "Storage" and name in STORAGE_IO) or name in ("store", "storeAs"):
         return "file"
+    if name in ("addFromString", "addFile") and "zip" in text(root).lower():
+        return "file"  # ZipArchive: one entry written per row
     if (
         name in DISPATCH
         and facade not in ("Event", "Livewire")
@@ -129,13 +131,14 @@ def is_query(call: Node, held: dict[str, Node], depth: int = 0) -> bool:
             is_rows(held[root_text], held, depth + 1))  # fmt: skip
     if set(names) & BUILDER:
         return root_text not in ("$request",) and "collect" not in names
-    relation = steps[-2] if len(steps) >= 2 else None  # $project->orders()->get()
-    return (
-        relation is not None
-        and relation.type == "member_call_expression"
-        and not args(relation)
-        and call_name(relation).endswith("s")
-        and root_text != "$request"
+    # $project->orders()->get(), $this->project->orders()->cursor(): a relation called on a
+    # model, anywhere between the root and the call that reads it.
+    return root_text != "$request" and any(
+        step.type == "member_call_expression"
+        and not args(step)
+        and call_name(step).endswith("s")
+        and call_name(step)[:1].islower()
+        for step in steps[1:-1]
     )
 
 
@@ -163,7 +166,10 @@ def bounded(call: Node, given: set[str]) -> bool:
             return True
         if name in ("whereIn", "where", "whereKey") and any(_uses(a, given) for a in args(step)):
             first = string_value(args(step)[0]) if args(step) else None
-            if first is not None and (first == "id" or first.endswith(("_id", ".id"))):
+            # ids given (whereIn('user_id', $this->ids)) bound the rows; one foreign key
+            # (where('project_id', $this->projectId)) does not: a project has every row.
+            keys = ("_id", ".id") if name != "where" else (".id",)
+            if first is not None and (first == "id" or first.endswith(keys)):
                 return True
     return False
 

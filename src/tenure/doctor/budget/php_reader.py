@@ -17,15 +17,17 @@ from tenure.doctor.budget.php_syntax import (
     CLOSURES,
     args,
     call_name,
+    chain,
     class_nodes,
     closure_body,
     own,
 )
-from tenure.doctor.laravel.php import line, name_of, parse, text, walk
+from tenure.doctor.laravel.php import line, name_of, parse, string_value, text, walk
 
 # A PHP file that may hold an entry point's or a job's costly work: the rest are not parsed.
 MARKERS = (b"foreach", b"->each(", b"chunk", b"dispatch", b"progress(", b"batch()",
-           b"Http::", b"Cache::", b"cache(")  # fmt: skip
+           b"Http::", b"Cache::", b"cache(", b"->map(function", b"->map(fn",
+           b"Excel::", b"Export(")  # fmt: skip
 ALIAS = re.compile(rb"^use\s+[\w\\]*?(\w+)\s+as\s+(\w+)\s*;", re.MULTILINE)
 OUTSIDE = {"http", "mail", "file"}  # effects that leave the process
 ROUTE_VERBS = {"get", "post", "put", "patch", "delete", "any", "match", "options"}
@@ -50,6 +52,8 @@ def read_php(files: list[tuple[str, bytes]], base: str) -> Code:
         units = _classes(rel, data, classes, methods, handles)
         if "routes" in rel.replace(os.sep, "/").split("/"):
             units += _route_closures(rel, root, methods)
+        if b"Filament\\" in data:
+            units += _filament_actions(rel, root, methods)
         if any(u.waits for u in units):
             aliases = {a.decode(): n.decode() for n, a in ALIAS.findall(data)}
             for unit in units:
@@ -180,6 +184,26 @@ def _route_closures(rel: str, root: Node, methods: Methods) -> list[Unit]:
             continue
         label = text(args(call)[0]) if args(call) else "?"
         unit = _unit(kind, f"{scope}::{name}({label})", framework, rel, closure, methods)
+        if unit is not None:
+            out.append(unit)
+    return out
+
+
+def _filament_actions(rel: str, root: Node, methods: Methods) -> list[Unit]:
+    """`Action::make('ban')->action(function (User $user) {...})`: a Filament table or page
+    action runs inside the admin's request, like a Livewire action (Filament is Livewire)."""
+    out: list[Unit] = []
+    for call in walk(root, frozenset({"member_call_expression"})):
+        if call_name(call) != "action":
+            continue
+        closure = next((a for a in args(call) if a.type in CLOSURES), None)
+        if closure is None:
+            continue
+        label = next((string_value(args(s)[0]) for s in chain(call)
+                      if s.type == "scoped_call_expression" and call_name(s) == "make"
+                      and args(s)), None)  # fmt: skip
+        unit = _unit("request", f"Action::make({label or '?'})", "Filament action", rel,
+                     closure, methods)  # fmt: skip
         if unit is not None:
             out.append(unit)
     return out

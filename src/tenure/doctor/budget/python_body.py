@@ -7,12 +7,18 @@ calls `order.export()` costs what `Order.export` costs."""
 from __future__ import annotations
 
 import ast
-from collections.abc import Iterator
-from dataclasses import dataclass, field
 
 from tenure.doctor.astutil import FunctionNode, Module, keyword
 from tenure.doctor.budget.model import Costly, Effect, Loop, Unit, costly_name
-from tenure.doctor.walk import FoundFile
+from tenure.doctor.budget.python_project import (
+    Project,
+    call_name,
+    dotted,
+    light_module,
+    own_nodes,
+)
+
+__all__ = ["Project", "Reader", "call_name", "dotted", "light_module", "own_nodes"]
 
 # QuerySet / SQLAlchemy methods that keep a query a query (still every matching row).
 QUERY_CHAIN = {
@@ -32,6 +38,13 @@ FILES = {"open", "write_text", "write_bytes", "upload_file", "upload_fileobj", "
          "download_file", "get_object", "copyfile", "copy", "remove", "unlink"}  # fmt: skip
 HTTP_LIBS = ("requests.", "httpx.", "urllib.request.", "urllib3.")
 HTTP_VERBS = {"get", "post", "put", "patch", "delete", "head", "request", "urlopen", "stream"}
+# Reads that run a query: a row's relation (`order.invoice_set.count()`) or `Model.objects.get()`.
+READS = {"filter", "exclude", "count", "exists", "first", "last", "aggregate", "all",
+         "values_list", "values", "iterator"}  # fmt: skip
+# Calls that grow a container a loop fills with what it read from each row.
+GROWS = {"append", "extend", "add", "insert", "setdefault", "update", "appendleft"}
+# Effects that spend what a loop collected: one mail, call or file per collected row.
+SPENDS = ("mail", "http", "file", "dispatch", "method")
 DISPATCH = {"delay", "apply_async", "send_task", "enqueue", "dispatch", "enqueue_call"}
 SENDS = DISPATCH | {"AsyncResult"}
 DEPTH = 2
@@ -44,120 +57,17 @@ TEST_ONLY = (
 )  # how far calls into the project's own code are followed
 
 
-@dataclass
-class Project:
-    """What following a call needs: module-level functions and methods by name. Files not yet
-    parsed are searched for `def NAME(` when a call needs them, and parsed then."""
-
-    functions: dict[str, list[FunctionNode]] = field(default_factory=dict)
-    methods: dict[str, list[FunctionNode]] = field(default_factory=dict)
-    classes: dict[int, str] = field(default_factory=dict)  # id(method) -> its class, lowered
-    sources: list[FoundFile] = field(default_factory=list)
-    parsed: set[str] = field(default_factory=set)
-    _looked_up: set[str] = field(default_factory=set)
-    _effects: dict[int, list[Costly]] = field(default_factory=dict)
-
-    def defined(self, name: str, *, method: bool) -> list[FunctionNode]:
-        if name not in self._looked_up:
-            self._looked_up.add(name)
-            needle = f"def {name}(".encode()
-            for found in self.sources:
-                if found.path not in self.parsed and needle in found.data:
-                    module = light_module(found)
-                    if module is not None:
-                        self.add(module)
-        return (self.methods if method else self.functions).get(name, [])
-
-    def add(self, module: Module) -> None:
-        self.parsed.add(module.path)
-        for node in module.tree.body:
-            if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
-                self.functions.setdefault(node.name, []).append(node)
-            elif isinstance(node, ast.ClassDef):
-                for item in node.body:
-                    if isinstance(item, ast.FunctionDef | ast.AsyncFunctionDef):
-                        self.methods.setdefault(item.name, []).append(item)
-                        self.classes[id(item)] = node.name.lower()
-
-
-def light_module(found: FoundFile) -> Module | None:
-    """A Module with its top-level definitions and imports, without walking every node as
-    Module.parse does for the tenure checks: most files read here are only searched."""
-    try:
-        tree = ast.parse(found.data, filename=found.rel)
-    except (SyntaxError, ValueError, UnicodeDecodeError, RecursionError):
-        return None  # the tenure checks report what they could not parse
-    module = Module(found.path, found.rel, tree)
-    todo: list[ast.stmt] = list(tree.body)
-    while todo:
-        node = todo.pop()
-        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
-            module.functions[node.name] = node
-        elif isinstance(node, ast.Assign) and len(node.targets) == 1:
-            if isinstance(node.targets[0], ast.Name):
-                module.constants[node.targets[0].id] = node.value
-        elif isinstance(node, ast.Import):
-            for alias in node.names:
-                local = alias.asname or alias.name.split(".")[0]
-                module.aliases[local] = alias.name if alias.asname else local
-        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
-            for alias in node.names:
-                module.aliases[alias.asname or alias.name] = f"{node.module}.{alias.name}"
-        elif isinstance(node, ast.If):
-            todo += [*node.body, *node.orelse]
-        elif isinstance(node, ast.Try):
-            todo += [*node.body, *node.orelse, *node.finalbody]
-            todo += [s for handler in node.handlers for s in handler.body]
-    return module
-
-
-def dotted(expr: ast.expr) -> str:
-    """`a.b.c` for a chain of names, attributes and calls (calls shown as `()`)."""
-    parts: list[str] = []
-    while True:
-        if isinstance(expr, ast.Attribute):
-            parts.append(expr.attr)
-            expr = expr.value
-        elif isinstance(expr, ast.Call):
-            parts.append("()")
-            expr = expr.func
-        elif isinstance(expr, ast.Subscript):
-            expr = expr.value
-        elif isinstance(expr, ast.Name):
-            parts.append(expr.id)
-            break
-        else:
-            break
-    return ".".join(reversed(parts)).replace(".()", "()")
-
-
-def call_name(call: ast.Call) -> str:
-    func = call.func
-    if isinstance(func, ast.Attribute):
-        return func.attr
-    return func.id if isinstance(func, ast.Name) else ""
-
-
-def own_nodes(body: list[ast.stmt]) -> Iterator[ast.AST]:
-    """Every node under `body`, not entering nested function or class definitions."""
-    stack: list[ast.AST] = list(reversed(body))
-    while stack:
-        node = stack.pop()
-        yield node
-        for child in reversed(list(ast.iter_child_nodes(node))):
-            if not isinstance(child, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
-                stack.append(child)
-
-
 class Reader:
     """Reads one unit's function (and the helpers it calls) into a Unit."""
 
-    def __init__(self, module: Module, project: Project, params: set[str]) -> None:
+    def __init__(self, module: Module, project: Project, params: set[str], follow: int = 1) -> None:
         self.module = module
         self.project = project
         self.params = params  # what the unit was given: ids within these are bounded
         self.queries: dict[str, ast.expr] = {}  # local name -> the query it holds
         self.test_only: set[int] = set()  # nodes under `if app.config["TESTING"]:` and such
+        self.grown: dict[str, Loop] = {}  # local name -> the loop over rows that filled it
+        self.follow = follow  # how many calls deep the loops of the project's functions are read
 
     # -- queries ---------------------------------------------------------------------------
     def query(self, expr: ast.expr, depth: int = 0) -> tuple[bool, bool]:
@@ -167,6 +77,10 @@ class Reader:
             return (False, False)
         if isinstance(expr, ast.Name) and expr.id == "queryset" and expr.id in self.params:
             return (True, False)  # an admin action's or a filter's rows, however many selected
+        if isinstance(expr, ast.Call) and call_name(expr) in ("list", "set", "sorted", "tuple"):
+            return self.query(expr.args[0], depth + 1) if expr.args else (False, False)
+        if isinstance(expr, ast.Call) and _handed_session(expr):
+            return (True, False)  # `get_pairs(db_session)`: a data-access function's rows
         if isinstance(expr, ast.Name):
             held = self.queries.get(expr.id)
             return self.query(held, depth + 1) if held is not None else (False, False)
@@ -236,29 +150,122 @@ class Reader:
         for node in nodes:
             if isinstance(node, ast.For | ast.AsyncFor) and id(node) not in in_loops:
                 is_query, bounded = self.query(node.iter)
-                if not is_query:
+                over = dotted(node.iter) or ast.unparse(node.iter)[:60]
+                built = self._built_from(node.iter)
+                if built is not None and not is_query:
+                    over, bounded = f"{over} (filled from {built.over})", built.bounded
+                elif not is_query:
                     continue
-                loop = Loop(dotted(node.iter) or ast.unparse(node.iter)[:60], node.lineno,
-                            bounded=bounded)  # fmt: skip
+                loop = Loop(over, node.lineno, bounded=bounded)
                 row = {n.id for n in ast.walk(node.target) if isinstance(n, ast.Name)}
                 for inner in own_nodes(node.body):
                     in_loops.add(id(inner))
                     if isinstance(inner, ast.Call):
                         loop.work += self.effects(inner, row, 0)
+                    elif isinstance(inner, ast.For | ast.AsyncFor) and _on_row(inner.iter, row):
+                        what = dotted(inner.iter) or ast.unparse(inner.iter)[:60]
+                        loop.work.append(Costly("query", what, inner.lineno))
+                self._grows(node.body, row, loop)
                 unit.loops.append(loop)
+            elif isinstance(node, ast.Assign) and isinstance(node.value, COMPREHENSIONS):
+                self._comprehension(node)
             elif isinstance(node, ast.Call) and id(node) not in self.test_only:
-                self.call(node, unit)
+                spent = self._spends(node, unit)
+                if not spent:
+                    self.call(node, unit)
+                    self._follow_loops(node, unit)
+
+    # -- what a loop collects, and where it is spent ------------------------------------------
+    def _grows(self, body: list[ast.stmt], row: set[str], loop: Loop) -> None:
+        """Names a loop fills from its rows: `messages.append(...)`, `data[row.user]`."""
+        for node in own_nodes(body):
+            base: ast.expr | None = None
+            if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
+                base = node.func.value if node.func.attr in GROWS else None
+            elif isinstance(node, ast.Subscript) and _mentions_any(node.slice, row):
+                base = node.value
+            while isinstance(base, ast.Subscript):
+                base = base.value
+            if isinstance(base, ast.Name) and base.id not in row:
+                self.grown.setdefault(base.id, loop)
+
+    def _comprehension(self, node: ast.Assign) -> None:
+        """`lines = [f"{o.number}" for o in Order.objects.all()]`: one item per row."""
+        comp = node.value
+        assert isinstance(comp, COMPREHENSIONS)
+        is_query, bounded = self.query(comp.generators[0].iter)
+        target = node.targets[0]
+        if is_query and len(node.targets) == 1 and isinstance(target, ast.Name):
+            first = comp.generators[0].iter
+            over = dotted(first) or ast.unparse(first)[:60]
+            self.grown[target.id] = Loop(over, first.lineno, bounded=bounded)
+
+    def _built_from(self, expr: ast.expr) -> Loop | None:
+        """The loop that filled what `expr` walks: `data`, `data.items()`, `sorted(data)`."""
+        while isinstance(expr, ast.Call):
+            if isinstance(expr.func, ast.Attribute) and expr.func.attr in ("items", "values",
+                                                                            "keys"):  # fmt: skip
+                expr = expr.func.value
+            elif isinstance(expr.func, ast.Name) and expr.func.id in ("sorted", "list"):
+                if not expr.args:
+                    return None
+                expr = expr.args[0]
+            else:
+                return None
+        return self.grown.get(expr.id) if isinstance(expr, ast.Name) else None
+
+    def _spends(self, call: ast.Call, unit: Unit) -> bool:
+        """`send_messages(messages)` after a loop filled `messages` from every row: the loop's
+        rows cost what the call costs, so the call counts as the loop's work."""
+        used = {n.id for a in [*call.args, *(k.value for k in call.keywords)]
+                for n in ast.walk(a) if isinstance(n, ast.Name)}  # fmt: skip
+        filled = [self.grown[n] for n in sorted(used) if n in self.grown]
+        if not filled:
+            return False
+        work = [c for c in self.effects(call, set(), 0) if c.effect in SPENDS]
+        if not work:
+            return False
+        loop = filled[0]
+        loop.work += work
+        if all(loop is not known for known in unit.loops):
+            unit.loops.append(loop)
+        return True
+
+    def _follow_loops(self, call: ast.Call, unit: Unit) -> None:
+        """The loops of the project function an entry point calls: `fqdn(deployment)`,
+        `self._notify(comment)`. Named at the call, one level deep."""
+        if self.follow <= 0:
+            return
+        func = call.func
+        targets: list[FunctionNode] = []
+        if isinstance(func, ast.Name):
+            targets = self.project.defined(func.id, method=False)
+        elif isinstance(func, ast.Attribute) and dotted(func.value) in ("self", "cls"):
+            targets = self.project.defined(func.attr, method=True)
+        if len(targets) != 1 or id(targets[0]) not in self.project.homes:
+            return
+        target = targets[0]
+        given = _given_params(target, call, self.params)
+        sub = Reader(self.project.homes[id(target)], self.project, given, self.follow - 1)
+        inner = Unit(unit.kind, unit.name, unit.framework, unit.path, unit.line)
+        sub.read(target, inner)
+        for loop in inner.loops:
+            if loop.work and not loop.bounded:
+                over = f"{loop.over} (in {target.name}, line {loop.line})"
+                unit.loops.append(Loop(over, call.lineno, loop.work))
 
     def call(self, call: ast.Call, unit: Unit) -> None:
         """What a call outside any loop tells: timeouts, dispatches, waits, batches, cursors."""
         name, line = call_name(call), call.lineno
         qualified = self.module.qualify(call.func) or ""
         written = dotted(call.func)
-        if self._http(qualified, name) and keyword(call, "timeout") is None:
+        if self._http(qualified, name) and _past_budget(keyword(call, "timeout")):
             unit.untimed_calls.append(Costly("http", written, line))
         if name in DISPATCH and isinstance(call.func, ast.Attribute):
             unit.dispatches.append(Costly("dispatch", written, line))
-            unit.dispatches_job_class = True
+            # `task.apply_async((ids[i : i + 200],))`: one small job per chunk of the ids the
+            # unit selected, the migration rule's own shape; any other job is a job class sent.
+            unit.dispatches_job_class = unit.dispatches_job_class or not _chunk(call)
         if name in ("get", "wait", "join") and isinstance(call.func, ast.Attribute):
             target = call.func.value
             handle = isinstance(target, ast.Name) and self._handle(target.id)
@@ -311,6 +318,18 @@ class Reader:
         effect: Effect | None = None
         if name in WRITES and isinstance(call.func, ast.Attribute):
             effect = "write"
+        elif name in ("add", "remove", "set", "clear") and _on_row(call.func, row, relation=True):
+            effect = "write"  # `user.groups.add(group)`: a many-to-many row written
+        elif name in ("writerow", "writerows"):
+            effect = "file"  # a csv writer: one line per row, into a file or a response
+        elif (
+            name in READS
+            and isinstance(call.func, ast.Attribute)
+            and (_on_row(call.func.value, row) or ".objects." in f".{dotted(call.func.value)}.")
+        ):
+            effect = "query"  # `order.invoice_set.count()`, `Locale.objects.filter(...)`
+        elif name == "get" and ".objects." in f".{dotted(call.func)}":
+            effect = "query"
         elif name in MAIL:
             effect = "mail"
         elif self._http(qualified, name):
@@ -330,6 +349,8 @@ class Reader:
         ][:1]
         if not found and depth == 0 and costly_name(name) and self._mentions(call, row):
             return [Costly("method", written, line, f"{name}, by its name")]
+        if not found and depth == 0 and row and _handed_session(call) and self._mentions(call, row):
+            return [Costly("query", written, line, "handed the database session")]
         return found
 
     @staticmethod
@@ -377,6 +398,63 @@ class Reader:
             ]
             self.project._effects[key] = cached
         return cached
+
+
+COMPREHENSIONS = (ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)
+SESSION_NAMES = ("session", "db", "conn", "connection")
+
+
+def _handed_session(call: ast.Call) -> bool:
+    """A call handed the database session (`get_pairs(db_session)`): it queries or writes."""
+    for arg in [*call.args, *(k.value for k in call.keywords)]:
+        if isinstance(arg, ast.Name) and arg.id.lower().endswith(SESSION_NAMES):
+            return True
+    return False
+
+
+def _on_row(expr: ast.expr, row: set[str], *, relation: bool = False) -> bool:
+    """`order.invoice_set`, `cert.domains`: an attribute of the row (its relation), not the
+    row itself. `relation`: `expr` is the called method, so one attribute more is needed."""
+    parts = dotted(expr).split(".")
+    need = 3 if relation else 2
+    return bool(row) and parts[0] in row and len(parts) >= need and "()" not in parts[0]
+
+
+def _mentions_any(expr: ast.expr, names: set[str]) -> bool:
+    return any(isinstance(n, ast.Name) and n.id in names for n in ast.walk(expr))
+
+
+def _given_params(fn: FunctionNode, call: ast.Call, params: set[str]) -> set[str]:
+    """The parameters of `fn` that receive what the unit was given."""
+    names = [a.arg for a in (*fn.args.posonlyargs, *fn.args.args)]
+    if names and names[0] in ("self", "cls"):
+        names = names[1:]
+    given = {n for n, a in zip(names, call.args, strict=False) if _mentions_any(a, params)}
+    given |= {k.arg for k in call.keywords if k.arg and _mentions_any(k.value, params)}
+    return given
+
+
+BUDGET_SECONDS = 5
+
+
+def _past_budget(found: ast.keyword | None) -> bool:
+    """No timeout, or a literal one past the 5-second budget (`timeout=30`); a timeout read
+    from settings is taken as defined within it."""
+    if found is None:
+        return True
+    value = found.value.value if isinstance(found.value, ast.Constant) else None
+    if isinstance(value, tuple):
+        value = None
+    return isinstance(value, int | float) and not isinstance(value, bool) and value > BUDGET_SECONDS
+
+
+def _chunk(call: ast.Call) -> bool:
+    values = [*call.args, *(k.value for k in call.keywords)]
+    return any(
+        isinstance(n, ast.Subscript) and isinstance(n.slice, ast.Slice)
+        for v in values
+        for n in ast.walk(v)
+    )
 
 
 def _is_id(arg: ast.expr) -> bool:

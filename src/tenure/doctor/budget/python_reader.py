@@ -23,7 +23,8 @@ GROUPS = (b"group(", b"chord(", b"batch")
 # Bytes a file holds when it may define an entry point or a job: the rest are not parsed.
 MARKERS = (b"request,", b"request)", b"BaseCommand", b"RunPython", b"def upgrade", b"task",
            b"actor", b"@click", b".command(", b".route(", b"Router", b"router", b"Blueprint",
-           b"@app.", b".job(", b"@job", b"dramatiq")  # fmt: skip
+           b"@app.", b".job(", b"@job", b"dramatiq", b"enqueue", b"add_job",
+           b"function=")  # fmt: skip
 
 
 def parse_more(files: list[FoundFile], parsed: list[Module]) -> list[Module]:
@@ -86,7 +87,9 @@ def _migration_functions(module: Module) -> list[tuple[FunctionNode, str]]:
     if "/migrations/" in f"/{rel}":
         for node in module.nodes():
             if isinstance(node, ast.Call) and call_name(node) == "RunPython":
-                for arg in node.args[:2]:
+                given = node.args[:2] + [k.value for k in node.keywords
+                                         if k.arg in ("code", "reverse_code")]  # fmt: skip
+                for arg in given:
                     fn = module.functions.get(arg.id) if isinstance(arg, ast.Name) else None
                     if fn is not None:
                         out.append((fn, "Django RunPython"))
@@ -110,6 +113,27 @@ def _class_units(cls: ast.ClassDef, module: Module) -> list[tuple[FunctionNode, 
                 out.append((m, "request", "Django view"))
         return out
     return []
+
+
+SCHEDULERS = ("enqueue", "job", "schedule", "queue")
+
+
+def _queued_functions(module: Module) -> set[str]:
+    """Plain functions handed to a queue in the same module: `queue.enqueue(refresh, ...)`,
+    `scheduler.add_job(refresh)`, `job_scheduler(function=refresh, queue_name=...)` (RQ and
+    the schedulers over it): each runs as a job."""
+    out: set[str] = set()
+    for node in module.nodes():
+        if not isinstance(node, ast.Call):
+            continue
+        name = call_name(node).lower()
+        if not any(word in name for word in SCHEDULERS):
+            continue
+        given = [k.value for k in node.keywords if k.arg in ("function", "func", "f")]
+        if name.startswith("enqueue") or name == "add_job":
+            given += node.args[:1]
+        out |= {g.id for g in given if isinstance(g, ast.Name) and g.id in module.functions}
+    return out
 
 
 def _members(modules: list[Module], sources: list[FoundFile]) -> set[str]:
@@ -145,9 +169,12 @@ def read_python(modules: list[Module], sources: list[FoundFile] | None = None) -
         found: list[tuple[FunctionNode, Kind, str, str]] = []
         for fn, framework in _migration_functions(module):
             found.append((fn, "migration", framework, fn.name))
+        queued = _queued_functions(module)
         for node in module.tree.body:
             if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
                 kind = _kind_of_function(node, module)
+                if kind is None and node.name in queued:
+                    kind = ("job", "queued function")
                 if kind is not None and not any(f[0] is node for f in found):
                     found.append((node, kind[0], kind[1], node.name))
             elif isinstance(node, ast.ClassDef):
