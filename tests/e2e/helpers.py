@@ -71,8 +71,14 @@ class Project:
 
 
 class WorkerProcess:
-    def __init__(self, project: Project, args: list[str], host: str | None = None) -> None:
-        env = dict(os.environ)
+    def __init__(
+        self,
+        project: Project,
+        args: list[str],
+        host: str | None = None,
+        env_extra: dict[str, str] | None = None,
+    ) -> None:
+        env = {**os.environ, **(env_extra or {})}
         env["PYTHONPATH"] = os.pathsep.join([str(SRC), env.get("PYTHONPATH", "")])
         env["PYTHONUNBUFFERED"] = "1"
         self.log_path = project.dir / f"worker-{secrets.token_hex(3)}.log"

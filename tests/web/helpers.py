@@ -3,6 +3,7 @@ tests/e2e) and a real `tenure dashboard` process."""
 
 from __future__ import annotations
 
+import base64
 import contextlib
 import importlib.util
 import os
@@ -44,7 +45,9 @@ class WebProject:
         return f"{self.module_name}:app"
 
     def worker(self, *args: str) -> WorkerProcess:
-        w = WorkerProcess(self, list(args))  # type: ignore[arg-type]
+        # the project has an encrypted=True job: a worker without a key refuses to start
+        key = base64.urlsafe_b64encode(b"k" * 32).decode()
+        w = WorkerProcess(self, list(args), env_extra={"TENURE_ENCRYPTION_KEY": key})  # type: ignore[arg-type]
         self.workers.append(w)
         return w
 
