@@ -35,7 +35,7 @@ def test_the_manifest_names_twenty_real_cases_of_both_kinds(score: ModuleType) -
 
 @pytest.mark.parametrize("group", ["cases", "apps"])
 def test_every_annotated_line_exists_and_holds_its_code(score: ModuleType, group: str) -> None:
-    cases = score.load_cases() if group == "cases" else score.load_apps()
+    cases = score.load_cases(which="all") if group == "cases" else score.load_apps()
     if group == "apps":
         assert {c.name for c in cases} == {"laravel_app", "django_app"}
     for case in cases:
@@ -49,6 +49,41 @@ def test_every_annotated_line_exists_and_holds_its_code(score: ModuleType, group
             )
             if mark.unit is not None:
                 assert 1 <= mark.unit[0] <= mark.line <= mark.unit[1] <= len(lines)
+
+
+def test_the_held_out_check_set_is_apart_from_the_tuning_set(score: ModuleType) -> None:
+    tuning, check = score.load_cases(), score.load_cases(which="check")
+    assert {c.set for c in tuning} == {"tuning"} and {c.set for c in check} == {"check"}
+    assert 12 <= len(check) <= 16
+    assert {c.kind for c in check} == {"laravel", "python"}
+    assert sum(len(c.violations) for c in check) >= 8 and sum(len(c.traps) for c in check) >= 8
+    every = sorted(c.name for c in score.load_cases(which="all"))
+    assert every == sorted(c.name for c in tuning + check)
+    repo = lambda case: case.source.split()[0]  # noqa: E731
+    assert not {repo(c) for c in check} & {repo(c) for c in tuning}, "a repository is in both"
+    readme = (STANDARD / "README.md").read_text()
+    for case in check:
+        assert case.violations or case.traps, case.name
+        assert re.fullmatch(r"[\w.-]+/[\w.-]+ \S+", case.source), case.source
+        assert f"`{case.name}`" in readme, f"README does not say where {case.name} was cut from"
+        if case.kind == "laravel":
+            assert (case.root / "artisan").is_file() and (case.root / "composer.json").is_file()
+
+
+def test_a_set_other_than_tuning_or_check_is_a_clear_error(
+    score: ModuleType, tmp_path: Path
+) -> None:
+    bad = tmp_path / "manifest.toml"
+    bad.write_text('[[case]]\nname = "x"\nkind = "python"\nset = "holdout"\n')
+    with pytest.raises(score.BadManifest, match="set must be tuning or check, not 'holdout'"):
+        score.load_cases(bad, which="all")
+    bad.write_text('[[case]]\nname = "x"\nkind = "python"\n')
+    assert [c.set for c in score.load_cases(bad)] == ["tuning"]  # no field: tuning
+    assert score.load_cases(bad, which="check") == []
+    with pytest.raises(score.BadManifest, match="no set 'nope'"):
+        score.load_cases(bad, which="nope")
+    with pytest.raises(SystemExit):
+        score.main(["--set", "nope"])
 
 
 def test_a_finding_matches_by_rule_file_and_line_window(score: ModuleType) -> None:

@@ -1,6 +1,6 @@
 """Score `tenure doctor` against the time-budget standard's hand-read ground truth.
 
-    .venv/bin/python -m bench doctor-standard [--show] [--only RULE] [--apps]
+    .venv/bin/python -m bench doctor-standard [--show] [--only RULE] [--apps] [--set SET]
 
 manifest.toml lists the cases cut from real projects (cases/NAME/, each a tiny project of its
 own); apps/NAME.toml annotate the two whole small applications (apps/NAME/). Each annotation
@@ -11,6 +11,10 @@ the same and its line is within WINDOW lines of the annotated one or inside the 
 name the loop, the call or the entry point. Only the rule ids of the standard (RULES) are
 scored; every other finding of the doctor is left out. A trap is a right shape that must stay
 quiet: a finding on one (rule "*" = any scored rule) is a false alarm.
+
+Each case belongs to a set: `set = "check"` marks the held-out check set, annotated after the
+rules were written and scored once; a case without the field belongs to the tuning set, the
+one the rules were tuned on. --set picks tuning (the default), check or all.
 
 Per rule: recall = annotated violations found; precision = findings matching a violation, over
 every finding of that rule (a second finding on an already found violation counts as correct,
@@ -34,6 +38,7 @@ HERE = Path(__file__).resolve().parent
 MANIFEST = HERE / "manifest.toml"
 APPS = HERE / "apps"
 WINDOW = 3
+SETS = ("tuning", "check")
 RULES = (
     "work-in-request",
     "work-in-command",
@@ -74,6 +79,7 @@ class Case:
     source: str  # where it was cut from
     violations: tuple[Mark, ...]
     traps: tuple[Mark, ...]
+    set: str = "tuning"  # tuning | check (held out: never used to tune the rules)
 
 
 @dataclass(frozen=True)
@@ -138,6 +144,9 @@ def _case(data: dict[str, Any], root: Path, where: str) -> Case:
             raise BadManifest(f"{where}: no {key}")
     if data["kind"] not in ("laravel", "python"):
         raise BadManifest(f"{where}: kind must be laravel or python, not {data['kind']!r}")
+    which = data.get("set", "tuning")
+    if which not in SETS:
+        raise BadManifest(f"{where}: set must be {' or '.join(SETS)}, not {which!r}")
     source = f"{data.get('repo', '')} {data.get('path', '')}".strip()
     return Case(
         data["name"],
@@ -146,10 +155,14 @@ def _case(data: dict[str, Any], root: Path, where: str) -> Case:
         source,
         _marks(data.get("violation", []), f"{where} violations", trap=False),
         _marks(data.get("trap", []), f"{where} traps", trap=True),
+        which,
     )
 
 
-def load_cases(manifest: Path = MANIFEST) -> list[Case]:
+def load_cases(manifest: Path = MANIFEST, which: str = "tuning") -> list[Case]:
+    """The cases of one set (tuning, check) or of all; a case without `set` is tuning."""
+    if which not in (*SETS, "all"):
+        raise BadManifest(f"no set {which!r}: {', '.join(SETS)} or all")
     data = tomllib.loads(manifest.read_text())
     cases = [
         _case(c, manifest.parent / "cases" / c.get("name", "?"), f"case {c.get('name')}")
@@ -158,7 +171,7 @@ def load_cases(manifest: Path = MANIFEST) -> list[Case]:
     names = [c.name for c in cases]
     if len(set(names)) != len(names):
         raise BadManifest("two cases share a name")
-    return cases
+    return [c for c in cases if which in ("all", c.set)]
 
 
 def load_apps(folder: Path = APPS) -> list[Case]:
@@ -300,20 +313,22 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--show", action="store_true", help="list misses and false alarms")
     parser.add_argument("--only", default="", metavar="RULE", help="score this rule id only")
     parser.add_argument("--apps", action="store_true", help="also score the two whole apps")
+    parser.add_argument("--set", default="tuning", choices=(*SETS, "all"), dest="which",
+                        help="which cases: tuning (default), check (held out) or all")  # fmt: skip
     args = parser.parse_args(argv)
     if args.only and args.only not in RULES:
         print(f"--only: {args.only!r} is not a rule of the standard: {', '.join(RULES)}",
               file=sys.stderr)  # fmt: skip
         return 2
     try:
-        cases = load_cases()
+        cases = load_cases(which=args.which)
         apps = load_apps() if args.apps else []
     except (BadManifest, tomllib.TOMLDecodeError, OSError) as exc:
         print(f"doctor-standard: {exc}", file=sys.stderr)
         return 2
     outcomes = [run(c, args.only) for c in cases]
     seconds = sum(o.seconds for o in outcomes)
-    print(f"{len(cases)} cases cut from real projects, {seconds:.1f} s")
+    print(f"{len(cases)} cases cut from real projects ({args.which} set), {seconds:.1f} s")
     print_rules("cases: rule", outcomes, args.only)
     if args.show:
         print_details(outcomes)
