@@ -7,6 +7,7 @@ import os
 import sqlite3
 import subprocess
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 import tenure
@@ -85,6 +86,8 @@ def test_workers_lists_live_stopped_and_silent_workers(tmp_path: Path) -> None:
 
     def register(worker_id: str, pid: int) -> WorkerRef:
         record = WorkerRecord(worker_id, "host-a", pid, ("default", "mail"), 4, 0.0, 0.0)
+        if worker_id == "w-live01":  # its code defines these job names (rolling deploys)
+            record = replace(record, known=("mail", "report"))
         app.store.heartbeat(worker=record)
         return WorkerRef(id=worker_id, host="host-a", pid=pid)
 
@@ -102,8 +105,17 @@ def test_workers_lists_live_stopped_and_silent_workers(tmp_path: Path) -> None:
     shown = run_cli("workers", "--url", url, cwd=tmp_path)
     assert shown.returncode == 0, shown.stderr
     rows = {line.split()[0]: line.split() for line in shown.stdout.splitlines() if "w-" in line}
-    assert rows["w-live01"][:6] == ["w-live01", "live", "host-a", "101", "default,mail", "1/4"]
+    assert rows["w-live01"][:7] == [
+        "w-live01",
+        "live",
+        "host-a",
+        "101",
+        "default,mail",
+        "1/4",
+        "2",  # the job names it knows
+    ]
     assert rows["w-gone01"][1] == "stopped"
+    assert rows["w-gone01"][6] == "?"  # a worker that did not report its names
     assert max(len(line) for line in shown.stdout.splitlines()) <= 80
     assert "w-dead001" not in shown.stdout and "1 older stopped or silent" in shown.stdout
     every = run_cli("workers", "--all", "--url", url, cwd=tmp_path)

@@ -177,6 +177,21 @@ def test_workers_register_list_and_stop(store: Store) -> None:
     assert "never-registered" not in {w.id for w in store.list_workers()}
 
 
+def test_a_worker_reports_the_job_names_it_knows(store: Store) -> None:
+    """Rolling deploys: each worker's row holds the job names its code defines (stored text
+    read back literally); a record without them (older code) reads as not reported."""
+    names = ("mail.send", "report:build", 'naïve "quoted" name')
+    store.heartbeat(worker=replace(record("w-new"), known=names))
+    store.heartbeat(worker=record("w-old"))
+    workers = {w.id: w for w in store.list_workers()}
+    assert workers["w-new"].known == names
+    assert workers["w-old"].known is None
+    store.heartbeat(worker=record("w-new"))  # the same id starting again, with older code
+    assert {w.id: w for w in store.list_workers()}["w-new"].known is None
+    store.heartbeat(worker=replace(record("w-none"), known=()))  # an app with no jobs at all
+    assert {w.id: w for w in store.list_workers()}["w-none"].known == ()
+
+
 def test_a_heartbeat_with_the_workers_record_registers_it_and_replies(store: Store) -> None:
     at = store.set_control(restart=True)
     reply = store.heartbeat(worker=record(W1.id))

@@ -52,8 +52,13 @@ def test_an_old_worker_hands_a_new_job_back_and_a_new_worker_runs_it_once(
     # no busy loop: the second refusal came a hand-back delay after the first
     first, second = (a.started_at for a in info.attempts[:2])
     assert second - first >= HANDED_BACK_DELAY_S * 0.8
+    # each worker's record names the jobs its code defines (tenure's own among them)
+    (old,) = [w.known or () for w in project.app.live_workers()]
+    assert "noop" in old and "long_report" not in old
     project.worker()  # the new code
     wait_until(state_is(project.app, h.id, "succeeded"), 60, "a worker that knows it")
+    known = [w.known or () for w in project.app.live_workers()]
+    assert sorted("long_report" in k for k in known) == [False, True]
     outcomes = [a.outcome for a in project.app.get_job(h.id).attempts]
     assert outcomes.count("succeeded") == 1 and set(outcomes) == {"deferred", "succeeded"}
 

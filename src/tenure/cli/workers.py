@@ -31,8 +31,9 @@ def workers(
     app: AppOption = None,
     url: UrlOption = None,
 ) -> None:
-    """Workers: host, pid, queues, jobs running now, last heartbeat, and whether each is live,
-    stopped, or silent (no heartbeat for a minute: killed or cut off)."""
+    """Workers: host, pid, queues, jobs running now, how many job names its code defines, last
+    heartbeat, and whether each is live, stopped, or silent (no heartbeat for a minute: killed
+    or cut off)."""
     the_app = open_app(app, url)
     now = the_app.now()
     known = the_app.workers()
@@ -47,7 +48,9 @@ def workers(
     running = Counter(j.worker_id for j in the_app.list_jobs(state="running", limit=10_000))
     columns = [Column("id"), Column("status"), Column("host", "cut", floor=8)]
     columns += [Column("pid", justify="right"), Column("queues", "fold", floor=10)]
-    columns += [Column("running", justify="right"), Column("last heartbeat")]
+    # how many job names its code defines: during a rolling deploy, old and new workers differ
+    columns += [Column("running", justify="right"), Column("knows", justify="right")]
+    columns += [Column("last heartbeat")]
     rows = [
         [
             w.id,
@@ -56,6 +59,7 @@ def workers(
             str(w.pid),
             ",".join(w.queues),
             f"{running.get(w.id, 0)}/{w.concurrency}",
+            "?" if w.known is None else str(len(w.known)),
             clock_text(w.stopped_at or w.last_seen_at),
         ]
         for w in sorted(shown, key=lambda w: (status(w, now) != "live", w.host, w.pid))

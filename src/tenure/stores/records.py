@@ -293,6 +293,9 @@ class WorkerRecord:
     # when it began stopping (its first SIGTERM), while attempts still ran; heartbeat() with a
     # record whose stopping_at is set (any value) stamps it with the store's now
     stopping_at: float | None = None
+    # the job names the worker's code defines (rolling deploys: `tenure queues` counts the
+    # ready jobs no live worker knows); None: not reported (a worker from before this field)
+    known: tuple[str, ...] | None = None
 
 
 def log_lost_callback(batch_id: str, kind: str) -> None:

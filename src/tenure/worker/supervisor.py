@@ -163,6 +163,7 @@ class Worker:
             concurrency=self.options.concurrency,
             started_at=0.0,
             last_seen_at=0.0,
+            known=tuple(sorted(self.app.jobs)),
         )
         self._record = record
 

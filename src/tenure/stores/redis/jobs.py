@@ -261,6 +261,7 @@ class RedisJobs(RedisBatches):
                 record.pid,
                 json.dumps(list(record.queues)),
                 record.concurrency,
+                "" if record.known is None else json.dumps(list(record.known)),
             ],
         )
 

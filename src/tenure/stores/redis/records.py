@@ -112,6 +112,12 @@ def worker_record(worker_id: str, fields: dict[str, str]) -> WorkerRecord:
         queues = tuple(str(q) for q in json.loads(fields.get("queues", "[]")))
     except (TypeError, ValueError):
         queues = ()
+    known: tuple[str, ...] | None = None
+    if "known" in fields:
+        try:
+            known = tuple(str(n) for n in json.loads(fields["known"]))
+        except (TypeError, ValueError):
+            known = None
     return WorkerRecord(
         id=worker_id,
         host=fields.get("host", ""),
@@ -122,6 +128,7 @@ def worker_record(worker_id: str, fields: dict[str, str]) -> WorkerRecord:
         last_seen_at=to_float(fields.get("last_seen_at")),
         stopped_at=to_opt_float(fields.get("stopped_at")),
         stopping_at=to_opt_float(fields.get("stopping_at")),
+        known=known,
     )
 
 

@@ -22,14 +22,15 @@ def register(d: Dialect, cur: Cursor, record: WorkerRecord, now: float | None = 
     cur.execute(
         d.q(
             "INSERT INTO {s}.tenure_workers (id, host, pid, queues, concurrency, started_at,"
-            f" last_seen_at) VALUES (%s, %s, %s, %s, %s, {clock}, {clock})"
+            f" last_seen_at, known) VALUES (%s, %s, %s, %s, %s, {clock}, {clock}, %s)"
             " ON CONFLICT (id) DO UPDATE SET host = excluded.host, pid = excluded.pid,"
             " queues = excluded.queues, concurrency = excluded.concurrency,"
             " started_at = excluded.started_at, last_seen_at = excluded.last_seen_at,"
-            " stopped_at = NULL, stopping_at = NULL"
+            " stopped_at = NULL, stopping_at = NULL, known = excluded.known"
         ),
         (record.id, record.host, record.pid, d.text_list(record.queues), record.concurrency)
-        + at * 2,
+        + at * 2
+        + (None if record.known is None else d.text_list(record.known),),
     )
 
 
@@ -47,6 +48,7 @@ def list_all(d: Dialect, cur: Cursor) -> list[WorkerRecord]:
             last_seen_at=r["last_seen_at"],
             stopped_at=r["stopped_at"],
             stopping_at=r["stopping_at"],
+            known=None if r["known"] is None else d.read_text_list(r["known"]),
         )
         for r in rows
     ]
