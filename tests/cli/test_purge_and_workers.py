@@ -122,3 +122,30 @@ def test_workers_lists_live_stopped_and_silent_workers(tmp_path: Path) -> None:
     assert "w-dead001" in every.stdout and "silent" in every.stdout
     nothing = run_cli("workers", "--url", f"sqlite:///{tmp_path / 'none.db'}", cwd=tmp_path)
     assert nothing.returncode == 2 and "no SQLite store at" in nothing.stderr
+
+
+def test_queues_counts_the_waiting_jobs_no_live_worker_serving_them_knows(
+    tmp_path: Path,
+) -> None:
+    """Rolling deploys: per queue, the waiting jobs whose name no live worker serving that
+    queue reported; a queue with a worker that reported nothing (older code) is not judged."""
+    app = make_app(tmp_path)
+    app.job(name="report\n'new'")(lambda: None)  # stored text: printed literally (repr)
+    app.job(name="legacy", queue="old")(lambda: None)
+    app.jobs["mail"].dispatch(1)
+    for _ in range(2):
+        app.jobs["report\n'new'"].dispatch()
+    app.jobs["legacy"].dispatch()
+    old = WorkerRecord("w-old", "host-a", 1, ("default",), 1, 0.0, 0.0, known=("mail",))
+    unreported = WorkerRecord("w-older", "host-a", 2, ("old",), 1, 0.0, 0.0)
+    for record in (old, unreported):
+        app.store.heartbeat(worker=record)
+    url = app.url
+    app.close()
+    shown = run_cli("queues", "--url", url, cwd=tmp_path)
+    assert shown.returncode == 0, shown.stderr
+    assert (
+        "queue 'default': 2 waiting job(s) no live worker knows (\"report\\n'new'\")"
+        in shown.stdout
+    )
+    assert "queue 'old'" not in shown.stdout  # its worker did not report its names

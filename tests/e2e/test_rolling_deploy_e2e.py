@@ -5,6 +5,9 @@ the workers that refused it. Real worker processes, old code and new."""
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -32,6 +35,21 @@ def project(tmp_path: Path) -> Iterator[Project]:
     p.stop_all()
 
 
+def queues_text(project: Project) -> str:
+    """`tenure queues`, as an operator runs it, on the project's store."""
+    src = Path(__file__).resolve().parents[2] / "src"
+    done = subprocess.run(
+        [sys.executable, "-m", "tenure", "queues", "--url", project.app.url],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=project.dir,
+        env={**os.environ, "PYTHONPATH": str(src), "COLUMNS": "100"},
+    )
+    assert done.returncode == 0, done.stderr
+    return done.stdout
+
+
 def refusals(project: Project, job_id: str) -> list[str]:
     return [
         a.worker_id
@@ -55,10 +73,16 @@ def test_an_old_worker_hands_a_new_job_back_and_a_new_worker_runs_it_once(
     # each worker's record names the jobs its code defines (tenure's own among them)
     (old,) = [w.known or () for w in project.app.live_workers()]
     assert "noop" in old and "long_report" not in old
+    # the operator sees the deploy that has not rolled out: a job no live worker knows
+    assert "'default': 1 waiting job(s) no live worker knows ('long_report')" in queues_text(
+        project
+    )
     project.worker()  # the new code
     wait_until(state_is(project.app, h.id, "succeeded"), 60, "a worker that knows it")
     known = [w.known or () for w in project.app.live_workers()]
     assert sorted("long_report" in k for k in known) == [False, True]
+    project.jobs.long_report.dispatch(0.1)  # waiting again, with a worker that knows it up
+    assert "no live worker knows" not in queues_text(project)
     outcomes = [a.outcome for a in project.app.get_job(h.id).attempts]
     assert outcomes.count("succeeded") == 1 and set(outcomes) == {"deferred", "succeeded"}
 

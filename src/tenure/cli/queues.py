@@ -8,9 +8,11 @@ from typing import Annotated
 import typer
 from rich.text import Text
 
+from tenure.app import App
 from tenure.cli.common import AppOption, UrlOption, err, fail, open_app, out, say
 from tenure.cli.tables import Column, print_table
 from tenure.control import QueueWait
+from tenure.rolling import unknown_text, unknown_waiting
 
 queue_cli = typer.Typer(
     help="Pause or resume a queue (workers on every host stop or start reserving from it), "
@@ -51,7 +53,8 @@ def queues(
     """Per queue: jobs ready, scheduled and running, whether it is paused, how long its
     oldest ready job has waited (on the store's clock), and jobs waiting on a concurrency
     key."""
-    waits = open_app(app, url).queue_waits(keys=keys)
+    the_app = open_app(app, url)
+    waits = the_app.queue_waits(keys=keys)
     if not waits:
         say("no queue holds a job (and none is paused)")
         return
@@ -72,6 +75,7 @@ def queues(
         for w in waits
     ]
     print_table(out, err, columns, rows)
+    print_unknown(the_app, [w.queue for w in waits if w.ready or w.scheduled or w.waiting])
     if keys:
         print_keys(waits)
     if max_wait is not None:
@@ -82,6 +86,14 @@ def queues(
 
 def paused_and_age(w: QueueWait) -> list[str]:
     return ["paused" if w.paused else "no", age_text(w.oldest_ready_age)]
+
+
+def print_unknown(the_app: App, queues: list[str]) -> None:
+    """Rolling deploys: a line per queue holding jobs that no live worker serving it knows."""
+    if not queues:
+        return
+    for u in unknown_waiting(the_app.store, the_app.live_workers(), queues):
+        out.print(Text(unknown_text(u)), soft_wrap=True)
 
 
 def print_keys(waits: list[QueueWait]) -> None:
