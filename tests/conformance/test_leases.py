@@ -122,7 +122,11 @@ def test_a_rescued_job_retries_after_its_backoff(store: Store) -> None:
     expire_and_rescue(store, job_id)
     got = job(store, job_id)
     assert got.state == "scheduled"
-    assert got.run_at == pytest.approx((attempt(store, job_id, 1).ended_at or 0) + 30, abs=1.0)
+    # the backoff counts from the rescue: after the lease ran out, not from the crash's date
+    # (the attempt's last heartbeat)
+    crashed = attempt(store, job_id, 1).ended_at
+    assert crashed is not None
+    assert crashed + 0.3 + 30 <= got.run_at <= store.now() + 30
 
 
 def test_crashes_use_up_tries_and_then_fail_the_job_with_a_reason(store: Store) -> None:
