@@ -432,12 +432,18 @@ class App:
         return total_counts(self.store.queue_counts())
 
     def list_jobs(
-        self, *, state: str | None = None, queue: str | None = None, limit: int = 50
+        self,
+        *,
+        state: str | None = None,
+        queue: str | None = None,
+        limit: int = 50,
+        batch_id: str | None = None,
     ) -> list[JobInfo]:
-        """Jobs newest first, optionally of one state and queue."""
+        """Jobs newest first, optionally of one state and queue, and of one batch (its
+        members, until retention prunes the batch)."""
         if state is not None and state not in JOB_STATES:
             raise ConfigError(f"state: expected one of {', '.join(JOB_STATES)}, got {state!r}")
-        return self.store.list_jobs(state=state, queue=queue, limit=limit)
+        return self.store.list_jobs(state=state, queue=queue, limit=limit, batch_id=batch_id)
 
     def list_batches(self, *, limit: int = 50) -> list[BatchInfo]:
         return self.store.list_batches(limit=limit)

@@ -135,6 +135,7 @@ def project(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, list[str], 
         ["failed", "list"],
         ["batch", "list"],
         ["batch", "watch", "BATCH"],
+        ["batch", "show", "BATCH", "--members", "--limit", "5"],
         ["periodic", "list"],
         ["queues"],
     ],
@@ -157,6 +158,10 @@ def test_every_table_fits_the_terminal(
     if command[0] == "batch":
         assert "93/93" in result.stdout or "100.0%" in result.stdout
         assert "[bold]nightly" in result.stdout  # the name as stored, not as markup
+    if "--members" in command:  # its members, whole ids and states, bounded by --limit
+        members = [line for line in table if "noop" in line]
+        assert len(members) == 5 and all("succeeded" in line for line in members), table
+        assert "5 member(s) shown (--limit for more)" in result.stdout
     if command == ["periodic", "list"]:
         assert "(Europe/Amsterdam)" in result.stdout  # the zone never split
         assert "nightly_cleanup" in result.stdout

@@ -73,7 +73,9 @@ def test_an_expired_lease_is_rescued_as_a_crash_naming_the_worker(store: Store) 
     expire_and_rescue(store, job_id)
     a = attempt(store, job_id, 1)
     assert a.outcome == "crashed"
-    assert a.ended_at is not None and a.ended_at >= r.lease_expires_at
+    # dated when its worker was last known alive, not at the rescue
+    assert a.ended_at is not None and a.ended_at < r.lease_expires_at
+    assert a.ended_at == (a.last_heartbeat_at or a.started_at)
     assert a.error is not None
     for detail in (W1.id, str(W1.pid), W1.host):
         assert detail in a.error
@@ -85,6 +87,23 @@ def test_an_expired_lease_is_rescued_as_a_crash_naming_the_worker(store: Store) 
     # the next attempt has the next token, so the crashed one's holder is fenced out
     again = reserve_one(store, worker=W2)
     assert (again.job_id, again.attempt, again.token) == (job_id, 2, 2)
+
+
+def test_a_crash_is_dated_at_the_last_heartbeat_and_the_retry_at_the_rescue(
+    store: Store,
+) -> None:
+    (job_id,) = enqueue(store, new_job(policy=Policy(tries=3, backoff=0)))
+    r = reserve_one(store, worker=W1, lease=0.5)
+    time.sleep(0.05)  # so the heartbeat is measurably later than the start
+    assert store.heartbeat(worker=W1, leases=[(job_id, r.token)], lease=0.5).lost == []
+    beat = attempt(store, job_id, 1).last_heartbeat_at
+    assert beat is not None and beat > attempt(store, job_id, 1).started_at
+    expire_and_rescue(store, job_id)
+    a = attempt(store, job_id, 1)
+    assert (a.outcome, a.ended_at) == ("crashed", beat)
+    got = job(store, job_id)
+    # the job's own timing is the rescue's: its retry is due then, after the lease ran out
+    assert got.state == "queued" and got.run_at >= beat + 0.5
 
 
 def test_rescue_reports_what_it_did(store: Store) -> None:
@@ -103,7 +122,11 @@ def test_a_rescued_job_retries_after_its_backoff(store: Store) -> None:
     expire_and_rescue(store, job_id)
     got = job(store, job_id)
     assert got.state == "scheduled"
-    assert got.run_at == pytest.approx((attempt(store, job_id, 1).ended_at or 0) + 30, abs=1.0)
+    # the backoff counts from the rescue: after the lease ran out, not from the crash's date
+    # (the attempt's last heartbeat)
+    crashed = attempt(store, job_id, 1).ended_at
+    assert crashed is not None
+    assert crashed + 0.3 + 30 <= got.run_at <= store.now() + 30
 
 
 def test_crashes_use_up_tries_and_then_fail_the_job_with_a_reason(store: Store) -> None:

@@ -97,12 +97,14 @@ def test_a_settled_batch_goes_with_its_members(store: Store) -> None:
     store.enqueue_many(members, batch=NewBatch(id="b-old", name="old", keep=GONE_AT_ONCE))
     run_to_success(store, *(m.id for m in members))
     assert get_batch(store, "b-old").state == "succeeded"  # type: ignore[union-attr]
+    assert {j.id for j in store.list_jobs(batch_id="b-old")} == {m.id for m in members}
     pruned = sweep_until(
         store, lambda: get_batch(store, "b-old") is None, what="the settled batch to be pruned"
     )
     assert pruned.batches == 1 and pruned.jobs == 2 and pruned.attempts == 2
     assert all(get_job(store, m.id) is None for m in members)
     assert [b.id for b in store.list_batches()] == []
+    assert store.list_jobs(batch_id="b-old") == []  # its member list went with it
 
 
 def test_a_running_batch_keeps_its_finished_members(store: Store) -> None:

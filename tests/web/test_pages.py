@@ -179,6 +179,12 @@ def test_batch_page_shows_progress_against_the_declared_total_and_callbacks(
         project.app.store.end_attempt(job_id=r.job_id, token=r.token)
     html = client.get(f"/batches/{b.id}").text
     assert 'max="4" value="2.0"' in html and "50.0%" in html
+    # its members, each linked with its state: two succeeded, two queued
+    members = project.app.list_jobs(batch_id=b.id)
+    assert len(members) == 4
+    assert all(f'<a href="/jobs/{m.id}">' in html for m in members)
+    assert html.count('<span class="badge state-succeeded">') == 2
+    assert html.count('<span class="badge state-queued">') == 2
     assert 'data-live="on"' in html
     for _ in range(2):
         [r] = project.app.store.reserve(queues=["default"], worker=WORKER, lease=30)

@@ -7,8 +7,8 @@ from typing import Annotated
 import typer
 
 from tenure.cli.common import AppOption, UrlOption, err, fail, open_app, out, say
-from tenure.cli.jobs import ID
-from tenure.cli.tables import Column, print_table
+from tenure.cli.jobs import ID, JOB, QUEUE
+from tenure.cli.tables import Column, print_table, short
 from tenure.errors import JobNotFound
 
 batch_cli = typer.Typer(help="Batches: watch, show, list, cancel.", no_args_is_help=True)
@@ -32,16 +32,40 @@ def batch_watch(batch_id: str, app: AppOption = None, url: UrlOption = None) -> 
 
 
 @batch_cli.command("show")
-def batch_show(batch_id: str, app: AppOption = None, url: UrlOption = None) -> None:
-    """Where a batch stands, and its callback jobs."""
+def batch_show(
+    batch_id: str,
+    members: Annotated[
+        bool, typer.Option("--members", help="List its member jobs, newest first.")
+    ] = False,
+    state: Annotated[
+        str | None, typer.Option(help="With --members: only those in this state.")
+    ] = None,
+    limit: Annotated[int, typer.Option(help="With --members: at most this many.")] = 50,
+    app: AppOption = None,
+    url: UrlOption = None,
+) -> None:
+    """Where a batch stands, and its callback jobs; --members lists its jobs."""
     from tenure.watch import summary
 
+    the_app = open_app(app, url)
     try:
-        info = open_app(app, url).get_batch(batch_id)
+        info = the_app.get_batch(batch_id)
     except JobNotFound as exc:
         fail(str(exc), code=1)
         return
     say(summary(info) + f"; progress {info.progress:.1%}")
+    if not members:
+        return
+    found = the_app.list_jobs(batch_id=batch_id, state=state, limit=limit)
+    columns = [ID, JOB, QUEUE, Column("state"), Column("tries", drop=3)]
+    columns += [Column("last error", "fold", floor=12)]
+    rows = [
+        [j.id, j.name, j.queue, j.state, str(j.tries_used), short(j.last_error or "", 60)]
+        for j in found
+    ]
+    print_table(out, err, columns, rows)
+    more = " (--limit for more)" if len(found) >= limit else ""
+    say(f"{len(found)} member(s) shown{more}")
 
 
 @batch_cli.command("list")

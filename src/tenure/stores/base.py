@@ -254,8 +254,10 @@ class Store(Protocol):
         state: str | None = None,
         queue: str | None = None,
         limit: int = 100,
+        batch_id: str | None = None,
     ) -> list[JobRecord]:
-        """Newest first, without attempts, optionally of one `state` and `queue`.
+        """Newest first, without attempts, optionally of one `state`, `queue` and batch
+        (`batch_id`: that batch's members, settled or not, until retention prunes the batch).
 
         With `ids`: those jobs that exist, in that order, each with its attempts and effects,
         read in one snapshot with them (`state`, `queue` and `limit` aside). One job:

@@ -211,13 +211,18 @@ def batches_page(request: Request) -> Response:
     )
 
 
+MEMBERS_SHOWN = 100  # a batch page lists its newest members; `tenure batch show --members`
+
+
 def batch_page(request: Request) -> Response:
     dash = dashboard(request)
     record = dash.app.find_batch(request.path_params["batch_id"])
     if record is None:
         return render(request, "not_found.html", {"what": "batch"}, 404)
     v = views.batch_view(dash.app, record, dash.app.now())
-    return render(request, "batch.html", {"b": v, "active": v.active})
+    members = dash.app.list_jobs(batch_id=record.id, limit=MEMBERS_SHOWN + 1)
+    shown = {"b": v, "active": v.active, "members": members[:MEMBERS_SHOWN]}
+    return render(request, "batch.html", shown | {"more": len(members) > MEMBERS_SHOWN})
 
 
 def job_page(request: Request) -> Response:

@@ -195,7 +195,8 @@ def test_a_batch_lives_in_its_first_members_queue_slot(
 ) -> None:
     batch_id = make_batch(store, [job("exports"), job("exports")])
     batch_keys = [k for k in client.scan_iter(match=f"{store.prefix}:*{batch_id}")]
-    assert len(batch_keys) == 2  # the batch hash and its open members (kept forever: no list)
+    # the batch hash, its open members and every member (what list_jobs(batch_id=) reads)
+    assert len(batch_keys) == 3
     queue_slot = key_slot(f"{store.prefix}:{{q:exports}}:queued".encode())
     assert {key_slot(k.encode()) for k in batch_keys} == {queue_slot}
     assert client.hget(f"{store.prefix}:{{g}}:batch_queues", batch_id) == "exports"

@@ -266,11 +266,12 @@ class PostgresStore(PostgresJobs, SQLStore):
         state: str | None = None,
         queue: str | None = None,
         limit: int = 100,
+        batch_id: str | None = None,
     ) -> list[JobRecord]:
         if ids is None:
             with self.db.cursor() as cur:
                 return operations.list_jobs(
-                    self.dialect, cur, state=state, queue=queue, limit=limit
+                    self.dialect, cur, state=state, queue=queue, limit=limit, batch_id=batch_id
                 )
         wanted = [job_id for job_id in dict.fromkeys(ids) if usable_id(job_id)]
         if not wanted:

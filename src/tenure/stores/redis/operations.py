@@ -68,18 +68,52 @@ class RedisOperations(RedisClient):
         state: str | None = None,
         queue: str | None = None,
         limit: int = 100,
+        batch_id: str | None = None,
     ) -> list[JobRecord]:
         if ids is not None:
             read = (self._read_job(job_id) for job_id in dict.fromkeys(ids))
             return [record for record in read if record is not None]
         if limit <= 0 or (state is not None and state not in JOB_STATES):
             return []
+        if batch_id is not None:
+            return self._list_members(batch_id, state, queue, limit)
         index = "all" if state is None else "queued" if state == "scheduled" else state
         queues = [queue] if queue is not None else self._queues()
         now = self.now()
         found: list[tuple[float, int, JobRecord]] = []
         for name in queues:
             found += self._list_queue(name, index, state, limit, now)
+        found.sort(key=lambda item: (item[0], item[1]), reverse=True)
+        return [record for _, _, record in found[:limit]]
+
+    def _list_members(
+        self, batch_id: str, state: str | None, queue: str | None, limit: int
+    ) -> list[JobRecord]:
+        """A batch's members from its member hashes (id -> queue base): `bmembers`, every
+        member, and `bopen`, the unsettled ones (which alone list them in a batch written
+        before `bmembers` was kept for every batch). Read whole: a batch is bounded."""
+        home = cast(str | None, self._redis.hget(self._global_key("batch_queues"), batch_id))
+        if home is None:
+            return []
+        bbase = self._base(home)
+        where: dict[str, str] = {}
+        for kind in ("bopen", "bmembers"):
+            where |= cast(dict[str, str], self._redis.hgetall(f"{bbase}:{kind}:{batch_id}"))
+        now = self.now()
+        found: list[tuple[float, int, JobRecord]] = []
+        ours = f"{self.prefix}:{{q:"  # a damaged entry must not read another prefix's keys
+        items = sorted((j, q) for j, q in where.items() if q.startswith(ours))
+        for start in range(0, len(items), LIST_PAGE):
+            page = items[start : start + LIST_PAGE]
+            rows = self._hashes([f"{qbase}:job:{job_id}" for job_id, qbase in page])
+            for (job_id, _), fields in zip(page, rows, strict=True):
+                if not fields or fields.get("batch_id") != batch_id:
+                    continue
+                record = job_record(job_id, fields.get("queue") or "?", fields, now, [])
+                if (state is None or record.state == state) and (
+                    queue is None or record.queue == queue
+                ):
+                    found.append((record.created_at, to_int(fields.get("seq")), record))
         found.sort(key=lambda item: (item[0], item[1]), reverse=True)
         return [record for _, _, record in found[:limit]]
 

@@ -143,9 +143,18 @@ def rescue(
     closed as crashed with `error` (describe_crash's words) and `cause`, then the retry
     decision."""
     close_attempt(d, cur, job["id"], job["attempt"], now, "crashed", error, None, cause)
-    return Rescued(
-        job["id"], job["attempt"], apply_decision(d, cur, job, "crashed", error, now, False)
+    ended = apply_decision(d, cur, job, "crashed", error, now, False)
+    # The attempt crashed when its worker was last known alive: its last heartbeat (else its
+    # start), not the rescue; the job's own timing (retry, finished_at) stays at `now`.
+    cur.execute(
+        d.q(
+            "UPDATE {s}.tenure_attempts SET ended_at = coalesce(last_heartbeat_at,"
+            " nullif(started_at, 0), ended_at) WHERE job_id = %s AND number = %s"
+            " AND coalesce(last_heartbeat_at, nullif(started_at, 0), ended_at) <= %s"
+        ),
+        (job["id"], job["attempt"], now),
     )
+    return Rescued(job["id"], job["attempt"], ended)
 
 
 def apply_decision(

@@ -19,6 +19,7 @@ def list_jobs(
     queue: str | None,
     limit: int,
     now: float | None = None,
+    batch_id: str | None = None,
 ) -> list[JobRecord]:
     """Newest first, without attempts; "queued" and "scheduled" split by run_at against one
     clock reading. `now` None reads the server's clock in the statement itself."""
@@ -37,6 +38,9 @@ def list_jobs(
     if queue is not None:
         where.append("queue = %s")
         params.append(queue)
+    if batch_id is not None:  # index tenure_jobs_batch (batch_id, state)
+        where.append("batch_id = %s")
+        params.append(batch_id)
     rows = cur.execute(
         d.q(
             f"SELECT *, {clock} AS now FROM {{s}}.tenure_jobs WHERE {' AND '.join(where)}"

@@ -220,12 +220,13 @@ class SQLiteStore(SQLiteJobs, SQLStore):
         state: str | None = None,
         queue: str | None = None,
         limit: int = 100,
+        batch_id: str | None = None,
     ) -> list[JobRecord]:
         if ids is None:
             conn = self._conn()
             now = self._now(conn)
             return operations.list_jobs(
-                SQLITE, conn, state=state, queue=queue, limit=limit, now=now
+                SQLITE, conn, state=state, queue=queue, limit=limit, now=now, batch_id=batch_id
             )
         with self._read() as conn:  # one snapshot: the attempts and effects agree with the jobs
             now = self._now(conn)

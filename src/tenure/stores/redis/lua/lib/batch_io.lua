@@ -97,9 +97,6 @@ end
 local function b_add_members(bbase, bid, c, first, now_s, now)
   local ok = open_key(bbase, bid)
   local added, per_queue = {}, {}
-  -- a batch kept forever is never pruned: it needs no list of its members
-  local keep = redis.call('HMGET', batch_key(bbase, bid), 'keep_s', 'keep_f')
-  local pruned_later = keep[1] or keep[2]
   for i = first, #ARGV, MEMBER_FIELDS do
     local qbase, id = ARGV[i], ARGV[i + 2]
     local fields = {}
@@ -111,7 +108,8 @@ local function b_add_members(bbase, bid, c, first, now_s, now)
         redis.call('HSET', qbase .. ':job:' .. id, field, tostring(value))
       end
       redis.call('HSET', ok, id, qbase)
-      if pruned_later then redis.call('HSET', members_key(bbase, bid), id, qbase) end
+      -- the member list: what `list_jobs(batch_id=)` reads and pruning the batch deletes
+      redis.call('HSET', members_key(bbase, bid), id, qbase)
       per_queue[qbase] = (per_queue[qbase] or 0) + 1
       added[#added + 1] = id
     end

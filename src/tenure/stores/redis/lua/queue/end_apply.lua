@@ -19,6 +19,16 @@ end
 if ARGV[15] == 'rescue' and (tonumber(f[5]) or 0) >= now then return {'conflict'} end
 local seq = num(f[6])
 close_attempt(id, n, now_s, ARGV[5], optional(ARGV[6]), optional(ARGV[7]), ARGV[16])
+-- A rescued attempt crashed when its worker was last known alive: its last heartbeat (else
+-- its start), not now; the job's own timing (retry, finished_at) stays at now.
+if ARGV[15] == 'rescue' then
+  local ak = att_key(id)
+  local seen = redis.call('HMGET', ak, n .. '.last_heartbeat_at', n .. '.started_at')
+  local at = seen[1] or seen[2]
+  if at and tonumber(at) and tonumber(at) > 0 and tonumber(at) <= now then
+    redis.call('HSET', ak, n .. '.ended_at', at)
+  end
+end
 redis.call('ZREM', RUNNING, id)
 -- Cancelled while it ran, or its batch was cancelled or has failed (a retry would be wasted
 -- work): it ends cancelled; a retry is queued again; anything else ends failed.
