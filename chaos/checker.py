@@ -191,9 +191,11 @@ def _check_job(
                     )
                 fault_at = seen
             # recovery: from the fault to the store recording the attempt's end (the job is
-            # back in its queue); re-run: to the next execution starting (queue wait included)
-            if a.ended_at is not None:
-                v.recovery_s.append(max(0.0, a.ended_at - fault_at))
+            # back in its queue); re-run: to the next execution starting (queue wait included).
+            # A crash the sweep rescued is dated at its last heartbeat, before the fault: the
+            # attempt does not say when it was rescued, so only the re-run measures it.
+            if a.ended_at is not None and a.ended_at >= fault_at:
+                v.recovery_s.append(a.ended_at - fault_at)
             v.rerun_s.append(max(0.0, nxt.started - fault_at))
     effects = sum(e.effects for e in execs)
     if effects > 1:
