@@ -98,8 +98,10 @@ local function notify_at(qbase, n)
   if n > NOTIFY_MAX then n = NOTIFY_MAX end
   local tokens = {}
   for i = 1, n do tokens[i] = '1' end
-  redis.call('LPUSH', qbase .. ':notify', unpack(tokens))
-  redis.call('LTRIM', qbase .. ':notify', 0, NOTIFY_MAX - 1)
+  -- trimmed only when over the cap: a list at most NOTIFY_MAX long needs no LTRIM
+  if redis.call('LPUSH', qbase .. ':notify', unpack(tokens)) > NOTIFY_MAX then
+    redis.call('LTRIM', qbase .. ':notify', 0, NOTIFY_MAX - 1)
+  end
 end
 local function notify(n) notify_at(base, n) end
 
