@@ -56,7 +56,7 @@ def snapshot(client: Any) -> dict[str, Any]:
     }
 
 
-def delta(before: dict[str, Any], after: dict[str, Any], jobs: int) -> dict[str, float]:
+def delta(before: dict[str, Any], after: dict[str, Any], jobs: int) -> dict[str, Any]:
     calls = scripts = 0
     usec = 0
     for name, (c, _u) in after["cmd"].items():
@@ -76,7 +76,13 @@ def delta(before: dict[str, Any], after: dict[str, Any], jobs: int) -> dict[str,
             continue
         if scripts == 0 or name in SCRIPT_COMMANDS or name.startswith(("brpop", "blpop", "bzpop")):
             usec += u - u0
+    by_command = {
+        name: round((c - before["cmd"].get(name, (0, 0))[0]) / jobs, 2)
+        for name, (c, _u) in after["cmd"].items()
+        if name not in METER_COMMANDS and c > before["cmd"].get(name, (0, 0))[0]
+    }
     return {
+        "by_command": dict(sorted(by_command.items(), key=lambda kv: -kv[1])),
         "commands": calls / jobs,
         "scripts": scripts / jobs,
         "usec": usec / jobs,
