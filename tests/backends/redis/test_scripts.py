@@ -8,7 +8,7 @@ from pathlib import Path
 import redis
 
 import tenure.stores
-from tenure.stores.redis.scripts import global_scripts, queue_scripts, read_lua
+from tenure.stores.redis.scripts import QUEUE_LIBS, global_scripts, queue_scripts, read_lua
 
 STORES = Path(tenure.stores.__file__).parent
 
@@ -40,3 +40,17 @@ def test_no_python_module_of_the_stores_carries_lua_in_a_string() -> None:
             if isinstance(text, str) and "redis.call(" in text:
                 offenders.append(f"{path.relative_to(STORES)}:{node.lineno}")
     assert offenders == []
+
+
+def test_a_script_carries_only_the_prelude_functions_it_reaches() -> None:
+    scripts = queue_scripts()
+    # Reading a job's end touches no batch callback; ending one may hand a chain on.
+    assert "local function b_enqueue_callback" not in scripts["end_read"]
+    assert "local function chain_link_end" in scripts["end_apply"]
+    # A hook set by a later library rides along with the function it replaces.
+    assert "\non_member_cancelled = function" in scripts["cancel_batch"]
+    for text in scripts.values():
+        assert "local function with_lost_callbacks" in text  # every queue script is wrapped
+    # The hot path's enqueue leaves most of the libraries out.
+    libraries = sum(len(read_lua(lib)) for lib in QUEUE_LIBS)
+    assert len(scripts["enqueue"]) < libraries / 2

@@ -1,7 +1,8 @@
 """The Redis store's Lua, read from the `lua/` files shipped with the package.
 
 Each script is sent as one text: the constants below (so Python and Lua share one source for
-them), then the preludes its kind needs, then its own body. redis-py's `Script` runs it with
+them), then its kind's preludes less the functions it never reaches (Lua builds every top-level
+closure again on each call), then its own body. redis-py's `Script` runs it with
 EVALSHA and loads it (SCRIPT LOAD) only when the server answers NOSCRIPT, so the text crosses
 the wire once per server, not once per call. Redis 7's FUNCTION LOAD was weighed and not
 taken: it needs Redis 7 (tenure runs on 6.2 too), and a library is shared by every client of
@@ -49,6 +50,39 @@ QUEUE_LIBS = (
 )
 GLOBAL_LIBS = ("lib/global_prelude.lua",)
 INCLUDE = re.compile(r"^--#include (\S+)$", re.MULTILINE)
+# A top-level statement of a library starts at column 0 with `local` or an assignment; lines
+# inside a function are indented, and its closing `end` is not an assignment.
+STATEMENT = re.compile(r"^(?=local\b|[A-Za-z_]\w*\s*=)", re.MULTILINE)
+# A statement that only makes a function: `local function f(`, `local f = function(`, or a hook
+# set on an earlier library's function, `f = function(` (chain_io.lua's on_member_cancelled).
+FUNCTION = re.compile(
+    r"^(?:local function ([A-Za-z_]\w*)|(?:local )?([A-Za-z_]\w*)\s*=\s*function\b)"
+)
+WORD = re.compile(r"[A-Za-z_]\w*")
+
+
+def _used(body: str, prelude: str) -> str:
+    """The prelude without the functions `body` never reaches. Lua builds every top-level
+    closure again on each EVALSHA call, so leaving the unreached ones out is work saved per call.
+    Statements that are not function definitions all stay; a name in a comment only keeps a
+    function in, never drops one."""
+    head, *statements = STATEMENT.split(prelude)
+    functions: dict[int, str] = {}
+    for i, text in enumerate(statements):
+        m = FUNCTION.match(text)
+        if m:
+            functions[i] = m.group(1) or m.group(2)
+    keep = {i for i in range(len(statements)) if i not in functions}
+    words = set(WORD.findall(body + head + "".join(statements[i] for i in keep)))
+    changed = True
+    while changed:
+        changed = False
+        for i, name in functions.items():
+            if i not in keep and name in words:
+                keep.add(i)
+                words |= set(WORD.findall(statements[i]))
+                changed = True
+    return head + "".join(text for i, text in enumerate(statements) if i in keep)
 
 
 def read_lua(relative: str) -> str:
@@ -58,7 +92,7 @@ def read_lua(relative: str) -> str:
 
 
 def _scripts(kind: str, libs: tuple[str, ...], *, wrap: bool = False) -> dict[str, str]:
-    prelude = CONSTANTS + "".join(read_lua(lib) for lib in libs)
+    prelude = "".join(read_lua(lib) for lib in libs)
     folder = resources.files("tenure.stores.redis").joinpath("lua", kind)
     names = sorted(f.name[: -len(".lua")] for f in folder.iterdir() if f.name.endswith(".lua"))
     bodies = {name: read_lua(f"{kind}/{name}.lua") for name in names}
@@ -67,7 +101,7 @@ def _scripts(kind: str, libs: tuple[str, ...], *, wrap: bool = False) -> dict[st
             name: f"local function body()\n{text}\nend\nreturn with_lost_callbacks(body())\n"
             for name, text in bodies.items()
         }
-    return {name: prelude + text for name, text in bodies.items()}
+    return {name: CONSTANTS + _used(text, prelude) + text for name, text in bodies.items()}
 
 
 @functools.cache

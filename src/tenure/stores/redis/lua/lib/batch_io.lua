@@ -52,15 +52,17 @@ local function enqueue_at(qbase, qname, id, name, payload, policy, delay, now_s,
   local seq = redis.call('INCR', qbase .. ':seq')
   if delay < 0 then delay = 0 end
   local run_at = fmt(now + delay)
-  redis.call('HSET', jk, 'id', id, 'name', name, 'queue', qname, 'payload', payload,
+  local fields = {'id', id, 'name', name, 'queue', qname, 'payload', payload,
     'state', 'queued', 'policy', policy, 'created_at', now_s, 'run_at', run_at, 'attempt', 0,
-    'tries_used', 0, 'exceptions', 0, 'seq', seq)
+    'tries_used', 0, 'exceptions', 0, 'seq', seq}
   -- keep: a callback's retention, "+S +F" as keep_args writes them (members go with the batch)
   local keep_s, keep_f = string.match(keep or '', '^(%S+) (%S+)$')
-  if keep_s and optional(keep_s) then redis.call('HSET', jk, 'keep_s', optional(keep_s)) end
-  if keep_f and optional(keep_f) then redis.call('HSET', jk, 'keep_f', optional(keep_f)) end
+  keep_s, keep_f = keep_s and optional(keep_s), keep_f and optional(keep_f)
+  if keep_s then fields[#fields + 1] = 'keep_s'; fields[#fields + 1] = keep_s end
+  if keep_f then fields[#fields + 1] = 'keep_f'; fields[#fields + 1] = keep_f end
   priority = priority or 0
-  if priority ~= 0 then redis.call('HSET', jk, 'priority', priority) end
+  if priority ~= 0 then fields[#fields + 1] = 'priority'; fields[#fields + 1] = priority end
+  redis.call('HSET', jk, unpack(fields))  -- one write for the whole new job
   add_queued(qbase, priority, run_at, queued_member(seq, id))
   redis.call('ZADD', qbase .. ':all', seq, id)
   redis.call('ZADD', qbase .. ':idx:queued', seq, id)

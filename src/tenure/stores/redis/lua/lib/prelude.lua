@@ -95,11 +95,14 @@ end
 -- Wake up to `n` idle workers of the queue whose key base is `qbase` (this queue: notify).
 local function notify_at(qbase, n)
   if n < 1 then return end
-  if n > NOTIFY_MAX then n = NOTIFY_MAX end
+  -- topped up to NOTIFY_MAX tokens, never past it (all tokens are alike): a list already full,
+  -- as it stays while no worker sleeps, costs one LLEN and no write
+  local room = NOTIFY_MAX - redis.call('LLEN', qbase .. ':notify')
+  if n > room then n = room end
+  if n < 1 then return end
   local tokens = {}
   for i = 1, n do tokens[i] = '1' end
   redis.call('LPUSH', qbase .. ':notify', unpack(tokens))
-  redis.call('LTRIM', qbase .. ':notify', 0, NOTIFY_MAX - 1)
 end
 local function notify(n) notify_at(base, n) end
 
