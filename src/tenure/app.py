@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any, ParamSpec, TypeVar, overload
 
-from tenure import control, payload, retention, sending, tracing
+from tenure import control, payload, retention, rolling, sending, tracing
 from tenure.control import Cancellation, QueueWait
 from tenure.coordinator import COORDINATOR, coordinator, plan_over_ids
 from tenure.errors import ConfigError, JobNotFound, UnknownJob
@@ -447,6 +447,11 @@ class App:
 
     def list_batches(self, *, limit: int = 50) -> list[BatchInfo]:
         return self.store.list_batches(limit=limit)
+
+    def unknown_waiting(self, queues: list[str]) -> list[rolling.Unknown]:
+        """Rolling deploys: per queue, the waiting jobs whose name no live worker serving that
+        queue knows (a deploy not rolled out yet)."""
+        return rolling.unknown_waiting(self.store, self.live_workers(), queues)
 
     def live_workers(self) -> list[WorkerRecord]:
         """Workers that have not stopped and renewed their record recently."""

@@ -12,7 +12,7 @@ from tenure.app import App
 from tenure.cli.common import AppOption, UrlOption, err, fail, open_app, out, say
 from tenure.cli.tables import Column, print_table
 from tenure.control import QueueWait
-from tenure.rolling import unknown_text, unknown_waiting
+from tenure.rolling import unknown_text
 
 queue_cli = typer.Typer(
     help="Pause or resume a queue (workers on every host stop or start reserving from it), "
@@ -92,7 +92,7 @@ def print_unknown(the_app: App, queues: list[str]) -> None:
     """Rolling deploys: a line per queue holding jobs that no live worker serving it knows."""
     if not queues:
         return
-    for u in unknown_waiting(the_app.store, the_app.live_workers(), queues):
+    for u in the_app.unknown_waiting(queues):
         out.print(Text(unknown_text(u)), soft_wrap=True)
 
 
