@@ -12,6 +12,7 @@ inside a transaction now() is when it began.
 
 from __future__ import annotations
 
+from tenure.states import PARKED_AT
 from tenure.stores.postgres.database import CLOCK
 from tenure.stores.sql.control import not_paused
 
@@ -54,23 +55,53 @@ _NOW = "(SELECT now FROM clock)"
 def _claim_ctes(gate: str, *, one: bool = False) -> str:
     """picked/claimed/opened: the oldest ready jobs of %(queue)s, up to %(limit)s (`one`: a
     single job, the busy worker's case), skipping %(seen)s, none of a paused queue; guarded
-    ones are picked (to report them) but not claimed. `gate` adds a condition to the pick.
+    ones are picked (to report them) but not claimed, except those guarded by a concurrency
+    limit alone (`_slots`). `gate` adds a condition to the pick.
 
     `claimed` finds its rows by primary key: joined to `picked` instead, a prepared (generic)
     plan, not knowing %(limit)s, hash-joined the whole jobs table on every claim. For several
     rows that is `id = ANY(ARRAY(...))`, which a generic plan made while the table was small
     (a worker's first jobs on a new install) answers by a Seq Scan, kept as the table grows;
     for one row it is `id = (SELECT ...)`, an equality the pkey answers at any size."""
-    free_ids = "SELECT id FROM picked WHERE free"
-    limit, rows = ("1", f"= ({free_ids})") if one else ("%(limit)s", f"= ANY(ARRAY({free_ids}))")
+    go_ids = "SELECT id FROM picked WHERE free UNION ALL SELECT id FROM ranked WHERE go"
+    limit, rows = ("1", f"= ({go_ids})") if one else ("%(limit)s", f"= ANY(ARRAY({go_ids}))")
     return (
         " picked AS MATERIALIZED (SELECT id, priority, run_at, seq,"
-        " overlap_key IS NULL AND rate_key IS NULL AND concurrency_key IS NULL AS free"
+        " concurrency_key AS ckey, coalesce(concurrency_limit, 1) AS clim,"
+        " overlap_key IS NULL AND rate_key IS NULL AND concurrency_key IS NULL AS free,"
+        " overlap_key IS NULL AND rate_key IS NULL AND concurrency_key IS NOT NULL AS limited"
         " FROM {s}.tenure_jobs"
         f" WHERE priority_queue = %(queue)s AND run_at <= {_NOW}"
         f" AND id <> ALL(%(seen)s::text[]){not_paused('%(queue)s')}{gate}"
         f" ORDER BY priority, run_at, seq LIMIT {limit}"
-        " FOR UPDATE SKIP LOCKED)," + claim_and_open(_NOW, rows)
+        " FOR UPDATE SKIP LOCKED)," + _slots(one) + "," + claim_and_open(_NOW, rows)
+    )
+
+
+def _slots(one: bool) -> str:
+    """wanted/slots/granted/ranked/parked: the picked jobs guarded by a concurrency limit
+    alone take their key's free slots (migration 0016) in this statement, oldest first, and
+    the rest of them are parked, all under the key's row lock. The lock is *tried* (SKIP
+    LOCKED): a key another transaction holds, or one without a row yet, is left to `reserve`'s
+    slow path (reported among the guarded), so a claim never waits and cannot deadlock. Each
+    step is gated on there being such a job (a one-time filter), so a plain claim pays
+    nothing for it."""
+    keys = "key = (SELECT ckey FROM wanted)" if one else "key = ANY(ARRAY(SELECT ckey FROM wanted))"
+    share = "least(w.n, greatest(w.clim - c.running, 0))"
+    return (
+        " wanted AS MATERIALIZED (SELECT ckey, max(clim) AS clim, count(*) AS n FROM picked"
+        " WHERE limited GROUP BY ckey),"
+        " slots AS MATERIALIZED (SELECT key FROM {s}.tenure_concurrency"
+        f" WHERE EXISTS (SELECT 1 FROM wanted) AND {keys} FOR UPDATE SKIP LOCKED),"
+        f" granted AS (UPDATE {{s}}.tenure_concurrency c SET running = c.running + {share},"
+        f" granted = {share} FROM wanted w WHERE EXISTS (SELECT 1 FROM slots)"
+        " AND c.key = w.ckey AND c.key IN (SELECT key FROM slots) RETURNING c.key, c.granted),"
+        " ranked AS MATERIALIZED (SELECT p.id, row_number() OVER (PARTITION BY p.ckey"
+        " ORDER BY p.priority, p.run_at, p.seq) <= g.granted AS go"
+        " FROM picked p JOIN granted g ON g.key = p.ckey WHERE p.limited),"
+        " parked AS (UPDATE {s}.tenure_jobs SET run_at = "
+        f"{PARKED_AT!r} WHERE EXISTS (SELECT 1 FROM ranked WHERE NOT go)"
+        " AND id = ANY(ARRAY(SELECT id FROM ranked WHERE NOT go)))"
     )
 
 
@@ -98,12 +129,14 @@ WAKE_WAITERS = (
 )
 WOKEN = f"(SELECT count(pg_notify(%(channel)s, '{ENDED_PREFIX}' || job_id)) FROM woken)"
 
-# One row per claimed job (or one row of NULLs), each with how many rows were picked and the
-# ids of the guarded ones among them, for `reserve` to judge apart.
+# One row per claimed job (or one row of NULLs), each with how many rows were picked, the ids
+# of the guarded ones among them, for `reserve` to judge apart, and how many were parked.
 _CLAIM_RESULT = (
-    " SELECT c.*, p.picked, p.guarded{extra} FROM (SELECT count(*) AS picked,"
-    " coalesce(array_agg(id ORDER BY priority, run_at, seq) FILTER (WHERE NOT free),"
-    " '{{}}') AS guarded FROM picked) p LEFT JOIN claimed c ON true"
+    " SELECT c.*, p.picked, p.guarded, p.parked{extra} FROM (SELECT count(*) AS picked,"
+    " coalesce(array_agg(id ORDER BY priority, run_at, seq) FILTER (WHERE NOT free"
+    " AND id NOT IN (SELECT id FROM ranked)), '{{}}') AS guarded,"
+    " (SELECT count(*) FROM ranked WHERE NOT go) AS parked FROM picked) p"
+    " LEFT JOIN claimed c ON true"
     " ORDER BY c.priority, c.run_at, c.seq"
 )
 

@@ -55,6 +55,17 @@ class PostgresDialect:
             (CONCURRENCY_LOCK, f"{self._db.schema}:{key}"),
         )
 
+    def end_slot(self, cur: Cursor, key: str, *, held: bool) -> None:
+        # the upsert locks the key's row even when it changes nothing (claims.py's slots)
+        cur.execute(
+            self.q(
+                "INSERT INTO {s}.tenure_concurrency (key, running) VALUES (%s, 0)"
+                " ON CONFLICT (key) DO UPDATE SET running = greatest("
+                "{s}.tenure_concurrency.running - %s, 0)"
+            ),
+            (key, int(held)),
+        )
+
     def insert_jobs(
         self, cur: Cursor, jobs: Sequence[NewJob], now: float, *, skip_existing: bool
     ) -> int:

@@ -28,7 +28,7 @@ from tenure.stores.sql.guards import overlap_deferral, rate_deferral, unique_hol
 # pg_advisory_xact_lock's first key per kind (the migration lock is 0x7E4E)
 OVERLAP_LOCK = 0x7E4F
 RATE_LOCK = 0x7E50
-CONCURRENCY_LOCK = 0x7E51
+CONCURRENCY_LOCK = 0x7E51  # debounce and fair keys (Dialect.lock_key)
 
 
 class KeyBusy(Exception):
@@ -134,25 +134,39 @@ def judge(db: Database, cur: Cursor, row: DictRow) -> tuple[float, tuple[float, 
     return now, None
 
 
-def concurrency_full(db: Database, cur: Cursor, row: DictRow) -> bool:
-    """Whether the row's concurrency key has no free slot; raises KeyBusy when another worker
-    holds the key's lock (reserving a job of it, or an attempt of it ending and handing back
-    its parked jobs: see sql.guards.release, which waits for this same lock)."""
-    check = cur.execute(
-        "SELECT pg_try_advisory_xact_lock(%(c)s, hashtext(%(k)s)) AS locked",
-        {"c": CONCURRENCY_LOCK, "k": f"{db.schema}:{row['concurrency_key']}"},
-    ).fetchone()
-    if check is None or not check["locked"]:
-        raise KeyBusy
-    # a new statement after the lock: it sees every start and end committed under it
-    running = cur.execute(
+def take_slot(db: Database, cur: Cursor, row: DictRow) -> bool:
+    """Take a slot of the row's concurrency key (True), or find none free (False: the key's
+    row stays locked until the transaction ends, so the job can be parked before any ending
+    attempt of the key hands back). Raises KeyBusy when another transaction holds the key's
+    row (a claim of it, or an ending attempt handing back: sql.guards.release). Makes the
+    key's row (migration 0016) on its first use."""
+    params = {"k": row["concurrency_key"], "lim": row["concurrency_limit"] or 1}
+    held = cur.execute(
         db.q(
-            "SELECT count(*) AS n FROM {s}.tenure_jobs WHERE concurrency_key = %(k)s"
-            f" AND state = 'running' AND lease_expires_at >= {CLOCK}"
+            "WITH made AS (INSERT INTO {s}.tenure_concurrency (key, running)"
+            " VALUES (%(k)s, 0) ON CONFLICT (key) DO NOTHING RETURNING running),"
+            " locked AS (SELECT running FROM {s}.tenure_concurrency WHERE key = %(k)s"
+            " FOR UPDATE SKIP LOCKED)"
+            " SELECT coalesce((SELECT running FROM made), (SELECT running FROM locked)) AS n"
         ),
-        {"k": row["concurrency_key"]},
+        params,
     ).fetchone()
-    return running is not None and int(running["n"]) >= (row["concurrency_limit"] or 1)
+    if held is None or held["n"] is None:
+        raise KeyBusy
+    if int(held["n"]) >= params["lim"]:
+        return False
+    cur.execute(
+        db.q("UPDATE {s}.tenure_concurrency SET running = running + 1 WHERE key = %(k)s"),
+        params,
+    )
+    return True
+
+
+def give_slot_back(db: Database, cur: Cursor, key: str) -> None:
+    """Undo take_slot in the same transaction: the job was deferred by another guard."""
+    cur.execute(
+        db.q("UPDATE {s}.tenure_concurrency SET running = running - 1 WHERE key = %s"), (key,)
+    )
 
 
 def rate_free_at(

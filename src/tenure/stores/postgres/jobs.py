@@ -121,7 +121,7 @@ class PostgresJobs:
                 picked, guarded = _claimed(rows, out)
                 if guarded:
                     seen += self._reserve_guarded(queue, seen, limit, worker, lease, out)
-                if len(out) >= limit or picked < want or not guarded:
+                if len(out) >= limit or picked < want or not (guarded or rows[0]["parked"]):
                     break  # enough, or the queue has nothing more ready
                 if len(seen) >= limit + RESERVE_LOOKAHEAD:
                     break  # looked far enough: the rest waits for the next call
@@ -255,22 +255,27 @@ class PostgresJobs:
                 if len(out) >= limit:
                     break
                 judged.append(row["id"])
+                key = row["concurrency_key"]
+                slot = False  # a slot of `key` taken for this row
                 try:
-                    key = row["concurrency_key"]
-                    if key is not None and (
-                        key in full or guards.concurrency_full(self.db, cur, row)
-                    ):
-                        # full stays full while this transaction holds the key's lock: an
-                        # ending commits only once it has the lock (sql.guards.release)
-                        full.add(key)
-                        park(self.dialect, cur, row["id"])
-                        continue
+                    if key is not None:
+                        # full stays full while this transaction holds the key's row: an
+                        # ending commits only once it has it (sql.guards.release)
+                        slot = key not in full and guards.take_slot(self.db, cur, row)
+                        if not slot:
+                            full.add(key)
+                            park(self.dialect, cur, row["id"])
+                            continue
                     now, deferred = guards.judge(self.db, cur, row)
                 except guards.KeyBusy:
+                    if slot:
+                        guards.give_slot_back(self.db, cur, key)
                     continue
                 if deferred is None:
                     out.append(self._open_attempt(cur, row["id"], worker, now, lease))
                 else:
+                    if slot:
+                        guards.give_slot_back(self.db, cur, key)
                     self._defer(cur, row["id"], worker, now, *deferred)
         return judged
 

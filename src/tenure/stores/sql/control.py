@@ -49,7 +49,7 @@ def cancel(d: Dialect, cur: Cursor, job_id: str, clock: Callable[[], float]) -> 
         if row["concurrency_key"] is not None and row["run_at"] < PARKED_AT:
             # a job handed back (or not parked yet) may have been its key's next to run: the
             # parked ones behind it must not wait for an end that will not come
-            guards.release(d, cur, row, now)
+            guards.release(d, cur, row, now, held=False)
         return CancelResult(accepted=True, state="cancelled")
     if state == "running":  # its worker hears of it at its next heartbeat
         cur.execute(

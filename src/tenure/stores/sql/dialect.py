@@ -39,6 +39,11 @@ class Dialect(Protocol):
         """Hold a concurrency key until the transaction ends (waited for; SQLite's one writer
         holds every key already)."""
 
+    def end_slot(self, cur: Cursor, key: str, *, held: bool) -> None:
+        """Hold a concurrency key's slots until the transaction ends (waited for), one slot
+        given back when `held` (an attempt of the key ended): what a parking claim holds too,
+        so a hand-back that follows sees every park committed before."""
+
     def q(self, sql: str) -> str: ...
 
     def insert_jobs(

@@ -69,16 +69,18 @@ def running_under(d: Dialect, cur: Cursor, key: str, now: float) -> int:
     return int(row["n"])
 
 
-def release(d: Dialect, cur: Cursor, job: Row, now: float) -> None:
+def release(d: Dialect, cur: Cursor, job: Row, now: float, *, held: bool = True) -> None:
     """An attempt of `job` (concurrency_key, concurrency_limit, queue) ended (finished,
-    retried, cancelled, rescued): hand back its key's oldest parked jobs, as many as the key
-    has free slots, in the transaction of that end. On PostgreSQL the key's lock is taken
-    first (waited for), so a reservation parking a job of the key right now has committed
-    before the parked jobs are read; the count and the hand-back are then one statement."""
+    retried, cancelled, rescued; `held`), or a queued job that may have been its key's next
+    was cancelled (not `held`): hand back its key's oldest parked jobs, as many as the key
+    has free slots, in the transaction of that end. On PostgreSQL the key's slot row is
+    locked first (waited for; Dialect.end_slot), so a reservation parking a job of the key
+    right now has committed before the parked jobs are read; the count and the hand-back
+    are then one statement."""
     key, limit = job["concurrency_key"], job["concurrency_limit"]
     if key is None or limit is None:
         return
-    d.lock_key(cur, key)
+    d.end_slot(cur, key, held=held)
     woke = cur.execute(
         d.q(
             "UPDATE {s}.tenure_jobs SET run_at = %s WHERE id IN (SELECT id FROM {s}.tenure_jobs"

@@ -28,6 +28,9 @@ class SQLiteDialect:
     def lock_key(self, cur: sqlite3.Connection, key: str) -> None:
         pass  # BEGIN IMMEDIATE holds the one write lock, every key with it
 
+    def end_slot(self, cur: sqlite3.Connection, key: str, *, held: bool) -> None:
+        pass  # slots are counted from the running jobs, under the one write lock
+
     @staticmethod
     @functools.lru_cache(maxsize=256)
     def q(sql: str) -> str:
