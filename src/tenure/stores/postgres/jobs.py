@@ -39,6 +39,7 @@ from tenure.stores.sql.guards import (
 
 NOW = "date_part('epoch', now())"  # epoch seconds as double precision, the server's clock
 RESERVE_ROUNDS = 4
+LIMITED_NOTES = 100_000  # PostgresJobs.limited's bound
 
 
 class PostgresJobs:
@@ -46,6 +47,10 @@ class PostgresJobs:
 
     db: Database
     dialect: Dialect
+    # (job id, token) of the attempts this store claimed under a concurrency limit, outside any
+    # batch and chain: their success takes _end_limited's one round trip. Only a hint: an end
+    # not found here takes the general path, which is right for every job.
+    limited: set[tuple[str, int]]
 
     def enqueue_many(
         self,
@@ -118,7 +123,7 @@ class PostgresJobs:
                 params = _claim_params(queue, want, seen, worker, lease)
                 with self.db.cursor() as cur:
                     rows = cur.execute(statement, params).fetchall()
-                picked, guarded = _claimed(rows, out)
+                picked, guarded = self._claimed(rows, out)
                 if guarded:
                     seen += self._reserve_guarded(queue, seen, limit, worker, lease, out)
                 if len(out) >= limit or picked < want or not (guarded or rows[0]["parked"]):
@@ -147,9 +152,14 @@ class PostgresJobs:
     ) -> tuple[EndResult, Reservation | None]:
         order = list(dict.fromkeys(queues))
         if outcome == "succeeded" and worker is not None and order:
-            done = self._succeed_and_claim(job_id, token, order, worker, lease, result)
+            if (job_id, token) in self.limited:
+                self.limited.discard((job_id, token))
+                done = self._end_limited(job_id, token, order, worker, lease, result)
+            else:
+                done = self._succeed_and_claim(job_id, token, order, worker, lease, result)
             if done is not None:
                 return done
+        self.limited.discard((job_id, token))
         with self.db.transaction() as cur:
             if outcome == "succeeded":  # complete_on's None: a stale token, refused
                 ended = self.complete_on(cur, job_id, token, result) or endings.refuse(
@@ -198,11 +208,66 @@ class PostgresJobs:
         if not rows[0]["completed"]:
             return None
         ok = EndResult(accepted=True, state="succeeded")
-        out = [reservation(r) for r in rows if r["id"] is not None]
+        out: list[Reservation] = []
+        self._claimed(rows, out)
         if out or rows[0]["picked"] or len(order) == 1:
             return ok, out[0] if out else None
         with self.db.cursor() as cur:
             return ok, self._claim_one(cur, order[1:], worker, lease)
+
+    def _end_limited(
+        self,
+        job_id: str,
+        token: int,
+        order: list[str],
+        worker: WorkerRef,
+        lease: float,
+        result: str | None,
+    ) -> tuple[EndResult, Reservation | None] | None:
+        """claims.LIMITED_DONE, HAND_BACK and CLAIM_AFTER in one transaction, sent together (a
+        pipeline: one round trip); None, with nothing written, sends the end to the
+        transaction path (not this job's case after all, or a stale token)."""
+        params = {
+            "id": job_id,
+            "token": token,
+            "result": result,
+            "channel": self.db.channel,
+            **_claim_params(order[0], 1, [], worker, lease),
+        }
+        done, back, claim = (in_schema(self.db.quoted_schema, sql) for sql in _LIMITED_END)
+        with self.db.connection() as conn, conn.cursor() as c1, conn.cursor() as c2:
+            with conn.pipeline() as line:
+                conn.execute("BEGIN")
+                c1.execute(done, params)
+                conn.execute(back, params)
+                c2.execute(claim, params)
+                conn.execute("COMMIT")
+                line.sync()
+            ended, rows = c1.fetchone(), c2.fetchall()
+        if ended is None or not ended["completed"]:
+            return None
+        ok = EndResult(accepted=True, state="succeeded")
+        out: list[Reservation] = []
+        picked, _ = self._claimed(rows, out)
+        if out or picked or len(order) == 1:
+            return ok, out[0] if out else None
+        with self.db.cursor() as cur:
+            return ok, self._claim_one(cur, order[1:], worker, lease)
+
+    def _claimed(self, rows: list[DictRow], out: list[Reservation]) -> tuple[int, list[str]]:
+        """Add the claimed rows to `out` (noting the limited ones); how many rows were picked
+        and the guarded ones' ids."""
+        for row in rows:
+            if row["id"] is not None:
+                out.append(self._claimed_row(row))
+        return int(rows[0]["picked"]), list(rows[0]["guarded"])
+
+    def _claimed_row(self, row: DictRow) -> Reservation:
+        if row["concurrency_key"] is not None and row["batch_id"] is None and row["chain"] is None:
+            if len(self.limited) > LIMITED_NOTES:
+                self.limited.clear()  # ends that never came (a crash): forget the hints
+            self.limited.add((row["id"], row["attempt"]))
+        return reservation(row)
 
     def _claim_one(
         self, cur: Cursor, queues: Sequence[str], worker: WorkerRef, lease: float
@@ -213,7 +278,7 @@ class PostgresJobs:
         statement = _claim_statement(self.db, 1)
         for queue in queues:
             rows = cur.execute(statement, _claim_params(queue, 1, [], worker, lease)).fetchall()
-            picked, _ = _claimed(rows, out)
+            picked, _ = self._claimed(rows, out)
             if out or picked:
                 break  # claimed one, or the queue's head is guarded: `reserve` judges it
         return out[0] if out else None
@@ -294,7 +359,7 @@ class PostgresJobs:
             },
         ).fetchone()
         assert row is not None  # the row is locked by this transaction
-        return reservation(row)
+        return self._claimed_row(row)
 
     def _defer(
         self, cur: Cursor, job_id: str, worker: WorkerRef, now: float, run_at: float, reason: str
@@ -359,6 +424,7 @@ class PostgresJobs:
         return EndResult(accepted=True, state="succeeded")
 
 
+_LIMITED_END = (claims.LIMITED_DONE, claims.HAND_BACK, claims.CLAIM_AFTER)
 # the guarded job `reserve` judged startable, claimed with its row already locked
 _OPEN_ATTEMPT = "WITH" + claims.claim_and_open("%(now)s", "= %(id)s") + " SELECT * FROM claimed"
 
@@ -380,12 +446,6 @@ def _claim_params(
 def _claim_statement(db: Database, want: int) -> str:
     """The claim of `want` jobs in the store's schema (one job: the pkey's equality)."""
     return in_schema(db.quoted_schema, claims.CLAIM_ONE if want == 1 else claims.CLAIM)
-
-
-def _claimed(rows: list[DictRow], out: list[Reservation]) -> tuple[int, list[str]]:
-    """Add the claimed rows to `out`; how many rows were picked and the guarded ones' ids."""
-    out.extend(reservation(r) for r in rows if r["id"] is not None)
-    return int(rows[0]["picked"]), list(rows[0]["guarded"])
 
 
 def insert_jobs(
