@@ -178,3 +178,38 @@ def test_cancelling_a_parked_job_leaves_the_rest_in_order(store: Store) -> None:
     assert c.waiting == 1
     store.end_attempt(job_id=r.job_id, token=r.token)
     assert reserve(store) == [jobs[2].id]
+
+
+def test_cancelling_a_batch_hands_back_past_its_handed_back_member(store: Store) -> None:
+    first, member, later = limited("k", 1), limited("k", 1), limited("k", 1)
+    enqueue(store, first)
+    store.enqueue_many([member], batch=NewBatch(id=secrets.token_hex(6), name="b"))
+    enqueue(store, later)
+    [r] = store.reserve(queues=["default"], worker=W1, lease=30)
+    assert r.job_id == first.id
+    assert reserve(store) == []  # member and later parked
+    store.end_attempt(job_id=r.job_id, token=r.token)  # hands back the member
+    assert job(store, member.id).waiting_on is None
+    batch_id = job(store, member.id).batch_id
+    assert batch_id is not None
+    assert store.cancel(batch_id=batch_id).state == "cancelled"
+    assert job(store, member.id).state == "cancelled"
+    # the member would have taken the free slot: the job parked behind it takes it instead
+    assert reserve(store) == [later.id]
+
+
+def test_cancelling_a_batch_takes_its_parked_members_off_their_key(store: Store) -> None:
+    first, member, later = limited("k", 1), limited("k", 1), limited("k", 1)
+    enqueue(store, first)
+    store.enqueue_many([member], batch=NewBatch(id=secrets.token_hex(6), name="b"))
+    enqueue(store, later)
+    [r] = store.reserve(queues=["default"], worker=W1, lease=30)
+    assert reserve(store) == []
+    batch_id = job(store, member.id).batch_id
+    assert batch_id is not None
+    store.cancel(batch_id=batch_id)
+    [c] = store.queue_counts(keys=True).values()
+    assert c.waiting == 1 and c.by_key is not None and c.by_key["k"].waiting == 1
+    store.end_attempt(job_id=r.job_id, token=r.token)
+    assert reserve(store) == [later.id]
+    assert job(store, member.id).attempts == []

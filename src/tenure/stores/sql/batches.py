@@ -28,7 +28,7 @@ from tenure.stores.records import (
     callback_to_json,
     log_lost_callback,
 )
-from tenure.stores.sql import chains
+from tenure.stores.sql import chains, guards
 from tenure.stores.sql.dialect import Cursor, Dialect, chunks, marks
 
 CALLBACK_KINDS = ("then", "catch", "finally")
@@ -182,13 +182,15 @@ def _apply(d: Dialect, cur: Cursor, batch_id: str, change: rules.BatchChange, no
         stopped = cur.execute(
             d.q(
                 "UPDATE {s}.tenure_jobs SET state = 'cancelled', finished_at = %s"
-                " WHERE batch_id = %s AND state = 'queued' RETURNING chain"
+                " WHERE batch_id = %s AND state = 'queued'"
+                " RETURNING chain, queue, run_at, concurrency_key, concurrency_limit"
             ),
             (now, batch_id),
         ).fetchall()
         n = len(stopped)
         for row in stopped:  # a chain member's later links cancelled, its catch and finally
             chains.link_ended(d, cur, row["chain"], "cancelled", now)
+        guards.hand_back_past(d, cur, stopped, now)
         follow = rules.queued_members_cancelled(counts, n)
         counts = follow.counts
         callbacks += follow.callbacks

@@ -95,6 +95,20 @@ def release(d: Dialect, cur: Cursor, job: Row, now: float, *, held: bool = True)
         d.wake(cur, job["queue"])
 
 
+def hand_back_past(d: Dialect, cur: Cursor, cancelled: list[Row], now: float) -> None:
+    """Queued jobs were cancelled together (a batch's; rows: queue, run_at, concurrency_key,
+    concurrency_limit): for each key one of them had been handed back (or not parked yet)
+    and so may have been its next to run, the parked ones behind are handed back (`release`,
+    not held), keys in sorted order (the lock order of their slot rows)."""
+    first: dict[str, Row] = {}
+    for row in cancelled:
+        key = row["concurrency_key"]
+        if key is not None and row["run_at"] < PARKED_AT and key not in first:
+            first[key] = row
+    for key in sorted(first):
+        release(d, cur, first[key], now, held=False)
+
+
 def add_key_counts(d: Dialect, cur: Cursor, out: dict[str, QueueCounts]) -> None:
     """queue_counts(keys=True): each queue's concurrency keys in use, read from their live
     jobs (the concurrency index: a key's running and parked jobs)."""

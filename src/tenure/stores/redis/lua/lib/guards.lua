@@ -153,6 +153,20 @@ local function release_slot(jk, id, now_s, now)
   end
 end
 
+-- A batch's queued member cancelled with its batch (lib/batch_io.lua), as cancel_job does it:
+-- a parked one leaves its key's list; one handed back (or not parked yet) may have been its
+-- key's next to run, so the parked ones behind it are handed back, not left waiting for an end
+-- that will not come. A member of another queue keeps its own queue's lists (not reachable
+-- from this script's keys): its key's next end hands back past it.
+local member_cancelled_before_slots = on_member_cancelled
+on_member_cancelled = function(jk, now_s)
+  member_cancelled_before_slots(jk, now_s)
+  local prefix = base .. ':job:'
+  if string.sub(jk, 1, #prefix) ~= prefix then return end
+  local id = string.sub(jk, #prefix + 1)
+  if not unpark(jk, id) then release_slot(jk, id, now_s, tonumber(now_s)) end
+end
+
 -- Fair share (sql/guards.py place_fairly, the same rule): a job due at dispatch with a fair
 -- key gets its virtual start for a run_at (and score): its key's next turn, not before the
 -- queue's virtual now (the lowest virtual start queued, else the largest handed out). The
