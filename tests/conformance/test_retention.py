@@ -273,3 +273,48 @@ def test_a_stopped_sweeper_starts_no_catch_up(store: Store) -> None:
     sweeper.stop()
     sweeper.tick()  # the tick's own budget still prunes; no thread goes on after it
     assert not sweeper.catching_up()
+
+
+def test_per_key_state_no_job_needs_is_pruned_and_live_keys_keep_theirs(store: Store) -> None:
+    # fair keys, concurrency keys and a debounce key whose jobs have all finished
+    gone_keys = [replace(kept(AN_HOUR), guards=Guards(fair_key=f"tenant{i}")) for i in range(5)]
+    gone_keys += [
+        replace(kept(AN_HOUR), guards=Guards(concurrency_key=f"acct{i}", concurrency_limit=1))
+        for i in range(3)
+    ]
+    debounced = replace(kept(GONE_AT_ONCE), guards=Guards(debounce_key="doc:1"))
+    enqueue(store, *gone_keys, debounced)
+    run_to_success(store, *(j.id for j in gone_keys), debounced.id)
+    # a live key: one attempt running, one job parked behind it
+    live = [
+        replace(
+            kept(AN_HOUR, queue="live"),
+            guards=Guards(concurrency_key="acct:live", concurrency_limit=1),
+        )
+        for _ in range(2)
+    ]
+    enqueue(store, *live)
+    held = reserve_one(store, queues=("live",))
+    assert store.reserve(queues=["live"], worker=W1, lease=30) == []  # parks the other
+    t0 = store.now()
+    wait_until(lambda: store.now() > t0 + 0.01, what="the debounced job's retention to pass")
+    total = sweep_until(
+        store,
+        lambda: store.sweep(dry_run=True).pruned.guards == 0,
+        what="no per-key row left that no job needs",
+    )
+    assert total.guards >= 5  # at least the five fair keys' turns
+    assert store.sweep().pruned.guards == 0  # gone, not counted again
+    # the live key still holds its limit and hands back its parked job
+    assert store.reserve(queues=["live"], worker=W1, lease=30) == []
+    assert store.end_attempt(job_id=held.job_id, token=held.token)[0].accepted
+    assert [r.job_id for r in store.reserve(queues=["live"], worker=W1, lease=30)] == [live[1].id]
+    # the keys that were pruned work as new ones: a limit of one, a fair turn, a debounce
+    again = [
+        replace(kept(AN_HOUR), guards=Guards(concurrency_key="acct0", concurrency_limit=1))
+        for _ in range(2)
+    ]
+    fair_again = replace(kept(AN_HOUR), guards=Guards(fair_key="tenant0"))
+    enqueue(store, *again, fair_again)
+    got = [r.job_id for r in store.reserve(queues=["default"], worker=W1, lease=30, limit=5)]
+    assert sorted(got) == sorted([again[0].id, fair_again.id])

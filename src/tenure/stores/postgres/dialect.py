@@ -19,6 +19,8 @@ class PostgresDialect:
     lock_rows = " FOR UPDATE"
     creation_order = "seq"
     clock_sql = CLOCK
+    fair_ready = "ready_queue = %s"
+    slot_rows = True  # migration 0016
     statement_clock_sql = NOW  # now(): the transaction's start, one value for the statement
     # a value out of its column's range or type (DataError), a broken constraint; not
     # OperationalError, a lost connection, which no savepoint survives

@@ -24,6 +24,8 @@ class Dialect(Protocol):
     lock_rows: str  # appended to a SELECT of rows about to be changed: "" or " FOR UPDATE"
     creation_order: str  # a column that orders rows (jobs, batches) made in the same instant
     clock_sql: str  # the server's clock as epoch seconds, inside a statement
+    fair_ready: str  # a queue's (`%s`) queued jobs, as its ready index answers it
+    slot_rows: bool  # concurrency slots are counted in rows (tenure_concurrency), not jobs
     statement_clock_sql: str  # the same, read once for the whole statement
     # what a damaged row makes a statement or its reading raise (endings.isolated fails that
     # one job); never the errors of a lost connection

@@ -17,6 +17,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from tenure.retention import Pruned
+from tenure.states import FAIR_BEFORE
 from tenure.stores.sql.dialect import Cursor, Dialect, marks
 
 FINAL_SQL = "('succeeded', 'failed', 'cancelled')"
@@ -112,6 +113,14 @@ def prune(d: Dialect, cur: Cursor, now: float, limit: int) -> Pruned:
             f" LIMIT %s{_skip_locked(d)})",
             [now, limit],
         )
+    for table, unused in _unused_keys(d):
+        expired += _delete(
+            d,
+            cur,
+            f"{table} WHERE {unused} AND {row} IN (SELECT {row} FROM {{s}}.{table}"
+            f" WHERE {unused} LIMIT %s{_skip_locked(d)})",
+            [limit],
+        )
     return Pruned(
         jobs=deleted,
         attempts=attempts,
@@ -139,7 +148,40 @@ def count_due(d: Dialect, cur: Cursor, now: float) -> Pruned:
     batches = sum(_count(d, cur, f"FROM {due.table} WHERE {due.where}", now) for due in BATCHES)
     guards += _count(d, cur, "FROM {s}.tenure_unique WHERE expires_at <= %s", now)
     guards += _count(d, cur, "FROM {s}.tenure_rate_starts WHERE expires_at <= %s", now)
+    guards += sum(_count(d, cur, f"FROM {{s}}.{t} WHERE {u}", now) for t, u in _unused_keys(d))
     return Pruned(jobs=jobs, attempts=attempts, effects=effects, batches=batches, guards=guards)
+
+
+def _unused_keys(d: Dialect) -> list[tuple[str, str]]:
+    """(table, condition): the per-key rows of flow control that nothing needs any more.
+
+    - a fair key's next turn (tenure_fair, 'k:' rows) at or before its queue's virtual now
+      (the head of its fair jobs, else the largest turn handed out): a dispatch of the key
+      starts at that virtual now anyway, which never goes back (a start is never before it),
+      so the row changes nothing. Its queue's own row ('') stays.
+    - a concurrency key's slot row (PostgreSQL) with nothing running and no live job of the
+      key: a claim that finds no row leaves the job to the slow path, which makes it again.
+
+    Each condition is checked again by the delete itself, on the row as it is then."""
+    ready = d.fair_ready.replace("%s", "tenure_fair.queue")
+    out = [
+        (
+            "tenure_fair",
+            "key <> '' AND next_vt <= coalesce((SELECT min(run_at) FROM {s}.tenure_jobs"
+            f" WHERE {ready} AND run_at < {FAIR_BEFORE!r}), (SELECT g.next_vt"
+            " FROM {s}.tenure_fair g WHERE g.queue = tenure_fair.queue AND g.key = ''))",
+        )
+    ]
+    if d.slot_rows:
+        out.append(
+            (
+                "tenure_concurrency",
+                "running = 0 AND NOT EXISTS (SELECT 1 FROM {s}.tenure_jobs j"
+                " WHERE j.concurrency_key = tenure_concurrency.key"
+                " AND j.state IN ('queued', 'running'))",
+            )
+        )
+    return out
 
 
 def _chosen(d: Dialect, cur: Cursor, kinds: tuple[Due, ...], now: float, limit: int) -> list[str]:

@@ -239,7 +239,7 @@ class SQLiteJobs(SQLiteConnections):
         insert_jobs(conn, fresh, now, skip_existing=True)
         for job, stored in zip(jobs, ids, strict=True):
             if job.guards.fair_key is not None and stored == job.id:
-                sql_guards.place_fairly(self.dialect, conn, job, FAIR_READY)
+                sql_guards.place_fairly(self.dialect, conn, job, self.dialect.fair_ready)
         return ids
 
     @contextmanager

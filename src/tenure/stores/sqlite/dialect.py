@@ -8,7 +8,7 @@ import json
 import sqlite3
 from collections.abc import Sequence
 
-from tenure.stores.sqlite.connection import CLOCK_SQL, ROW_ERRORS, insert_jobs
+from tenure.stores.sqlite.connection import CLOCK_SQL, FAIR_READY, ROW_ERRORS, insert_jobs
 
 
 class SQLiteDialect:
@@ -16,6 +16,8 @@ class SQLiteDialect:
     lock_rows = ""  # BEGIN IMMEDIATE already holds the one write lock
     creation_order = "rowid"
     clock_sql = CLOCK_SQL
+    fair_ready = FAIR_READY
+    slot_rows = False  # one writer: a key's slots are its running jobs, counted
     statement_clock_sql = CLOCK_SQL  # 'now' is one instant for a whole statement in SQLite
     row_errors: tuple[type[Exception], ...] = ROW_ERRORS
 

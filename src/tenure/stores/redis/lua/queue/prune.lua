@@ -22,7 +22,8 @@ end
 -- it still holds; false (nothing touched) when it is not finished.
 local function drop(qbase, id)
   local jk = qbase .. ':job:' .. id
-  local f = redis.call('HMGET', jk, 'state', 'unique_key', 'overlap_key', 'attempt')
+  local f = redis.call('HMGET', jk, 'state', 'unique_key', 'overlap_key', 'attempt',
+    'debounce_key')
   if not FINAL[f[1]] then return false end
   local ak, ok = qbase .. ':att:' .. id, qbase .. ':once:' .. id
   n_attempts = n_attempts + num(f[4])  -- attempts opened: one hash field group each
@@ -30,12 +31,16 @@ local function drop(qbase, id)
   local uk = f[2] and (qbase .. ':uniq:' .. f[2])
   local held_unique = uk and redis.call('HGET', uk, 'job') == id
   local held_overlap = f[3] and redis.call('HGET', qbase .. ':overlap', f[3]) == id
+  -- the debounce key still naming this job (the last one created for it)
+  local held_debounce = f[5] and redis.call('HGET', qbase .. ':debounce', f[5]) == id
   if held_unique then n_guards = n_guards + 1 end
   if held_overlap then n_guards = n_guards + 1 end
+  if held_debounce then n_guards = n_guards + 1 end
   n_jobs = n_jobs + 1
   if dry then return true end
   if held_unique then redis.call('DEL', uk) end
   if held_overlap then redis.call('HDEL', qbase .. ':overlap', f[3]) end
+  if held_debounce then redis.call('HDEL', qbase .. ':debounce', f[5]) end
   redis.call('DEL', jk, ak, ok)
   redis.call('ZREM', qbase .. ':idx:' .. f[1], id)
   redis.call('ZREM', qbase .. ':all', id)
@@ -82,5 +87,41 @@ for _, bid in ipairs(batches) do
   end
 end
 
-local more = (#due >= limit or #batches >= limit or (budget <= 0 and #batches > 0)) and 1 or 0
+-- Fair keys' turns that no dispatch needs (sql/retention.py _unused_keys, the same rule): a
+-- key's next turn at or before the queue's virtual now (the head of its fair jobs, else the
+-- largest turn handed out) changes nothing, as a dispatch starts there anyway and that never
+-- goes back; the queue's own turn ('') stays. A chunk of the hash per call, resumed where the
+-- last one stopped; a dry run counts them all, once (on its first page).
+local FAIR, FAIR_CURSOR = base .. ':fair', base .. ':fair_cursor'
+local fair_now = false
+for _, zk in ipairs(queued_keys(base)) do
+  local first = redis.call('ZRANGEBYSCORE', zk, '-inf', '(' .. FAIR_BEFORE, 'WITHSCORES',
+    'LIMIT', 0, 1)
+  if first[2] and ((not fair_now) or tonumber(first[2]) < fair_now) then
+    fair_now = tonumber(first[2])
+  end
+end
+fair_now = fair_now or tonumber(redis.call('HGET', FAIR, '') or '')
+local fair_more = false
+if fair_now and not (dry and offset > 0) then
+  local cursor = dry and '0' or (redis.call('GET', FAIR_CURSOR) or '0')
+  repeat
+    local scan = redis.call('HSCAN', FAIR, cursor, 'COUNT', limit)
+    cursor = scan[1]
+    local fields = scan[2]
+    for i = 1, #fields, 2 do
+      if fields[i] ~= '' and (tonumber(fields[i + 1]) or 0) <= fair_now then
+        n_guards = n_guards + 1
+        if not dry then redis.call('HDEL', FAIR, fields[i]) end
+      end
+    end
+  until not dry or cursor == '0'
+  if not dry then
+    if cursor == '0' then redis.call('DEL', FAIR_CURSOR)
+    else redis.call('SET', FAIR_CURSOR, cursor) end
+    fair_more = cursor ~= '0'
+  end
+end
+
+local more = (fair_more or #due >= limit or #batches >= limit or (budget <= 0 and #batches > 0)) and 1 or 0
 return {n_jobs, n_attempts, n_effects, n_batches, n_guards, more, unpack(gone_batches)}
