@@ -90,9 +90,10 @@ def assert_pick_is_an_index_range(store: Store) -> None:
             assert "Seq Scan on tenure_jobs" not in plan, plan
             # attempt rows are written by upserts (claims.OPEN_ATTEMPT), never found by a scan
             assert "Seq Scan on tenure_attempts" not in plan, plan
-            # The one sort allowed orders the (at most `limit`) claimed rows of the reply, `c`.
+            # The sorts allowed order at most `limit` rows: the claimed rows of the reply, `c`,
+            # and the picked rows of a concurrency key, oldest first, for its slots (`p`).
             sorts = [line for line in plan.splitlines() if "Sort Key:" in line]
-            assert all("c.run_at" in line for line in sorts), plan
+            assert all("c.run_at" in line or "p.ckey" in line for line in sorts), plan
 
 
 def test_the_pick_is_an_index_range_after_an_analyze_of_a_drained_table(store: Store) -> None:
@@ -115,7 +116,8 @@ def test_a_busy_workers_claim_is_by_primary_key_when_planned_on_a_new_install(
     a prepared statement keeps that generic plan while the table grows: the claim of one job
     (the busy worker's) must still find its row by primary key, not by a Seq Scan."""
     enqueue(store, *[new_job() for _ in range(3)])
-    for statement in (claims.CLAIM_ONE, claims.COMPLETE_AND_CLAIM):
+    busy = (claims.CLAIM_ONE, claims.COMPLETE_AND_CLAIM, claims.LIMITED_DONE, claims.CLAIM_AFTER)
+    for statement in (*busy, claims.HAND_BACK):
         for plan in plans(store, statement):
             assert "Seq Scan on tenure_jobs" not in plan, plan
             assert "Seq Scan on tenure_attempts" not in plan, plan

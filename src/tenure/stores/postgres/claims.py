@@ -87,6 +87,8 @@ def _slots(one: bool) -> str:
     step is gated on there being such a job (a one-time filter), so a plain claim pays
     nothing for it."""
     keys = "key = (SELECT ckey FROM wanted)" if one else "key = ANY(ARRAY(SELECT ckey FROM wanted))"
+    over = "SELECT id FROM ranked WHERE NOT go"
+    parks = f"id = ({over})" if one else f"id = ANY(ARRAY({over}))"  # as `claimed` finds rows
     share = "least(w.n, greatest(w.clim - c.running, 0))"
     return (
         " wanted AS MATERIALIZED (SELECT ckey, max(clim) AS clim, count(*) AS n FROM picked"
@@ -100,8 +102,7 @@ def _slots(one: bool) -> str:
         " ORDER BY p.priority, p.run_at, p.seq) <= g.granted AS go"
         " FROM picked p JOIN granted g ON g.key = p.ckey WHERE p.limited),"
         " parked AS (UPDATE {s}.tenure_jobs SET run_at = "
-        f"{PARKED_AT!r} WHERE EXISTS (SELECT 1 FROM ranked WHERE NOT go)"
-        " AND id = ANY(ARRAY(SELECT id FROM ranked WHERE NOT go)))"
+        f"{PARKED_AT!r} WHERE EXISTS ({over}) AND {parks})"
     )
 
 
