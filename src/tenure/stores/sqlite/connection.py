@@ -273,6 +273,13 @@ class SQLiteJobs(SQLiteConnections):
     ) -> list[Reservation]:
         if limit < 1:
             return []
+        # A poll that finds nothing ready takes no write lock: one read of each queue's head,
+        # no transaction (a worker with free slots, e.g. waiting on a concurrency limit, polls
+        # often, and each BEGIN IMMEDIATE would queue behind the one writer).
+        conn = self._checked_conn()
+        now = self._now(conn)
+        if not any(self._ready(conn, queue, now, 1) for queue in queues):
+            return []
         with self._write() as (conn, now):
             return self._reserve_on(conn, now, queues, worker, lease, limit)
 
@@ -337,13 +344,14 @@ class SQLiteJobs(SQLiteConnections):
         for queue in queues:  # priority order: drain earlier queues first
             want = limit - len(out)
             rows = self._ready(conn, queue, now, want)
-            if any(
+            if len(rows) == want and any(
                 r["overlap_key"] is not None
                 or r["rate_key"] is not None
                 or r["concurrency_key"] is not None
                 for r in rows
             ):
-                # guarded jobs may be deferred: look a little further than `limit`
+                # guarded jobs may be deferred: look a little further than `limit` (when
+                # there is further to look)
                 rows = self._ready(conn, queue, now, want + sql_guards.RESERVE_LOOKAHEAD)
             for row in rows:
                 if len(out) >= limit:
