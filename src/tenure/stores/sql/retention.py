@@ -113,12 +113,13 @@ def prune(d: Dialect, cur: Cursor, now: float, limit: int) -> Pruned:
             f" LIMIT %s{_skip_locked(d)})",
             [now, limit],
         )
-    for table, unused in _unused_keys(d):
+    expired += _prune_fair_turns(d, cur, limit)
+    if d.slot_rows:
         expired += _delete(
             d,
             cur,
-            f"{table} WHERE {unused} AND {row} IN (SELECT {row} FROM {{s}}.{table}"
-            f" WHERE {unused} LIMIT %s{_skip_locked(d)})",
+            f"tenure_concurrency WHERE {_UNUSED_SLOTS} AND key IN (SELECT key FROM"
+            f" {{s}}.tenure_concurrency WHERE {_UNUSED_SLOTS} LIMIT %s{_skip_locked(d)})",
             [limit],
         )
     return Pruned(
@@ -148,40 +149,70 @@ def count_due(d: Dialect, cur: Cursor, now: float) -> Pruned:
     batches = sum(_count(d, cur, f"FROM {due.table} WHERE {due.where}", now) for due in BATCHES)
     guards += _count(d, cur, "FROM {s}.tenure_unique WHERE expires_at <= %s", now)
     guards += _count(d, cur, "FROM {s}.tenure_rate_starts WHERE expires_at <= %s", now)
-    guards += sum(_count(d, cur, f"FROM {{s}}.{t} WHERE {u}", now) for t, u in _unused_keys(d))
+    guards += sum(
+        len(_unused_turns(d, cur, queue, largest, None)) for queue, largest in _fair_queues(d, cur)
+    )
+    if d.slot_rows:
+        guards += _count(d, cur, f"FROM {{s}}.tenure_concurrency WHERE {_UNUSED_SLOTS}", now)
     return Pruned(jobs=jobs, attempts=attempts, effects=effects, batches=batches, guards=guards)
 
 
-def _unused_keys(d: Dialect) -> list[tuple[str, str]]:
-    """(table, condition): the per-key rows of flow control that nothing needs any more.
+# A concurrency key's slot row (PostgreSQL) with nothing running and no live job of the key:
+# a claim that finds no row leaves the job to the slow path, which makes it again. The delete
+# checks it again on the row as it is then (a claim taking a slot meanwhile keeps it).
+_UNUSED_SLOTS = (
+    "running = 0 AND NOT EXISTS (SELECT 1 FROM {s}.tenure_jobs j"
+    " WHERE j.concurrency_key = tenure_concurrency.key AND j.state IN ('queued', 'running'))"
+)
 
-    - a fair key's next turn (tenure_fair, 'k:' rows) at or before its queue's virtual now
-      (the head of its fair jobs, else the largest turn handed out): a dispatch of the key
-      starts at that virtual now anyway, which never goes back (a start is never before it),
-      so the row changes nothing. Its queue's own row ('') stays.
-    - a concurrency key's slot row (PostgreSQL) with nothing running and no live job of the
-      key: a claim that finds no row leaves the job to the slow path, which makes it again.
 
-    Each condition is checked again by the delete itself, on the row as it is then."""
-    ready = d.fair_ready.replace("%s", "tenure_fair.queue")
-    out = [
-        (
-            "tenure_fair",
-            "key <> '' AND next_vt <= coalesce((SELECT min(run_at) FROM {s}.tenure_jobs"
-            f" WHERE {ready} AND run_at < {FAIR_BEFORE!r}), (SELECT g.next_vt"
-            " FROM {s}.tenure_fair g WHERE g.queue = tenure_fair.queue AND g.key = ''))",
-        )
-    ]
-    if d.slot_rows:
-        out.append(
-            (
-                "tenure_concurrency",
-                "running = 0 AND NOT EXISTS (SELECT 1 FROM {s}.tenure_jobs j"
-                " WHERE j.concurrency_key = tenure_concurrency.key"
-                " AND j.state IN ('queued', 'running'))",
+def _prune_fair_turns(d: Dialect, cur: Cursor, limit: int) -> int:
+    """Delete up to `limit` fair keys' turns (tenure_fair 'k:' rows) at or before their
+    queue's virtual now: the head of its fair jobs, else the largest turn handed out. A
+    dispatch of such a key starts at that virtual now anyway, which never goes back (no start
+    is placed before it), so the row changes nothing. The queue's own row ('') stays."""
+    deleted = 0
+    for queue, largest in _fair_queues(d, cur):
+        rows = _unused_turns(d, cur, queue, largest, limit - deleted)
+        if rows:
+            deleted += _delete(
+                d,
+                cur,
+                f"tenure_fair WHERE queue = %s AND key IN ({marks(rows)}) AND next_vt <= %s",
+                [queue, *rows, _virtual_now(d, cur, queue, largest)],
             )
-        )
-    return out
+        if deleted >= limit:
+            break
+    return deleted
+
+
+def _fair_queues(d: Dialect, cur: Cursor) -> list[tuple[str, float]]:
+    rows = cur.execute(d.q("SELECT queue, next_vt FROM {s}.tenure_fair WHERE key = ''"))
+    return [(r["queue"], float(r["next_vt"])) for r in rows.fetchall()]
+
+
+def _virtual_now(d: Dialect, cur: Cursor, queue: str, largest: float) -> float:
+    ready = d.fair_ready
+    head = cur.execute(
+        d.q(f"SELECT min(run_at) AS head FROM {{s}}.tenure_jobs WHERE {ready} AND run_at < %s"),
+        (queue, FAIR_BEFORE),
+    ).fetchone()["head"]
+    return largest if head is None else float(head)
+
+
+def _unused_turns(
+    d: Dialect, cur: Cursor, queue: str, largest: float, limit: int | None
+) -> list[str]:
+    """The keys of `queue`'s turns that nothing needs (the range of tenure_fair_turns)."""
+    cut = "" if limit is None else f" LIMIT {int(limit)}"
+    rows = cur.execute(
+        d.q(
+            "SELECT key FROM {s}.tenure_fair WHERE queue = %s AND next_vt <= %s"
+            f" AND key <> ''{cut}"
+        ),
+        (queue, _virtual_now(d, cur, queue, largest)),
+    ).fetchall()
+    return [r["key"] for r in rows]
 
 
 def _chosen(d: Dialect, cur: Cursor, kinds: tuple[Due, ...], now: float, limit: int) -> list[str]:

@@ -14,3 +14,6 @@ INSERT INTO {s}.tenure_concurrency (key, running)
     SELECT concurrency_key, count(*) FILTER (WHERE state = 'running')
     FROM {s}.tenure_jobs WHERE concurrency_key IS NOT NULL AND state IN ('queued', 'running')
     GROUP BY concurrency_key;
+-- Retention deletes the fair keys' turns no dispatch needs any more (at or before their
+-- queue's virtual now): found by this range, not by reading every key's row.
+CREATE INDEX tenure_fair_turns ON {s}.tenure_fair (queue, next_vt);
