@@ -124,6 +124,8 @@ end
 -- A queued member cancelled with its batch: a chain link's chain stops (lib/chain_io.lua
 -- sets this once it is defined; a forward declaration, as the two files call each other).
 local on_member_cancelled = function(jk, now_s) end
+-- its concurrency slot's bookkeeping, set by guards.lua
+local on_member_unqueued = function(jk, now_s) end
 
 -- Cancel every member still queued (scheduled ones too); running members finish on their own.
 local function b_cancel_queued(bbase, bid, c, now_s)
@@ -144,6 +146,7 @@ local function b_cancel_queued(bbase, bid, c, now_s)
         redis.call('ZREM', qbase .. ':idx:queued', id)
         redis.call('ZADD', qbase .. ':idx:cancelled', seq, id)
         on_member_cancelled(qbase .. ':job:' .. id, now_s)
+        on_member_unqueued(qbase .. ':job:' .. id, now_s)
       end
       -- a member whose record vanished can never end: count it as cancelled with the rest
       redis.call('HDEL', ok, id)

@@ -158,9 +158,7 @@ end
 -- key's next to run, so the parked ones behind it are handed back, not left waiting for an end
 -- that will not come. A member of another queue keeps its own queue's lists (not reachable
 -- from this script's keys): its key's next end hands back past it.
-local member_cancelled_before_slots = on_member_cancelled
-on_member_cancelled = function(jk, now_s)
-  member_cancelled_before_slots(jk, now_s)
+on_member_unqueued = function(jk, now_s)
   local prefix = base .. ':job:'
   if string.sub(jk, 1, #prefix) ~= prefix then return end
   local id = string.sub(jk, #prefix + 1)
