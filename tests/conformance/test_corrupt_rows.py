@@ -6,10 +6,13 @@ reason); a policy that cannot be read falls back to the safe defaults.
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 
 from backends.kit import Kit
 from conformance.helpers import W1, counts, enqueue, job, new_job, reserve_one, wait_until
+from tenure.guards import Guards
 from tenure.retry import Policy
 from tenure.stores import Store
 
@@ -73,3 +76,25 @@ def test_a_counter_at_its_limit_fails_its_own_job_not_the_recovery_sweep(
     assert job(store, other).state in ("queued", "scheduled")
     assert job(store, damaged).state == "failed"
     assert counts(store)["running"] == 0
+
+
+def test_a_damaged_holder_failed_by_the_sweep_frees_its_concurrency_slot(
+    store: Store, kit: Kit
+) -> None:
+    """The damaged job's own end is undone and replaced by a failure: its slot must still be
+    given back, or its key would run nothing again."""
+    damaged, parked = (
+        replace(new_job(), guards=Guards(concurrency_key="k", concurrency_limit=1))
+        for _ in range(2)
+    )
+    enqueue(store, damaged, parked)
+    [held] = store.reserve(queues=["default"], worker=W1, lease=0.3, limit=2)
+    assert held.job_id == damaged.id  # the other one is parked
+    damage(kit, damaged.id, "tries_used", "2147483647")
+
+    def failed() -> bool:
+        store.sweep(prune=False)
+        return job(store, damaged.id).state == "failed"
+
+    wait_until(failed, what="the sweep to fail the damaged job once its lease expired")
+    assert [r.job_id for r in store.reserve(queues=["default"], worker=W1, lease=30)] == [parked.id]

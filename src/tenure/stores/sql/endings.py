@@ -265,6 +265,13 @@ def isolated(d: Dialect, cur: Cursor, job_id: str, now: float, what: str) -> Ite
             f"tenure could not {what} this job, its row is damaged: {type(exc).__name__}: {exc}"
         )
         log.error("job %s: %s", job_id, reason)
+        held = cur.execute(
+            d.q(
+                "SELECT state, queue, run_at, concurrency_key, concurrency_limit"
+                " FROM {s}.tenure_jobs WHERE id = %s"
+            ),
+            (job_id,),
+        ).fetchone()
         cur.execute(
             d.q(
                 "UPDATE {s}.tenure_jobs SET state = 'failed', finished_at = %s,"
@@ -273,4 +280,16 @@ def isolated(d: Dialect, cur: Cursor, job_id: str, now: float, what: str) -> Ite
             (now, texts.storable(reason), job_id),
         )
         d.job_ended(cur, job_id)
+        _free_slot(d, cur, held, now)
     cur.execute("RELEASE SAVEPOINT one_job")
+
+
+def _free_slot(d: Dialect, cur: Cursor, row: Row | None, now: float) -> None:
+    """A damaged job failed by `isolated`: the rolled-back part gave back no concurrency slot,
+    so it is given back here (a running one's), and its key's parked jobs handed back; unless
+    the damage is in the key's own columns, which then keeps its slot (left for an operator)."""
+    if row is None or not isinstance(row["concurrency_key"], str):
+        return
+    if not isinstance(row["concurrency_limit"], int) or not isinstance(row["run_at"], (int, float)):
+        return
+    guards.release(d, cur, row, now, held=row["state"] == "running")
