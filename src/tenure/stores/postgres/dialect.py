@@ -10,7 +10,7 @@ import psycopg
 from tenure.stores.postgres.claims import ENDED_PREFIX
 from tenure.stores.postgres.database import CLOCK, Cursor, Database
 from tenure.stores.postgres.guards import CONCURRENCY_LOCK
-from tenure.stores.postgres.jobs import NOW, insert_jobs
+from tenure.stores.postgres.inserts import NOW, insert_jobs
 from tenure.stores.records import NewJob
 
 

@@ -35,7 +35,8 @@ from tenure.stores.base import Capabilities
 from tenure.stores.postgres import claims, guards, waiters
 from tenure.stores.postgres.database import POOL_MAX, Cursor, Database
 from tenure.stores.postgres.dialect import PostgresDialect, lock_batches
-from tenure.stores.postgres.jobs import NOW, PostgresJobs
+from tenure.stores.postgres.inserts import NOW
+from tenure.stores.postgres.jobs import PostgresJobs
 from tenure.stores.postgres.transaction import PostgresJobTransaction
 from tenure.stores.records import (
     HeartbeatReply,
