@@ -15,7 +15,6 @@ import stat
 from typing import Any
 
 from tenure.doctor.celery.settings import CeleryConfig, TaskDef
-from tenure.doctor.celery.tie import tie
 from tenure.doctor.celery.values import UNKNOWN
 from tenure.doctor.dockerfile import copied_files
 from tenure.doctor.laravel.deploy import (
@@ -26,6 +25,7 @@ from tenure.doctor.laravel.deploy import (
 )
 from tenure.doctor.model import Finding, Skipped, Source, Value
 from tenure.doctor.rules import finding
+from tenure.doctor.tie import tie
 from tenure.doctor.walk import (
     IGNORED_DIRS,
     MAX_FILE_BYTES,

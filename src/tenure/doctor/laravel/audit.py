@@ -16,6 +16,7 @@ from tenure.doctor.laravel.php import EnvFiles, parse
 from tenure.doctor.laravel.runtime_env import compose_environments, dockerfile_environments
 from tenure.doctor.laravel.schedule import scheduled_workers
 from tenure.doctor.model import Finding, Skipped, Source
+from tenure.doctor.tie import tie
 from tenure.doctor.walk import IGNORED_DIRS, MAX_FILE_BYTES, SKIP_DIRS, Tree
 
 # Not the application's own code: dependencies, build output, views, runtime files.
@@ -88,6 +89,7 @@ def audit(root: str, base: str, tree: Tree) -> Audit:
         for call in job.unfollowed
     ]
     workers, skipped = read_workers(tree, scripts)
+    workers = _tie(tree, base, workers, scripts, files)
     workers += scheduled
     result.skipped += skipped
     result.jobs, result.workers = len(jobs), len(workers)
@@ -106,6 +108,26 @@ def audit(root: str, base: str, tree: Tree) -> Audit:
         s for s in dict.fromkeys(config.skipped) if id(s) not in said and s not in result.skipped
     ]
     return result
+
+
+def _tie(
+    tree: Tree,
+    base: str,
+    workers: list[ArtisanWorker],
+    scripts: list[tuple[str, str]],
+    files: list[tuple[str, bytes]],
+) -> list[ArtisanWorker]:
+    """A worker in a script or Dockerfile gets the grace of the Compose service or Kubernetes
+    container that runs its image. Every Dockerfile is given, not only those naming artisan:
+    the image that runs `entrypoint.sh worker` names no artisan itself. Paths are relative to
+    the doctor's PATH, so a project audited with --laravel elsewhere keeps its own graces."""
+    if os.path.realpath(base) != os.path.realpath(tree.root):
+        return workers
+    texts = dict(scripts)
+    for path, data in files:
+        if os.path.basename(path).startswith("Dockerfile"):
+            texts.setdefault(os.path.relpath(path, base), data.decode("utf-8", "replace"))
+    return tie(tree, workers, texts)
 
 
 def _files(root: str, result: Audit) -> list[tuple[str, bytes]]:

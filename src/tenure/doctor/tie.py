@@ -168,7 +168,8 @@ def _image(value: object) -> str | None:
 
 def _runs(runner: Runner, worker: Worker, script: str, scripts: dict[str, str]) -> bool:
     path = worker.source.path or ""
-    if _names(runner.argv, path, script, runner.own_entrypoint):
+    line = worker.source.line
+    if _names(runner.argv, path, script, runner.own_entrypoint, line):
         return True
     if runner.dockerfile is None or runner.dockerfile not in scripts:
         return False
@@ -185,7 +186,14 @@ def _runs(runner: Runner, worker: Worker, script: str, scripts: dict[str, str]) 
         for word, _, argv in processes
         if not runner.own_entrypoint and (word == "ENTRYPOINT" or not runner.own_command)
     ]
-    return any(_names(argv, path, script, True) for argv in kept)
+    # The image's ENTRYPOINT script receives the service's command, else the image's CMD.
+    given = runner.argv if runner.own_command else [
+        t for word, _, argv in processes if word == "CMD" for t in argv]  # fmt: skip
+    return any(
+        _names(argv + (given if word == "ENTRYPOINT" else []), path, script, True, line)
+        for word, _, argv in processes
+        if argv in kept
+    )
 
 
 def _image_processes(text: str) -> list[tuple[str, int, list[str]]]:
@@ -199,17 +207,49 @@ def _image_processes(text: str) -> list[tuple[str, int, list[str]]]:
     return list(last.values())
 
 
-def _names(argv: list[str], path: str, script: str, own_entrypoint: bool) -> bool:
+def _names(
+    argv: list[str], path: str, script: str, own_entrypoint: bool, line: int | None = None
+) -> bool:
     """argv runs the script at `path`: by its name or stem, or as the sub-command of an
-    entrypoint script that dispatches on it."""
+    entrypoint script that dispatches on it; then the worker's `line` must be in that
+    sub-command's branch (`web)` of the same script runs nginx, not the worker)."""
     names = {os.path.basename(path), os.path.splitext(os.path.basename(path))[0]}
     tokens = expand(argv)
-    if any(t and (os.path.basename(t) in names or os.path.splitext(os.path.basename(t))[0]
-                  in names) for t in tokens):  # fmt: skip
-        return True
+    for i, t in enumerate(tokens):
+        if t and (os.path.basename(t) in names or os.path.splitext(os.path.basename(t))[0]
+                  in names):  # fmt: skip
+            return _dispatches_to(script, line, tokens[i + 1 :])
     if own_entrypoint or not tokens or not script:
         return False
+    labels = _branch_labels(script, line) if line is not None else set()
+    if labels:  # the worker's line is in a branch: the sub-command must be its label
+        return tokens[0] in labels
+    # In a function a branch calls (`celery-worker) start_celery_worker`): any branch named so.
     return re.search(rf"^\s*{re.escape(tokens[0])}\)", script, re.MULTILINE) is not None
+
+
+def _dispatches_to(script: str, line: int | None, args: list[str]) -> bool:
+    """The script, given `args`, reaches the worker's line: always when that line is in no
+    `case` branch or no argument is seen, else when the first argument is its branch's label."""
+    labels = _branch_labels(script, line) if script and line is not None else set()
+    return not labels or not args or args[0] in labels
+
+
+CASE_LABEL = re.compile(r"^\s*\(?\s*([\w.\-\"'|* ]+)\)\s*(?:#.*)?$")
+
+
+def _branch_labels(script: str, line: int) -> set[str]:
+    """The labels of the `case` branch holding `line` (`worker|queue)` gives both); empty when
+    the line is in no branch (a `;;` or `esac` comes first, going up)."""
+    lines = script.splitlines()
+    for text in reversed(lines[: max(line - 1, 0)]):
+        stripped = text.strip()
+        if stripped.endswith(";;") or stripped.startswith("esac") or stripped.startswith("case "):
+            return set()
+        match = CASE_LABEL.match(text)
+        if match:
+            return {w.strip().strip("\"'") for w in match.group(1).split("|")}
+    return set()
 
 
 def _words(value: object) -> list[str]:

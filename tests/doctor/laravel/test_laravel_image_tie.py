@@ -1,0 +1,96 @@
+"""A Laravel worker started inside an image (an entrypoint script's `worker)` branch, a
+Dockerfile CMD) gets the stop grace of the Compose service that runs the image, found by its
+build or by image name; the branch the service's command picks must be the worker's."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from tenure.doctor import diagnose
+
+QUEUE = """<?php
+
+return [
+    'default' => env('QUEUE_CONNECTION', 'redis'),
+    'connections' => [
+        'redis' => [
+            'driver' => 'redis',
+            'connection' => 'default',
+            'queue' => 'default',
+            'retry_after' => 120,
+        ],
+    ],
+];
+"""
+# Cut from dabeastnet/bookstack (Dockerfile, docker/entrypoint.sh, docker-compose.yml): one
+# image whose ENTRYPOINT script dispatches on web/worker/scheduler; the worker service runs the
+# image the web service builds, by name, with `command: worker` and Compose's 10 s grace.
+DOCKERFILE = """FROM php:8.3-fpm-alpine AS runtime
+WORKDIR /var/www/bookstack
+COPY docker/entrypoint.sh /entrypoint.sh
+ENTRYPOINT ["/entrypoint.sh"]
+CMD ["web"]
+"""
+ENTRYPOINT = """#!/usr/bin/env bash
+set -euo pipefail
+php artisan config:cache
+case "$1" in
+    web)
+        exec /usr/bin/supervisord -c /etc/supervisord.conf
+        ;;
+    worker)
+        exec php artisan queue:work --sleep=3 --tries=3 --timeout=90
+        ;;
+    scheduler)
+        exec php artisan schedule:work --verbose --no-interaction
+        ;;
+    *)
+        exec "$@"
+        ;;
+esac
+"""
+COMPOSE = """services:
+  bookstack:
+    build:
+      context: .
+      dockerfile: Dockerfile
+    image: bookstack-local:latest
+    command: web
+    stop_grace_period: {web}
+  worker:
+    image: bookstack-local:latest
+    command: worker
+{worker_grace}  scheduler:
+    image: bookstack-local:latest
+    command: scheduler
+"""
+
+
+def run(tmp_path: Path, compose: str, monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    files = {"artisan": "<?php\n", "composer.json": "{}\n", "config/queue.php": QUEUE,
+             "Dockerfile": DOCKERFILE, "docker/entrypoint.sh": ENTRYPOINT,
+             "docker-compose.yml": compose}  # fmt: skip
+    for name, text in files.items():
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_text(text)
+    monkeypatch.chdir(tmp_path)
+    report = diagnose(None, ".", history=False)
+    return [f"{f.rule} {f.location.path}:{f.location.line} {f.message}" for f in report.findings]
+
+
+def test_entrypoint_worker_branch_gets_the_grace_of_the_service_choosing_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The web service's long grace must not be taken for the worker's: `web)` runs nginx.
+    (found,) = run(tmp_path, COMPOSE.format(web="5m", worker_grace=""), monkeypatch)
+    assert found.startswith("laravel-grace-below-job-timeout docker/entrypoint.sh:9 ")
+    assert "run by Compose service worker" in found and "10 s after SIGTERM" in found
+
+
+def test_entrypoint_worker_quiet_when_its_service_waits_long_enough(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    compose = COMPOSE.format(web="10s", worker_grace="    stop_grace_period: 2m\n")
+    assert run(tmp_path, compose, monkeypatch) == []
