@@ -20,7 +20,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from functools import partial
 
-from tenure.doctor.dockerfile import copied_files, instructions
+from tenure.doctor.dockerfile import copied_files, env_settings, instructions
 from tenure.doctor.laravel.deploy import (
     ArtisanWorker,
     _json_or_split,
@@ -30,6 +30,7 @@ from tenure.doctor.laravel.deploy import (
 from tenure.doctor.model import Value
 from tenure.doctor.readers import compose, kubernetes
 from tenure.doctor.readers.common import ReadResult
+from tenure.doctor.readers.worker_command import interpolate
 from tenure.doctor.readers.yamlnodes import YamlProblem, YMap, get_path, load_documents
 from tenure.doctor.walk import Tree, decode, is_development_name
 
@@ -48,6 +49,7 @@ class Runner:
     dockerfile: str | None = None  # rel path of the Dockerfile it builds
     image: str | None = None  # the image name, without tag
     builds: bool = False
+    env: dict[str, tuple[str, str]] | None = None  # its own environment: name -> (value, where)
 
 
 def tie(tree: Tree, workers: list[Worker], scripts: dict[str, str]) -> list[Worker]:
@@ -69,6 +71,7 @@ def tie(tree: Tree, workers: list[Worker], scripts: dict[str, str]) -> list[Work
             if _runs(runner, worker, text, scripts):
                 worker.platform_grace = runner.grace()
                 worker.name = f"{worker.name} (run by {runner.label})"
+                _resolve_options(worker, _environment(runner, scripts))
                 break
     for worker in inside:
         image = next((r for r in runners if _copies(tree, r, worker, scripts)), None)
@@ -80,6 +83,35 @@ def tie(tree: Tree, workers: list[Worker], scripts: dict[str, str]) -> list[Work
             worker.platform_grace = outer
             worker.name = f"{worker.name} (in {image.label})"
     return workers
+
+
+def _environment(runner: Runner, scripts: dict[str, str]) -> dict[str, tuple[str, str]]:
+    """What the script sees: the image's ENV, overridden by the service's own environment."""
+    env: dict[str, tuple[str, str]] = {}
+    if runner.dockerfile is not None and runner.dockerfile in scripts:
+        for e in env_settings(runner.dockerfile, scripts[runner.dockerfile]):
+            env[e.key] = (e.value, str(e.source))
+    return {**env, **(runner.env or {})}
+
+
+def _resolve_options(worker: Worker, env: dict[str, tuple[str, str]]) -> None:
+    """`--time-limit="${CELERY_TASK_TIME_LIMIT}"` takes the value the runner's environment
+    gives it; an option it leaves unresolved stays as written (its default, or unknown, is the
+    check's to say)."""
+    for option, raw in list(worker.options.items()):
+        if "$" not in raw:
+            continue
+        used = [name for name in _VARIABLES.findall(raw) if name in env]
+        resolved = interpolate(raw, {name: value for name, (value, _) in env.items()})
+        if resolved is None or not used:
+            continue
+        worker.options[option] = resolved
+        worker.option_notes[option] = ", ".join(
+            f"{name}={env[name][0]} ({env[name][1]})" for name in used
+        )
+
+
+_VARIABLES = re.compile(r"\$\{?(\w+)")
 
 
 def _copies(tree: Tree, runner: Runner, worker: Worker, scripts: dict[str, str]) -> bool:
@@ -121,7 +153,7 @@ def _runners(path: str, document: object) -> Iterator[Runner]:
                 f"Compose service {name}", argv, "entrypoint" in service, "command" in service,
                 partial(compose._grace, path, service, {}, ReadResult()),
                 _dockerfile(path, service.get("build")), _image(service.get("image")),
-                builds="build" in service,
+                builds="build" in service, env=_compose_env(path, name, service),
             )  # fmt: skip
     elif kubernetes.is_manifest(document):
         assert isinstance(document, YMap)
@@ -136,7 +168,28 @@ def _runners(path: str, document: object) -> Iterator[Runner]:
                     "command" in container, "args" in container,
                     partial(kubernetes._grace, path, pod, container, ReadResult()),
                     image=_image(container.get("image")),
+                    env=_container_env(path, container),
                 )  # fmt: skip
+
+
+def _compose_env(path: str, name: str, service: YMap) -> dict[str, tuple[str, str]]:
+    """A Compose service's `environment:` (a map or a KEY=value list); values that are
+    themselves ${...} are left out: Compose fills them from a shell the doctor cannot see."""
+    raw = service.get("environment")
+    where = f"{path}, service {name}"
+    pairs: list[tuple[str, object]] = []
+    if isinstance(raw, YMap):
+        pairs = list(raw.items())
+    elif isinstance(raw, list):
+        pairs = [(k, v) for k, eq, v in (str(i).partition("=") for i in raw) if eq]
+    return {str(k): (str(v), where) for k, v in pairs
+            if v is not None and not isinstance(v, dict | list) and "$" not in str(v)}  # fmt: skip
+
+
+def _container_env(path: str, container: YMap) -> dict[str, tuple[str, str]]:
+    where = f"{path}, container {container.get('name', '?')}"
+    items = [i for i in container.get("env") or [] if isinstance(i, YMap) and "name" in i]
+    return {str(i["name"]): (str(i["value"]), where) for i in items if i.get("value") is not None}
 
 
 def _dockerfile(compose_path: str, build: object) -> str | None:

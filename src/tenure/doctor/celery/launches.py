@@ -24,6 +24,7 @@ from tenure.doctor.laravel.deploy import (
     read_workers,
 )
 from tenure.doctor.model import Finding, Skipped, Source, Value
+from tenure.doctor.readers.worker_command import interpolate
 from tenure.doctor.rules import finding
 from tenure.doctor.tie import tie
 from tenure.doctor.walk import (
@@ -76,7 +77,7 @@ def find_celery(argv: list[str]) -> tuple[str, str | None, dict[str, str]] | Non
 WRAPPERS = {"exec", "nice", "nohup", "env", "sudo", "su", "gosu", "su-exec", "chpst", "tini",
             "setuidgid", "s6-setuidgid", "runuser", "dumb-init", "--", "-m", "ddtrace-run",
             "newrelic-admin", "run-program", "opentelemetry-instrument", "watchmedo",
-            "auto-restart"}  # fmt: skip
+            "auto-restart", "poetry", "uv", "pipenv", "pdm", "hatch", "rye", "run"}  # fmt: skip
 TAKES_USER = {"gosu", "su-exec", "su", "setuidgid", "s6-setuidgid", "runuser", "-u"}
 # Celery's global options that take a value (celery -A proj -b URL worker ...).
 GLOBAL_VALUES = {"-A", "--app", "-b", "--broker", "--result-backend", "--workdir", "--config"}
@@ -219,12 +220,19 @@ def check_launches(config: CeleryConfig, workers: list[CeleryWorker]) -> list[Fi
         if grace is None or grace.amount is None:
             continue  # grace unknown (a script no service is seen to run) or unbounded
         # --time-limit or --soft-time-limit on the command line: either ends a task.
-        given = [_number(w.options[k]) for k in ("time-limit", "soft-time-limit") if k in w.options]
-        default = max((v for v in given if v is not None), default=global_limit)
+        given = [_option(w, k) for k in ("time-limit", "soft-time-limit") if k in w.options]
+        numbers = [v for v in given if isinstance(v, float)]
+        unresolved = UNKNOWN in given and not numbers  # `--time-limit=$LIMIT`, set elsewhere
+        default = UNKNOWN if unresolved else max(numbers, default=global_limit)
         limits = [_task_limit(t, default) for t in _served(config, w)]
         who = f"Celery worker {w.platform} {w.name}"
         if UNKNOWN in limits or (not limits and default is UNKNOWN):
-            if not said:
+            if unresolved:
+                config.skipped.append(Skipped(str(w.source), (
+                    f"{who}: --time-limit is read from an environment variable the doctor "
+                    "cannot see: unknown, so tasks without their own limit were not compared "
+                    "with its platform grace")))  # fmt: skip
+            elif not said:
                 config.skipped.append(Skipped(str(w.source), (
                     f"the task time limit ({unknown[0].source}) is read from the environment: "
                     "unknown, so tasks without their own limit were not compared with this "
@@ -250,6 +258,14 @@ def check_launches(config: CeleryConfig, workers: list[CeleryWorker]) -> list[Fi
 
 def _limit_source(config: CeleryConfig, w: CeleryWorker, longest: float) -> Source:
     """Where the longest limit was set: a setting (with its default note) or the command."""
+    for task in config.tasks:
+        for key in ("time_limit", "soft_time_limit"):
+            own = task.options.get(key)
+            if own is not None and own.value == longest and own.source.path:
+                return Source(own.source.path, own.source.line, f"task {task.name} {key}")
+    for key in ("time-limit", "soft-time-limit"):
+        if key in w.options and _number(w.options[key]) == longest and key in w.option_notes:
+            return Source(w.source.path, w.source.line, f"--{key}: {w.option_notes[key]}")
     for key in ("task_time_limit", "task_soft_time_limit"):
         setting = config.settings.get(key)
         if setting is not None and setting.value == longest and setting.source.path:
@@ -287,8 +303,8 @@ def _setting_number(
     config: CeleryConfig, key: str, w: CeleryWorker, option: str
 ) -> tuple[float, Source] | None:
     if option in w.options:
-        value = _number(w.options[option])
-        return (value, w.source) if value is not None else None
+        value = _option(w, option)
+        return (value, w.source) if isinstance(value, float) else None
     setting = config.settings.get(key)
     if setting is not None and isinstance(setting.value, int | float):
         return float(setting.value), setting.source
@@ -337,6 +353,23 @@ def _unbounded(w: CeleryWorker, who: str, grace: Value, config: CeleryConfig) ->
         w.source,
         clocks=(Value("task_time_limit", None, "s", Source(note="Celery default: none")), grace),
     )
+
+
+def _option(w: CeleryWorker, key: str) -> Any:
+    """A numeric worker option: its number, the default of `${VAR:-300}` (said in the
+    worker's notes), UNKNOWN for a variable without one, None when not a number at all."""
+    raw = w.options[key]
+    value = _number(raw)
+    if value is not None or "$" not in raw:
+        return value
+    resolved = interpolate(raw, {})
+    if resolved is None:
+        return UNKNOWN
+    value = _number(resolved)
+    if value is not None:
+        w.option_notes.setdefault(key, f"the default of {raw}, unless the environment sets it")
+        w.options[key] = resolved
+    return value
 
 
 def _number(text: str) -> float | None:

@@ -45,6 +45,9 @@ class ArtisanWorker:
     platform_grace: Value | None = None
     containers: int = 1  # replicas: how many hosts (containers) run it
     memory_limit: Value | None = None  # the container's hard memory limit (MB)
+    # Options whose value came from a variable: option -> "where it was read" (say it, never
+    # hide it: a default of ${VAR:-300} is the value only while nobody sets VAR).
+    option_notes: dict[str, str] = field(default_factory=dict)
 
     @property
     def queues(self) -> tuple[str, ...] | None:
