@@ -291,14 +291,21 @@ def _dispatches_to(script: str, line: int | None, args: list[str]) -> bool:
 CASE_LABEL = re.compile(r"^\s*\(?\s*([\w.\-\"'|* ]+)\)\s*(?:#.*)?$")
 
 
+FUNCTION = re.compile(r"^[\w.\-]+\s*\(\s*\)")
+
+
 def _branch_labels(script: str, line: int) -> set[str]:
     """The labels of the `case` branch holding `line` (`worker|queue)` gives both); empty when
     the line is in no branch (a `;;` or `esac` comes first, going up)."""
     lines = script.splitlines()
     for text in reversed(lines[: max(line - 1, 0)]):
         stripped = text.strip()
-        if stripped.endswith(";;") or stripped.startswith("esac") or stripped.startswith("case "):
-            return set()
+        if (
+            stripped.endswith((";;", "{", "}"))
+            or stripped.startswith(("esac", "case ", "function "))
+            or FUNCTION.match(stripped)
+        ):
+            return set()  # no branch encloses the line, or it is in a function's body
         match = CASE_LABEL.match(text)
         if match:
             return {w.strip().strip("\"'") for w in match.group(1).split("|")}

@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from tenure.doctor import diagnose
+from tenure.doctor.tie import _branch_labels
 
 QUEUE = """<?php
 
@@ -94,3 +95,28 @@ def test_entrypoint_worker_quiet_when_its_service_waits_long_enough(
 ) -> None:
     compose = COMPOSE.format(web="10s", worker_grace="    stop_grace_period: 2m\n")
     assert run(tmp_path, compose, monkeypatch) == []
+
+
+# Cut from bram2w/baserow backend/docker/docker-entrypoint.sh: the worker's exec is in a
+# function that a later `celery-worker)` branch calls, below an earlier case of its own.
+BASEROW = """case "$1" in
+    backend)
+        echo backend
+    ;;
+esac
+start_celery_worker(){
+  startup_plugin_setup
+  exec celery -A baserow worker "${EXTRA_CELERY_ARGS[@]}" -l INFO "$@"
+}
+case "$1" in
+    celery-worker)
+        start_celery_worker -Q celery
+    ;;
+esac
+"""
+
+
+def test_branch_of_a_line_in_a_case_and_in_a_function() -> None:
+    assert _branch_labels(ENTRYPOINT, 9) == {"worker"}
+    assert _branch_labels(ENTRYPOINT, 3) == set()  # before the case
+    assert _branch_labels(BASEROW, 8) == set()  # a function's body: any branch may call it
