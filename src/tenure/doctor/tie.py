@@ -17,7 +17,7 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import partial
 
 from tenure.doctor.dockerfile import copied_files, env_settings, instructions
@@ -67,12 +67,18 @@ def tie(tree: Tree, workers: list[Worker], scripts: dict[str, str]) -> list[Work
             runner.dockerfile = built[runner.image]
     for worker in waiting:
         text = scripts.get(worker.source.path or "", "")
-        for runner in runners:
-            if _runs(runner, worker, text, scripts):
-                worker.platform_grace = runner.grace()
-                worker.name = f"{worker.name} (run by {runner.label})"
-                _resolve_options(worker, _environment(runner, scripts))
-                break
+        running = [r for r in runners if _runs(r, worker, text, scripts)]
+        # Each service running the script is a worker of its own, with its own grace: the
+        # rule must name the one whose grace is too short, not the first one found.
+        copies = [worker] + [replace(worker, options=dict(worker.options),
+                                     option_notes=dict(worker.option_notes))
+                             for _ in running[1:]]  # fmt: skip
+        base = worker.name
+        for copy, runner in zip(copies, running, strict=False):
+            copy.platform_grace = runner.grace()
+            copy.name = f"{base} (run by {runner.label})"
+            _resolve_options(copy, _environment(runner, scripts))
+        workers += copies[1:]
     for worker in inside:
         image = next((r for r in runners if _copies(tree, r, worker, scripts)), None)
         outer = image.grace() if image is not None else None
