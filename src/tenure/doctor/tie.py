@@ -67,7 +67,7 @@ def tie(tree: Tree, workers: list[Worker], scripts: dict[str, str]) -> list[Work
             runner.dockerfile = built[runner.image]
     for worker in waiting:
         text = scripts.get(worker.source.path or "", "")
-        running = [r for r in runners if _runs(r, worker, text, scripts)]
+        running = _distinct([r for r in runners if _runs(r, worker, text, scripts)])
         # Each service running the script is a worker of its own, with its own grace: the
         # rule must name the one whose grace is too short, not the first one found.
         copies = [worker] + [replace(worker, options=dict(worker.options),
@@ -89,6 +89,20 @@ def tie(tree: Tree, workers: list[Worker], scripts: dict[str, str]) -> list[Work
             worker.platform_grace = outer
             worker.name = f"{worker.name} (in {image.label})"
     return workers
+
+
+def _distinct(runners: list[Runner]) -> list[Runner]:
+    """One runner per name and grace: the same service in a second Compose variant of the
+    deployment (docker-compose.no-caddy.yml) is the same worker, said once."""
+    seen: set[tuple[str, float | None]] = set()
+    out = []
+    for runner in runners:
+        grace = runner.grace()
+        key = (runner.label, grace.amount if grace is not None else None)
+        if key not in seen:
+            seen.add(key)
+            out.append(runner)
+    return out
 
 
 def _environment(runner: Runner, scripts: dict[str, str]) -> dict[str, tuple[str, str]]:
@@ -280,24 +294,53 @@ def _names(
             return _dispatches_to(script, line, tokens[i + 1 :])
     if own_entrypoint or not tokens or not script:
         return False
-    labels = _branch_labels(script, line) if line is not None else set()
-    if labels:  # the worker's line is in a branch: the sub-command must be its label
+    labels = _reaching_labels(script, line) if line is not None else set()
+    if labels:  # the worker's line is in a branch, or a function branches call: their labels
         return tokens[0] in labels
-    # In a function a branch calls (`celery-worker) start_celery_worker`): any branch named so.
+    # Reached by no branch the doctor can see: any branch named so.
     return re.search(rf"^\s*{re.escape(tokens[0])}\)", script, re.MULTILINE) is not None
 
 
 def _dispatches_to(script: str, line: int | None, args: list[str]) -> bool:
     """The script, given `args`, reaches the worker's line: always when that line is in no
     `case` branch or no argument is seen, else when the first argument is its branch's label."""
-    labels = _branch_labels(script, line) if script and line is not None else set()
+    labels = _reaching_labels(script, line) if script and line is not None else set()
     return not labels or not args or args[0] in labels
+
+
+def _reaching_labels(script: str, line: int, depth: int = 0) -> set[str]:
+    """The case labels that reach `line`: its own branch's, or, in a function's body, those of
+    the branches calling that function (`celery-worker) start_celery_worker`), a few calls deep.
+    Empty when the doctor cannot tell."""
+    labels = _branch_labels(script, line)
+    function = _enclosing_function(script, line)
+    if labels or function is None or depth > 3:
+        return labels
+    lines = script.splitlines()
+    call = re.compile(rf"(^|[\s;&|(]){re.escape(function)}($|[\s;&|)])")
+    out: set[str] = set()
+    for number, text in enumerate(lines, start=1):
+        if call.search(text) and not FUNCTION.match(text.strip()):
+            out |= _reaching_labels(script, number, depth + 1)
+    return out
+
+
+def _enclosing_function(script: str, line: int) -> str | None:
+    """The name of the shell function whose body holds `line` (`name() {` or `function name`)."""
+    for text in reversed(script.splitlines()[: max(line - 1, 0)]):
+        stripped = text.strip()
+        match = FUNCTION.match(stripped) or re.match(r"^function\s+([\w.\-]+)", stripped)
+        if match:
+            return match.group(1)
+        if stripped == "}":
+            return None
+    return None
 
 
 CASE_LABEL = re.compile(r"^\s*\(?\s*([\w.\-\"'|* ]+)\)\s*(?:#.*)?$")
 
 
-FUNCTION = re.compile(r"^[\w.\-]+\s*\(\s*\)")
+FUNCTION = re.compile(r"^([\w.\-]+)\s*\(\s*\)")
 
 
 def _branch_labels(script: str, line: int) -> set[str]:

@@ -199,12 +199,19 @@ def test_supervisord_inside_an_image_gets_the_shorter_container_grace(
 
 # Cut from bram2w/baserow (docker-compose.yml services celery and celery-export-worker, both
 # running the backend image with a sub-command of backend/docker/docker-entrypoint.sh, whose
-# branches call one start_celery_worker function): one worker per service, each with its grace.
+# branches call one start_celery_worker function): one worker per service, each with its grace;
+# the beat service's branch calls another function, so it runs no worker.
 BASEROW_ENTRYPOINT = """#!/bin/bash
 start_celery_worker(){
   exec celery -A baserow worker -l INFO "$@"
 }
+start_celery_beat(){
+  exec celery -A baserow beat -l INFO "$@"
+}
 case "$1" in
+    celery-beat)
+        start_celery_beat
+    ;;
     celery-worker)
         start_celery_worker -Q celery -n default-worker@%h "${@:2}"
     ;;
@@ -222,6 +229,9 @@ BASEROW_COMPOSE = """services:
     image: baserow/backend:1.35.3
     command: celery-exportworker
     stop_grace_period: {export}
+  celery-beat-worker:
+    image: baserow/backend:1.35.3
+    command: celery-beat
 """
 HOUR_LIMIT = SETTINGS + "CELERY_TASK_TIME_LIMIT = 1800\nCELERY_WORKER_PREFETCH_MULTIPLIER = 1\n"
 

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from tenure.doctor import diagnose
-from tenure.doctor.tie import _branch_labels
+from tenure.doctor.tie import _branch_labels, _reaching_labels
 
 QUEUE = """<?php
 
@@ -120,3 +120,4 @@ def test_branch_of_a_line_in_a_case_and_in_a_function() -> None:
     assert _branch_labels(ENTRYPOINT, 9) == {"worker"}
     assert _branch_labels(ENTRYPOINT, 3) == set()  # before the case
     assert _branch_labels(BASEROW, 8) == set()  # a function's body: any branch may call it
+    assert _reaching_labels(BASEROW, 8) == {"celery-worker"}  # the branch calling it
