@@ -90,7 +90,7 @@ def test_limit_nobody_sets_is_unknown_not_unbounded(
 ) -> None:
     found, skipped = run(tmp_path, monkeypatch, limits="", limit="${CELERY_TASK_TIME_LIMIT}")
     assert found == []  # not celery-task-unbounded: the limit is unknown, and said so
-    assert any("--time-limit is read from an environment variable" in s for s in skipped)
+    assert any("time limit is read from an environment variable" in s for s in skipped)
 
 
 # The `${VAR:-N}` form of Jrcordal/Conectora's entrypoint.worker.sh (`-c

@@ -77,7 +77,8 @@ def find_celery(argv: list[str]) -> tuple[str, str | None, dict[str, str]] | Non
 WRAPPERS = {"exec", "nice", "nohup", "env", "sudo", "su", "gosu", "su-exec", "chpst", "tini",
             "setuidgid", "s6-setuidgid", "runuser", "dumb-init", "--", "-m", "ddtrace-run",
             "newrelic-admin", "run-program", "opentelemetry-instrument", "watchmedo",
-            "auto-restart", "poetry", "uv", "pipenv", "pdm", "hatch", "rye", "run"}  # fmt: skip
+            "auto-restart", "poetry", "uv", "pipenv", "pdm", "hatch", "rye", "run",
+            "sh", "bash", "dash", "ash"}  # fmt: skip
 TAKES_USER = {"gosu", "su-exec", "su", "setuidgid", "s6-setuidgid", "runuser", "-u"}
 # Celery's global options that take a value (celery -A proj -b URL worker ...).
 GLOBAL_VALUES = {"-A", "--app", "-b", "--broker", "--result-backend", "--workdir", "--config"}
@@ -108,8 +109,14 @@ def _command_position(prefix: list[str]) -> bool:
 
 
 def _name(token: str) -> str:
-    """The program a token names: `${BIN_DIR}celery` and `/venv/bin/celery` are celery."""
+    """The program a token names: `${BIN_DIR}celery` and `/venv/bin/celery` are celery, and
+    so is `${CELERY_BIN}`, the variable Celery's daemonizing guide runs it by."""
+    if BIN_VARIABLE.fullmatch(token):
+        return "celery"
     return os.path.basename(VARIABLE.sub("", token))
+
+
+BIN_VARIABLE = re.compile(r"\$\{?CELERY_BIN\}?")
 
 
 VARIABLE = re.compile(r"\$\{?\w+\}?")
@@ -131,6 +138,9 @@ def _options(tokens: list[str]) -> dict[str, str]:
     while i < len(tokens):
         token = tokens[i]
         if token in FLAGS or not token.startswith("-"):
+            if VARIABLE.fullmatch(token):
+                # `$CELERYD_OPTS`: options the doctor cannot see (a time limit among them?)
+                options["opaque"] = token
             i += 1
             continue
         name, eq, value = token.partition("=")
@@ -222,16 +232,20 @@ def check_launches(config: CeleryConfig, workers: list[CeleryWorker]) -> list[Fi
         # --time-limit or --soft-time-limit on the command line: either ends a task.
         given = [_option(w, k) for k in ("time-limit", "soft-time-limit") if k in w.options]
         numbers = [v for v in given if isinstance(v, float)]
-        unresolved = UNKNOWN in given and not numbers  # `--time-limit=$LIMIT`, set elsewhere
+        # `--time-limit=$LIMIT`, or `$CELERYD_OPTS` that may hold one, with no limit in sight.
+        unresolved = (UNKNOWN in given or ("opaque" in w.options and global_limit is None)) and (
+            not numbers
+        )
         default = UNKNOWN if unresolved else max(numbers, default=global_limit)
         limits = [_task_limit(t, default) for t in _served(config, w)]
         who = f"Celery worker {w.platform} {w.name}"
         if UNKNOWN in limits or (not limits and default is UNKNOWN):
             if unresolved:
                 config.skipped.append(Skipped(str(w.source), (
-                    f"{who}: --time-limit is read from an environment variable the doctor "
-                    "cannot see: unknown, so tasks without their own limit were not compared "
-                    "with its platform grace")))  # fmt: skip
+                    f"{who}: its time limit is read from an environment variable the doctor "
+                    f"cannot see ({w.options.get('opaque') or '--time-limit'}): unknown, so "
+                    "tasks without their own limit were not compared with its platform "
+                    "grace")))  # fmt: skip
             elif not said:
                 config.skipped.append(Skipped(str(w.source), (
                     f"the task time limit ({unknown[0].source}) is read from the environment: "
