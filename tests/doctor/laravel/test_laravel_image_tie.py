@@ -121,3 +121,56 @@ def test_branch_of_a_line_in_a_case_and_in_a_function() -> None:
     assert _branch_labels(ENTRYPOINT, 3) == set()  # before the case
     assert _branch_labels(BASEROW, 8) == set()  # a function's body: any branch may call it
     assert _reaching_labels(BASEROW, 8) == {"celery-worker"}  # the branch calling it
+
+
+# supervisord.conf copied into the image: php-fpm and nginx programs as in dabeastnet/bookstack
+# docker/supervisord.conf, and the queue worker program of Laravel's docs (queues#supervisor-
+# configuration, stopwaitsecs=3600). Only the worker program is a worker, and the container's
+# Compose grace ends it long before its own stopwaitsecs.
+SUPERVISORD = """[supervisord]
+nodaemon=true
+
+[program:php-fpm]
+command=/usr/local/sbin/php-fpm --nodaemonize
+autostart=true
+
+[program:nginx]
+command=/usr/sbin/nginx -g 'daemon off;'
+
+[program:laravel-worker]
+process_name=%(program_name)s_%(process_num)02d
+command=php /var/www/html/artisan queue:work redis --sleep=3 --tries=3 --max-time=3600 --timeout=60
+autostart=true
+autorestart=true
+stopasgroup=true
+killasgroup=true
+numprocs=8
+stopwaitsecs=3600
+"""
+SUPERVISED_IMAGE = """FROM php:8.3-fpm-alpine
+COPY docker/supervisord.conf /etc/supervisord.conf
+CMD ["/usr/bin/supervisord", "-c", "/etc/supervisord.conf"]
+"""
+APP_COMPOSE = """services:
+  app:
+    build: .
+{grace}"""
+
+
+@pytest.mark.parametrize(
+    ("grace", "expected"),
+    [("", ["laravel-grace-below-job-timeout docker/supervisord.conf:13"]),
+     ("    stop_grace_period: 90s\n", [])],
+)  # fmt: skip
+def test_supervisord_worker_program_inside_the_image_gets_the_container_grace(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, grace: str, expected: list[str]
+) -> None:
+    files = {"artisan": "<?php\n", "composer.json": "{}\n", "config/queue.php": QUEUE,
+             "Dockerfile": SUPERVISED_IMAGE, "docker/supervisord.conf": SUPERVISORD,
+             "docker-compose.yml": APP_COMPOSE.format(grace=grace)}  # fmt: skip
+    for name, text in files.items():
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_text(text)
+    monkeypatch.chdir(tmp_path)
+    report = diagnose(None, ".", history=False)
+    assert [f"{f.rule} {f.location.path}:{f.location.line}" for f in report.findings] == expected
