@@ -344,21 +344,40 @@ FUNCTION = re.compile(r"^([\w.\-]+)\s*\(\s*\)")
 
 
 def _branch_labels(script: str, line: int) -> set[str]:
-    """The labels of the `case` branch holding `line` (`worker|queue)` gives both); empty when
-    the line is in no branch (a `;;` or `esac` comes first, going up)."""
+    """The labels of the `case` branch holding `line` (`worker|queue)` gives both), or of the
+    `if`/`elif [ "$1" = "worker" ]` test around it; empty when the line is in no branch (a
+    `;;`, `esac` or `else` comes first, going up; a closed `if ... fi` is passed over)."""
     lines = script.splitlines()
+    closed = 0  # `fi`s seen going up: their if-blocks hold other lines, not ours
     for text in reversed(lines[: max(line - 1, 0)]):
         stripped = text.strip()
+        if re.match(r"^fi\b", stripped):
+            closed += 1
+            continue
+        test = IF_TEST.match(stripped)
+        if closed:
+            closed -= 1 if re.match(r"^if\b", stripped) else 0
+            continue
+        if test and test.group(1):
+            return {test.group(1)}
         if (
             stripped.endswith((";;", "{", "}"))
-            or stripped.startswith(("esac", "case ", "function "))
+            or stripped.startswith(("esac", "case ", "function ", "else"))
             or FUNCTION.match(stripped)
+            or (test and stripped.startswith("elif"))
         ):
             return set()  # no branch encloses the line, or it is in a function's body
         match = CASE_LABEL.match(text)
         if match:
             return {w.strip().strip("\"'") for w in match.group(1).split("|")}
     return set()
+
+
+# `if [ "$1" = "worker" ]; then`, `elif [[ "${1}" == worker ]]`: group 1 is the word, when the
+# test is on the script's first argument; otherwise (another test) group 1 is empty.
+IF_TEST = re.compile(
+    r"^(?:el)?if\s+(?:\[\[?\s*\"?\$\{?1\}?\"?\s*==?\s*[\"']?([\w.\-]+)[\"']?\s*\]\]?|.*)"
+)
 
 
 def _words(value: object) -> list[str]:

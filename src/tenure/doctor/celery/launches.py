@@ -32,6 +32,7 @@ from tenure.doctor.walk import (
     MAX_FILE_BYTES,
     SKIP_DIRS,
     Tree,
+    holds_image,
     is_template_folder,
 )
 
@@ -163,7 +164,7 @@ def find_scripts(root: str, skipped: list[Skipped]) -> list[tuple[str, str]]:
         dirnames[:] = sorted(
             d
             for d in dirnames
-            if d not in IGNORED_DIRS | SKIP_DIRS
+            if (d not in IGNORED_DIRS | SKIP_DIRS or holds_image(os.path.join(directory, d)))
             and (not d.startswith(".") or d in (".docker", ".s6"))
             and not is_template_folder(d)
             and not os.path.islink(os.path.join(directory, d))

@@ -17,7 +17,7 @@ from tenure.doctor.laravel.runtime_env import compose_environments, dockerfile_e
 from tenure.doctor.laravel.schedule import scheduled_workers
 from tenure.doctor.model import Finding, Skipped, Source
 from tenure.doctor.tie import tie
-from tenure.doctor.walk import IGNORED_DIRS, MAX_FILE_BYTES, SKIP_DIRS, Tree
+from tenure.doctor.walk import IGNORED_DIRS, MAX_FILE_BYTES, SKIP_DIRS, Tree, holds_image
 
 # Not the application's own code: dependencies, build output, views, runtime files.
 PHP_SKIP = (
@@ -136,7 +136,7 @@ def _files(root: str, result: Audit) -> list[tuple[str, bytes]]:
         dirnames[:] = sorted(
             d
             for d in dirnames
-            if d not in PHP_SKIP
+            if (d not in PHP_SKIP or holds_image(os.path.join(directory, d)))
             and not d.startswith(".")
             and not os.path.islink(os.path.join(directory, d))
         )
