@@ -14,6 +14,7 @@ from tenure.doctor.celery.settings import (
     Setting,
     TaskDef,
     load,
+    read_app_overrides,
     read_tree,
 )
 from tenure.doctor.celery.tasks import read_tasks, settle
@@ -26,7 +27,8 @@ from tenure.doctor.walk import Tree
 VISIBILITY_DEFAULT_S = {"redis": 3600.0, "sqs": 1800.0}
 PREFETCH_DEFAULT = 4
 MARKERS = (b"countdown", b"eta=", b"acks_late", b"time_limit", b"shared_task", b".task(",
-           b".task\n", b"(Task)", b".Task)", b"TASK_ANNOTATIONS", b"task_annotations")  # fmt: skip
+           b".task\n", b"(Task)", b".Task)", b"TASK_ANNOTATIONS", b"task_annotations",
+           b"config_from_object(")  # fmt: skip
 TRANSPORTS = {
     "redis": "redis",
     "rediss": "redis",
@@ -65,6 +67,8 @@ def audit(spec: str, base: str, tree: Tree) -> CeleryAudit:
         rel = os.path.relpath(found.path, base)
         if not config.path or os.path.realpath(found.path) != os.path.realpath(config.path):
             read_tree(config, module, rel, settings=False)
+            if b"config_from_object(" in found.data:  # the app module loading the settings
+                read_app_overrides(config, module, rel)
         read_tasks(config, module, rel)
         seen = seen or os.path.realpath(found.path) == os.path.realpath(config.path or "")
     if config.path and not seen:  # a settings file outside the tree read: its own tasks
