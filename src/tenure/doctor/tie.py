@@ -240,6 +240,21 @@ def _image(value: object) -> str | None:
 
 
 def _runs(runner: Runner, worker: Worker, script: str, scripts: dict[str, str]) -> bool:
+    """The runner starts the script (or image) the worker is in, and, when the script picks
+    the worker by an environment variable (`role=${CONTAINER_ROLE:-app}` then
+    `elif [ "$role" = "queue" ]`), the runner's environment picks the worker's branch."""
+    if not _starts(runner, worker, script, scripts):
+        return False
+    chosen = _env_dispatch(script, worker.source.line) if script else None
+    if chosen is None:
+        return True
+    variable, default, labels = chosen
+    value = _environment(runner, scripts).get(variable, (default, ""))[0]
+    # Set nowhere the doctor sees (a ConfigMap, a secret): may be the worker's, as before.
+    return value is None or value in labels
+
+
+def _starts(runner: Runner, worker: Worker, script: str, scripts: dict[str, str]) -> bool:
     path = worker.source.path or ""
     line = worker.source.line
     if _names(runner.argv, path, script, runner.own_entrypoint, line):
@@ -267,6 +282,59 @@ def _runs(runner: Runner, worker: Worker, script: str, scripts: dict[str, str]) 
         for word, _, argv in processes
         if argv in kept
     )
+
+
+ENV_TEST = re.compile(
+    r"^(?:el)?if\s+\[\[?\s*\"?\$\{?([A-Za-z_]\w*)\}?\"?\s*==?\s*[\"']?([\w.\-]+)[\"']?"
+)
+CASE_ON = re.compile(r"^case\s+\"?\$\{?([A-Za-z_]\w*)\}?\"?\s+in\b")
+
+
+def _env_dispatch(script: str, line: int | None) -> tuple[str, str | None, set[str]] | None:
+    """(VARIABLE, its default, labels) when the worker's line is in an `if`/`elif` test or a
+    `case` branch on a variable of the environment rather than on the script's arguments."""
+    if line is None:
+        return None
+    lines = script.splitlines()
+    subject, labels = None, set()
+    closed = 0
+    for index in range(min(line - 1, len(lines)) - 1, -1, -1):
+        stripped = lines[index].strip()
+        if re.match(r"^fi\b", stripped):
+            closed += 1
+            continue
+        if closed:
+            closed -= 1 if re.match(r"^if\b", stripped) else 0
+            continue
+        test = ENV_TEST.match(stripped)
+        if test:
+            subject, labels = test.group(1), {test.group(2)}
+            break
+        if stripped.startswith(("else", ";;", "esac")) or stripped.endswith(";;"):
+            return None
+        label = CASE_LABEL.match(lines[index])
+        if label:
+            labels = {w.strip().strip("\"'") for w in label.group(1).split("|")}
+            header = next((CASE_ON.match(t.strip()) for t in reversed(lines[:index])
+                           if t.strip().startswith("case ")), None)  # fmt: skip
+            subject = header.group(1) if header else None
+            break
+    if subject is None or subject.isdigit():
+        return None
+    chosen = _alias(script, subject, labels)
+    return None if chosen[0].isdigit() else chosen  # `DEPLOYMENT=${1:-api}`: an argument
+
+
+def _alias(script: str, name: str, labels: set[str]) -> tuple[str, str | None, set[str]]:
+    """`role=${CONTAINER_ROLE:-app}`: the test on $role is a test on CONTAINER_ROLE."""
+    found = re.search(
+        rf"^\s*(?:export\s+|local\s+)?{re.escape(name)}=\"?\$\{{(\w+)(?::?-([^}}]*))?\}}",
+        script,
+        re.MULTILINE,
+    )
+    if found:
+        return found.group(1), found.group(2), labels
+    return name, None, labels
 
 
 def _image_processes(text: str) -> list[tuple[str, int, list[str]]]:

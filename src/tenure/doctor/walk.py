@@ -40,13 +40,21 @@ NOT_PRODUCTION = {"dusk", "ci", "travis", "dev", "devel", "develop", "developmen
 CI_FILES = {"bitbucket-pipelines.yml", "azure-pipelines.yml", "jenkinsfile"}
 
 
+def is_dockerfile(name: str) -> bool:
+    """`Dockerfile`, `Dockerfile-release`, `app.Dockerfile`, `php.dockerfile`, `Containerfile`."""
+    lower = name.lower()
+    return (
+        name.startswith("Dockerfile") or lower.endswith(".dockerfile") or lower == "containerfile"
+    )
+
+
 def holds_image(folder: str) -> bool:
     """A `build/` folder holding a Dockerfile is the image's source (`docker/release/build/`
     with its entrypoint script), not build output: walked like any other."""
     if os.path.basename(folder) != "build":
         return False
     try:
-        return any(name.startswith("Dockerfile") for name in os.listdir(folder))
+        return any(is_dockerfile(name) for name in os.listdir(folder))
     except OSError:
         return False
 
@@ -142,7 +150,7 @@ def scan(root: str) -> Tree:
         dirnames[:] = keep
         for name in sorted(filenames):
             _take(tree, root, os.path.join(directory, name))
-            if name.startswith("Dockerfile"):
+            if is_dockerfile(name):
                 dockerfiles.append(os.path.join(directory, name))
     _take_copied(tree, root, dockerfiles)
     return tree

@@ -174,3 +174,75 @@ def test_supervisord_worker_program_inside_the_image_gets_the_container_grace(
     monkeypatch.chdir(tmp_path)
     report = diagnose(None, ".", history=False)
     assert [f"{f.rule} {f.location.path}:{f.location.line}" for f in report.findings] == expected
+
+
+GRACE = "laravel-grace-below-job-timeout"
+
+
+def _runner(message: str) -> str:
+    return message.split("(", 1)[1].split(")")[0]
+
+
+# Cut from InScrompT/formzend (docker/start.sh, docker-compose.yml: the app service builds
+# docker/app.Dockerfile): one image whose start script picks its role from CONTAINER_ROLE;
+# the queue service runs the same image with CONTAINER_ROLE=queue.
+START = """#!/usr/bin/env sh
+
+set -e
+
+role=${CONTAINER_ROLE:-app}
+env=${APP_ENV:-production}
+
+if [ "$env" != "local" ]; then
+    echo "Caching configuration..."
+    (php artisan config:cache && php artisan route:cache && php artisan view:cache)
+fi
+
+if [ "$role" = "app" ]; then
+    exec php-fpm
+elif [ "$role" = "queue" ]; then
+    php artisan queue:work --verbose --tries=3 --timeout=90
+else
+    echo "Could not match the container role \\"$role\\""
+    exit 1
+fi
+"""
+APP_DOCKERFILE = """FROM php:8.2-fpm-alpine
+COPY docker/start.sh /usr/local/bin/start
+RUN chmod u+x /usr/local/bin/start
+CMD ["/usr/local/bin/start"]
+"""
+ROLE_COMPOSE = """services:
+  app:
+    build:
+      context: .
+      dockerfile: docker/app.Dockerfile
+    image: docker.pkg.github.com/inscrompt/formzend/app:edge
+    stop_grace_period: 5m
+  queue:
+    image: docker.pkg.github.com/inscrompt/formzend/app:edge
+    environment:
+      CONTAINER_ROLE: {role}
+"""
+
+
+@pytest.mark.parametrize(
+    ("role", "expected"),
+    [("queue", [f"{GRACE} docker/start.sh:16 (run by Compose service queue)"]),
+     ("scheduler", [])],
+)  # fmt: skip
+def test_role_chosen_by_the_service_environment(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, role: str, expected: list[str]
+) -> None:
+    files = {"artisan": "<?php\n", "composer.json": "{}\n", "config/queue.php": QUEUE,
+             "docker/start.sh": START, "docker/app.Dockerfile": APP_DOCKERFILE,
+             "docker-compose.yml": ROLE_COMPOSE.format(role=role)}  # fmt: skip
+    for name, text in files.items():
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_text(text)
+    monkeypatch.chdir(tmp_path)
+    report = diagnose(None, ".", history=False)
+    found = [f"{f.rule} {f.location.path}:{f.location.line} ({_runner(f.message)})"
+             for f in report.findings]  # fmt: skip
+    # The app service (5 min grace) runs the `app` branch: its grace is never the worker's.
+    assert found == expected

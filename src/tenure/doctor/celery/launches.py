@@ -33,6 +33,7 @@ from tenure.doctor.walk import (
     SKIP_DIRS,
     Tree,
     holds_image,
+    is_dockerfile,
     is_template_folder,
 )
 
@@ -172,7 +173,7 @@ def find_scripts(root: str, skipped: list[Skipped]) -> list[tuple[str, str]]:
         paths += [
             os.path.join(directory, name)
             for name in sorted(filenames)
-            if name.endswith(".sh") or name in SCRIPT_NAMES or name.startswith("Dockerfile")
+            if name.endswith(".sh") or name in SCRIPT_NAMES or is_dockerfile(name)
         ]
     found: list[tuple[str, str]] = []
     seen: set[str] = set()
@@ -185,7 +186,7 @@ def find_scripts(root: str, skipped: list[Skipped]) -> list[tuple[str, str]]:
         if data is None or b"\0" in data[:4096]:
             continue
         text = data.decode("utf-8", "replace")
-        if os.path.basename(path).startswith("Dockerfile"):
+        if is_dockerfile(os.path.basename(path)):
             # Every Dockerfile: one that runs a worker script names no celery itself.
             found.append((os.path.relpath(path, root), text))
             paths += [p for p in copied_files(root, path, text) if p not in seen]

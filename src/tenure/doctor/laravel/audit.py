@@ -17,7 +17,14 @@ from tenure.doctor.laravel.runtime_env import compose_environments, dockerfile_e
 from tenure.doctor.laravel.schedule import scheduled_workers
 from tenure.doctor.model import Finding, Skipped, Source
 from tenure.doctor.tie import tie
-from tenure.doctor.walk import IGNORED_DIRS, MAX_FILE_BYTES, SKIP_DIRS, Tree, holds_image
+from tenure.doctor.walk import (
+    IGNORED_DIRS,
+    MAX_FILE_BYTES,
+    SKIP_DIRS,
+    Tree,
+    holds_image,
+    is_dockerfile,
+)
 
 # Not the application's own code: dependencies, build output, views, runtime files.
 PHP_SKIP = (
@@ -52,7 +59,7 @@ def audit(root: str, base: str, tree: Tree) -> Audit:
     dockerfiles = [
         (os.path.relpath(path, base), data.decode("utf-8", "replace"))
         for path, data in files
-        if os.path.basename(path).startswith("Dockerfile") and b"ENV" in data
+        if is_dockerfile(os.path.basename(path)) and b"ENV" in data
     ]
     env.add_runtime(compose_environments(tree, base) + dockerfile_environments(dockerfiles))
     config = read_config(root, base, env)
@@ -125,7 +132,7 @@ def _tie(
         return workers
     texts = dict(scripts)
     for path, data in files:
-        if os.path.basename(path).startswith("Dockerfile"):
+        if is_dockerfile(os.path.basename(path)):
             texts.setdefault(os.path.relpath(path, base), data.decode("utf-8", "replace"))
     return tie(tree, workers, texts)
 
@@ -141,7 +148,7 @@ def _files(root: str, result: Audit) -> list[tuple[str, bytes]]:
             and not os.path.islink(os.path.join(directory, d))
         )
         for name in sorted(filenames):
-            script = name.endswith(".sh") or name in SCRIPT_NAMES or name.startswith("Dockerfile")
+            script = name.endswith(".sh") or name in SCRIPT_NAMES or is_dockerfile(name)
             if not (name.endswith(".php") or script):
                 continue
             path = os.path.join(directory, name)
