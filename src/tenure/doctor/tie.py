@@ -32,6 +32,7 @@ from tenure.doctor.readers import compose, kubernetes
 from tenure.doctor.readers.common import ReadResult
 from tenure.doctor.readers.worker_command import interpolate
 from tenure.doctor.readers.yamlnodes import YamlProblem, YMap, get_path, load_documents
+from tenure.doctor.shell_dispatch import env_dispatch, reaching_labels
 from tenure.doctor.walk import Tree, decode, is_development_name
 
 Worker = ArtisanWorker
@@ -245,7 +246,7 @@ def _runs(runner: Runner, worker: Worker, script: str, scripts: dict[str, str]) 
     `elif [ "$role" = "queue" ]`), the runner's environment picks the worker's branch."""
     if not _starts(runner, worker, script, scripts):
         return False
-    chosen = _env_dispatch(script, worker.source.line) if script else None
+    chosen = env_dispatch(script, worker.source.line) if script else None
     if chosen is None:
         return True
     variable, default, labels = chosen
@@ -284,59 +285,6 @@ def _starts(runner: Runner, worker: Worker, script: str, scripts: dict[str, str]
     )
 
 
-ENV_TEST = re.compile(
-    r"^(?:el)?if\s+\[\[?\s*\"?\$\{?([A-Za-z_]\w*)\}?\"?\s*==?\s*[\"']?([\w.\-]+)[\"']?"
-)
-CASE_ON = re.compile(r"^case\s+\"?\$\{?([A-Za-z_]\w*)\}?\"?\s+in\b")
-
-
-def _env_dispatch(script: str, line: int | None) -> tuple[str, str | None, set[str]] | None:
-    """(VARIABLE, its default, labels) when the worker's line is in an `if`/`elif` test or a
-    `case` branch on a variable of the environment rather than on the script's arguments."""
-    if line is None:
-        return None
-    lines = script.splitlines()
-    subject, labels = None, set()
-    closed = 0
-    for index in range(min(line - 1, len(lines)) - 1, -1, -1):
-        stripped = lines[index].strip()
-        if re.match(r"^fi\b", stripped):
-            closed += 1
-            continue
-        if closed:
-            closed -= 1 if re.match(r"^if\b", stripped) else 0
-            continue
-        test = ENV_TEST.match(stripped)
-        if test:
-            subject, labels = test.group(1), {test.group(2)}
-            break
-        if stripped.startswith(("else", ";;", "esac")) or stripped.endswith(";;"):
-            return None
-        label = CASE_LABEL.match(lines[index])
-        if label:
-            labels = {w.strip().strip("\"'") for w in label.group(1).split("|")}
-            header = next((CASE_ON.match(t.strip()) for t in reversed(lines[:index])
-                           if t.strip().startswith("case ")), None)  # fmt: skip
-            subject = header.group(1) if header else None
-            break
-    if subject is None or subject.isdigit():
-        return None
-    chosen = _alias(script, subject, labels)
-    return None if chosen[0].isdigit() else chosen  # `DEPLOYMENT=${1:-api}`: an argument
-
-
-def _alias(script: str, name: str, labels: set[str]) -> tuple[str, str | None, set[str]]:
-    """`role=${CONTAINER_ROLE:-app}`: the test on $role is a test on CONTAINER_ROLE."""
-    found = re.search(
-        rf"^\s*(?:export\s+|local\s+)?{re.escape(name)}=\"?\$\{{(\w+)(?::?-([^}}]*))?\}}",
-        script,
-        re.MULTILINE,
-    )
-    if found:
-        return found.group(1), found.group(2), labels
-    return name, None, labels
-
-
 def _image_processes(text: str) -> list[tuple[str, int, list[str]]]:
     """(CMD|ENTRYPOINT, line, argv) of the last stage's last CMD and last ENTRYPOINT."""
     last: dict[str, tuple[str, int, list[str]]] = {}
@@ -362,7 +310,7 @@ def _names(
             return _dispatches_to(script, line, tokens[i + 1 :])
     if own_entrypoint or not tokens or not script:
         return False
-    labels = _reaching_labels(script, line) if line is not None else set()
+    labels = reaching_labels(script, line) if line is not None else set()
     if labels:  # the worker's line is in a branch, or a function branches call: their labels
         return tokens[0] in labels
     # Reached by no branch the doctor can see: any branch named so.
@@ -372,80 +320,8 @@ def _names(
 def _dispatches_to(script: str, line: int | None, args: list[str]) -> bool:
     """The script, given `args`, reaches the worker's line: always when that line is in no
     `case` branch or no argument is seen, else when the first argument is its branch's label."""
-    labels = _reaching_labels(script, line) if script and line is not None else set()
+    labels = reaching_labels(script, line) if script and line is not None else set()
     return not labels or not args or args[0] in labels
-
-
-def _reaching_labels(script: str, line: int, depth: int = 0) -> set[str]:
-    """The case labels that reach `line`: its own branch's, or, in a function's body, those of
-    the branches calling that function (`celery-worker) start_celery_worker`), a few calls deep.
-    Empty when the doctor cannot tell."""
-    labels = _branch_labels(script, line)
-    function = _enclosing_function(script, line)
-    if labels or function is None or depth > 3:
-        return labels
-    lines = script.splitlines()
-    call = re.compile(rf"(^|[\s;&|(]){re.escape(function)}($|[\s;&|)])")
-    out: set[str] = set()
-    for number, text in enumerate(lines, start=1):
-        if call.search(text) and not FUNCTION.match(text.strip()):
-            out |= _reaching_labels(script, number, depth + 1)
-    return out
-
-
-def _enclosing_function(script: str, line: int) -> str | None:
-    """The name of the shell function whose body holds `line` (`name() {` or `function name`)."""
-    for text in reversed(script.splitlines()[: max(line - 1, 0)]):
-        stripped = text.strip()
-        match = FUNCTION.match(stripped) or re.match(r"^function\s+([\w.\-]+)", stripped)
-        if match:
-            return match.group(1)
-        if stripped == "}":
-            return None
-    return None
-
-
-CASE_LABEL = re.compile(r"^\s*\(?\s*([\w.\-\"'|* ]+)\)\s*(?:#.*)?$")
-
-
-FUNCTION = re.compile(r"^([\w.\-]+)\s*\(\s*\)")
-
-
-def _branch_labels(script: str, line: int) -> set[str]:
-    """The labels of the `case` branch holding `line` (`worker|queue)` gives both), or of the
-    `if`/`elif [ "$1" = "worker" ]` test around it; empty when the line is in no branch (a
-    `;;`, `esac` or `else` comes first, going up; a closed `if ... fi` is passed over)."""
-    lines = script.splitlines()
-    closed = 0  # `fi`s seen going up: their if-blocks hold other lines, not ours
-    for text in reversed(lines[: max(line - 1, 0)]):
-        stripped = text.strip()
-        if re.match(r"^fi\b", stripped):
-            closed += 1
-            continue
-        test = IF_TEST.match(stripped)
-        if closed:
-            closed -= 1 if re.match(r"^if\b", stripped) else 0
-            continue
-        if test and test.group(1):
-            return {test.group(1)}
-        if (
-            stripped.endswith((";;", "{", "}"))
-            or stripped.startswith(("esac", "case ", "function ", "else"))
-            or FUNCTION.match(stripped)
-            or (test and stripped.startswith("elif"))
-        ):
-            return set()  # no branch encloses the line, or it is in a function's body
-        match = CASE_LABEL.match(text)
-        if match:
-            return {w.strip().strip("\"'") for w in match.group(1).split("|")}
-    return set()
-
-
-# `if [ "$1" = "worker" ]; then`, `elif [[ "${1}" == worker ]]`: group 1 is the word, when the
-# test is on the script's first argument; otherwise (another test) group 1 is empty.
-IF_TEST = re.compile(
-    r"^(?:el)?if\s+(?:\[\[?\s*\"?\$\{?1\}?\"?\s*==?\s*[\"']?([\w.\-]+)[\"']?\s*\]\]?|.*)"
-)
 
 
 def _words(value: object) -> list[str]:

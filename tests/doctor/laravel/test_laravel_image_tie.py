@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from tenure.doctor import diagnose
-from tenure.doctor.tie import _branch_labels, _reaching_labels
+from tenure.doctor.shell_dispatch import branch_labels, reaching_labels
 
 QUEUE = """<?php
 
@@ -117,10 +117,10 @@ esac
 
 
 def test_branch_of_a_line_in_a_case_and_in_a_function() -> None:
-    assert _branch_labels(ENTRYPOINT, 9) == {"worker"}
-    assert _branch_labels(ENTRYPOINT, 3) == set()  # before the case
-    assert _branch_labels(BASEROW, 8) == set()  # a function's body: any branch may call it
-    assert _reaching_labels(BASEROW, 8) == {"celery-worker"}  # the branch calling it
+    assert branch_labels(ENTRYPOINT, 9) == {"worker"}
+    assert branch_labels(ENTRYPOINT, 3) == set()  # before the case
+    assert branch_labels(BASEROW, 8) == set()  # a function's body: any branch may call it
+    assert reaching_labels(BASEROW, 8) == {"celery-worker"}  # the branch calling it
 
 
 # supervisord.conf copied into the image: php-fpm and nginx programs as in dabeastnet/bookstack
