@@ -4,12 +4,20 @@ one into a warning). Every page under docs/ is in the nav, and the nav names no 
 
 from __future__ import annotations
 
+import inspect
 import os
+import re
 import subprocess
 import sys
+import typing
 from pathlib import Path
 
+import typer
 import yaml
+
+import tenure
+import tenure.testing
+from tenure import App
 
 ROOT = Path(__file__).resolve().parents[2]
 MKDOCS = [sys.executable, "-m", "mkdocs", "build", "--strict"]
@@ -79,3 +87,58 @@ def test_a_broken_link_or_anchor_fails_the_build(tmp_path: Path) -> None:
     output = done.stdout + done.stderr
     assert done.returncode != 0
     assert "missing.md" in output and "#nowhere" in output
+
+
+def tenure_column_code(text: str) -> list[str]:
+    """The code spans of the last column of every table row: tenure's side of a mapping."""
+    spans = []
+    for line in text.splitlines():
+        cells = [c.strip() for c in line.strip().strip("|").split("|")]
+        if line.startswith("|") and len(cells) >= 2 and not set(cells[-1]) <= set("-: "):
+            spans += re.findall(r"`([^`]+)`", cells[-1])
+    return spans
+
+
+def worker_flags() -> set[str]:
+    from tenure.cli import cli
+
+    root = typer.main.get_command(cli)
+    worker = root.get_command(root.context_class(root), "worker")  # type: ignore[attr-defined]
+    return {opt for param in worker.params for opt in param.opts}
+
+
+def unknown_names(spans: list[str]) -> list[str]:
+    """Every App method, handle method, keyword and worker flag a span names, that tenure lacks."""
+    # @app.job's keywords are spelt out in its typed overload
+    callables = [*typing.get_overloads(App.job), tenure.Job.options, App.batch, App.chain]
+    callables.append(tenure.testing.assert_dispatched)
+    keywords = {name for c in callables for name in inspect.signature(c).parameters}
+    flags = worker_flags()
+    missing = []
+    for span in spans:
+        missing += [f"app.{n}" for n in re.findall(r"\bapp\.(\w+)", span) if not hasattr(App, n)]
+        missing += [
+            f"h.{n}" for n in re.findall(r"\bh\.(\w+)", span) if not hasattr(tenure.JobHandle, n)
+        ]
+        missing += [
+            f"job.{n}" for n in re.findall(r"\bjob\.(\w+)", span) if not hasattr(tenure.Job, n)
+        ]
+        if not span.startswith("tenure "):  # `--queues high=3` is not a keyword
+            missing += [f"{k}=" for k in re.findall(r"(?<![\w.])(\w+)=", span) if k not in keywords]
+        if span.startswith("tenure worker"):
+            missing += [f for f in re.findall(r"(--[a-z-]+)", span) if f not in flags]
+    return missing
+
+
+def test_every_tenure_name_in_coming_from_exists() -> None:
+    spans = tenure_column_code((ROOT / "docs" / "coming-from.md").read_text())
+    assert len(spans) > 100, "the reader found too few names to mean anything"
+    assert unknown_names(spans) == []
+
+
+def test_the_name_check_catches_a_wrong_name() -> None:
+    """A quiet twin: a misspelt method, keyword and flag are each caught."""
+    row = "| x | `app.purj(q)`, `tries=`, `tris=3`, `tenure worker --queue a` |"
+    text = f"| a | b |\n|---|---|\n{row}\n"
+    spans = tenure_column_code(text)
+    assert sorted(unknown_names(spans)) == ["--queue", "app.purj", "tris="]
