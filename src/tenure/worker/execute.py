@@ -46,6 +46,9 @@ class Ended:
     # a `deferred` end the job asked for (tenure.Snooze): queued again this many seconds later
     snooze: float = 0.0
     cause: str | None = None  # who ended the attempt's process (tenure.causes)
+    # False: its worker already recorded this end once (a repeated hand-back of a job it does
+    # not know): the store keeps no attempt for it (Store.end_attempt's `record`)
+    history: bool = True
 
     @property
     def to_record(self) -> bool:

@@ -161,11 +161,12 @@ class RedisJobs(RedisBatches):
         lease: float = 0.0,
         cause: str | None = None,
         snooze: float = 0.0,
+        record: bool = True,
     ) -> tuple[EndResult, Reservation | None]:
         if outcome == "succeeded":
             return self._succeed(job_id, token, queues, worker, lease, result)
         ended = self._fail(
-            job_id, token, outcome, error or outcome, traceback, permanent, cause, snooze
+            job_id, token, outcome, error or outcome, traceback, permanent, cause, snooze, record
         )
         if worker is None or not queues:
             return ended, None
@@ -275,6 +276,7 @@ class RedisJobs(RedisBatches):
         permanent: bool,
         cause: str | None = None,
         snooze: float = 0.0,
+        record: bool = True,
     ) -> EndResult:
         queue = self._locate(job_id)
         if queue is None:
@@ -284,8 +286,9 @@ class RedisJobs(RedisBatches):
             if reply[0] == "refused":
                 return _refused(reply)
             ending = (job_id, int(token), outcome, *texts.recorded(error, traceback), cause)
+            mode = "end" if record else "forget"
             result = self._apply_end(
-                queue, ending, reply[2:], float(reply[1]), permanent, "end", snooze
+                queue, ending, reply[2:], float(reply[1]), permanent, mode, snooze
             )
             if result is not None:
                 return result
