@@ -237,3 +237,38 @@ def test_missing_sqlite_store_is_not_created(
     report = run_in(tmp_path, "nostore_app:app", monkeypatch)
     assert not (tmp_path / "absent.db").exists()
     assert any(s.path == "history" for s in report.skipped)
+
+
+def test_waiting_jobs_no_live_worker_knows_are_a_deploy_not_rolled_out(app: tenure.App) -> None:
+    old = app.job(timeout=10)(lambda n: None)
+    new = app.job(timeout=10, name="report_v2")(lambda n: None)
+    new.dispatch(1)
+    now = app.store.now()
+    knows_old = WorkerRecord("w-old", "h", 1, ("default",), 1, now, now, known=(old.name,))
+    app.store.heartbeat(worker=knows_old)
+    found = check_history(app.store, {}, Source("jobs.py", 1))
+    assert [f.rule for f in found] == ["unknown-job-waiting"]
+    assert "1 job(s) waiting in queue 'default' ('report_v2')" in found[0].message
+    assert "--unknown-grace" in found[0].message
+    knows_new = WorkerRecord("w-new", "h", 2, ("default",), 1, now, now, known=("report_v2",))
+    app.store.heartbeat(worker=knows_new)
+    assert findings(app) == []
+
+
+def test_a_job_failed_for_its_unknown_name_is_named_with_the_fix(app: tenure.App) -> None:
+    report = app.job(timeout=10, name="report")(lambda n: None)
+    live_worker(app.store, ("default",))
+    job_id = report.dispatch(1).id
+    (r,) = app.store.reserve(queues=["default"], worker=WORKER, lease=30)
+    app.store.end_attempt(
+        job_id=job_id,
+        token=r.token,
+        outcome="failed",
+        error="unknown job 'report': no worker that knows it ran it within --unknown-grace 600 s",
+        permanent=True,
+        cause=causes.UNKNOWN_JOB,
+    )
+    found = check_history(app.store, {}, Source("jobs.py", 1))
+    assert [f.rule for f in found] == ["unknown-job-failed"]
+    assert "1 job(s) 'report' failed" in found[0].message and job_id in found[0].message
+    assert f"tenure failed retry {job_id}" in found[0].fix
