@@ -134,15 +134,19 @@ def test_a_crash_loop_names_its_recorded_cause_and_its_fix(app: tenure.App) -> N
 
     live_worker(app.store, ("default",))
     job_id = render_video.dispatch(1).id
-    for cause in (causes.OOM_KILL, causes.OOM_KILL, causes.SIGKILL):
+    readings = ("1.9 GB", "2.0 GB", "300 MB")
+    ends = (causes.OOM_KILL, causes.OOM_KILL, causes.SIGKILL)
+    for cause, mb in zip(ends, readings, strict=True):
         (reservation,) = app.store.reserve(queues=["default"], worker=WORKER, lease=30)
+        error = f"killed by signal 9; its last memory reading was {mb}, 0.3 s before it died"
         app.store.end_attempt(
-            job_id=job_id, token=reservation.token, outcome="crashed", error="x", cause=cause
+            job_id=job_id, token=reservation.token, outcome="crashed", error=error, cause=cause
         )
     found = check_history(app.store, {}, Source("jobs.py", 1))  # type: ignore[arg-type]
     (loop,) = [f for f in found if f.rule == "crash-loop"]
     text = f"{loop.message} {loop.fix}"
-    assert "2 of 3 were killed by the kernel's OOM killer" in text
+    # the memory its OOM-killed attempts were last read at: theirs, not the other crash's
+    assert "2 of 3 were killed by the kernel's OOM killer at about 2.0 GB" in text
     assert "raise the container's memory or split the job" in text
 
 

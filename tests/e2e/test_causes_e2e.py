@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import re
 import signal
 import subprocess
 import sys
@@ -51,6 +52,12 @@ def test_each_death_is_named_on_its_attempt_in_jobs_show_and_in_metrics(
     # no cgroup OOM kill was counted (or none can be read): not called an OOM
     assert (killed.outcome, killed.cause) == ("crashed", causes.SIGKILL)
     assert "from outside the worker; OOM not confirmed" in (killed.error or "")
+    # with the attempt's last memory reading as evidence (for an OOM kill, or against it)
+    reading = re.search(
+        r"its last memory reading was (\d+) MB, [\d.]+ s before it died", killed.error or ""
+    )
+    assert reading is not None, killed.error
+    assert 80 <= int(reading.group(1)) < 1024
 
     shown = subprocess.run(
         [

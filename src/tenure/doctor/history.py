@@ -15,7 +15,8 @@ from tenure import causes, rolling
 from tenure.doctor.model import Finding, JobModel, Source, Value
 from tenure.doctor.rules import finding
 from tenure.stores.base import Store, get_job
-from tenure.stores.records import JobRecord
+from tenure.stores.records import AttemptRecord, JobRecord
+from tenure.worker.process_tree import memory_read
 
 Locate = Callable[[str], Source]
 TIMED_OUTCOMES = ("succeeded", "failed", "timed_out")
@@ -153,12 +154,12 @@ CRASH_ADVICE = {
 
 
 def _crash_loops(records: list[JobRecord], limits: Limits, located: Locate) -> list[Finding]:
-    looping: dict[str, list[tuple[str, int, list[str | None]]]] = defaultdict(list)
+    looping: dict[str, list[tuple[str, int, list[AttemptRecord]]]] = defaultdict(list)
     for record in records:
-        crashes: list[str | None] = []  # the causes of the crashes in a row, latest first
+        crashes: list[AttemptRecord] = []  # the crashes in a row, latest first
         for attempt in reversed(record.attempts):
             if attempt.outcome == "crashed":
-                crashes.append(attempt.cause)
+                crashes.append(attempt)
             elif attempt.outcome is not None:
                 break
         if len(crashes) >= limits.crash_streak:
@@ -166,9 +167,10 @@ def _crash_loops(records: list[JobRecord], limits: Limits, located: Locate) -> l
     out: list[Finding] = []
     for name, hits in sorted(looping.items()):
         job_id, streak, seen = max(hits, key=lambda hit: hit[1])
-        cause, count = Counter(seen).most_common(1)[0]
+        cause, count = Counter(a.cause for a in seen).most_common(1)[0]
         why = (
             f"{count} of {streak} were {causes.words(cause)}"
+            + _memory_at([a for a in seen if a.cause == cause])
             if cause is not None
             else "its process dies without an exception (out of memory, SIGKILL, lost host)"
         )
@@ -184,6 +186,15 @@ def _crash_loops(records: list[JobRecord], limits: Limits, located: Locate) -> l
             "max_exceptions stops the loop",
             located(name), job=name))  # fmt: skip
     return out
+
+
+def _memory_at(crashes: list[AttemptRecord]) -> str:
+    """' at about 1.9 GB': the median of the memory the crashes' errors recorded, if any."""
+    readings = sorted(mb for a in crashes if (mb := memory_read(a.error)) is not None)
+    if not readings:
+        return ""
+    mb = readings[len(readings) // 2]
+    return f" at about {mb / 1024:.1f} GB" if mb >= 1024 else f" at about {mb:.0f} MB"
 
 
 def _overlaps(
