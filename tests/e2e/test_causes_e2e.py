@@ -94,6 +94,11 @@ def test_an_attempt_still_running_when_a_deploy_kills_its_worker_is_named_so(
     old = project.worker("--lease", "2", "--grace", "60", "--concurrency", "1")
     wait_until(lambda: project.app.get_job(h.id).state == "succeeded", 60, "the first job")
     wait_until(state_is(project.app, h2.id, "running"), 60, "the long job to start")
+    wait_until(
+        lambda: project.app.get_job(h2.id).attempts[-1].memory_mb,
+        30,
+        "the attempt's memory reading, reported with a heartbeat",
+    )
     old.signal(signal.SIGTERM)
     wait_until(
         lambda: any(w.stopping_at for w in project.app.store.list_workers()),
@@ -107,3 +112,5 @@ def test_an_attempt_still_running_when_a_deploy_kills_its_worker_is_named_so(
     first = project.app.get_job(h2.id).attempts[0]
     assert (first.outcome, first.cause) == ("crashed", causes.DEPLOY)
     assert "received SIGTERM at" in (first.error or "")
+    # with the evidence: the memory it was last read at (no OOM)
+    assert re.search(r"the attempt's last memory reading was \d+ MB", first.error or "")

@@ -122,10 +122,13 @@ class Store(Protocol):
         worker: WorkerRef | WorkerRecord,
         leases: Sequence[tuple[str, int]] = (),
         lease: float = 0.0,
+        memory: Mapping[str, float] | None = None,
     ) -> HeartbeatReply:
         """The worker's report to the store, stamped by the store's clock: mark the worker
         seen and renew the leases (job_id, token) it holds; say which of them were lost, which
-        were cancelled (`cancel`), and when `tenure restart` was last asked for.
+        were cancelled (`cancel`), and when `tenure restart` was last asked for. `memory`
+        (job id to MB) is each renewed attempt's last memory reading, kept on the attempt
+        (`AttemptRecord.memory_mb`): the evidence a rescue records when the worker vanishes.
 
         With a WorkerRecord, the worker's row is written first (the record's times are not
         read): the worker starting (its host, pid, queues and concurrency; an id that stopped

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
@@ -220,6 +220,7 @@ class RedisJobs(RedisBatches):
         worker: WorkerRef | WorkerRecord,
         leases: Sequence[tuple[str, int]] = (),
         lease: float = 0.0,
+        memory: Mapping[str, float] | None = None,
     ) -> HeartbeatReply:
         located = self._locate_many([job_id for job_id, _ in leases])
         by_queue: dict[str, list[Any]] = {}
@@ -230,7 +231,9 @@ class RedisJobs(RedisBatches):
             if queue is None:
                 lost.add(job_id)
             else:
-                by_queue.setdefault(queue, []).extend((job_id, int(token)))
+                reading = (memory or {}).get(job_id)
+                mb = "" if reading is None else repr(float(reading))
+                by_queue.setdefault(queue, []).extend((job_id, int(token), mb))
         # the worker's row first (starting or stopping), then seen, in the same round trip
         written = [self._worker_row(worker)] if isinstance(worker, WorkerRecord) else []
         seen = [self._global_key(f"worker:{worker.id}"), self._global_key("control")]

@@ -22,7 +22,7 @@ local seq = num(f[6])
 if ARGV[15] == 'forget' and ARGV[8] ~= 'c' then
   local gone = {}
   for _, name in ipairs({'worker_id', 'host', 'pid', 'started_at', 'ended_at', 'outcome',
-      'error', 'traceback', 'last_heartbeat_at', 'cause'}) do
+      'error', 'traceback', 'last_heartbeat_at', 'cause', 'memory_mb'}) do
     gone[#gone + 1] = n .. '.' .. name
   end
   redis.call('HDEL', att_key(id), unpack(gone))
