@@ -419,7 +419,8 @@ class Slot:
             return None
         # Without a cap, the child's own memory (one file read): what an OOM kill is judged by.
         rss = child.tree_rss_mb() if limit is not None else child.rss_mb()
-        self.memory = (rss, now)
+        if rss > 0:  # a child that just died (a zombie) reads 0: keep its last real reading
+            self.memory = (rss, now)
         if limit is None or rss <= limit:
             return None
         return (
