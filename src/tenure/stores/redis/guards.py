@@ -45,9 +45,10 @@ from __future__ import annotations
 
 import json
 
-from tenure.errors import ConfigError
+from tenure.core.codec import guard_fields
+from tenure.core.errors import ConfigError
+from tenure.core.records import EffectRecord, NewJob
 from tenure.stores.base import JobTransaction
-from tenure.stores.records import EffectRecord, NewJob, guard_fields
 from tenure.stores.redis.client import RedisClient
 from tenure.stores.redis.records import to_float, to_int
 
