@@ -138,7 +138,7 @@ def count(text: Any) -> int:
 
 
 def batch_record(batch_id: str, fields: dict[str, str]) -> BatchRecord:
-    """The record every backend builds (stores.records.batch_record: one rule for total,
+    """The record every backend builds (core.records.batch_record: one rule for total,
     pending and progress); a damaged field reads as 0 or unknown, and a state that is missing
     or not a batch state reads as failed (its rules can no longer run)."""
     state = fields.get("state", "")
