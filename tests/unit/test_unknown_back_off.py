@@ -4,9 +4,9 @@ refused through the default grace leaves about 20 attempt rows, not one every 5 
 
 from __future__ import annotations
 
-from tenure import causes
-from tenure.retry import HANDED_BACK_DELAY_S, Counters, Policy, decide
-from tenure.stores.records import Reservation, WorkerRef
+from tenure.core import causes
+from tenure.core.records import Reservation, WorkerRef
+from tenure.core.retry import HANDED_BACK_DELAY_S, Counters, Policy, decide
 from tenure.worker.unknown import HANDED_BACK_MAX_S, Refusals, back_off, unknown_job
 
 GRACE = 600.0
