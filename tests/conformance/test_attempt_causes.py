@@ -1,4 +1,4 @@
-"""An attempt's cause (tenure.causes): written with its end, kept by every backend, and set by
+"""An attempt's cause (tenure.core.causes): written with its end, kept by every backend, and set by
 the recovery sweep when the worker vanished."""
 
 from __future__ import annotations
@@ -6,9 +6,9 @@ from __future__ import annotations
 from dataclasses import replace
 
 from conformance.helpers import W1, attempt, enqueue, expire_and_rescue, new_job, reserve_one
-from tenure import causes
+from tenure.core import causes
+from tenure.core.records import WorkerRecord
 from tenure.stores import Store
-from tenure.stores.records import WorkerRecord
 
 
 def test_the_cause_given_with_an_end_is_read_back(store: Store) -> None:

@@ -5,10 +5,10 @@ does not grow; a cancel asked meanwhile is still recorded."""
 from __future__ import annotations
 
 from conformance.helpers import W1, enqueue, job, new_job, reserve_one, wait_until
-from tenure import causes
-from tenure.retry import Policy
+from tenure.core import causes
+from tenure.core.records import Reservation
+from tenure.core.retry import Policy
 from tenure.stores import Store
-from tenure.stores.records import Reservation
 
 SNOOZE = 0.05  # the hand-back's wait (the worker's back-off), short for the test
 

@@ -81,9 +81,13 @@ def test_every_project_names_its_set(monkeypatch: pytest.MonkeyPatch) -> None:
     tuning, check = fetch.in_set(projects, "tuning"), fetch.in_set(projects, "check")
     kinds = [p.kind for p in check]  # issue 29: at least ten more real projects, both kinds
     assert kinds.count("laravel") >= 10 and kinds.count("celery") >= 10
-    assert len(tuning) + len(check) == len(fetch.in_set(projects, "all")) == len(projects)
+    assert len(tuning) + len(check) + len(fetch.in_set(projects, "check2")) == len(projects)
+    assert len(fetch.in_set(projects, "all")) == len(projects)
     assert len(tuning) >= 18  # the entries the readers were fixed against
     assert not {p.repo for p in tuning} & {p.repo for p in check}
+    fresh = fetch.in_set(projects, "check2")  # annotated after the first check set was spent
+    assert len(fresh) >= 10 and {p.kind for p in fresh} == {"laravel", "celery"}
+    assert not {p.repo for p in fresh} & {p.repo for p in tuning + check}
 
 
 def test_a_project_without_a_set_or_an_unknown_set_is_refused(
@@ -105,7 +109,7 @@ def test_a_project_without_a_set_or_an_unknown_set_is_refused(
 
 def test_the_score_defaults_to_the_tuning_set(monkeypatch: pytest.MonkeyPatch) -> None:
     score = load("score", monkeypatch)
-    assert "--set tuning|check|all" in (score.__doc__ or "")
+    assert "--set tuning|check|check2|all" in (score.__doc__ or "")
     with pytest.raises(SystemExit):
         score.main(["--set", "holdout"])
 
@@ -131,7 +135,7 @@ def lines_at(source: Path, commit: str, paths: list[str]) -> dict[str, int | str
     return out
 
 
-@pytest.mark.parametrize("which", ["check", "tuning"])
+@pytest.mark.parametrize("which", ["check", "check2", "tuning"])
 def test_every_annotated_file_and_line_exists_at_the_pinned_commit(
     which: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -14,12 +14,12 @@ from pathlib import Path
 import pytest
 
 import tenure
-from tenure import causes
+from tenure.core import causes
+from tenure.core.records import WorkerRecord, WorkerRef
 from tenure.doctor.history import Limits, check_history, p95
 from tenure.doctor.model import Source
 from tenure.job import Job
 from tenure.stores.base import Store
-from tenure.stores.records import WorkerRecord, WorkerRef
 
 from conftest import rule_ids, run_in, write
 

@@ -1,4 +1,4 @@
-"""Every death has a name: a crashed or stopped attempt records its cause (tenure.causes), which
+"""Every death has a name: a crashed or stopped attempt records its cause (core.causes), which
 `tenure jobs show` prints and the worker's metrics count. Real workers and real signals."""
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from tenure import causes
+from tenure.core import causes
 
 from e2e.helpers import Project, state_is, wait_until
 from servers import free_port

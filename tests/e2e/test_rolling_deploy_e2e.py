@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from tenure import causes
-from tenure.retry import HANDED_BACK_DELAY_S
+from tenure.core import causes
+from tenure.core.retry import HANDED_BACK_DELAY_S
 
 from e2e.helpers import Project, state_is, wait_until
 

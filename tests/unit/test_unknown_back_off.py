@@ -4,9 +4,9 @@ end and never under a second; a worker records its refusal of a job once, not on
 
 from __future__ import annotations
 
-from tenure import causes
-from tenure.retry import HANDED_BACK_DELAY_S, Counters, Policy, decide
-from tenure.stores.records import Reservation, WorkerRef
+from tenure.core import causes
+from tenure.core.records import Reservation, WorkerRef
+from tenure.core.retry import HANDED_BACK_DELAY_S, Counters, Policy, decide
 from tenure.worker.unknown import HANDED_BACK_MAX_S, Refusals, back_off, unknown_job
 
 GRACE = 600.0

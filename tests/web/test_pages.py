@@ -13,8 +13,8 @@ import pytest
 from starlette.routing import Route
 from starlette.testclient import TestClient
 
-from tenure import causes
-from tenure.stores.records import WorkerRef
+from tenure.core import causes
+from tenure.core.records import WorkerRef
 from tenure.web import create_app
 from web.helpers import WebProject
 
@@ -333,7 +333,7 @@ def test_overview_leaves_out_a_worker_silent_for_over_an_hour(
     overview (and `tenure workers` without --all) instead of staying there for ever."""
     import sqlite3
 
-    from tenure.stores.records import WorkerRecord
+    from tenure.core.records import WorkerRecord
     from tenure.stores.sqlite import sqlite_path
 
     for worker_id in ("w-fresh1", "w-killed"):
@@ -374,7 +374,7 @@ def test_overview_counts_the_waiting_jobs_no_live_worker_knows(
 ) -> None:
     """Rolling deploys: the same number `tenure queues` prints (App.unknown_waiting), read only
     for queues with jobs waiting and live workers that reported the names they know."""
-    from tenure.stores.records import WorkerRecord
+    from tenure.core.records import WorkerRecord
 
     project.jobs.tick.dispatch(1)
     project.jobs.always_fails.dispatch(2)

@@ -11,11 +11,12 @@ from collections import Counter, defaultdict
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from tenure import causes, rolling
+from tenure import rolling
+from tenure.core import causes
+from tenure.core.records import AttemptRecord, JobRecord
 from tenure.doctor.model import Finding, JobModel, Source, Value
 from tenure.doctor.rules import finding
 from tenure.stores.base import Store, get_job
-from tenure.stores.records import AttemptRecord, JobRecord
 from tenure.worker.process_tree import memory_read
 
 Locate = Callable[[str], Source]
@@ -91,7 +92,7 @@ def check_history(
 
 
 def store_note(store: Store) -> str:
-    from tenure.urls import redact
+    from tenure.core.urls import redact
 
     return f"history in {redact(store.url)}"
 
@@ -138,7 +139,7 @@ def _durations(
     return out
 
 
-# What each recorded cause of a crash loop asks a person to do (tenure.causes).
+# What each recorded cause of a crash loop asks a person to do (tenure.core.causes).
 CRASH_ADVICE = {
     causes.OOM_KILL: "raise the container's memory or split the job into smaller ones",
     causes.MEMORY_CAP: "raise the worker's --memory or split the job into smaller ones",

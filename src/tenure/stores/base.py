@@ -1,6 +1,6 @@
 """The store interface: one narrow seam, named in job verbs, that every backend implements.
 
-Plain dataclasses in and out (stores/records.py); no SQL or Redis types cross it. Times are
+Plain dataclasses in and out (core/records.py); no SQL or Redis types cross it. Times are
 epoch seconds measured on the *store's* clock (`Store.now()`), never a worker's, so that a
 worker with a skewed clock can neither expire a lease early nor keep one late.
 """
@@ -11,8 +11,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar, Protocol
 
-from tenure.states import JOB_STATES
-from tenure.stores.records import (
+from tenure.core.records import (
     BatchRecord,
     CancelResult,
     EndResult,
@@ -28,6 +27,7 @@ from tenure.stores.records import (
     WorkerRecord,
     WorkerRef,
 )
+from tenure.core.states import JOB_STATES
 
 
 @dataclass(frozen=True)
@@ -157,7 +157,7 @@ class Store(Protocol):
         same slot's next job in the same round trip where the backend allows (one transaction
         on SQL, one script on Redis): the one verb for an attempt's end, the worker's hot path.
 
-        `outcome` "succeeded" records a success, with `result` (tenure.results.encode's text;
+        `outcome` "succeeded" records a success, with `result` (tenure.core.results.encode's text;
         None stores nothing) written in the same transaction or script, and only when the
         token still holds the lease: never a success without its result, never the result of
         a stale attempt. Any other outcome ends the attempt without success (`error`, default
@@ -203,7 +203,7 @@ class Store(Protocol):
         `rescue`: close attempts whose lease expired with no end (outcome crashed) and decide.
         `prune`: delete up to `limit` finished jobs (with their attempts, effects and guard
         rows), as many settled batches and as many expired guard rows, each past its age on
-        the store's clock (tenure.retention): never a live job, a member of a batch that has
+        the store's clock (tenure.core.retention): never a live job, a member of a batch that has
         not settled, or the latest run of a periodic job. `Pruned.more` says a chunk was full.
         `dry_run`: change nothing, and count everything prunable now, whatever `limit`.
         """

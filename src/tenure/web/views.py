@@ -9,8 +9,10 @@ from collections import deque
 from dataclasses import dataclass, field
 from typing import Any
 
-from tenure import causes, payload
 from tenure.app import WORKER_GONE_AFTER_S, App
+from tenure.core import causes, payload
+from tenure.core.records import AttemptRecord, BatchRecord, JobRecord, WorkerRecord
+from tenure.core.words import clock_text
 from tenure.describe import (
     OUTCOME_WORDS,
     ChainStop,
@@ -23,7 +25,6 @@ from tenure.describe import (
 )
 from tenure.rolling import Unknown
 from tenure.stores.base import total_counts
-from tenure.stores.records import AttemptRecord, BatchRecord, JobRecord, WorkerRecord, clock_text
 
 # A worker renews its leases every lease/3 (10 s by default); a minute without a heartbeat is
 # a worker that died without saying so (SIGKILL, host lost), not a slow one.
@@ -222,7 +223,7 @@ class Bar:
     error: str | None
     traceback: str | None
     description: str
-    cause: str | None = None  # who ended its process (tenure.causes)
+    cause: str | None = None  # who ended its process (tenure.core.causes)
     cause_words: str = ""
 
 

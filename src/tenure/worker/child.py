@@ -28,14 +28,14 @@ import time
 from types import FrameType
 from typing import IO, Any
 
-from tenure.errors import CancelRequested, JobTimeout
+from tenure.core.errors import CancelRequested, JobTimeout
+from tenure.core.records import EndResult, Reservation, WorkerRef
+from tenure.loading import load_app
 from tenure.logs import log_end, setup_logging
 from tenure.settings import weighted_order
-from tenure.stores.records import EndResult, Reservation, WorkerRef
 from tenure.worker import messages
 from tenure.worker.cancel_mark import CancelMark
 from tenure.worker.execute import Ended, definition, execute
-from tenure.worker.loading import load_app
 from tenure.worker.messages import Pulse
 from tenure.worker.process_tree import rss_mb
 from tenure.worker.recording import Recorder

@@ -10,10 +10,10 @@ from collections.abc import Sequence
 from dataclasses import replace
 from typing import Protocol
 
-from tenure.retention import PRUNE_CHUNK, pause_after
+from tenure.core.records import Rescued, WorkerRef
+from tenure.core.retention import PRUNE_CHUNK, Pruned, pause_after
 from tenure.settings import WorkerOptions
 from tenure.stores.base import Store
-from tenure.stores.records import Pruned, Rescued, WorkerRef
 from tenure.worker.messages import Pulse
 from tenure.worker.metrics import Metrics
 from tenure.worker.slot import Slot

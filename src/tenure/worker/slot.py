@@ -15,12 +15,12 @@ import threading
 import time
 from typing import Any, Protocol
 
-from tenure import causes
 from tenure.app import App
+from tenure.core import causes
+from tenure.core.records import Reservation
 from tenure.job import Job
 from tenure.logs import job_fields
 from tenure.settings import WorkerOptions
-from tenure.stores.records import Reservation
 from tenure.worker import messages
 from tenure.worker.child_process import ChildDied, ChildProcess
 from tenure.worker.execute import (

@@ -22,10 +22,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from tenure import causes
-from tenure.retry import HANDED_BACK_DELAY_S
+from tenure.core import causes
+from tenure.core.records import Reservation, WorkerRef
+from tenure.core.retry import HANDED_BACK_DELAY_S
 from tenure.stores.base import Store, get_job
-from tenure.stores.records import Reservation, WorkerRef
 from tenure.worker.execute import Ended
 
 

@@ -29,15 +29,8 @@ from contextlib import AbstractContextManager, contextmanager
 from dataclasses import replace
 from typing import ClassVar
 
-from tenure import causes
-from tenure.states import FINAL_STATES, PARKED_AT
-from tenure.stores.base import Capabilities
-from tenure.stores.postgres import claims, guards, waiters
-from tenure.stores.postgres.database import POOL_MAX, Cursor, Database
-from tenure.stores.postgres.dialect import PostgresDialect, lock_batches
-from tenure.stores.postgres.jobs import NOW, PostgresJobs
-from tenure.stores.postgres.transaction import PostgresJobTransaction
-from tenure.stores.records import (
+from tenure.core import causes
+from tenure.core.records import (
     HeartbeatReply,
     JobRecord,
     NewJob,
@@ -47,9 +40,16 @@ from tenure.stores.records import (
     Swept,
     WorkerRecord,
     WorkerRef,
-    describe_crash,
     ready_age,
 )
+from tenure.core.states import FINAL_STATES, PARKED_AT
+from tenure.core.words import describe_crash
+from tenure.stores.base import Capabilities
+from tenure.stores.postgres import claims, guards, waiters
+from tenure.stores.postgres.database import POOL_MAX, Cursor, Database
+from tenure.stores.postgres.dialect import PostgresDialect, lock_batches
+from tenure.stores.postgres.jobs import NOW, PostgresJobs
+from tenure.stores.postgres.transaction import PostgresJobTransaction
 from tenure.stores.sql import batches, control, endings, operations, periodic, retention, workers
 from tenure.stores.sql.dialect import Dialect
 from tenure.stores.sql.guards import add_key_counts

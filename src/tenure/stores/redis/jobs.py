@@ -13,12 +13,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
-from tenure import chains
-from tenure.errors import ConfigError, TenureError
-from tenure.retry import Counters, cancelled_ending, decide, parse_policy
-from tenure.states import visible_state
-from tenure.stores import texts
-from tenure.stores.records import (
+from tenure.core import chains
+from tenure.core.errors import ConfigError, TenureError
+from tenure.core.records import (
     EndResult,
     HeartbeatReply,
     NewBatch,
@@ -28,6 +25,9 @@ from tenure.stores.records import (
     WorkerRef,
     batch_target,
 )
+from tenure.core.retry import Counters, cancelled_ending, decide, parse_policy
+from tenure.core.states import visible_state
+from tenure.stores import texts
 from tenure.stores.redis.batches import RedisBatches
 from tenure.stores.redis.client import MIN_BLOCK_S, Call, enqueue_args, optional
 from tenure.stores.redis.records import to_float, to_opt_float

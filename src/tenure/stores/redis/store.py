@@ -69,17 +69,11 @@ from typing import Any, ClassVar, cast
 
 import redis
 
-from tenure import causes
+from tenure.core import causes
+from tenure.core.records import AttemptRecord, CancelResult, Rescued, Swept, cancel_target
+from tenure.core.retention import Pruned
+from tenure.core.words import describe_crash
 from tenure.stores.base import Capabilities
-from tenure.stores.records import (
-    AttemptRecord,
-    CancelResult,
-    Pruned,
-    Rescued,
-    Swept,
-    cancel_target,
-    describe_crash,
-)
 from tenure.stores.redis.guards import RedisGuards
 from tenure.stores.redis.jobs import RedisJobs
 from tenure.stores.redis.operations import RedisOperations

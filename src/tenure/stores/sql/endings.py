@@ -1,6 +1,6 @@
 """How an attempt ends on the SQL stores, written once for SQLite and PostgreSQL: the fencing
 check, a late result refused, the attempt row closed, and the retry decision (pure Python,
-tenure.retry.decide) applied to the job and its batch, all inside the caller's transaction."""
+tenure.core.retry.decide) applied to the job and its batch, all inside the caller's transaction."""
 
 from __future__ import annotations
 
@@ -8,12 +8,12 @@ import logging
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
-from tenure.causes import WORKER_VANISHED
-from tenure.chains import goes_on
-from tenure.retry import Counters, Policy, cancelled_ending, decide
-from tenure.states import visible_state
+from tenure.core.causes import WORKER_VANISHED
+from tenure.core.chains import goes_on
+from tenure.core.records import EndResult, Rescued
+from tenure.core.retry import Counters, Policy, cancelled_ending, decide
+from tenure.core.states import visible_state
 from tenure.stores import texts
-from tenure.stores.records import EndResult, Rescued
 from tenure.stores.sql import batches, chains, guards
 from tenure.stores.sql.dialect import Cursor, Dialect, Row
 

@@ -6,9 +6,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from tenure.retry import Policy
-from tenure.states import PARKED_AT, QUEUED, visible_state
-from tenure.stores.records import AttemptRecord, EffectRecord, JobRecord
+from tenure.core.records import AttemptRecord, EffectRecord, JobRecord
+from tenure.core.retry import Policy
+from tenure.core.states import PARKED_AT, QUEUED, visible_state
 
 
 def attempt_record(row: Any) -> AttemptRecord:

@@ -15,8 +15,8 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
 
-from tenure.errors import ConfigError, StoreMisconfigured, StoreUnavailable
-from tenure.stores.records import (
+from tenure.core.errors import ConfigError, StoreMisconfigured, StoreUnavailable
+from tenure.core.records import (
     EndResult,
     NewBatch,
     NewJob,

@@ -13,10 +13,8 @@ from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from typing import Any, ClassVar
 
-from tenure import causes
-from tenure.states import FINAL_STATES, PARKED_AT
-from tenure.stores.base import Capabilities
-from tenure.stores.records import (
+from tenure.core import causes
+from tenure.core.records import (
     HeartbeatReply,
     JobRecord,
     NewJob,
@@ -26,9 +24,11 @@ from tenure.stores.records import (
     Swept,
     WorkerRecord,
     WorkerRef,
-    describe_crash,
     ready_age,
 )
+from tenure.core.states import FINAL_STATES, PARKED_AT
+from tenure.core.words import describe_crash
+from tenure.stores.base import Capabilities
 from tenure.stores.sql import batches, control, endings, operations, periodic, retention, workers
 from tenure.stores.sql import guards as sql_guards
 from tenure.stores.sql.rows import attempt_record, effect_record, job_record
