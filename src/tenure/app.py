@@ -11,23 +11,24 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any, ParamSpec, TypeVar, overload
 
-from tenure import control, payload, retention, rolling, sending, tracing
+from tenure import control, rolling, sending, tracing
 from tenure.control import Cancellation, QueueWait
 from tenure.coordinator import COORDINATOR, coordinator, plan_over_ids
-from tenure.errors import ConfigError, JobNotFound, UnknownJob
-from tenure.guards import KeyFunction
+from tenure.core import payload, retention
+from tenure.core.errors import ConfigError, JobNotFound, UnknownJob
+from tenure.core.guards import KeyFunction
+from tenure.core.records import BatchRecord, JobRecord, PeriodicClaim, QueueCounts, WorkerRecord
+from tenure.core.retry import Backoff
+from tenure.core.schedule import Schedule
+from tenure.core.states import JOB_STATES
+from tenure.core.urls import redact
 from tenure.hooks import Hooks
 from tenure.job import ChainHandle, Job, JobHandle, Sig
 from tenure.periodic import PeriodicJob, PeriodicStatus, check_catch_up, run_id, status
-from tenure.retry import Backoff
-from tenure.schedule import Schedule
 from tenure.sending import Member
 from tenure.settings import URL_ENV, JobOptions
-from tenure.states import JOB_STATES
 from tenure.stores import Store, open_store, store_class, url_options
 from tenure.stores.base import get_batch, get_job, total_counts
-from tenure.stores.records import BatchRecord, JobRecord, PeriodicClaim, QueueCounts, WorkerRecord
-from tenure.urls import redact
 
 P = ParamSpec("P")
 R = TypeVar("R")

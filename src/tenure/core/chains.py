@@ -24,7 +24,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from tenure.stores.records import NewJob, callback_from_json, callback_to_json
+from tenure.core.codec import callback_from_json, callback_to_json
+from tenure.core.records import NewJob
 
 SUCCEEDED = "succeeded"
 

@@ -13,7 +13,7 @@ from rich.progress import Progress
 
 from tenure.app import App
 from tenure.cli.tables import bar_columns
-from tenure.stores.records import BatchRecord
+from tenure.core.records import BatchRecord
 
 POLL_S = 0.5
 

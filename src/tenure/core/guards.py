@@ -12,7 +12,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from tenure.errors import ConfigError
+from tenure.core.errors import ConfigError
 
 KeyFunction = Callable[..., Any]
 

@@ -7,7 +7,7 @@ import os
 import sys
 
 from tenure.app import App
-from tenure.errors import ConfigError
+from tenure.core.errors import ConfigError
 
 
 def load_app(spec: str) -> App:

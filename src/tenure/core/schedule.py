@@ -17,7 +17,7 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from cronsim import CronSim, CronSimError
 
-from tenure.errors import ConfigError
+from tenure.core.errors import ConfigError
 
 ALIASES = {
     "@yearly": "0 0 1 1 *",

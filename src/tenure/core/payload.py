@@ -16,8 +16,11 @@ import os
 from dataclasses import dataclass
 from typing import Any
 
-from tenure.errors import ConfigError, DecryptionUnavailable, PayloadError
-from tenure.settings import ENCRYPTION_KEY_ENV
+from tenure.core.errors import ConfigError, DecryptionUnavailable, PayloadError
+
+# The environment variable holding the encryption key: named here, in core, so that payload
+# reads it without importing settings (settings lists it with the others it reads).
+ENCRYPTION_KEY_ENV = "TENURE_ENCRYPTION_KEY"
 
 DEFAULT_MAX_PAYLOAD_BYTES = 256 * 1024
 

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from datetime import timedelta
 from typing import Protocol
 
-from tenure.errors import ConfigError
+from tenure.core.errors import ConfigError
 
 DEFAULT_KEEP_SUCCEEDED = timedelta(days=1)
 DEFAULT_KEEP_FAILED = timedelta(days=14)

@@ -3,7 +3,7 @@ that records it (`end_attempt(result=...)`, `JobTransaction.complete(result)`), 
 there is never a success without its result nor a result of a stale attempt (the token
 decides both at once).
 
-The same rules as payloads (tenure.payload): JSON only, the App's `max_payload_bytes`, sealed
+The same rules as payloads (tenure.core.payload): JSON only, the App's `max_payload_bytes`, sealed
 when the job is `encrypted=True`. `None` stores nothing.
 """
 
@@ -12,8 +12,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from tenure import payload
-from tenure.errors import PayloadError
+from tenure.core import payload
+from tenure.core.errors import PayloadError
 
 
 class ResultError(PayloadError):

@@ -13,8 +13,8 @@ import random
 from dataclasses import asdict, dataclass, field, fields
 from typing import Any
 
-from tenure.errors import ConfigError
-from tenure.states import FREE_OUTCOMES
+from tenure.core.errors import ConfigError
+from tenure.core.states import FREE_OUTCOMES
 
 Backoff = int | float | list[float] | str
 

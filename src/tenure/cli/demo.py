@@ -33,7 +33,7 @@ def run_demo(console: Console, *, keep: bool = False) -> int:
     workdir = Path(tempfile.mkdtemp(prefix="tenure-demo-"))
     os.environ["TENURE_URL"] = f"sqlite:///{workdir / 'demo.db'}"
     os.environ["TENURE_DEMO_DIR"] = str(workdir)
-    from tenure import demo_jobs
+    from tenure.cli import demo_jobs
 
     app = demo_jobs.app
     console.print(f"[bold]tenure demo[/bold] — store: {app.url}\n")
@@ -74,7 +74,7 @@ def _start_worker(log_path: Path) -> subprocess.Popen[bytes]:
                 "tenure",
                 "worker",
                 "--app",
-                "tenure.demo_jobs:app",
+                "tenure.cli.demo_jobs:app",
                 "--concurrency",
                 "4",
                 "--lease",
@@ -89,8 +89,8 @@ def _start_worker(log_path: Path) -> subprocess.Popen[bytes]:
 
 
 def _export_story(console: Console, app: App, workdir: Path) -> bool:
-    from tenure import demo_jobs
-    from tenure.watch import summary, watch_batch
+    from tenure.cli import demo_jobs
+    from tenure.cli.watch import summary, watch_batch
 
     console.print(
         "\n[bold]Exporting 100,000 rows[/bold] as a batch of small jobs: a coordinator adds one"

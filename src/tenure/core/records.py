@@ -1,26 +1,21 @@
 """What crosses the store seam: plain dataclasses in and out (jobs, attempts, batches, workers,
-what an end did), the one rule turning a batch row into its record, and the words a store writes
-into records (a crash described, a time shown). No SQL or Redis types."""
+what an end did), and the one rule turning a batch row (or a claimed job's row) into its record.
+No SQL or Redis types; their JSON shapes are in `codec`, the words a store writes in `words`."""
 
 from __future__ import annotations
 
-import logging
-import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from tenure import results
-from tenure.batch import BatchCounts
-from tenure.batch import progress as batch_progress
-from tenure.errors import ConfigError, JobTransactionEnded
-from tenure.guards import NO_GUARDS, Guards
-from tenure.retention import KEEP_FOREVER, Keep
-from tenure.retention import Pruned as Pruned
-from tenure.retry import Policy, parse_policy
-from tenure.states import FAIR_BEFORE, JOB_STATES
-
-store_log = logging.getLogger("tenure.store")
+from tenure.core import results
+from tenure.core.batch import BatchCounts
+from tenure.core.batch import progress as batch_progress
+from tenure.core.errors import ConfigError
+from tenure.core.guards import NO_GUARDS, Guards
+from tenure.core.retention import KEEP_FOREVER, Keep, Pruned
+from tenure.core.retry import Policy, parse_policy
+from tenure.core.states import FAIR_BEFORE, JOB_STATES
 
 
 @dataclass(frozen=True)
@@ -35,7 +30,7 @@ class NewJob:
     guards: Guards = NO_GUARDS
     keep: Keep = KEEP_FOREVER  # how long it is kept once finished (App: keep_succeeded=...)
     priority: int = 0  # lower runs first within its queue; FIFO within a priority
-    # a chain link's chain (tenure.chains: the later links, catch, finally) as JSON text; the
+    # a chain link's chain (tenure.core.chains: the later links, catch, finally) as JSON text; the
     # store follows it in the transaction/script that ends this job
     chain: str | None = None
 
@@ -77,7 +72,8 @@ class AttemptRecord:
     error: str | None
     traceback: str | None
     last_heartbeat_at: float | None
-    cause: str | None = None  # who ended its process (tenure.causes); None: not recorded
+    cause: str | None = None  # who ended its process (tenure.core.causes); None: not recorded
+    memory_mb: float | None = None  # its last memory reading, reported with a heartbeat
 
     @property
     def worker(self) -> str:
@@ -116,7 +112,7 @@ class JobRecord:
     # when it returned None, or has not succeeded
     result_text: str | None = None
     priority: int = 0
-    chain_text: str | None = None  # a chain link's chain (tenure.chains.info reads it)
+    chain_text: str | None = None  # a chain link's chain (tenure.core.chains.info reads it)
     waiting_on: str | None = None  # a parked job's concurrency key (states.PARKED_AT)
 
     @property
@@ -298,62 +294,12 @@ class WorkerRecord:
     known: tuple[str, ...] | None = None
 
 
-def log_lost_callback(batch_id: str, kind: str) -> None:
-    """A damaged batch record kept a callback from being enqueued: every store says so this
-    way, and the member's own end still commits (failing it would leave the member running
-    until its lease expired, again and again)."""
-    store_log.error("batch %s: its %s callback is unreadable and was not enqueued", batch_id, kind)
-
-
 def batch_target(batch: NewBatch | None, into_batch: str | None) -> NewBatch | str | None:
     """Which batch form of `enqueue_many` a call asks for: a batch to create (NewBatch), the id
     of one to add to, or None for plain jobs. Both at once is a caller's mistake."""
     if batch is not None and into_batch is not None:
         raise ValueError("enqueue_many: batch= creates a batch, into_batch= adds to one; not both")
     return batch if batch is not None else into_batch
-
-
-def transaction_ended(job_id: str) -> JobTransactionEnded:
-    """What a job transaction's complete() raises when the job ended it itself."""
-    return JobTransactionEnded(
-        f"job {job_id} committed or rolled back its ctx.transaction() connection itself, so "
-        "tenure could not commit its writes together with its success, and part of its work "
-        "may already be committed; it was failed without a retry. Do not call commit() or "
-        "rollback() on that connection: tenure commits it when the job returns. Fix the job, "
-        f"then `tenure failed retry {job_id}`"
-    )
-
-
-def describe_crash(
-    attempt: AttemptRecord, lease_expired_at: float, stopping_at: float | None = None
-) -> str:
-    """The words `tenure jobs show` prints for an attempt whose worker vanished; with
-    `stopping_at`, the worker had begun stopping then (a deploy's SIGTERM) and was killed at the
-    end of its grace with this attempt still running."""
-    seen = attempt.last_heartbeat_at or attempt.started_at
-    if stopping_at is not None:
-        return (
-            f"killed at the end of a deploy's grace: worker {attempt.worker_id} (pid "
-            f"{attempt.pid} on {attempt.host}) received SIGTERM at {clock_text(stopping_at)} and "
-            f"was still running this attempt when it died (last heartbeat {clock_text(seen)}, "
-            f"lease expired {clock_text(lease_expired_at)}): give the deploy a longer grace "
-            "(stop_grace_period, terminationGracePeriodSeconds) than the job's timeout"
-        )
-    return (
-        f"worker {attempt.worker_id} (pid {attempt.pid} on {attempt.host}) stopped heartbeating "
-        f"at {clock_text(seen)}; its lease expired at {clock_text(lease_expired_at)} with no "
-        "result (killed by signal 9, out of memory, or host lost?)"
-    )
-
-
-def clock_text(epoch: float, *, today: float | None = None) -> str:
-    """'14:03:22 UTC' for a time of today (UTC), '2026-11-30 14:03:22 UTC' for any other day:
-    a time without its date sends a reader to the wrong day's logs."""
-    moment = time.gmtime(epoch)
-    current = time.gmtime(time.time() if today is None else today)
-    if moment[:3] == current[:3]:
-        return time.strftime("%H:%M:%S UTC", moment)
-    return time.strftime("%Y-%m-%d %H:%M:%S UTC", moment)
 
 
 def batch_record(
@@ -399,79 +345,3 @@ def reservation(row: Any) -> Reservation:
         lease_expires_at=row["lease_expires_at"],
         batch_id=row["batch_id"],
     )
-
-
-def callback_to_json(job: NewJob) -> dict[str, Any]:
-    """A batch callback (or a chain's later link) written down until its turn; one shape on
-    every backend. It keeps the job's overlap and rate guards, under the job-hash field names
-    (`guard_fields`), so it is deferred like any job when it runs; unique keys do not apply."""
-    return {
-        "id": job.id,
-        "name": job.name,
-        "queue": job.queue,
-        "payload": job.payload,
-        "policy": job.policy.text,
-        "delay": job.delay,
-        "keep": [job.keep.succeeded, job.keep.failed],
-        **guard_fields(job.guards),
-    }
-
-
-def callback_from_json(data: dict[str, Any]) -> NewJob:
-    return NewJob(
-        id=data["id"],
-        name=data["name"],
-        queue=data["queue"],
-        payload=data["payload"],
-        policy=Policy.from_json(data["policy"]),
-        delay=float(data.get("delay", 0.0)),
-        guards=_guards_from_json(data),
-        keep=_keep_from_json(data.get("keep")),
-    )
-
-
-def guard_fields(g: Guards) -> dict[str, Any]:
-    """A job's overlap and rate guards as stored beside it ({} for none): overlap_key and
-    overlap_delay, rate_key, rate_limit and rate_window (a rate guard only when complete)."""
-    fields: dict[str, Any] = {}
-    if g.overlap_key is not None:
-        fields.update(overlap_key=g.overlap_key, overlap_delay=float(g.overlap_delay))
-    if g.rate_key is not None and g.rate_limit is not None and g.rate_window:
-        fields.update(
-            rate_key=g.rate_key, rate_limit=int(g.rate_limit), rate_window=float(g.rate_window)
-        )
-    if g.concurrency_key is not None and g.concurrency_limit is not None:
-        fields.update(concurrency_key=g.concurrency_key, concurrency_limit=int(g.concurrency_limit))
-    return fields
-
-
-def _guards_from_json(data: dict[str, Any]) -> Guards:
-    # written before callbacks kept their guards: no field, no guard (a damaged one: none)
-    overlap, delay = data.get("overlap_key"), data.get("overlap_delay")
-    rate, limit, window = data.get("rate_key"), data.get("rate_limit"), data.get("rate_window")
-    if not isinstance(rate, str) or not isinstance(limit, int | float):
-        rate = limit = None
-    if not isinstance(window, int | float) or window <= 0:
-        rate = limit = window = None
-    ckey, climit = data.get("concurrency_key"), data.get("concurrency_limit")
-    if not isinstance(ckey, str) or not isinstance(climit, int) or climit < 1:
-        ckey = climit = None
-    if not isinstance(overlap, str) and rate is None and ckey is None:
-        return NO_GUARDS
-    return Guards(
-        concurrency_key=ckey,
-        concurrency_limit=climit,
-        overlap_key=overlap if isinstance(overlap, str) else None,
-        overlap_delay=float(delay) if isinstance(delay, int | float) else 1.0,
-        rate_key=rate,
-        rate_limit=None if limit is None else int(limit),
-        rate_window=None if rate is None or window is None else float(window),
-    )
-
-
-def _keep_from_json(value: Any) -> Keep:
-    # a callback written before retention existed is kept forever, as its batch's jobs were
-    if not isinstance(value, list) or len(value) != 2:
-        return KEEP_FOREVER
-    seconds = [float(v) if isinstance(v, int | float) else None for v in value]
-    return Keep(seconds[0], seconds[1])
