@@ -96,6 +96,7 @@ def test_every_project_names_its_set(monkeypatch: pytest.MonkeyPatch) -> None:
     fresh = fetch.in_set(projects, "check2")  # annotated after the first check set was spent
     assert len(fresh) >= 10 and {p.kind for p in fresh} == {"laravel", "celery"}
     assert not {p.repo for p in fresh} & {p.repo for p in tuning + check}
+    assert {p.kind for p in blind} == {"laravel", "celery"}
     assert not {p.repo for p in blind} & {p.repo for p in tuning + check + fresh}
 
 
