@@ -17,6 +17,19 @@ from tenure.doctor.budget.python_project import (
     light_module,
     own_nodes,
 )
+from tenure.doctor.budget.python_shapes import (
+    COMPREHENSIONS,
+    Comprehension,
+    chunk_of_ids,
+    given_params,
+    handed_session,
+    is_id,
+    literals,
+    mentions_any,
+    on_row,
+    past_budget,
+    related_manager,
+)
 
 __all__ = ["Project", "Reader", "call_name", "dotted", "light_module", "own_nodes"]
 
@@ -79,7 +92,7 @@ class Reader:
             return (True, False)  # an admin action's or a filter's rows, however many selected
         if isinstance(expr, ast.Call) and call_name(expr) in ("list", "set", "sorted", "tuple"):
             return self.query(expr.args[0], depth + 1) if expr.args else (False, False)
-        if isinstance(expr, ast.Call) and _handed_session(expr):
+        if isinstance(expr, ast.Call) and handed_session(expr):
             return (True, False)  # `get_pairs(db_session)`: a data-access function's rows
         if isinstance(expr, ast.Name):
             held = self.queries.get(expr.id)
@@ -100,6 +113,8 @@ class Reader:
                         seen_root = True
                 if name in ("get_model", "get_queryset", "filter_queryset"):
                     seen_root = True
+                if name in ("filter", "exclude") and related_manager(node):
+                    seen_root = True  # `customer.order_set.filter(paid=False)`
                 node = node.func
             elif isinstance(node, ast.Attribute):
                 if node.attr in QUERY_ROOTS:
@@ -121,6 +136,8 @@ class Reader:
         for kw in call.keywords:
             if kw.arg and kw.arg.endswith(RANGE_KEYS) and self._given(kw.value):
                 return True
+            if kw.arg and kw.arg.endswith(("__in", "__range")) and literals(kw.value):
+                return True  # `id__in=[1, 2, 3]`: a fixed list, the standard's bounded work
         sql = " ".join(
             a.value.lower()
             for a in call.args
@@ -162,13 +179,16 @@ class Reader:
                     in_loops.add(id(inner))
                     if isinstance(inner, ast.Call):
                         loop.work += self.effects(inner, row, 0)
-                    elif isinstance(inner, ast.For | ast.AsyncFor) and _on_row(inner.iter, row):
+                        self._cursor(inner, unit)
+                    elif isinstance(inner, ast.For | ast.AsyncFor) and on_row(inner.iter, row):
                         what = dotted(inner.iter) or ast.unparse(inner.iter)[:60]
                         loop.work.append(Costly("query", what, inner.lineno))
                 self._grows(node.body, row, loop)
                 unit.loops.append(loop)
             elif isinstance(node, ast.Assign) and isinstance(node.value, COMPREHENSIONS):
                 self._comprehension(node)
+            elif isinstance(node, COMPREHENSIONS) and id(node) not in in_loops:
+                self._comprehension_work(node, unit, in_loops)
             elif isinstance(node, ast.Call) and id(node) not in self.test_only:
                 spent = self._spends(node, unit)
                 if not spent:
@@ -182,7 +202,7 @@ class Reader:
             base: ast.expr | None = None
             if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
                 base = node.func.value if node.func.attr in GROWS else None
-            elif isinstance(node, ast.Subscript) and _mentions_any(node.slice, row):
+            elif isinstance(node, ast.Subscript) and mentions_any(node.slice, row):
                 base = node.value
             while isinstance(base, ast.Subscript):
                 base = base.value
@@ -199,6 +219,22 @@ class Reader:
             first = comp.generators[0].iter
             over = dotted(first) or ast.unparse(first)[:60]
             self.grown[target.id] = Loop(over, first.lineno, bounded=bounded)
+
+    def _comprehension_work(self, comp: Comprehension, unit: Unit, in_loops: set[int]) -> None:
+        """`[send_mail(..., [c.email]) for c in Customer.objects.all()]`: a comprehension
+        over a query's rows is a loop; what its element calls, each row costs."""
+        first = comp.generators[0]
+        is_query, bounded = self.query(first.iter)
+        if not is_query:
+            return
+        row = {n.id for g in comp.generators for n in ast.walk(g.target) if isinstance(n, ast.Name)}
+        parts = [comp.key, comp.value] if isinstance(comp, ast.DictComp) else [comp.elt]
+        calls = [n for part in parts for n in ast.walk(part) if isinstance(n, ast.Call)]
+        work = [c for call in calls for c in self.effects(call, row, 0)]
+        in_loops.update(id(n) for part in parts for n in ast.walk(part))
+        if work:
+            over = dotted(first.iter) or ast.unparse(first.iter)[:60]
+            unit.loops.append(Loop(over, first.iter.lineno, work, bounded=bounded))
 
     def _built_from(self, expr: ast.expr) -> Loop | None:
         """The loop that filled what `expr` walks: `data`, `data.items()`, `sorted(data)`."""
@@ -245,7 +281,7 @@ class Reader:
         if len(targets) != 1 or id(targets[0]) not in self.project.homes:
             return
         target = targets[0]
-        given = _given_params(target, call, self.params)
+        given = given_params(target, call, self.params)
         sub = Reader(self.project.homes[id(target)], self.project, given, self.follow - 1)
         inner = Unit(unit.kind, unit.name, unit.framework, unit.path, unit.line)
         sub.read(target, inner)
@@ -259,13 +295,13 @@ class Reader:
         name, line = call_name(call), call.lineno
         qualified = self.module.qualify(call.func) or ""
         written = dotted(call.func)
-        if self._http(qualified, name) and _past_budget(keyword(call, "timeout")):
+        if self._http(qualified, name) and past_budget(keyword(call, "timeout")):
             unit.untimed_calls.append(Costly("http", written, line))
         if name in DISPATCH and isinstance(call.func, ast.Attribute):
             unit.dispatches.append(Costly("dispatch", written, line))
             # `task.apply_async((ids[i : i + 200],))`: one small job per chunk of the ids the
             # unit selected, the migration rule's own shape; any other job is a job class sent.
-            unit.dispatches_job_class = unit.dispatches_job_class or not _chunk(call)
+            unit.dispatches_job_class = unit.dispatches_job_class or not chunk_of_ids(call)
         if name in ("get", "wait", "join") and isinstance(call.func, ast.Attribute):
             target = call.func.value
             handle = isinstance(target, ast.Name) and self._handle(target.id)
@@ -277,12 +313,21 @@ class Reader:
             unit.adds_to_batch.append(Costly("dispatch", written, line))
         if (adds or name in ("group", "chord", "batch")) and self._per_row(call):
             unit.floods.append(Costly("dispatch", written, line))
+            # the jobs are made while the unit walks every row: a loop whose work is a dispatch
+            over = self._per_row_source(call)
+            unit.loops.append(Loop(over, line, [Costly("dispatch", written, line)]))
         if name == "values_list" and keyword(call, "flat") is not None:
             is_query, bounded = self.query(call)
-            if is_query and not bounded and any(_is_id(a) for a in call.args):
+            if is_query and not bounded and any(is_id(a) for a in call.args):
                 unit.plucks_all_ids.append(Costly("method", written, line))
+        self._cursor(call, unit)
+
+    def _cursor(self, call: ast.Call, unit: Unit) -> None:
+        """A stored cursor read or written (`cache.get("last_id")`, in a loop or not)."""
+        name = call_name(call)
         if name in ("get", "set", "incr", "add") and self._cursor_key(call):
-            unit.cursor.append(Costly("write" if name != "get" else "method", written, line))
+            what = Costly("write" if name != "get" else "method", dotted(call.func), call.lineno)
+            unit.cursor.append(what)
 
     def _per_row(self, call: ast.Call) -> bool:
         """`group(t.s(o.id) for o in Order.objects.all())`: one job per row of a query."""
@@ -291,6 +336,13 @@ class Reader:
                 is_query, bounded = self.query(arg.generators[0].iter)
                 return is_query and not bounded
         return False
+
+    @staticmethod
+    def _per_row_source(call: ast.Call) -> str:
+        comp = call.args[0]
+        assert isinstance(comp, ast.GeneratorExp | ast.ListComp)
+        first = comp.generators[0].iter
+        return dotted(first) or ast.unparse(first)[:60]
 
     def _handle(self, name: str) -> bool:
         held = self.queries.get(name)
@@ -318,14 +370,14 @@ class Reader:
         effect: Effect | None = None
         if name in WRITES and isinstance(call.func, ast.Attribute):
             effect = "write"
-        elif name in ("add", "remove", "set", "clear") and _on_row(call.func, row, relation=True):
+        elif name in ("add", "remove", "set", "clear") and on_row(call.func, row, relation=True):
             effect = "write"  # `user.groups.add(group)`: a many-to-many row written
         elif name in ("writerow", "writerows"):
             effect = "file"  # a csv writer: one line per row, into a file or a response
         elif (
             name in READS
             and isinstance(call.func, ast.Attribute)
-            and (_on_row(call.func.value, row) or ".objects." in f".{dotted(call.func.value)}.")
+            and (on_row(call.func.value, row) or ".objects." in f".{dotted(call.func.value)}.")
         ):
             effect = "query"  # `order.invoice_set.count()`, `Locale.objects.filter(...)`
         elif name == "get" and ".objects." in f".{dotted(call.func)}":
@@ -349,7 +401,7 @@ class Reader:
         ][:1]
         if not found and depth == 0 and costly_name(name) and self._mentions(call, row):
             return [Costly("method", written, line, f"{name}, by its name")]
-        if not found and depth == 0 and row and _handed_session(call) and self._mentions(call, row):
+        if not found and depth == 0 and row and handed_session(call) and self._mentions(call, row):
             return [Costly("query", written, line, "handed the database session")]
         return found
 
@@ -398,64 +450,3 @@ class Reader:
             ]
             self.project._effects[key] = cached
         return cached
-
-
-COMPREHENSIONS = (ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)
-SESSION_NAMES = ("session", "db", "conn", "connection")
-
-
-def _handed_session(call: ast.Call) -> bool:
-    """A call handed the database session (`get_pairs(db_session)`): it queries or writes."""
-    for arg in [*call.args, *(k.value for k in call.keywords)]:
-        if isinstance(arg, ast.Name) and arg.id.lower().endswith(SESSION_NAMES):
-            return True
-    return False
-
-
-def _on_row(expr: ast.expr, row: set[str], *, relation: bool = False) -> bool:
-    """`order.invoice_set`, `cert.domains`: an attribute of the row (its relation), not the
-    row itself. `relation`: `expr` is the called method, so one attribute more is needed."""
-    parts = dotted(expr).split(".")
-    need = 3 if relation else 2
-    return bool(row) and parts[0] in row and len(parts) >= need and "()" not in parts[0]
-
-
-def _mentions_any(expr: ast.expr, names: set[str]) -> bool:
-    return any(isinstance(n, ast.Name) and n.id in names for n in ast.walk(expr))
-
-
-def _given_params(fn: FunctionNode, call: ast.Call, params: set[str]) -> set[str]:
-    """The parameters of `fn` that receive what the unit was given."""
-    names = [a.arg for a in (*fn.args.posonlyargs, *fn.args.args)]
-    if names and names[0] in ("self", "cls"):
-        names = names[1:]
-    given = {n for n, a in zip(names, call.args, strict=False) if _mentions_any(a, params)}
-    given |= {k.arg for k in call.keywords if k.arg and _mentions_any(k.value, params)}
-    return given
-
-
-BUDGET_SECONDS = 5
-
-
-def _past_budget(found: ast.keyword | None) -> bool:
-    """No timeout, or a literal one past the 5-second budget (`timeout=30`); a timeout read
-    from settings is taken as defined within it."""
-    if found is None:
-        return True
-    value = found.value.value if isinstance(found.value, ast.Constant) else None
-    if isinstance(value, tuple):
-        value = None
-    return isinstance(value, int | float) and not isinstance(value, bool) and value > BUDGET_SECONDS
-
-
-def _chunk(call: ast.Call) -> bool:
-    values = [*call.args, *(k.value for k in call.keywords)]
-    return any(
-        isinstance(n, ast.Subscript) and isinstance(n.slice, ast.Slice)
-        for v in values
-        for n in ast.walk(v)
-    )
-
-
-def _is_id(arg: ast.expr) -> bool:
-    return isinstance(arg, ast.Constant) and arg.value in ("id", "pk")

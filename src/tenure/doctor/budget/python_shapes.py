@@ -1,0 +1,88 @@
+"""The small Python shapes the body reader recognises: comprehensions, a handed database
+session, a fixed list, a related manager, a row's relation, a timeout past the budget, a chunk
+of the ids a unit selected."""
+
+from __future__ import annotations
+
+import ast
+
+from tenure.doctor.astutil import FunctionNode
+from tenure.doctor.budget.python_project import dotted
+
+COMPREHENSIONS = (ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)
+Comprehension = ast.ListComp | ast.SetComp | ast.DictComp | ast.GeneratorExp
+SESSION_NAMES = ("session", "db", "conn", "connection")
+
+
+def handed_session(call: ast.Call) -> bool:
+    """A call handed the database session (`get_pairs(db_session)`): it queries or writes."""
+    for arg in [*call.args, *(k.value for k in call.keywords)]:
+        if isinstance(arg, ast.Name) and arg.id.lower().endswith(SESSION_NAMES):
+            return True
+    return False
+
+
+def literals(expr: ast.expr) -> bool:
+    """`[1, 2, 3]`, `(lo_const, 500)`: a fixed list written in the code."""
+    return isinstance(expr, ast.List | ast.Tuple | ast.Set) and all(
+        isinstance(e, ast.Constant) for e in expr.elts
+    )
+
+
+def related_manager(call: ast.Call) -> bool:
+    """`customer.order_set.filter(...)`, `project.orders.filter(paid=False)`: a relation of
+    one object, filtered with lookups; a Django related manager's rows."""
+    func = call.func
+    if not isinstance(func, ast.Attribute) or not isinstance(func.value, ast.Attribute):
+        return False
+    manager = func.value
+    return manager.attr.endswith("_set") or bool(call.keywords)
+
+
+def on_row(expr: ast.expr, row: set[str], *, relation: bool = False) -> bool:
+    """`order.invoice_set`, `cert.domains`: an attribute of the row (its relation), not the
+    row itself. `relation`: `expr` is the called method, so one attribute more is needed."""
+    parts = dotted(expr).split(".")
+    need = 3 if relation else 2
+    return bool(row) and parts[0] in row and len(parts) >= need and "()" not in parts[0]
+
+
+def mentions_any(expr: ast.expr, names: set[str]) -> bool:
+    return any(isinstance(n, ast.Name) and n.id in names for n in ast.walk(expr))
+
+
+def given_params(fn: FunctionNode, call: ast.Call, params: set[str]) -> set[str]:
+    """The parameters of `fn` that receive what the unit was given."""
+    names = [a.arg for a in (*fn.args.posonlyargs, *fn.args.args)]
+    if names and names[0] in ("self", "cls"):
+        names = names[1:]
+    given = {n for n, a in zip(names, call.args, strict=False) if mentions_any(a, params)}
+    given |= {k.arg for k in call.keywords if k.arg and mentions_any(k.value, params)}
+    return given
+
+
+BUDGET_SECONDS = 5
+
+
+def past_budget(found: ast.keyword | None) -> bool:
+    """No timeout, or a literal one past the 5-second budget (`timeout=30`); a timeout read
+    from settings is taken as defined within it."""
+    if found is None:
+        return True
+    value = found.value.value if isinstance(found.value, ast.Constant) else None
+    if isinstance(value, tuple):
+        value = None
+    return isinstance(value, int | float) and not isinstance(value, bool) and value > BUDGET_SECONDS
+
+
+def chunk_of_ids(call: ast.Call) -> bool:
+    values = [*call.args, *(k.value for k in call.keywords)]
+    return any(
+        isinstance(n, ast.Subscript) and isinstance(n.slice, ast.Slice)
+        for v in values
+        for n in ast.walk(v)
+    )
+
+
+def is_id(arg: ast.expr) -> bool:
+    return isinstance(arg, ast.Constant) and arg.value in ("id", "pk")

@@ -1,0 +1,159 @@
+"""The everyday variants of the standard's shapes in Python (issue 28's third pass): each
+fixture is rewritten from a shape a real project uses, each with its bounded twin."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from test_budget_python import budget
+
+
+def test_a_group_built_from_every_row_is_a_coordinator_walking_rows(tmp_path: Path) -> None:
+    """A Flask project's Celery task reads every task id and builds one group member per row
+    (`group(t.s(task.id) for task in task_ids)`); the twin reads min and max once and adds one
+    member per range, on a queue of its own."""
+    found = budget(tmp_path, {
+        "worker/tasks.py": """
+            from celery import group
+            from sqlalchemy import func
+
+            from app import db
+            from app.models import Task
+            from worker.worker import celery
+
+
+            @celery.task(name="task.generate_numbers")
+            def generate_numbers():
+                task_ids = db.session.query(Task.id).all()
+                g = group(generate_number.s(task.id) for task in task_ids)
+                g.apply_async()
+
+
+            @celery.task(name="task.plan_numbers")
+            def plan_numbers():
+                lo, hi = db.session.query(func.min(Task.id), func.max(Task.id)).one()
+                members = (generate_range.s(s, min(s + 49, hi)) for s in range(lo, hi + 1, 50))
+                group(members).apply_async(queue="numbers")
+
+
+            @celery.task
+            def generate_number(task_id):
+                db.session.query(Task).filter(Task.id == task_id).update({"done": True})
+
+
+            @celery.task
+            def generate_range(lo, hi):
+                db.session.query(Task).filter(Task.id.between(lo, hi)).update({"done": True})
+        """,
+    })  # fmt: skip
+    rules = {(rule, line) for rule, _, line in found}
+    assert ("coordinator-walks-rows", 13) in rules
+    assert all(line < 16 for _, line in rules)  # the twin stays quiet
+
+
+def test_a_comprehension_over_rows_is_a_loop(tmp_path: Path) -> None:
+    """An admin action saves each selected row in a list comprehension (`[obj.save() for obj
+    in queryset]`, the shape of a mail app's toggle action); the twin is one set statement."""
+    found = budget(tmp_path, {
+        "mail/admin.py": """
+            from django.contrib import admin
+            from django.db.models import Q
+
+            from mail.models import Signature
+
+
+            @admin.action(description="Toggle")
+            def switch_signature_state(modeladmin, request, queryset):
+                [setattr(obj, "active", not obj.active) for obj in queryset]
+                [obj.save() for obj in queryset]
+
+
+            @admin.action(description="Deactivate")
+            def deactivate(modeladmin, request, queryset):
+                queryset.update(active=False)
+        """,
+    })  # fmt: skip
+    assert found == [("work-in-request", "mail/admin.py", 11)]
+
+
+def test_a_related_manager_filtered_is_a_query(tmp_path: Path) -> None:
+    """A helpdesk mails every active user of a ticket's department
+    (`for user in ticket.department.user_set.filter(is_active=True)`), written here in a view;
+    the twin mails the one person assigned."""
+    found = budget(tmp_path, {
+        "helpdesk/views.py": """
+            from django.core.mail import send_mail
+            from django.http import JsonResponse
+
+            from helpdesk.models import Ticket
+
+
+            def notify_department(request, pk):
+                ticket = Ticket.objects.get(pk=pk)
+                for user in ticket.department.user_set.filter(is_active=True):
+                    send_mail("New ticket", ticket.title, None, [user.email])
+                return JsonResponse({"ok": True})
+
+
+            def notify_assignee(request, pk):
+                ticket = Ticket.objects.get(pk=pk)
+                send_mail("New ticket", ticket.title, None, [ticket.assigned_to.email])
+                return JsonResponse({"ok": True})
+        """,
+    })  # fmt: skip
+    assert found == [("work-in-request", "helpdesk/views.py", 10)]
+
+
+def test_a_fixed_list_of_ids_is_bounded(tmp_path: Path) -> None:
+    """`filter(id__in=[1, 2, 3])`: a fixed list written in the code is the standard's bounded
+    work; the same loop over every row is not."""
+    found = budget(tmp_path, {
+        "plans/views.py": """
+            from django.http import JsonResponse
+
+            from plans.models import Plan
+
+
+            def reset_default_plans(request):
+                for plan in Plan.objects.filter(id__in=[1, 2, 3]):
+                    plan.price = plan.default_price
+                    plan.save()
+                return JsonResponse({"ok": True})
+
+
+            def reset_all_plans(request):
+                for plan in Plan.objects.all():
+                    plan.price = plan.default_price
+                    plan.save()
+                return JsonResponse({"ok": True})
+        """,
+    })  # fmt: skip
+    assert found == [("work-in-request", "plans/views.py", 15)]
+
+
+def test_a_cursor_written_inside_the_loop_is_a_stored_cursor(tmp_path: Path) -> None:
+    """A sync task reads its last id from the cache and writes it back after each row (the
+    write sits inside the loop); the twin is the small job over the range it was given."""
+    found = budget(tmp_path, {
+        "sync/tasks.py": """
+            from celery import shared_task
+            from django.core.cache import cache
+
+            from sync.models import Contact
+
+
+            @shared_task
+            def push_contacts():
+                last = cache.get("contacts_last_id", 0)
+                for contact in Contact.objects.filter(id__gt=last).order_by("id")[:500]:
+                    contact.push()
+                    cache.set("contacts_last_id", contact.id)
+
+
+            @shared_task
+            def push_range(lo, hi):
+                for contact in Contact.objects.filter(id__range=(lo, hi)):
+                    contact.push()
+        """,
+    })  # fmt: skip
+    assert found == [("job-resumes-from-cursor", "sync/tasks.py", 10)]
