@@ -213,6 +213,7 @@ class Reader:
                 self.grown.setdefault(text(left), loop)  # `$csv .= "{$row->id},..."`
             if inner.type in CALLS:
                 loop.work += call_effects(inner, row, self.methods, 0)
+                self._cursor(inner, unit)
                 if inner.type != "function_call_expression" and _batch_add(inner):
                     unit.adds_to_batch.append(Costly("dispatch", short(inner), line(inner)))
                     unit.floods.append(Costly("dispatch", short(inner), line(inner)))
@@ -251,8 +252,8 @@ class Reader:
             self._pluck(call, unit)
         if name == "progress" and not args(call) and _of_batch(call, self.held):
             unit.progress_reads.append(Costly("method", written, at))
-        if name in ("get", "put", "forever", "set", "increment", "remember") and _cursor(call):
-            unit.cursor.append(Costly("method" if name == "get" else "write", written, at))
+        self._cursor(call, unit)
+        self._each_proxy(call, unit, in_loop)
         if name not in FRAMEWORK:
             self._follow_loops(call, unit)
         if name in EACH | CHUNKS | MAPS and call.type != "function_call_expression":
@@ -270,6 +271,32 @@ class Reader:
             else:  # per chunk: the rows are the loops over its parameter inside
                 for param in params[:1]:
                     self.held[param] = call  # `foreach ($rows as $row)` walks the query's rows
+
+    @staticmethod
+    def _cursor(call: Node, unit: Unit) -> None:
+        """A stored cursor read or written (`Cache::put('last_id', ...)`, in a loop or not)."""
+        name = call_name(call)
+        if name in ("get", "put", "forever", "set", "increment", "remember") and _cursor(call):
+            what = Costly("method" if name == "get" else "write", short(call), line(call))
+            unit.cursor.append(what)
+
+    def _each_proxy(self, call: Node, unit: Unit, in_loop: set[int]) -> None:
+        """`$orders->each->delete()`: a higher-order message, one call per row."""
+        proxy = receiver(call)
+        if call.type != "member_call_expression" or proxy is None:
+            return
+        if proxy.type != "member_access_expression" or text(
+            proxy.child_by_field_name("name")) not in EACH | MAPS:  # fmt: skip
+            return
+        rows = proxy.child_by_field_name("object")
+        if rows is None or not is_rows(rows, self.held):
+            return
+        source = self.held.get(text(rows), rows)
+        is_bounded = source.type in CALLS and bounded(source, self.given)
+        loop = Loop(short(rows), line(call), bounded=is_bounded)
+        loop.work += call_effects(call, {text(proxy)}, self.methods, 0)
+        in_loop.add(call.id)
+        unit.loops.append(loop)
 
     def _returns_rows(self, call: Node) -> bool:
         """`$this->threads()` whose body is `return $this->threadsRelation()->get();`."""

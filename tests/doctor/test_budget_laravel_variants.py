@@ -1,0 +1,190 @@
+"""The everyday variants of the standard's shapes in Laravel (issue 28's third pass): each
+fixture is rewritten from a shape a real project uses, each with its bounded twin."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from test_budget_laravel import budget
+
+
+def test_a_higher_order_each_over_rows_is_a_loop(tmp_path: Path) -> None:
+    """A police-stations app empties its table row by row before an import
+    (`Comisaria::get()->each->delete()` in a controller action); the twin is one set
+    statement."""
+    found = budget(tmp_path, {
+        "app/Http/Controllers/ComisariaController.php": """
+            <?php
+
+            namespace App\\Http\\Controllers;
+
+            use App\\Models\\Comisaria;
+            use Illuminate\\Http\\Request;
+
+            class ComisariaController extends Controller
+            {
+                public function importExcel(Request $request)
+                {
+                    Comisaria::get()->each->delete();
+                    return back();
+                }
+
+                public function truncate(Request $request)
+                {
+                    Comisaria::query()->delete();
+                    return back();
+                }
+            }
+        """,
+    })  # fmt: skip
+    assert found == [("work-in-request", "app/Http/Controllers/ComisariaController.php", 12)]
+
+
+def test_each_proxy_inside_a_chunk_callback(tmp_path: Path) -> None:
+    """`->chunkById(100, fn ($rows) => $rows->each->delete())` in a command: every chunk's
+    rows are deleted one by one; a model method reached through the proxy is followed too."""
+    found = budget(tmp_path, {
+        "app/Console/Commands/PurgeDrafts.php": """
+            <?php
+
+            namespace App\\Console\\Commands;
+
+            use App\\Models\\Draft;
+            use Illuminate\\Console\\Command;
+
+            class PurgeDrafts extends Command
+            {
+                protected $signature = 'drafts:purge';
+
+                public function handle(): void
+                {
+                    Draft::where('stale', true)->chunkById(100, function ($drafts) {
+                        $drafts->each->archive();
+                    });
+                }
+            }
+        """,
+        "app/Console/Commands/PurgeOneDraft.php": """
+            <?php
+
+            namespace App\\Console\\Commands;
+
+            use App\\Models\\Draft;
+            use Illuminate\\Console\\Command;
+
+            class PurgeOneDraft extends Command
+            {
+                protected $signature = 'drafts:purge-one {id}';
+
+                public function handle(): void
+                {
+                    Draft::whereKey($this->argument('id'))->get()->each->archive();
+                }
+            }
+        """,
+        "app/Models/Draft.php": """
+            <?php
+
+            namespace App\\Models;
+
+            use Illuminate\\Database\\Eloquent\\Model;
+            use Illuminate\\Support\\Facades\\Storage;
+
+            class Draft extends Model
+            {
+                public function archive(): void
+                {
+                    Storage::move("drafts/{$this->id}", "archive/{$this->id}");
+                }
+            }
+        """,
+    })  # fmt: skip
+    assert found == [("work-in-command", "app/Console/Commands/PurgeDrafts.php", 15)]
+
+
+def test_rows_turned_into_an_array_are_still_every_row(tmp_path: Path) -> None:
+    """An SSL module's cron walks `$certificatesQuery->get()->toArray()` and asks the
+    provider's API about each certificate; the twin walks a fixed list of statuses."""
+    found = budget(tmp_path, {
+        "app/Console/Commands/SyncCertificates.php": """
+            <?php
+
+            namespace App\\Console\\Commands;
+
+            use App\\Models\\Service;
+            use Illuminate\\Console\\Command;
+            use Illuminate\\Support\\Facades\\Http;
+
+            class SyncCertificates extends Command
+            {
+                protected $signature = 'ssl:sync';
+
+                public function handle(): void
+                {
+                    $certificatesQuery = Service::where('domainstatus', 'Active');
+                    foreach ($certificatesQuery->get()->toArray() as $certificate) {
+                        $order = Http::timeout(3)->get("https://ssl.example/{$certificate['remoteid']}");
+                        Service::whereKey($certificate['id'])->update(['status' => $order['s']]);
+                    }
+                    foreach (Service::whereIn('id', [1, 2, 3])->get()->toArray() as $pinned) {
+                        Service::where('id', $pinned['id'])->update(['pinned' => true]);
+                    }
+                }
+            }
+        """,
+    })  # fmt: skip
+    assert found == [("work-in-command", "app/Console/Commands/SyncCertificates.php", 16)]
+
+
+def test_a_cursor_written_inside_the_loop(tmp_path: Path) -> None:
+    """A job reads its last id from the cache and moves it after every row; the twin is the
+    batch member over the range it was given."""
+    found = budget(tmp_path, {
+        "app/Jobs/PushContacts.php": """
+            <?php
+
+            namespace App\\Jobs;
+
+            use App\\Models\\Contact;
+            use Illuminate\\Contracts\\Queue\\ShouldQueue;
+            use Illuminate\\Support\\Facades\\Cache;
+
+            class PushContacts implements ShouldQueue
+            {
+                public function handle(): void
+                {
+                    $last = Cache::get('contacts_last_id', 0);
+                    $contacts = Contact::where('id', '>', $last)->orderBy('id')->limit(500)->get();
+                    foreach ($contacts as $contact) {
+                        $contact->push();
+                        Cache::put('contacts_last_id', $contact->id);
+                    }
+                }
+            }
+        """,
+        "app/Jobs/PushContactRange.php": """
+            <?php
+
+            namespace App\\Jobs;
+
+            use App\\Models\\Contact;
+            use Illuminate\\Bus\\Batchable;
+            use Illuminate\\Contracts\\Queue\\ShouldQueue;
+
+            class PushContactRange implements ShouldQueue
+            {
+                use Batchable;
+
+                public function __construct(public int $from, public int $to) {}
+
+                public function handle(): void
+                {
+                    $contacts = Contact::whereBetween('id', [$this->from, $this->to])->get();
+                    foreach ($contacts as $contact) {
+                        $contact->push();
+                    }
+                }
+            }
+        """,
+    })  # fmt: skip
+    assert found == [("job-resumes-from-cursor", "app/Jobs/PushContacts.php", 13)]
