@@ -157,3 +157,65 @@ def test_a_cursor_written_inside_the_loop_is_a_stored_cursor(tmp_path: Path) -> 
         """,
     })  # fmt: skip
     assert found == [("job-resumes-from-cursor", "sync/tasks.py", 10)]
+
+
+def test_a_queryset_refined_in_steps_is_still_a_query(tmp_path: Path) -> None:
+    """`qs = Order.objects.filter(...)` then `qs = qs.filter(...)` (how list views narrow a
+    query step by step) is one query; narrowed to the range the task was given, it is
+    bounded."""
+    found = budget(tmp_path, {
+        "shop/views.py": """
+            from django.http import JsonResponse
+
+            from shop.models import Order
+
+
+            def close_paid(request):
+                qs = Order.objects.filter(customer=request.user.customer)
+                qs = qs.filter(paid=True)
+                for order in qs:
+                    order.closed = True
+                    order.save()
+                return JsonResponse({"ok": True})
+        """,
+        "shop/tasks.py": """
+            from celery import shared_task
+
+            from shop.models import Order
+
+
+            @shared_task
+            def close_range(lo, hi):
+                qs = Order.objects.filter(paid=True)
+                qs = qs.filter(id__range=(lo, hi))
+                for order in qs:
+                    order.closed = True
+                    order.save()
+        """,
+    })  # fmt: skip
+    assert found == [("work-in-request", "shop/views.py", 10)]
+
+
+def test_async_orm_writes_per_row(tmp_path: Path) -> None:
+    """An async view walks a QuerySet with `async for` and awaits `asave()` per row (Django's
+    async ORM names); the twin awaits one `aupdate()`."""
+    found = budget(tmp_path, {
+        "shop/views.py": """
+            from django.http import JsonResponse
+
+            from shop.models import Order
+
+
+            async def close_paid(request):
+                async for order in Order.objects.filter(paid=True):
+                    order.closed = True
+                    await order.asave()
+                return JsonResponse({"ok": True})
+
+
+            async def close_paid_at_once(request):
+                await Order.objects.filter(paid=True).aupdate(closed=True)
+                return JsonResponse({"ok": True})
+        """,
+    })  # fmt: skip
+    assert found == [("work-in-request", "shop/views.py", 8)]

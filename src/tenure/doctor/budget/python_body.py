@@ -7,6 +7,7 @@ calls `order.export()` costs what `Order.export` costs."""
 from __future__ import annotations
 
 import ast
+import copy
 
 from tenure.doctor.astutil import FunctionNode, Module, keyword
 from tenure.doctor.budget.model import Costly, Effect, Loop, Unit, costly_name
@@ -45,6 +46,7 @@ SESSION_QUERY = {"query", "execute", "scalars"}  # session.query(...), session.e
 RANGE_KEYS = ("__range", "__in", "__gte", "__gt", "__lt", "__lte")
 WRITES = {"save", "delete", "update", "create", "get_or_create", "update_or_create",
           "bulk_create", "bulk_update", "commit", "execute", "executemany"}  # fmt: skip
+WRITES |= {f"a{name}" for name in WRITES}  # Django's async twins: asave(), adelete(), ...
 MAIL = {"send_mail", "send_mass_mail", "mail_admins", "email_user", "send_email",
         "send_messages", "send_notification"}  # fmt: skip
 FILES = {"open", "write_text", "write_bytes", "upload_file", "upload_fileobj", "put_object",
@@ -160,7 +162,7 @@ class Reader:
             if isinstance(node, ast.Assign) and len(node.targets) == 1:
                 target = node.targets[0]
                 if isinstance(target, ast.Name):
-                    self.queries[target.id] = node.value
+                    self.queries[target.id] = _refined(target.id, node.value, self.queries)
             elif isinstance(node, ast.If) and any(w in ast.unparse(node.test) for w in TEST_ONLY):
                 self.test_only |= {id(n) for n in own_nodes(node.body)}
         in_loops: set[int] = set()
@@ -450,3 +452,19 @@ class Reader:
             ]
             self.project._effects[key] = cached
         return cached
+
+
+def _refined(name: str, value: ast.expr, held: dict[str, ast.expr]) -> ast.expr:
+    """`qs = qs.filter(paid=True)`: the new query is the old one refined, read as one chain
+    (`Order.objects.filter(...).filter(paid=True)`), so a range filter added keeps its bound."""
+    before = held.get(name)
+    if before is None or not any(isinstance(n, ast.Name) and n.id == name for n in ast.walk(value)):
+        return value
+    old: ast.expr = before
+
+    class Inline(ast.NodeTransformer):
+        def visit_Name(self, node: ast.Name) -> ast.expr:
+            return old if node.id == name else node
+
+    refined: ast.expr = Inline().visit(copy.deepcopy(value))
+    return refined
