@@ -188,3 +188,76 @@ def test_a_cursor_written_inside_the_loop(tmp_path: Path) -> None:
         """,
     })  # fmt: skip
     assert found == [("job-resumes-from-cursor", "app/Jobs/PushContacts.php", 13)]
+
+
+def test_jobs_mapped_from_rows_into_a_batch_are_split_outside_a_coordinator(
+    tmp_path: Path,
+) -> None:
+    """A daily command maps every pending user to a job and batches them all
+    (`$jobs = $users->map(fn ($user) => new SendAdminVerificationEmail($user))->toArray();
+    Bus::batch($jobs)->dispatch()`): the split happens in the command, row by row, onto the
+    shared queue. The twin dispatches a batch of one coordinator; a route closure passing the
+    mapped rows straight to `Bus::batch(...)` is the request's version. (The same batch on a
+    queue of its own is the corpus's vanguard trap: the standard's spread-out dispatch.)"""
+    found = budget(tmp_path, {
+        "app/Console/Commands/SendVerificationEmails.php": """
+            <?php
+
+            namespace App\\Console\\Commands;
+
+            use App\\Jobs\\PlanVerificationEmails;
+            use App\\Jobs\\SendAdminVerificationEmail;
+            use App\\Models\\User;
+            use Illuminate\\Console\\Command;
+            use Illuminate\\Support\\Facades\\Bus;
+
+            class SendVerificationEmails extends Command
+            {
+                protected $signature = 'emails:send-daily-admin-verifications';
+
+                public function handle()
+                {
+                    $users = User::whereNull('email_verified_at')->get();
+                    $jobs = $users->map(fn ($u) => new SendAdminVerificationEmail($u))->toArray();
+                    Bus::batch($jobs)->dispatch();
+                }
+            }
+        """,
+        "app/Console/Commands/PlanVerificationEmailsCommand.php": """
+            <?php
+
+            namespace App\\Console\\Commands;
+
+            use App\\Jobs\\PlanVerificationEmails;
+            use Illuminate\\Console\\Command;
+            use Illuminate\\Support\\Facades\\Bus;
+
+            class PlanVerificationEmailsCommand extends Command
+            {
+                protected $signature = 'emails:plan';
+
+                public function handle()
+                {
+                    Bus::batch([new PlanVerificationEmails()])->onQueue('emails')->dispatch();
+                }
+            }
+        """,
+        "routes/web.php": """
+            <?php
+
+            use App\\Jobs\\SendAdminVerificationEmail;
+            use App\\Models\\User;
+            use Illuminate\\Support\\Facades\\Bus;
+            use Illuminate\\Support\\Facades\\Route;
+
+            Route::post('/admin/verify-all', function () {
+                Bus::batch(User::whereNull('email_verified_at')->get()
+                    ->map(fn ($user) => new SendAdminVerificationEmail($user)))->dispatch();
+                return back();
+            });
+        """,
+    })  # fmt: skip
+    assert found == [
+        ("work-in-command", "app/Console/Commands/SendVerificationEmails.php", 18),
+        ("work-in-request", "routes/web.php", 9),
+    ]

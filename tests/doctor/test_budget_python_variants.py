@@ -219,3 +219,51 @@ def test_async_orm_writes_per_row(tmp_path: Path) -> None:
         """,
     })  # fmt: skip
     assert found == [("work-in-request", "shop/views.py", 8)]
+
+
+def test_a_group_of_members_filled_from_rows(tmp_path: Path) -> None:
+    """`members = [t.s(o.id) for o in ...]` then `group(members).apply_async()` in a task (a
+    coordinator walking rows, even on a queue of its own) and in a view (the request
+    splitting the work onto the shared queue); the twin's members come from a fixed list."""
+    found = budget(tmp_path, {
+        "shop/tasks.py": """
+            from celery import group, shared_task
+
+            from shop.models import Order
+
+
+            @shared_task
+            def fan_out():
+                members = [export_one.s(o.id) for o in Order.objects.filter(paid=True)]
+                group(members).apply_async(queue="exports")
+
+
+            @shared_task
+            def fan_out_fixed():
+                members = [export_one.s(i) for i in (1, 2, 3)]
+                group(members).apply_async()
+
+
+            @shared_task
+            def export_one(order_id):
+                Order.objects.filter(pk=order_id).update(exported=True)
+        """,
+        "shop/views.py": """
+            from celery import group
+            from django.http import JsonResponse
+
+            from shop.models import Order
+            from shop.tasks import export_one
+
+
+            def start(request):
+                members = [export_one.s(o.id) for o in Order.objects.filter(paid=True)]
+                group(members).apply_async()
+                return JsonResponse({"started": True})
+        """,
+    })  # fmt: skip
+    assert found == [
+        ("batch-floods-queue", "shop/views.py", 11),
+        ("coordinator-walks-rows", "shop/tasks.py", 10),
+        ("work-in-request", "shop/views.py", 11),
+    ]

@@ -197,7 +197,7 @@ class Reader:
                    source.type in CALLS and bounded(source, self.given))  # fmt: skip
 
     def _loop(self, over: str, at: int, body: Node, row: set[str], unit: Unit,
-              in_loop: set[int], is_bounded: bool) -> None:  # fmt: skip
+              in_loop: set[int], is_bounded: bool) -> Loop:  # fmt: skip
         loop = Loop(over, at, bounded=is_bounded)
         for inner in [body, *own(body)]:  # an arrow function's body is one expression
             in_loop.add(inner.id)
@@ -218,6 +218,7 @@ class Reader:
                     unit.adds_to_batch.append(Costly("dispatch", short(inner), line(inner)))
                     unit.floods.append(Costly("dispatch", short(inner), line(inner)))
         unit.loops.append(loop)
+        return loop
 
     def _call(self, call: Node, unit: Unit, in_loop: set[int]) -> None:
         name, at = call_name(call), line(call)
@@ -226,9 +227,11 @@ class Reader:
         written_args = [text(a) for a in args(call)]
         filled = [lp for var, lp in self.grown.items()
                   if any(re.search(re.escape(var) + r"\b", a) for a in written_args)]  # fmt: skip
-        if filled and effect in ("mail", "http", "file", "dispatch"):
+        spread = effect == "dispatch" and _own_queue(call)
+        if filled and effect in ("mail", "http", "file", "dispatch") and not spread:
             # `Storage::put($path, $csv)` after a loop built $csv from every row: the rows
-            # cost what the call costs.
+            # cost what the call costs. A batch of them on a queue of its own (or delayed)
+            # is the standard's spread-out dispatch, not the unit's own work.
             filled[0].work.append(Costly(effect, callee(call), at))
         if effect == "http" and _untimed(call):
             unit.untimed_calls.append(Costly("http", callee(call), at))
@@ -266,8 +269,14 @@ class Reader:
             if body is None:
                 return
             if name in EACH | MAPS:
-                self._loop(short(receiver(call) or call), at, body, set(params), unit, in_loop,
-                           bounded(call, self.given))  # fmt: skip
+                loop = self._loop(short(receiver(call) or call), at, body, set(params), unit,
+                                  in_loop, bounded(call, self.given))  # fmt: skip
+                into = _assigned_to(call) if name in MAPS and not loop.bounded else None
+                if into is not None:
+                    self.grown.setdefault(into, loop)  # `$jobs = $rows->map(fn => new Job)`
+                sent = _handed_to(call) if name in MAPS and not loop.bounded else None
+                if sent is not None and effect_of(sent) == "dispatch" and not _own_queue(sent):
+                    loop.work.append(Costly("dispatch", callee(sent), line(sent)))
             else:  # per chunk: the rows are the loops over its parameter inside
                 for param in params[:1]:
                     self.held[param] = call  # `foreach ($rows as $row)` walks the query's rows
@@ -340,6 +349,40 @@ class Reader:
     def _pluck(self, call: Node, unit: Unit) -> None:
         if is_query(call, self.held) and not bounded(call, self.given):
             unit.plucks_all_ids.append(Costly("method", short(call), line(call)))
+
+
+def _assigned_to(call: Node) -> str | None:
+    """`$jobs = Order::all()->map(...)->all();`: the variable a chain ending in `call` fills."""
+    node = call
+    while node.parent is not None and node.parent.type in CALLS:
+        node = node.parent
+    parent = node.parent
+    left = parent.child_by_field_name("left") if parent is not None else None
+    if parent is None or parent.type != "assignment_expression" or left is None:
+        return None
+    return text(left) if left.type == "variable_name" else None
+
+
+def _handed_to(call: Node) -> Node | None:
+    """`Bus::batch(Order::all()->map(...))`: the call a chain ending in `call` is passed to."""
+    node = call
+    while node.parent is not None and node.parent.type in CALLS:
+        node = node.parent
+    up = node.parent
+    while up is not None and up.type in ("argument", "arguments"):
+        up = up.parent
+    return up if up is not None and up.type in CALLS and up is not node else None
+
+
+def _own_queue(call: Node) -> bool:
+    """`Bus::batch($jobs)->onQueue('exports')->dispatch()`, `->delay(...)`: the jobs go to a
+    queue of their own or are spread out, as the standard asks of a batch."""
+    node: Node | None = call
+    while node is not None and node.type in CALLS:
+        if call_name(node) in ("onQueue", "delay"):
+            return True
+        node = node.parent
+    return False
 
 
 def _untimed(call: Node) -> bool:

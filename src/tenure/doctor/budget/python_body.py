@@ -63,6 +63,7 @@ SPENDS = ("mail", "http", "file", "dispatch", "method")
 DISPATCH = {"delay", "apply_async", "send_task", "enqueue", "dispatch", "enqueue_call"}
 SENDS = DISPATCH | {"AsyncResult"}
 DEPTH = 2
+SPREAD = ("queue", "countdown", "eta")  # apply_async options: a queue of its own, or spread
 # A branch taken only in tests or with eager Celery (task.get() returns at once there).
 TEST_ONLY = (
     "EAGER",
@@ -83,6 +84,7 @@ class Reader:
         self.test_only: set[int] = set()  # nodes under `if app.config["TESTING"]:` and such
         self.grown: dict[str, Loop] = {}  # local name -> the loop over rows that filled it
         self.follow = follow  # how many calls deep the loops of the project's functions are read
+        self.spread = False  # the unit sends its jobs to a queue of their own, or spreads them
 
     # -- queries ---------------------------------------------------------------------------
     def query(self, expr: ast.expr, depth: int = 0) -> tuple[bool, bool]:
@@ -158,6 +160,7 @@ class Reader:
     # -- the body --------------------------------------------------------------------------
     def read(self, fn: FunctionNode, unit: Unit) -> None:
         nodes = list(own_nodes(fn.body))
+        self.spread = any(isinstance(n, ast.keyword) and n.arg in SPREAD for n in nodes)
         for node in nodes:
             if isinstance(node, ast.Assign) and len(node.targets) == 1:
                 target = node.targets[0]
@@ -313,11 +316,14 @@ class Reader:
         if adds or (name in ("group", "chord") and (qualified.startswith("celery") or
                                                     name == "chord")):  # fmt: skip
             unit.adds_to_batch.append(Costly("dispatch", written, line))
-        if (adds or name in ("group", "chord", "batch")) and self._per_row(call):
+        over = self._per_row(call) if adds or name in ("group", "chord", "batch") else None
+        if over is not None:
             unit.floods.append(Costly("dispatch", written, line))
-            # the jobs are made while the unit walks every row: a loop whose work is a dispatch
-            over = self._per_row_source(call)
-            unit.loops.append(Loop(over, line, [Costly("dispatch", written, line)]))
+            # the jobs are made while the unit walks every row: a loop whose work is a dispatch.
+            # An entry point sending them to a queue of their own (or spread out) does what
+            # the standard asks of a batch; a coordinator walking rows is wrong either way.
+            if unit.kind == "job" or not self.spread:
+                unit.loops.append(Loop(over, line, [Costly("dispatch", written, line)]))
         if name == "values_list" and keyword(call, "flat") is not None:
             is_query, bounded = self.query(call)
             if is_query and not bounded and any(is_id(a) for a in call.args):
@@ -331,20 +337,19 @@ class Reader:
             what = Costly("write" if name != "get" else "method", dotted(call.func), call.lineno)
             unit.cursor.append(what)
 
-    def _per_row(self, call: ast.Call) -> bool:
-        """`group(t.s(o.id) for o in Order.objects.all())`: one job per row of a query."""
+    def _per_row(self, call: ast.Call) -> str | None:
+        """`group(t.s(o.id) for o in Order.objects.all())`, or `group(members)` after a
+        comprehension over a query filled `members`: one job per row. Names the rows."""
         for arg in call.args[:1]:
             if isinstance(arg, ast.GeneratorExp | ast.ListComp):
-                is_query, bounded = self.query(arg.generators[0].iter)
-                return is_query and not bounded
-        return False
-
-    @staticmethod
-    def _per_row_source(call: ast.Call) -> str:
-        comp = call.args[0]
-        assert isinstance(comp, ast.GeneratorExp | ast.ListComp)
-        first = comp.generators[0].iter
-        return dotted(first) or ast.unparse(first)[:60]
+                first = arg.generators[0].iter
+                is_query, bounded = self.query(first)
+                if is_query and not bounded:
+                    return dotted(first) or ast.unparse(first)[:60]
+            if isinstance(arg, ast.Name) and arg.id in self.grown:
+                filled = self.grown[arg.id]
+                return None if filled.bounded else f"{filled.over} (filled into {arg.id})"
+        return None
 
     def _handle(self, name: str) -> bool:
         held = self.queries.get(name)
