@@ -261,3 +261,64 @@ def test_jobs_mapped_from_rows_into_a_batch_are_split_outside_a_coordinator(
         ("work-in-command", "app/Console/Commands/SendVerificationEmails.php", 18),
         ("work-in-request", "routes/web.php", 9),
     ]
+
+
+def test_a_job_sending_itself_on_through_a_local_offset(tmp_path: Path) -> None:
+    """A statements archive's delete job computes `$next_min = $this->min + $this->chunk + 1`
+    and dispatches itself with it (the offset + N shape, held in a local first); the twin
+    splits its range in half by dispatching itself: a member dispatching, but no cursor."""
+    found = budget(tmp_path, {
+        "app/Jobs/DeleteChunk.php": """
+            <?php
+
+            namespace App\\Jobs;
+
+            use Illuminate\\Contracts\\Queue\\ShouldQueue;
+            use Illuminate\\Foundation\\Bus\\Dispatchable;
+            use Illuminate\\Support\\Facades\\DB;
+
+            class DeleteChunk implements ShouldQueue
+            {
+                use Dispatchable;
+
+                public function __construct(public int $min, public int $max, public int $chunk) {}
+
+                public function handle(): void
+                {
+                    $end = min($this->min + $this->chunk, $this->max);
+                    if ($end < $this->max) {
+                        $next_min = $this->min + $this->chunk + 1;
+                        self::dispatch($next_min, $this->max, $this->chunk);
+                    }
+                    DB::table('statements')->whereBetween('id', [$this->min, $end])->delete();
+                }
+            }
+        """,
+        "app/Jobs/SplitRange.php": """
+            <?php
+
+            namespace App\\Jobs;
+
+            use Illuminate\\Contracts\\Queue\\ShouldQueue;
+            use Illuminate\\Foundation\\Bus\\Dispatchable;
+
+            class SplitRange implements ShouldQueue
+            {
+                use Dispatchable;
+
+                public function __construct(public int $max, public int $min) {}
+
+                public function handle(): void
+                {
+                    $half = $this->max - intdiv($this->max - $this->min, 2);
+                    self::dispatch($this->max, $half);
+                    self::dispatch($half - 1, $this->min);
+                }
+            }
+        """,
+    })  # fmt: skip
+    assert found == [
+        ("job-resumes-from-cursor", "app/Jobs/DeleteChunk.php", 20),
+        ("member-dispatches", "app/Jobs/DeleteChunk.php", 20),
+        ("member-dispatches", "app/Jobs/SplitRange.php", 17),
+    ]

@@ -267,3 +267,33 @@ def test_a_group_of_members_filled_from_rows(tmp_path: Path) -> None:
         ("coordinator-walks-rows", "shop/tasks.py", 10),
         ("work-in-request", "shop/views.py", 11),
     ]
+
+
+def test_a_task_sending_itself_on_through_a_local_offset(tmp_path: Path) -> None:
+    """`next_start = start + size + 1` then `delete_chunk.delay(next_start, ...)`: the offset
+    + N shape held in a local first; the twin is the member over the range it was given."""
+    found = budget(tmp_path, {
+        "shop/tasks.py": """
+            from celery import shared_task
+
+            from shop.models import Order
+
+
+            @shared_task
+            def delete_chunk(start, end, size):
+                stop = min(start + size, end)
+                Order.objects.filter(id__gte=start, id__lte=stop).delete()
+                if stop < end:
+                    next_start = start + size + 1
+                    delete_chunk.delay(next_start, end, size)
+
+
+            @shared_task
+            def delete_range(start, stop):
+                Order.objects.filter(id__gte=start, id__lte=stop).delete()
+        """,
+    })  # fmt: skip
+    assert found == [
+        ("job-resumes-from-cursor", "shop/tasks.py", 13),
+        ("member-dispatches", "shop/tasks.py", 13),
+    ]

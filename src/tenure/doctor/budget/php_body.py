@@ -241,7 +241,7 @@ class Reader:
                 unit.dispatches_job_class = True
             if _self_dispatch(call, unit.name):
                 unit.self_dispatch.append(Costly("dispatch", written, at))
-                if "+" in text(call.child_by_field_name("arguments")):
+                if any(self._moved_on(a) for a in args(call)):
                     unit.redispatch_offset.append(Costly("dispatch", written, at))
         if name in ("download", "store", "raw") and _builds_export(call):
             unit.exports.append(Costly("file", written, at))
@@ -280,6 +280,15 @@ class Reader:
             else:  # per chunk: the rows are the loops over its parameter inside
                 for param in params[:1]:
                     self.held[param] = call  # `foreach ($rows as $row)` walks the query's rows
+
+    def _moved_on(self, arg: Node) -> bool:
+        """`$this->offset + 100`, or `$next = $this->min + $this->chunk + 1` passed as
+        `$next`: the job sends itself on from where it stopped."""
+        held = self.held.get(text(arg)) if arg.type in ("argument", "variable_name") else None
+        if held is None and arg.named_children and arg.named_children[0].type == "variable_name":
+            held = self.held.get(text(arg.named_children[0]))
+        written = text(held) if held is not None else text(arg)
+        return "+" in written
 
     @staticmethod
     def _cursor(call: Node, unit: Unit) -> None:

@@ -204,8 +204,9 @@ def _unit(fn: FunctionNode, kind: Kind, framework: str, name: str, module: Modul
                 if node.func.attr in ("delay", "apply_async", "dispatch") and target in (
                     fn.name, "self"):  # fmt: skip
                     unit.self_dispatch.append(_costly(node))
-                    if any(_offset(a, params) for a in [*node.args, *(k.value for k in
-                                                                      node.keywords)]):  # fmt: skip
+                    sent = [*node.args, *(k.value for k in node.keywords)]
+                    if any(_offset(reader.queries.get(a.id, a) if isinstance(a, ast.Name) else a,
+                                   params) for a in sent):  # fmt: skip
                         unit.redispatch_offset.append(_costly(node))
     return unit
 
@@ -215,7 +216,8 @@ def _costly(call: ast.Call) -> Costly:
 
 
 def _offset(arg: ast.expr, params: set[str]) -> bool:
-    """`offset + 100`, `last_id=batch[-1].id`: the job sends itself where it stopped."""
+    """`offset + 100` (written in the call, or held in a local first: `nxt = start + size`):
+    the job sends itself on from where it stopped."""
     return (
         isinstance(arg, ast.BinOp)
         and isinstance(arg.op, ast.Add)
