@@ -322,3 +322,78 @@ def test_a_job_sending_itself_on_through_a_local_offset(tmp_path: Path) -> None:
         ("member-dispatches", "app/Jobs/DeleteChunk.php", 20),
         ("member-dispatches", "app/Jobs/SplitRange.php", 17),
     ]
+
+
+def test_rows_of_a_method_returning_a_relation_in_a_plain_job(tmp_path: Path) -> None:
+    """laravel.io's job only calls `$this->user->deleteThreads()`, which walks
+    `$this->threads()`, i.e. `$this->threadsRelation()->get()` where `threadsRelation()`
+    returns `$this->hasMany(...)`: every thread, deleted one by one, whatever the relation
+    method is called (and the job file names no loop itself). The twin deletes them with one
+    set statement."""
+    found = budget(tmp_path, {
+        "app/Jobs/DeleteUserThreads.php": """
+            <?php
+
+            namespace App\\Jobs;
+
+            use App\\Models\\User;
+            use Illuminate\\Contracts\\Queue\\ShouldQueue;
+
+            final class DeleteUserThreads implements ShouldQueue
+            {
+                public function __construct(private User $user) {}
+
+                public function handle(): void
+                {
+                    $this->user->deleteThreads();
+                }
+            }
+        """,
+        "app/Jobs/PurgeUserThreads.php": """
+            <?php
+
+            namespace App\\Jobs;
+
+            use App\\Models\\User;
+            use Illuminate\\Contracts\\Queue\\ShouldQueue;
+
+            final class PurgeUserThreads implements ShouldQueue
+            {
+                public function __construct(private User $user) {}
+
+                public function handle(): void
+                {
+                    $this->user->threadsRelation()->delete();
+                }
+            }
+        """,
+        "app/Models/User.php": """
+            <?php
+
+            namespace App\\Models;
+
+            use Illuminate\\Database\\Eloquent\\Relations\\HasMany;
+            use Illuminate\\Foundation\\Auth\\User as Authenticatable;
+
+            final class User extends Authenticatable
+            {
+                public function deleteThreads()
+                {
+                    foreach ($this->threads() as $thread) {
+                        $thread->delete();
+                    }
+                }
+
+                public function threads()
+                {
+                    return $this->threadsRelation()->get();
+                }
+
+                public function threadsRelation(): HasMany
+                {
+                    return $this->hasMany(Thread::class, 'author_id');
+                }
+            }
+        """,
+    })  # fmt: skip
+    assert found == [("job-not-batched", "app/Jobs/DeleteUserThreads.php", 14)]

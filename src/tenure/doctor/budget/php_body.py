@@ -15,6 +15,7 @@ from tenure.doctor.budget.model import Costly, Loop, Unit, costly_name
 from tenure.doctor.budget.php_effects import (
     CHUNKS,
     EACH,
+    ROWS,
     WAITS,
     bounded,
     effect_of,
@@ -50,6 +51,8 @@ READS = {"sum", "count", "avg", "max", "min", "exists", "get", "first", "pluck",
 # Collection calls that run a callback per row, when made on a query's rows.
 MAPS = {"map", "flatMap", "mapWithKeys", "transform"}
 BUDGET_SECONDS = 5
+RELATIONS = {"hasMany", "belongsToMany", "morphMany", "morphToMany", "morphedByMany",
+             "hasManyThrough"}  # fmt: skip
 CURSOR_WORDS = ("last_id", "lastid", "last-id", "offset", "cursor", "last_processed", "position")
 
 
@@ -92,6 +95,17 @@ class Methods:
                 if path not in self._read:
                     self.add_file(path, class_nodes(parse(data)))
         return self.bodies.get(name, [])
+
+    def relation(self, name: str) -> bool:
+        """Does a project method `name` return an Eloquent relation (`return
+        $this->hasMany(...)`)?"""
+        for body in self.bodies_of(name):
+            for node in own(body):
+                if node.type == "return_statement" and node.named_children:
+                    returned = node.named_children[0]
+                    if returned.type in CALLS and call_name(returned) in RELATIONS:
+                        return True
+        return False
 
     def bodies_of(self, name: str, hint: str = "") -> list[Node]:
         """The bodies of the methods named `name`; the one of the class named like the
@@ -189,7 +203,7 @@ class Reader:
         if len(parts) < 3:
             return
         over, value, body = parts[0], parts[1], parts[-1]
-        if not is_rows(over, self.held) and not self._returns_rows(over):
+        if not (is_rows(over, self.held) or self._returns_rows(over) or self._relation_rows(over)):
             return
         names = {text(v) for v in ([value] if value.type != "pair" else value.named_children)}
         source = self.held.get(text(over), over)
@@ -325,7 +339,21 @@ class Reader:
         if len(found) != 1:
             return False
         returns = [n for n in own(found[0]) if n.type == "return_statement" and n.named_children]
-        return bool(returns) and all(is_rows(r.named_children[0], {}) for r in returns)
+        return bool(returns) and all(
+            is_rows(r.named_children[0], {}) or self._relation_rows(r.named_children[0])
+            for r in returns
+        )
+
+    def _relation_rows(self, expr: Node) -> bool:
+        """`$this->threadsRelation()->get()`, `$user->posts2()->cursor()`: the rows of a
+        project method that returns a relation (`return $this->hasMany(...)`), whatever it
+        is called."""
+        if expr.type not in CALLS or call_name(expr) not in ROWS | CHUNKS:
+            return False
+        return any(
+            step.type == "member_call_expression" and self.methods.relation(call_name(step))
+            for step in chain(expr)[1:]
+        )
 
     def _follow_loops(self, call: Node, unit: Unit) -> None:
         """The loops of the project method a unit calls (`$this->notifyUsers($users)`,
