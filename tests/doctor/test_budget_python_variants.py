@@ -297,3 +297,38 @@ def test_a_task_sending_itself_on_through_a_local_offset(tmp_path: Path) -> None
         ("job-resumes-from-cursor", "shop/tasks.py", 13),
         ("member-dispatches", "shop/tasks.py", 13),
     ]
+
+
+def test_a_requests_session_or_httpx_client_without_a_timeout(tmp_path: Path) -> None:
+    """Views call an API through a module-level `requests.Session()` and through `with
+    requests.Session() as s:` with no timeout (requests waits forever); the twin's
+    `httpx.Client(timeout=3)` defines one within the budget."""
+    found = budget(tmp_path, {
+        "rates/views.py": """
+            import httpx
+            import requests
+            from django.http import JsonResponse
+
+            session = requests.Session()
+
+
+            def rate(request):
+                return JsonResponse(session.get("https://rates.example/eur").json())
+
+
+            def convert(request):
+                with requests.Session() as s:
+                    answer = s.post("https://rates.example/convert", json=request.GET.dict())
+                return JsonResponse(answer.json())
+
+
+            def rate_timed(request):
+                with httpx.Client(timeout=3) as client:
+                    answer = client.get("https://rates.example/eur")
+                return JsonResponse(answer.json())
+        """,
+    })  # fmt: skip
+    assert found == [
+        ("work-in-request", "rates/views.py", 10),
+        ("work-in-request", "rates/views.py", 15),
+    ]

@@ -7,7 +7,6 @@ calls `order.export()` costs what `Order.export` costs."""
 from __future__ import annotations
 
 import ast
-import copy
 
 from tenure.doctor.astutil import FunctionNode, Module, keyword
 from tenure.doctor.budget.model import Costly, Effect, Loop, Unit, costly_name
@@ -29,6 +28,7 @@ from tenure.doctor.budget.python_shapes import (
     mentions_any,
     on_row,
     past_budget,
+    refined,
     related_manager,
 )
 
@@ -52,6 +52,8 @@ MAIL = {"send_mail", "send_mass_mail", "mail_admins", "email_user", "send_email"
 FILES = {"open", "write_text", "write_bytes", "upload_file", "upload_fileobj", "put_object",
          "download_file", "get_object", "copyfile", "copy", "remove", "unlink"}  # fmt: skip
 HTTP_LIBS = ("requests.", "httpx.", "urllib.request.", "urllib3.")
+HTTP_CLIENTS = {"requests.Session", "requests.session", "requests.sessions.Session",
+                "httpx.Client", "httpx.AsyncClient"}  # fmt: skip
 HTTP_VERBS = {"get", "post", "put", "patch", "delete", "head", "request", "urlopen", "stream"}
 # Reads that run a query: a row's relation (`order.invoice_set.count()`) or `Model.objects.get()`.
 READS = {"filter", "exclude", "count", "exists", "first", "last", "aggregate", "all",
@@ -165,7 +167,11 @@ class Reader:
             if isinstance(node, ast.Assign) and len(node.targets) == 1:
                 target = node.targets[0]
                 if isinstance(target, ast.Name):
-                    self.queries[target.id] = _refined(target.id, node.value, self.queries)
+                    self.queries[target.id] = refined(target.id, node.value, self.queries)
+            elif isinstance(node, ast.With | ast.AsyncWith):
+                for item in node.items:  # `with requests.Session() as s:`
+                    if isinstance(item.optional_vars, ast.Name):
+                        self.queries[item.optional_vars.id] = item.context_expr
             elif isinstance(node, ast.If) and any(w in ast.unparse(node.test) for w in TEST_ONLY):
                 self.test_only |= {id(n) for n in own_nodes(node.body)}
         in_loops: set[int] = set()
@@ -300,7 +306,7 @@ class Reader:
         name, line = call_name(call), call.lineno
         qualified = self.module.qualify(call.func) or ""
         written = dotted(call.func)
-        if self._http(qualified, name) and past_budget(keyword(call, "timeout")):
+        if self._untimed(call, qualified, name):
             unit.untimed_calls.append(Costly("http", written, line))
         if name in DISPATCH and isinstance(call.func, ast.Attribute):
             unit.dispatches.append(Costly("dispatch", written, line))
@@ -369,6 +375,29 @@ class Reader:
     def _http(qualified: str, name: str) -> bool:
         return qualified.startswith(HTTP_LIBS) and name in HTTP_VERBS
 
+    def _untimed(self, call: ast.Call, qualified: str, name: str) -> bool:
+        """An HTTP call with no timeout within the budget, nor one its client was made with."""
+        if not past_budget(keyword(call, "timeout")):
+            return False
+        if self._http(qualified, name):
+            return True
+        client = self._client(call)
+        return client is not None and past_budget(keyword(client, "timeout"))
+
+    def _client(self, call: ast.Call) -> ast.Call | None:
+        """`session.get(...)` where `session = requests.Session()` (in the function, in a
+        `with`, or at module level), `client.post(...)` on an `httpx.Client(...)`: the call
+        that made the client, whose own timeout (if any) applies."""
+        func = call.func
+        if not isinstance(func, ast.Attribute) or func.attr not in HTTP_VERBS:
+            return None
+        if not isinstance(func.value, ast.Name):
+            return None
+        made = self.queries.get(func.value.id, self.module.constants.get(func.value.id))
+        if not isinstance(made, ast.Call):
+            return None
+        return made if (self.module.qualify(made.func) or "") in HTTP_CLIENTS else None
+
     def effects(self, call: ast.Call, row: set[str], depth: int, via: str = "") -> list[Costly]:
         """The cost of one call made for each row."""
         name, line = call_name(call), call.lineno
@@ -391,7 +420,7 @@ class Reader:
             effect = "query"
         elif name in MAIL:
             effect = "mail"
-        elif self._http(qualified, name):
+        elif self._http(qualified, name) or self._client(call) is not None:
             effect = "http"
         elif name in FILES and (name != "open" or isinstance(call.func, ast.Name)):
             loose = name in ("copy", "copyfile", "remove", "unlink")  # copy.copy, list.remove
@@ -457,19 +486,3 @@ class Reader:
             ]
             self.project._effects[key] = cached
         return cached
-
-
-def _refined(name: str, value: ast.expr, held: dict[str, ast.expr]) -> ast.expr:
-    """`qs = qs.filter(paid=True)`: the new query is the old one refined, read as one chain
-    (`Order.objects.filter(...).filter(paid=True)`), so a range filter added keeps its bound."""
-    before = held.get(name)
-    if before is None or not any(isinstance(n, ast.Name) and n.id == name for n in ast.walk(value)):
-        return value
-    old: ast.expr = before
-
-    class Inline(ast.NodeTransformer):
-        def visit_Name(self, node: ast.Name) -> ast.expr:
-            return old if node.id == name else node
-
-    refined: ast.expr = Inline().visit(copy.deepcopy(value))
-    return refined

@@ -5,6 +5,7 @@ of the ids a unit selected."""
 from __future__ import annotations
 
 import ast
+import copy
 
 from tenure.doctor.astutil import FunctionNode
 from tenure.doctor.budget.python_project import dotted
@@ -86,3 +87,19 @@ def chunk_of_ids(call: ast.Call) -> bool:
 
 def is_id(arg: ast.expr) -> bool:
     return isinstance(arg, ast.Constant) and arg.value in ("id", "pk")
+
+
+def refined(name: str, value: ast.expr, held: dict[str, ast.expr]) -> ast.expr:
+    """`qs = qs.filter(paid=True)`: the new query is the old one refined, read as one chain
+    (`Order.objects.filter(...).filter(paid=True)`), so a range filter added keeps its bound."""
+    before = held.get(name)
+    if before is None or not any(isinstance(n, ast.Name) and n.id == name for n in ast.walk(value)):
+        return value
+    old: ast.expr = before
+
+    class Inline(ast.NodeTransformer):
+        def visit_Name(self, node: ast.Name) -> ast.expr:
+            return old if node.id == name else node
+
+    refined: ast.expr = Inline().visit(copy.deepcopy(value))
+    return refined
