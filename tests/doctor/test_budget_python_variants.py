@@ -332,3 +332,46 @@ def test_a_requests_session_or_httpx_client_without_a_timeout(tmp_path: Path) ->
         ("work-in-request", "rates/views.py", 10),
         ("work-in-request", "rates/views.py", 15),
     ]
+
+
+def test_the_lowest_and_highest_id_read_with_first_are_the_coordinators_own(
+    tmp_path: Path,
+) -> None:
+    """A promo draw reads `lo = qs.order_by("id").values_list("id", flat=True).first()` and
+    `hi` the same way from `-id`: one id each, the standard's coordinator reading min and max
+    once. Written in a tenure coordinator it stays quiet; the twin lists every id."""
+    found = budget(tmp_path, {
+        "promos/jobs.py": """
+            import tenure
+            from django.conf import settings
+
+            from promos.models import PromoCode
+
+            app = tenure.App(settings.TENURE_URL)
+
+
+            @app.job(timeout=30)
+            def plan_draw() -> None:
+                unused = PromoCode.objects.filter(is_drawn=False)
+                lo = unused.order_by("id").values_list("id", flat=True).first()
+                hi = unused.order_by("-id").values_list("id", flat=True).first()
+                batch = tenure.current().batch
+                batch.add(draw_range.sig(a, b) for a, b in tenure.ranges(lo, hi, 50))
+
+
+            @app.job(timeout=30)
+            def plan_draw_by_ids() -> None:
+                ids = list(PromoCode.objects.filter(is_drawn=False).values_list("id", flat=True))
+                batch = tenure.current().batch
+                batch.add(draw_range.sig(i, i) for i in ids)
+
+
+            @app.job(timeout=30)
+            def draw_range(lo: int, hi: int) -> None:
+                PromoCode.objects.filter(id__range=(lo, hi)).update(is_drawn=True)
+        """,
+    })  # fmt: skip
+    assert found == [
+        ("batch-floods-queue", "promos/jobs.py", 23),
+        ("coordinator-walks-rows", "promos/jobs.py", 21),
+    ]

@@ -27,6 +27,7 @@ from tenure.doctor.budget.python_shapes import (
     literals,
     mentions_any,
     on_row,
+    one_value,
     past_budget,
     refined,
     related_manager,
@@ -87,6 +88,7 @@ class Reader:
         self.grown: dict[str, Loop] = {}  # local name -> the loop over rows that filled it
         self.follow = follow  # how many calls deep the loops of the project's functions are read
         self.spread = False  # the unit sends its jobs to a queue of their own, or spreads them
+        self.one: set[int] = set()  # query calls whose rows are cut to one value (`.first()`)
 
     # -- queries ---------------------------------------------------------------------------
     def query(self, expr: ast.expr, depth: int = 0) -> tuple[bool, bool]:
@@ -168,6 +170,8 @@ class Reader:
                 target = node.targets[0]
                 if isinstance(target, ast.Name):
                     self.queries[target.id] = refined(target.id, node.value, self.queries)
+            elif isinstance(node, ast.Call | ast.Subscript) and (cut := one_value(node)):
+                self.one.add(id(cut))  # `...values_list("id", flat=True).first()`: one id
             elif isinstance(node, ast.With | ast.AsyncWith):
                 for item in node.items:  # `with requests.Session() as s:`
                     if isinstance(item.optional_vars, ast.Name):
@@ -330,7 +334,7 @@ class Reader:
             # the standard asks of a batch; a coordinator walking rows is wrong either way.
             if unit.kind == "job" or not self.spread:
                 unit.loops.append(Loop(over, line, [Costly("dispatch", written, line)]))
-        if name == "values_list" and keyword(call, "flat") is not None:
+        if name == "values_list" and keyword(call, "flat") is not None and id(call) not in self.one:
             is_query, bounded = self.query(call)
             if is_query and not bounded and any(is_id(a) for a in call.args):
                 unit.plucks_all_ids.append(Costly("method", written, line))

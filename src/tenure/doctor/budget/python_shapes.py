@@ -103,3 +103,18 @@ def refined(name: str, value: ast.expr, held: dict[str, ast.expr]) -> ast.expr:
 
     refined: ast.expr = Inline().visit(copy.deepcopy(value))
     return refined
+
+
+def one_value(node: ast.Call | ast.Subscript) -> ast.expr | None:
+    """The query a call or subscript cuts to one row: `qs.first()`, `qs.last()`, `qs[0]`,
+    `qs[:1]` (the coordinator's own lowest or highest id, read once)."""
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
+        one = node.func.attr in ("first", "last", "get", "latest", "earliest")
+        return node.func.value if one else None
+    if not isinstance(node, ast.Subscript):
+        return None
+    index = node.slice
+    if isinstance(index, ast.Constant) and index.value in (0, -1):
+        return node.value
+    upper = index.upper if isinstance(index, ast.Slice) and index.lower is None else None
+    return node.value if isinstance(upper, ast.Constant) and upper.value == 1 else None
