@@ -375,3 +375,50 @@ def test_the_lowest_and_highest_id_read_with_first_are_the_coordinators_own(
         ("batch-floods-queue", "promos/jobs.py", 23),
         ("coordinator-walks-rows", "promos/jobs.py", 21),
     ]
+
+
+def test_a_canvas_called_and_waited_on_in_a_view(tmp_path: Path) -> None:
+    """Celery's own chord shape, `result = chord(header)(callback)` then `result.get()`, and
+    `group(...)()` then `.get()`, written in views: calling a canvas sends it, so the request
+    blocks on the batch. The twin reads a task's state and result without waiting (the
+    shape of a progress endpoint, `AsyncResult(task_id).state`)."""
+    found = budget(tmp_path, {
+        "sums/views.py": """
+            from celery import chord, group
+            from celery.result import AsyncResult
+            from django.http import JsonResponse
+
+            from sums.tasks import add, tsum
+
+
+            def total(request):
+                result = chord([add.s(i, i) for i in range(10)])(tsum.s())
+                return JsonResponse({"total": result.get(timeout=30)})
+
+
+            def each(request):
+                return JsonResponse({"each": group(add.s(i, i) for i in range(10))().get()})
+
+
+            def progress(request):
+                task = AsyncResult(request.GET["task_id"])
+                return JsonResponse({"state": task.state, "result": task.result})
+        """,
+        "sums/tasks.py": """
+            from celery import shared_task
+
+
+            @shared_task
+            def add(x, y):
+                return x + y
+
+
+            @shared_task
+            def tsum(numbers):
+                return sum(numbers)
+        """,
+    })  # fmt: skip
+    assert found == [
+        ("request-waits-for-job", "sums/views.py", 11),
+        ("request-waits-for-job", "sums/views.py", 15),
+    ]

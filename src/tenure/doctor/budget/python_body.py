@@ -31,6 +31,7 @@ from tenure.doctor.budget.python_shapes import (
     past_budget,
     refined,
     related_manager,
+    sent,
 )
 
 __all__ = ["Project", "Reader", "call_name", "dotted", "light_module", "own_nodes"]
@@ -64,7 +65,6 @@ GROWS = {"append", "extend", "add", "insert", "setdefault", "update", "appendlef
 # Effects that spend what a loop collected: one mail, call or file per collected row.
 SPENDS = ("mail", "http", "file", "dispatch", "method")
 DISPATCH = {"delay", "apply_async", "send_task", "enqueue", "dispatch", "enqueue_call"}
-SENDS = DISPATCH | {"AsyncResult"}
 DEPTH = 2
 SPREAD = ("queue", "countdown", "eta")  # apply_async options: a queue of its own, or spread
 # A branch taken only in tests or with eager Celery (task.get() returns at once there).
@@ -320,7 +320,7 @@ class Reader:
         if name in ("get", "wait", "join") and isinstance(call.func, ast.Attribute):
             target = call.func.value
             handle = isinstance(target, ast.Name) and self._handle(target.id)
-            if handle or (isinstance(target, ast.Call) and call_name(target) in SENDS):
+            if handle or sent(target):
                 unit.waits.append(Costly("dispatch", written, line))
         adds = name == "add" and "batch" in written
         if adds or (name in ("group", "chord") and (qualified.startswith("celery") or
@@ -363,7 +363,7 @@ class Reader:
 
     def _handle(self, name: str) -> bool:
         held = self.queries.get(name)
-        return isinstance(held, ast.Call) and call_name(held) in SENDS
+        return held is not None and sent(held)
 
     @staticmethod
     def _cursor_key(call: ast.Call) -> bool:

@@ -118,3 +118,22 @@ def one_value(node: ast.Call | ast.Subscript) -> ast.expr | None:
         return node.value
     upper = index.upper if isinstance(index, ast.Slice) and index.lower is None else None
     return node.value if isinstance(upper, ast.Constant) and upper.value == 1 else None
+
+
+# Calls whose value is a sent job's handle: `t.delay()`, `t.apply_async()`, `AsyncResult(id)`.
+SENDS = {"delay", "apply_async", "send_task", "enqueue", "dispatch", "enqueue_call", "AsyncResult"}
+CANVAS = ("group", "chord", "chain")
+
+
+def sent(expr: ast.expr) -> bool:
+    """A job's (or a canvas's) handle: `t.delay(1)`, `AsyncResult(id)`, and a canvas called
+    (`chord(header)(callback)`, `group(...)()`), which sends it and returns its result."""
+    if not isinstance(expr, ast.Call):
+        return False
+    func = expr.func
+    if isinstance(func, ast.Call):
+        inner = func.func
+        name = inner.attr if isinstance(inner, ast.Attribute) else getattr(inner, "id", "")
+        return name in CANVAS
+    name = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
+    return name in SENDS
