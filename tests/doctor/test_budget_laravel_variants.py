@@ -397,3 +397,62 @@ def test_rows_of_a_method_returning_a_relation_in_a_plain_job(tmp_path: Path) ->
         """,
     })  # fmt: skip
     assert found == [("job-not-batched", "app/Jobs/DeleteUserThreads.php", 14)]
+
+
+def test_a_dispatch_on_the_sync_connection_waits_for_the_job(tmp_path: Path) -> None:
+    """An events admin finishes an event and sends the winners' mails "at once":
+    `EventoFinalizadoNotificationJob::dispatch($evento)->onConnection('sync')` runs the job
+    (a mail per inscription) inside the request, as dispatchSync does. The twin queues it."""
+    found = budget(tmp_path, {
+        "app/Http/Controllers/EventoController.php": """
+            <?php
+
+            namespace App\\Http\\Controllers;
+
+            use App\\Jobs\\EventoFinalizadoNotificationJob;
+            use App\\Models\\Evento;
+
+            class EventoController extends Controller
+            {
+                public function finalizar(Evento $evento)
+                {
+                    $evento->update(['estado' => 'finalizado']);
+                    EventoFinalizadoNotificationJob::dispatch($evento)->onConnection('sync');
+                    return redirect()->route('admin.eventos.show', $evento);
+                }
+
+                public function finalizarEnCola(Evento $evento)
+                {
+                    $evento->update(['estado' => 'finalizado']);
+                    EventoFinalizadoNotificationJob::dispatch($evento);
+                    return redirect()->route('admin.eventos.show', $evento);
+                }
+            }
+        """,
+        "app/Jobs/EventoFinalizadoNotificationJob.php": """
+            <?php
+
+            namespace App\\Jobs;
+
+            use App\\Mail\\EventoFinalizado;
+            use App\\Models\\Evento;
+            use Illuminate\\Bus\\Batchable;
+            use Illuminate\\Contracts\\Queue\\ShouldQueue;
+            use Illuminate\\Support\\Facades\\Mail;
+
+            class EventoFinalizadoNotificationJob implements ShouldQueue
+            {
+                use Batchable;
+
+                public function __construct(public Evento $evento) {}
+
+                public function handle(): void
+                {
+                    foreach ($this->evento->inscripciones as $inscripcion) {
+                        Mail::to($inscripcion->email)->send(new EventoFinalizado($inscripcion));
+                    }
+                }
+            }
+        """,
+    })  # fmt: skip
+    assert found == [("request-waits-for-job", "app/Http/Controllers/EventoController.php", 13)]

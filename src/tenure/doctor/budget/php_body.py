@@ -261,6 +261,9 @@ class Reader:
             unit.exports.append(Costly("file", written, at))
         if name in WAITS:
             unit.waits.append(Costly("dispatch", written, at, _target_class(call)))
+        inline = _sync_dispatch(call)
+        if inline is not None:  # `X::dispatch(...)->onConnection('sync')` runs it right here
+            unit.waits.append(Costly("dispatch", written, at, _target_class(inline)))
         if _batch_add(call):
             unit.adds_to_batch.append(Costly("dispatch", written, at))
             if filled:
@@ -409,6 +412,18 @@ def _handed_to(call: Node) -> Node | None:
     while up is not None and up.type in ("argument", "arguments"):
         up = up.parent
     return up if up is not None and up.type in CALLS and up is not node else None
+
+
+def _sync_dispatch(call: Node) -> Node | None:
+    """The dispatch in `X::dispatch(...)->onConnection('sync')`, `dispatch(new X)->
+    onConnection('sync')`: the sync connection runs the job inline, as dispatchSync does."""
+    given = args(call)
+    if call_name(call) != "onConnection" or not given or string_value(given[0]) != "sync":
+        return None
+    for step in chain(call)[1:]:
+        if step.type in CALLS and effect_of(step) == "dispatch":
+            return step
+    return None
 
 
 def _own_queue(call: Node) -> bool:
