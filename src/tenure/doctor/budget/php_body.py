@@ -22,6 +22,21 @@ from tenure.doctor.budget.php_effects import (
     is_query,
     is_rows,
 )
+from tenure.doctor.budget.php_shapes import (
+    assigned_to,
+    batch_add,
+    builds_export,
+    cursor_key,
+    handed_to,
+    job_class,
+    of_batch,
+    own_queue,
+    queued_closures,
+    self_dispatch,
+    sync_dispatch,
+    target_class,
+    untimed,
+)
 from tenure.doctor.budget.php_syntax import (
     CALLS,
     CLOSURES,
@@ -45,15 +60,12 @@ FRAMEWORK = {"get", "first", "find", "where", "toArray", "map", "filter", "count
              "format", "load", "fresh", "refresh", "only", "except", "pluck", "value", "exists",
              "with", "render", "view", "json", "response", "redirect", "back", "validate",
              "authorize", "query", "all", "keys", "values", "isEmpty", "isNotEmpty"}  # fmt: skip
-HTTP_VERBS = {"get", "post", "put", "patch", "delete", "head", "send", "request"}
 # Reads that run a query when made on a row's relation: `$order->lines()->sum('amount')`.
 READS = {"sum", "count", "avg", "max", "min", "exists", "get", "first", "pluck", "value"}
 # Collection calls that run a callback per row, when made on a query's rows.
 MAPS = {"map", "flatMap", "mapWithKeys", "transform"}
-BUDGET_SECONDS = 5
 RELATIONS = {"hasMany", "belongsToMany", "morphMany", "morphToMany", "morphedByMany",
              "hasManyThrough"}  # fmt: skip
-CURSOR_WORDS = ("last_id", "lastid", "last-id", "offset", "cursor", "last_processed", "position")
 
 
 @dataclass
@@ -182,7 +194,7 @@ class Reader:
         self.grown: dict[str, Loop] = {}  # `$jobs[] = ...`, `$csv .= ...` in a loop over rows
 
     def read(self, body: Node, unit: Unit) -> None:
-        queued = _queued_closures(body)  # `dispatch(static function () {...})` runs on a worker
+        queued = queued_closures(body)  # `dispatch(static function () {...})` runs on a worker
         nodes = [n for n in own(body) if n.id not in queued]
         for node in nodes:
             if node.type == "assignment_expression":
@@ -228,7 +240,7 @@ class Reader:
             if inner.type in CALLS:
                 loop.work += call_effects(inner, row, self.methods, 0)
                 self._cursor(inner, unit)
-                if inner.type != "function_call_expression" and _batch_add(inner):
+                if inner.type != "function_call_expression" and batch_add(inner):
                     unit.adds_to_batch.append(Costly("dispatch", short(inner), line(inner)))
                     unit.floods.append(Costly("dispatch", short(inner), line(inner)))
         unit.loops.append(loop)
@@ -241,36 +253,36 @@ class Reader:
         written_args = [text(a) for a in args(call)]
         filled = [lp for var, lp in self.grown.items()
                   if any(re.search(re.escape(var) + r"\b", a) for a in written_args)]  # fmt: skip
-        spread = effect == "dispatch" and _own_queue(call)
+        spread = effect == "dispatch" and own_queue(call)
         if filled and effect in ("mail", "http", "file", "dispatch") and not spread:
             # `Storage::put($path, $csv)` after a loop built $csv from every row: the rows
             # cost what the call costs. A batch of them on a queue of its own (or delayed)
             # is the standard's spread-out dispatch, not the unit's own work.
             filled[0].work.append(Costly(effect, callee(call), at))
-        if effect == "http" and _untimed(call):
+        if effect == "http" and untimed(call):
             unit.untimed_calls.append(Costly("http", callee(call), at))
         if effect == "dispatch":
             unit.dispatches.append(Costly("dispatch", written, at))
-            if _job_class(call):
+            if job_class(call):
                 unit.dispatches_job_class = True
-            if _self_dispatch(call, unit.name):
+            if self_dispatch(call, unit.name):
                 unit.self_dispatch.append(Costly("dispatch", written, at))
                 if any(self._moved_on(a) for a in args(call)):
                     unit.redispatch_offset.append(Costly("dispatch", written, at))
-        if name in ("download", "store", "raw") and _builds_export(call):
+        if name in ("download", "store", "raw") and builds_export(call):
             unit.exports.append(Costly("file", written, at))
         if name in WAITS:
-            unit.waits.append(Costly("dispatch", written, at, _target_class(call)))
-        inline = _sync_dispatch(call)
+            unit.waits.append(Costly("dispatch", written, at, target_class(call)))
+        inline = sync_dispatch(call)
         if inline is not None:  # `X::dispatch(...)->onConnection('sync')` runs it right here
-            unit.waits.append(Costly("dispatch", written, at, _target_class(inline)))
-        if _batch_add(call):
+            unit.waits.append(Costly("dispatch", written, at, target_class(inline)))
+        if batch_add(call):
             unit.adds_to_batch.append(Costly("dispatch", written, at))
             if filled:
                 unit.floods.append(Costly("dispatch", written, at))  # a job per row, at once
         if name == "pluck" and args(call) and string_value(args(call)[0]) == "id":
             self._pluck(call, unit)
-        if name == "progress" and not args(call) and _of_batch(call, self.held):
+        if name == "progress" and not args(call) and of_batch(call, self.held):
             unit.progress_reads.append(Costly("method", written, at))
         self._cursor(call, unit)
         self._each_proxy(call, unit, in_loop)
@@ -288,11 +300,11 @@ class Reader:
             if name in EACH | MAPS:
                 loop = self._loop(short(receiver(call) or call), at, body, set(params), unit,
                                   in_loop, bounded(call, self.given))  # fmt: skip
-                into = _assigned_to(call) if name in MAPS and not loop.bounded else None
+                into = assigned_to(call) if name in MAPS and not loop.bounded else None
                 if into is not None:
                     self.grown.setdefault(into, loop)  # `$jobs = $rows->map(fn => new Job)`
-                sent = _handed_to(call) if name in MAPS and not loop.bounded else None
-                if sent is not None and effect_of(sent) == "dispatch" and not _own_queue(sent):
+                sent = handed_to(call) if name in MAPS and not loop.bounded else None
+                if sent is not None and effect_of(sent) == "dispatch" and not own_queue(sent):
                     loop.work.append(Costly("dispatch", callee(sent), line(sent)))
             else:  # per chunk: the rows are the loops over its parameter inside
                 for param in params[:1]:
@@ -311,7 +323,7 @@ class Reader:
     def _cursor(call: Node, unit: Unit) -> None:
         """A stored cursor read or written (`Cache::put('last_id', ...)`, in a loop or not)."""
         name = call_name(call)
-        if name in ("get", "put", "forever", "set", "increment", "remember") and _cursor(call):
+        if name in ("get", "put", "forever", "set", "increment", "remember") and cursor_key(call):
             what = Costly("method" if name == "get" else "write", short(call), line(call))
             unit.cursor.append(what)
 
@@ -389,159 +401,3 @@ class Reader:
     def _pluck(self, call: Node, unit: Unit) -> None:
         if is_query(call, self.held) and not bounded(call, self.given):
             unit.plucks_all_ids.append(Costly("method", short(call), line(call)))
-
-
-def _assigned_to(call: Node) -> str | None:
-    """`$jobs = Order::all()->map(...)->all();`: the variable a chain ending in `call` fills."""
-    node = call
-    while node.parent is not None and node.parent.type in CALLS:
-        node = node.parent
-    parent = node.parent
-    left = parent.child_by_field_name("left") if parent is not None else None
-    if parent is None or parent.type != "assignment_expression" or left is None:
-        return None
-    return text(left) if left.type == "variable_name" else None
-
-
-def _handed_to(call: Node) -> Node | None:
-    """`Bus::batch(Order::all()->map(...))`: the call a chain ending in `call` is passed to."""
-    node = call
-    while node.parent is not None and node.parent.type in CALLS:
-        node = node.parent
-    up = node.parent
-    while up is not None and up.type in ("argument", "arguments"):
-        up = up.parent
-    return up if up is not None and up.type in CALLS and up is not node else None
-
-
-def _sync_dispatch(call: Node) -> Node | None:
-    """The dispatch in `X::dispatch(...)->onConnection('sync')`, `dispatch(new X)->
-    onConnection('sync')`: the sync connection runs the job inline, as dispatchSync does."""
-    given = args(call)
-    if call_name(call) != "onConnection" or not given or string_value(given[0]) != "sync":
-        return None
-    for step in chain(call)[1:]:
-        if step.type in CALLS and effect_of(step) == "dispatch":
-            return step
-    return None
-
-
-def _own_queue(call: Node) -> bool:
-    """`Bus::batch($jobs)->onQueue('exports')->dispatch()`, `->delay(...)`: the jobs go to a
-    queue of their own or are spread out, as the standard asks of a batch."""
-    node: Node | None = call
-    while node is not None and node.type in CALLS:
-        if call_name(node) in ("onQueue", "delay"):
-            return True
-        node = node.parent
-    return False
-
-
-def _untimed(call: Node) -> bool:
-    """An HTTP call with no timeout of its own: `Http::get()` (the facade waits 30 s by
-    default, past the budget), Guzzle's `->get()` with no 'timeout' option,
-    `file_get_contents('https://...')`. `Http::timeout(3)->get()` is bounded."""
-    name = call_name(call)
-    if call.type == "function_call_expression":
-        return name == "file_get_contents"
-    if name not in HTTP_VERBS:
-        return False
-    steps = chain(call)
-    limits = [s for s in steps if s.type in CALLS and call_name(s) == "timeout"]
-    if limits:  # Http::timeout(20): defined, but past the budget the request must answer in
-        given = text(args(limits[0])[0]) if args(limits[0]) else ""
-        return given.isdigit() and int(given) > BUDGET_SECONDS
-    if any(s.type in CALLS and call_name(s) == "connectTimeout" for s in steps):
-        return False
-    return "timeout" not in text(call.child_by_field_name("arguments")).lower()
-
-
-def _builds_export(call: Node) -> bool:
-    """Laravel Excel building the file now: `Excel::download(new UsersExport, ...)`,
-    `(new UsersExport)->download(...)`, `->store(...)`. `->queue(...)` and `Excel::queue`
-    build it on a worker."""
-    target = receiver(call)
-    if target is None:
-        return False
-    if call.type == "scoped_call_expression":
-        return text(target) == "Excel"
-    while target.type == "parenthesized_expression" and target.named_children:
-        target = target.named_children[0]
-    if target.type != "object_creation_expression" or not target.named_children:
-        return False
-    return text(target.named_children[0]).endswith("Export")
-
-
-def _queued_closures(body: Node) -> set[int]:
-    """The nodes of closures handed to dispatch(): the migration rule's static closure per
-    chunk runs on a worker, so its loop is a job's work, not the unit's."""
-    out: set[int] = set()
-    for node in own(body):
-        if node.type in CALLS and call_name(node) == "dispatch":
-            for closure in (a for a in args(node) if a.type in CLOSURES):
-                out |= {n.id for n in own(closure)} | {closure.id}
-    return out
-
-
-def _of_batch(call: Node, held: dict[str, Node]) -> bool:
-    """`Bus::findBatch($id)->progress()`, `$batch->progress()`: a batch's own count, not a
-    record's `$export->progress()` measured against a total stored once."""
-    target = receiver(call)
-    written = text(target) if target is not None else ""
-    if target is not None and target.type == "variable_name" and written in held:
-        written = text(held[written])
-    return "batch" in written.lower()
-
-
-def _target_class(call: Node) -> str:
-    """The job class a dispatch names: `X::dispatchSync()`, `dispatch_sync(new X)`,
-    `$this->dispatchSync(X::fromRequest(...))`; "" when it is not written there."""
-    if call.type == "scoped_call_expression":
-        scope = text(call.child_by_field_name("scope"))
-        if scope not in ("Bus", "self", "static"):
-            return scope.rsplit("\\", 1)[-1]
-    for arg in args(call)[:1]:
-        if arg.type == "object_creation_expression" and arg.named_children:
-            return text(arg.named_children[0]).rsplit("\\", 1)[-1]
-        if arg.type == "scoped_call_expression":
-            return text(arg.child_by_field_name("scope")).rsplit("\\", 1)[-1]
-    return ""
-
-
-def _batch_add(call: Node) -> bool:
-    """`$this->batch()->add(...)`."""
-    if call_name(call) != "add":
-        return False
-    target = receiver(call)
-    return target is not None and target.type in CALLS and call_name(target) == "batch"
-
-
-def _job_class(call: Node) -> bool:
-    """`ExportJob::dispatch()`, `dispatch(new ExportJob)`, `Bus::batch([new A])`: not a closure."""
-    if call.type == "scoped_call_expression" and call_name(call) == "dispatch":
-        return True
-    return any(
-        a.type == "object_creation_expression"
-        or (a.type == "array_creation_expression" and "new " in text(a))
-        for a in args(call)
-    )
-
-
-def _self_dispatch(call: Node, unit_name: str) -> bool:
-    own_class = unit_name.split("::")[0].split("@")[0]
-    if call.type == "scoped_call_expression":
-        scope = text(call.child_by_field_name("scope"))
-        return scope in ("self", "static", own_class)
-    return any(
-        text(a).startswith(("new self", "new static", f"new {own_class}(")) for a in args(call)
-    )
-
-
-def _cursor(call: Node) -> bool:
-    steps = chain(call)
-    root = text(steps[-1]).lower()
-    first = args(call)[:1]
-    if not first or not ("cache" in root or "redis" in root or "setting" in root):
-        return False
-    key = text(first[0]).lower()
-    return any(w in key for w in CURSOR_WORDS)
