@@ -422,3 +422,57 @@ def test_a_canvas_called_and_waited_on_in_a_view(tmp_path: Path) -> None:
         ("request-waits-for-job", "sums/views.py", 11),
         ("request-waits-for-job", "sums/views.py", 15),
     ]
+
+
+def test_tenure_bulk_dispatch_of_every_row(tmp_path: Path) -> None:
+    """tenure's own bulk sends, `job.dispatch_many((c.id,) for c in ...)` and
+    `app.batch([job.sig(c.id) for c in ...])`, walk every row to make their jobs: in a job
+    that is a coordinator walking rows, in a view the request splitting the work. The twin
+    is the standard's shape in tenure, `app.batch_over_ids(job, lo, hi, chunk=50)`."""
+    found = budget(tmp_path, {
+        "shop/jobs.py": """
+            import tenure
+            from django.conf import settings
+
+            from shop.models import Customer
+
+            app = tenure.App(settings.TENURE_URL)
+
+
+            @app.job(timeout=30)
+            def fan_out() -> None:
+                export_one.dispatch_many((c.id,) for c in Customer.objects.all())
+
+
+            @app.job(timeout=30)
+            def plan(lo: int, hi: int) -> None:
+                app.batch_over_ids(export_range, lo, hi, chunk=50)
+
+
+            @app.job(timeout=30)
+            def export_one(cid: int) -> None:
+                Customer.objects.filter(pk=cid).update(exported=True)
+
+
+            @app.job(timeout=30)
+            def export_range(lo: int, hi: int) -> None:
+                Customer.objects.filter(id__range=(lo, hi)).update(exported=True)
+        """,
+        "shop/views.py": """
+            from django.http import JsonResponse
+
+            from shop.jobs import app, export_one
+            from shop.models import Customer
+
+
+            def start(request):
+                app.batch([export_one.sig(c.id) for c in Customer.objects.all()])
+                return JsonResponse({"started": True})
+        """,
+    })  # fmt: skip
+    assert found == [
+        ("batch-floods-queue", "shop/jobs.py", 12),
+        ("batch-floods-queue", "shop/views.py", 9),
+        ("coordinator-walks-rows", "shop/jobs.py", 12),
+        ("work-in-request", "shop/views.py", 9),
+    ]

@@ -66,6 +66,8 @@ GROWS = {"append", "extend", "add", "insert", "setdefault", "update", "appendlef
 SPENDS = ("mail", "http", "file", "dispatch", "method")
 DISPATCH = {"delay", "apply_async", "send_task", "enqueue", "dispatch", "enqueue_call"}
 DEPTH = 2
+# Calls that send many jobs at once: a canvas, a tenure batch, tenure's / RQ's bulk dispatch.
+MANY = ("group", "chord", "batch", "dispatch_many", "enqueue_many")
 SPREAD = ("queue", "countdown", "eta")  # apply_async options: a queue of its own, or spread
 # A branch taken only in tests or with eager Celery (task.get() returns at once there).
 TEST_ONLY = (
@@ -326,7 +328,7 @@ class Reader:
         if adds or (name in ("group", "chord") and (qualified.startswith("celery") or
                                                     name == "chord")):  # fmt: skip
             unit.adds_to_batch.append(Costly("dispatch", written, line))
-        over = self._per_row(call) if adds or name in ("group", "chord", "batch") else None
+        over = self._per_row(call) if adds or name in MANY else None
         if over is not None:
             unit.floods.append(Costly("dispatch", written, line))
             # the jobs are made while the unit walks every row: a loop whose work is a dispatch.
