@@ -476,3 +476,62 @@ def test_tenure_bulk_dispatch_of_every_row(tmp_path: Path) -> None:
         ("coordinator-walks-rows", "shop/jobs.py", 12),
         ("work-in-request", "shop/views.py", 9),
     ]
+
+
+def test_alembic_rows_changed_through_the_session_or_the_bind(tmp_path: Path) -> None:
+    """The two ways a SQLAlchemy tutorial updates rows, "via objects" (`rows =
+    session.query(Student).where(...).all(); for r in rows: r.sex = "f"` then one commit: an
+    UPDATE per row at flush) and "directly" (`session.query(Student).where(...).update(...)`,
+    one statement), written as Alembic migrations; plus the core shape over `bind =
+    op.get_bind()`, one UPDATE per row."""
+    found = budget(tmp_path, {
+        "alembic/versions/a1_students.py": """
+            import sqlalchemy as sa
+            from alembic import op
+            from sqlalchemy.orm import Session
+
+            from school.models import Student
+
+            revision = "a1"
+            down_revision = None
+
+            students = sa.table("students", sa.column("id"), sa.column("sex"))
+
+
+            def upgrade():
+                session = Session(bind=op.get_bind())
+                rows = session.query(Student).where(Student.sex == "F").all()
+                for r in rows:
+                    r.sex = "f"
+                session.commit()
+
+
+            def downgrade():
+                bind = op.get_bind()
+                for row in bind.execute(sa.select(students.c.id).where(students.c.sex == "f")):
+                    bind.execute(students.update().where(students.c.id == row.id).values(sex="F"))
+        """,
+        "alembic/versions/a2_students.py": """
+            from alembic import op
+            from sqlalchemy.orm import Session
+
+            from school.models import Student
+
+            revision = "a2"
+            down_revision = "a1"
+
+
+            def upgrade():
+                session = Session(bind=op.get_bind())
+                session.query(Student).where(Student.sex == "M").update({Student.sex: "m"})
+                session.commit()
+
+
+            def downgrade():
+                op.execute("UPDATE students SET sex = 'M' WHERE sex = 'm'")
+        """,
+    })  # fmt: skip
+    assert found == [
+        ("work-in-migration", "alembic/versions/a1_students.py", 17),
+        ("work-in-migration", "alembic/versions/a1_students.py", 24),
+    ]

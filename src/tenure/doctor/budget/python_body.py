@@ -31,7 +31,9 @@ from tenure.doctor.budget.python_shapes import (
     past_budget,
     refined,
     related_manager,
+    row_attribute,
     sent,
+    session_like,
 )
 
 __all__ = ["Project", "Reader", "call_name", "dotted", "light_module", "own_nodes"]
@@ -118,9 +120,7 @@ class Reader:
                 bounded = bounded or self._range_filter(node)
                 name = call_name(node)
                 if isinstance(node.func, ast.Attribute) and name in SESSION_QUERY:
-                    base = dotted(node.func.value).lower()
-                    if "session" in base or base.endswith("db") or base.endswith("conn"):
-                        seen_root = True
+                    seen_root = seen_root or session_like(node.func.value)
                 if name in ("get_model", "get_queryset", "filter_queryset"):
                     seen_root = True
                 if name in ("filter", "exclude") and related_manager(node):
@@ -141,6 +141,19 @@ class Reader:
         chain_ok = isinstance(expr, ast.Call) and call_name(expr) in names
         chain_ok = chain_ok or (isinstance(expr, ast.Attribute) and expr.attr in QUERY_ROOTS)
         return (seen_root and chain_ok, bounded)
+
+    def _session_rows(self, expr: ast.expr) -> bool:
+        """Rows a SQLAlchemy session tracks (`session.query(User)`, `session.scalars(...)`):
+        an attribute set on one is written back at the next flush."""
+        if isinstance(expr, ast.Name) and expr.id in self.queries:
+            expr = self.queries[expr.id]
+        return any(
+            isinstance(n, ast.Call)
+            and isinstance(n.func, ast.Attribute)
+            and n.func.attr in ("query", "scalars")
+            and session_like(n.func.value)
+            for n in ast.walk(expr)
+        )
 
     def _range_filter(self, call: ast.Call) -> bool:
         for kw in call.keywords:
@@ -192,11 +205,16 @@ class Reader:
                     continue
                 loop = Loop(over, node.lineno, bounded=bounded)
                 row = {n.id for n in ast.walk(node.target) if isinstance(n, ast.Name)}
+                orm = self._session_rows(node.iter)
                 for inner in own_nodes(node.body):
                     in_loops.add(id(inner))
                     if isinstance(inner, ast.Call):
                         loop.work += self.effects(inner, row, 0)
                         self._cursor(inner, unit)
+                    elif isinstance(inner, ast.Assign) and orm and row_attribute(inner, row):
+                        # `user.slug = ...` on a session's row: one UPDATE per row at flush
+                        what = f"{ast.unparse(inner.targets[0])} = ..."
+                        loop.work.append(Costly("write", what, inner.lineno))
                     elif isinstance(inner, ast.For | ast.AsyncFor) and on_row(inner.iter, row):
                         what = dotted(inner.iter) or ast.unparse(inner.iter)[:60]
                         loop.work.append(Costly("query", what, inner.lineno))

@@ -137,3 +137,17 @@ def sent(expr: ast.expr) -> bool:
         return name in CANVAS
     name = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
     return name in SENDS
+
+
+def session_like(expr: ast.expr) -> bool:
+    """`session`, `db.session`, `conn`, `connection`, `bind`, `op.get_bind()`: what runs SQL."""
+    base = dotted(expr).lower().replace("()", "")
+    return "session" in base or base.endswith(("db", "conn", "connection", "bind"))
+
+
+def row_attribute(assign: ast.Assign, row: set[str]) -> bool:
+    """`user.slug = ...`: an attribute of the loop's row assigned."""
+    return any(
+        isinstance(t, ast.Attribute) and isinstance(t.value, ast.Name) and t.value.id in row
+        for t in assign.targets
+    )
