@@ -456,3 +456,42 @@ def test_a_dispatch_on_the_sync_connection_waits_for_the_job(tmp_path: Path) -> 
         """,
     })  # fmt: skip
     assert found == [("request-waits-for-job", "app/Http/Controllers/EventoController.php", 13)]
+
+
+def test_a_notification_sent_to_every_row_at_once(tmp_path: Path) -> None:
+    """A site's contact form saves the request and notifies every staff user:
+    `Notification::send(User::where('type', 1)->get(), new ContactRequest($contact))` is a
+    notification per row, as the foreach form is. The twin notifies the one admin
+    (`->first()`), a pattern just as common."""
+    found = budget(tmp_path, {
+        "app/Http/Controllers/ContactController.php": """
+            <?php
+
+            namespace App\\Http\\Controllers;
+
+            use App\\Models\\Contact;
+            use App\\Models\\User;
+            use App\\Notifications\\ContactRequest;
+            use Illuminate\\Http\\Request;
+            use Illuminate\\Support\\Facades\\Notification;
+
+            class ContactController extends Controller
+            {
+                public function store(Request $request)
+                {
+                    $contact = Contact::create($request->only('name', 'email', 'content'));
+                    Notification::send(User::where('type', 1)->get(), new ContactRequest($contact));
+                    return redirect(route('contact'));
+                }
+
+                public function storeForAdmin(Request $request)
+                {
+                    $contact = Contact::create($request->only('name', 'email', 'content'));
+                    $admin = User::where('user_type', 'admin')->first();
+                    Notification::send($admin, new ContactRequest($contact));
+                    return redirect(route('contact'));
+                }
+            }
+        """,
+    })  # fmt: skip
+    assert found == [("work-in-request", "app/Http/Controllers/ContactController.php", 16)]

@@ -259,6 +259,7 @@ class Reader:
             # cost what the call costs. A batch of them on a queue of its own (or delayed)
             # is the standard's spread-out dispatch, not the unit's own work.
             filled[0].work.append(Costly(effect, callee(call), at))
+        self._bulk_notify(call, unit, effect)
         if effect == "http" and untimed(call):
             unit.untimed_calls.append(Costly("http", callee(call), at))
         if effect == "dispatch":
@@ -326,6 +327,19 @@ class Reader:
         if name in ("get", "put", "forever", "set", "increment", "remember") and cursor_key(call):
             what = Costly("method" if name == "get" else "write", short(call), line(call))
             unit.cursor.append(what)
+
+    def _bulk_notify(self, call: Node, unit: Unit, effect: str | None) -> None:
+        """`Notification::send($users, new Digest)` with `$users` every row of a query: one
+        notification per row, as a loop sending each would."""
+        if effect != "mail" or call_name(call) not in ("send", "sendNow") or not args(call):
+            return
+        rows = args(call)[0]
+        if not is_rows(rows, self.held):
+            return
+        source = self.held.get(text(rows), rows)
+        is_bounded = source.type in CALLS and bounded(source, self.given)
+        work = [Costly("mail", callee(call), line(call))]
+        unit.loops.append(Loop(short(rows), line(call), work, bounded=is_bounded))
 
     def _each_proxy(self, call: Node, unit: Unit, in_loop: set[int]) -> None:
         """`$orders->each->delete()`: a higher-order message, one call per row."""

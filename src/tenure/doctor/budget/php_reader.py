@@ -28,7 +28,7 @@ from tenure.doctor.laravel.php import line, name_of, parse, string_value, text, 
 MARKERS = (b"foreach", b"->each(", b"chunk", b"dispatch", b"progress(", b"batch()",
            b"Http::", b"Cache::", b"cache(", b"->map(function", b"->map(fn",
            b"Excel::", b"Export(", b"->each->", b"->map->", b"->map(static",
-           b"ShouldQueue")  # fmt: skip  # a job is read even when it only calls a method
+           b"ShouldQueue", b"Notification::")  # fmt: skip  # a job is always read
 ALIAS = re.compile(rb"^use\s+[\w\\]*?(\w+)\s+as\s+(\w+)\s*;", re.MULTILINE)
 OUTSIDE = {"http", "mail", "file"}  # effects that leave the process
 ROUTE_VERBS = {"get", "post", "put", "patch", "delete", "any", "match", "options"}
