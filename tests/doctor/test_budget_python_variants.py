@@ -535,3 +535,37 @@ def test_alembic_rows_changed_through_the_session_or_the_bind(tmp_path: Path) ->
         ("work-in-migration", "alembic/versions/a1_students.py", 17),
         ("work-in-migration", "alembic/versions/a1_students.py", 24),
     ]
+
+
+def test_a_bulk_send_handed_a_comprehension_over_rows(tmp_path: Path) -> None:
+    """`send_mass_mail((subject, body, None, [u.email]) for u in User.objects.filter(...))`
+    (Django's bulk mail, the Python twin of Laravel's `Notification::send($users, ...)`): a
+    message per row, built and sent in the request. The twins send to a fixed list, and hand
+    one job every id (one dispatch, not one per row)."""
+    found = budget(tmp_path, {
+        "news/views.py": """
+            from django.contrib.auth.models import User
+            from django.core.mail import send_mass_mail
+            from django.http import JsonResponse
+
+            from news.tasks import announce_to
+
+
+            def announce(request):
+                body = request.POST["body"]
+                send_mass_mail(("News", body, None, [u.email]) for u in User.objects.all())
+                return JsonResponse({"sent": True})
+
+
+            def announce_staff(request):
+                body = request.POST["body"]
+                send_mass_mail(("News", body, None, [a]) for a in ("a@x.org", "b@x.org"))
+                return JsonResponse({"sent": True})
+
+
+            def announce_later(request):
+                announce_to.delay([u.pk for u in User.objects.all()], request.POST["body"])
+                return JsonResponse({"started": True})
+        """,
+    })  # fmt: skip
+    assert found == [("work-in-request", "news/views.py", 11)]

@@ -291,9 +291,14 @@ class Reader:
         used = {n.id for a in [*call.args, *(k.value for k in call.keywords)]
                 for n in ast.walk(a) if isinstance(n, ast.Name)}  # fmt: skip
         filled = [self.grown[n] for n in sorted(used) if n in self.grown]
-        if not filled:
+        handed = [lp for lp in map(self._comprehended, call.args) if lp is not None]
+        if not filled and not handed:
             return False
-        work = [c for c in self.effects(call, set(), 0) if c.effect in SPENDS]
+        # A comprehension handed over whole is spent item by item only by a bulk send
+        # (send_mass_mail); one job given every id is one dispatch, not one per row.
+        spends = SPENDS if filled else ("mail", "http", "file")
+        filled += handed
+        work = [c for c in self.effects(call, set(), 0) if c.effect in spends]
         if not work:
             return False
         loop = filled[0]
@@ -301,6 +306,16 @@ class Reader:
         if all(loop is not known for known in unit.loops):
             unit.loops.append(loop)
         return True
+
+    def _comprehended(self, arg: ast.expr) -> Loop | None:
+        """`send_mass_mail((... [u.email]) for u in User.objects.all())`: a comprehension
+        over a query's rows handed straight to the call."""
+        if not isinstance(arg, COMPREHENSIONS):
+            return None
+        first = arg.generators[0].iter
+        is_query, bounded = self.query(first)
+        over = dotted(first) or ast.unparse(first)[:60]
+        return Loop(over, first.lineno, bounded=bounded) if is_query else None
 
     def _follow_loops(self, call: ast.Call, unit: Unit) -> None:
         """The loops of the project function an entry point calls: `fqdn(deployment)`,
