@@ -569,3 +569,34 @@ def test_a_bulk_send_handed_a_comprehension_over_rows(tmp_path: Path) -> None:
         """,
     })  # fmt: skip
     assert found == [("work-in-request", "news/views.py", 11)]
+
+
+def test_a_timeout_of_none_or_a_long_read_timeout_is_past_the_budget(tmp_path: Path) -> None:
+    """`timeout=None` (requests waits forever) and `timeout=(3.05, 27)` (the connect and read
+    pair requests' own docs show: up to 30 s) are not defined within the 5-second budget;
+    the twin's `(2, 3)` is."""
+    found = budget(tmp_path, {
+        "geo/views.py": """
+            import requests
+            from django.http import JsonResponse
+
+
+            def lookup(request):
+                answer = requests.get("https://geo.example/ip", timeout=None)
+                return JsonResponse(answer.json())
+
+
+            def lookup_slow(request):
+                answer = requests.get("https://geo.example/ip", timeout=(3.05, 27))
+                return JsonResponse(answer.json())
+
+
+            def lookup_quick(request):
+                answer = requests.get("https://geo.example/ip", timeout=(2, 3))
+                return JsonResponse(answer.json())
+        """,
+    })  # fmt: skip
+    assert found == [
+        ("work-in-request", "geo/views.py", 7),
+        ("work-in-request", "geo/views.py", 12),
+    ]

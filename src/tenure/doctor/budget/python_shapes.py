@@ -66,14 +66,18 @@ BUDGET_SECONDS = 5
 
 
 def past_budget(found: ast.keyword | None) -> bool:
-    """No timeout, or a literal one past the 5-second budget (`timeout=30`); a timeout read
-    from settings is taken as defined within it."""
+    """No timeout, `timeout=None`, or a literal one past the 5-second budget (`timeout=30`,
+    `timeout=(3.05, 27)`: connect plus read); a timeout read from settings is taken as
+    defined within it."""
     if found is None:
         return True
-    value = found.value.value if isinstance(found.value, ast.Constant) else None
-    if isinstance(value, tuple):
-        value = None
-    return isinstance(value, int | float) and not isinstance(value, bool) and value > BUDGET_SECONDS
+    given = found.value
+    if isinstance(given, ast.Constant) and given.value is None:
+        return True  # `timeout=None`: wait for as long as the other side takes
+    parts = given.elts if isinstance(given, ast.Tuple) else [given]  # (connect, read)
+    values = [p.value for p in parts if isinstance(p, ast.Constant)]
+    seconds = [float(v) for v in values if isinstance(v, int | float) and not isinstance(v, bool)]
+    return len(seconds) == len(parts) and sum(seconds) > BUDGET_SECONDS
 
 
 def chunk_of_ids(call: ast.Call) -> bool:
