@@ -495,3 +495,31 @@ def test_a_notification_sent_to_every_row_at_once(tmp_path: Path) -> None:
         """,
     })  # fmt: skip
     assert found == [("work-in-request", "app/Http/Controllers/ContactController.php", 16)]
+
+
+def test_a_guzzle_timeout_option_past_the_budget(tmp_path: Path) -> None:
+    """Guzzle's own option, `$client->get($url, ['timeout' => 30])`, defines a timeout but
+    not within the 5-second budget a request must answer in; `['timeout' => 3]` does."""
+    found = budget(tmp_path, {
+        "app/Http/Controllers/WeatherController.php": """
+            <?php
+
+            namespace App\\Http\\Controllers;
+
+            use GuzzleHttp\\Client;
+
+            class WeatherController extends Controller
+            {
+                public function show(Client $client)
+                {
+                    return $client->get('https://wx.example/now', ['timeout' => 30])->getBody();
+                }
+
+                public function quick(Client $client)
+                {
+                    return $client->get('https://wx.example/now', ['timeout' => 3])->getBody();
+                }
+            }
+        """,
+    })  # fmt: skip
+    assert found == [("work-in-request", "app/Http/Controllers/WeatherController.php", 11)]

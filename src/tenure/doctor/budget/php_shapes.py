@@ -4,6 +4,8 @@ call without a timeout, an export built now, batch adds, job classes, self-dispa
 
 from __future__ import annotations
 
+import re
+
 from tree_sitter import Node
 
 from tenure.doctor.budget.php_effects import effect_of
@@ -12,6 +14,7 @@ from tenure.doctor.laravel.php import string_value, text
 
 HTTP_VERBS = {"get", "post", "put", "patch", "delete", "head", "send", "request"}
 BUDGET_SECONDS = 5
+GUZZLE_TIMEOUT = re.compile(r"""['"]timeout['"]\s*=>\s*(\d+(?:\.\d+)?)""")
 CURSOR_WORDS = ("last_id", "lastid", "last-id", "offset", "cursor", "last_processed", "position")
 
 
@@ -77,7 +80,11 @@ def untimed(call: Node) -> bool:
         return given.isdigit() and int(given) > BUDGET_SECONDS
     if any(s.type in CALLS and call_name(s) == "connectTimeout" for s in steps):
         return False
-    return "timeout" not in text(call.child_by_field_name("arguments")).lower()
+    written = text(call.child_by_field_name("arguments")).lower()
+    option = GUZZLE_TIMEOUT.search(written)  # ['timeout' => 30]: Guzzle's own option
+    if option is not None:
+        return float(option.group(1)) > BUDGET_SECONDS
+    return "timeout" not in written
 
 
 def builds_export(call: Node) -> bool:
