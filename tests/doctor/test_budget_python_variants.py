@@ -600,3 +600,46 @@ def test_a_timeout_of_none_or_a_long_read_timeout_is_past_the_budget(tmp_path: P
         ("work-in-request", "geo/views.py", 7),
         ("work-in-request", "geo/views.py", 12),
     ]
+
+
+def test_a_function_queued_from_another_module_is_a_job(tmp_path: Path) -> None:
+    """Data Hub's tasks module defines plain functions; its signals module imports one and
+    hands it to the RQ scheduler (`job_scheduler(function=update_..._task, ...)`), so it
+    runs as a job, and it walks every project of a multiplier, saving each. The twin, a
+    function of the same module that nothing queues, is not a job."""
+    found = budget(tmp_path, {
+        "datahub/investment/project/tasks.py": """
+            from datahub.investment.project.models import GVAMultiplier
+
+
+            def update_investment_projects_for_gva_multiplier_task(gva_multiplier_id):
+                instance = GVAMultiplier.objects.get(id=gva_multiplier_id)
+                for investment_project in instance.investment_projects.all().iterator():
+                    investment_project.save(update_fields=["gross_value_added"])
+
+
+            def refresh_one(gva_multiplier_id):
+                instance = GVAMultiplier.objects.get(id=gva_multiplier_id)
+                for investment_project in instance.investment_projects.all().iterator():
+                    investment_project.save(update_fields=["gross_value_added"])
+        """,
+        "datahub/investment/project/signals.py": """
+            from django.db.models.signals import post_save
+            from django.dispatch import receiver
+
+            from datahub.core.queues.job_scheduler import job_scheduler
+            from datahub.investment.project.models import GVAMultiplier
+            from datahub.investment.project.tasks import (
+                update_investment_projects_for_gva_multiplier_task,
+            )
+
+
+            @receiver(post_save, sender=GVAMultiplier)
+            def update_gva(sender, instance, **kwargs):
+                job_scheduler(
+                    function=update_investment_projects_for_gva_multiplier_task,
+                    function_args=(instance.pk,),
+                )
+        """,
+    })  # fmt: skip
+    assert found == [("job-not-batched", "datahub/investment/project/tasks.py", 7)]
