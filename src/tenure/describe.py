@@ -5,9 +5,10 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from tenure import causes, chains, payload
-from tenure.errors import PayloadError
-from tenure.stores.records import AttemptRecord, JobRecord, clock_text
+from tenure.core import causes, chains, payload
+from tenure.core.errors import PayloadError
+from tenure.core.records import AttemptRecord, JobRecord
+from tenure.core.words import clock_text
 
 # A link the store has not dispatched yet (its previous link has not succeeded): no row yet.
 WAITING = "waiting"

@@ -26,12 +26,12 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from tenure import payload
 from tenure.app import App
-from tenure.errors import ConfigError
+from tenure.core import payload
+from tenure.core.errors import ConfigError
+from tenure.core.records import JobRecord, Reservation, WorkerRef
 from tenure.job import Job, JobsApp
 from tenure.stores.base import get_job
-from tenure.stores.records import JobRecord, Reservation, WorkerRef
 from tenure.stores.sqlite import SQLiteStore
 from tenure.worker.execute import Ended, definition, execute
 

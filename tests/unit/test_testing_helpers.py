@@ -8,7 +8,7 @@ from dataclasses import replace
 import pytest
 
 import tenure
-from tenure.stores.records import WorkerRecord
+from tenure.core.records import WorkerRecord
 from tenure.testing import (
     FrozenClock,
     assert_dispatched,

@@ -13,8 +13,8 @@ import pytest
 from starlette.routing import Route
 from starlette.testclient import TestClient
 
-from tenure import causes
-from tenure.stores.records import WorkerRef
+from tenure.core import causes
+from tenure.core.records import WorkerRef
 from tenure.web import create_app
 from web.helpers import WebProject
 
@@ -333,7 +333,7 @@ def test_overview_leaves_out_a_worker_silent_for_over_an_hour(
     overview (and `tenure workers` without --all) instead of staying there for ever."""
     import sqlite3
 
-    from tenure.stores.records import WorkerRecord
+    from tenure.core.records import WorkerRecord
     from tenure.stores.sqlite import sqlite_path
 
     for worker_id in ("w-fresh1", "w-killed"):
@@ -367,3 +367,28 @@ def test_the_json_api_has_the_page_actions(project: WebProject, client: TestClie
     assert project.app.get_job(other).state == "cancelled"
     assert client.post("/api/queues/mail/explode", json={}).status_code == 404
     assert client.post("/api/queues/mail/pause").status_code == 415  # not JSON: refused
+
+
+def test_overview_counts_the_waiting_jobs_no_live_worker_knows(
+    project: WebProject, client: TestClient
+) -> None:
+    """Rolling deploys: the same number `tenure queues` prints (App.unknown_waiting), read only
+    for queues with jobs waiting and live workers that reported the names they know."""
+    from tenure.core.records import WorkerRecord
+
+    project.jobs.tick.dispatch(1)
+    project.jobs.always_fails.dispatch(2)
+    assert "no live worker can run" not in client.get("/").text  # no worker: not judged
+    old = WorkerRecord("w-old", "h", 1, ("default",), 1, 0.0, 0.0, known=("tick",))
+    project.app.store.heartbeat(worker=old)
+    data = client.get("/api/overview").json()
+    assert data["unknown_jobs"] == 1
+    assert data["unknown"] == [
+        {"queue": "default", "count": 1, "names": ["always_fails"], "capped": False}
+    ]
+    html = client.get("/").text
+    assert "<strong>1 job no live worker can run</strong>" in html and "always_fails" in html
+    new = WorkerRecord("w-new", "h", 2, ("default",), 1, 0.0, 0.0, known=("always_fails",))
+    project.app.store.heartbeat(worker=new)
+    assert client.get("/api/overview").json()["unknown_jobs"] == 0
+    assert "no live worker can run" not in client.get("/").text
