@@ -40,7 +40,7 @@ local function att_key(id) return base .. ':att:' .. id end
 -- clock reading) come out in the order they were sent, as SQLite's rowid orders them.
 local function queued_member(seq, id) return string.format('%016d', seq) .. ':' .. id end
 
--- Retention (see tenure.retention and queue/prune.lua): a finished job that is not a batch
+-- Retention (see tenure.core.retention and queue/prune.lua): a finished job that is not a batch
 -- member (members go with their batch) is entered here, scored by when it may be pruned
 -- (finished_at + its keep_s or keep_f), by the same script that finishes it; a job that is
 -- kept forever has no entry. prune.lua reads the due ones as a range of this set.
@@ -141,7 +141,7 @@ end
 local function close_attempt(id, n, now_s, outcome, err, tb, cause)
   local ak = att_key(id)
   redis.call('HSET', ak, n .. '.ended_at', now_s, n .. '.outcome', outcome)
-  -- who ended its process (tenure.causes); kept when absent, as the SQL stores' coalesce
+  -- who ended its process (tenure.core.causes); kept when absent, as the SQL stores' coalesce
   if cause and cause ~= '' then redis.call('HSET', ak, n .. '.cause', cause) end
   if err then redis.call('HSET', ak, n .. '.error', err)
   else redis.call('HDEL', ak, n .. '.error') end
