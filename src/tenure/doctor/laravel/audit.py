@@ -15,6 +15,7 @@ from tenure.doctor.laravel.jobs import CodeScan, resolve, scan_classes
 from tenure.doctor.laravel.php import EnvFiles, parse
 from tenure.doctor.laravel.runtime_env import compose_environments, dockerfile_environments
 from tenure.doctor.laravel.schedule import scheduled_workers
+from tenure.doctor.laravel.services import follow
 from tenure.doctor.model import Finding, Skipped, Source
 from tenure.doctor.tie import tie
 from tenure.doctor.walk import (
@@ -87,6 +88,8 @@ def audit(root: str, base: str, tree: Tree) -> Audit:
             result.files_read += 1
             scripts.append((rel, data.decode("utf-8", "replace")))
     jobs = resolve(scan)
+    for job in jobs:
+        follow(job, scan)  # the HTTP calls of the service methods handle() calls
     result.skipped += [
         Skipped(
             str(job.source),
