@@ -259,9 +259,10 @@ def check_launches(config: CeleryConfig, workers: list[CeleryWorker]) -> list[Fi
         known = [v for v in [*limits, default] if isinstance(v, int | float)]
         longest = max(known, default=None)
         if longest is not None and longest > grace.amount:
+            by = _longest_task(_served(config, w), longest)
             out.append(finding(
                 "celery-grace-below-time-limit",
-                f"{who} lets tasks run up to {longest:g} s (time limit), but the platform kills "
+                f"{who} lets tasks run up to {longest:g} s ({by}), but the platform kills "
                 f"it {grace.amount:g} s after SIGTERM: a task running at a deploy is killed "
                 "mid-run, lost if acknowledged at start, repeated from the start with acks_late.",
                 f"raise the platform grace above {longest:g} s, or lower the time limit below "
@@ -270,6 +271,16 @@ def check_launches(config: CeleryConfig, workers: list[CeleryWorker]) -> list[Fi
                 clocks=(Value("task time limit", longest, "s", _limit_source(config, w, longest)),
                         grace)))  # fmt: skip
     return out
+
+
+def _longest_task(tasks: list[TaskDef], longest: float) -> str:
+    """Which task may run that long, for the message: one finding per worker, not per task."""
+    for task in tasks:
+        for key in ("time_limit", "soft_time_limit"):
+            own = task.options.get(key)
+            if own is not None and own.value == longest:
+                return f"task {task.name}'s {key}"
+    return "time limit"
 
 
 def _limit_source(config: CeleryConfig, w: CeleryWorker, longest: float) -> Source:
