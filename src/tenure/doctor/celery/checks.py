@@ -7,7 +7,6 @@ import ast
 import os
 from dataclasses import dataclass
 
-from tenure.doctor.celery.clients import Modules, client_findings, task_calls
 from tenure.doctor.celery.launches import check_launches, read_launches
 from tenure.doctor.celery.settings import (
     CannotLoad,
@@ -57,9 +56,7 @@ def audit(spec: str, base: str, tree: Tree) -> CeleryAudit:
     countdown/eta, deployment files and scripts for the commands that start workers."""
     config = load(spec, base)
     seen = False
-    sources: dict[str, tuple[str, bytes]] = {}
     for found in tree.files["python"]:
-        sources[os.path.relpath(found.path, base)] = (found.path, found.data)
         if not any(m in found.data for m in MARKERS):
             continue
         try:
@@ -83,7 +80,6 @@ def audit(spec: str, base: str, tree: Tree) -> CeleryAudit:
     settle(config)
     workers, skipped = read_launches(tree)
     findings = check(config) + check_launches(config, workers)
-    findings += client_findings(task_calls(config.tasks, Modules(sources)))
     places = [f"{w.source} ({w.platform})" for w in workers]
     return CeleryAudit(findings, config.skipped + skipped, places, len(config.tasks))
 
