@@ -193,6 +193,7 @@ def _grace(p: Project, all_runners: list[Runner]) -> list[Finding]:
         if grace is None or grace.amount is None:
             continue
         longest: Value | None = None
+        names: dict[int, str] = {}
         if w.command == "horizon":
             candidates = [r.timeout for r in horizon if r.timeout_known] or [
                 Value("Horizon timeout", 60.0, "s", Source(note="Horizon default"))
@@ -203,9 +204,13 @@ def _grace(p: Project, all_runners: list[Runner]) -> list[Finding]:
                 continue
             # queue:work's default 60 s is a bound nobody chose, not a duration: with nothing
             # set, a 10 s grace below it is how every default install looks (noise).
-            candidates = [t for t in [mine.timeout] if not t.source.is_default] + [
-                t for j in p.jobs if serves(mine, p, j) for t in [own_timeout(j)] if t is not None
-            ]
+            served = [
+                (t, j.name) for j in p.jobs if serves(mine, p, j)
+                for t in [own_timeout(j)] if t is not None
+            ]  # fmt: skip
+            names = {id(t): name for t, name in served}  # the message names the longest job
+            candidates = [t for t in [mine.timeout] if not t.source.is_default]
+            candidates += [t for t, _ in served]
         for value in candidates:
             if (
                 longest is None
@@ -221,7 +226,7 @@ def _grace(p: Project, all_runners: list[Runner]) -> list[Finding]:
             "jobs with no timeout"
             if longest.amount is None
             else f"jobs of up to {longest.amount:g} s"
-        )
+        ) + (f" (job {names[id(longest)]})" if id(longest) in names else "")
         out.append(
             finding(
                 "laravel-grace-below-job-timeout",
