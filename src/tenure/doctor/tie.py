@@ -33,6 +33,7 @@ from tenure.doctor.readers.common import ReadResult
 from tenure.doctor.readers.worker_command import interpolate
 from tenure.doctor.readers.yamlnodes import YamlProblem, YMap, get_path, load_documents
 from tenure.doctor.shell_dispatch import env_dispatch, reaching_labels
+from tenure.doctor.supervision import supervised
 from tenure.doctor.walk import Tree, decode, is_development_name
 
 Worker = ArtisanWorker
@@ -269,6 +270,9 @@ def _starts(runner: Runner, worker: Worker, script: str, scripts: dict[str, str]
             line == at and not (runner.own_entrypoint or (word == "CMD" and runner.own_command))
             for word, at, _ in processes
         )
+    if not runner.own_entrypoint and supervised(runner.dockerfile, scripts[runner.dockerfile],
+                                                path, scripts):  # fmt: skip
+        return True  # an s6/runit service the image's supervisor starts
     # A script the image's ENTRYPOINT or CMD runs, when the runner keeps that process.
     kept = [
         argv
