@@ -63,7 +63,7 @@ def test_a_version_11_store_with_jobs_is_upgraded_with_every_row_intact(tmp_path
                 "SELECT name FROM sqlite_master WHERE name LIKE '%0012%'"
             ).fetchall()
         assert table_sql.rstrip().endswith("WITHOUT ROWID")
-        assert "WHERE state IN ('succeeded', 'failed', 'cancelled')" in index_sql
+        assert "WHERE state NOT IN ('queued', 'running')" in index_sql
         assert leftovers == []
         assert rows(path, "tenure_jobs") == jobs
         assert rows(path, "tenure_attempts") == attempts

@@ -9,8 +9,11 @@ from tenure.states import FINAL_STATES
 from tenure.stores.records import JobRecord
 from tenure.stores.sql import batches
 from tenure.stores.sql.dialect import Cursor, Dialect
-from tenure.stores.sql.retention import FINAL_SQL
 from tenure.stores.sql.rows import job_record
+
+# The live states: SQLite's tenure_jobs_state (migration 0012) holds every job in neither, and
+# a statement must name this condition, as written, for SQLite to read that index.
+LIVE_SQL = "('queued', 'running')"
 
 
 def list_jobs(
@@ -36,7 +39,7 @@ def list_jobs(
         params += at
     elif state in FINAL_STATES:
         # the index's own condition too (SQLite's partial tenure_jobs_state, migration 0012)
-        where.append(f"state = %s AND state IN {FINAL_SQL}")
+        where.append(f"state = %s AND state NOT IN {LIVE_SQL}")
         params.append(state)
     elif state is not None:  # 'running': tenure_jobs_lease's condition is the state itself
         where.append("state = %s")

@@ -299,7 +299,7 @@ COUNTS_BY_STATE = (
     " UNION ALL SELECT queue, 'running', count(*) FROM tenure_jobs WHERE state = 'running'"
     " GROUP BY queue"
     " UNION ALL SELECT queue, state, count(*) FROM tenure_jobs"
-    f" WHERE state IN {retention.FINAL_SQL} GROUP BY state, queue"
+    f" WHERE state NOT IN {operations.LIVE_SQL} GROUP BY state, queue"
 )
 
 

@@ -6,11 +6,13 @@
 -- running -> succeeded: three leaf pages a job). Queued jobs are in tenure_jobs_ready and
 -- running ones in tenure_jobs_lease already; it now holds the finished ones only. Every reader
 -- of counts or listings by state names the condition of the index it reads (SQLite uses a
--- partial index only when the query states its condition): FINISHED_STATES_SQL in
--- stores/sqlite/store.py and sql/operations.py, `state = 'queued'` and `state = 'running'`.
+-- partial index only when the query states its condition): LIVE_SQL in sql/operations.py,
+-- `state = 'queued'` and `state = 'running'`. Two values, not the three finished states: SQLite
+-- tests a list of three or more by building a temporary table, at every UPDATE of a job's state
+-- (the hot path's two), where two are two comparisons.
 DROP INDEX tenure_jobs_state;
 CREATE INDEX tenure_jobs_state ON tenure_jobs (state, queue)
-    WHERE state IN ('succeeded', 'failed', 'cancelled');
+    WHERE state NOT IN ('queued', 'running');
 -- tenure_attempts is read and written by its key (job_id, number) only: as a WITHOUT ROWID
 -- table its rows live in the key's own B-tree, so an attempt opened writes one B-tree, not the
 -- table and its key index. SQLite cannot change a table's kind in place: rebuilt, rows kept.
