@@ -27,12 +27,14 @@ import functools
 import json
 import struct
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from typing import Any, NamedTuple
 
 from tenure.core.records import Reservation
 from tenure.core.retry import Policy, parse_policy
 from tenure.worker.shared_page import SharedPage
+
+_new = tuple.__new__  # a NamedTuple from its fields, as its _make does, one call fewer
 
 
 class Garbled(ValueError):
@@ -80,10 +82,10 @@ class Started(NamedTuple):
     @classmethod
     def of(cls, res: Reservation, claimed_at: float) -> Started:
         policy = res.policy
-        return cls(
+        return _new(cls, (
             res.job_id, res.name, res.queue, res.attempt, res.token, res.batch_id,
             policy.timeout, policy.kill_after, claimed_at,
-        )  # fmt: skip
+        ))  # fmt: skip
 
     def reservation(self) -> Reservation:
         """The attempt as the watchdog holds it (no payload: the child has it)."""
@@ -155,53 +157,67 @@ def _from_attempt(f: list[Any]) -> Reservation:
     return Reservation(f[0], f[1], f[2], f[3], parse_policy(f[4]), f[5], f[6], f[7], f[8])
 
 
-def _itself(message: Sequence[Any]) -> Sequence[Any]:
-    return message  # a NamedTuple of plain values: its fields as they are
+_Form = tuple[str, Callable[[Any], list[Any]], Callable[[list[Any]], Any]]
 
 
-# kind -> (its tag on the wire, its fields on the wire); the tags are short: the hot path
-# writes `Recorded` and `Started` for every job.
-_OUT: dict[type[Any], tuple[str, Callable[[Any], Sequence[Any]]]] = {
-    Run: ("run", lambda m: [*_attempt(m.attempt), m.chain]),
-    Ready: ("ready", _itself),
-    Recorded: ("e", _itself),
-    Started: ("s", _itself),
-    HandOff: ("h", lambda m: _attempt(m.attempt)),
-    ToRecord: ("r", _itself),
-    Idle: ("i", _itself),
+def _plain(tag: str, kind: Any) -> _Form:
+    """The wire form of a kind whose fields are plain values: `[tag, *fields]`."""
+    size = len(kind._fields) + 1
+
+    def write(message: Any) -> list[Any]:
+        return [tag, *message]
+
+    def read(item: list[Any]) -> Any:
+        if type(item) is not list or len(item) != size:
+            raise TypeError(f"{len(item) - 1} fields, not {size - 1}")
+        return _new(kind, item[1:])
+
+    return tag, write, read
+
+
+def _with_attempt(
+    tag: str, make: Callable[[Reservation, list[Any]], Any], rest: Callable[[Any], list[Any]]
+) -> _Form:
+    """The wire form of a kind that carries an attempt: `[tag, *attempt, *rest]`."""
+
+    def write(message: Any) -> list[Any]:
+        return [tag, *_attempt(message.attempt), *rest(message)]
+
+    def read(item: list[Any]) -> Any:
+        if type(item) is not list or len(item) < _ATTEMPT + 1:
+            raise TypeError(f"{len(item) - 1} fields, not {_ATTEMPT} or more")
+        return make(_from_attempt(item[1 : _ATTEMPT + 1]), item[_ATTEMPT + 1 :])
+
+    return tag, write, read
+
+
+# The tags are short: the hot path writes `Recorded` and `Started` for every job.
+_FORMS: dict[Any, _Form] = {
+    Run: _with_attempt("run", lambda res, rest: Run(res, *rest), lambda m: [m.chain]),
+    Ready: _plain("ready", Ready),
+    Recorded: _plain("e", Recorded),
+    Started: _plain("s", Started),
+    HandOff: _with_attempt("h", lambda res, rest: HandOff(res, *rest), lambda m: []),
+    ToRecord: _plain("r", ToRecord),
+    Idle: _plain("i", Idle),
 }
-
-_IN: dict[str, tuple[int, Callable[[list[Any]], Message]]] = {
-    "run": (_ATTEMPT + 1, lambda f: Run(_from_attempt(f[1:]), f[_ATTEMPT + 1])),
-    "ready": (len(Ready._fields), lambda f: Ready._make(f[1:])),
-    "e": (len(Recorded._fields), lambda f: Recorded._make(f[1:])),
-    "s": (len(Started._fields), lambda f: Started._make(f[1:])),
-    "h": (_ATTEMPT, lambda f: HandOff(_from_attempt(f[1:]))),
-    "r": (len(ToRecord._fields), lambda f: ToRecord._make(f[1:])),
-    "i": (len(Idle._fields), lambda f: Idle._make(f[1:])),
-}
-_MAKE = {tag: make for tag, (_, make) in _IN.items()}
+_WRITE = {kind: write for kind, (_, write, _) in _FORMS.items()}
+_READ = {tag: read for tag, _, read in _FORMS.values()}
 
 
 def encode(*batch: Message) -> bytes:
     """One line holding `batch`, written at once (the reader takes them in order)."""
-    out = []
-    for message in batch:
-        tag, fields = _OUT[type(message)]
-        out.append([tag, *fields(message)])
-    return (_ENCODE(out) + "\n").encode()
+    return (_ENCODE([_WRITE[type(message)](message) for message in batch]) + "\n").encode()
 
 
 def decode(line: bytes | str) -> list[Message]:
     """The messages of one line; Garbled, with what is wrong, if it is not one this module
     wrote. The hot path (a supervisor reads a line per job its children run) checks no more
-    than it must: a kind it knows, with its number of fields (_make refuses any other)."""
+    than it must: a list of lists, each of a kind it knows, with that kind's fields."""
     try:
         items = json.loads(line)
         if type(items) is list and items:
-            found = [_MAKE[item[0]](item) for item in items if type(item) is list]
-            if len(found) == len(items):
-                return found
+            return [_READ[item[0]](item) for item in items]  # each reader checks its item
     except Exception:  # _fault says what, looking at the line again, slowly
         pass
     raise Garbled(_fault(line))
@@ -218,16 +234,13 @@ def _fault(line: bytes | str) -> str:
     for item in items:
         if not isinstance(item, list) or not item or not isinstance(item[0], str):
             return f"a message that is not [kind, fields...]: {_shown(line)}"
-        kind = _IN.get(item[0])
-        if kind is None:
+        read = _READ.get(item[0])
+        if read is None:
             return f"unknown message kind {item[0]!r}: {_shown(line)}"
-        arity, make = kind
-        if len(item) != arity + 1:
-            return f"message {item[0]!r} has {len(item) - 1} fields, not {arity}: {_shown(line)}"
         try:
-            make(item)
-        except Exception as exc:  # an attempt whose policy is not text
-            return f"message {item[0]!r}: {type(exc).__name__}: {exc}: {_shown(line)}"
+            read(item)
+        except Exception as exc:  # its number of fields; an attempt whose policy is not text
+            return f"message {item[0]!r}: {exc}: {_shown(line)}"
     return f"unreadable: {_shown(line)}"
 
 
