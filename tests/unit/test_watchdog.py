@@ -102,7 +102,7 @@ def hand(slot: Slot, res: Reservation, *, chain: bool) -> None:
     """What the slot's thread does with a job the fetch loop reserved, up to the watch."""
     slot.assign_current(res, time.monotonic())
     child = slot.child_process()
-    child.send(messages.Run(res, chain))
+    child.send(messages.encode(messages.Run(res, chain)))
 
 
 def watch_in_thread(slot: Slot) -> threading.Thread:

@@ -3,7 +3,6 @@ signal it, kill it (and whatever its jobs started)."""
 
 from __future__ import annotations
 
-import collections
 import contextlib
 import json
 import os
@@ -61,7 +60,6 @@ class ChildProcess:
         self._out = os.fdopen(to_child_w, "wb")
         self._in_fd = from_child_r
         self._buffer = b""
-        self._read: collections.deque[messages.Message] = collections.deque()  # not taken yet
         self.jobs_run = 0
         self.ready = False
 
@@ -76,21 +74,21 @@ class ChildProcess:
                 answer = self.receive(STARTUP_TIMEOUT_S)
             except messages.Garbled as exc:
                 answer = exc
-            if not isinstance(answer, messages.Ready):
+            if not (isinstance(answer, list) and isinstance(answer[0], messages.Ready)):
                 self.kill()
                 raise ChildDied(f"child process did not start: {answer!r}")
             self.ready = True
 
-    def send(self, message: messages.Run) -> None:
-        self._out.write(messages.encode(message))
+    def send(self, line: bytes) -> None:
+        """Write one line of messages.encode (a Run) to the child."""
+        self._out.write(line)
         self._out.flush()
         self.jobs_run += 1
 
-    def receive(self, timeout: float) -> messages.Message | None:
-        """The next message, None if none came within `timeout`; ChildDied if the pipe closed,
+    def receive(self, timeout: float) -> list[messages.Message] | None:
+        """The messages of the child's next write (one line: at least one message, in the
+        order written), None if none came within `timeout`; ChildDied if the pipe closed,
         messages.Garbled if the child wrote a line that is not a message."""
-        if self._read:
-            return self._read.popleft()
         deadline = time.monotonic() + timeout
         while b"\n" not in self._buffer:
             remaining = max(0.0, deadline - time.monotonic())  # 0: look once, do not wait
@@ -103,17 +101,14 @@ class ChildProcess:
                 raise ChildDied(why, self.exit_cause())
             self._buffer += chunk
         line, _, self._buffer = self._buffer.partition(b"\n")
-        self._read.extend(messages.decode(line))  # a line holds at least one message
-        return self._read.popleft()
+        return messages.decode(line)
 
     def buffered(self) -> bool:
-        """A whole message is already read from the pipe (receive() returns it at once)."""
-        return bool(self._read) or b"\n" in self._buffer
+        """A whole line is already read from the pipe (receive() returns it at once)."""
+        return b"\n" in self._buffer
 
     def has_message(self, timeout: float) -> bool:
         """A whole message is waiting, or comes within `timeout` (not read yet)."""
-        if self._read:
-            return True
         deadline = time.monotonic() + timeout
         while b"\n" not in self._buffer:
             remaining = max(0.0, deadline - time.monotonic())
@@ -128,10 +123,10 @@ class ChildProcess:
 
     def pending(self) -> list[messages.Message]:
         """The messages already written and not yet read (a dead child's last words too)."""
-        found = []
+        found: list[messages.Message] = []
         with contextlib.suppress(ChildDied, OSError, ValueError):
-            while (message := self.receive(0)) is not None:
-                found.append(message)
+            while (said := self.receive(0)) is not None:
+                found.extend(said)
         return found
 
     def alive(self) -> bool:

@@ -17,7 +17,6 @@ from tenure.stores.base import Store
 from tenure.worker.messages import Pulse
 from tenure.worker.metrics import Metrics
 from tenure.worker.slot import Slot
-from tenure.worker.timetable import Every
 
 log = logging.getLogger("tenure.worker")
 
@@ -52,14 +51,13 @@ class LeaseHost(Protocol):
 
 class LeaseKeeper:
     """The heartbeat (renew every lease/3) and the guard (stop what could not be renewed):
-    each a loop around a step that takes the time as an input (timetable.py)."""
+    each a loop around a step that takes the time as an input, so a test drives them."""
 
     def __init__(self, worker: LeaseHost, *, started: float | None = None) -> None:
         """`started`: the monotonic time the first beat counts from (None: now)."""
         self.worker = worker
-        interval = worker.options.lease / 3
-        at = time.monotonic() if started is None else started
-        self._beats = Every(interval, first_at=at + interval)
+        self.interval = worker.options.lease / 3
+        self._next_beat = (time.monotonic() if started is None else started) + self.interval
         self._outage_logged = False
 
     def start(self) -> threading.Thread:
@@ -73,15 +71,16 @@ class LeaseKeeper:
         return heartbeat
 
     def _heartbeat_loop(self) -> None:
-        wait = min(0.25, self._beats.interval)
+        wait = min(0.25, self.interval)
         while not self.worker.finished.is_set():
             self.heartbeat_once(time.monotonic())
             self.worker.finished.wait(wait)
 
     def heartbeat_once(self, now: float) -> None:
         """Renew the worker's leases if a beat is due at `now`."""
-        if not self._beats.due(now):
+        if now < self._next_beat:
             return
+        self._next_beat = now + self.interval
         ok = self._renew_leases()
         if not ok and not self._outage_logged:
             log.warning("cannot renew leases: the store is unreachable")

@@ -175,29 +175,28 @@ def _plain(tag: str, kind: Any) -> _Form:
     return tag, write, read
 
 
-def _with_attempt(
-    tag: str, make: Callable[[Reservation, list[Any]], Any], rest: Callable[[Any], list[Any]]
-) -> _Form:
-    """The wire form of a kind that carries an attempt: `[tag, *attempt, *rest]`."""
+def _with_attempt(tag: str, kind: Any) -> _Form:
+    """The wire form of a kind whose first field is an attempt: `[tag, *attempt, *rest]`."""
+    size = _ATTEMPT + len(kind._fields)
 
     def write(message: Any) -> list[Any]:
-        return [tag, *_attempt(message.attempt), *rest(message)]
+        return [tag, *_attempt(message[0]), *message[1:]]
 
     def read(item: list[Any]) -> Any:
-        if type(item) is not list or len(item) < _ATTEMPT + 1:
-            raise TypeError(f"{len(item) - 1} fields, not {_ATTEMPT} or more")
-        return make(_from_attempt(item[1 : _ATTEMPT + 1]), item[_ATTEMPT + 1 :])
+        if type(item) is not list or len(item) != size:
+            raise TypeError(f"{len(item) - 1} fields, not {size - 1}")
+        return _new(kind, (_from_attempt(item[1 : _ATTEMPT + 1]), *item[_ATTEMPT + 1 :]))
 
     return tag, write, read
 
 
 # The tags are short: the hot path writes `Recorded` and `Started` for every job.
 _FORMS: dict[Any, _Form] = {
-    Run: _with_attempt("run", lambda res, rest: Run(res, *rest), lambda m: [m.chain]),
+    Run: _with_attempt("run", Run),
     Ready: _plain("ready", Ready),
     Recorded: _plain("e", Recorded),
     Started: _plain("s", Started),
-    HandOff: _with_attempt("h", lambda res, rest: HandOff(res, *rest), lambda m: []),
+    HandOff: _with_attempt("h", HandOff),
     ToRecord: _plain("r", ToRecord),
     Idle: _plain("i", Idle),
 }

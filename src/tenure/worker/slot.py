@@ -240,7 +240,9 @@ class Slot:
         this slot on the event loop), if any."""
         if order is not None and res is not None:
             try:
-                child.send(order)
+                # encoded here, not by send(): the watch's one stay in messages.py before
+                # the child answers (bench walk counts each change of module)
+                child.send(messages.encode(order))
             except (ChildDied, OSError) as exc:
                 return self._not_taken(res, exc)
             self.started_at = time.monotonic()
@@ -248,20 +250,21 @@ class Slot:
         handoff: Reservation | None = None
         while True:
             try:
-                message = child.receive(POLL_S)
+                said = child.receive(POLL_S)
             except ChildDied as exc:
                 self._child_died(str(exc), exc.cause)
                 return None
             except messages.Garbled as exc:
                 self._child_garbled(child, exc)
                 return None
-            if isinstance(message, messages.Idle):
-                if message.exit:
-                    child.stop()
-                    self.child = None
-                return handoff
-            if message is not None:
-                handoff = self.take(message) or handoff
+            if said is not None:
+                for message in said:
+                    if isinstance(message, messages.Idle):
+                        if message.exit:
+                            child.stop()
+                            self.child = None
+                        return handoff
+                    handoff = self.take(message) or handoff
                 if not child.buffered():
                     # The child runs its next attempt and needs nothing of the watchdog: let
                     # its messages gather and read them together, instead of waking for each
@@ -279,8 +282,8 @@ class Slot:
     def take(self, message: messages.Message) -> Reservation | None:
         """Follow one message of the child; return the attempt it handed over, if any."""
         if isinstance(message, messages.Recorded):
-            self.worker.attempt_recorded(message.name, message.outcome, message.seconds)
             self._forget(message.job_id, message.token)
+            self.worker.attempt_recorded(message.name, message.outcome, message.seconds)
         elif isinstance(message, messages.Started):
             self.assign_current(message.reservation(), message.claimed_at)
             self.worker.count_start()

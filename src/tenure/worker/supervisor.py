@@ -5,6 +5,7 @@ store's (from the job's policy), clocks are the store's."""
 from __future__ import annotations
 
 import asyncio
+import enum
 import logging
 import os
 import random
@@ -33,7 +34,6 @@ from tenure.worker.recording import REFUSALS, STORE_RETRY_MAX_S, Recorder, log_e
 from tenure.worker.shutdown import Shutdown
 from tenure.worker.slot import Slot
 from tenure.worker.store_file import StoreFile, sqlite_path, store_label
-from tenure.worker.timetable import Deadline, Every, Then
 from tenure.worker.unknown import Refusals, refusals, unknown_job
 
 log = logging.getLogger("tenure.worker")
@@ -41,6 +41,18 @@ log = logging.getLogger("tenure.worker")
 T = TypeVar("T")
 
 IDLE_WAIT_S = 1.0
+
+
+class Then(enum.Enum):
+    """What the fetch loop does after one pass (Worker.fetch_once): the waits are its
+    driver's, so that a pass itself never sleeps and a test drives it on a clock of its own
+    (huey's `loop(now)`)."""
+
+    AGAIN = "again"  # it reserved jobs: look again at once
+    WAIT_FOR_SLOT = "wait for a free slot"  # every slot is busy
+    WAIT_FOR_WORK = "wait for work"  # nothing to reserve: the store's wait (LISTEN, BLPOP...)
+    BACK_OFF = "back off"  # the store failed: wait before the next try
+    STOP = "stop"  # the worker stops (asked to, --max-time, --max-jobs, --burst, refused)
 
 
 class Worker:
@@ -72,8 +84,9 @@ class Worker:
         self._store: Store | None = None
         self.pulse = Pulse.create()
         self._rng = random.Random()  # the weighted queue order of each fetch
-        self._deadline = Deadline(options.max_time)
-        self._rescues = Every(self._rescue_interval())  # the first pass sweeps
+        # the fetch loop's clocks, on the time its passes are given (fetch_once)
+        self._fetch_started: float | None = None  # the first pass: --max-time counts from it
+        self._next_rescue = 0.0  # the first pass sweeps
         self._failures = 0  # the store's failures in a row (the back-off grows with them)
 
     @property
@@ -221,10 +234,13 @@ class Worker:
         the chores due then (the --max-time limit, the rescue sweep, the periodic tick), a
         reserve for the free slots, and what to do next. It waits for nothing itself."""
         opts = self.options
-        if self._deadline.reached(now):
+        if self._fetch_started is None:
+            self._fetch_started = now
+        if opts.max_time is not None and now - self._fetch_started >= opts.max_time:
             self.stop(f"--max-time {opts.max_time:g} s reached", grace=None)
             return Then.STOP
-        if self._rescues.due(now):
+        if now >= self._next_rescue:
+            self._next_rescue = now + self._rescue_interval()
             self._rescue(now)
             if self._store_file_gone():
                 return Then.STOP
