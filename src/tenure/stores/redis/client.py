@@ -163,6 +163,12 @@ class RedisClient:
         )
 
     def _load_functions(self) -> None:
+        # Not behind Sentinel yet: with FCALL, chaos `sentinel-failover` left the new master
+        # without a confirming replica for ~20 s after a failover (writes refused by WAIT, 350
+        # of 1,500 jobs dispatched twice), in 2 runs of 2; with EVALSHA, 0 (issue 32, open).
+        if self._sentinel:
+            self._functions = {}
+            return
         loaded = functions.load(self._redis, cluster=self._cluster, where=self._where)
         self._functions = functions.names(self._q, self._g) if loaded else {}
 
