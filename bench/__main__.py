@@ -4,7 +4,7 @@
     .venv/bin/python -m bench --engines redis,redis-cluster,postgres,pgbouncer --systems tenure \\
         --no-extras --name topologies        (tenure on the production topologies)
     .venv/bin/python -m bench doctor-corpus [--show]   (the doctor on real projects)
-    .venv/bin/python -m bench doctor-standard [--show] [--only RULE] [--apps]   (time budget)
+    .venv/bin/python -m bench doctor-standard [--show] [--only RULE] [--apps] [--set S]
     .venv/bin/python -m bench walk [--engine E|all]    (one job's path through the modules)
     .venv/bin/python -m bench retention [--jobs N]     (size and throughput while pruning)
     .venv/bin/python -m bench flow [--jobs N]          (concurrency= drain against plain)

@@ -19,8 +19,8 @@ from pathlib import Path
 import pytest
 
 from tenure.app import App
+from tenure.core.records import Reservation
 from tenure.settings import WorkerOptions
-from tenure.stores.records import Reservation
 from tenure.worker import messages
 from tenure.worker.leases import LeaseKeeper
 from tenure.worker.slot import Slot

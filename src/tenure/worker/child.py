@@ -28,14 +28,14 @@ import time
 from types import FrameType
 from typing import IO, Any
 
-from tenure.errors import CancelRequested, JobTimeout
+from tenure.core.errors import CancelRequested, JobTimeout
+from tenure.core.records import EndResult, Reservation, WorkerRef
+from tenure.loading import load_app
 from tenure.logs import log_end, setup_logging
 from tenure.settings import weighted_order
-from tenure.stores.records import EndResult, Reservation, WorkerRef
 from tenure.worker import messages
 from tenure.worker.cancel_mark import CancelMark
 from tenure.worker.execute import Ended, definition, execute
-from tenure.worker.loading import load_app
 from tenure.worker.messages import Pulse
 from tenure.worker.process_tree import rss_mb
 from tenure.worker.recording import Recorder
@@ -189,7 +189,7 @@ class Child:
         message: dict[str, Any] = {
             "ended": [res.job_id, res.token, res.name, ended.outcome, duration]
         }
-        if following is not None and self._is_async(following):
+        if following is not None and not self._runs_here(following):
             message["handoff"] = messages.attempt(following)
             following = None
         elif following is not None:
@@ -265,9 +265,12 @@ class Child:
             running=running,
         )
 
-    def _is_async(self, res: Reservation) -> bool:
+    def _runs_here(self, res: Reservation) -> bool:
+        """Whether this child runs `res`: not an async job (the supervisor's event loop runs
+        it), nor one this code does not know (a rolling deploy's new job: the supervisor hands
+        it back instead of failing it here)."""
         job = definition(self.app, res, self.where)
-        return not isinstance(job, Ended) and job.is_async
+        return not isinstance(job, Ended) and not job.is_async
 
     def _bloated(self) -> bool:
         limit = self.memory_mb

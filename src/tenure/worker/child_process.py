@@ -13,8 +13,8 @@ import sys
 import time
 from typing import Any
 
-from tenure import causes
-from tenure.worker import process_tree
+from tenure.core import causes
+from tenure.worker import oom, process_tree
 from tenure.worker.cancel_mark import CancelMark
 from tenure.worker.child import CANCEL_SIGNAL, LEASE_DANGER_SIGNAL, STOP_CLAIMING_SIGNAL
 from tenure.worker.reaper import reaper
@@ -27,7 +27,7 @@ class ChildDied(Exception):
 
     def __init__(self, message: str, cause: str | None = None) -> None:
         super().__init__(message)
-        self.cause = cause  # tenure.causes: who ended it, when its exit status is known
+        self.cause = cause  # tenure.core.causes: who ended it, when its exit status is known
 
 
 class ChildProcess:
@@ -53,8 +53,8 @@ class ChildProcess:
         )
         reaper().watch(self.proc.pid)
         # the cgroup's OOM kills so far: one more when this child dies of SIGKILL names the
-        # kernel's OOM killer as its cause (causes.of_exit)
-        self._oom_kills = causes.oom_kills()
+        # kernel's OOM killer as its cause (causes.of_exit, counted by oom.oom_kills)
+        self._oom_kills = oom.oom_kills()
         os.close(to_child_r)
         os.close(from_child_w)
         self._out = os.fdopen(to_child_w, "w", encoding="utf-8")
@@ -198,7 +198,7 @@ class ChildProcess:
         code = self.proc.returncode
         if code is None:
             return None
-        return causes.of_exit(code, self._oom_kills, causes.oom_kills())
+        return causes.of_exit(code, self._oom_kills, oom.oom_kills())
 
     def exit_description(self) -> str:
         try:
@@ -216,7 +216,7 @@ def describe_exit(pid: int, code: int, cause: str | None = None) -> str:
             hint = " by the kernel's OOM killer (its cgroup's memory.events counted it)"
         elif -code == signal.SIGKILL:
             hint = " from outside the worker; OOM not confirmed (no OOM kill in its cgroup)"
-            if causes.oom_kills() is None:
+            if oom.oom_kills() is None:
                 hint = " from outside the worker; OOM not confirmed (no cgroup to read)"
         elif cause == causes.FAULT:
             hint = ": the process crashed (a segfault or an abort, in the job or a C extension)"

@@ -10,10 +10,10 @@ from collections.abc import Sequence
 from dataclasses import replace
 from typing import Protocol
 
-from tenure.retention import PRUNE_CHUNK, pause_after
+from tenure.core.records import Rescued, WorkerRef
+from tenure.core.retention import PRUNE_CHUNK, Pruned, pause_after
 from tenure.settings import WorkerOptions
 from tenure.stores.base import Store
-from tenure.stores.records import Pruned, Rescued, WorkerRef
 from tenure.worker.messages import Pulse
 from tenure.worker.metrics import Metrics
 from tenure.worker.slot import Slot
@@ -89,6 +89,8 @@ class LeaseKeeper:
                 worker=self.worker.ref,
                 leases=[(r.job_id, r.token) for _, r in held if r],
                 lease=self.worker.options.lease,
+                # each attempt's last memory reading: a rescue's evidence if this worker dies
+                memory={r.job_id: s.memory[0] for s, r in held if r and s.memory},
             )
             self.worker.check_restart(reply.restart_requested_at)
         except Exception as exc:

@@ -22,8 +22,8 @@ import struct
 import time
 from typing import Any
 
-from tenure.retry import Policy, parse_policy
-from tenure.stores.records import Reservation
+from tenure.core.records import Reservation
+from tenure.core.retry import Policy, parse_policy
 from tenure.worker.shared_page import SharedPage
 
 

@@ -17,13 +17,13 @@ from collections.abc import Callable
 from dataclasses import replace
 from typing import Any, TypeVar
 
-from tenure import payload
 from tenure.app import App
-from tenure.errors import ConfigError
+from tenure.core import payload
+from tenure.core.errors import ConfigError
+from tenure.core.records import QueueCounts, Reservation, WorkerRecord, WorkerRef
 from tenure.periodic import PeriodicTicker
 from tenure.settings import WorkerOptions
 from tenure.stores.base import Store
-from tenure.stores.records import QueueCounts, Reservation, WorkerRecord, WorkerRef
 from tenure.worker.burst import BurstEnd
 from tenure.worker.execute import Ended
 from tenure.worker.leases import LeaseKeeper, Sweeper
@@ -338,7 +338,7 @@ class Worker:
     def unknown_job(self, res: Reservation) -> Ended:
         """The end of an attempt of a job this worker's code does not define (worker.unknown)."""
         try:
-            seen = refusals(self.store, res.job_id)
+            seen = refusals(self.store, res.job_id, self.ref.id)
         except Exception as exc:  # the store is down: hand it back; the grace is checked later
             log.warning("job %s: could not read its refusals (%s); handed back", res.job_id, exc)
             seen = Refusals()

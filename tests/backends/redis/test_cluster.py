@@ -14,7 +14,7 @@ from collections.abc import Iterator
 import pytest
 
 from conformance.helpers import W1, counts, new_job
-from tenure.errors import ConfigError, StoreMisconfigured
+from tenure.core.errors import ConfigError, StoreMisconfigured
 from tenure.stores import open_store
 from tenure.stores.base import get_batch
 from tenure.stores.redis import RedisStore
@@ -136,7 +136,7 @@ def test_a_worker_waiting_on_queues_of_several_slots_wakes_for_any(
 
 
 def test_a_batch_across_queues_is_refused_naming_them(store: RedisStore) -> None:
-    from tenure.stores.records import NewBatch
+    from tenure.core.records import NewBatch
 
     batch = NewBatch(id=secrets.token_hex(4), name="mixed")
     with pytest.raises(ConfigError, match=r"'exports'.*\['mail'\]"):

@@ -9,8 +9,8 @@ from collections.abc import Iterator
 import pytest
 import redis
 
-from tenure.retry import Policy
-from tenure.stores.records import NewJob, WorkerRef
+from tenure.core.records import NewJob, WorkerRef
+from tenure.core.retry import Policy
 from tenure.stores.redis import RedisStore
 from tenure.stores.redis.scripts import global_library, global_scripts, queue_library, queue_scripts
 

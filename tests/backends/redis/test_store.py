@@ -19,11 +19,11 @@ import redis
 from redis.crc import key_slot
 
 from conformance.helpers import counts
-from tenure.errors import ConfigError, StoreUnavailable
-from tenure.retry import Policy
+from tenure.core.errors import ConfigError, StoreUnavailable
+from tenure.core.records import NewJob, Rescued, Reservation, WorkerRecord, WorkerRef
+from tenure.core.retry import Policy
 from tenure.stores import open_store
 from tenure.stores.base import get_job
-from tenure.stores.records import NewJob, Rescued, Reservation, WorkerRecord, WorkerRef
 from tenure.stores.redis import RedisStore, split_prefix
 
 from servers import ThrowawayRedis

@@ -11,9 +11,10 @@ import redis
 from redis.commands.core import Script
 from redis.exceptions import NoScriptError
 
-from tenure.errors import ConfigError, StoreMisconfigured, StoreUnavailable
-from tenure.retention import Keep
-from tenure.stores.records import NewJob, log_lost_callback
+from tenure.core.errors import ConfigError, StoreMisconfigured, StoreUnavailable
+from tenure.core.records import NewJob
+from tenure.core.retention import Keep
+from tenure.core.words import log_lost_callback
 from tenure.stores.redis import cluster as on_cluster
 from tenure.stores.redis import functions
 from tenure.stores.redis.connection import SOCKET_TIMEOUT_S, connect

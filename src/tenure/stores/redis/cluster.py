@@ -29,7 +29,7 @@ from typing import Any
 
 import redis
 
-from tenure.errors import StoreUnavailable
+from tenure.core.errors import StoreUnavailable
 from tenure.stores.redis.connection import TranslatingPipeline, translating_pipeline
 from tenure.stores.redis.functions import send
 

@@ -23,7 +23,7 @@ from typing import Any
 import redis
 from redis.commands.core import Script
 
-from tenure.errors import StoreMisconfigured
+from tenure.core.errors import StoreMisconfigured
 from tenure.stores.redis.connection import raise_translated
 from tenure.stores.redis.scripts import global_library, queue_library
 

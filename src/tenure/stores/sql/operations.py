@@ -5,7 +5,7 @@ three row sets in one local read transaction, and its schema has no foreign keys
 
 from __future__ import annotations
 
-from tenure.stores.records import JobRecord
+from tenure.core.records import JobRecord
 from tenure.stores.sql import batches
 from tenure.stores.sql.dialect import Cursor, Dialect
 from tenure.stores.sql.rows import job_record

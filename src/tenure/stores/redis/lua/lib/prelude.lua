@@ -46,7 +46,7 @@ local function att_key(id) return base .. ':att:' .. id end
 -- clock reading) come out in the order they were sent, as SQLite's rowid orders them.
 local function queued_member(seq, id) return string.format('%016d', seq) .. ':' .. id end
 
--- Retention (see tenure.retention and queue/prune.lua): a finished job that is not a batch
+-- Retention (see tenure.core.retention and queue/prune.lua): a finished job that is not a batch
 -- member (members go with their batch) is entered here, scored by when it may be pruned
 -- (finished_at + its keep_s or keep_f), by the same script that finishes it; a job that is
 -- kept forever has no entry. prune.lua reads the due ones as a range of this set.
@@ -152,7 +152,7 @@ local function close_attempt(id, n, now_s, outcome, err, tb, cause)
   local ak = att_key(id)
   local set = {n .. '.ended_at', now_s, n .. '.outcome', outcome}
   local gone = {}
-  -- who ended its process (tenure.causes); kept when absent, as the SQL stores' coalesce
+  -- who ended its process (tenure.core.causes); kept when absent, as the SQL stores' coalesce
   if cause and cause ~= '' then set[#set + 1] = n .. '.cause'; set[#set + 1] = cause end
   if err then set[#set + 1] = n .. '.error'; set[#set + 1] = err
   else gone[#gone + 1] = n .. '.error' end
