@@ -73,6 +73,7 @@ class AttemptRecord:
     traceback: str | None
     last_heartbeat_at: float | None
     cause: str | None = None  # who ended its process (tenure.core.causes); None: not recorded
+    memory_mb: float | None = None  # its last memory reading, reported with a heartbeat
 
     @property
     def worker(self) -> str:

@@ -37,18 +37,21 @@ def describe_crash(
     `stopping_at`, the worker had begun stopping then (a deploy's SIGTERM) and was killed at the
     end of its grace with this attempt still running."""
     seen = attempt.last_heartbeat_at or attempt.started_at
+    memory = ""  # the evidence for (or against) an OOM kill, reported with the last heartbeat
+    if attempt.memory_mb:
+        memory = f"; the attempt's last memory reading was {attempt.memory_mb:.0f} MB"
     if stopping_at is not None:
         return (
             f"killed at the end of a deploy's grace: worker {attempt.worker_id} (pid "
             f"{attempt.pid} on {attempt.host}) received SIGTERM at {clock_text(stopping_at)} and "
             f"was still running this attempt when it died (last heartbeat {clock_text(seen)}, "
             f"lease expired {clock_text(lease_expired_at)}): give the deploy a longer grace "
-            "(stop_grace_period, terminationGracePeriodSeconds) than the job's timeout"
+            f"(stop_grace_period, terminationGracePeriodSeconds) than the job's timeout{memory}"
         )
     return (
         f"worker {attempt.worker_id} (pid {attempt.pid} on {attempt.host}) stopped heartbeating "
         f"at {clock_text(seen)}; its lease expired at {clock_text(lease_expired_at)} with no "
-        "result (killed by signal 9, out of memory, or host lost?)"
+        f"result (killed by signal 9, out of memory, or host lost?){memory}"
     )
 
 

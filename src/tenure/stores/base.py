@@ -122,10 +122,13 @@ class Store(Protocol):
         worker: WorkerRef | WorkerRecord,
         leases: Sequence[tuple[str, int]] = (),
         lease: float = 0.0,
+        memory: Mapping[str, float] | None = None,
     ) -> HeartbeatReply:
         """The worker's report to the store, stamped by the store's clock: mark the worker
         seen and renew the leases (job_id, token) it holds; say which of them were lost, which
-        were cancelled (`cancel`), and when `tenure restart` was last asked for.
+        were cancelled (`cancel`), and when `tenure restart` was last asked for. `memory`
+        (job id to MB) is each renewed attempt's last memory reading, kept on the attempt
+        (`AttemptRecord.memory_mb`): the evidence a rescue records when the worker vanishes.
 
         With a WorkerRecord, the worker's row is written first (the record's times are not
         read): the worker starting (its host, pid, queues and concurrency; an id that stopped
@@ -148,6 +151,7 @@ class Store(Protocol):
         lease: float = 0.0,
         cause: str | None = None,
         snooze: float = 0.0,
+        record: bool = True,
     ) -> tuple[EndResult, Reservation | None]:
         """End a running attempt, however it ended, and with `queues` and `worker` claim the
         same slot's next job in the same round trip where the backend allows (one transaction
@@ -159,7 +163,10 @@ class Store(Protocol):
         a stale attempt. Any other outcome ends the attempt without success (`error`, default
         the outcome, and `traceback` kept with it) and the store decides retry or fail;
         `permanent` fails it without a retry; `snooze` (outcome "deferred": the job put
-        itself off) queues it again that many seconds later, no try used. A job cancelled
+        itself off) queues it again that many seconds later, no try used. `record` False (an
+        end its worker already recorded once: a rolling deploy's repeated hand-back) leaves
+        no attempt in the job's history: the job is decided as for `outcome`, only the
+        history does not grow (unless it was cancelled meanwhile). A job cancelled
         while it ran ends `cancelled` however the attempt ended: no try used, no retry (a
         sweep that rescues it does the same). A token that no longer holds the lease is
         refused and nothing is written.

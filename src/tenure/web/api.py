@@ -337,6 +337,8 @@ OPENAPI: dict[str, Any] = {
                         },
                     },
                     "active": {"type": "boolean"},
+                    "unknown_jobs": _INT,
+                    "unknown": {"type": "array", "items": {"type": "object"}},
                 },
             },
             "Batch": {

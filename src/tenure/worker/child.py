@@ -191,7 +191,7 @@ class Child:
         said: list[messages.Message] = [
             messages.Recorded(res.job_id, res.token, res.name, ended.outcome, duration)
         ]
-        if following is not None and self._is_async(following):
+        if following is not None and not self._runs_here(following):
             said.append(messages.HandOff(following))
             following = None
         elif following is not None:
@@ -263,9 +263,12 @@ class Child:
             running=running,
         )
 
-    def _is_async(self, res: Reservation) -> bool:
+    def _runs_here(self, res: Reservation) -> bool:
+        """Whether this child runs `res`: not an async job (the supervisor's event loop runs
+        it), nor one this code does not know (a rolling deploy's new job: the supervisor hands
+        it back instead of failing it here)."""
         job = definition(self.app, res, self.where)
-        return not isinstance(job, Ended) and job.is_async
+        return not isinstance(job, Ended) and not job.is_async
 
     def _bloated(self) -> bool:
         limit = self.memory_mb

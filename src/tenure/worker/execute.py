@@ -47,6 +47,9 @@ class Ended:
     # a `deferred` end the job asked for (tenure.Snooze): queued again this many seconds later
     snooze: float = 0.0
     cause: str | None = None  # who ended the attempt's process (tenure.core.causes)
+    # False: its worker already recorded this end once (a repeated hand-back of a job it does
+    # not know): the store keeps no attempt for it (Store.end_attempt's `record`)
+    history: bool = True
 
     @property
     def to_record(self) -> bool:
@@ -85,6 +88,7 @@ def definition(app: Any, res: Reservation, where: str) -> Job[..., Any] | Ended:
             f"unknown job {res.name!r}: no job of that name is registered in {where}; deploy "
             f"the code that defines it, then run `tenure failed retry {res.job_id}`",
             permanent=True,
+            cause=causes.UNKNOWN_JOB,
         )
     return job
 

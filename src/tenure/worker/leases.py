@@ -99,6 +99,8 @@ class LeaseKeeper:
                 worker=self.worker.ref,
                 leases=[(r.job_id, r.token) for _, r in held if r],
                 lease=self.worker.options.lease,
+                # each attempt's last memory reading: a rescue's evidence if this worker dies
+                memory={r.job_id: s.memory[0] for s, r in held if r and s.memory},
             )
             self.worker.check_restart(reply.restart_requested_at)
         except Exception as exc:

@@ -102,6 +102,7 @@ class Recorder:
                 permanent=ended.permanent,
                 snooze=ended.snooze,
                 cause=ended.cause,
+                record=ended.history,
             )[0]
         )
 

@@ -32,6 +32,7 @@ from tenure.worker.execute import (
     run_coroutine,
 )
 from tenure.worker.metrics import Metrics
+from tenure.worker.process_tree import memory_note
 from tenure.worker.shutdown import Shutdown
 
 # The cause of an attempt the worker itself stopped, by the outcome it records (_problem and
@@ -99,6 +100,9 @@ class Slot:
         self._lease_lost: tuple[Reservation, str] | None = None
         self._cancel: Reservation | None = None  # cancelled while it runs: stop it
         self._cancel_sent_at: float | None = None  # monotonic time of the soft stop
+        # the current attempt's last memory reading: (MB, monotonic time), the evidence a
+        # crash is recorded with (an OOM kill at about this much)
+        self.memory: tuple[float, float] | None = None
         self.thread = threading.Thread(target=self._loop, name=f"tenure-slot-{index}", daemon=True)
 
     # -- called from other threads ------------------------------------------------------
@@ -115,6 +119,7 @@ class Slot:
         self._lease_lost = None
         self._cancel = None
         self._cancel_sent_at = None
+        self.memory = None
 
     def cancel(self, reservation: Reservation) -> None:
         """Someone cancelled the job of `reservation`: the slot stops the attempt, with the
@@ -275,7 +280,7 @@ class Slot:
             problem = self._problem(now)
             if now >= next_memory_check and problem is None:
                 next_memory_check = now + MEMORY_CHECK_S
-                problem = self._memory_overrun(child)
+                problem = self._memory_overrun(child, now)
             if problem is not None and self._stop_attempt(child, *problem):
                 return None
 
@@ -412,18 +417,25 @@ class Slot:
         self._discard_child()  # what the job started dies with it
         held, self.current = self.current, None
         if held is not None:
+            why += memory_note(self.memory, time.monotonic())
             self._report(held, Ended("crashed", why, cause=cause))
 
     def _report(self, res: Reservation, ended: Ended) -> None:
         self.worker.report(res, ended, time.monotonic() - self.started_at)
 
-    def _memory_overrun(self, child: ChildProcess) -> tuple[Reservation, str, str] | None:
+    def _memory_overrun(
+        self, child: ChildProcess, now: float
+    ) -> tuple[Reservation, str, str] | None:
+        """Read the attempt's memory (kept as its last reading); past --memory, kill it."""
         limit = self.worker.options.memory_mb
         res = self.current
-        if limit is None or res is None:
+        if res is None:
             return None
-        rss = child.tree_rss_mb()
-        if rss <= limit:
+        # Without a cap, the child's own memory (one file read): what an OOM kill is judged by.
+        rss = child.tree_rss_mb() if limit is not None else child.rss_mb()
+        if rss > 0:  # a child that just died (a zombie) reads 0: keep its last real reading
+            self.memory = (rss, now)
+        if limit is None or rss <= limit:
             return None
         return (
             res,

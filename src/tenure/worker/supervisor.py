@@ -371,7 +371,7 @@ class Worker:
     def unknown_job(self, res: Reservation) -> Ended:
         """The end of an attempt of a job this worker's code does not define (worker.unknown)."""
         try:
-            seen = refusals(self.store, res.job_id)
+            seen = refusals(self.store, res.job_id, self.ref.id)
         except Exception as exc:  # the store is down: hand it back; the grace is checked later
             log.warning("job %s: could not read its refusals (%s); handed back", res.job_id, exc)
             seen = Refusals()

@@ -144,6 +144,7 @@ class PostgresJobs:
         lease: float = 0.0,
         cause: str | None = None,
         snooze: float = 0.0,
+        record: bool = True,
     ) -> tuple[EndResult, Reservation | None]:
         order = list(dict.fromkeys(queues))
         if outcome == "succeeded" and worker is not None and order:
@@ -165,6 +166,7 @@ class PostgresJobs:
                     permanent,
                     cause,
                     snooze,
+                    record,
                 )
                 ended = endings.end_attempt(self.dialect, cur, lambda: self.db.clock(cur), *ending)
             if worker is None or not order:

@@ -102,6 +102,7 @@ def attempt_records(job_id: str, fields: dict[str, str]) -> list[AttemptRecord]:
             traceback=a.get("traceback"),
             last_heartbeat_at=to_opt_float(a.get("last_heartbeat_at")),
             cause=a.get("cause"),
+            memory_mb=to_opt_float(a.get("memory_mb")),
         )
         for number, a in sorted(grouped.items())
     ]

@@ -9,7 +9,7 @@ import logging
 import os
 import sqlite3
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from typing import Any, ClassVar
 
@@ -71,6 +71,7 @@ class SQLiteStore(SQLiteJobs, SQLStore):
         worker: WorkerRef | WorkerRecord,
         leases: Sequence[tuple[str, int]] = (),
         lease: float = 0.0,
+        memory: Mapping[str, float] | None = None,
     ) -> HeartbeatReply:
         lost: list[str] = []
         cancel: list[str] = []
@@ -91,9 +92,9 @@ class SQLiteStore(SQLiteJobs, SQLStore):
                     lost.append(job_id)
                     continue
                 conn.execute(
-                    "UPDATE tenure_attempts SET last_heartbeat_at = ? WHERE job_id = ?"
-                    " AND number = ?",
-                    (now, job_id, token),
+                    "UPDATE tenure_attempts SET last_heartbeat_at = ?,"
+                    " memory_mb = coalesce(?, memory_mb) WHERE job_id = ? AND number = ?",
+                    (now, (memory or {}).get(job_id), job_id, token),
                 )
                 if renewed["cancel_requested_at"] is not None:
                     cancel.append(job_id)
