@@ -10,7 +10,7 @@ import pytest
 
 from backends.kit import Kit
 from conformance.helpers import W1, counts, enqueue, job, new_job, reserve_one, wait_until
-from tenure.retry import Policy
+from tenure.core.retry import Policy
 from tenure.stores import Store
 
 

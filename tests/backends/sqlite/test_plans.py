@@ -12,10 +12,10 @@ from dataclasses import replace
 from pathlib import Path
 
 from conformance.helpers import W1, W2, new_job, wait_until
-from tenure import chains
-from tenure.guards import Guards
-from tenure.retention import Keep
-from tenure.stores.records import NewBatch
+from tenure.core import chains
+from tenure.core.guards import Guards
+from tenure.core.records import NewBatch
+from tenure.core.retention import Keep
 from tenure.stores.sqlite import SQLiteStore
 
 DUE = Keep(succeeded=0.0, failed=0.0)

@@ -114,7 +114,7 @@ CLAIM, CLAIM_ONE = (
 
 # A success and the next claim in one statement, so one round trip and one commit. Only for a
 # job outside any batch and any chain (a chain link's success dispatches the next link, in
-# Python over the spec: tenure.chains, which the transaction path runs). A member's end is
+# Python over the spec: tenure.core.chains, which the transaction path runs). A member's end is
 # counted in its batch before anything else is locked (the order cancel_batch takes its locks
 # in), which needs the transaction path. So `done` matches no batch member and no chain link,
 # and nothing is claimed unless the success was recorded; `completed` = 0 sends the caller to

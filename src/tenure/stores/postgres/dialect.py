@@ -7,11 +7,11 @@ from collections.abc import Sequence
 
 import psycopg
 
+from tenure.core.records import NewJob
 from tenure.stores.postgres.claims import ENDED_PREFIX
 from tenure.stores.postgres.database import CLOCK, Cursor, Database
 from tenure.stores.postgres.guards import CONCURRENCY_LOCK
 from tenure.stores.postgres.jobs import NOW, insert_jobs
-from tenure.stores.records import NewJob
 
 
 class PostgresDialect:

@@ -21,8 +21,8 @@ from collections.abc import Sequence
 
 from psycopg.rows import DictRow
 
+from tenure.core.records import NewJob
 from tenure.stores.postgres.database import CLOCK, Cursor, Database
-from tenure.stores.records import NewJob
 from tenure.stores.sql.guards import overlap_deferral, rate_deferral, unique_holder
 
 # pg_advisory_xact_lock's first key per kind (the migration lock is 0x7E4E)
