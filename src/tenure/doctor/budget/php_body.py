@@ -64,6 +64,9 @@ FRAMEWORK = {"get", "first", "find", "where", "toArray", "map", "filter", "count
 READS = {"sum", "count", "avg", "max", "min", "exists", "get", "first", "pluck", "value"}
 # Collection calls that run a callback per row, when made on a query's rows.
 MAPS = {"map", "flatMap", "mapWithKeys", "transform"}
+# Console helpers that run a callback per item with a progress bar: `$this->withProgressBar(
+# $rows, fn)`, Laravel Prompts' `progress('Label', $rows, fn)`.
+PROGRESS_LOOPS = {"withProgressBar", "progress"}
 RELATIONS = {"hasMany", "belongsToMany", "morphMany", "morphToMany", "morphedByMany",
              "hasManyThrough"}  # fmt: skip
 
@@ -287,6 +290,7 @@ class Reader:
             unit.progress_reads.append(Costly("method", written, at))
         self._cursor(call, unit)
         self._each_proxy(call, unit, in_loop)
+        self._progress_loop(call, unit, in_loop)
         if name not in FRAMEWORK:
             self._follow_loops(call, unit)
         if name in EACH | CHUNKS | MAPS and call.type != "function_call_expression":
@@ -310,6 +314,22 @@ class Reader:
             else:  # per chunk: the rows are the loops over its parameter inside
                 for param in params[:1]:
                     self.held[param] = call  # `foreach ($rows as $row)` walks the query's rows
+
+    def _progress_loop(self, call: Node, unit: Unit, in_loop: set[int]) -> None:
+        """`$this->withProgressBar($images, function ($image) {...})`, `progress('Purging',
+        $query->lazyById(), fn ($row) => ...)`: a loop over the rows, drawn as a bar."""
+        given = args(call)
+        if call_name(call) not in PROGRESS_LOOPS or len(given) < 2:
+            return
+        closure = next((a for a in given if a.type in CLOSURES), None)
+        rows = next((a for a in given if is_rows(a, self.held)), None)
+        body = closure_body(closure) if closure is not None else None
+        if rows is None or closure is None or body is None:
+            return
+        source = self.held.get(text(rows), rows)
+        is_bounded = source.type in CALLS and bounded(source, self.given)
+        self._loop(short(rows), line(call), body, set(closure_params(closure)), unit, in_loop,
+                   is_bounded)  # fmt: skip
 
     def _moved_on(self, arg: Node) -> bool:
         """`$this->offset + 100`, or `$next = $this->min + $this->chunk + 1` passed as
@@ -392,7 +412,11 @@ class Reader:
         if self.follow <= 0 or call.type != "member_call_expression" or target is None:
             return
         on = text(target)
-        if on != "$this" and not (on.startswith("$this->") and on.count("->") == 1):
+        # `$this->x()`, `$this->service->x()`, or a service the entry point was handed
+        # (`handle(MilestoneWatcher $watcher)` calling `$watcher->awardReached()`).
+        injected = target.type == "variable_name" and on in self.given and on not in self.held
+        if on != "$this" and not (on.startswith("$this->") and on.count("->") == 1) and (
+            not injected):  # fmt: skip
             return
         bodies = self.methods.bodies_of(call_name(call), _hint(on))
         declaration = bodies[0].parent if len(bodies) == 1 else None

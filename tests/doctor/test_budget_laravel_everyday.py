@@ -1,0 +1,218 @@
+"""Everyday Laravel shapes the budget rules read (issue 28's fourth pass): a progress bar
+over rows, a query returned by the controller's own method, a service handed to a command.
+Each fixture is rewritten from real code found through the code search index (which names
+the text, not the repository), each with its bounded twin that must stay quiet."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from test_budget_laravel import budget
+
+
+def test_a_progress_bar_over_rows_is_a_loop(tmp_path: Path) -> None:
+    """An image importer's command: `$this->withProgressBar($images, function ($image) {
+    Http::...->get(); Storage::put(); })` over `$query->get()` (code index, find_string
+    "->withProgressBar("). The twin's bar walks a page of 50 (`->take(50)`)."""
+    found = budget(tmp_path, {
+        "app/Console/Commands/DownloadImages.php": """
+            <?php
+
+            namespace App\\Console\\Commands;
+
+            use App\\Models\\ProductImage;
+            use Illuminate\\Console\\Command;
+            use Illuminate\\Support\\Facades\\Http;
+            use Illuminate\\Support\\Facades\\Storage;
+
+            class DownloadImages extends Command
+            {
+                protected $signature = 'images:download';
+
+                public function handle(): int
+                {
+                    $images = ProductImage::query()->whereNull('path')->get();
+                    $this->withProgressBar($images, function (ProductImage $image) {
+                        $response = Http::timeout(30)->get((string) $image->source_url);
+                        Storage::disk('public')->put($image->name, $response->body());
+                    });
+                    return self::SUCCESS;
+                }
+            }
+        """,
+        "app/Console/Commands/DownloadFirstImages.php": """
+            <?php
+
+            namespace App\\Console\\Commands;
+
+            use App\\Models\\ProductImage;
+            use Illuminate\\Console\\Command;
+            use Illuminate\\Support\\Facades\\Storage;
+
+            class DownloadFirstImages extends Command
+            {
+                protected $signature = 'images:first';
+
+                public function handle(): int
+                {
+                    $images = ProductImage::query()->take(50)->get();
+                    $this->withProgressBar($images, function (ProductImage $image) {
+                        Storage::disk('public')->delete($image->name);
+                    });
+                    return self::SUCCESS;
+                }
+            }
+        """,
+    })  # fmt: skip
+    assert found == [("work-in-command", "app/Console/Commands/DownloadImages.php", 17)]
+
+
+def test_prompts_progress_over_a_lazy_query(tmp_path: Path) -> None:
+    """A mapper's purge command: Laravel Prompts' `progress('Purging ...',
+    $query->lazyById(), fn ($system) => $system->update([...]))` (code index, find_string
+    "->lazyById("); its twin is one set statement."""
+    found = budget(tmp_path, {
+        "app/Console/Commands/PurgeNotes.php": """
+            <?php
+
+            namespace App\\Console\\Commands;
+
+            use App\\Models\\MapSolarsystem;
+            use Illuminate\\Console\\Command;
+
+            use function Laravel\\Prompts\\progress;
+
+            class PurgeNotes extends Command
+            {
+                protected $signature = 'notes:purge';
+
+                public function handle(): int
+                {
+                    $query = MapSolarsystem::query()->whereNotNull('notes');
+                    progress('Purging', $query->lazyById(), function (MapSolarsystem $s) {
+                        $s->update(['notes' => null]);
+                    });
+                    return self::SUCCESS;
+                }
+
+                public function purgeAtOnce(): int
+                {
+                    MapSolarsystem::query()->whereNotNull('notes')->update(['notes' => null]);
+                    return self::SUCCESS;
+                }
+            }
+        """,
+    })  # fmt: skip
+    assert found == [("work-in-command", "app/Console/Commands/PurgeNotes.php", 17)]
+
+
+def test_a_query_from_the_controllers_own_method(tmp_path: Path) -> None:
+    """A workspace app's mass delete: `$this->targetQuery($request, $workspace)->lazyById()
+    ->each(fn ($category) => $category->delete())` in a controller action (code index,
+    find_string "->lazyById("). lazyById is a builder's alone, and a method named
+    `...Query` returns one. The twin deletes them with one statement."""
+    found = budget(tmp_path, {
+        "app/Http/Controllers/CategoryController.php": """
+            <?php
+
+            namespace App\\Http\\Controllers;
+
+            use App\\Models\\Category;
+            use Illuminate\\Http\\Request;
+
+            class CategoryController extends Controller
+            {
+                public function bulkDestroy(Request $request)
+                {
+                    $this->targetQuery($request)->lazyById()->each(function (Category $c): void {
+                        $c->delete();
+                    });
+                    return back();
+                }
+
+                public function export(Request $request)
+                {
+                    foreach ($this->baseQuery($request)->cursor() as $category) {
+                        $category->touch();
+                    }
+                    return back();
+                }
+
+                public function bulkDestroyAtOnce(Request $request)
+                {
+                    $this->targetQuery($request)->delete();
+                    return back();
+                }
+
+                private function targetQuery(Request $request)
+                {
+                    return Category::query()->where('workspace_id', $request->user()->workspace_id);
+                }
+
+                private function baseQuery(Request $request)
+                {
+                    return Category::query()->where('workspace_id', $request->user()->workspace_id);
+                }
+            }
+        """,
+    })  # fmt: skip
+    assert found == [
+        ("work-in-request", "app/Http/Controllers/CategoryController.php", 12),
+        ("work-in-request", "app/Http/Controllers/CategoryController.php", 20),
+    ]
+
+
+def test_a_service_handed_to_a_command_is_followed(tmp_path: Path) -> None:
+    """A game's milestone command: `handle(MilestoneWatcher $watcher)` calls
+    `$watcher->awardReached()`, whose body walks `User::query()->lazyById()->each(...)` and
+    writes a row per player (code index, find_string "->lazyById("). The twin's service
+    only counts."""
+    service = """
+        <?php
+
+        namespace App\\Services;
+
+        use App\\Models\\PlayerMilestone;
+        use App\\Models\\User;
+
+        class MilestoneWatcher
+        {
+            public function awardReached(): int
+            {
+                User::query()->lazyById()->each(function (User $player): void {
+                    PlayerMilestone::create(['user_id' => $player->id]);
+                });
+                return 1;
+            }
+
+            public function countReached(): int
+            {
+                return PlayerMilestone::query()->count();
+            }
+        }
+    """
+    command = """
+        <?php
+
+        namespace App\\Console\\Commands;
+
+        use App\\Services\\MilestoneWatcher;
+        use Illuminate\\Console\\Command;
+
+        class {name} extends Command
+        {{
+            protected $signature = 'milestones:{name}';
+
+            public function handle(MilestoneWatcher $watcher): int
+            {{
+                $watcher->{method}();
+                return 0;
+            }}
+        }}
+    """
+    found = budget(tmp_path, {
+        "app/Services/MilestoneWatcher.php": service,
+        "app/Console/Commands/Award.php": command.format(name="Award", method="awardReached"),
+        "app/Console/Commands/Count.php": command.format(name="Count", method="countReached"),
+    })  # fmt: skip
+    assert found == [("work-in-command", "app/Console/Commands/Award.php", 14)]
