@@ -34,6 +34,7 @@ from tenure.doctor.budget.python_shapes import (
     row_attribute,
     sent,
     session_like,
+    stored_cursor,
 )
 
 __all__ = ["Project", "Reader", "call_name", "dotted", "light_module", "own_nodes"]
@@ -80,6 +81,10 @@ TEST_ONLY = (
 )  # how far calls into the project's own code are followed
 
 
+# Calls that hand back the rows they are given: a loop over them walks the query.
+ROW_WRAPPERS = {"list", "set", "sorted", "tuple", "enumerate", "reversed", "tqdm", "track"}
+
+
 class Reader:
     """Reads one unit's function (and the helpers it calls) into a Unit."""
 
@@ -102,7 +107,8 @@ class Reader:
             return (False, False)
         if isinstance(expr, ast.Name) and expr.id == "queryset" and expr.id in self.params:
             return (True, False)  # an admin action's or a filter's rows, however many selected
-        if isinstance(expr, ast.Call) and call_name(expr) in ("list", "set", "sorted", "tuple"):
+        if isinstance(expr, ast.Call) and call_name(expr) in ROW_WRAPPERS:
+            # `enumerate(qs.iterator())`, `tqdm(qs)`: the same rows, counted or drawn
             return self.query(expr.args[0], depth + 1) if expr.args else (False, False)
         if isinstance(expr, ast.Call) and handed_session(expr):
             return (True, False)  # `get_pairs(db_session)`: a data-access function's rows
@@ -110,8 +116,8 @@ class Reader:
             held = self.queries.get(expr.id)
             return self.query(held, depth + 1) if held is not None else (False, False)
         if isinstance(expr, ast.Subscript):
-            if isinstance(expr.slice, ast.Slice):
-                return (False, False)
+            if isinstance(expr.slice, ast.Slice) and expr.slice.upper is not None:
+                return (False, False)  # `qs[:500]`: one page; `qs[offset:]` is every row past it
             return self.query(expr.value, depth + 1)
         seen_root, bounded = False, False
         node: ast.expr = expr
@@ -133,7 +139,10 @@ class Reader:
                     seen_root = True  # a related manager: order.items.all()
                 node = node.value
             elif isinstance(node, ast.Name) and node.id in self.queries:
-                inner, inner_bounded = self.query(self.queries[node.id], depth + 1)
+                held = self.queries[node.id]
+                if isinstance(held, ast.Subscript) and getattr(held.slice, "upper", None):
+                    return (False, False)  # `page = qs[:100]` then `page.iterator()`
+                inner, inner_bounded = self.query(held, depth + 1)
                 return (inner or seen_root, bounded or inner_bounded)
             else:
                 break
@@ -193,6 +202,7 @@ class Reader:
                         self.queries[item.optional_vars.id] = item.context_expr
             elif isinstance(node, ast.If) and any(w in ast.unparse(node.test) for w in TEST_ONLY):
                 self.test_only |= {id(n) for n in own_nodes(node.body)}
+        unit.cursor += stored_cursor(nodes, self.params)
         in_loops: set[int] = set()
         for node in nodes:
             if isinstance(node, ast.For | ast.AsyncFor) and id(node) not in in_loops:

@@ -17,7 +17,8 @@ VIEW_METHODS = {"get", "post", "put", "patch", "delete", "list", "create", "retr
                 "update", "partial_update", "destroy", "perform_create", "perform_update",
                 "perform_destroy", "form_valid", "get_context_data"}  # fmt: skip
 VIEW_BASES = ("View", "ViewSet", "APIView")
-TASK_DECORATORS = {"task", "shared_task", "job", "actor", "periodic_task"}
+TASK_DECORATORS = {"task", "shared_task", "job", "actor", "periodic_task", "db_task",
+                   "db_periodic_task"}  # fmt: skip
 MEMBER_SIGNATURES = {"s", "si", "signature", "sig"}
 GROUPS = (b"group(", b"chord(", b"batch")
 # Bytes a file holds when it may define an entry point or a job: the rest are not parsed.
@@ -70,6 +71,8 @@ def _kind_of_function(fn: FunctionNode, module: Module) -> tuple[Kind, str] | No
             kind = "tenure job" if name == "job" and "tenure" in qualified + base else "task"
             if name == "task" or name == "shared_task" or "celery" in qualified:
                 kind = "Celery task"
+            elif name.startswith("db_"):
+                kind = "Huey task"  # huey.contrib.djhuey's db_task: closes the connection
             elif name == "actor":
                 kind = "Dramatiq actor"
             elif name == "job" and kind != "tenure job":

@@ -8,11 +8,15 @@ import ast
 import copy
 
 from tenure.doctor.astutil import FunctionNode
-from tenure.doctor.budget.python_project import dotted
+from tenure.doctor.budget.model import Costly
+from tenure.doctor.budget.python_project import call_name, dotted
 
 COMPREHENSIONS = (ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)
 Comprehension = ast.ListComp | ast.SetComp | ast.DictComp | ast.GeneratorExp
 SESSION_NAMES = ("session", "db", "conn", "connection")
+# Fields of a row that hold where a job stopped: read and written back, a stored cursor.
+CURSOR_FIELDS = {"last_id", "last_pk", "last_processed_id", "last_synced_id", "cursor",
+                 "offset", "last_offset"}  # fmt: skip
 
 
 def handed_session(call: ast.Call) -> bool:
@@ -155,3 +159,27 @@ def row_attribute(assign: ast.Assign, row: set[str]) -> bool:
         isinstance(t, ast.Attribute) and isinstance(t.value, ast.Name) and t.value.id in row
         for t in assign.targets
     )
+
+
+def stored_cursor(nodes: list[ast.AST], params: set[str]) -> list[Costly]:
+    """A cursor kept in a row of the project's own (`state = SyncState.objects.get(...)`,
+    read as `state.last_id`, written back with `state.last_id = o.id; state.save()` or
+    `.update(last_id=...)`): the settings-table form of the standard's stored cursor."""
+    saved = {dotted(n.func.value) for n in nodes if isinstance(n, ast.Call)
+             and call_name(n) == "save" and isinstance(n.func, ast.Attribute)}  # fmt: skip
+    out: list[Costly] = []
+    for node in nodes:
+        if isinstance(node, ast.Attribute) and node.attr in CURSOR_FIELDS:
+            base = dotted(node.value)
+            if not isinstance(node.value, ast.Name) or base in params:
+                continue  # a field of what the job was handed is its range, not a cursor
+            if isinstance(node.ctx, ast.Load):
+                out.append(Costly("method", f"{base}.{node.attr}", node.lineno))
+            elif base in saved:
+                out.append(Costly("write", f"{base}.{node.attr} = ...", node.lineno))
+        elif isinstance(node, ast.Call) and call_name(node) in ("update", "update_or_create"):
+            written = [k for k in node.keywords if k.arg in CURSOR_FIELDS]
+            if written:
+                what = f"{dotted(node.func)}({written[0].arg}=...)"
+                out.append(Costly("write", what, node.lineno))
+    return out

@@ -1,0 +1,130 @@
+"""Everyday Python shapes the budget rules read (issue 28's fourth pass): rows walked
+through `enumerate()`, an open-ended slice, a huey task, a cursor kept in a settings row.
+Each fixture is rewritten from real code found through the code search index (which names
+the text, not always the repository), each with its bounded twin that must stay quiet."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from test_budget_python import budget
+
+
+def test_enumerate_over_a_querysets_rows_is_a_loop(tmp_path: Path) -> None:
+    """A Safe transaction service's backfill command: `for i, multisig_tx in
+    enumerate(queryset.iterator()): ... multisig_tx.save(update_fields=[...])` (code index,
+    find_string "in enumerate(queryset.iterator("). The twin counts a page of 100."""
+    found = budget(tmp_path, {
+        "history/__init__.py": "",
+        "history/management/commands/add_payments.py": """
+            from django.core.management.base import BaseCommand
+
+            from history.models import MultisigTransaction
+
+
+            class Command(BaseCommand):
+                def handle(self, *args, **options):
+                    queryset = MultisigTransaction.objects.filter(payment=None)
+                    for i, multisig_tx in enumerate(queryset.iterator()):
+                        multisig_tx.payment = i
+                        multisig_tx.save(update_fields=["payment"])
+        """,
+        "history/management/commands/show_payments.py": """
+            from django.core.management.base import BaseCommand
+
+            from history.models import MultisigTransaction
+
+
+            class Command(BaseCommand):
+                def handle(self, *args, **options):
+                    queryset = MultisigTransaction.objects.filter(payment=None)
+                    for i, multisig_tx in enumerate(queryset[:100]):
+                        multisig_tx.save(update_fields=["payment"])
+        """,
+    })  # fmt: skip
+    assert found == [("work-in-command", "history/management/commands/add_payments.py", 10)]
+
+
+def test_an_open_ended_slice_is_every_row_past_it(tmp_path: Path) -> None:
+    """A newsletter command: `queryset = queryset[offset:]` then `for idx, sub in
+    enumerate(queryset.iterator()): send_mail(...)` (code index, same search): skipping
+    the first rows bounds nothing. The twin's `[offset:offset + 50]` is one page."""
+    command = """
+        from django.core.mail import send_mail
+        from django.core.management.base import BaseCommand
+
+        from news.models import Subscriber
+
+
+        class Command(BaseCommand):
+            def handle(self, *args, **options):
+                offset = options["offset"]
+                queryset = Subscriber.objects.filter(active=True)[{cut}]
+                for idx, sub in enumerate(queryset.iterator()):
+                    send_mail("News", "...", None, [sub.email])
+    """
+    found = budget(tmp_path, {
+        "news/__init__.py": "",
+        "news/management/commands/send_all.py": command.format(cut="offset:"),
+        "news/management/commands/send_page.py": command.format(cut="offset:offset + 50"),
+    })  # fmt: skip
+    assert found == [("work-in-command", "news/management/commands/send_all.py", 12)]
+
+
+def test_a_huey_db_task_is_a_job(tmp_path: Path) -> None:
+    """An air-quality app's huey task: `@db_task(queue='secondary') def
+    copy_legacy_entries(monitor_id)` walks every entry of a monitor and writes per row
+    (code index, find_string "in enumerate(queryset.iterator("). The twin copies the
+    range of entries it was given."""
+    found = budget(tmp_path, {
+        "camp/__init__.py": "",
+        "camp/tasks.py": """
+            from huey.contrib.djhuey import db_task
+
+            from camp.models import Entry, Monitor
+
+
+            @db_task(queue="secondary")
+            def copy_legacy_entries(monitor_id):
+                monitor = Monitor.objects.get(pk=monitor_id)
+                for i, entry in enumerate(monitor.entries.all().iterator()):
+                    entry.save()
+
+
+            @db_task(queue="secondary")
+            def copy_legacy_range(monitor_id, lo, hi):
+                for entry in Entry.objects.filter(monitor_id=monitor_id, id__range=(lo, hi)):
+                    entry.save()
+        """,
+    })  # fmt: skip
+    assert found == [("job-not-batched", "camp/tasks.py", 10)]
+
+
+def test_a_cursor_kept_in_a_settings_row(tmp_path: Path) -> None:
+    """A sync task keeps where it stopped in a row of its own (`state.last_id`, written back
+    with `state.save()`), as teams do when they have no cache: a retry skips a range. The
+    twin is handed its range and writes no cursor."""
+    found = budget(tmp_path, {
+        "shop/__init__.py": "",
+        "shop/tasks.py": """
+            from celery import shared_task
+
+            from shop.models import Order, SyncState
+
+
+            @shared_task
+            def sync_orders():
+                state = SyncState.objects.get(name="orders")
+                for order in Order.objects.filter(id__gt=state.last_id).order_by("id")[:500]:
+                    order.save()
+                    state.last_id = order.id
+                    state.save()
+
+
+            @shared_task
+            def sync_range(lo, hi):
+                for order in Order.objects.filter(id__range=(lo, hi)):
+                    order.save()
+        """,
+    })  # fmt: skip
+    assert found == [("job-resumes-from-cursor", "shop/tasks.py", 10)]
