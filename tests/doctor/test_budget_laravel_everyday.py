@@ -216,3 +216,94 @@ def test_a_service_handed_to_a_command_is_followed(tmp_path: Path) -> None:
         "app/Console/Commands/Count.php": command.format(name="Count", method="countReached"),
     })  # fmt: skip
     assert found == [("work-in-command", "app/Console/Commands/Award.php", 14)]
+
+
+def test_a_cursor_kept_in_the_settings_table(tmp_path: Path) -> None:
+    """A dating-sync app reads where it stopped from its settings table
+    (`User::where('id', '>', Setting::where('key', 'last_user_id')->value('value'))
+    ->limit(30)->get()`, code index, find_string "Setting::where('key', 'last_"); as a job
+    that writes the key back, a retry skips a range. The twin is handed its range."""
+    found = budget(tmp_path, {
+        "app/Jobs/SaveUserInformation.php": """
+            <?php
+
+            namespace App\\Jobs;
+
+            use App\\Models\\Setting;
+            use App\\Models\\User;
+            use Illuminate\\Contracts\\Queue\\ShouldQueue;
+
+            class SaveUserInformation implements ShouldQueue
+            {
+                public function handle(): void
+                {
+                    $lastId = Setting::where('key', 'last_user_id')->value('value');
+                    $users = User::where('id', '>', $lastId)->limit(30)->get();
+                    foreach ($users as $user) {
+                        $user->update(['liked' => true]);
+                        Setting::where('key', 'last_user_id')->update(['value' => $user->id]);
+                    }
+                }
+            }
+        """,
+        "app/Jobs/SaveUserRange.php": """
+            <?php
+
+            namespace App\\Jobs;
+
+            use App\\Models\\User;
+            use Illuminate\\Contracts\\Queue\\ShouldQueue;
+
+            class SaveUserRange implements ShouldQueue
+            {
+                public function __construct(public int $from, public int $until) {}
+
+                public function handle(): void
+                {
+                    $users = User::whereBetween('id', [$this->from, $this->until])->get();
+                    foreach ($users as $user) {
+                        $user->update(['liked' => true]);
+                    }
+                }
+            }
+        """,
+    })  # fmt: skip
+    assert found == [("job-resumes-from-cursor", "app/Jobs/SaveUserInformation.php", 13)]
+
+
+def test_a_request_that_polls_its_batch_waits_for_it(tmp_path: Path) -> None:
+    """A research agent dispatches a batch and then loops `while (!$batch->fresh()->
+    finished() && $elapsed < $timeout) { sleep(2); }` (code index, find_string
+    "->fresh()->finished()"); in a controller action the request waits for every job.
+    The twin reads the batch's state once and answers."""
+    found = budget(tmp_path, {
+        "app/Http/Controllers/ResearchController.php": """
+            <?php
+
+            namespace App\\Http\\Controllers;
+
+            use App\\Jobs\\RunSubagent;
+            use Illuminate\\Support\\Facades\\Bus;
+
+            class ResearchController extends Controller
+            {
+                public function store()
+                {
+                    $batch = Bus::batch([new RunSubagent(1), new RunSubagent(2)])->dispatch();
+                    $elapsed = 0;
+                    while (!$batch->fresh()->finished() && $elapsed < 120) {
+                        sleep(2);
+                        $elapsed += 2;
+                    }
+                    return back();
+                }
+
+                public function show(string $id)
+                {
+                    $batch = Bus::findBatch($id);
+                    return response()->json(['done' => $batch->finished()]);
+                }
+            }
+        """,
+    })  # fmt: skip
+    assert found == [("request-waits-for-job", "app/Http/Controllers/ResearchController.php", 14)]

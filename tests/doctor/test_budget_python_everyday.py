@@ -128,3 +128,30 @@ def test_a_cursor_kept_in_a_settings_row(tmp_path: Path) -> None:
         """,
     })  # fmt: skip
     assert found == [("job-resumes-from-cursor", "shop/tasks.py", 10)]
+
+
+def test_a_view_that_polls_its_job_waits_for_it(tmp_path: Path) -> None:
+    """A search view sends a task and spins `while not result.ready(): pass` before it
+    answers (code index, find_string "while not result.ready():"; its `.get()` is left out
+    here so the loop alone is what waits). The twin answers with the task's id."""
+    found = budget(tmp_path, {
+        "web/__init__.py": "",
+        "web/views.py": """
+            from django.http import JsonResponse
+
+            from web.tasks import search
+
+
+            def search_request(request):
+                result = search.delay(request.GET.get("query"))
+                while not result.ready():
+                    pass
+                return JsonResponse(result.result)
+
+
+            def search_start(request):
+                result = search.delay(request.GET.get("query"))
+                return JsonResponse({"task": result.id, "ready": result.ready()})
+        """,
+    })  # fmt: skip
+    assert found == [("request-waits-for-job", "web/views.py", 9)]

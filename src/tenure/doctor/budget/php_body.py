@@ -31,6 +31,7 @@ from tenure.doctor.budget.php_shapes import (
     job_class,
     of_batch,
     own_queue,
+    polls_batch,
     queued_closures,
     self_dispatch,
     sync_dispatch,
@@ -67,6 +68,9 @@ MAPS = {"map", "flatMap", "mapWithKeys", "transform"}
 # Console helpers that run a callback per item with a progress bar: `$this->withProgressBar(
 # $rows, fn)`, Laravel Prompts' `progress('Label', $rows, fn)`.
 PROGRESS_LOOPS = {"withProgressBar", "progress"}
+# A stored cursor read (`Cache::get`, a settings row's `value()`) and written back.
+CURSOR_READS = {"get", "value", "first", "pluck", "remember"}
+CURSOR_WRITES = {"put", "forever", "set", "increment", "updateOrCreate", "update", "upsert"}
 RELATIONS = {"hasMany", "belongsToMany", "morphMany", "morphToMany", "morphedByMany",
              "hasManyThrough"}  # fmt: skip
 
@@ -275,7 +279,7 @@ class Reader:
                     unit.redispatch_offset.append(Costly("dispatch", written, at))
         if name in ("download", "store", "raw") and builds_export(call):
             unit.exports.append(Costly("file", written, at))
-        if name in WAITS:
+        if name in WAITS or polls_batch(call, self.held):
             unit.waits.append(Costly("dispatch", written, at, target_class(call)))
         inline = sync_dispatch(call)
         if inline is not None:  # `X::dispatch(...)->onConnection('sync')` runs it right here
@@ -344,8 +348,8 @@ class Reader:
     def _cursor(call: Node, unit: Unit) -> None:
         """A stored cursor read or written (`Cache::put('last_id', ...)`, in a loop or not)."""
         name = call_name(call)
-        if name in ("get", "put", "forever", "set", "increment", "remember") and cursor_key(call):
-            what = Costly("method" if name == "get" else "write", short(call), line(call))
+        if name in CURSOR_READS | CURSOR_WRITES and cursor_key(call):
+            what = Costly("method" if name in CURSOR_READS else "write", short(call), line(call))
             unit.cursor.append(what)
 
     def _bulk_notify(self, call: Node, unit: Unit, effect: str | None) -> None:

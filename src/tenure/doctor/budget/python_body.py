@@ -29,6 +29,7 @@ from tenure.doctor.budget.python_shapes import (
     on_row,
     one_value,
     past_budget,
+    polled,
     refined,
     related_manager,
     row_attribute,
@@ -230,6 +231,8 @@ class Reader:
                         loop.work.append(Costly("query", what, inner.lineno))
                 self._grows(node.body, row, loop)
                 unit.loops.append(loop)
+            elif isinstance(node, ast.While) and (poll := polled(node.test, self._sent)):
+                unit.waits.append(Costly("dispatch", ast.unparse(poll)[:60], node.lineno))
             elif isinstance(node, ast.Assign) and isinstance(node.value, COMPREHENSIONS):
                 self._comprehension(node)
             elif isinstance(node, COMPREHENSIONS) and id(node) not in in_loops:
@@ -405,6 +408,10 @@ class Reader:
                 filled = self.grown[arg.id]
                 return None if filled.bounded else f"{filled.over} (filled into {arg.id})"
         return None
+
+    def _sent(self, expr: ast.expr) -> bool:
+        """A job's handle, as written or held in a name: `res`, `t.delay(1)`."""
+        return (isinstance(expr, ast.Name) and self._handle(expr.id)) or sent(expr)
 
     def _handle(self, name: str) -> bool:
         held = self.queries.get(name)

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import ast
 import copy
+from collections.abc import Callable
 
 from tenure.doctor.astutil import FunctionNode
 from tenure.doctor.budget.model import Costly
@@ -183,3 +184,17 @@ def stored_cursor(nodes: list[ast.AST], params: set[str]) -> list[Costly]:
                 what = f"{dotted(node.func)}({written[0].arg}=...)"
                 out.append(Costly("write", what, node.lineno))
     return out
+
+
+# What a loop asks of a job's handle while it waits for the job to end.
+POLLS = {"ready", "successful", "failed", "completed_count", "state", "status"}
+
+
+def polled(test: ast.expr, is_handle: Callable[[ast.expr], bool]) -> ast.expr | None:
+    """`while not res.ready():`, `while res.state == "PENDING":`: the loop holds the unit
+    until the job it sent is done, as `res.get()` would. The handle asked, or None."""
+    for node in ast.walk(test):
+        asked = node.func if isinstance(node, ast.Call) else node
+        if isinstance(asked, ast.Attribute) and asked.attr in POLLS and is_handle(asked.value):
+            return asked.value
+    return None
