@@ -307,3 +307,54 @@ def test_a_request_that_polls_its_batch_waits_for_it(tmp_path: Path) -> None:
         """,
     })  # fmt: skip
     assert found == [("request-waits-for-job", "app/Http/Controllers/ResearchController.php", 14)]
+
+
+def test_a_project_helper_function_handed_the_row_is_followed(tmp_path: Path) -> None:
+    """laravelcm/laravel.cm, app/Console/Commands/UpdateUserRepliesPoints.php: `foreach
+    (Reply::all() as $reply) { givePoint(new ReplyCreated($reply->replyAble)); }`, where
+    `givePoint()` is the project's own helper (inside `if (! function_exists(...))`) that
+    writes a reputation row. The twin's helper only formats."""
+    helpers = """
+        <?php
+
+        if (! function_exists('givePoint')) {
+            function givePoint($point, $user = null)
+            {
+                $user->reputations()->create(['point' => $point->getPoints()]);
+            }
+        }
+
+        if (! function_exists('pointLabel')) {
+            function pointLabel($point)
+            {
+                return sprintf('%d points', $point->getPoints());
+            }
+        }
+    """
+    command = """
+        <?php
+
+        namespace App\\Console\\Commands;
+
+        use App\\Gamify\\Points\\ReplyCreated;
+        use App\\Models\\Reply;
+        use Illuminate\\Console\\Command;
+
+        class {name} extends Command
+        {{
+            protected $signature = 'lcm:{name}';
+
+            public function handle()
+            {{
+                foreach (Reply::all() as $reply) {{
+                    {helper}(new ReplyCreated($reply->replyAble));
+                }}
+            }}
+        }}
+    """
+    found = budget(tmp_path, {
+        "app/helpers.php": helpers,
+        "app/Console/Commands/Points.php": command.format(name="Points", helper="givePoint"),
+        "app/Console/Commands/Labels.php": command.format(name="Labels", helper="pointLabel"),
+    })  # fmt: skip
+    assert found == [("work-in-command", "app/Console/Commands/Points.php", 15)]

@@ -155,3 +155,35 @@ def test_a_view_that_polls_its_job_waits_for_it(tmp_path: Path) -> None:
         """,
     })  # fmt: skip
     assert found == [("request-waits-for-job", "web/views.py", 9)]
+
+
+def test_a_cursor_kept_under_a_key_of_a_settings_table(tmp_path: Path) -> None:
+    """The key-value form of the settings-table cursor (the Laravel apps' `Setting::where(
+    'key', 'last_user_id')`, code index): `Setting.objects.get(key="orders_last_id")` read,
+    `update_or_create(key="orders_last_id", ...)` written back per row. The twin stores
+    a report's name under a key that is not a cursor."""
+    found = budget(tmp_path, {
+        "shop/__init__.py": "",
+        "shop/tasks.py": """
+            from celery import shared_task
+
+            from shop.models import Order, Setting
+
+
+            @shared_task
+            def sync_orders():
+                last_id = int(Setting.objects.get(key="orders_last_id").value)
+                for order in Order.objects.filter(id__gt=last_id).order_by("id")[:500]:
+                    order.save()
+                    Setting.objects.update_or_create(
+                        key="orders_last_id", defaults={"value": order.id}
+                    )
+
+
+            @shared_task
+            def name_report(report_id):
+                title = Setting.objects.get(key="report_title").value
+                Setting.objects.update_or_create(key="report_title", defaults={"value": title})
+        """,
+    })  # fmt: skip
+    assert found == [("job-resumes-from-cursor", "shop/tasks.py", 9)]

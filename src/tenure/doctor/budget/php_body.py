@@ -40,6 +40,7 @@ from tenure.doctor.budget.php_shapes import (
 )
 from tenure.doctor.budget.php_syntax import (
     CALLS,
+    CLASSES,
     CLOSURES,
     args,
     call_name,
@@ -52,9 +53,10 @@ from tenure.doctor.budget.php_syntax import (
     receiver,
     short,
 )
-from tenure.doctor.laravel.php import line, parse, string_value, text
+from tenure.doctor.laravel.php import line, parse, string_value, text, walk
 
 DEPTH = 2
+FUNCTIONS = frozenset({"function_definition"})
 DEFINES = re.compile(rb"function\s+&?\s*(\w+)\s*\(")
 NOT_APP = {"factories", "seeders", "seeds", "Factories", "Seeders"}
 FRAMEWORK = {"get", "first", "find", "where", "toArray", "map", "filter", "count", "sum", "each",
@@ -85,6 +87,7 @@ class Methods:
     _looked_up: set[str] = field(default_factory=set)
     _defined: dict[str, list[tuple[str, bytes]]] | None = None  # method name -> its files
     _effects: dict[tuple[int, int], list[Costly]] = field(default_factory=dict)
+    _functions: dict[str, list[Node]] = field(default_factory=dict)  # helper name -> bodies
 
     def add_file(self, path: str, classes: list[Node]) -> None:
         """Index a parsed file's methods; factories and seeders make test data, not the app."""
@@ -133,12 +136,31 @@ class Methods:
         named = [b for cls, b in candidates if hint and cls in (hint, hint.rstrip("s"))]
         return named or [b for _, b in candidates]
 
+    def function_bodies(self, name: str) -> list[Node]:
+        """The bodies of the project's plain functions named `name` (`givePoint()` in
+        app/helpers.php, inside its `if (! function_exists(...))`)."""
+        if name not in self._functions:
+            self._candidates(name)
+            found = self._functions.setdefault(name, [])
+            for _, data in (self._defined or {}).get(name, []):
+                for fn in walk(parse(data), FUNCTIONS, into=CLASSES | FUNCTIONS):
+                    body = fn.child_by_field_name("body")
+                    if text(fn.child_by_field_name("name")) == name and body is not None:
+                        found.append(body)
+        return self._functions[name]
+
+    def function_effects(self, name: str, depth: int) -> list[Costly]:
+        return self._costs(self.function_bodies(name)[:3], name, depth)
+
     def effects(self, name: str, depth: int, hint: str = "") -> list[Costly]:
         """What calling `name` costs. Several classes may define it: the one named like the
         receiver (`$asset->x()` -> Asset) is taken when there is one."""
         candidates = self._candidates(name)
         named = [b for cls, b in candidates if hint and cls in (hint, hint.rstrip("s"))]
-        for body in named or [b for _, b in candidates[:3]]:
+        return self._costs(named or [b for _, b in candidates[:3]], name, depth)
+
+    def _costs(self, bodies: list[Node], name: str, depth: int) -> list[Costly]:
+        for body in bodies:
             key = (body.id, depth)
             if key not in self._effects:
                 self._effects[key] = []  # a recursive call costs nothing more
@@ -156,9 +178,17 @@ def call_effects(call: Node, row: set[str], methods: Methods, depth: int) -> lis
     effect = effect_of(call)
     if effect is not None:
         return [Costly(effect, callee(call), line(call))]
-    if depth >= DEPTH or call.type == "function_call_expression":
+    if depth >= DEPTH:
         return []
     name = call_name(call)
+    if call.type == "function_call_expression":
+        # a project helper handed the row (`givePoint(new ReplyCreated($reply))`) costs
+        # what its body costs
+        written = text(call.child_by_field_name("arguments"))
+        if depth > 0 or not any(r in written for r in row):
+            return []
+        found = methods.function_effects(name, depth + 1)
+        return [Costly(c.effect, name, line(call), c.via) for c in found[:1]]
     if depth == 0 and name in READS and text(chain(call)[-1]) in row and is_query(call, {}):
         return [Costly("query", callee(call), line(call))]  # a query per row
     if name in FRAMEWORK:

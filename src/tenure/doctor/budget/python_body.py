@@ -21,6 +21,7 @@ from tenure.doctor.budget.python_shapes import (
     COMPREHENSIONS,
     Comprehension,
     chunk_of_ids,
+    cursor_call,
     given_params,
     handed_session,
     is_id,
@@ -390,10 +391,9 @@ class Reader:
 
     def _cursor(self, call: ast.Call, unit: Unit) -> None:
         """A stored cursor read or written (`cache.get("last_id")`, in a loop or not)."""
-        name = call_name(call)
-        if name in ("get", "set", "incr", "add") and self._cursor_key(call):
-            what = Costly("write" if name != "get" else "method", dotted(call.func), call.lineno)
-            unit.cursor.append(what)
+        effect = cursor_call(call)
+        if effect is not None:
+            unit.cursor.append(Costly(effect, dotted(call.func), call.lineno))
 
     def _per_row(self, call: ast.Call) -> str | None:
         """`group(t.s(o.id) for o in Order.objects.all())`, or `group(members)` after a
@@ -416,16 +416,6 @@ class Reader:
     def _handle(self, name: str) -> bool:
         held = self.queries.get(name)
         return held is not None and sent(held)
-
-    @staticmethod
-    def _cursor_key(call: ast.Call) -> bool:
-        if not call.args or not isinstance(call.func, ast.Attribute):
-            return False
-        base = dotted(call.func.value).lower()
-        if not any(w in base for w in ("cache", "redis", "settings", "state")):
-            return False
-        key = ast.unparse(call.args[0]).lower()
-        return any(w in key for w in ("last_id", "last_pk", "offset", "cursor", "last_processed"))
 
     @staticmethod
     def _http(qualified: str, name: str) -> bool:

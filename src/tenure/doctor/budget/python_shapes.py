@@ -6,10 +6,11 @@ from __future__ import annotations
 
 import ast
 import copy
+import re
 from collections.abc import Callable
 
 from tenure.doctor.astutil import FunctionNode
-from tenure.doctor.budget.model import Costly
+from tenure.doctor.budget.model import Costly, Effect
 from tenure.doctor.budget.python_project import call_name, dotted
 
 COMPREHENSIONS = (ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)
@@ -198,3 +199,28 @@ def polled(test: ast.expr, is_handle: Callable[[ast.expr], bool]) -> ast.expr | 
         if isinstance(asked, ast.Attribute) and asked.attr in POLLS and is_handle(asked.value):
             return asked.value
     return None
+
+
+# A key that names where a run stopped: `last_id`, `orders_last_synced_id`, `offset`.
+CURSOR_KEY = re.compile(r"last_\w*(id|pk)\b|offset|cursor|last_processed")
+CURSOR_STORES = ("cache", "redis", "setting", "state", "option")
+CURSOR_READS = {"get", "filter", "get_or_create", "first", "values_list"}
+CURSOR_WRITES = {"set", "incr", "add", "update_or_create", "update", "set_many"}
+KEY_ARGS = {"key", "name", "slug"}
+
+
+def cursor_call(call: ast.Call) -> Effect | None:
+    """`cache.get("last_id")` (a read), `Setting.objects.update_or_create(key=
+    "orders_last_id", ...)` (a write): a store keyed by a cursor. The key is the first
+    argument or a `key=`/`name=` of the call or of the chain it is made on."""
+    func = call.func
+    if not isinstance(func, ast.Attribute) or func.attr not in CURSOR_READS | CURSOR_WRITES:
+        return None
+    if not any(w in ast.unparse(func.value).lower() for w in CURSOR_STORES):
+        return None
+    keys: list[ast.expr] = []
+    for node in [call, *(n for n in ast.walk(func.value) if isinstance(n, ast.Call))]:
+        keys += node.args[:1] + [k.value for k in node.keywords if k.arg in KEY_ARGS]
+    if not any(CURSOR_KEY.search(ast.unparse(key).lower()) for key in keys):
+        return None
+    return "write" if func.attr in CURSOR_WRITES else "method"
