@@ -311,9 +311,10 @@ def test_a_request_that_polls_its_batch_waits_for_it(tmp_path: Path) -> None:
 
 def test_a_project_helper_function_handed_the_row_is_followed(tmp_path: Path) -> None:
     """laravelcm/laravel.cm, app/Console/Commands/UpdateUserRepliesPoints.php: `foreach
-    (Reply::all() as $reply) { givePoint(new ReplyCreated($reply->replyAble)); }`, where
-    `givePoint()` is the project's own helper (inside `if (! function_exists(...))`) that
-    writes a reputation row. The twin's helper only formats."""
+    (Reply::all() as $reply) { givePoint(new ReplyCreated($reply->replyAble)); }`. There
+    `givePoint()` comes from a gamification package; here it is the project's own helper in
+    app/helpers.php (inside `if (! function_exists(...))`), writing a reputation row, as
+    projects write their helpers. The twin's helper only formats."""
     helpers = """
         <?php
 
