@@ -359,3 +359,68 @@ def test_a_project_helper_function_handed_the_row_is_followed(tmp_path: Path) ->
         "app/Console/Commands/Labels.php": command.format(name="Labels", helper="pointLabel"),
     })  # fmt: skip
     assert found == [("work-in-command", "app/Console/Commands/Points.php", 15)]
+
+
+SERVICE = """
+    <?php
+
+    namespace App\\Services;
+
+    use App\\Models\\Invoice;
+
+    class InvoiceReminder
+    {
+        public function remindAll(): int
+        {
+            Invoice::where('paid', false)->get()->each(function (Invoice $invoice) {
+                $invoice->update(['reminded_at' => now()]);
+            });
+            return 1;
+        }
+
+        public static function remindOne(int $id): int
+        {
+            Invoice::whereKey($id)->update(['reminded_at' => now()]);
+            return 1;
+        }
+    }
+"""
+
+CONTROLLER = """
+    <?php
+
+    namespace App\\Http\\Controllers;
+
+    use App\\Services\\InvoiceReminder;
+
+    class InvoiceController extends Controller
+    {{
+        public function remind()
+        {{
+            {call}
+            return back();
+        }}
+    }}
+"""
+
+
+def test_a_service_the_action_makes_is_followed(tmp_path: Path) -> None:
+    """The everyday ways a Laravel controller reaches a service (`app(X::class)->run()`, as
+    the workspace app in the code index calls `app(ModuleRegistry::class)->featureEnabled()`;
+    `(new X)->run()`; a local `$x = new X`): the service's method walks every unpaid invoice
+    and writes per row. The twin calls its static method that updates one invoice by key."""
+    calls = {
+        "app": "app(InvoiceReminder::class)->remindAll();",
+        "new": "(new InvoiceReminder())->remindAll();",
+        "local": "$reminder = new InvoiceReminder();\n            $reminder->remindAll();",
+        "static": "InvoiceReminder::remindOne(1);",
+    }
+    for form, call in calls.items():
+        found = budget(tmp_path / form, {
+            "app/Services/InvoiceReminder.php": SERVICE,
+            "app/Http/Controllers/InvoiceController.php": CONTROLLER.format(call=call),
+        })  # fmt: skip
+        at = 12 if form == "local" else 11
+        expected = [] if form == "static" else [
+            ("work-in-request", "app/Http/Controllers/InvoiceController.php", at)]  # fmt: skip
+        assert found == expected, form

@@ -187,3 +187,58 @@ def test_a_cursor_kept_under_a_key_of_a_settings_table(tmp_path: Path) -> None:
         """,
     })  # fmt: skip
     assert found == [("job-resumes-from-cursor", "shop/tasks.py", 9)]
+
+
+def test_a_service_module_or_class_the_view_calls_is_followed(tmp_path: Path) -> None:
+    """Django views that call into the app's own services (`from . import services;
+    services.remind_unpaid()`, `from .services import Reminder; Reminder().remind_unpaid()`),
+    the split many Django teams use: the service walks every unpaid invoice and mails
+    each (rewritten to that shape, not cut from one project). The twin calls a library module
+    (`json.dumps`), which is not the project's and is not followed."""
+    services = """
+        from django.core.mail import send_mail
+
+        from shop.models import Invoice
+
+
+        def remind_unpaid():
+            for invoice in Invoice.objects.filter(paid=False):
+                send_mail("Unpaid", "...", None, [invoice.email])
+
+
+        class Reminder:
+            def remind_unpaid(self):
+                remind_unpaid()
+                for invoice in Invoice.objects.filter(paid=False):
+                    send_mail("Unpaid", "...", None, [invoice.email])
+    """
+    found = budget(tmp_path, {
+        "shop/__init__.py": "",
+        "shop/services.py": services,
+        "shop/views.py": """
+            import json
+
+            from django.http import JsonResponse
+
+            from . import services
+            from .services import Reminder
+
+
+            def remind(request):
+                services.remind_unpaid()
+                return JsonResponse({})
+
+
+            def remind_all(request):
+                Reminder().remind_unpaid()
+                return JsonResponse({})
+
+
+            def status(request):
+                return JsonResponse(json.loads(json.dumps({"ok": True})))
+        """,
+    })  # fmt: skip
+    assert found == [
+        ("work-in-request", "shop/views.py", 11),
+        ("work-in-request", "shop/views.py", 16),
+    ]

@@ -34,6 +34,7 @@ from tenure.doctor.budget.php_shapes import (
     polls_batch,
     queued_closures,
     self_dispatch,
+    service_class,
     sync_dispatch,
     target_class,
     untimed,
@@ -151,6 +152,11 @@ class Methods:
 
     def function_effects(self, name: str, depth: int) -> list[Costly]:
         return self._costs(self.function_bodies(name)[:3], name, depth)
+
+    def bodies_in(self, name: str, cls: str) -> list[Node]:
+        """The body of `cls::name` only: a static call on a facade is not followed into a
+        project method that merely shares its name."""
+        return [b for owner, b in self._candidates(name) if owner == cls.lower()]
 
     def effects(self, name: str, depth: int, hint: str = "") -> list[Costly]:
         """What calling `name` costs. Several classes may define it: the one named like the
@@ -443,16 +449,20 @@ class Reader:
         `$this->user->deleteThreads()`), one level deep, named at the call; the method's
         parameters hold what the call passed."""
         target = receiver(call)
-        if self.follow <= 0 or call.type != "member_call_expression" or target is None:
+        if self.follow <= 0 or target is None:
             return
         on = text(target)
+        made = service_class(target, self.held)
         # `$this->x()`, `$this->service->x()`, or a service the entry point was handed
         # (`handle(MilestoneWatcher $watcher)` calling `$watcher->awardReached()`).
         injected = target.type == "variable_name" and on in self.given and on not in self.held
-        if on != "$this" and not (on.startswith("$this->") and on.count("->") == 1) and (
-            not injected):  # fmt: skip
+        if call.type != "member_call_expression" and not made:
             return
-        bodies = self.methods.bodies_of(call_name(call), _hint(on))
+        if on != "$this" and not (on.startswith("$this->") and on.count("->") == 1) and (
+            not injected and not made):  # fmt: skip
+            return
+        bodies = (self.methods.bodies_in(call_name(call), made) if made
+                  else self.methods.bodies_of(call_name(call), _hint(on)))  # fmt: skip
         declaration = bodies[0].parent if len(bodies) == 1 else None
         if declaration is None:
             return

@@ -201,3 +201,23 @@ def polls_batch(call: Node, held: dict[str, Node]) -> bool:
             return False
         node = node.parent
     return node is not None
+
+
+def service_class(target: Node, held: dict[str, Node]) -> str:
+    """The project class a call is made on, when the code names it: `app(Reminder::class)`,
+    `resolve(Reminder::class)`, `(new Reminder())`, `$svc` holding `new Reminder`, or the
+    scope of a static call `Reminder::remindAll()`. "" when it does not."""
+    if target.type == "variable_name" and text(target) in held:
+        target = held[text(target)]
+    while target.type == "parenthesized_expression" and target.named_children:
+        target = target.named_children[0]
+    if target.type == "object_creation_expression" and target.named_children:
+        return text(target.named_children[0]).rsplit("\\", 1)[-1]
+    if target.type == "function_call_expression" and call_name(target) in ("app", "resolve"):
+        given = args(target)
+        if given and given[0].type == "class_constant_access_expression":
+            return text(given[0]).split("::", 1)[0].rsplit("\\", 1)[-1]
+    if target.type in ("name", "qualified_name"):
+        written = text(target).rsplit("\\", 1)[-1]
+        return "" if written in ("self", "static", "parent") else written
+    return ""

@@ -342,6 +342,10 @@ class Reader:
             targets = self.project.defined(func.id, method=False)
         elif isinstance(func, ast.Attribute) and dotted(func.value) in ("self", "cls"):
             targets = self.project.defined(func.attr, method=True)
+        elif isinstance(func, ast.Attribute) and (imported := self._imported(func.value)):
+            # `services.remind_unpaid()`, `Reminder().remind_unpaid()`, `svc.remind_unpaid()`
+            # with `svc = Reminder()`: a function or method of the project's own modules
+            targets = self.project.defined(func.attr, method=imported[:1].isupper())
         if len(targets) != 1 or id(targets[0]) not in self.project.homes:
             return
         target = targets[0]
@@ -353,6 +357,17 @@ class Reader:
             if loop.work and not loop.bounded:
                 over = f"{loop.over} (in {target.name}, line {loop.line})"
                 unit.loops.append(Loop(over, call.lineno, loop.work))
+
+    def _imported(self, expr: ast.expr) -> str:
+        """The last name of the project module or class `expr` is (or makes an instance
+        of), or ""."""
+        if isinstance(expr, ast.Name) and isinstance(self.queries.get(expr.id), ast.Call):
+            expr = self.queries[expr.id]
+        if isinstance(expr, ast.Call) and isinstance(expr.func, ast.Name):
+            expr = expr.func
+        if not isinstance(expr, ast.Name) or expr.id in self.params:
+            return ""
+        return expr.id if self.project.imported_here(self.module, expr.id) else ""
 
     def call(self, call: ast.Call, unit: Unit) -> None:
         """What a call outside any loop tells: timeouts, dispatches, waits, batches, cursors."""
