@@ -242,3 +242,47 @@ def test_a_service_module_or_class_the_view_calls_is_followed(tmp_path: Path) ->
         ("work-in-request", "shop/views.py", 11),
         ("work-in-request", "shop/views.py", 16),
     ]
+
+
+def test_rows_of_a_custom_manager_method(tmp_path: Path) -> None:
+    """hjkelly/ptl, ptl/data_apps/interactions/models.py: `profiles =
+    Profile.objects.confirmed_for_reminders()` then `for p in profiles:
+    Reminder.objects.create(profile=p)`, called from a management command. A manager
+    method iterated is a queryset. The twin walks one page of it (`[:50]`)."""
+    models = """
+        from django.db import models
+
+        from ptl.profiles.models import Profile
+
+
+        class Reminder(models.Model):
+            pass
+
+
+        def send_reminders():
+            profiles = Profile.objects.confirmed_for_reminders()
+            for p in profiles:
+                Reminder.objects.create(profile=p)
+
+
+        def send_first_reminders():
+            for p in Profile.objects.confirmed_for_reminders()[:50]:
+                Reminder.objects.create(profile=p)
+    """
+    command = """
+        from django.core.management.base import BaseCommand
+
+        from ptl.models import {name}
+
+
+        class Command(BaseCommand):
+            def handle(self, *args, **options):
+                {name}()
+    """
+    found = budget(tmp_path, {
+        "ptl/__init__.py": "",
+        "ptl/models.py": models,
+        "ptl/management/commands/remind.py": command.format(name="send_reminders"),
+        "ptl/management/commands/remind_first.py": command.format(name="send_first_reminders"),
+    })  # fmt: skip
+    assert found == [("work-in-command", "ptl/management/commands/remind.py", 9)]

@@ -26,6 +26,7 @@ from tenure.doctor.budget.python_shapes import (
     handed_session,
     is_id,
     literals,
+    manager_call,
     mentions_any,
     on_row,
     one_value,
@@ -151,6 +152,7 @@ class Reader:
         names = QUERY_CHAIN | {"query", "get_queryset", "filter_queryset", "execute", "fetchall"}
         chain_ok = isinstance(expr, ast.Call) and call_name(expr) in names
         chain_ok = chain_ok or (isinstance(expr, ast.Attribute) and expr.attr in QUERY_ROOTS)
+        chain_ok = chain_ok or manager_call(expr)
         return (seen_root and chain_ok, bounded)
 
     def _session_rows(self, expr: ast.expr) -> bool:

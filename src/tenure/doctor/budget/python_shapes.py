@@ -224,3 +224,23 @@ def cursor_call(call: ast.Call) -> Effect | None:
     if not any(CURSOR_KEY.search(ast.unparse(key).lower()) for key in keys):
         return None
     return "write" if func.attr in CURSOR_WRITES else "method"
+
+
+# Manager methods that hand back one object or a count, not rows.
+ONE_OBJECT = ("get", "create", "count", "exists", "aggregate", "latest", "earliest", "first",
+              "last", "in_bulk", "update", "delete", "bulk_")  # fmt: skip
+
+
+def manager_call(expr: ast.expr) -> bool:
+    """`Profile.objects.confirmed_for_reminders()`: a custom manager method on a model. What
+    it hands back is a queryset unless its name says one object or a count."""
+    if not isinstance(expr, ast.Call) or not isinstance(expr.func, ast.Attribute):
+        return False
+    manager = expr.func.value
+    return (
+        isinstance(manager, ast.Attribute)
+        and manager.attr == "objects"
+        and isinstance(manager.value, ast.Name)
+        and manager.value.id[:1].isupper()
+        and not expr.func.attr.startswith(ONE_OBJECT)
+    )
