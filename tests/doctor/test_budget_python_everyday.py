@@ -286,3 +286,47 @@ def test_rows_of_a_custom_manager_method(tmp_path: Path) -> None:
         "ptl/management/commands/remind_first.py": command.format(name="send_first_reminders"),
     })  # fmt: skip
     assert found == [("work-in-command", "ptl/management/commands/remind.py", 9)]
+
+
+def test_a_task_that_sends_itself_on_from_the_last_row(tmp_path: Path) -> None:
+    """An account-pruning task deletes a chunk and sends itself on with
+    `self.delay(last_pk=admins[-1].pk)` (code index, find_string ".delay(last_pk="); the
+    same with `apply_async(kwargs={"offset": offset + BATCH})`. A retry of either skips or
+    repeats a range. The twin is handed its range by its coordinator and sends nothing."""
+    found = budget(tmp_path, {
+        "acc/__init__.py": "",
+        "acc/tasks.py": """
+            from celery import shared_task
+
+            from acc.models import Admin
+
+            BATCH = 100
+
+
+            @shared_task
+            def prune_admins(last_pk=0):
+                admins = list(Admin.objects.filter(pk__gt=last_pk).order_by("pk")[:BATCH])
+                for admin in admins:
+                    admin.delete()
+                if admins:
+                    prune_admins.delay(last_pk=admins[-1].pk)
+
+
+            @shared_task
+            def prune_by_offset(offset=0):
+                for admin in Admin.objects.order_by("pk")[offset : offset + BATCH]:
+                    admin.delete()
+                prune_by_offset.apply_async(kwargs={"offset": offset + BATCH})
+
+
+            @shared_task
+            def prune_range(lo, hi):
+                for admin in Admin.objects.filter(pk__range=(lo, hi)):
+                    admin.delete()
+        """,
+    })  # fmt: skip
+    assert [f for f in found if f[0] == "job-resumes-from-cursor"] == [
+        ("job-resumes-from-cursor", "acc/tasks.py", 15),
+        ("job-resumes-from-cursor", "acc/tasks.py", 22),
+    ]
+    assert not [f for f in found if f[2] > 23]  # the ranged twin stays quiet

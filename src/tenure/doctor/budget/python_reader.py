@@ -232,7 +232,7 @@ def _unit(fn: FunctionNode, kind: Kind, framework: str, name: str, module: Modul
                 if node.func.attr in ("delay", "apply_async", "dispatch") and target in (
                     fn.name, "self"):  # fmt: skip
                     unit.self_dispatch.append(_costly(node))
-                    sent = [*node.args, *(k.value for k in node.keywords)]
+                    sent = _sent_values([*node.args, *(k.value for k in node.keywords)])
                     if any(_offset(reader.queries.get(a.id, a) if isinstance(a, ast.Name) else a,
                                    params) for a in sent):  # fmt: skip
                         unit.redispatch_offset.append(_costly(node))
@@ -243,9 +243,26 @@ def _costly(call: ast.Call) -> Costly:
     return Costly("dispatch", dotted(call.func), call.lineno)
 
 
+def _sent_values(sent: list[ast.expr]) -> list[ast.expr]:
+    """What a dispatch hands the job, through `apply_async(args=[...], kwargs={...})`."""
+    out: list[ast.expr] = []
+    for value in sent:
+        if isinstance(value, ast.List | ast.Tuple):
+            out += value.elts
+        elif isinstance(value, ast.Dict):
+            out += value.values
+        else:
+            out.append(value)
+    return out
+
+
 def _offset(arg: ast.expr, params: set[str]) -> bool:
-    """`offset + 100` (written in the call, or held in a local first: `nxt = start + size`):
-    the job sends itself on from where it stopped."""
+    """`offset + 100` (written in the call, or held in a local first: `nxt = start + size`),
+    or the last row's key (`last_pk=orders[-1].pk`): the job sends itself on from where it
+    stopped."""
+    if isinstance(arg, ast.Attribute) and arg.attr in ("pk", "id"):
+        last = arg.value
+        return isinstance(last, ast.Subscript) and ast.unparse(last.slice) == "-1"
     return (
         isinstance(arg, ast.BinOp)
         and isinstance(arg.op, ast.Add)
