@@ -330,3 +330,37 @@ def test_a_task_that_sends_itself_on_from_the_last_row(tmp_path: Path) -> None:
         ("job-resumes-from-cursor", "acc/tasks.py", 22),
     ]
     assert not [f for f in found if f[2] > 23]  # the ranged twin stays quiet
+
+
+def test_a_class_based_celery_task_is_a_job(tmp_path: Path) -> None:
+    """The account-pruning task of the last test is class-based in its project (`class
+    ...(NotifyBaseTask)` with `run(self, last_pk=None)` sending itself on with
+    `self.delay(last_pk=admins[-1].pk)`, code index): run() is the job's body. The twin
+    is a class-based task over the range it was given."""
+    found = budget(tmp_path, {
+        "acc/__init__.py": "",
+        "acc/tasks.py": """
+            from celery import Task
+
+            from acc.models import Admin
+
+
+            class PruneAdmins(Task):
+                chunk_size = 100
+
+                def run(self, last_pk=None):
+                    admins = list(Admin.objects.filter(pk__gt=last_pk)[: self.chunk_size])
+                    for admin in admins:
+                        admin.delete()
+                    if admins:
+                        self.delay(last_pk=admins[-1].pk)
+
+
+            class PruneRange(Task):
+                def run(self, lo, hi):
+                    for admin in Admin.objects.filter(pk__range=(lo, hi)):
+                        admin.delete()
+        """,
+    })  # fmt: skip
+    assert ("job-resumes-from-cursor", "acc/tasks.py", 15) in found
+    assert not [f for f in found if f[2] > 16]  # the ranged twin stays quiet

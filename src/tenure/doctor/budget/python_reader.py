@@ -25,7 +25,7 @@ GROUPS = (b"group(", b"chord(", b"batch")
 MARKERS = (b"request,", b"request)", b"BaseCommand", b"RunPython", b"def upgrade", b"task",
            b"actor", b"@click", b".command(", b".route(", b"Router", b"router", b"Blueprint",
            b"@app.", b".job(", b"@job", b"dramatiq", b"enqueue", b"add_job",
-           b"function=")  # fmt: skip
+           b"function=", b"Task)")  # fmt: skip
 
 
 def parse_more(files: list[FoundFile], parsed: list[Module]) -> list[Module]:
@@ -115,6 +115,10 @@ def _class_units(cls: ast.ClassDef, module: Module) -> list[tuple[FunctionNode, 
             if m.name in VIEW_METHODS or action:
                 out.append((m, "request", "Django view"))
         return out
+    if any(b.rsplit(".", 1)[-1].endswith("Task") for b in bases):
+        # a class-based Celery task (`class PruneAdmins(Task)`, a project's `BaseTask`):
+        # its run() is the job's body
+        return [(m, "job", "Celery task") for m in methods if m.name == "run"]
     return []
 
 
