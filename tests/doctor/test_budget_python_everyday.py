@@ -364,3 +364,33 @@ def test_a_class_based_celery_task_is_a_job(tmp_path: Path) -> None:
     })  # fmt: skip
     assert ("job-resumes-from-cursor", "acc/tasks.py", 15) in found
     assert not [f for f in found if f[2] > 16]  # the ranged twin stays quiet
+
+
+def test_a_task_called_inline_per_row(tmp_path: Path) -> None:
+    """mozilla/kitsune, kitsune/kbadge/management/commands/award_badges.py: `for user in
+    User.objects.filter(id__in=user_ids): maybe_award_badge(badge, year, user.id)`, the
+    function imported from `kitsune.wiki.tasks` and called, not sent: the task's body runs
+    in the command once per row. The twin sends one task per year of a fixed list."""
+    command = """
+        from django.contrib.auth.models import User
+        from django.core.management.base import BaseCommand
+
+        from kitsune.wiki.models import Revision
+        from kitsune.wiki.tasks import award_year, maybe_award_badge
+
+
+        class Command(BaseCommand):
+            def handle(self, *arg, **kwargs):
+                {body}
+    """
+    per_row = """user_ids = Revision.objects.values_list("creator_id", flat=True)
+                for user in User.objects.filter(id__in=user_ids):
+                    maybe_award_badge("kb-badge", 2013, user.id)"""
+    per_year = """for year in [2010, 2011, 2012, 2013]:
+                    award_year.delay(year)"""
+    found = budget(tmp_path, {
+        "kitsune/__init__.py": "",
+        "kitsune/kbadge/management/commands/award_badges.py": command.format(body=per_row),
+        "kitsune/kbadge/management/commands/award_years.py": command.format(body=per_year),
+    })  # fmt: skip
+    assert found == [("work-in-command", "kitsune/kbadge/management/commands/award_badges.py", 12)]

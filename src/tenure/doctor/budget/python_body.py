@@ -84,6 +84,8 @@ TEST_ONLY = (
 )  # how far calls into the project's own code are followed
 
 
+# A task's own methods that make a signature or send it: not its body run here.
+NOT_INLINE = {"s", "si", "signature", "delay", "apply_async", "map", "starmap", "chunks"}
 # Calls that hand back the rows they are given: a loop over them walks the query.
 ROW_WRAPPERS = {"list", "set", "sorted", "tuple", "enumerate", "reversed", "tqdm", "track"}
 
@@ -502,6 +504,11 @@ class Reader:
             return [Costly("method", written, line, f"{name}, by its name")]
         if not found and depth == 0 and row and handed_session(call) and self._mentions(call, row):
             return [Costly("query", written, line, "handed the database session")]
+        inline = ".tasks." in f".{qualified}" and name not in NOT_INLINE
+        if not found and depth == 0 and inline and self._mentions(call, row):
+            # `maybe_award_badge(..., user.id)` imported from a tasks module and called, not
+            # sent: the task's whole body runs here, once per row
+            return [Costly("method", written, line, "a task run inline")]
         return found
 
     @staticmethod
