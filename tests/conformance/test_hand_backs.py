@@ -8,6 +8,7 @@ from conformance.helpers import W1, enqueue, job, new_job, reserve_one, wait_unt
 from tenure.core import causes
 from tenure.core.records import Reservation
 from tenure.core.retry import Policy
+from tenure.describe import describe_job
 from tenure.stores import Store
 
 SNOOZE = 0.05  # the hand-back's wait (the worker's back-off), short for the test
@@ -53,6 +54,16 @@ def test_a_hand_back_already_recorded_leaves_no_attempt_and_uses_no_try(store: S
     assert not store.end_attempt(job_id=job_id, token=again.token)[0].accepted
     assert store.end_attempt(job_id=job_id, token=last.token)[0].accepted
     assert [a.number for a in job(store, job_id).attempts] == [1, 5]
+    # and `tenure jobs show` (the dashboard's job page too) says what numbers 2 to 4 were,
+    # in its place in the timeline
+    lines = describe_job(job(store, job_id))
+    first = next(i for i, x in enumerate(lines) if x.startswith("  attempt 1 was deferred"))
+    gap, then = lines[first + 1 : first + 3]
+    assert gap.startswith(
+        f"  attempts 2 to 4: handed back again by worker {W1.id}, whose code does not know "
+        "this job; no try used, not recorded"
+    ), lines
+    assert then.startswith("  attempt 5 succeeded"), lines
 
 
 def test_a_cancel_asked_meanwhile_is_recorded_even_unrecorded(store: Store) -> None:

@@ -87,9 +87,9 @@ def test_every_project_names_its_set(monkeypatch: pytest.MonkeyPatch) -> None:
     kinds = [p.kind for p in check]  # issue 29: at least ten more real projects, both kinds
     assert kinds.count("laravel") >= 10 and kinds.count("celery") >= 10
     blind = fetch.in_set(projects, "independent")  # the ten kept out, scored once
-    assert len(tuning) + len(check) + len(fetch.in_set(projects, "check2")) + len(blind) == len(
-        projects
-    )
+    third = fetch.in_set(projects, "check3")  # issue 29: annotated after check2 was scored
+    sizes = len(tuning) + len(check) + len(fetch.in_set(projects, "check2")) + len(third)
+    assert sizes + len(blind) == len(projects)
     assert len(fetch.in_set(projects, "all")) == len(projects)
     assert len(tuning) >= 18  # the entries the readers were fixed against
     assert not {p.repo for p in tuning} & {p.repo for p in check}
@@ -98,6 +98,8 @@ def test_every_project_names_its_set(monkeypatch: pytest.MonkeyPatch) -> None:
     assert not {p.repo for p in fresh} & {p.repo for p in tuning + check}
     assert {p.kind for p in blind} == {"laravel", "celery"}
     assert not {p.repo for p in blind} & {p.repo for p in tuning + check + fresh}
+    assert len(third) >= 10 and {p.kind for p in third} == {"laravel", "celery"}
+    assert not {p.repo for p in third} & {p.repo for p in tuning + check + fresh + blind}
 
 
 def test_a_project_without_a_set_or_an_unknown_set_is_refused(
@@ -119,7 +121,7 @@ def test_a_project_without_a_set_or_an_unknown_set_is_refused(
 
 def test_the_score_defaults_to_the_tuning_set(monkeypatch: pytest.MonkeyPatch) -> None:
     score = load("score", monkeypatch)
-    assert "--set tuning|check|check2|independent|all" in (score.__doc__ or "")
+    assert "--set tuning|check|check2|check3|independent|all" in (score.__doc__ or "")
     with pytest.raises(SystemExit):
         score.main(["--set", "holdout"])
 
@@ -145,7 +147,7 @@ def lines_at(source: Path, commit: str, paths: list[str]) -> dict[str, int | str
     return out
 
 
-@pytest.mark.parametrize("which", ["check", "check2", "tuning", "independent"])
+@pytest.mark.parametrize("which", ["check", "check2", "check3", "tuning", "independent"])
 def test_every_annotated_file_and_line_exists_at_the_pinned_commit(
     which: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -134,20 +134,45 @@ def test_a_crash_loop_names_its_recorded_cause_and_its_fix(app: tenure.App) -> N
 
     live_worker(app.store, ("default",))
     job_id = render_video.dispatch(1).id
-    readings = ("1.9 GB", "2.0 GB", "300 MB")
+    readings = (1945.0, 2048.0, 300.0)  # MB, each attempt's last, reported with a heartbeat
     ends = (causes.OOM_KILL, causes.OOM_KILL, causes.SIGKILL)
     for cause, mb in zip(ends, readings, strict=True):
         (reservation,) = app.store.reserve(queues=["default"], worker=WORKER, lease=30)
-        error = f"killed by signal 9; its last memory reading was {mb}, 0.3 s before it died"
+        app.store.heartbeat(
+            worker=WORKER, leases=[(job_id, reservation.token)], lease=30, memory={job_id: mb}
+        )
+        # the words say another size: the rule reads the recorded field, not the text
+        error = "killed by signal 9; its last memory reading was 9.9 GB, 0.3 s before it died"
         app.store.end_attempt(
             job_id=job_id, token=reservation.token, outcome="crashed", error=error, cause=cause
         )
+    assert [a.memory_mb for a in app.get_job(job_id).attempts] == list(readings)
     found = check_history(app.store, {}, Source("jobs.py", 1))  # type: ignore[arg-type]
     (loop,) = [f for f in found if f.rule == "crash-loop"]
     text = f"{loop.message} {loop.fix}"
     # the memory its OOM-killed attempts were last read at: theirs, not the other crash's
     assert "2 of 3 were killed by the kernel's OOM killer at about 2.0 GB" in text
     assert "raise the container's memory or split the job" in text
+
+
+def test_a_crash_loop_without_memory_readings_names_no_size(app: tenure.App) -> None:
+    @app.job(timeout=10, tries=5, backoff=0)
+    def render_video(n: int) -> None: ...
+
+    live_worker(app.store, ("default",))
+    job_id = render_video.dispatch(1).id
+    for _ in range(3):
+        (reservation,) = app.store.reserve(queues=["default"], worker=WORKER, lease=30)
+        app.store.end_attempt(
+            job_id=job_id,
+            token=reservation.token,
+            outcome="crashed",
+            error="killed by signal 9; its last memory reading was 1.9 GB, 0.3 s before it died",
+            cause=causes.OOM_KILL,
+        )
+    found = check_history(app.store, {}, Source("jobs.py", 1))  # type: ignore[arg-type]
+    (loop,) = [f for f in found if f.rule == "crash-loop"]
+    assert "3 of 3 were killed by the kernel's OOM killer, and each retry" in loop.message
 
 
 def test_crashes_broken_by_a_failure_are_not_a_loop(app: tenure.App) -> None:

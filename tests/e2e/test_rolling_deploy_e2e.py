@@ -16,6 +16,7 @@ import pytest
 
 from tenure.core import causes
 from tenure.core.retry import HANDED_BACK_DELAY_S
+from tenure.describe import describe_job
 
 from e2e.helpers import Project, state_is, wait_until
 
@@ -89,6 +90,10 @@ def test_an_old_worker_hands_a_new_job_back_and_a_new_worker_runs_it_once(
     assert "no live worker knows" not in queues_text(project)
     outcomes = [a.outcome for a in project.app.get_job(h.id).attempts]
     assert outcomes.count("succeeded") == 1 and set(outcomes) == {"deferred", "succeeded"}
+    # the old worker's second refusal left no row: `jobs show` says what the gap was
+    (refused_by,) = refusals(project, h.id)
+    gap = f": handed back again by worker {refused_by}, whose code does not know this job"
+    assert any(gap in line for line in describe_job(project.app.get_job(h.id)))
 
 
 def test_with_no_worker_that_knows_it_for_the_grace_it_fails_naming_the_refusals(

@@ -4,10 +4,21 @@ end and never under a second; a worker records its refusal of a job once, not on
 
 from __future__ import annotations
 
+from dataclasses import replace
+from pathlib import Path
+
+import tenure
 from tenure.core import causes
-from tenure.core.records import Reservation, WorkerRef
+from tenure.core.records import Reservation, WorkerRecord, WorkerRef
 from tenure.core.retry import HANDED_BACK_DELAY_S, Counters, Policy, decide
-from tenure.worker.unknown import HANDED_BACK_MAX_S, Refusals, back_off, unknown_job
+from tenure.worker.unknown import (
+    HANDED_BACK_MAX_S,
+    KNOWN_ELSEWHERE_WAIT_S,
+    Refusals,
+    back_off,
+    refusals,
+    unknown_job,
+)
 
 GRACE = 600.0
 RES = Reservation("j1", "long_report", "default", "{}", Policy(), 3, 3, 0.0)
@@ -52,3 +63,32 @@ def test_a_worker_records_its_refusal_once_and_another_worker_its_own() -> None:
     # the end of the grace is recorded however often this worker refused it before
     last = unknown_job(RES, OLD, "app", GRACE, refused(GRACE, mine=True))
     assert last.outcome == "failed" and last.history
+
+
+def test_once_a_worker_that_knows_the_job_is_up_the_old_one_hands_it_back_within_a_second() -> None:
+    # the old and the new worker race for the job when it is due: a long wait after the old
+    # worker wins a round would keep the job from the new code for up to HANDED_BACK_MAX_S
+    late = replace(refused(600.0 - 100.0), known_elsewhere=True)
+    assert back_off(late, GRACE) == KNOWN_ELSEWHERE_WAIT_S == 1.0
+    assert back_off(replace(refused(None), known_elsewhere=True), GRACE) == 1.0
+
+
+def test_refusals_read_whether_another_live_worker_serving_the_queue_knows_it(
+    tmp_path: Path,
+) -> None:
+    app = tenure.App(f"sqlite:///{tmp_path / 'tenure.db'}")
+    job_id = app.job(timeout=10, name="long_report")(lambda n: None).dispatch(1).id
+    now = app.store.now()
+    old = WorkerRecord("w-old", "h", 1, ("default",), 1, now, now, known=("noop",))
+    app.store.heartbeat(worker=old)
+    assert not refusals(app.store, job_id, "w-old").known_elsewhere
+    # a worker that knows it but serves another queue does not count; nor does a stopped one
+    other_queue = WorkerRecord("w-q", "h", 2, ("mail",), 1, now, now, known=("long_report",))
+    app.store.heartbeat(worker=other_queue)
+    assert not refusals(app.store, job_id, "w-old").known_elsewhere
+    new = WorkerRecord("w-new", "h", 3, ("default",), 1, now, now, known=("long_report",))
+    app.store.heartbeat(worker=new)
+    assert refusals(app.store, job_id, "w-old").known_elsewhere
+    assert not refusals(app.store, job_id, "w-new").known_elsewhere  # not itself
+    app.store.heartbeat(worker=replace(new, stopped_at=now))
+    assert not refusals(app.store, job_id, "w-old").known_elsewhere

@@ -13,6 +13,7 @@ import pytest
 from starlette.routing import Route
 from starlette.testclient import TestClient
 
+from conformance.helpers import wait_until
 from tenure.core import causes
 from tenure.core.records import WorkerRef
 from tenure.web import create_app
@@ -270,6 +271,40 @@ def test_a_member_of_a_settled_batch_is_not_retried_and_the_page_says_why(
     assert api.status_code == 409 and api.json()["retried"] is False
     assert f"member of batch {batch.id}" in api.json()["reason"]
     assert project.app.get_job(r.job_id).state == "failed"
+
+
+def test_job_page_explains_a_gap_in_its_attempt_numbers(
+    project: WebProject, client: TestClient
+) -> None:
+    """A rolling deploy's repeated hand-backs leave no row (Store.end_attempt's `record`):
+    the page says what the missing numbers were, as `tenure jobs show` does."""
+    store = project.app.store
+
+    def due() -> Any:
+        return wait_until(
+            lambda: store.reserve(queues=["default"], worker=WORKER, lease=30),
+            what="the handed-back job to be due again",
+        )[0]
+
+    job_id = project.jobs.crashes_first.dispatch().id
+    for record in (True, False):
+        r = due()
+        store.end_attempt(
+            job_id=job_id,
+            token=r.token,
+            outcome="deferred",
+            error=f"worker {WORKER.id} does not know job 'crashes_first'",
+            cause=causes.UNKNOWN_JOB,
+            snooze=0.05,
+            record=record,
+        )
+    assert store.end_attempt(job_id=job_id, token=due().token)[0].accepted
+    html = client.get(f"/jobs/{job_id}").text
+    assert (
+        f"attempt 2: handed back again by worker {WORKER.id}, whose code does not know this job"
+        in html
+    )
+    assert re.findall(r'<rect class="bar outcome-(\w+)"', html) == ["deferred", "succeeded"]
 
 
 def test_job_page_draws_its_chain_with_each_links_state(

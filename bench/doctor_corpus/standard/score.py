@@ -15,8 +15,9 @@ quiet: a finding on one (rule "*" = any scored rule) is a false alarm.
 Each case belongs to a set: `set = "check"` marks the held-out check set, annotated after the
 rules were written and scored once; a case without the field belongs to the tuning set, the
 one the rules were tuned on. check2: the second held-out set, written by an independent checker
-after the rules, scored once (its two apps carry `set = "check2"`). --set picks tuning (the
-default), check, check2 or all; --apps scores the apps of that set.
+after the rules, scored once (its two apps carry `set = "check2"`). check3: the third held-out
+set, two more apps by another independent checker, scored once (`set = "check3"`). --set picks
+tuning (the default), check, check2, check3 or all; --apps scores the apps of that set.
 
 Per rule: recall = annotated violations found; precision = findings matching a violation, over
 every finding of that rule (a second finding on an already found violation counts as correct,
@@ -40,7 +41,7 @@ HERE = Path(__file__).resolve().parent
 MANIFEST = HERE / "manifest.toml"
 APPS = HERE / "apps"
 WINDOW = 3
-SETS = ("tuning", "check", "check2")
+SETS = ("tuning", "check", "check2", "check3")
 RULES = (
     "work-in-request",
     "work-in-command",
@@ -81,7 +82,7 @@ class Case:
     source: str  # where it was cut from
     violations: tuple[Mark, ...]
     traps: tuple[Mark, ...]
-    set: str = "tuning"  # tuning | check | check2 (held out: never used to tune the rules)
+    set: str = "tuning"  # tuning | check | check2 | check3 (held out: never tuned on)
 
 
 @dataclass(frozen=True)
@@ -322,7 +323,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--set", default="tuning", choices=(*SETS, "all"), dest="which",
                         help="which cases and apps: tuning (default), check (held out), check2 "
                         "(the second held-out set, written by an independent checker after the "
-                        "rules, scored once) or all")  # fmt: skip
+                        "rules, scored once), check3 (the third, likewise) or all")  # fmt: skip
     args = parser.parse_args(argv)
     if args.only and args.only not in RULES:
         print(f"--only: {args.only!r} is not a rule of the standard: {', '.join(RULES)}",

@@ -17,7 +17,6 @@ from tenure.core.records import AttemptRecord, JobRecord
 from tenure.doctor.model import Finding, JobModel, Source, Value
 from tenure.doctor.rules import finding
 from tenure.stores.base import Store, get_job
-from tenure.worker.process_tree import memory_read
 
 Locate = Callable[[str], Source]
 TIMED_OUTCOMES = ("succeeded", "failed", "timed_out")
@@ -190,8 +189,9 @@ def _crash_loops(records: list[JobRecord], limits: Limits, located: Locate) -> l
 
 
 def _memory_at(crashes: list[AttemptRecord]) -> str:
-    """' at about 1.9 GB': the median of the memory the crashes' errors recorded, if any."""
-    readings = sorted(mb for a in crashes if (mb := memory_read(a.error)) is not None)
+    """' at about 1.9 GB': the median of the crashes' last memory readings, if any were
+    recorded (`AttemptRecord.memory_mb`, the field; its error only words it for a person)."""
+    readings = sorted(a.memory_mb for a in crashes if a.memory_mb is not None and a.memory_mb > 0)
     if not readings:
         return ""
     mb = readings[len(readings) // 2]

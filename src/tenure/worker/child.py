@@ -151,12 +151,14 @@ class Child:
             refused=lambda exc: log.error("the store refused the worker's child: %s", exc),
         )
 
-    def serve(self, inbox: IO[str]) -> None:
-        self._send({"ready": os.getpid()})
+    def serve(self, inbox: IO[bytes]) -> None:
+        self._send(messages.Ready(os.getpid()))
         for line in inbox:
-            order = json.loads(line)
-            if not self._run_chain(messages.from_attempt(order["run"]), order["chain"]):
-                return
+            for order in messages.decode(line):  # Garbled: the child ends, its attempt crashed
+                if not isinstance(order, messages.Run):
+                    raise messages.Garbled(f"a child runs attempts, not {order!r}")
+                if not self._run_chain(order.attempt, order.chain):
+                    return
 
     def _run_chain(self, res: Reservation | None, chain: bool) -> bool:
         """Run attempts until the slot claims none; False when the child should leave."""
@@ -186,20 +188,18 @@ class Child:
         else:
             result = self.recorder.end(res, ended)
         duration = claimed_at - started
-        message: dict[str, Any] = {
-            "ended": [res.job_id, res.token, res.name, ended.outcome, duration]
-        }
+        said: list[messages.Message] = [
+            messages.Recorded(res.job_id, res.token, res.name, ended.outcome, duration)
+        ]
         if following is not None and not self._runs_here(following):
-            message["handoff"] = messages.attempt(following)
+            said.append(messages.HandOff(following))
             following = None
         elif following is not None:
-            message["started"] = messages.started(following, claimed_at)
+            said.append(messages.Started.of(following, claimed_at))
         if following is None:
-            message["idle"] = True
-            if self._bloated():
-                message["exit"] = True
+            said.append(messages.Idle(exit=self._bloated()))
         log_end(res, ended, duration, result, self.ref.id)
-        self._send(message)
+        self._send(*said)
         return following
 
     def _succeed_and_claim(
@@ -225,22 +225,20 @@ class Child:
         """The supervisor is not watching (stopped?): it records this end when it can (a
         late one is fenced), and this child claims nothing until it hands out the next."""
         self._send(
-            {
-                "result": [
-                    res.job_id,
-                    res.token,
-                    res.name,
-                    ended.outcome,
-                    duration,
-                    ended.error,
-                    ended.traceback,
-                    ended.permanent,
-                    ended.result,  # a success is recorded with its result, or not at all
-                    ended.snooze,
-                    ended.cause,
-                ],
-                "idle": True,
-            }
+            messages.ToRecord(
+                res.job_id,
+                res.token,
+                res.name,
+                ended.outcome,
+                duration,
+                ended.error,
+                ended.traceback,
+                ended.permanent,
+                ended.result,  # a success is recorded with its result, or not at all
+                ended.snooze,
+                ended.cause,
+            ),
+            messages.Idle(),
         )
 
     def _execute(self, res: Reservation) -> Ended:
@@ -276,9 +274,9 @@ class Child:
         limit = self.memory_mb
         return limit is not None and rss_mb(os.getpid()) > limit * RECYCLE_SHARE
 
-    def _send(self, message: dict[str, Any]) -> None:
+    def _send(self, *said: messages.Message) -> None:
         # one write of less than PIPE_BUF bytes: atomic, so a kill cannot leave half a line
-        self.outbox.write(messages.encode(message))
+        self.outbox.write(messages.encode(*said))
         self.outbox.flush()
 
 
@@ -294,7 +292,7 @@ def main() -> None:
     signal.signal(CANCEL_SIGNAL, _on_cancel)
     setup_logging(config["log_level"])
     inbox_fd, outbox_fd = int(sys.argv[2]), int(sys.argv[3])
-    with open(inbox_fd, encoding="utf-8") as inbox, open(outbox_fd, "wb") as outbox:
+    with open(inbox_fd, "rb") as inbox, open(outbox_fd, "wb") as outbox:
         Child(config, outbox).serve(inbox)
 
 

@@ -88,6 +88,7 @@ def definition(app: Any, res: Reservation, where: str) -> Job[..., Any] | Ended:
             f"unknown job {res.name!r}: no job of that name is registered in {where}; deploy "
             f"the code that defines it, then run `tenure failed retry {res.job_id}`",
             permanent=True,
+            cause=causes.UNKNOWN_JOB,
         )
     return job
 

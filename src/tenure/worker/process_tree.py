@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import re
 import signal
 import sys
 from collections.abc import Iterable
@@ -86,19 +85,6 @@ def memory_note(reading: tuple[float, float] | None, now: float) -> str:
     mb, at = reading
     size = f"{mb / 1024:.1f} GB" if mb >= 1024 else f"{mb:.0f} MB"
     return f"; its last memory reading was {size}, {max(0.0, now - at):.1f} s before it died"
-
-
-# What memory_note writes, and the worker's --memory kill ("... used 812 MB, over ..."): read
-# back by the doctor's crash-loop rule ("OOM-killed at about 1.9 GB").
-_READING = re.compile(r"(?:last memory reading was|used) (\d+(?:\.\d+)?) (MB|GB)")
-
-
-def memory_read(error: str | None) -> float | None:
-    """The memory (MB) a crashed attempt's recorded error names, if it names one."""
-    found = _READING.search(error or "")
-    if found is None:
-        return None
-    return float(found.group(1)) * (1024 if found.group(2) == "GB" else 1)
 
 
 def kill_tree(root: int) -> None:

@@ -11,8 +11,10 @@ workers that refused it. `--unknown-grace 0` fails it at once, as before rolling
 thought of.
 
 The back-off is the job's own (the snooze of its deferred end), not the worker's: no reserve
-filter, so the reserve seam stays as it is. A worker that knows the job runs it at most
-HANDED_BACK_MAX_S after it comes up.
+filter, so the reserve seam stays as it is. Once a live worker that knows the job serves its
+queue (its record names the job), an old worker's refusal puts it off for a second only: the
+two race for it when it is due, so the new code gets it within a few rounds, not after the
+longest wait.
 
 Costs nothing on the hot path: only a job of an unknown name reads the store here (its
 attempts, for its earlier refusals).
@@ -37,9 +39,14 @@ class Refusals:
     workers: frozenset[str] = field(default_factory=frozenset)
     now: float = 0.0
     mine: bool = False  # this worker (this start of it) already recorded a refusal of it
+    # another live worker serving the job's queue knows its name (the new code is up): the job
+    # is handed back at once-a-second, so that worker gets it in a round or two of the race
+    known_elsewhere: bool = False
 
 
 HANDED_BACK_MAX_S = 30.0
+KNOWN_ELSEWHERE_WAIT_S = 1.0  # not zero: this worker would claim it straight back
+LIVE_WITHIN_S = 60.0  # a worker seen this recently is live (App's WORKER_SILENT_AFTER_S)
 
 
 def back_off(seen: Refusals, grace: float) -> float:
@@ -47,7 +54,10 @@ def back_off(seen: Refusals, grace: float) -> float:
     long as it has been refused so far (each wait about twice the last, read from the first
     refusal alone, since repeated refusals leave no row to count), at most HANDED_BACK_MAX_S,
     and no later than the grace's end (so that it fails on time), but never under a second (no
-    busy loop)."""
+    busy loop). When a live worker that knows the job is up, a second: the two race for it
+    when it is due again, and the old worker must not keep it waiting up to the maximum."""
+    if seen.known_elsewhere:
+        return min(KNOWN_ELSEWHERE_WAIT_S, max(1.0, grace))
     if seen.first_at is None:
         return min(HANDED_BACK_DELAY_S, max(1.0, grace))
     refused_for = max(0.0, seen.now - seen.first_at)
@@ -63,11 +73,26 @@ def refusals(store: Store, job_id: str, worker_id: str) -> Refusals:
         for a in (record.attempts if record is not None else [])
         if a.outcome == "deferred" and a.cause == causes.UNKNOWN_JOB
     ]
+    now = store.now()
     return Refusals(
         first_at=min((a.started_at for a in found), default=None),
         workers=frozenset(a.worker_id for a in found),
-        now=store.now(),
+        now=now,
         mine=any(a.worker_id == worker_id for a in found),
+        known_elsewhere=record is not None
+        and known_elsewhere(store, record.name, record.queue, worker_id, now),
+    )
+
+
+def known_elsewhere(store: Store, name: str, queue: str, worker_id: str, now: float) -> bool:
+    """Does a live worker other than `worker_id`, serving `queue`, report knowing `name`?"""
+    return any(
+        w.id != worker_id
+        and w.stopped_at is None
+        and now - w.last_seen_at < LIVE_WITHIN_S
+        and queue in w.queues
+        and name in (w.known or ())
+        for w in store.list_workers()
     )
 
 

@@ -257,6 +257,8 @@ def _sync(p: Project) -> list[Finding]:
                     entry.source,
                 )
             )
+    if not out:  # an env file writing sync (even under an old key) already says it
+        out += _sync_by_default(p)
     default = p.config.default
     if key is None and default.known and default.value == "sync" and default.source.path:
         out.append(
@@ -269,6 +271,42 @@ def _sync(p: Project) -> list[Finding]:
             )
         )
     return out
+
+
+def _sync_by_default(p: Project) -> list[Finding]:
+    """`'default' => env('QUEUE_CONNECTION', 'sync')` that no env source sets (deployment
+    environments first, then .env files, as Laravel ranks them): the default is what runs. Said
+    only with jobs to run and a production to run them in: a deployed worker, or an env source
+    that names a non-local APP_ENV; an example file without APP_ENV is no such evidence."""
+    key, default = p.config.default_key, p.config.default
+    if key is None or not p.jobs or not default.known or default.value != "sync":
+        return []
+    if not default.source.note.startswith(f"env('{key}') default") or p.env.get(key) is not None:
+        return []
+    named = {name: entries["APP_ENV"].value for name, entries in p.env.files.items()
+             if "APP_ENV" in entries and not is_development_name(name)}  # fmt: skip
+    production = [name for name, app_env in named.items() if not is_local(app_env)]
+    workers = [w for w in p.workers if not is_development_name(w.source.path or "")]
+    # Every APP_ENV written says local: a development setup, where sync is the usual choice.
+    if not production and (not workers or named):
+        return []
+    evidence = (
+        f"{workers[0].platform} {workers[0].name} runs {workers[0].command}"
+        if workers
+        else f"{production[0]} sets APP_ENV={p.env.files[production[0]]['APP_ENV'].value}"
+    )
+    return [
+        finding(
+            "laravel-queue-sync",
+            f"no environment source sets {key} (read: {p.env.searched()}), so config/queue.php's "
+            f"default applies: the sync connection, while {evidence}. Every job runs inside the "
+            "web request that dispatches it, without retries or timeouts, and a worker has "
+            "nothing to take.",
+            f"set {key}=redis (or database, sqs) where the application's environment is set, or "
+            f"make the default a real queue: env('{key}', 'database')",
+            default.source,
+        )
+    ]
 
 
 def _horizon_below_jobs(p: Project, all_runners: list[Runner]) -> list[Finding]:

@@ -17,10 +17,10 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import partial
 
-from tenure.doctor.dockerfile import copied_files, instructions
+from tenure.doctor.dockerfile import copied_files, env_settings, instructions
 from tenure.doctor.laravel.deploy import (
     ArtisanWorker,
     _json_or_split,
@@ -30,7 +30,9 @@ from tenure.doctor.laravel.deploy import (
 from tenure.doctor.model import Value
 from tenure.doctor.readers import compose, kubernetes
 from tenure.doctor.readers.common import ReadResult
+from tenure.doctor.readers.worker_command import interpolate
 from tenure.doctor.readers.yamlnodes import YamlProblem, YMap, get_path, load_documents
+from tenure.doctor.shell_dispatch import env_dispatch, reaching_labels
 from tenure.doctor.walk import Tree, decode, is_development_name
 
 Worker = ArtisanWorker
@@ -48,6 +50,7 @@ class Runner:
     dockerfile: str | None = None  # rel path of the Dockerfile it builds
     image: str | None = None  # the image name, without tag
     builds: bool = False
+    env: dict[str, tuple[str, str]] | None = None  # its own environment: name -> (value, where)
 
 
 def tie(tree: Tree, workers: list[Worker], scripts: dict[str, str]) -> list[Worker]:
@@ -65,11 +68,18 @@ def tie(tree: Tree, workers: list[Worker], scripts: dict[str, str]) -> list[Work
             runner.dockerfile = built[runner.image]
     for worker in waiting:
         text = scripts.get(worker.source.path or "", "")
-        for runner in runners:
-            if _runs(runner, worker, text, scripts):
-                worker.platform_grace = runner.grace()
-                worker.name = f"{worker.name} (run by {runner.label})"
-                break
+        running = _distinct([r for r in runners if _runs(r, worker, text, scripts)])
+        # Each service running the script is a worker of its own, with its own grace: the
+        # rule must name the one whose grace is too short, not the first one found.
+        copies = [worker] + [replace(worker, options=dict(worker.options),
+                                     option_notes=dict(worker.option_notes))
+                             for _ in running[1:]]  # fmt: skip
+        base = worker.name
+        for copy, runner in zip(copies, running, strict=False):
+            copy.platform_grace = runner.grace()
+            copy.name = f"{base} (run by {runner.label})"
+            _resolve_options(copy, _environment(runner, scripts))
+        workers += copies[1:]
     for worker in inside:
         image = next((r for r in runners if _copies(tree, r, worker, scripts)), None)
         outer = image.grace() if image is not None else None
@@ -80,6 +90,49 @@ def tie(tree: Tree, workers: list[Worker], scripts: dict[str, str]) -> list[Work
             worker.platform_grace = outer
             worker.name = f"{worker.name} (in {image.label})"
     return workers
+
+
+def _distinct(runners: list[Runner]) -> list[Runner]:
+    """One runner per name and grace: the same service in a second Compose variant of the
+    deployment (docker-compose.no-caddy.yml) is the same worker, said once."""
+    seen: set[tuple[str, float | None]] = set()
+    out = []
+    for runner in runners:
+        grace = runner.grace()
+        key = (runner.label, grace.amount if grace is not None else None)
+        if key not in seen:
+            seen.add(key)
+            out.append(runner)
+    return out
+
+
+def _environment(runner: Runner, scripts: dict[str, str]) -> dict[str, tuple[str, str]]:
+    """What the script sees: the image's ENV, overridden by the service's own environment."""
+    env: dict[str, tuple[str, str]] = {}
+    if runner.dockerfile is not None and runner.dockerfile in scripts:
+        for e in env_settings(runner.dockerfile, scripts[runner.dockerfile]):
+            env[e.key] = (e.value, str(e.source))
+    return {**env, **(runner.env or {})}
+
+
+def _resolve_options(worker: Worker, env: dict[str, tuple[str, str]]) -> None:
+    """`--time-limit="${CELERY_TASK_TIME_LIMIT}"` takes the value the runner's environment
+    gives it; an option it leaves unresolved stays as written (its default, or unknown, is the
+    check's to say)."""
+    for option, raw in list(worker.options.items()):
+        if "$" not in raw:
+            continue
+        used = [name for name in _VARIABLES.findall(raw) if name in env]
+        resolved = interpolate(raw, {name: value for name, (value, _) in env.items()})
+        if resolved is None or not used:
+            continue
+        worker.options[option] = resolved
+        worker.option_notes[option] = ", ".join(
+            f"{name}={env[name][0]} ({env[name][1]})" for name in used
+        )
+
+
+_VARIABLES = re.compile(r"\$\{?(\w+)")
 
 
 def _copies(tree: Tree, runner: Runner, worker: Worker, scripts: dict[str, str]) -> bool:
@@ -121,7 +174,7 @@ def _runners(path: str, document: object) -> Iterator[Runner]:
                 f"Compose service {name}", argv, "entrypoint" in service, "command" in service,
                 partial(compose._grace, path, service, {}, ReadResult()),
                 _dockerfile(path, service.get("build")), _image(service.get("image")),
-                builds="build" in service,
+                builds="build" in service, env=_compose_env(path, name, service),
             )  # fmt: skip
     elif kubernetes.is_manifest(document):
         assert isinstance(document, YMap)
@@ -136,7 +189,28 @@ def _runners(path: str, document: object) -> Iterator[Runner]:
                     "command" in container, "args" in container,
                     partial(kubernetes._grace, path, pod, container, ReadResult()),
                     image=_image(container.get("image")),
+                    env=_container_env(path, container),
                 )  # fmt: skip
+
+
+def _compose_env(path: str, name: str, service: YMap) -> dict[str, tuple[str, str]]:
+    """A Compose service's `environment:` (a map or a KEY=value list); values that are
+    themselves ${...} are left out: Compose fills them from a shell the doctor cannot see."""
+    raw = service.get("environment")
+    where = f"{path}, service {name}"
+    pairs: list[tuple[str, object]] = []
+    if isinstance(raw, YMap):
+        pairs = list(raw.items())
+    elif isinstance(raw, list):
+        pairs = [(k, v) for k, eq, v in (str(i).partition("=") for i in raw) if eq]
+    return {str(k): (str(v), where) for k, v in pairs
+            if v is not None and not isinstance(v, dict | list) and "$" not in str(v)}  # fmt: skip
+
+
+def _container_env(path: str, container: YMap) -> dict[str, tuple[str, str]]:
+    where = f"{path}, container {container.get('name', '?')}"
+    items = [i for i in container.get("env") or [] if isinstance(i, YMap) and "name" in i]
+    return {str(i["name"]): (str(i["value"]), where) for i in items if i.get("value") is not None}
 
 
 def _dockerfile(compose_path: str, build: object) -> str | None:
@@ -167,8 +241,24 @@ def _image(value: object) -> str | None:
 
 
 def _runs(runner: Runner, worker: Worker, script: str, scripts: dict[str, str]) -> bool:
+    """The runner starts the script (or image) the worker is in, and, when the script picks
+    the worker by an environment variable (`role=${CONTAINER_ROLE:-app}` then
+    `elif [ "$role" = "queue" ]`), the runner's environment picks the worker's branch."""
+    if not _starts(runner, worker, script, scripts):
+        return False
+    chosen = env_dispatch(script, worker.source.line) if script else None
+    if chosen is None:
+        return True
+    variable, default, labels = chosen
+    value = _environment(runner, scripts).get(variable, (default, ""))[0]
+    # Set nowhere the doctor sees (a ConfigMap, a secret): may be the worker's, as before.
+    return value is None or value in labels
+
+
+def _starts(runner: Runner, worker: Worker, script: str, scripts: dict[str, str]) -> bool:
     path = worker.source.path or ""
-    if _names(runner.argv, path, script, runner.own_entrypoint):
+    line = worker.source.line
+    if _names(runner.argv, path, script, runner.own_entrypoint, line):
         return True
     if runner.dockerfile is None or runner.dockerfile not in scripts:
         return False
@@ -185,7 +275,14 @@ def _runs(runner: Runner, worker: Worker, script: str, scripts: dict[str, str]) 
         for word, _, argv in processes
         if not runner.own_entrypoint and (word == "ENTRYPOINT" or not runner.own_command)
     ]
-    return any(_names(argv, path, script, True) for argv in kept)
+    # The image's ENTRYPOINT script receives the service's command, else the image's CMD.
+    given = runner.argv if runner.own_command else [
+        t for word, _, argv in processes if word == "CMD" for t in argv]  # fmt: skip
+    return any(
+        _names(argv + (given if word == "ENTRYPOINT" else []), path, script, True, line)
+        for word, _, argv in processes
+        if argv in kept
+    )
 
 
 def _image_processes(text: str) -> list[tuple[str, int, list[str]]]:
@@ -199,17 +296,32 @@ def _image_processes(text: str) -> list[tuple[str, int, list[str]]]:
     return list(last.values())
 
 
-def _names(argv: list[str], path: str, script: str, own_entrypoint: bool) -> bool:
+def _names(
+    argv: list[str], path: str, script: str, own_entrypoint: bool, line: int | None = None
+) -> bool:
     """argv runs the script at `path`: by its name or stem, or as the sub-command of an
-    entrypoint script that dispatches on it."""
+    entrypoint script that dispatches on it; then the worker's `line` must be in that
+    sub-command's branch (`web)` of the same script runs nginx, not the worker)."""
     names = {os.path.basename(path), os.path.splitext(os.path.basename(path))[0]}
     tokens = expand(argv)
-    if any(t and (os.path.basename(t) in names or os.path.splitext(os.path.basename(t))[0]
-                  in names) for t in tokens):  # fmt: skip
-        return True
+    for i, t in enumerate(tokens):
+        if t and (os.path.basename(t) in names or os.path.splitext(os.path.basename(t))[0]
+                  in names):  # fmt: skip
+            return _dispatches_to(script, line, tokens[i + 1 :])
     if own_entrypoint or not tokens or not script:
         return False
+    labels = reaching_labels(script, line) if line is not None else set()
+    if labels:  # the worker's line is in a branch, or a function branches call: their labels
+        return tokens[0] in labels
+    # Reached by no branch the doctor can see: any branch named so.
     return re.search(rf"^\s*{re.escape(tokens[0])}\)", script, re.MULTILINE) is not None
+
+
+def _dispatches_to(script: str, line: int | None, args: list[str]) -> bool:
+    """The script, given `args`, reaches the worker's line: always when that line is in no
+    `case` branch or no argument is seen, else when the first argument is its branch's label."""
+    labels = reaching_labels(script, line) if script and line is not None else set()
+    return not labels or not args or args[0] in labels
 
 
 def _words(value: object) -> list[str]:
