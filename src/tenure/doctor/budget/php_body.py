@@ -31,14 +31,17 @@ from tenure.doctor.budget.php_shapes import (
     job_class,
     of_batch,
     own_queue,
+    polls_batch,
     queued_closures,
     self_dispatch,
+    service_class,
     sync_dispatch,
     target_class,
     untimed,
 )
 from tenure.doctor.budget.php_syntax import (
     CALLS,
+    CLASSES,
     CLOSURES,
     args,
     call_name,
@@ -51,9 +54,10 @@ from tenure.doctor.budget.php_syntax import (
     receiver,
     short,
 )
-from tenure.doctor.laravel.php import line, parse, string_value, text
+from tenure.doctor.laravel.php import line, parse, string_value, text, walk
 
 DEPTH = 2
+FUNCTIONS = frozenset({"function_definition"})
 DEFINES = re.compile(rb"function\s+&?\s*(\w+)\s*\(")
 NOT_APP = {"factories", "seeders", "seeds", "Factories", "Seeders"}
 FRAMEWORK = {"get", "first", "find", "where", "toArray", "map", "filter", "count", "sum", "each",
@@ -64,6 +68,12 @@ FRAMEWORK = {"get", "first", "find", "where", "toArray", "map", "filter", "count
 READS = {"sum", "count", "avg", "max", "min", "exists", "get", "first", "pluck", "value"}
 # Collection calls that run a callback per row, when made on a query's rows.
 MAPS = {"map", "flatMap", "mapWithKeys", "transform"}
+# Console helpers that run a callback per item with a progress bar: `$this->withProgressBar(
+# $rows, fn)`, Laravel Prompts' `progress('Label', $rows, fn)`.
+PROGRESS_LOOPS = {"withProgressBar", "progress"}
+# A stored cursor read (`Cache::get`, a settings row's `value()`) and written back.
+CURSOR_READS = {"get", "value", "first", "pluck", "remember"}
+CURSOR_WRITES = {"put", "forever", "set", "increment", "updateOrCreate", "update", "upsert"}
 RELATIONS = {"hasMany", "belongsToMany", "morphMany", "morphToMany", "morphedByMany",
              "hasManyThrough"}  # fmt: skip
 
@@ -78,6 +88,7 @@ class Methods:
     _looked_up: set[str] = field(default_factory=set)
     _defined: dict[str, list[tuple[str, bytes]]] | None = None  # method name -> its files
     _effects: dict[tuple[int, int], list[Costly]] = field(default_factory=dict)
+    _functions: dict[str, list[Node]] = field(default_factory=dict)  # helper name -> bodies
 
     def add_file(self, path: str, classes: list[Node]) -> None:
         """Index a parsed file's methods; factories and seeders make test data, not the app."""
@@ -126,12 +137,36 @@ class Methods:
         named = [b for cls, b in candidates if hint and cls in (hint, hint.rstrip("s"))]
         return named or [b for _, b in candidates]
 
+    def function_bodies(self, name: str) -> list[Node]:
+        """The bodies of the project's plain functions named `name` (`givePoint()` in
+        app/helpers.php, inside its `if (! function_exists(...))`)."""
+        if name not in self._functions:
+            self._candidates(name)
+            found = self._functions.setdefault(name, [])
+            for _, data in (self._defined or {}).get(name, []):
+                for fn in walk(parse(data), FUNCTIONS, into=CLASSES | FUNCTIONS):
+                    body = fn.child_by_field_name("body")
+                    if text(fn.child_by_field_name("name")) == name and body is not None:
+                        found.append(body)
+        return self._functions[name]
+
+    def function_effects(self, name: str, depth: int) -> list[Costly]:
+        return self._costs(self.function_bodies(name)[:3], name, depth)
+
+    def bodies_in(self, name: str, cls: str) -> list[Node]:
+        """The body of `cls::name` only: a static call on a facade is not followed into a
+        project method that merely shares its name."""
+        return [b for owner, b in self._candidates(name) if owner == cls.lower()]
+
     def effects(self, name: str, depth: int, hint: str = "") -> list[Costly]:
         """What calling `name` costs. Several classes may define it: the one named like the
         receiver (`$asset->x()` -> Asset) is taken when there is one."""
         candidates = self._candidates(name)
         named = [b for cls, b in candidates if hint and cls in (hint, hint.rstrip("s"))]
-        for body in named or [b for _, b in candidates[:3]]:
+        return self._costs(named or [b for _, b in candidates[:3]], name, depth)
+
+    def _costs(self, bodies: list[Node], name: str, depth: int) -> list[Costly]:
+        for body in bodies:
             key = (body.id, depth)
             if key not in self._effects:
                 self._effects[key] = []  # a recursive call costs nothing more
@@ -149,9 +184,17 @@ def call_effects(call: Node, row: set[str], methods: Methods, depth: int) -> lis
     effect = effect_of(call)
     if effect is not None:
         return [Costly(effect, callee(call), line(call))]
-    if depth >= DEPTH or call.type == "function_call_expression":
+    if depth >= DEPTH:
         return []
     name = call_name(call)
+    if call.type == "function_call_expression":
+        # a project helper handed the row (`givePoint(new ReplyCreated($reply))`) costs
+        # what its body costs
+        written = text(call.child_by_field_name("arguments"))
+        if depth > 0 or not any(r in written for r in row):
+            return []
+        found = methods.function_effects(name, depth + 1)
+        return [Costly(c.effect, name, line(call), c.via) for c in found[:1]]
     if depth == 0 and name in READS and text(chain(call)[-1]) in row and is_query(call, {}):
         return [Costly("query", callee(call), line(call))]  # a query per row
     if name in FRAMEWORK:
@@ -272,7 +315,7 @@ class Reader:
                     unit.redispatch_offset.append(Costly("dispatch", written, at))
         if name in ("download", "store", "raw") and builds_export(call):
             unit.exports.append(Costly("file", written, at))
-        if name in WAITS:
+        if name in WAITS or polls_batch(call, self.held):
             unit.waits.append(Costly("dispatch", written, at, target_class(call)))
         inline = sync_dispatch(call)
         if inline is not None:  # `X::dispatch(...)->onConnection('sync')` runs it right here
@@ -287,6 +330,7 @@ class Reader:
             unit.progress_reads.append(Costly("method", written, at))
         self._cursor(call, unit)
         self._each_proxy(call, unit, in_loop)
+        self._progress_loop(call, unit, in_loop)
         if name not in FRAMEWORK:
             self._follow_loops(call, unit)
         if name in EACH | CHUNKS | MAPS and call.type != "function_call_expression":
@@ -311,6 +355,22 @@ class Reader:
                 for param in params[:1]:
                     self.held[param] = call  # `foreach ($rows as $row)` walks the query's rows
 
+    def _progress_loop(self, call: Node, unit: Unit, in_loop: set[int]) -> None:
+        """`$this->withProgressBar($images, function ($image) {...})`, `progress('Purging',
+        $query->lazyById(), fn ($row) => ...)`: a loop over the rows, drawn as a bar."""
+        given = args(call)
+        if call_name(call) not in PROGRESS_LOOPS or len(given) < 2:
+            return
+        closure = next((a for a in given if a.type in CLOSURES), None)
+        rows = next((a for a in given if is_rows(a, self.held)), None)
+        body = closure_body(closure) if closure is not None else None
+        if rows is None or closure is None or body is None:
+            return
+        source = self.held.get(text(rows), rows)
+        is_bounded = source.type in CALLS and bounded(source, self.given)
+        self._loop(short(rows), line(call), body, set(closure_params(closure)), unit, in_loop,
+                   is_bounded)  # fmt: skip
+
     def _moved_on(self, arg: Node) -> bool:
         """`$this->offset + 100`, or `$next = $this->min + $this->chunk + 1` passed as
         `$next`: the job sends itself on from where it stopped."""
@@ -324,8 +384,8 @@ class Reader:
     def _cursor(call: Node, unit: Unit) -> None:
         """A stored cursor read or written (`Cache::put('last_id', ...)`, in a loop or not)."""
         name = call_name(call)
-        if name in ("get", "put", "forever", "set", "increment", "remember") and cursor_key(call):
-            what = Costly("method" if name == "get" else "write", short(call), line(call))
+        if name in CURSOR_READS | CURSOR_WRITES and cursor_key(call):
+            what = Costly("method" if name in CURSOR_READS else "write", short(call), line(call))
             unit.cursor.append(what)
 
     def _bulk_notify(self, call: Node, unit: Unit, effect: str | None) -> None:
@@ -389,12 +449,20 @@ class Reader:
         `$this->user->deleteThreads()`), one level deep, named at the call; the method's
         parameters hold what the call passed."""
         target = receiver(call)
-        if self.follow <= 0 or call.type != "member_call_expression" or target is None:
+        if self.follow <= 0 or target is None:
             return
         on = text(target)
-        if on != "$this" and not (on.startswith("$this->") and on.count("->") == 1):
+        made = service_class(target, self.held)
+        # `$this->x()`, `$this->service->x()`, or a service the entry point was handed
+        # (`handle(MilestoneWatcher $watcher)` calling `$watcher->awardReached()`).
+        injected = target.type == "variable_name" and on in self.given and on not in self.held
+        if call.type != "member_call_expression" and not made:
             return
-        bodies = self.methods.bodies_of(call_name(call), _hint(on))
+        if on != "$this" and not (on.startswith("$this->") and on.count("->") == 1) and (
+            not injected and not made):  # fmt: skip
+            return
+        bodies = (self.methods.bodies_in(call_name(call), made) if made
+                  else self.methods.bodies_of(call_name(call), _hint(on)))  # fmt: skip
         declaration = bodies[0].parent if len(bodies) == 1 else None
         if declaration is None:
             return

@@ -19,6 +19,9 @@ BUILDER = {"where", "whereIn", "whereNull", "whereNotNull", "whereHas", "whereDa
            "latest", "oldest", "with", "select", "join", "has", "doesntHave", "query",
            "withTrashed", "orWhere", "whereColumn", "distinct", "groupBy", "newQuery",
            "withCount", "table"}  # fmt: skip
+# Only a query builder has these: `$this->targetQuery($request)->lazyById()` is a query
+# whatever the chain is rooted at.
+BUILDER_ONLY = {"lazyById", "lazyByIdDesc", "chunkById", "chunkByIdDesc", "eachById"}
 BOUNDS = {"whereBetween", "forPage", "take", "limit", "find", "findMany", "whereKey"}
 # Facades and helpers whose get()/all() are not queries.
 NOT_MODELS = {"Cache", "Config", "Session", "Request", "Http", "Storage", "Redis", "Log", "Auth",
@@ -140,6 +143,8 @@ def is_query(call: Node, held: dict[str, Node], depth: int = 0) -> bool:
             is_rows(held[root_text], held, depth + 1))  # fmt: skip
     if set(names) & BUILDER:
         return root_text not in ("$request",) and "collect" not in names
+    if set(names) & BUILDER_ONLY or any(_query_method(s) for s in steps[1:-1]):
+        return root_text != "$request"
     # $project->orders()->get(), $this->project->orders()->cursor(): a relation called on a
     # model, anywhere between the root and the call that reads it.
     return root_text != "$request" and any(
@@ -149,6 +154,12 @@ def is_query(call: Node, held: dict[str, Node], depth: int = 0) -> bool:
         and call_name(step)[:1].islower()
         for step in steps[1:-1]
     )
+
+
+def _query_method(step: Node) -> bool:
+    """`$this->getSubscribersQuery($campaign)`, `$this->baseQuery()`: a project method named
+    for the builder it returns."""
+    return step.type == "member_call_expression" and call_name(step).endswith("Query")
 
 
 def _relation(expr: Node) -> bool:

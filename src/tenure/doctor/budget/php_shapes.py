@@ -15,6 +15,8 @@ from tenure.doctor.laravel.php import string_value, text
 HTTP_VERBS = {"get", "post", "put", "patch", "delete", "head", "send", "request"}
 BUDGET_SECONDS = 5
 GUZZLE_TIMEOUT = re.compile(r"""['"]timeout['"]\s*=>\s*(\d+(?:\.\d+)?)""")
+# `last_user_id`, `orders_last_synced_id`: the last id a run reached, under any name.
+LAST_ID = re.compile(r"last_\w*id\b")
 CURSOR_WORDS = ("last_id", "lastid", "last-id", "offset", "cursor", "last_processed", "position")
 
 
@@ -169,10 +171,53 @@ def self_dispatch(call: Node, unit_name: str) -> bool:
 
 
 def cursor_key(call: Node) -> bool:
+    """`Cache::get('last_id')`, `Setting::where('key', 'orders_last_id')->value('value')`,
+    `Setting::updateOrCreate(['key' => 'orders_last_id'], ...)`: a store keyed by a cursor."""
     steps = chain(call)
     root = text(steps[-1]).lower()
-    first = args(call)[:1]
-    if not first or not ("cache" in root or "redis" in root or "setting" in root):
+    if not ("cache" in root or "redis" in root or "setting" in root or "option" in root):
         return False
-    key = text(first[0]).lower()
-    return any(w in key for w in CURSOR_WORDS)
+    # the key is the first argument; of `where('key', 'orders_last_id')`, the second
+    keys = [a for s in steps if s.type in CALLS
+            for a in args(s)[: 2 if call_name(s) in ("where", "firstWhere") else 1]]  # fmt: skip
+    written = [text(k).lower() for k in keys]
+    return any(w in k for k in written for w in CURSOR_WORDS) or any(
+        LAST_ID.search(k) for k in written)  # fmt: skip
+
+
+# What a loop asks of a batch while it waits for it to end.
+BATCH_POLLS = {"finished", "cancelled", "hasPendingJobs", "pendingJobs"}
+WAIT_LOOPS = {"while_statement", "do_statement", "for_statement"}
+
+
+def polls_batch(call: Node, held: dict[str, Node]) -> bool:
+    """`while (! $batch->fresh()->finished()) { sleep(1); }`: the request holds until the
+    batch it dispatched is done. One status read (a progress endpoint) is not a wait."""
+    if call_name(call) not in BATCH_POLLS or not of_batch(call, held):
+        return False
+    node = call.parent
+    while node is not None and node.type not in WAIT_LOOPS:
+        if node.type in ("method_declaration", "function_definition", "anonymous_function"):
+            return False
+        node = node.parent
+    return node is not None
+
+
+def service_class(target: Node, held: dict[str, Node]) -> str:
+    """The project class a call is made on, when the code names it: `app(Reminder::class)`,
+    `resolve(Reminder::class)`, `(new Reminder())`, `$svc` holding `new Reminder`, or the
+    scope of a static call `Reminder::remindAll()`. "" when it does not."""
+    if target.type == "variable_name" and text(target) in held:
+        target = held[text(target)]
+    while target.type == "parenthesized_expression" and target.named_children:
+        target = target.named_children[0]
+    if target.type == "object_creation_expression" and target.named_children:
+        return text(target.named_children[0]).rsplit("\\", 1)[-1]
+    if target.type == "function_call_expression" and call_name(target) in ("app", "resolve"):
+        given = args(target)
+        if given and given[0].type == "class_constant_access_expression":
+            return text(given[0]).split("::", 1)[0].rsplit("\\", 1)[-1]
+    if target.type in ("name", "qualified_name"):
+        written = text(target).rsplit("\\", 1)[-1]
+        return "" if written in ("self", "static", "parent") else written
+    return ""

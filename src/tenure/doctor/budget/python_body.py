@@ -21,19 +21,23 @@ from tenure.doctor.budget.python_shapes import (
     COMPREHENSIONS,
     Comprehension,
     chunk_of_ids,
+    cursor_call,
     given_params,
     handed_session,
     is_id,
     literals,
+    manager_call,
     mentions_any,
     on_row,
     one_value,
     past_budget,
+    polled,
     refined,
     related_manager,
     row_attribute,
     sent,
     session_like,
+    stored_cursor,
 )
 
 __all__ = ["Project", "Reader", "call_name", "dotted", "light_module", "own_nodes"]
@@ -80,6 +84,12 @@ TEST_ONLY = (
 )  # how far calls into the project's own code are followed
 
 
+# A task's own methods that make a signature or send it: not its body run here.
+NOT_INLINE = {"s", "si", "signature", "delay", "apply_async", "map", "starmap", "chunks"}
+# Calls that hand back the rows they are given: a loop over them walks the query.
+ROW_WRAPPERS = {"list", "set", "sorted", "tuple", "enumerate", "reversed", "tqdm", "track"}
+
+
 class Reader:
     """Reads one unit's function (and the helpers it calls) into a Unit."""
 
@@ -102,7 +112,8 @@ class Reader:
             return (False, False)
         if isinstance(expr, ast.Name) and expr.id == "queryset" and expr.id in self.params:
             return (True, False)  # an admin action's or a filter's rows, however many selected
-        if isinstance(expr, ast.Call) and call_name(expr) in ("list", "set", "sorted", "tuple"):
+        if isinstance(expr, ast.Call) and call_name(expr) in ROW_WRAPPERS:
+            # `enumerate(qs.iterator())`, `tqdm(qs)`: the same rows, counted or drawn
             return self.query(expr.args[0], depth + 1) if expr.args else (False, False)
         if isinstance(expr, ast.Call) and handed_session(expr):
             return (True, False)  # `get_pairs(db_session)`: a data-access function's rows
@@ -110,8 +121,8 @@ class Reader:
             held = self.queries.get(expr.id)
             return self.query(held, depth + 1) if held is not None else (False, False)
         if isinstance(expr, ast.Subscript):
-            if isinstance(expr.slice, ast.Slice):
-                return (False, False)
+            if isinstance(expr.slice, ast.Slice) and expr.slice.upper is not None:
+                return (False, False)  # `qs[:500]`: one page; `qs[offset:]` is every row past it
             return self.query(expr.value, depth + 1)
         seen_root, bounded = False, False
         node: ast.expr = expr
@@ -133,13 +144,17 @@ class Reader:
                     seen_root = True  # a related manager: order.items.all()
                 node = node.value
             elif isinstance(node, ast.Name) and node.id in self.queries:
-                inner, inner_bounded = self.query(self.queries[node.id], depth + 1)
+                held = self.queries[node.id]
+                if isinstance(held, ast.Subscript) and getattr(held.slice, "upper", None):
+                    return (False, False)  # `page = qs[:100]` then `page.iterator()`
+                inner, inner_bounded = self.query(held, depth + 1)
                 return (inner or seen_root, bounded or inner_bounded)
             else:
                 break
         names = QUERY_CHAIN | {"query", "get_queryset", "filter_queryset", "execute", "fetchall"}
         chain_ok = isinstance(expr, ast.Call) and call_name(expr) in names
         chain_ok = chain_ok or (isinstance(expr, ast.Attribute) and expr.attr in QUERY_ROOTS)
+        chain_ok = chain_ok or manager_call(expr)
         return (seen_root and chain_ok, bounded)
 
     def _session_rows(self, expr: ast.expr) -> bool:
@@ -193,6 +208,7 @@ class Reader:
                         self.queries[item.optional_vars.id] = item.context_expr
             elif isinstance(node, ast.If) and any(w in ast.unparse(node.test) for w in TEST_ONLY):
                 self.test_only |= {id(n) for n in own_nodes(node.body)}
+        unit.cursor += stored_cursor(nodes, self.params)
         in_loops: set[int] = set()
         for node in nodes:
             if isinstance(node, ast.For | ast.AsyncFor) and id(node) not in in_loops:
@@ -220,6 +236,8 @@ class Reader:
                         loop.work.append(Costly("query", what, inner.lineno))
                 self._grows(node.body, row, loop)
                 unit.loops.append(loop)
+            elif isinstance(node, ast.While) and (poll := polled(node.test, self._sent)):
+                unit.waits.append(Costly("dispatch", ast.unparse(poll)[:60], node.lineno))
             elif isinstance(node, ast.Assign) and isinstance(node.value, COMPREHENSIONS):
                 self._comprehension(node)
             elif isinstance(node, COMPREHENSIONS) and id(node) not in in_loops:
@@ -328,6 +346,10 @@ class Reader:
             targets = self.project.defined(func.id, method=False)
         elif isinstance(func, ast.Attribute) and dotted(func.value) in ("self", "cls"):
             targets = self.project.defined(func.attr, method=True)
+        elif isinstance(func, ast.Attribute) and (imported := self._imported(func.value)):
+            # `services.remind_unpaid()`, `Reminder().remind_unpaid()`, `svc.remind_unpaid()`
+            # with `svc = Reminder()`: a function or method of the project's own modules
+            targets = self.project.defined(func.attr, method=imported[:1].isupper())
         if len(targets) != 1 or id(targets[0]) not in self.project.homes:
             return
         target = targets[0]
@@ -339,6 +361,17 @@ class Reader:
             if loop.work and not loop.bounded:
                 over = f"{loop.over} (in {target.name}, line {loop.line})"
                 unit.loops.append(Loop(over, call.lineno, loop.work))
+
+    def _imported(self, expr: ast.expr) -> str:
+        """The last name of the project module or class `expr` is (or makes an instance
+        of), or ""."""
+        if isinstance(expr, ast.Name) and isinstance(self.queries.get(expr.id), ast.Call):
+            expr = self.queries[expr.id]
+        if isinstance(expr, ast.Call) and isinstance(expr.func, ast.Name):
+            expr = expr.func
+        if not isinstance(expr, ast.Name) or expr.id in self.params:
+            return ""
+        return expr.id if self.project.imported_here(self.module, expr.id) else ""
 
     def call(self, call: ast.Call, unit: Unit) -> None:
         """What a call outside any loop tells: timeouts, dispatches, waits, batches, cursors."""
@@ -377,10 +410,9 @@ class Reader:
 
     def _cursor(self, call: ast.Call, unit: Unit) -> None:
         """A stored cursor read or written (`cache.get("last_id")`, in a loop or not)."""
-        name = call_name(call)
-        if name in ("get", "set", "incr", "add") and self._cursor_key(call):
-            what = Costly("write" if name != "get" else "method", dotted(call.func), call.lineno)
-            unit.cursor.append(what)
+        effect = cursor_call(call)
+        if effect is not None:
+            unit.cursor.append(Costly(effect, dotted(call.func), call.lineno))
 
     def _per_row(self, call: ast.Call) -> str | None:
         """`group(t.s(o.id) for o in Order.objects.all())`, or `group(members)` after a
@@ -396,19 +428,13 @@ class Reader:
                 return None if filled.bounded else f"{filled.over} (filled into {arg.id})"
         return None
 
+    def _sent(self, expr: ast.expr) -> bool:
+        """A job's handle, as written or held in a name: `res`, `t.delay(1)`."""
+        return (isinstance(expr, ast.Name) and self._handle(expr.id)) or sent(expr)
+
     def _handle(self, name: str) -> bool:
         held = self.queries.get(name)
         return held is not None and sent(held)
-
-    @staticmethod
-    def _cursor_key(call: ast.Call) -> bool:
-        if not call.args or not isinstance(call.func, ast.Attribute):
-            return False
-        base = dotted(call.func.value).lower()
-        if not any(w in base for w in ("cache", "redis", "settings", "state")):
-            return False
-        key = ast.unparse(call.args[0]).lower()
-        return any(w in key for w in ("last_id", "last_pk", "offset", "cursor", "last_processed"))
 
     @staticmethod
     def _http(qualified: str, name: str) -> bool:
@@ -478,6 +504,11 @@ class Reader:
             return [Costly("method", written, line, f"{name}, by its name")]
         if not found and depth == 0 and row and handed_session(call) and self._mentions(call, row):
             return [Costly("query", written, line, "handed the database session")]
+        inline = ".tasks." in f".{qualified}" and name not in NOT_INLINE
+        if not found and depth == 0 and inline and self._mentions(call, row):
+            # `maybe_award_badge(..., user.id)` imported from a tasks module and called, not
+            # sent: the task's whole body runs here, once per row
+            return [Costly("method", written, line, "a task run inline")]
         return found
 
     @staticmethod

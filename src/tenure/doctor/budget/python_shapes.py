@@ -6,13 +6,19 @@ from __future__ import annotations
 
 import ast
 import copy
+import re
+from collections.abc import Callable
 
 from tenure.doctor.astutil import FunctionNode
-from tenure.doctor.budget.python_project import dotted
+from tenure.doctor.budget.model import Costly, Effect
+from tenure.doctor.budget.python_project import call_name, dotted
 
 COMPREHENSIONS = (ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)
 Comprehension = ast.ListComp | ast.SetComp | ast.DictComp | ast.GeneratorExp
 SESSION_NAMES = ("session", "db", "conn", "connection")
+# Fields of a row that hold where a job stopped: read and written back, a stored cursor.
+CURSOR_FIELDS = {"last_id", "last_pk", "last_processed_id", "last_synced_id", "cursor",
+                 "offset", "last_offset"}  # fmt: skip
 
 
 def handed_session(call: ast.Call) -> bool:
@@ -154,4 +160,87 @@ def row_attribute(assign: ast.Assign, row: set[str]) -> bool:
     return any(
         isinstance(t, ast.Attribute) and isinstance(t.value, ast.Name) and t.value.id in row
         for t in assign.targets
+    )
+
+
+def stored_cursor(nodes: list[ast.AST], params: set[str]) -> list[Costly]:
+    """A cursor kept in a row of the project's own (`state = SyncState.objects.get(...)`,
+    read as `state.last_id`, written back with `state.last_id = o.id; state.save()` or
+    `.update(last_id=...)`): the settings-table form of the standard's stored cursor."""
+    saved = {dotted(n.func.value) for n in nodes if isinstance(n, ast.Call)
+             and call_name(n) == "save" and isinstance(n.func, ast.Attribute)}  # fmt: skip
+    out: list[Costly] = []
+    for node in nodes:
+        if isinstance(node, ast.Attribute) and node.attr in CURSOR_FIELDS:
+            base = dotted(node.value)
+            if not isinstance(node.value, ast.Name) or base in params:
+                continue  # a field of what the job was handed is its range, not a cursor
+            if isinstance(node.ctx, ast.Load):
+                out.append(Costly("method", f"{base}.{node.attr}", node.lineno))
+            elif base in saved:
+                out.append(Costly("write", f"{base}.{node.attr} = ...", node.lineno))
+        elif isinstance(node, ast.Call) and call_name(node) in ("update", "update_or_create"):
+            written = [k for k in node.keywords if k.arg in CURSOR_FIELDS]
+            if written:
+                what = f"{dotted(node.func)}({written[0].arg}=...)"
+                out.append(Costly("write", what, node.lineno))
+    return out
+
+
+# What a loop asks of a job's handle while it waits for the job to end.
+POLLS = {"ready", "successful", "failed", "completed_count", "state", "status"}
+
+
+def polled(test: ast.expr, is_handle: Callable[[ast.expr], bool]) -> ast.expr | None:
+    """`while not res.ready():`, `while res.state == "PENDING":`: the loop holds the unit
+    until the job it sent is done, as `res.get()` would. The handle asked, or None."""
+    for node in ast.walk(test):
+        asked = node.func if isinstance(node, ast.Call) else node
+        if isinstance(asked, ast.Attribute) and asked.attr in POLLS and is_handle(asked.value):
+            return asked.value
+    return None
+
+
+# A key that names where a run stopped: `last_id`, `orders_last_synced_id`, `offset`.
+CURSOR_KEY = re.compile(r"last_\w*(id|pk)\b|offset|cursor|last_processed")
+CURSOR_STORES = ("cache", "redis", "setting", "state", "option")
+CURSOR_READS = {"get", "filter", "get_or_create", "first", "values_list"}
+CURSOR_WRITES = {"set", "incr", "add", "update_or_create", "update", "set_many"}
+KEY_ARGS = {"key", "name", "slug"}
+
+
+def cursor_call(call: ast.Call) -> Effect | None:
+    """`cache.get("last_id")` (a read), `Setting.objects.update_or_create(key=
+    "orders_last_id", ...)` (a write): a store keyed by a cursor. The key is the first
+    argument or a `key=`/`name=` of the call or of the chain it is made on."""
+    func = call.func
+    if not isinstance(func, ast.Attribute) or func.attr not in CURSOR_READS | CURSOR_WRITES:
+        return None
+    if not any(w in ast.unparse(func.value).lower() for w in CURSOR_STORES):
+        return None
+    keys: list[ast.expr] = []
+    for node in [call, *(n for n in ast.walk(func.value) if isinstance(n, ast.Call))]:
+        keys += node.args[:1] + [k.value for k in node.keywords if k.arg in KEY_ARGS]
+    if not any(CURSOR_KEY.search(ast.unparse(key).lower()) for key in keys):
+        return None
+    return "write" if func.attr in CURSOR_WRITES else "method"
+
+
+# Manager methods that hand back one object or a count, not rows.
+ONE_OBJECT = ("get", "create", "count", "exists", "aggregate", "latest", "earliest", "first",
+              "last", "in_bulk", "update", "delete", "bulk_")  # fmt: skip
+
+
+def manager_call(expr: ast.expr) -> bool:
+    """`Profile.objects.confirmed_for_reminders()`: a custom manager method on a model. What
+    it hands back is a queryset unless its name says one object or a count."""
+    if not isinstance(expr, ast.Call) or not isinstance(expr.func, ast.Attribute):
+        return False
+    manager = expr.func.value
+    return (
+        isinstance(manager, ast.Attribute)
+        and manager.attr == "objects"
+        and isinstance(manager.value, ast.Name)
+        and manager.value.id[:1].isupper()
+        and not expr.func.attr.startswith(ONE_OBJECT)
     )
