@@ -4,12 +4,13 @@
     .venv/bin/python -m bench --engines redis,redis-cluster,postgres,pgbouncer --systems tenure \\
         --no-extras --name topologies        (tenure on the production topologies)
     .venv/bin/python -m bench doctor-corpus [--show]   (the doctor on real projects)
-    .venv/bin/python -m bench doctor-standard [--show] [--only RULE] [--apps]   (time budget)
+    .venv/bin/python -m bench doctor-standard [--show] [--only RULE] [--apps] [--set S]
     .venv/bin/python -m bench walk [--engine E|all]    (one job's path through the modules)
     .venv/bin/python -m bench retention [--jobs N]     (size and throughput while pruning)
     .venv/bin/python -m bench flow [--jobs N]          (concurrency= drain against plain)
     .venv/bin/python -m bench rawloops [--jobs N]      (raw engine loop, store loop, worker)
     .venv/bin/python -m bench redis-work [--jobs N]    (Redis server work per job, all systems)
+    .venv/bin/python -m bench walpages [--jobs N]      (SQLite WAL pages per job, by B-tree)
 
 Installs the peers into bench/.venv-peers (and arq into bench/.venv-peers-arq), then for each
 engine runs every system on the same workloads, round after round, in A B ... B A order so
@@ -152,6 +153,10 @@ def main() -> int:
         from bench.raw_loops import main as rawloops
 
         return rawloops(sys.argv[2:])
+    if sys.argv[1:2] == ["walpages"]:  # SQLite's pages written per job (issue 35)
+        from bench.wal_pages import main as walpages
+
+        return walpages(sys.argv[2:])
     if sys.argv[1:2] == ["redis-work"]:  # the Redis server's work per job (issue 32)
         from bench.redis_work import main as redis_work
 

@@ -19,8 +19,8 @@ import time
 from pathlib import Path
 
 import tenure
+from tenure.core.records import WorkerRef
 from tenure.stores.base import get_job
-from tenure.stores.records import WorkerRef
 
 from bench.wait_latency import drop, urls
 

@@ -54,9 +54,9 @@ def fill(app: tenure.App, jobs: int) -> None:
     if have >= jobs:
         print(f"reusing {have:,} jobs in schema {SCHEMA}")
         return
-    from tenure import payload
     from tenure.app import new_id
-    from tenure.stores.records import NewJob
+    from tenure.core import payload
+    from tenure.core.records import NewJob
 
     policy = app.jobs["export_row"].policy
     started = time.monotonic()

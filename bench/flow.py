@@ -35,10 +35,10 @@ import time
 from collections import deque
 from pathlib import Path
 
-from tenure.guards import Guards
-from tenure.retry import Policy
+from tenure.core.guards import Guards
+from tenure.core.records import NewJob, Reservation, WorkerRef
+from tenure.core.retry import Policy
 from tenure.stores import Store, open_store
-from tenure.stores.records import NewJob, Reservation, WorkerRef
 
 from bench.priorities import drop, fresh_url
 

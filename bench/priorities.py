@@ -30,9 +30,9 @@ import tempfile
 import time
 from pathlib import Path
 
-from tenure.retry import Policy
+from tenure.core.records import NewJob, WorkerRef
+from tenure.core.retry import Policy
 from tenure.stores import Store, open_store
-from tenure.stores.records import NewJob, WorkerRef
 
 from bench.engines import POSTGRES_URL, REDIS_URL
 

@@ -233,7 +233,7 @@ def one_loop(engine: engines.Engine, loop: str, jobs: int, workdir: Path) -> lis
         mark_file = workdir / f"marks-{time.monotonic_ns()}"
         env = {
             **os.environ,
-            "PYTHONPATH": str(ROOT),
+            "PYTHONPATH": f"{ROOT}{os.pathsep}{ROOT / 'src'}",
             "BENCH_URL": url,
             marks.MARKS_ENV: str(mark_file),
         }

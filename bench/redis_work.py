@@ -35,6 +35,7 @@ SYSTEMS = ("tenure", "huey", "rq", "dramatiq")
 SCRIPT_COMMANDS = ("eval", "evalsha", "eval_ro", "evalsha_ro", "fcall", "fcall_ro")
 METER_COMMANDS = ("info", "ping", "flushdb", "client|setname", "client|setinfo", "hello")
 DRAIN_TIMEOUT_S = 300.0
+TIMES = "\u00d7"
 
 
 def free_port() -> int:
@@ -192,9 +193,11 @@ def measure(jobs: int, rounds: int, systems: list[str]) -> dict[str, Any]:
                 time.sleep(0.05)
         results["server"] = client.info("server")["redis_version"]
         order = [s for r in range(rounds) for s in (systems if r % 2 == 0 else systems[::-1])]
+        results["load"] = []
         for system in order:
             if system in results["skipped"]:
                 continue
+            results["load"].append(os.getloadavg()[0])
             client.flushdb()  # the private server's own database, nobody else's
             got = run_system(system, url, jobs, workdir)
             if isinstance(got, str):
@@ -209,30 +212,81 @@ def measure(jobs: int, rounds: int, systems: list[str]) -> dict[str, Any]:
 
 
 def best(runs: list[dict[str, Any]], half: str, key: str) -> float:
-    return min(run[half][key] for run in runs)
+    return float(min(run[half][key] for run in runs))
+
+
+def totals(runs: list[dict[str, Any]]) -> tuple[float, float]:
+    """(commands, server CPU µs) per job, enqueue and drain together, each half's best."""
+    halves = ("enqueue", "drain")
+    return (
+        sum(best(runs, h, "commands") for h in halves),
+        sum(best(runs, h, "cpu_us") for h in halves),
+    )
 
 
 def table(results: dict[str, Any]) -> str:
+    load = results.get("load") or []
     rows = [
         f"Redis {results.get('server', '?')}, private server; {results['jobs']} no-op jobs "
-        f"enqueued one by one, drained by one worker; best of {results['rounds']} round(s).",
+        f"enqueued one by one, drained by one worker; best of {results['rounds']} round(s)"
+        + (f"; 1-minute load average {min(load):.1f}-{max(load):.1f}." if load else "."),
+        "",
         "| system | step | commands/job | script calls/job | µs in commands/job "
         "| server CPU µs/job |",
         "|---|---|---|---|---|---|",
     ]
     for system, runs in results["systems"].items():
-        total_cpu = 0.0
         for half in ("enqueue", "drain"):
-            cpu = best(runs, half, "cpu_us")
-            total_cpu += cpu
             rows.append(
                 f"| {system} | {half} | {best(runs, half, 'commands'):.1f} | "
-                f"{best(runs, half, 'scripts'):.1f} | {best(runs, half, 'usec'):.0f} | {cpu:.0f} |"
+                f"{best(runs, half, 'scripts'):.1f} | {best(runs, half, 'usec'):.0f} | "
+                f"{best(runs, half, 'cpu_us'):.0f} |"
             )
-        rows.append(f"| {system} | **total** | | | | **{total_cpu:.0f}** |")
+        commands, cpu = totals(runs)
+        rows.append(f"| {system} | **total** | **{commands:.1f}** | | | **{cpu:.0f}** |")
     for system, why in results["skipped"].items():
         rows.append(f"| {system} | {why} | | | | |")
+    mine = results["systems"].get("tenure")
+    peers_ = [s for s in results["systems"] if s != "tenure"]
+    if mine and peers_:
+        t_commands, t_cpu = totals(mine)
+        rows += [
+            "",
+            "tenure ÷ peer, enqueue and drain together (below 1: tenure makes the "
+            "server work less):",
+            "",
+            "| per job | " + " | ".join(peers_) + " |",
+            "|---|" + "---|" * len(peers_),
+        ]
+        theirs = {s: totals(results["systems"][s]) for s in peers_}
+        rows.append(
+            "| commands | "
+            + " | ".join(f"{t_commands / theirs[s][0]:.2f}{TIMES}" for s in peers_)
+            + " |"
+        )
+        rows.append(
+            "| server CPU | "
+            + " | ".join(f"{t_cpu / theirs[s][1]:.2f}{TIMES}" for s in peers_)
+            + " |"
+        )
     return "\n".join(rows)
+
+
+SECTION = Path(__file__).with_name("redis_work.md")
+
+
+def write_section(results: dict[str, Any], command: str) -> None:
+    """bench/redis_work.md, which bench/report.py keeps in every REPORT.md (a full run does not
+    measure it)."""
+    when = time.strftime("%Y-%m-%d", time.gmtime())
+    SECTION.write_text(
+        "## Redis: the server's work per job (issue 32, measured apart)\n\n"
+        f"Measured on {when} by:\n\n```sh\n.venv/bin/{command}\n```\n\n"
+        "Every command the server ran (those inside scripts and functions too) and its CPU "
+        "(`INFO commandstats`, `INFO cpu` deltas of a private redis-server), per job; see "
+        "bench/redis_work.py. The machine is shared: compare within this table, not with "
+        "other runs.\n\n" + table(results) + "\n"
+    )
 
 
 def main(argv: list[str]) -> int:
@@ -246,6 +300,9 @@ def main(argv: list[str]) -> int:
     parser.add_argument(
         "--install-peers", action="store_true", help="create bench/.venv-peers first if missing"
     )
+    parser.add_argument(
+        "--write", action="store_true", help="write bench/redis_work.md (kept in REPORT.md)"
+    )
     args = parser.parse_args(argv)
     systems = [s for s in args.systems.split(",") if s]
     unknown = [s for s in systems if s not in BY_KEY]
@@ -256,6 +313,8 @@ def main(argv: list[str]) -> int:
     results = measure(args.jobs, args.rounds, systems)
     print(table(results))
     print(json.dumps(results))
+    if args.write and results["systems"]:
+        write_section(results, "python -m bench redis-work " + " ".join(argv))
     return 0 if results["systems"] else 1
 
 

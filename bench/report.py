@@ -139,7 +139,7 @@ def render(res: dict[str, Any]) -> str:
                 ]
                 lines.append("| " + " | ".join(row) + " |")
         lines.append("")
-    lines += plans(res) + topologies() + measured_apart() + headline(res)
+    lines += plans(res) + topologies() + redis_work() + measured_apart() + headline(res)
     if res.get("raw_limits"):
         lines += ["## Raw engine limits (context)", "", *res["raw_limits"]["lines"], ""]
     if res.get("profile"):
@@ -205,6 +205,13 @@ def topologies() -> list[str]:
     """bench/topologies.md, measured by its own run (its command is in it), kept in every
     report: a full run does not start a Redis Cluster or a PgBouncer."""
     path = Path(__file__).with_name("topologies.md")
+    return [*path.read_text().splitlines(), ""] if path.exists() else []
+
+
+def redis_work() -> list[str]:
+    """bench/redis_work.md: the Redis server's commands and CPU per job for tenure and each
+    Redis peer (`python -m bench redis-work --write`), kept in every report."""
+    path = Path(__file__).with_name("redis_work.md")
     return [*path.read_text().splitlines(), ""] if path.exists() else []
 
 

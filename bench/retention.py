@@ -56,7 +56,7 @@ from pathlib import Path
 from typing import Any
 
 import tenure
-from tenure.stores.records import WorkerRef
+from tenure.core.records import WorkerRef
 from tenure.worker.leases import Sweeper
 
 BENCH = Path(__file__).resolve().parent

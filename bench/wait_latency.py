@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 import tenure
-from tenure.stores.records import WorkerRef
+from tenure.core.records import WorkerRef
 
 from bench.engines import POSTGRES_URL, REDIS_URL
 

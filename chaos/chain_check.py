@@ -10,7 +10,7 @@ import itertools
 from dataclasses import dataclass
 from typing import Any
 
-from tenure import chains
+from tenure.core import chains
 from tenure.stores.base import get_job
 
 from chaos.ledger import Execution, by_job

@@ -27,8 +27,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import tenure
-from tenure import payload
-from tenure.errors import JobNotFound, PayloadError, TenureError
+from tenure.core import payload
+from tenure.core.errors import JobNotFound, PayloadError, TenureError
 
 JSON_LEAVES = (
     st.none()

@@ -75,7 +75,7 @@ def drop_store(url: str) -> None:
 def store_works(url: str) -> str | None:
     """None when tenure.App(url) can dispatch, reserve and complete; else why not."""
     import tenure
-    from tenure.stores.records import WorkerRef
+    from tenure.core.records import WorkerRef
 
     app = tenure.App(url)
     try:

@@ -135,7 +135,7 @@ def render_api() -> str:
             kind = "exception" if issubclass(obj, BaseException) else "class"
             lines += [f"## `tenure.{name}` ({kind})", ""]
             if kind == "class":
-                lines += ["```python", f"tenure.{name}{_signature(obj)}", "```", ""]
+                lines += ["```text", f"tenure.{name}{_signature(obj)}", "```", ""]
             doc = _body(obj.__doc__)
             if not doc.startswith(f"{obj.__name__}("):  # a dataclass's made-up docstring
                 lines += [doc, ""]

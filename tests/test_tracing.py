@@ -35,8 +35,8 @@ except ImportError:  # skipped locally; the dev extras pin the SDK, so CI must h
 import tenure
 from tenure import tracing
 from tenure.coordinator import COORDINATOR
-from tenure.retry import Policy
-from tenure.stores.records import NewJob
+from tenure.core.records import NewJob
+from tenure.core.retry import Policy
 from tenure.testing import drain
 
 SRC = Path(__file__).resolve().parents[1] / "src"
@@ -297,8 +297,8 @@ def test_tenure_works_when_opentelemetry_cannot_be_imported(tmp_path: Path) -> N
 
         import tenure
         from tenure.testing import drain
-        from tenure.retry import Policy
-        from tenure.stores.records import Reservation
+        from tenure.core.retry import Policy
+        from tenure.core.records import Reservation
         from tenure.worker.execute import execute
 
         app = tenure.App("sqlite:///t.db")

@@ -1,9 +1,9 @@
 """tenure: background jobs that never run twice by accident."""
 
 from tenure.app import App, BatchHandle, BatchInfo, JobInfo
-from tenure.batch import ranges
 from tenure.context import JobContext, current
-from tenure.errors import (
+from tenure.core.batch import ranges
+from tenure.core.errors import (
     CancelRefused,
     CancelRequested,
     ConfigError,
@@ -18,8 +18,8 @@ from tenure.errors import (
     TenureError,
     UnknownJob,
 )
+from tenure.core.records import AttemptRecord as Attempt
 from tenure.job import Chain, ChainHandle, Job, JobHandle, Sig
-from tenure.stores.records import AttemptRecord as Attempt
 from tenure.version import __version__ as __version__
 
 __all__ = [

@@ -11,23 +11,24 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any, ParamSpec, TypeVar, overload
 
-from tenure import control, payload, retention, rolling, sending, tracing
+from tenure import control, rolling, sending, tracing
 from tenure.control import Cancellation, QueueWait
 from tenure.coordinator import COORDINATOR, coordinator, plan_over_ids
-from tenure.errors import ConfigError, JobNotFound, UnknownJob
-from tenure.guards import KeyFunction
+from tenure.core import payload, retention
+from tenure.core.errors import ConfigError, JobNotFound, UnknownJob
+from tenure.core.guards import KeyFunction
+from tenure.core.records import BatchRecord, JobRecord, PeriodicClaim, QueueCounts, WorkerRecord
+from tenure.core.retry import Backoff
+from tenure.core.schedule import Schedule
+from tenure.core.states import JOB_STATES
+from tenure.core.urls import redact
 from tenure.hooks import Hooks
 from tenure.job import ChainHandle, Job, JobHandle, Sig
 from tenure.periodic import PeriodicJob, PeriodicStatus, check_catch_up, run_id, status
-from tenure.retry import Backoff
-from tenure.schedule import Schedule
 from tenure.sending import Member
 from tenure.settings import URL_ENV, JobOptions
-from tenure.states import JOB_STATES
 from tenure.stores import Store, open_store, store_class, url_options
 from tenure.stores.base import get_batch, get_job, total_counts
-from tenure.stores.records import BatchRecord, JobRecord, PeriodicClaim, QueueCounts, WorkerRecord
-from tenure.urls import redact
 
 P = ParamSpec("P")
 R = TypeVar("R")
@@ -113,6 +114,7 @@ class App:
         self.url, self.url_source = url, source
 
     def close(self) -> None:
+        """Close the store's connections; the next use opens them again."""
         if self._store is not None:
             self._store.close()
             self._store = None
@@ -245,6 +247,7 @@ class App:
             raise ConfigError("transactional=True is for sync jobs (they run in a child process)")
 
     def get_definition(self, name: str) -> Job[..., Any]:
+        """The job registered under `name`; UnknownJob naming the known ones otherwise."""
         try:
             return self.jobs[name]
         except KeyError:
@@ -391,6 +394,7 @@ class App:
         return sending.add_members(self, batch_id, sigs, ids)
 
     def get_batch(self, batch_id: str) -> BatchInfo:
+        """The batch: its counts, state and `progress` (0..1); JobNotFound when absent."""
         record = self.find_batch(batch_id)
         if record is None:
             raise JobNotFound(f"no batch with id {batch_id!r} in {redact(self.url)}")
@@ -406,6 +410,7 @@ class App:
         return self.store.now()
 
     def get_job(self, job_id: str) -> JobInfo:
+        """The job: its state, attempts, result and last error; JobNotFound when absent."""
         record = self.find_job(job_id)
         if record is None:
             raise JobNotFound(f"no job with id {job_id!r} in {redact(self.url)}")
@@ -416,6 +421,7 @@ class App:
         return get_job(self.store, job_id)
 
     def find_batch(self, batch_id: str) -> BatchInfo | None:
+        """The batch, or None when the store has no batch with that id."""
         return get_batch(self.store, batch_id)
 
     def queue_counts(self) -> dict[str, QueueCounts]:
@@ -446,6 +452,7 @@ class App:
         return self.store.list_jobs(state=state, queue=queue, limit=limit, batch_id=batch_id)
 
     def list_batches(self, *, limit: int = 50) -> list[BatchInfo]:
+        """Recent batches, newest first."""
         return self.store.list_batches(limit=limit)
 
     def unknown_waiting(self, queues: list[str]) -> list[rolling.Unknown]:
@@ -489,6 +496,7 @@ class App:
         return redact(self.url)
 
     def failed_jobs(self, limit: int = 100) -> list[JobInfo]:
+        """Failed jobs, newest first (`tenure failed list`)."""
         return self.store.list_jobs(state="failed", limit=limit)
 
     def retry_failed(self, job_id: str) -> bool:
@@ -513,6 +521,7 @@ class App:
         control.pause(self.store, name, paused=True)
 
     def resume_queue(self, name: str) -> None:
+        """Let workers reserve from queue `name` again, and wake the idle ones."""
         control.pause(self.store, name, paused=False)
 
     def purge(self, queue: str) -> int:
@@ -520,6 +529,7 @@ class App:
         return control.purge(self.store, queue)
 
     def waiting_in(self, queue: str) -> int:
+        """Jobs of `queue` that wait to run (queued or scheduled): what a purge would cancel."""
         return control.waiting_in(self.store, queue)
 
     def queue_waits(self, *, keys: bool = False) -> list[QueueWait]:
@@ -532,6 +542,7 @@ class App:
         return retention.prune_all(self.store, dry_run=dry_run)
 
     def forget(self, job_id: str) -> bool:
+        """Delete a finished job and its attempts; False if absent or still live."""
         return self.store.forget_job(job_id)
 
 

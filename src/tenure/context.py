@@ -8,13 +8,13 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, NoReturn, Protocol, TypeVar
 
-from tenure.errors import Snooze, TenureError
+from tenure.core.errors import Snooze, TenureError
 from tenure.stores.base import get_batch
 
 if TYPE_CHECKING:
+    from tenure.core.records import BatchRecord
     from tenure.job import Sig
     from tenure.stores.base import JobTransaction, Store
-    from tenure.stores.records import BatchRecord
 
 
 class ContextApp(Protocol):

@@ -7,10 +7,11 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from tenure import chains
-from tenure.errors import CancelRefused, ConfigError, JobNotFound
+from tenure.core import chains
+from tenure.core.errors import CancelRefused, ConfigError, JobNotFound
+from tenure.core.records import JobRecord, KeyCounts, QueueCounts
+from tenure.core.words import clock_text
 from tenure.stores.base import Store, get_batch, get_job
-from tenure.stores.records import JobRecord, KeyCounts, QueueCounts, clock_text
 
 FINISHED = {"succeeded": "succeeded", "failed": "failed", "cancelled": "was cancelled already"}
 

@@ -11,9 +11,9 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from tenure.batch import count_ranges, ranges
 from tenure.context import current
-from tenure.errors import ConfigError
+from tenure.core.batch import count_ranges, ranges
+from tenure.core.errors import ConfigError
 from tenure.job import Sig
 
 COORDINATOR = "tenure.coordinate"  # every App registers `coordinator(...)` under this name

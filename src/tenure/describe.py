@@ -5,9 +5,10 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from tenure import causes, chains, payload
-from tenure.errors import PayloadError
-from tenure.stores.records import AttemptRecord, JobRecord, clock_text
+from tenure.core import causes, chains, payload
+from tenure.core.errors import PayloadError
+from tenure.core.records import AttemptRecord, JobRecord
+from tenure.core.words import clock_text
 
 # A link the store has not dispatched yet (its previous link has not succeeded): no row yet.
 WAITING = "waiting"
@@ -64,8 +65,12 @@ def describe_job(job: JobRecord, now: float | None = None) -> list[str]:
         lines.append(f"  waiting on concurrency key {job.waiting_on!r}")
     if job.state == "scheduled":
         lines.append(f"  next run at {clock_text(job.run_at)}")
+    before = 0  # the number of the attempt shown last
     for attempt in job.attempts:
+        if attempt.number > before + 1:
+            lines.append("  " + unrecorded(job, before + 1, attempt.number - 1))
         lines.append("  " + describe_attempt(attempt))
+        before = attempt.number
     stale = lease_expired(job, now)
     if stale is not None:
         lines.append("  " + stale)
@@ -85,6 +90,33 @@ def describe_job(job: JobRecord, now: float | None = None) -> list[str]:
         )
         lines.append(f"  why it ran {len(runs)} times: {reasons}")
     return lines
+
+
+def unrecorded(job: JobRecord, first: int, last: int) -> str:
+    """Why attempt numbers `first` to `last` have no line. Every reserve takes the next
+    number; only a repeated hand-back of a job its worker's code does not know leaves no row
+    (Store.end_attempt's `record`): a worker records its refusal of a job once, and only a
+    worker that did so hands it back unrecorded afterwards. Any other gap is a row the store
+    no longer has, said as such rather than guessed at."""
+    which = f"attempt {first}" if first == last else f"attempts {first} to {last}"
+    refused_by = sorted(
+        {
+            a.worker_id
+            for a in job.attempts
+            if a.number < first and a.outcome == "deferred" and a.cause == causes.UNKNOWN_JOB
+        }
+    )
+    if not refused_by:
+        return f"{which}: no record of {'it' if first == last else 'them'} in the store"
+    who = (
+        f"worker {refused_by[0]}"
+        if len(refused_by) == 1
+        else "one of workers " + ", ".join(refused_by)
+    )
+    return (
+        f"{which}: handed back again by {who}, whose code does not know this job; no try "
+        "used, not recorded (a worker's refusal of a job is recorded once, not each round)"
+    )
 
 
 def lease_expired(job: JobRecord, now: float | None) -> str | None:

@@ -9,10 +9,10 @@ from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any, Generic, ParamSpec, Protocol, TypeVar
 
 from tenure import control, waiting
-from tenure.errors import ConfigError
-from tenure.guards import NO_SPEC, GuardSpec
-from tenure.retention import APP_DEFAULT, Keep, KeepOverride, KeepSetting, override_of
-from tenure.retry import Policy, validate_policy
+from tenure.core.errors import ConfigError
+from tenure.core.guards import NO_SPEC, GuardSpec
+from tenure.core.retention import APP_DEFAULT, Keep, KeepOverride, KeepSetting, override_of
+from tenure.core.retry import Policy, validate_policy
 from tenure.settings import check_priority
 
 if TYPE_CHECKING:

@@ -14,8 +14,8 @@ import sys
 import time
 from typing import Any, Protocol
 
+from tenure.core.records import EndResult, Reservation
 from tenure.settings import LOG_FORMAT_ENV
-from tenure.stores.records import EndResult, Reservation
 
 log = logging.getLogger("tenure.worker")
 

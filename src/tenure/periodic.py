@@ -31,9 +31,9 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Protocol
 
-from tenure.errors import ConfigError
-from tenure.schedule import Schedule
-from tenure.stores.records import JobRecord, PeriodicClaim, PeriodicRecord
+from tenure.core.errors import ConfigError
+from tenure.core.records import JobRecord, PeriodicClaim, PeriodicRecord
+from tenure.core.schedule import Schedule
 
 log = logging.getLogger("tenure.periodic")
 

@@ -24,7 +24,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 def tenure_app(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[App]:
     spec = request.config.getini("tenure_app")
     if spec:
-        from tenure.worker.loading import load_app
+        from tenure.loading import load_app
 
         app = load_app(str(spec))
     else:

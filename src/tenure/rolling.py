@@ -12,9 +12,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from tenure.states import QUEUED, SCHEDULED
+from tenure.core.records import WorkerRecord
+from tenure.core.states import QUEUED, SCHEDULED
 from tenure.stores.base import Store
-from tenure.stores.records import WorkerRecord
 
 SCAN = 10_000  # the waiting jobs read per queue and state, newest first
 

@@ -10,14 +10,15 @@ from dataclasses import replace
 from datetime import timedelta
 from typing import Any, Protocol
 
-from tenure import chains, payload, tracing
-from tenure.errors import ConfigError
-from tenure.guards import NO_GUARDS
+from tenure import tracing
+from tenure.core import chains, payload
+from tenure.core.errors import ConfigError
+from tenure.core.guards import NO_GUARDS
+from tenure.core.records import NewBatch, NewJob
+from tenure.core.retention import Keep
+from tenure.core.retry import Policy
 from tenure.job import NO_OVERRIDE, Chain, Job, Sig
-from tenure.retention import Keep
-from tenure.retry import Policy
 from tenure.stores import Store
-from tenure.stores.records import NewBatch, NewJob
 
 Member = Sig | Chain | Sequence[Sig]  # a batch member: a job, or a chain counted as one
 
@@ -177,7 +178,7 @@ def start_chain(
     pass_result: bool,
     conn: Any,
 ) -> tuple[str, list[tuple[str, str]]]:
-    """Store a chain: its first link, carrying the rest (tenure.chains); the chain's id and
+    """Store a chain: its first link, carrying the rest (tenure.core.chains); the chain's id and
     each link's (id, name), in order."""
     _check_links(Chain(sigs, catch, finally_, pass_result))
     chain_id = new_id()
@@ -215,13 +216,13 @@ def chain_member(
     trace: dict[str, str] | None,
     queue: str | None = None,
 ) -> tuple[NewJob, list[tuple[str, str]]]:
-    """A chain's first link (carrying the rest: tenure.chains), and every link's (id, name).
+    """A chain's first link (carrying the rest: tenure.core.chains), and every link's (id, name).
     `queue`: a batch's default queue, for links that name none."""
     if not chain.sigs:
         raise ConfigError("chain: expected at least one signature, got none")
     _check_links(chain)
     # ids made of the chain's id and the position: `tenure jobs show` of a link not dispatched
-    # yet finds its chain through an earlier link (tenure.chains.earlier_links)
+    # yet finds its chain through an earlier link (tenure.core.chains.earlier_links)
     ids = [chains.link_id(chain_id, k + 1) for k in range(len(chain.sigs))]
     if first_id is not None:
         ids[0] = first_id

@@ -15,14 +15,15 @@ from dataclasses import dataclass, field, fields
 from datetime import datetime, timedelta
 from typing import Any
 
-from tenure.errors import ConfigError
-from tenure.guards import GuardSpec, KeyFunction, make_spec
-from tenure.retention import APP_DEFAULT, KeepOverride, KeepSetting, override_of
-from tenure.retry import Backoff, Policy, validate_policy
+from tenure.core import payload
+from tenure.core.errors import ConfigError
+from tenure.core.guards import GuardSpec, KeyFunction, make_spec
+from tenure.core.retention import APP_DEFAULT, KeepOverride, KeepSetting, override_of
+from tenure.core.retry import Backoff, Policy, validate_policy
 
 # The environment variables tenure reads, each in one place.
 URL_ENV = "TENURE_URL"
-ENCRYPTION_KEY_ENV = "TENURE_ENCRYPTION_KEY"
+ENCRYPTION_KEY_ENV = payload.ENCRYPTION_KEY_ENV  # named in core, which cannot import settings
 LOG_FORMAT_ENV = "TENURE_LOG_FORMAT"
 DASHBOARD_TOKEN_ENV = "TENURE_DASHBOARD_TOKEN"
 DEBUG_ENV = "TENURE_DEBUG"
@@ -59,7 +60,7 @@ class JobOptions:
     fair_key: KeyFunction | None = None
     fair_weights: dict[str, float] | None = None
     transactional: bool = False
-    # retention once finished (tenure.retention): a timedelta, seconds, None (forever)
+    # retention once finished (tenure.core.retention): a timedelta, seconds, None (forever)
     keep_succeeded: KeepSetting = APP_DEFAULT
     keep_failed: KeepSetting = APP_DEFAULT  # failed and cancelled
     priority: int = 0  # lower runs first within a queue; FIFO within a priority

@@ -26,12 +26,12 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from tenure import payload
 from tenure.app import App
-from tenure.errors import ConfigError
+from tenure.core import causes, payload
+from tenure.core.errors import ConfigError
+from tenure.core.records import JobRecord, Reservation, WorkerRef
 from tenure.job import Job, JobsApp
 from tenure.stores.base import get_job
-from tenure.stores.records import JobRecord, Reservation, WorkerRef
 from tenure.stores.sqlite import SQLiteStore
 from tenure.worker.execute import Ended, definition, execute
 
@@ -158,10 +158,13 @@ def _run_here(app: App, res: Reservation) -> None:
     if ended.to_record and time.monotonic() - started > res.policy.timeout:
         # timeouts are not enforced here, but one that was overrun is recorded as on a worker
         ended = Ended(
-            "timed_out", f"job {res.name!r} ran past its {res.policy.timeout:g} s timeout"
+            "timed_out",
+            f"job {res.name!r} ran past its {res.policy.timeout:g} s timeout",
+            cause=causes.TIMEOUT,
         )
     if ended.recorded is not None:
         return
+    # with its cause, as a worker records it (tenure.worker.recording): the same history
     app.store.end_attempt(
         job_id=res.job_id,
         token=res.token,
@@ -171,6 +174,8 @@ def _run_here(app: App, res: Reservation) -> None:
         traceback=ended.traceback,
         permanent=ended.permanent,
         snooze=ended.snooze,
+        cause=ended.cause,
+        record=ended.history,
     )
 
 

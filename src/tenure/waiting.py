@@ -10,12 +10,12 @@ import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
-from tenure.errors import ConfigError, JobCancelled, JobFailed
-from tenure.states import FINAL_STATES
+from tenure.core.errors import ConfigError, JobCancelled, JobFailed
+from tenure.core.states import FINAL_STATES
 
 if TYPE_CHECKING:
+    from tenure.core.records import JobRecord
     from tenure.stores.base import Store
-    from tenure.stores.records import JobRecord
 
 # The longest one wait goes without reading the job again. The store wakes a waiter when the
 # job succeeds or fails (PostgreSQL NOTIFY, a Redis list, SQLite's data_version); an end no

@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 import tenure
-from tenure import payload
-from tenure.errors import PayloadError
+from tenure.core import payload
+from tenure.core.errors import PayloadError
 
 from chaos import fuzz
 from chaos.harness import drop_store, skip_or_fail, store_url, store_works

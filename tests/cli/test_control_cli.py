@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 
 import tenure
-from tenure.retry import Policy
-from tenure.stores.records import NewJob, WorkerRef
+from tenure.core.records import NewJob, WorkerRef
+from tenure.core.retry import Policy
 
 SRC = Path(__file__).resolve().parents[2] / "src"
 

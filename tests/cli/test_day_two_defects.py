@@ -14,11 +14,11 @@ from pathlib import Path
 import pytest
 
 import tenure
+from tenure.core.errors import ConfigError, StoreMisconfigured
+from tenure.core.records import WorkerRef
 from tenure.describe import describe_job
-from tenure.errors import ConfigError, StoreMisconfigured
-from tenure.stores.records import WorkerRef
+from tenure.loading import load_app
 from tenure.testing import drain
-from tenure.worker.loading import load_app
 
 SRC = Path(__file__).resolve().parents[2] / "src"
 

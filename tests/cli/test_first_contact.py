@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 import tenure
-from tenure.stores.records import clock_text
+from tenure.core.words import clock_text
 from tenure.testing import drain
 
 SRC = Path(__file__).resolve().parents[2] / "src"

@@ -9,9 +9,9 @@ from pathlib import Path
 
 import tenure
 from cli.test_control_cli import run_cli
-from tenure.guards import Guards
-from tenure.retry import Policy
-from tenure.stores.records import NewJob, WorkerRef
+from tenure.core.guards import Guards
+from tenure.core.records import NewJob, WorkerRef
+from tenure.core.retry import Policy
 
 
 def columns_of(line: str) -> list[str]:

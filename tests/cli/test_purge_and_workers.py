@@ -11,7 +11,7 @@ from dataclasses import replace
 from pathlib import Path
 
 import tenure
-from tenure.stores.records import WorkerRecord, WorkerRef
+from tenure.core.records import WorkerRecord, WorkerRef
 
 SRC = Path(__file__).resolve().parents[2] / "src"
 

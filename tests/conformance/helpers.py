@@ -7,10 +7,10 @@ import time
 from collections.abc import Callable, Sequence
 from typing import TypeVar
 
-from tenure.retry import Policy
+from tenure.core.records import AttemptRecord, JobRecord, NewJob, Reservation, WorkerRef
+from tenure.core.retry import Policy
 from tenure.stores import Store
 from tenure.stores.base import get_job, total_counts
-from tenure.stores.records import AttemptRecord, JobRecord, NewJob, Reservation, WorkerRef
 
 T = TypeVar("T")
 

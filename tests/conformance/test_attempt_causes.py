@@ -1,4 +1,4 @@
-"""An attempt's cause (tenure.causes): written with its end, kept by every backend, and set by
+"""An attempt's cause (tenure.core.causes): written with its end, kept by every backend, and set by
 the recovery sweep when the worker vanished."""
 
 from __future__ import annotations
@@ -6,9 +6,9 @@ from __future__ import annotations
 from dataclasses import replace
 
 from conformance.helpers import W1, attempt, enqueue, expire_and_rescue, new_job, reserve_one
-from tenure import causes
+from tenure.core import causes
+from tenure.core.records import WorkerRecord
 from tenure.stores import Store
-from tenure.stores.records import WorkerRecord
 
 
 def test_the_cause_given_with_an_end_is_read_back(store: Store) -> None:
@@ -62,3 +62,26 @@ def test_an_attempt_of_a_worker_that_had_begun_stopping_is_named_a_deploy_kill(
     assert (got.outcome, got.cause) == ("crashed", causes.DEPLOY)
     assert "killed at the end of a deploy's grace" in (got.error or "")
     assert f"worker {W1.id}" in (got.error or "") and "received SIGTERM at" in (got.error or "")
+
+
+def test_the_last_memory_reading_of_a_heartbeat_is_the_rescues_evidence(store: Store) -> None:
+    (job_id,) = enqueue(store, new_job())
+    r = reserve_one(store, lease=1.0)
+    store.heartbeat(worker=W1, leases=[(job_id, r.token)], lease=1.0, memory={job_id: 1900.4})
+    assert attempt(store, job_id, 1).memory_mb == 1900.4
+    # a beat without a reading keeps the last one
+    store.heartbeat(worker=W1, leases=[(job_id, r.token)], lease=0.5)
+    assert attempt(store, job_id, 1).memory_mb == 1900.4
+    expire_and_rescue(store, job_id)
+    got = attempt(store, job_id, 1)
+    assert (got.outcome, got.cause) == ("crashed", causes.WORKER_VANISHED)
+    assert "the attempt's last memory reading was 1900 MB" in (got.error or "")
+
+
+def test_an_attempt_never_read_has_no_memory_and_says_none(store: Store) -> None:
+    (job_id,) = enqueue(store, new_job())
+    r = reserve_one(store, lease=0.5)
+    store.heartbeat(worker=W1, leases=[(job_id, r.token)], lease=0.5, memory={})
+    assert attempt(store, job_id, 1).memory_mb is None
+    expire_and_rescue(store, job_id)
+    assert "memory reading" not in (attempt(store, job_id, 1).error or "")

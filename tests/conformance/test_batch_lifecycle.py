@@ -17,10 +17,10 @@ import pytest
 
 from backends.kit import Kit
 from conformance.helpers import W1, counts, expire_and_rescue, job, new_job, reserve_one
-from tenure.retry import Policy
+from tenure.core.records import BatchRecord, NewBatch, NewJob, WorkerRef
+from tenure.core.retry import Policy
 from tenure.stores import Store, open_store
 from tenure.stores.base import get_batch, get_job
-from tenure.stores.records import BatchRecord, NewBatch, NewJob, WorkerRef
 
 ONE_TRY = Policy(tries=1, backoff=0)
 TWO_TRIES = Policy(tries=2, backoff=0)

@@ -7,9 +7,9 @@ from __future__ import annotations
 import time
 
 from conformance.helpers import W1, enqueue, new_job, reserve_one
-from tenure.retry import Policy
+from tenure.core.records import NewBatch
+from tenure.core.retry import Policy
 from tenure.stores import Store
-from tenure.stores.records import NewBatch
 
 ONE_TRY = Policy(tries=1, backoff=0)
 

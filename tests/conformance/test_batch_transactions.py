@@ -15,7 +15,7 @@ import pytest
 import tenure
 from backends.kit import Kit, foreign_connection
 from conformance.helpers import W1
-from tenure.errors import ConfigError, JobNotFound
+from tenure.core.errors import ConfigError, JobNotFound
 from tenure.stores import Store
 from tenure.testing import drain
 

@@ -10,10 +10,10 @@ from collections.abc import Sequence
 import pytest
 
 from conformance.helpers import W1, job, new_job, reserve_one
-from tenure.retry import Policy
+from tenure.core.records import BatchRecord, NewBatch, NewJob, WorkerRef
+from tenure.core.retry import Policy
 from tenure.stores import Store, open_store
 from tenure.stores.base import get_batch, get_job
-from tenure.stores.records import BatchRecord, NewBatch, NewJob, WorkerRef
 
 ONE_TRY = Policy(tries=1, backoff=0)
 

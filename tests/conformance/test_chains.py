@@ -12,7 +12,7 @@ import pytest
 
 import tenure
 from conformance.helpers import W1, W2, counts, expire_and_rescue, job, reserve_one
-from tenure import chains
+from tenure.core import chains
 from tenure.stores import Store
 from tenure.stores.base import get_job
 from tenure.testing import drain

@@ -10,10 +10,10 @@ from dataclasses import replace
 import pytest
 
 from conformance.helpers import W1, W2, attempt, counts, enqueue, job, new_job, reserve_one
-from tenure.guards import Guards
+from tenure.core.guards import Guards
+from tenure.core.records import NewBatch
 from tenure.stores import Store
 from tenure.stores.base import get_batch
-from tenure.stores.records import NewBatch
 
 
 def test_it_records_the_success_and_opens_the_next_attempt(store: Store) -> None:

@@ -11,10 +11,10 @@ import secrets
 from dataclasses import replace
 
 from conformance.helpers import W1, W2, counts, enqueue, expire_and_rescue, job, new_job
+from tenure.core.guards import Guards
+from tenure.core.records import NewBatch, NewJob
 from tenure.describe import describe_job
-from tenure.guards import Guards
 from tenure.stores import Store
-from tenure.stores.records import NewBatch, NewJob
 
 
 def limited(key: str, limit: int, **kw: object) -> NewJob:

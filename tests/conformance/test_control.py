@@ -8,11 +8,11 @@ import secrets
 import pytest
 
 from conformance.helpers import W1, W2, attempt, enqueue, job, new_job, reserve_one, wait_until
-from tenure.errors import ConfigError
-from tenure.retry import Policy
+from tenure.core.errors import ConfigError
+from tenure.core.records import CancelResult, NewBatch
+from tenure.core.retry import Policy
 from tenure.stores import Store
 from tenure.stores.base import get_batch, total_counts
-from tenure.stores.records import CancelResult, NewBatch
 
 LATER = 3600.0  # a delay that stays in the future for the whole test
 ONE_TRY = Policy(tries=1, backoff=0)

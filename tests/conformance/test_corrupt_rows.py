@@ -12,8 +12,8 @@ import pytest
 
 from backends.kit import Kit
 from conformance.helpers import W1, counts, enqueue, job, new_job, reserve_one, wait_until
-from tenure.guards import Guards
-from tenure.retry import Policy
+from tenure.core.guards import Guards
+from tenure.core.retry import Policy
 from tenure.stores import Store
 
 

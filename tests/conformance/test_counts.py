@@ -18,12 +18,12 @@ from typing import Any
 import pytest
 
 from conformance.helpers import W2, counts, enqueue, new_job, reserve_one, wait_until
-from tenure.guards import Guards
-from tenure.retry import Policy
-from tenure.states import JOB_STATES
+from tenure.core.guards import Guards
+from tenure.core.records import NewBatch, NewJob, Reservation, WorkerRef
+from tenure.core.retry import Policy
+from tenure.core.states import JOB_STATES
 from tenure.stores import Store, open_store
 from tenure.stores.base import get_batch
-from tenure.stores.records import NewBatch, NewJob, Reservation, WorkerRef
 
 ONE_TRY = Policy(tries=1, backoff=0)
 TWO_TRIES = Policy(tries=2, backoff=0)

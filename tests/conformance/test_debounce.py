@@ -9,9 +9,9 @@ from __future__ import annotations
 from dataclasses import replace
 
 from conformance.helpers import W1, counts, job, new_job, wait_until
-from tenure.guards import Guards
+from tenure.core.guards import Guards
+from tenure.core.records import NewJob
 from tenure.stores import Store
-from tenure.stores.records import NewJob
 
 
 def debounced(key: str, version: int, window: float = 2.0) -> NewJob:

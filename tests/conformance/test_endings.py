@@ -17,7 +17,7 @@ from conformance.helpers import (
     reserve_one,
     wait_until,
 )
-from tenure.retry import Policy
+from tenure.core.retry import Policy
 from tenure.stores import Store
 
 COUNTED = ("failed", "timed_out", "crashed")

@@ -8,8 +8,8 @@ from dataclasses import replace
 import pytest
 
 from conformance.helpers import W1, W2, counts, enqueue, job, new_job, reserve_one, wait_until
-from tenure.guards import Guards
-from tenure.retry import Policy
+from tenure.core.guards import Guards
+from tenure.core.retry import Policy
 from tenure.stores import Store
 from tenure.stores.base import get_job
 

@@ -9,9 +9,9 @@ import collections
 from dataclasses import replace
 
 from conformance.helpers import W1, new_job
-from tenure.guards import Guards
+from tenure.core.guards import Guards
+from tenure.core.records import NewJob
 from tenure.stores import Store
-from tenure.stores.records import NewJob
 
 
 def fair(tenant: str, n: int, weight: float = 1.0) -> NewJob:

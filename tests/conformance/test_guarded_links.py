@@ -15,10 +15,10 @@ import pytest
 import tenure
 from conformance.helpers import W1, W2, enqueue, job, new_job, reserve_one, wait_until
 from conformance.test_guards import guarded, outcomes
-from tenure import chains
-from tenure.guards import Guards
+from tenure.core import chains
+from tenure.core.guards import Guards
+from tenure.core.records import NewBatch, NewJob, Reservation
 from tenure.stores import Store
-from tenure.stores.records import NewBatch, NewJob, Reservation
 
 KEY = Guards(overlap_key="customer:1", overlap_delay=0.3)
 

@@ -24,11 +24,11 @@ import pytest
 
 from backends.kit import Kit, foreign_connection
 from conformance.helpers import W1, W2, counts, enqueue, expire_and_rescue, job, new_job, wait_until
-from tenure.errors import ConfigError
-from tenure.guards import Guards
+from tenure.core.errors import ConfigError
+from tenure.core.guards import Guards
+from tenure.core.records import NewJob, WorkerRef
 from tenure.stores import Store
 from tenure.stores.base import get_job
-from tenure.stores.records import NewJob, WorkerRef
 
 
 def guarded(guards: Guards, **kw: Any) -> NewJob:
@@ -118,8 +118,8 @@ def test_unique_for_expires_on_the_stores_clock(store: Store) -> None:
 
 DISPATCHER = r"""
 import secrets, sys
-from tenure.guards import Guards
-from tenure.retry import Policy
+from tenure.core.guards import Guards
+from tenure.core.retry import Policy
 from tenure.stores import open_store
 from tenure.stores.base import NewJob
 

@@ -13,10 +13,10 @@ import pytest
 
 from backends.kit import Kit
 from conformance.helpers import W1, W2, counts, enqueue, expire_and_rescue, job, new_job
-from tenure.errors import ConfigError, JobTransactionEnded
+from tenure.core.errors import ConfigError, JobTransactionEnded
+from tenure.core.records import NewBatch
 from tenure.stores import Store
 from tenure.stores.base import get_batch
-from tenure.stores.records import NewBatch
 
 
 class AppDB:

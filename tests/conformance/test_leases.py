@@ -17,9 +17,9 @@ from conformance.helpers import (
     reserve_one,
     wait_until,
 )
-from tenure.retry import Policy
+from tenure.core.records import HeartbeatReply, WorkerRecord
+from tenure.core.retry import Policy
 from tenure.stores import Store
-from tenure.stores.records import HeartbeatReply, WorkerRecord
 
 
 def test_heartbeat_renews_the_lease_and_stamps_the_attempt_and_worker(store: Store) -> None:

@@ -7,11 +7,11 @@ from dataclasses import replace
 import pytest
 
 from conformance.helpers import W1, counts, enqueue, job, new_job, reserve_one, wait_until
-from tenure.retry import Policy
-from tenure.states import JOB_STATES
+from tenure.core.records import WorkerRecord
+from tenure.core.retry import Policy
+from tenure.core.states import JOB_STATES
 from tenure.stores import Store
 from tenure.stores.base import get_job
-from tenure.stores.records import WorkerRecord
 
 ONE_TRY = Policy(tries=1, backoff=0)
 

@@ -7,8 +7,8 @@ import threading
 from dataclasses import replace
 
 from conformance.helpers import counts, job, new_job, reserve_one
+from tenure.core.records import NewJob, PeriodicRecord
 from tenure.stores import Store
-from tenure.stores.records import NewJob, PeriodicRecord
 
 DUE = 1_800_000_000.0  # whole seconds, as a schedule's due times are
 EVERY = 300.0

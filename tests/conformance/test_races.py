@@ -10,9 +10,9 @@ import threading
 from pathlib import Path
 
 from conformance.helpers import counts, new_job
+from tenure.core.records import WorkerRef
 from tenure.stores import Store, open_store
 from tenure.stores.base import get_job
-from tenure.stores.records import WorkerRef
 
 RESERVER = r"""
 import json, os, random, sys, time

@@ -6,7 +6,7 @@ size. The end is accepted and decided like any other failure, never taken for a 
 from __future__ import annotations
 
 from conformance.helpers import attempt, enqueue, job, new_job, reserve_one
-from tenure.retry import Policy
+from tenure.core.retry import Policy
 from tenure.stores import Store
 from tenure.stores.texts import ERROR_MAX_CHARS, TRACEBACK_MAX_CHARS
 

@@ -13,7 +13,7 @@ import pytest
 import tenure
 from backends.kit import Kit
 from conformance.helpers import W1, W2, enqueue, expire_and_rescue, job, new_job, reserve_one
-from tenure import payload
+from tenure.core import payload
 from tenure.stores import Store
 from tenure.testing import drain
 

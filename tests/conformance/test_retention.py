@@ -15,12 +15,12 @@ from dataclasses import replace
 import pytest
 
 from conformance.helpers import W1, counts, enqueue, job, new_job, reserve_one, wait_until
-from tenure.guards import Guards
-from tenure.retention import Keep
-from tenure.retry import Policy
+from tenure.core.guards import Guards
+from tenure.core.records import NewBatch, NewJob
+from tenure.core.retention import Keep, Pruned
+from tenure.core.retry import Policy
 from tenure.stores import Store
 from tenure.stores.base import get_batch, get_job
-from tenure.stores.records import NewBatch, NewJob, Pruned
 
 GONE_AT_ONCE = Keep(succeeded=0.0, failed=0.0)
 AN_HOUR = Keep(succeeded=3600.0, failed=3600.0)

@@ -1,7 +1,7 @@
 """Retrying a failed batch member by hand (`retry_job`, `tenure failed retry`), the same on every
 backend.
 
-The rule (tenure.batch.member_retried): while its batch runs, a failed member goes back to the
+The rule (tenure.core.batch.member_retried): while its batch runs, a failed member goes back to the
 batch's pending work, so the batch counts it once when it ends again, whichever way; once the
 batch has failed, been cancelled or settled, its callbacks ran and its queued members were
 settled, so the retry is refused and the member stays failed. A job outside any batch retries
@@ -20,10 +20,10 @@ import pytest
 
 import tenure
 from conformance.helpers import W1, job, new_job, reserve_one
-from tenure.retry import Policy
+from tenure.core.records import BatchRecord, NewBatch, NewJob
+from tenure.core.retry import Policy
 from tenure.stores import Store
 from tenure.stores.base import get_batch
-from tenure.stores.records import BatchRecord, NewBatch, NewJob
 
 ONE_TRY = Policy(tries=1, backoff=0)
 CALLBACKS = "callbacks"

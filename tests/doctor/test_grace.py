@@ -40,7 +40,7 @@ def test_readme_quickstart_passes_strict(tmp_path: Path, monkeypatch: pytest.Mon
 
 def test_demo_jobs_pass_strict(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("TENURE_URL", f"sqlite:///{tmp_path / 'demo.db'}")
-    report = run_in(tmp_path, "tenure.demo_jobs:app", monkeypatch)
+    report = run_in(tmp_path, "tenure.cli.demo_jobs:app", monkeypatch)
     assert report.exit_code(strict=True) == 0, [(f.rule, f.message) for f in report.findings]
     assert [f.rule for f in report.findings if f.rule == "timeouts-exceed-grace"] == [
         "timeouts-exceed-grace"

@@ -14,12 +14,12 @@ from pathlib import Path
 import pytest
 
 import tenure
-from tenure import causes
+from tenure.core import causes
+from tenure.core.records import WorkerRecord, WorkerRef
 from tenure.doctor.history import Limits, check_history, p95
 from tenure.doctor.model import Source
 from tenure.job import Job
 from tenure.stores.base import Store
-from tenure.stores.records import WorkerRecord, WorkerRef
 
 from conftest import rule_ids, run_in, write
 
@@ -134,16 +134,45 @@ def test_a_crash_loop_names_its_recorded_cause_and_its_fix(app: tenure.App) -> N
 
     live_worker(app.store, ("default",))
     job_id = render_video.dispatch(1).id
-    for cause in (causes.OOM_KILL, causes.OOM_KILL, causes.SIGKILL):
+    readings = (1945.0, 2048.0, 300.0)  # MB, each attempt's last, reported with a heartbeat
+    ends = (causes.OOM_KILL, causes.OOM_KILL, causes.SIGKILL)
+    for cause, mb in zip(ends, readings, strict=True):
         (reservation,) = app.store.reserve(queues=["default"], worker=WORKER, lease=30)
-        app.store.end_attempt(
-            job_id=job_id, token=reservation.token, outcome="crashed", error="x", cause=cause
+        app.store.heartbeat(
+            worker=WORKER, leases=[(job_id, reservation.token)], lease=30, memory={job_id: mb}
         )
+        # the words say another size: the rule reads the recorded field, not the text
+        error = "killed by signal 9; its last memory reading was 9.9 GB, 0.3 s before it died"
+        app.store.end_attempt(
+            job_id=job_id, token=reservation.token, outcome="crashed", error=error, cause=cause
+        )
+    assert [a.memory_mb for a in app.get_job(job_id).attempts] == list(readings)
     found = check_history(app.store, {}, Source("jobs.py", 1))  # type: ignore[arg-type]
     (loop,) = [f for f in found if f.rule == "crash-loop"]
     text = f"{loop.message} {loop.fix}"
-    assert "2 of 3 were killed by the kernel's OOM killer" in text
+    # the memory its OOM-killed attempts were last read at: theirs, not the other crash's
+    assert "2 of 3 were killed by the kernel's OOM killer at about 2.0 GB" in text
     assert "raise the container's memory or split the job" in text
+
+
+def test_a_crash_loop_without_memory_readings_names_no_size(app: tenure.App) -> None:
+    @app.job(timeout=10, tries=5, backoff=0)
+    def render_video(n: int) -> None: ...
+
+    live_worker(app.store, ("default",))
+    job_id = render_video.dispatch(1).id
+    for _ in range(3):
+        (reservation,) = app.store.reserve(queues=["default"], worker=WORKER, lease=30)
+        app.store.end_attempt(
+            job_id=job_id,
+            token=reservation.token,
+            outcome="crashed",
+            error="killed by signal 9; its last memory reading was 1.9 GB, 0.3 s before it died",
+            cause=causes.OOM_KILL,
+        )
+    found = check_history(app.store, {}, Source("jobs.py", 1))  # type: ignore[arg-type]
+    (loop,) = [f for f in found if f.rule == "crash-loop"]
+    assert "3 of 3 were killed by the kernel's OOM killer, and each retry" in loop.message
 
 
 def test_crashes_broken_by_a_failure_are_not_a_loop(app: tenure.App) -> None:
@@ -237,3 +266,38 @@ def test_missing_sqlite_store_is_not_created(
     report = run_in(tmp_path, "nostore_app:app", monkeypatch)
     assert not (tmp_path / "absent.db").exists()
     assert any(s.path == "history" for s in report.skipped)
+
+
+def test_waiting_jobs_no_live_worker_knows_are_a_deploy_not_rolled_out(app: tenure.App) -> None:
+    old = app.job(timeout=10)(lambda n: None)
+    new = app.job(timeout=10, name="report_v2")(lambda n: None)
+    new.dispatch(1)
+    now = app.store.now()
+    knows_old = WorkerRecord("w-old", "h", 1, ("default",), 1, now, now, known=(old.name,))
+    app.store.heartbeat(worker=knows_old)
+    found = check_history(app.store, {}, Source("jobs.py", 1))
+    assert [f.rule for f in found] == ["unknown-job-waiting"]
+    assert "1 job(s) waiting in queue 'default' ('report_v2')" in found[0].message
+    assert "--unknown-grace" in found[0].message
+    knows_new = WorkerRecord("w-new", "h", 2, ("default",), 1, now, now, known=("report_v2",))
+    app.store.heartbeat(worker=knows_new)
+    assert findings(app) == []
+
+
+def test_a_job_failed_for_its_unknown_name_is_named_with_the_fix(app: tenure.App) -> None:
+    report = app.job(timeout=10, name="report")(lambda n: None)
+    live_worker(app.store, ("default",))
+    job_id = report.dispatch(1).id
+    (r,) = app.store.reserve(queues=["default"], worker=WORKER, lease=30)
+    app.store.end_attempt(
+        job_id=job_id,
+        token=r.token,
+        outcome="failed",
+        error="unknown job 'report': no worker that knows it ran it within --unknown-grace 600 s",
+        permanent=True,
+        cause=causes.UNKNOWN_JOB,
+    )
+    found = check_history(app.store, {}, Source("jobs.py", 1))
+    assert [f.rule for f in found] == ["unknown-job-failed"]
+    assert "1 job(s) 'report' failed" in found[0].message and job_id in found[0].message
+    assert f"tenure failed retry {job_id}" in found[0].fix

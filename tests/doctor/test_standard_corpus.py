@@ -33,9 +33,12 @@ def test_the_manifest_names_twenty_real_cases_of_both_kinds(score: ModuleType) -
             assert (case.root / "artisan").is_file() and (case.root / "composer.json").is_file()
 
 
-@pytest.mark.parametrize("group", ["cases", "apps"])
+@pytest.mark.parametrize("group", ["cases", "apps", "check2", "check3"])
 def test_every_annotated_line_exists_and_holds_its_code(score: ModuleType, group: str) -> None:
-    cases = score.load_cases(which="all") if group == "cases" else score.load_apps()
+    if group == "cases":
+        cases = score.load_cases(which="all")
+    else:
+        cases = score.load_apps(which="tuning" if group == "apps" else group)
     if group == "apps":
         assert {c.name for c in cases} == {"laravel_app", "django_app"}
     for case in cases:
@@ -70,12 +73,49 @@ def test_the_held_out_check_set_is_apart_from_the_tuning_set(score: ModuleType) 
             assert (case.root / "artisan").is_file() and (case.root / "composer.json").is_file()
 
 
+def test_the_second_held_out_set_is_two_apps_kept_apart(score: ModuleType) -> None:
+    check2 = score.load_apps(which="check2")
+    assert {c.name for c in check2} == {"laravel_check2", "django_check2"}
+    assert {c.kind for c in check2} == {"laravel", "python"}
+    assert {c.set for c in check2} == {"check2"}
+    assert not {c.name for c in check2} & {c.name for c in score.load_apps()}  # not tuning
+    assert {c.name for c in score.load_apps(which="all")} >= {c.name for c in check2}
+    violations = [v for c in check2 for v in c.violations]
+    traps = [t for c in check2 for t in c.traps]
+    assert len(violations) >= 25 and len(traps) >= 25
+    assert {v.rule for v in violations} == set(score.RULES)  # every rule id has a violation
+    laravel = next(c for c in check2 if c.kind == "laravel")
+    assert (laravel.root / "artisan").is_file() and (laravel.root / "composer.json").is_file()
+    assert score.load_cases(which="check2") == []  # the cases hold no check2 entry
+    with pytest.raises(score.BadManifest, match="no set 'nope'"):
+        score.load_apps(which="nope")
+
+
+def test_the_third_held_out_set_is_two_more_apps_kept_apart(score: ModuleType) -> None:
+    check3 = score.load_apps(which="check3")
+    assert {c.name for c in check3} == {"laravel_check3", "django_check3"}
+    assert {c.kind for c in check3} == {"laravel", "python"} and {c.set for c in check3} == {
+        "check3"
+    }
+    earlier = score.load_apps() + score.load_apps(which="check2")
+    assert not {c.name for c in check3} & {c.name for c in earlier}  # neither tuning nor check2
+    violations = [v for c in check3 for v in c.violations]
+    traps = [t for c in check3 for t in c.traps]
+    assert len(violations) >= 25 and len(traps) >= 25
+    assert {v.rule for v in violations} == set(score.RULES)  # every rule id has a violation
+    laravel = next(c for c in check3 if c.kind == "laravel")
+    assert (laravel.root / "artisan").is_file() and (laravel.root / "composer.json").is_file()
+    assert score.load_cases(which="check3") == []  # the cases hold no check3 entry
+
+
 def test_a_set_other_than_tuning_or_check_is_a_clear_error(
     score: ModuleType, tmp_path: Path
 ) -> None:
     bad = tmp_path / "manifest.toml"
     bad.write_text('[[case]]\nname = "x"\nkind = "python"\nset = "holdout"\n')
-    with pytest.raises(score.BadManifest, match="set must be tuning or check, not 'holdout'"):
+    with pytest.raises(
+        score.BadManifest, match="set must be tuning, check, check2, check3, not 'holdout'"
+    ):
         score.load_cases(bad, which="all")
     bad.write_text('[[case]]\nname = "x"\nkind = "python"\n')
     assert [c.set for c in score.load_cases(bad)] == ["tuning"]  # no field: tuning

@@ -52,8 +52,12 @@ def exits_mid_attempt() -> None:
 def killed_from_outside() -> None:
     import os
     import signal
+    import time
 
+    held = b"x" * (80 * 1024 * 1024)  # resident: the worker's memory reading sees it
+    time.sleep(1.5)  # past the worker's next reading (every 0.5 s)
     os.kill(os.getpid(), signal.SIGKILL)  # as `kill -9` from a shell would
+    print(len(held))
 
 
 @app.job(timeout=1, kill_after=1, tries=1)

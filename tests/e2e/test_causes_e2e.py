@@ -1,8 +1,9 @@
-"""Every death has a name: a crashed or stopped attempt records its cause (tenure.causes), which
+"""Every death has a name: a crashed or stopped attempt records its cause (core.causes), which
 `tenure jobs show` prints and the worker's metrics count. Real workers and real signals."""
 
 from __future__ import annotations
 
+import re
 import signal
 import subprocess
 import sys
@@ -12,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from tenure import causes
+from tenure.core import causes
 
 from e2e.helpers import Project, state_is, wait_until
 from servers import free_port
@@ -51,6 +52,12 @@ def test_each_death_is_named_on_its_attempt_in_jobs_show_and_in_metrics(
     # no cgroup OOM kill was counted (or none can be read): not called an OOM
     assert (killed.outcome, killed.cause) == ("crashed", causes.SIGKILL)
     assert "from outside the worker; OOM not confirmed" in (killed.error or "")
+    # with the attempt's last memory reading as evidence (for an OOM kill, or against it)
+    reading = re.search(
+        r"its last memory reading was (\d+) MB, [\d.]+ s before it died", killed.error or ""
+    )
+    assert reading is not None, killed.error
+    assert 80 <= int(reading.group(1)) < 1024
 
     shown = subprocess.run(
         [
@@ -87,6 +94,11 @@ def test_an_attempt_still_running_when_a_deploy_kills_its_worker_is_named_so(
     old = project.worker("--lease", "2", "--grace", "60", "--concurrency", "1")
     wait_until(lambda: project.app.get_job(h.id).state == "succeeded", 60, "the first job")
     wait_until(state_is(project.app, h2.id, "running"), 60, "the long job to start")
+    wait_until(
+        lambda: project.app.get_job(h2.id).attempts[-1].memory_mb,
+        30,
+        "the attempt's memory reading, reported with a heartbeat",
+    )
     old.signal(signal.SIGTERM)
     wait_until(
         lambda: any(w.stopping_at for w in project.app.store.list_workers()),
@@ -100,3 +112,5 @@ def test_an_attempt_still_running_when_a_deploy_kills_its_worker_is_named_so(
     first = project.app.get_job(h2.id).attempts[0]
     assert (first.outcome, first.cause) == ("crashed", causes.DEPLOY)
     assert "received SIGTERM at" in (first.error or "")
+    # with the evidence: the memory it was last read at (no OOM)
+    assert re.search(r"the attempt's last memory reading was \d+ MB", first.error or "")

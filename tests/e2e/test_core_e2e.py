@@ -7,9 +7,9 @@ import time
 
 import pytest
 
-from tenure.errors import PayloadError
-from tenure.retry import Policy
-from tenure.stores.records import NewJob
+from tenure.core.errors import PayloadError
+from tenure.core.records import NewJob
+from tenure.core.retry import Policy
 
 from e2e.helpers import Project, state_is, wait_until
 

@@ -11,9 +11,10 @@ from pathlib import Path
 
 import pytest
 
-from tenure import App, payload
+from tenure import App
+from tenure.core import payload
+from tenure.core.records import WorkerRef
 from tenure.job import Job
-from tenure.stores.records import WorkerRef
 from tenure.testing import drain, freeze
 from tenure.worker.execute import definition, execute
 

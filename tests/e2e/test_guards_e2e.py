@@ -12,7 +12,7 @@ import time
 
 import pytest
 
-from tenure import payload
+from tenure.core import payload
 
 from e2e.helpers import SRC, Project, state_is, wait_until
 

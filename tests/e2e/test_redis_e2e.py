@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from tenure import payload
+from tenure.core import payload
 
 from e2e import helpers
 from e2e import test_guards_e2e as scenarios

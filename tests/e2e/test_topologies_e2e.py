@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from tenure.errors import StoreUnavailable
+from tenure.core.errors import StoreUnavailable
 from topologies import ThrowawayRedisSentinel
 
 from e2e import helpers

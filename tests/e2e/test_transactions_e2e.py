@@ -10,7 +10,7 @@ import time
 import pytest
 
 import tenure
-from tenure.errors import ConfigError
+from tenure.core.errors import ConfigError
 
 from e2e.helpers import Project
 

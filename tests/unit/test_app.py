@@ -6,7 +6,7 @@ from pathlib import Path
 import pytest
 
 import tenure
-from tenure.errors import ConfigError, JobNotFound, UnknownJob
+from tenure.core.errors import ConfigError, JobNotFound, UnknownJob
 from tenure.job import Sig
 
 

@@ -6,7 +6,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from tenure import ranges
-from tenure.batch import (
+from tenure.core.batch import (
     BatchCounts,
     cancelled_by_user,
     count_ranges,

@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 import tenure
-from tenure.errors import ConfigError
+from tenure.core.errors import ConfigError
 
 
 def test_a_link_that_is_not_a_signature_is_refused_and_nothing_is_stored(tmp_path: Path) -> None:

@@ -1,14 +1,15 @@
-"""tenure.chains: the pure rules a store follows when a chain link ends."""
+"""tenure.core.chains: the pure rules a store follows when a chain link ends."""
 
 from __future__ import annotations
 
 import json
 from dataclasses import replace
 
-from tenure import chains
-from tenure.guards import NO_GUARDS, Guards
-from tenure.retry import Policy
-from tenure.stores.records import NewJob, callback_from_json, callback_to_json
+from tenure.core import chains
+from tenure.core.codec import callback_from_json, callback_to_json
+from tenure.core.guards import NO_GUARDS, Guards
+from tenure.core.records import NewJob
+from tenure.core.retry import Policy
 
 
 def link(job_id: str, queue: str = "default") -> NewJob:

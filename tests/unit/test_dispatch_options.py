@@ -11,7 +11,7 @@ from zoneinfo import ZoneInfo
 import pytest
 
 import tenure
-from tenure.errors import ConfigError
+from tenure.core.errors import ConfigError
 from tenure.testing import drain
 
 

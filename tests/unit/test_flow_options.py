@@ -10,8 +10,8 @@ import pytest
 
 import tenure
 from tenure import testing
-from tenure.errors import ConfigError
-from tenure.stores.records import WorkerRef
+from tenure.core.errors import ConfigError
+from tenure.core.records import WorkerRef
 
 
 @pytest.fixture

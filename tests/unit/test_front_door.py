@@ -20,7 +20,6 @@ def store_reaches(path: Path) -> list[str]:
 
 def test_the_cli_and_the_dashboard_call_only_app() -> None:
     modules = [*PACKAGE.joinpath("cli").glob("*.py"), *PACKAGE.joinpath("web").glob("*.py")]
-    modules.append(PACKAGE / "watch.py")
     assert len(modules) > 10  # the walk found the packages
     found = [place for path in modules for place in store_reaches(path)]
     assert found == [], f"reaches past App into app.store: {found}"

@@ -124,3 +124,34 @@ def test_the_graph_reads_from_imports_of_a_module_and_of_a_package() -> None:
     graph = import_graph()
     assert "tenure.stores.sqlite.guards" in graph["tenure.stores.sqlite.connection"]
     assert "tenure.stores.base" in graph["tenure.stores"]
+
+
+def test_core_imports_nothing_of_tenure_outside_core() -> None:
+    upward = {
+        f"{name} -> {target}"
+        for name, targets in import_graph().items()
+        if name == "tenure.core" or name.startswith("tenure.core.")
+        for target in targets
+        if target != "tenure.core" and not target.startswith("tenure.core.")
+    }
+    assert upward == set()
+    assert len(list(ROOT.joinpath("core").glob("*.py"))) > 8  # the walk found the rules
+
+
+def test_the_top_level_holds_at_most_21_modules() -> None:
+    # a map with a legend: the front door and what it needs; rules, presentation and test
+    # helpers live in rooms of their own (core, cli, web, worker, stores, doctor)
+    top = sorted(p.name for p in ROOT.glob("*.py"))
+    assert "app.py" in top and len(top) <= 21, top
+
+
+def test_the_dashboard_does_not_import_the_worker() -> None:
+    reaches = {
+        f"{name} -> {target}"
+        for name, targets in import_graph().items()
+        if name.startswith("tenure.web.")
+        for target in targets
+        if target == "tenure.worker" or target.startswith("tenure.worker.")
+    }
+    assert reaches == set()
+    assert "tenure.web.command" in import_graph()  # the walk found the dashboard

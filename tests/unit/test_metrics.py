@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 
-from tenure.stores.records import QueueCounts
+from tenure.core.records import QueueCounts
 from tenure.worker.metrics import BUCKETS, Metrics
 
 

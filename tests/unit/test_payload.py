@@ -10,8 +10,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from tenure import payload
-from tenure.errors import ConfigError, PayloadError
+from tenure.core import payload
+from tenure.core.errors import ConfigError, PayloadError
 
 json_values = st.recursive(
     st.none()

@@ -11,7 +11,7 @@ from zoneinfo import ZoneInfo
 import pytest
 
 import tenure
-from tenure.errors import ConfigError
+from tenure.core.errors import ConfigError
 from tenure.periodic import LATE_AFTER_S, RETRY_AFTER_S, PeriodicTicker, run_id
 from tenure.stores.sqlite import sqlite_path
 from tenure.testing import FrozenClock, drain

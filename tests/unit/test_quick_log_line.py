@@ -12,9 +12,9 @@ from collections.abc import Iterator
 
 import pytest
 
+from tenure.core.records import EndResult, Reservation
+from tenure.core.retry import Policy
 from tenure.logs import FORMAT_ENV, _Quick, log_end, quick_info, setup_logging
-from tenure.retry import Policy
-from tenure.stores.records import EndResult, Reservation
 from tenure.worker.execute import SUCCEEDED
 
 RES = Reservation(

@@ -6,9 +6,10 @@ from __future__ import annotations
 import pytest
 
 import tenure
-from tenure import results, waiting
-from tenure.retry import Policy
-from tenure.stores.records import JobRecord
+from tenure import waiting
+from tenure.core import results
+from tenure.core.records import JobRecord
+from tenure.core.retry import Policy
 
 
 def test_a_return_value_is_stored_as_compact_json_and_none_as_nothing() -> None:

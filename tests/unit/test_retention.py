@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 
 import tenure
-from tenure.errors import ConfigError
-from tenure.retention import DEFAULT_KEEP_FAILED, DEFAULT_KEEP_SUCCEEDED, Keep
+from tenure.core.errors import ConfigError
+from tenure.core.retention import DEFAULT_KEEP_FAILED, DEFAULT_KEEP_SUCCEEDED, Keep
 from tenure.testing import drain
 
 

@@ -8,8 +8,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from tenure.errors import ConfigError
-from tenure.retry import (
+from tenure.core.errors import ConfigError
+from tenure.core.retry import (
     HANDED_BACK_DELAY_S,
     Counters,
     Policy,

@@ -9,8 +9,8 @@ from zoneinfo import ZoneInfo
 
 import pytest
 
-from tenure.errors import ConfigError
-from tenure.schedule import Schedule
+from tenure.core.errors import ConfigError
+from tenure.core.schedule import Schedule
 
 ROME = ZoneInfo("Europe/Rome")
 NEW_YORK = ZoneInfo("America/New_York")

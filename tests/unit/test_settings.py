@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 import tenure
-from tenure.errors import ConfigError
+from tenure.core.errors import ConfigError
 from tenure.settings import WorkerOptions, worker_env_name
 
 SRC = Path(__file__).resolve().parents[2] / "src"

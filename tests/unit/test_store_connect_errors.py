@@ -11,7 +11,7 @@ from urllib.parse import urlsplit, urlunsplit
 import pytest
 
 import tenure
-from tenure.errors import StoreMisconfigured, StoreUnavailable
+from tenure.core.errors import StoreMisconfigured, StoreUnavailable
 
 from servers import free_port
 

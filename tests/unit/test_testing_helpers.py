@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import sqlite3
+import time
 from dataclasses import replace
+from pathlib import Path
 
 import pytest
 
 import tenure
-from tenure.stores.records import WorkerRecord
+from tenure.core import causes
+from tenure.core.records import WorkerRecord
 from tenure.testing import (
     FrozenClock,
     assert_dispatched,
@@ -149,3 +152,51 @@ def test_drain_commits_a_transactional_jobs_writes_with_its_success(
     assert tenure_app.get_job(bad.id).state == "failed"
     with sqlite3.connect(path) as conn:  # the failed job's row was rolled back with it
         assert [r[0] for r in conn.execute("SELECT order_id FROM shipped")] == [1]
+
+
+def test_drain_records_each_attempts_cause_as_a_worker_does(tenure_app: tenure.App) -> None:
+    """The same history as on a worker (tests/e2e/test_causes_e2e.py): an exception's cause is
+    `exception`, an overrun timeout's `timeout`; a success, a snooze, none."""
+
+    @tenure_app.job(name="raises", tries=1)
+    def raises() -> None:
+        raise ValueError("row 7 is bad")
+
+    @tenure_app.job(name="overruns", tries=1, timeout=0.01)
+    def overruns() -> None:
+        time.sleep(0.05)  # the job's own work, past its timeout (not enforced in the test)
+
+    @tenure_app.job(name="snoozes")
+    def snoozes() -> None:
+        raise tenure.Snooze(60)
+
+    @tenure_app.job(name="works")
+    def works() -> int:
+        return 1
+
+    ids = [j.dispatch().id for j in (raises, overruns, snoozes, works)]
+    drain(tenure_app)
+    ended = {
+        tenure_app.get_job(i).name: [(a.outcome, a.cause) for a in tenure_app.get_job(i).attempts]
+        for i in ids
+    }
+    assert ended == {
+        "raises": [("failed", causes.EXCEPTION)],
+        "overruns": [("timed_out", causes.TIMEOUT)],
+        "snoozes": [("deferred", None)],
+        "works": [("succeeded", None)],
+    }
+
+
+def test_drain_fails_a_job_no_code_here_defines_naming_the_cause(tmp_path: Path) -> None:
+    """As a worker run with --unknown-grace 0 does: failed for good, cause `unknown_job`."""
+    url = f"sqlite:///{tmp_path / 'unknown.db'}"
+    newer, older = tenure.App(url), tenure.App(url)
+    newer.job(name="report")(lambda: None)
+    job_id = newer.jobs["report"].dispatch().id
+    drain(older, queues=["default"])
+    (attempt,) = older.get_job(job_id).attempts
+    assert (attempt.outcome, attempt.cause) == ("failed", causes.UNKNOWN_JOB)
+    assert "unknown job 'report'" in (attempt.error or "")
+    newer.close()
+    older.close()

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 import tenure
-from tenure.errors import ConfigError
+from tenure.core.errors import ConfigError
 from tenure.stores import open_store, url_options
 
 SRC = Path(__file__).resolve().parents[2] / "src"

@@ -19,15 +19,15 @@ from pathlib import Path
 import pytest
 
 from tenure.app import App
+from tenure.core.records import Reservation
 from tenure.settings import WorkerOptions
-from tenure.stores.records import Reservation
 from tenure.worker import messages
 from tenure.worker.leases import LeaseKeeper
 from tenure.worker.slot import Slot
 from tenure.worker.supervisor import Worker
 
 JOBS = """
-import os, signal, time
+import os, signal, sys, time
 import tenure
 
 app = tenure.App("sqlite:///{db}")
@@ -42,6 +42,12 @@ def die():
 
 @app.job
 def nap():
+    time.sleep(60)
+
+@app.job
+def garble():
+    # what a job (or a C extension) writing to the wrong descriptor would do to the protocol
+    os.write(int(sys.argv[3]), b"garbage\\n")
     time.sleep(60)
 """
 
@@ -96,7 +102,7 @@ def hand(slot: Slot, res: Reservation, *, chain: bool) -> None:
     """What the slot's thread does with a job the fetch loop reserved, up to the watch."""
     slot.assign_current(res, time.monotonic())
     child = slot.child_process()
-    child.send({"run": messages.attempt(res), "chain": chain})
+    child.send(messages.encode(messages.Run(res, chain)))
 
 
 def watch_in_thread(slot: Slot) -> threading.Thread:
@@ -195,3 +201,21 @@ def test_a_renewal_that_fails_for_one_attempt_but_not_the_others(
     threads[1].join(timeout=30)
     assert not threads[1].is_alive(), "a hard stop did not stop the attempt"
     assert outcomes(worker, kept.id) == ["interrupted"]
+
+
+def test_a_child_that_writes_what_is_not_a_message(make_worker: Callable[..., Worker]) -> None:
+    """The child is not trusted further: killed, its attempt crashed and retried by its
+    policy, not failed for good nor lost; the slot starts a new child for its next job."""
+    worker = make_worker()
+    garbled = worker.app.jobs["garble"].dispatch()
+    slot = worker.slots[0]
+    hand(slot, reserve(worker, lease=30), chain=False)
+    child = slot.child
+    assert child is not None
+    assert slot.watch(child) is None
+    assert child.proc.returncode is not None and slot.child is None and slot.current is None
+    [attempt] = worker.app.get_job(garbled.id).attempts
+    assert attempt.outcome == "crashed"
+    assert "cannot read" in (attempt.error or "") and "garbage" in (attempt.error or "")
+    assert worker.app.get_job(garbled.id).state not in ("failed", "running")
+    assert slot.child_process().alive()  # a fresh child for what comes next

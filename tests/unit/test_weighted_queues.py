@@ -9,7 +9,7 @@ from collections import Counter
 
 import pytest
 
-from tenure.errors import ConfigError
+from tenure.core.errors import ConfigError
 from tenure.settings import WorkerOptions, split_weights, weighted_order
 
 

@@ -8,7 +8,7 @@ from collections.abc import Iterator
 import pytest
 from starlette.testclient import TestClient
 
-from tenure.stores.records import WorkerRef
+from tenure.core.records import WorkerRef
 from tenure.web import create_app
 from web.helpers import WebProject
 

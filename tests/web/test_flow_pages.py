@@ -8,7 +8,7 @@ from pathlib import Path
 from starlette.testclient import TestClient
 
 import tenure
-from tenure.stores.records import WorkerRef
+from tenure.core.records import WorkerRef
 from tenure.web import create_app
 
 

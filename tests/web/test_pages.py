@@ -13,8 +13,9 @@ import pytest
 from starlette.routing import Route
 from starlette.testclient import TestClient
 
-from tenure import causes
-from tenure.stores.records import WorkerRef
+from conformance.helpers import wait_until
+from tenure.core import causes
+from tenure.core.records import WorkerRef
 from tenure.web import create_app
 from web.helpers import WebProject
 
@@ -272,6 +273,40 @@ def test_a_member_of_a_settled_batch_is_not_retried_and_the_page_says_why(
     assert project.app.get_job(r.job_id).state == "failed"
 
 
+def test_job_page_explains_a_gap_in_its_attempt_numbers(
+    project: WebProject, client: TestClient
+) -> None:
+    """A rolling deploy's repeated hand-backs leave no row (Store.end_attempt's `record`):
+    the page says what the missing numbers were, as `tenure jobs show` does."""
+    store = project.app.store
+
+    def due() -> Any:
+        return wait_until(
+            lambda: store.reserve(queues=["default"], worker=WORKER, lease=30),
+            what="the handed-back job to be due again",
+        )[0]
+
+    job_id = project.jobs.crashes_first.dispatch().id
+    for record in (True, False):
+        r = due()
+        store.end_attempt(
+            job_id=job_id,
+            token=r.token,
+            outcome="deferred",
+            error=f"worker {WORKER.id} does not know job 'crashes_first'",
+            cause=causes.UNKNOWN_JOB,
+            snooze=0.05,
+            record=record,
+        )
+    assert store.end_attempt(job_id=job_id, token=due().token)[0].accepted
+    html = client.get(f"/jobs/{job_id}").text
+    assert (
+        f"attempt 2: handed back again by worker {WORKER.id}, whose code does not know this job"
+        in html
+    )
+    assert re.findall(r'<rect class="bar outcome-(\w+)"', html) == ["deferred", "succeeded"]
+
+
 def test_job_page_draws_its_chain_with_each_links_state(
     project: WebProject, client: TestClient
 ) -> None:
@@ -333,7 +368,7 @@ def test_overview_leaves_out_a_worker_silent_for_over_an_hour(
     overview (and `tenure workers` without --all) instead of staying there for ever."""
     import sqlite3
 
-    from tenure.stores.records import WorkerRecord
+    from tenure.core.records import WorkerRecord
     from tenure.stores.sqlite import sqlite_path
 
     for worker_id in ("w-fresh1", "w-killed"):
@@ -367,3 +402,28 @@ def test_the_json_api_has_the_page_actions(project: WebProject, client: TestClie
     assert project.app.get_job(other).state == "cancelled"
     assert client.post("/api/queues/mail/explode", json={}).status_code == 404
     assert client.post("/api/queues/mail/pause").status_code == 415  # not JSON: refused
+
+
+def test_overview_counts_the_waiting_jobs_no_live_worker_knows(
+    project: WebProject, client: TestClient
+) -> None:
+    """Rolling deploys: the same number `tenure queues` prints (App.unknown_waiting), read only
+    for queues with jobs waiting and live workers that reported the names they know."""
+    from tenure.core.records import WorkerRecord
+
+    project.jobs.tick.dispatch(1)
+    project.jobs.always_fails.dispatch(2)
+    assert "no live worker can run" not in client.get("/").text  # no worker: not judged
+    old = WorkerRecord("w-old", "h", 1, ("default",), 1, 0.0, 0.0, known=("tick",))
+    project.app.store.heartbeat(worker=old)
+    data = client.get("/api/overview").json()
+    assert data["unknown_jobs"] == 1
+    assert data["unknown"] == [
+        {"queue": "default", "count": 1, "names": ["always_fails"], "capped": False}
+    ]
+    html = client.get("/").text
+    assert "<strong>1 job no live worker can run</strong>" in html and "always_fails" in html
+    new = WorkerRecord("w-new", "h", 2, ("default",), 1, 0.0, 0.0, known=("always_fails",))
+    project.app.store.heartbeat(worker=new)
+    assert client.get("/api/overview").json()["unknown_jobs"] == 0
+    assert "no live worker can run" not in client.get("/").text

@@ -9,8 +9,8 @@ from collections.abc import Iterator
 import pytest
 from starlette.testclient import TestClient
 
+from tenure.core.words import clock_text
 from tenure.periodic import PeriodicTicker, run_id
-from tenure.stores.records import clock_text
 from tenure.testing import drain, freeze
 from tenure.web import create_app
 from web.helpers import WebProject

@@ -14,7 +14,10 @@ quiet: a finding on one (rule "*" = any scored rule) is a false alarm.
 
 Each case belongs to a set: `set = "check"` marks the held-out check set, annotated after the
 rules were written and scored once; a case without the field belongs to the tuning set, the
-one the rules were tuned on. --set picks tuning (the default), check or all.
+one the rules were tuned on. check2: the second held-out set, written by an independent checker
+after the rules, scored once (its two apps carry `set = "check2"`). check3: the third held-out
+set, two more apps by another independent checker, scored once (`set = "check3"`). --set picks
+tuning (the default), check, check2, check3 or all; --apps scores the apps of that set.
 
 Per rule: recall = annotated violations found; precision = findings matching a violation, over
 every finding of that rule (a second finding on an already found violation counts as correct,
@@ -38,7 +41,7 @@ HERE = Path(__file__).resolve().parent
 MANIFEST = HERE / "manifest.toml"
 APPS = HERE / "apps"
 WINDOW = 3
-SETS = ("tuning", "check")
+SETS = ("tuning", "check", "check2", "check3")
 RULES = (
     "work-in-request",
     "work-in-command",
@@ -79,7 +82,7 @@ class Case:
     source: str  # where it was cut from
     violations: tuple[Mark, ...]
     traps: tuple[Mark, ...]
-    set: str = "tuning"  # tuning | check (held out: never used to tune the rules)
+    set: str = "tuning"  # tuning | check | check2 | check3 (held out: never tuned on)
 
 
 @dataclass(frozen=True)
@@ -146,7 +149,7 @@ def _case(data: dict[str, Any], root: Path, where: str) -> Case:
         raise BadManifest(f"{where}: kind must be laravel or python, not {data['kind']!r}")
     which = data.get("set", "tuning")
     if which not in SETS:
-        raise BadManifest(f"{where}: set must be {' or '.join(SETS)}, not {which!r}")
+        raise BadManifest(f"{where}: set must be {', '.join(SETS)}, not {which!r}")
     source = f"{data.get('repo', '')} {data.get('path', '')}".strip()
     return Case(
         data["name"],
@@ -174,11 +177,15 @@ def load_cases(manifest: Path = MANIFEST, which: str = "tuning") -> list[Case]:
     return [c for c in cases if which in ("all", c.set)]
 
 
-def load_apps(folder: Path = APPS) -> list[Case]:
-    return [
+def load_apps(folder: Path = APPS, which: str = "tuning") -> list[Case]:
+    """The whole apps of one set (an app without `set` is tuning) or of all."""
+    if which not in (*SETS, "all"):
+        raise BadManifest(f"no set {which!r}: {', '.join(SETS)} or all")
+    apps = [
         _case(tomllib.loads(toml.read_text()), folder / toml.stem, f"app {toml.stem}")
         for toml in sorted(folder.glob("*.toml"))
     ]
+    return [a for a in apps if which in ("all", a.set)]
 
 
 def findings(case: Case) -> list[Reported]:
@@ -312,9 +319,11 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--show", action="store_true", help="list misses and false alarms")
     parser.add_argument("--only", default="", metavar="RULE", help="score this rule id only")
-    parser.add_argument("--apps", action="store_true", help="also score the two whole apps")
+    parser.add_argument("--apps", action="store_true", help="also score the set's whole apps")
     parser.add_argument("--set", default="tuning", choices=(*SETS, "all"), dest="which",
-                        help="which cases: tuning (default), check (held out) or all")  # fmt: skip
+                        help="which cases and apps: tuning (default), check (held out), check2 "
+                        "(the second held-out set, written by an independent checker after the "
+                        "rules, scored once), check3 (the third, likewise) or all")  # fmt: skip
     args = parser.parse_args(argv)
     if args.only and args.only not in RULES:
         print(f"--only: {args.only!r} is not a rule of the standard: {', '.join(RULES)}",
@@ -322,7 +331,7 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     try:
         cases = load_cases(which=args.which)
-        apps = load_apps() if args.apps else []
+        apps = load_apps(which=args.which) if args.apps else []
     except (BadManifest, tomllib.TOMLDecodeError, OSError) as exc:
         print(f"doctor-standard: {exc}", file=sys.stderr)
         return 2

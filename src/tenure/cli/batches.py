@@ -9,7 +9,7 @@ import typer
 from tenure.cli.common import AppOption, UrlOption, err, fail, open_app, out, say
 from tenure.cli.jobs import ID, JOB, QUEUE
 from tenure.cli.tables import Column, print_table, short
-from tenure.errors import JobNotFound
+from tenure.core.errors import JobNotFound
 
 batch_cli = typer.Typer(help="Batches: watch, show, list, cancel.", no_args_is_help=True)
 
@@ -17,7 +17,7 @@ batch_cli = typer.Typer(help="Batches: watch, show, list, cancel.", no_args_is_h
 @batch_cli.command("watch")
 def batch_watch(batch_id: str, app: AppOption = None, url: UrlOption = None) -> None:
     """Follow a batch with a live progress bar; closing it does not stop the work."""
-    from tenure.watch import summary, watch_batch
+    from tenure.cli.watch import summary, watch_batch
 
     the_app = open_app(app, url)
     try:
@@ -45,7 +45,7 @@ def batch_show(
     url: UrlOption = None,
 ) -> None:
     """Where a batch stands, and its callback jobs; --members lists its jobs."""
-    from tenure.watch import summary
+    from tenure.cli.watch import summary
 
     the_app = open_app(app, url)
     try:

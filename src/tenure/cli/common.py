@@ -17,7 +17,7 @@ from rich.console import Console
 from rich.text import Text
 
 from tenure.app import DEFAULT_URL, App
-from tenure.errors import TenureError
+from tenure.core.errors import TenureError
 from tenure.settings import DEBUG_ENV, URL_ENV
 
 out = Console(highlight=False)
@@ -63,7 +63,7 @@ def open_app(
     file that does not exist would create an empty one and report "nothing found", while the
     jobs the user means live elsewhere."""
     if app_spec:
-        from tenure.worker.loading import load_app
+        from tenure.loading import load_app
 
         app = load_app(app_spec)  # the application's own App: it owns its lifetime
     else:

@@ -8,10 +8,10 @@ import typer
 
 from tenure.cli.common import AppOption, UrlOption, err, fail, open_app, out, say
 from tenure.cli.tables import Column, print_table, short
+from tenure.core.errors import CancelRefused, JobNotFound
+from tenure.core.states import JOB_STATES
+from tenure.core.words import clock_text
 from tenure.describe import chain_lines, chain_stops, describe_job, waiting_link
-from tenure.errors import CancelRefused, JobNotFound
-from tenure.states import JOB_STATES
-from tenure.stores.records import clock_text
 
 jobs_cli = typer.Typer(help="Look at jobs.", no_args_is_help=True)
 failed_cli = typer.Typer(help="Failed jobs: list, retry, forget.", no_args_is_help=True)

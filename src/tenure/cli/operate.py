@@ -11,10 +11,10 @@ from typing import Annotated, Any, get_type_hints
 import typer
 
 from tenure.cli.common import AppOption, UrlOption, fail, open_app, out, say, warn
-from tenure.errors import ConfigError
+from tenure.core.errors import ConfigError
+from tenure.core.words import clock_text
 from tenure.logs import setup_logging
 from tenure.settings import WorkerOptions, split_queues, worker_env_name, worker_flag
-from tenure.stores.records import clock_text
 
 
 def worker_command() -> Callable[..., None]:
@@ -72,7 +72,7 @@ def worker_command() -> Callable[..., None]:
 
 
 def run_worker(options: WorkerOptions, url: str | None = None) -> None:
-    from tenure.worker.loading import load_app
+    from tenure.loading import load_app
     from tenure.worker.supervisor import Worker
 
     problems = options.problems()
@@ -115,7 +115,7 @@ def demo(
     keep: Annotated[bool, typer.Option(help="Keep the demo database afterwards.")] = False,
 ) -> None:
     """The whole story on the embedded SQLite store: slow, flaky and crashing jobs."""
-    from tenure.demo import run_demo
+    from tenure.cli.demo import run_demo
 
     raise typer.Exit(run_demo(out, keep=keep))
 

@@ -11,7 +11,8 @@ import typer
 from tenure.app import WORKER_GONE_AFTER_S, WORKER_SILENT_AFTER_S
 from tenure.cli.common import AppOption, UrlOption, err, open_app, out, say
 from tenure.cli.tables import Column, print_table
-from tenure.stores.records import WorkerRecord, clock_text
+from tenure.core.records import WorkerRecord
+from tenure.core.words import clock_text
 
 RECENT_S = WORKER_GONE_AFTER_S  # stopped or silent workers shown by default: those of the last hour
 

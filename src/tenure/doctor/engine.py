@@ -11,6 +11,8 @@ import traceback
 from dataclasses import dataclass
 
 from tenure.app import App
+from tenure.core.errors import ConfigError
+from tenure.core.records import JobRecord
 from tenure.doctor.astutil import Module
 from tenure.doctor.budget.check import check as check_budget
 from tenure.doctor.budget.python_reader import parse_more, read_python
@@ -35,8 +37,6 @@ from tenure.doctor.periodic import check_periodic
 from tenure.doctor.readers import read_deployments
 from tenure.doctor.rules import finding
 from tenure.doctor.walk import Tree, scan
-from tenure.errors import ConfigError
-from tenure.stores.records import JobRecord
 
 INTERNAL_PREFIX = "tenure."
 

@@ -1,5 +1,6 @@
-"""What the store's own history says: slow jobs, crash loops, orphaned queues, and attempts
-that overlapped (which tenure exists to prevent). Uses only the Store interface, so it reads
+"""What the store's own history says: slow jobs, crash loops, orphaned queues, jobs no live
+worker knows (a rolling deploy not rolled out), and attempts that overlapped (which tenure
+exists to prevent). Uses only the Store interface, so it reads
 every backend the same way."""
 
 from __future__ import annotations
@@ -10,11 +11,12 @@ from collections import Counter, defaultdict
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from tenure import causes
+from tenure import rolling
+from tenure.core import causes
+from tenure.core.records import AttemptRecord, JobRecord
 from tenure.doctor.model import Finding, JobModel, Source, Value
 from tenure.doctor.rules import finding
 from tenure.stores.base import Store, get_job
-from tenure.stores.records import JobRecord
 
 Locate = Callable[[str], Source]
 TIMED_OUTCOMES = ("succeeded", "failed", "timed_out")
@@ -84,11 +86,12 @@ def check_history(
     out += _crash_loops(records, limits, located)
     out += _overlaps(records, now, limits, located)
     out += _orphaned_queues(store, jobs, now, limits, fallback)
+    out += _unknown_jobs(store, records, now, limits, located)
     return out
 
 
 def store_note(store: Store) -> str:
-    from tenure.urls import redact
+    from tenure.core.urls import redact
 
     return f"history in {redact(store.url)}"
 
@@ -135,7 +138,7 @@ def _durations(
     return out
 
 
-# What each recorded cause of a crash loop asks a person to do (tenure.causes).
+# What each recorded cause of a crash loop asks a person to do (tenure.core.causes).
 CRASH_ADVICE = {
     causes.OOM_KILL: "raise the container's memory or split the job into smaller ones",
     causes.MEMORY_CAP: "raise the worker's --memory or split the job into smaller ones",
@@ -151,12 +154,12 @@ CRASH_ADVICE = {
 
 
 def _crash_loops(records: list[JobRecord], limits: Limits, located: Locate) -> list[Finding]:
-    looping: dict[str, list[tuple[str, int, list[str | None]]]] = defaultdict(list)
+    looping: dict[str, list[tuple[str, int, list[AttemptRecord]]]] = defaultdict(list)
     for record in records:
-        crashes: list[str | None] = []  # the causes of the crashes in a row, latest first
+        crashes: list[AttemptRecord] = []  # the crashes in a row, latest first
         for attempt in reversed(record.attempts):
             if attempt.outcome == "crashed":
-                crashes.append(attempt.cause)
+                crashes.append(attempt)
             elif attempt.outcome is not None:
                 break
         if len(crashes) >= limits.crash_streak:
@@ -164,9 +167,10 @@ def _crash_loops(records: list[JobRecord], limits: Limits, located: Locate) -> l
     out: list[Finding] = []
     for name, hits in sorted(looping.items()):
         job_id, streak, seen = max(hits, key=lambda hit: hit[1])
-        cause, count = Counter(seen).most_common(1)[0]
+        cause, count = Counter(a.cause for a in seen).most_common(1)[0]
         why = (
             f"{count} of {streak} were {causes.words(cause)}"
+            + _memory_at([a for a in seen if a.cause == cause])
             if cause is not None
             else "its process dies without an exception (out of memory, SIGKILL, lost host)"
         )
@@ -182,6 +186,16 @@ def _crash_loops(records: list[JobRecord], limits: Limits, located: Locate) -> l
             "max_exceptions stops the loop",
             located(name), job=name))  # fmt: skip
     return out
+
+
+def _memory_at(crashes: list[AttemptRecord]) -> str:
+    """' at about 1.9 GB': the median of the crashes' last memory readings, if any were
+    recorded (`AttemptRecord.memory_mb`, the field; its error only words it for a person)."""
+    readings = sorted(a.memory_mb for a in crashes if a.memory_mb is not None and a.memory_mb > 0)
+    if not readings:
+        return ""
+    mb = readings[len(readings) // 2]
+    return f" at about {mb / 1024:.1f} GB" if mb >= 1024 else f" at about {mb:.0f} MB"
 
 
 def _overlaps(
@@ -245,4 +259,45 @@ def _orphaned_queues(
             "reads this queue): nothing will run them.",
             f"start one: tenure worker --app ... --queues {queue}",
             fallback))  # fmt: skip
+    return out
+
+
+def _unknown_jobs(
+    store: Store, records: list[JobRecord], now: float, limits: Limits, located: Locate
+) -> list[Finding]:
+    """Rolling deploys: jobs waiting that no live worker serving their queue knows, and jobs
+    that failed because none that knew them ran them within the workers' --unknown-grace."""
+    live = [
+        w for w in store.list_workers()
+        if w.stopped_at is None and now - w.last_seen_at <= limits.worker_silent_s
+    ]  # fmt: skip
+    waiting = sorted(
+        q for q, c in store.queue_counts().items() if c.get("queued", 0) or c.get("scheduled", 0)
+    )
+    out: list[Finding] = []
+    for u in rolling.unknown_waiting(store, live, waiting) if live and waiting else []:
+        names = ", ".join(f"'{n}'" for n in u.names[:5]) + (", ..." if len(u.names) > 5 else "")
+        out.append(finding(
+            "unknown-job-waiting",
+            f"{u.count}{'+' if u.capped else ''} job(s) waiting in queue '{u.queue}' ({names}) "
+            "are defined by no live worker serving it: a deploy not rolled out yet, or workers "
+            "left on older code. They are handed back until one that knows them runs them, and "
+            "fail after the workers' --unknown-grace.",
+            "finish the deploy (start workers with the code that defines them); `tenure "
+            "workers` shows how many jobs each worker knows",
+            located(u.names[0]), job=u.names[0]))  # fmt: skip
+    failed: dict[str, list[str]] = defaultdict(list)
+    for record in records:
+        last = record.attempts[-1] if record.attempts else None
+        if record.state == "failed" and last is not None and last.cause == causes.UNKNOWN_JOB:
+            failed[record.name].append(record.id)
+    for name, ids in sorted(failed.items()):
+        out.append(finding(
+            "unknown-job-failed",
+            f"{len(ids)} job(s) '{name}' failed because no worker that knows the name ran them "
+            f"(job {ids[0]}" + (f" and {len(ids) - 1} more" if len(ids) > 1 else "") + "): "
+            "the code that defines it was not deployed, or not before --unknown-grace ran out.",
+            f"deploy the code that defines '{name}', then `tenure failed retry {ids[0]}`; if "
+            "deploys roll out slowly, raise the workers' --unknown-grace",
+            located(name), job=name))  # fmt: skip
     return out

@@ -136,6 +136,15 @@ RULES: dict[str, Rule] = {
              "A queue's oldest ready job must not wait longer than its jobs' timeouts",
              "The oldest ready job of a queue that no live worker reads has waited longer than "
              "its jobs take to time out: the queue is stalled, and nothing will run it."),
+        Rule("unknown-job-waiting", "warning", "history",
+             "Waiting jobs should be known to a live worker of their queue",
+             "During a rolling deploy new code dispatches jobs old workers do not define: they "
+             "are handed back until a worker that knows them runs them, and fail after the "
+             "workers' --unknown-grace if none does."),
+        Rule("unknown-job-failed", "error", "history",
+             "Jobs should not fail because no worker knows their name",
+             "A job no worker that knows it ran within --unknown-grace fails: the code that "
+             "defines it was never deployed, or the deploy took longer than the grace."),
         Rule("attempts-overlap", "error", "history",
              "Two attempts of one job must never overlap in time (a tenure bug)",
              "Overlapping attempts mean the job ran twice at once, which tenure's leases and "

@@ -36,8 +36,27 @@ KINDS = {
 # Words in a file's path that mark a development, test or CI environment: not production.
 NOT_PRODUCTION = {"dusk", "ci", "travis", "dev", "devel", "develop", "development", "local", "sail",
                   "github", "gitlab", "circleci", "drone", "buildkite", "jenkins",
-                  "appveyor"}  # fmt: skip
+                  "appveyor", "e2e"}  # fmt: skip
 CI_FILES = {"bitbucket-pipelines.yml", "azure-pipelines.yml", "jenkinsfile"}
+
+
+def is_dockerfile(name: str) -> bool:
+    """`Dockerfile`, `Dockerfile-release`, `app.Dockerfile`, `php.dockerfile`, `Containerfile`."""
+    lower = name.lower()
+    return (
+        name.startswith("Dockerfile") or lower.endswith(".dockerfile") or lower == "containerfile"
+    )
+
+
+def holds_image(folder: str) -> bool:
+    """A `build/` folder holding a Dockerfile is the image's source (`docker/release/build/`
+    with its entrypoint script), not build output: walked like any other."""
+    if os.path.basename(folder) != "build":
+        return False
+    try:
+        return any(is_dockerfile(name) for name in os.listdir(folder))
+    except OSError:
+        return False
 
 
 def is_development_name(rel: str) -> bool:
@@ -73,7 +92,8 @@ def is_foreign_template(rel: str, has_chart: bool = False) -> bool:
 # Folders only CI reads (`.github/workflows/`, `.circleci/`, `.gitlab-ci/`). Not `.github/`
 # as a whole: Pterodactyl's Dockerfile copies `.github/docker/supervisord.conf` into its image.
 CI_WORDS = {"ci", "circleci", "buildkite", "workflows"}
-DEVELOPMENT_FOLDERS = {"dev", "development", "ci", "test", "tests", "testing", "local_testing"}
+DEVELOPMENT_FOLDERS = {"dev", "development", "ci", "test", "tests", "testing", "local_testing",
+                       "e2e"}  # fmt: skip
 
 
 @dataclass
@@ -118,7 +138,7 @@ def scan(root: str) -> Tree:
             if os.path.islink(full):
                 # Never followed: a link to a parent would loop forever.
                 tree.skipped.append(Skipped(rel, "symbolic link to a directory, not followed"))
-            elif name in IGNORED_DIRS:
+            elif name in IGNORED_DIRS and not holds_image(full):
                 continue
             elif name in SKIP_DIRS:
                 tree.skipped.append(Skipped(rel, "not running configuration (tests, docs...)"))
@@ -130,7 +150,7 @@ def scan(root: str) -> Tree:
         dirnames[:] = keep
         for name in sorted(filenames):
             _take(tree, root, os.path.join(directory, name))
-            if name.startswith("Dockerfile"):
+            if is_dockerfile(name):
                 dockerfiles.append(os.path.join(directory, name))
     _take_copied(tree, root, dockerfiles)
     return tree

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from tenure.errors import ConfigError
+from tenure.core.errors import ConfigError
 from tenure.stores import url_options
 from tenure.stores.base import Capabilities, Store
 

@@ -1,6 +1,6 @@
 """The store interface: one narrow seam, named in job verbs, that every backend implements.
 
-Plain dataclasses in and out (stores/records.py); no SQL or Redis types cross it. Times are
+Plain dataclasses in and out (core/records.py); no SQL or Redis types cross it. Times are
 epoch seconds measured on the *store's* clock (`Store.now()`), never a worker's, so that a
 worker with a skewed clock can neither expire a lease early nor keep one late.
 """
@@ -11,8 +11,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar, Protocol
 
-from tenure.states import JOB_STATES
-from tenure.stores.records import (
+from tenure.core.records import (
     BatchRecord,
     CancelResult,
     EndResult,
@@ -28,6 +27,7 @@ from tenure.stores.records import (
     WorkerRecord,
     WorkerRef,
 )
+from tenure.core.states import JOB_STATES
 
 
 @dataclass(frozen=True)
@@ -122,10 +122,13 @@ class Store(Protocol):
         worker: WorkerRef | WorkerRecord,
         leases: Sequence[tuple[str, int]] = (),
         lease: float = 0.0,
+        memory: Mapping[str, float] | None = None,
     ) -> HeartbeatReply:
         """The worker's report to the store, stamped by the store's clock: mark the worker
         seen and renew the leases (job_id, token) it holds; say which of them were lost, which
-        were cancelled (`cancel`), and when `tenure restart` was last asked for.
+        were cancelled (`cancel`), and when `tenure restart` was last asked for. `memory`
+        (job id to MB) is each renewed attempt's last memory reading, kept on the attempt
+        (`AttemptRecord.memory_mb`): the evidence a rescue records when the worker vanishes.
 
         With a WorkerRecord, the worker's row is written first (the record's times are not
         read): the worker starting (its host, pid, queues and concurrency; an id that stopped
@@ -148,18 +151,22 @@ class Store(Protocol):
         lease: float = 0.0,
         cause: str | None = None,
         snooze: float = 0.0,
+        record: bool = True,
     ) -> tuple[EndResult, Reservation | None]:
         """End a running attempt, however it ended, and with `queues` and `worker` claim the
         same slot's next job in the same round trip where the backend allows (one transaction
         on SQL, one script on Redis): the one verb for an attempt's end, the worker's hot path.
 
-        `outcome` "succeeded" records a success, with `result` (tenure.results.encode's text;
+        `outcome` "succeeded" records a success, with `result` (tenure.core.results.encode's text;
         None stores nothing) written in the same transaction or script, and only when the
         token still holds the lease: never a success without its result, never the result of
         a stale attempt. Any other outcome ends the attempt without success (`error`, default
         the outcome, and `traceback` kept with it) and the store decides retry or fail;
         `permanent` fails it without a retry; `snooze` (outcome "deferred": the job put
-        itself off) queues it again that many seconds later, no try used. A job cancelled
+        itself off) queues it again that many seconds later, no try used. `record` False (an
+        end its worker already recorded once: a rolling deploy's repeated hand-back) leaves
+        no attempt in the job's history: the job is decided as for `outcome`, only the
+        history does not grow (unless it was cancelled meanwhile). A job cancelled
         while it ran ends `cancelled` however the attempt ended: no try used, no retry (a
         sweep that rescues it does the same). A token that no longer holds the lease is
         refused and nothing is written.
@@ -196,7 +203,7 @@ class Store(Protocol):
         `rescue`: close attempts whose lease expired with no end (outcome crashed) and decide.
         `prune`: delete up to `limit` finished jobs (with their attempts, effects and guard
         rows), as many settled batches and as many expired guard rows, each past its age on
-        the store's clock (tenure.retention): never a live job, a member of a batch that has
+        the store's clock (tenure.core.retention): never a live job, a member of a batch that has
         not settled, or the latest run of a periodic job. `Pruned.more` says a chunk was full.
         `dry_run`: change nothing, and count everything prunable now, whatever `limit`.
         """

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from urllib.parse import parse_qsl, urlsplit
 
-from tenure.errors import ConfigError
+from tenure.core.errors import ConfigError
 
 # tenure's own, taken out of the URL before the driver sees it
 REDIS_OWN = ("prefix", "wait_replicas")

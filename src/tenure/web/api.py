@@ -15,7 +15,7 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from tenure import __version__
-from tenure.errors import CancelRefused, ConfigError, JobNotFound
+from tenure.core.errors import CancelRefused, ConfigError, JobNotFound
 from tenure.web import views
 from tenure.web.retention_page import retention_view, view_json
 from tenure.web.security import CSRF_HEADER, csrf_ok
@@ -337,6 +337,8 @@ OPENAPI: dict[str, Any] = {
                         },
                     },
                     "active": {"type": "boolean"},
+                    "unknown_jobs": _INT,
+                    "unknown": {"type": "array", "items": {"type": "object"}},
                 },
             },
             "Batch": {

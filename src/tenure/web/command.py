@@ -63,8 +63,8 @@ def register(cli: typer.Typer) -> None:
             typer.echo(f"error: {why}", err=True)
             raise typer.Exit(2)
         from tenure.app import App
-        from tenure.errors import ConfigError
-        from tenure.worker.loading import load_app
+        from tenure.core.errors import ConfigError
+        from tenure.loading import load_app
 
         try:
             the_app = load_app(app) if app else App()

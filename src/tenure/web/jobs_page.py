@@ -10,7 +10,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from tenure.app import App, JobInfo
-from tenure.states import JOB_STATES
+from tenure.core.states import JOB_STATES
 
 SCAN = 1000  # jobs read per page view, before the name and time filters
 SHOWN = 200

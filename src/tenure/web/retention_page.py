@@ -12,7 +12,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from tenure.retention import AppDefault
+from tenure.core.retention import AppDefault
 
 DAY_S = 86_400.0
 

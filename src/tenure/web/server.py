@@ -23,9 +23,9 @@ from starlette.staticfiles import StaticFiles
 
 from tenure import describe
 from tenure.app import App
-from tenure.errors import CancelRefused, ConfigError
-from tenure.states import JOB_STATES
-from tenure.urls import redact
+from tenure.core.errors import CancelRefused, ConfigError
+from tenure.core.states import JOB_STATES
+from tenure.core.urls import redact
 from tenure.web import views
 from tenure.web.api import api_routes
 from tenure.web.doctor_page import DoctorRunner

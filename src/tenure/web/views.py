@@ -9,8 +9,10 @@ from collections import deque
 from dataclasses import dataclass, field
 from typing import Any
 
-from tenure import causes, payload
 from tenure.app import WORKER_GONE_AFTER_S, App
+from tenure.core import causes, payload
+from tenure.core.records import AttemptRecord, BatchRecord, JobRecord, WorkerRecord
+from tenure.core.words import clock_text
 from tenure.describe import (
     OUTCOME_WORDS,
     ChainStop,
@@ -21,8 +23,8 @@ from tenure.describe import (
     describe_job,
     result_text,
 )
+from tenure.rolling import Unknown
 from tenure.stores.base import total_counts
-from tenure.stores.records import AttemptRecord, BatchRecord, JobRecord, WorkerRecord, clock_text
 
 # A worker renews its leases every lease/3 (10 s by default); a minute without a heartbeat is
 # a worker that died without saying so (SIGKILL, host lost), not a slow one.
@@ -66,6 +68,12 @@ class Overview:
     queues: list[QueueRow]
     workers: list[WorkerRow]
     active: bool
+    # rolling deploys: per queue, the waiting jobs no live worker serving it knows
+    unknown: list[Unknown] = field(default_factory=list)
+
+    @property
+    def unknown_count(self) -> int:
+        return sum(u.count for u in self.unknown)
 
 
 class RateMeter:
@@ -123,7 +131,10 @@ def overview(app: App, meter: RateMeter) -> Overview:
         if w.stopped_at is None and now - w.last_seen_at < WORKER_GONE_AFTER_S
     ]
     active = counts.get("running", 0) > 0 or counts.get("queued", 0) > 0
-    return Overview(now, counts, queues, workers, active)
+    # only queues with jobs waiting: the scan costs nothing where none wait
+    waiting = [q.name for q in queues if q.waiting or q.scheduled]
+    unknown = app.unknown_waiting(waiting) if waiting and workers else []
+    return Overview(now, counts, queues, workers, active, unknown)
 
 
 def worker_row(w: WorkerRecord, now: float) -> WorkerRow:
@@ -212,7 +223,7 @@ class Bar:
     error: str | None
     traceback: str | None
     description: str
-    cause: str | None = None  # who ended its process (tenure.causes)
+    cause: str | None = None  # who ended its process (tenure.core.causes)
     cause_words: str = ""
 
 
@@ -305,6 +316,12 @@ def overview_json(o: Overview) -> dict[str, Any]:
         "queues": [q.__dict__ for q in o.queues],
         "workers": [{**w.__dict__, "queues": list(w.queues)} for w in o.workers],
         "active": o.active,
+        # rolling deploys: waiting jobs no live worker serving their queue knows
+        "unknown_jobs": o.unknown_count,
+        "unknown": [
+            {"queue": u.queue, "count": u.count, "names": list(u.names), "capped": u.capped}
+            for u in o.unknown
+        ],
     }
 
 

@@ -15,8 +15,9 @@ import logging
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
+from tenure.core.records import JobRecord
+from tenure.core.words import clock_text
 from tenure.stores.base import Store
-from tenure.stores.records import JobRecord, clock_text
 
 log = logging.getLogger("tenure.worker")
 

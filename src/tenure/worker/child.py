@@ -28,14 +28,14 @@ import time
 from types import FrameType
 from typing import IO, Any
 
-from tenure.errors import CancelRequested, JobTimeout
+from tenure.core.errors import CancelRequested, JobTimeout
+from tenure.core.records import EndResult, Reservation, WorkerRef
+from tenure.loading import load_app
 from tenure.logs import log_end, setup_logging
 from tenure.settings import weighted_order
-from tenure.stores.records import EndResult, Reservation, WorkerRef
 from tenure.worker import messages
 from tenure.worker.cancel_mark import CancelMark
 from tenure.worker.execute import Ended, definition, execute
-from tenure.worker.loading import load_app
 from tenure.worker.messages import Pulse
 from tenure.worker.process_tree import rss_mb
 from tenure.worker.recording import Recorder
@@ -151,12 +151,14 @@ class Child:
             refused=lambda exc: log.error("the store refused the worker's child: %s", exc),
         )
 
-    def serve(self, inbox: IO[str]) -> None:
-        self._send({"ready": os.getpid()})
+    def serve(self, inbox: IO[bytes]) -> None:
+        self._send(messages.Ready(os.getpid()))
         for line in inbox:
-            order = json.loads(line)
-            if not self._run_chain(messages.from_attempt(order["run"]), order["chain"]):
-                return
+            for order in messages.decode(line):  # Garbled: the child ends, its attempt crashed
+                if not isinstance(order, messages.Run):
+                    raise messages.Garbled(f"a child runs attempts, not {order!r}")
+                if not self._run_chain(order.attempt, order.chain):
+                    return
 
     def _run_chain(self, res: Reservation | None, chain: bool) -> bool:
         """Run attempts until the slot claims none; False when the child should leave."""
@@ -186,20 +188,18 @@ class Child:
         else:
             result = self.recorder.end(res, ended)
         duration = claimed_at - started
-        message: dict[str, Any] = {
-            "ended": [res.job_id, res.token, res.name, ended.outcome, duration]
-        }
-        if following is not None and self._is_async(following):
-            message["handoff"] = messages.attempt(following)
+        said: list[messages.Message] = [
+            messages.Recorded(res.job_id, res.token, res.name, ended.outcome, duration)
+        ]
+        if following is not None and not self._runs_here(following):
+            said.append(messages.HandOff(following))
             following = None
         elif following is not None:
-            message["started"] = messages.started(following, claimed_at)
+            said.append(messages.Started.of(following, claimed_at))
         if following is None:
-            message["idle"] = True
-            if self._bloated():
-                message["exit"] = True
+            said.append(messages.Idle(exit=self._bloated()))
         log_end(res, ended, duration, result, self.ref.id)
-        self._send(message)
+        self._send(*said)
         return following
 
     def _succeed_and_claim(
@@ -225,22 +225,20 @@ class Child:
         """The supervisor is not watching (stopped?): it records this end when it can (a
         late one is fenced), and this child claims nothing until it hands out the next."""
         self._send(
-            {
-                "result": [
-                    res.job_id,
-                    res.token,
-                    res.name,
-                    ended.outcome,
-                    duration,
-                    ended.error,
-                    ended.traceback,
-                    ended.permanent,
-                    ended.result,  # a success is recorded with its result, or not at all
-                    ended.snooze,
-                    ended.cause,
-                ],
-                "idle": True,
-            }
+            messages.ToRecord(
+                res.job_id,
+                res.token,
+                res.name,
+                ended.outcome,
+                duration,
+                ended.error,
+                ended.traceback,
+                ended.permanent,
+                ended.result,  # a success is recorded with its result, or not at all
+                ended.snooze,
+                ended.cause,
+            ),
+            messages.Idle(),
         )
 
     def _execute(self, res: Reservation) -> Ended:
@@ -265,17 +263,20 @@ class Child:
             running=running,
         )
 
-    def _is_async(self, res: Reservation) -> bool:
+    def _runs_here(self, res: Reservation) -> bool:
+        """Whether this child runs `res`: not an async job (the supervisor's event loop runs
+        it), nor one this code does not know (a rolling deploy's new job: the supervisor hands
+        it back instead of failing it here)."""
         job = definition(self.app, res, self.where)
-        return not isinstance(job, Ended) and job.is_async
+        return not isinstance(job, Ended) and not job.is_async
 
     def _bloated(self) -> bool:
         limit = self.memory_mb
         return limit is not None and rss_mb(os.getpid()) > limit * RECYCLE_SHARE
 
-    def _send(self, message: dict[str, Any]) -> None:
+    def _send(self, *said: messages.Message) -> None:
         # one write of less than PIPE_BUF bytes: atomic, so a kill cannot leave half a line
-        self.outbox.write(messages.encode(message))
+        self.outbox.write(messages.encode(*said))
         self.outbox.flush()
 
 
@@ -291,7 +292,7 @@ def main() -> None:
     signal.signal(CANCEL_SIGNAL, _on_cancel)
     setup_logging(config["log_level"])
     inbox_fd, outbox_fd = int(sys.argv[2]), int(sys.argv[3])
-    with open(inbox_fd, encoding="utf-8") as inbox, open(outbox_fd, "wb") as outbox:
+    with open(inbox_fd, "rb") as inbox, open(outbox_fd, "wb") as outbox:
         Child(config, outbox).serve(inbox)
 
 

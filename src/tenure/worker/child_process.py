@@ -13,8 +13,8 @@ import sys
 import time
 from typing import Any
 
-from tenure import causes
-from tenure.worker import process_tree
+from tenure.core import causes
+from tenure.worker import messages, oom, process_tree
 from tenure.worker.cancel_mark import CancelMark
 from tenure.worker.child import CANCEL_SIGNAL, LEASE_DANGER_SIGNAL, STOP_CLAIMING_SIGNAL
 from tenure.worker.reaper import reaper
@@ -27,7 +27,7 @@ class ChildDied(Exception):
 
     def __init__(self, message: str, cause: str | None = None) -> None:
         super().__init__(message)
-        self.cause = cause  # tenure.causes: who ended it, when its exit status is known
+        self.cause = cause  # tenure.core.causes: who ended it, when its exit status is known
 
 
 class ChildProcess:
@@ -53,11 +53,11 @@ class ChildProcess:
         )
         reaper().watch(self.proc.pid)
         # the cgroup's OOM kills so far: one more when this child dies of SIGKILL names the
-        # kernel's OOM killer as its cause (causes.of_exit)
-        self._oom_kills = causes.oom_kills()
+        # kernel's OOM killer as its cause (causes.of_exit, counted by oom.oom_kills)
+        self._oom_kills = oom.oom_kills()
         os.close(to_child_r)
         os.close(from_child_w)
-        self._out = os.fdopen(to_child_w, "w", encoding="utf-8")
+        self._out = os.fdopen(to_child_w, "wb")
         self._in_fd = from_child_r
         self._buffer = b""
         self.jobs_run = 0
@@ -69,19 +69,26 @@ class ChildProcess:
 
     def wait_ready(self) -> None:
         if not self.ready:
-            answer = self.receive(STARTUP_TIMEOUT_S)
-            if answer is None or "ready" not in answer:
+            answer: object
+            try:
+                answer = self.receive(STARTUP_TIMEOUT_S)
+            except messages.Garbled as exc:
+                answer = exc
+            if not (isinstance(answer, list) and isinstance(answer[0], messages.Ready)):
                 self.kill()
                 raise ChildDied(f"child process did not start: {answer!r}")
             self.ready = True
 
-    def send(self, message: dict[str, Any]) -> None:
-        self._out.write(json.dumps(message) + "\n")
+    def send(self, line: bytes) -> None:
+        """Write one line of messages.encode (a Run) to the child."""
+        self._out.write(line)
         self._out.flush()
         self.jobs_run += 1
 
-    def receive(self, timeout: float) -> dict[str, Any] | None:
-        """The next message, None if none came within `timeout`; ChildDied if the pipe closed."""
+    def receive(self, timeout: float) -> list[messages.Message] | None:
+        """The messages of the child's next write (one line: at least one message, in the
+        order written), None if none came within `timeout`; ChildDied if the pipe closed,
+        messages.Garbled if the child wrote a line that is not a message."""
         deadline = time.monotonic() + timeout
         while b"\n" not in self._buffer:
             remaining = max(0.0, deadline - time.monotonic())  # 0: look once, do not wait
@@ -94,11 +101,10 @@ class ChildProcess:
                 raise ChildDied(why, self.exit_cause())
             self._buffer += chunk
         line, _, self._buffer = self._buffer.partition(b"\n")
-        message: dict[str, Any] = json.loads(line)
-        return message
+        return messages.decode(line)
 
     def buffered(self) -> bool:
-        """A whole message is already read from the pipe (receive() returns it at once)."""
+        """A whole line is already read from the pipe (receive() returns it at once)."""
         return b"\n" in self._buffer
 
     def has_message(self, timeout: float) -> bool:
@@ -115,12 +121,12 @@ class ChildProcess:
             self._buffer += chunk
         return True
 
-    def pending(self) -> list[dict[str, Any]]:
+    def pending(self) -> list[messages.Message]:
         """The messages already written and not yet read (a dead child's last words too)."""
-        found = []
+        found: list[messages.Message] = []
         with contextlib.suppress(ChildDied, OSError, ValueError):
-            while (message := self.receive(0)) is not None:
-                found.append(message)
+            while (said := self.receive(0)) is not None:
+                found.extend(said)
         return found
 
     def alive(self) -> bool:
@@ -150,7 +156,7 @@ class ChildProcess:
         """The child and every process the job started: what the memory cap counts."""
         return process_tree.tree_rss_mb(self.proc.pid)
 
-    def kill(self) -> list[dict[str, Any]]:
+    def kill(self) -> list[messages.Message]:
         """SIGKILL the child and every process the job started; return what it wrote before
         it died that was not read yet."""
         if self.proc.returncode is None:  # not reaped yet: its pid cannot name another process
@@ -198,7 +204,7 @@ class ChildProcess:
         code = self.proc.returncode
         if code is None:
             return None
-        return causes.of_exit(code, self._oom_kills, causes.oom_kills())
+        return causes.of_exit(code, self._oom_kills, oom.oom_kills())
 
     def exit_description(self) -> str:
         try:
@@ -216,7 +222,7 @@ def describe_exit(pid: int, code: int, cause: str | None = None) -> str:
             hint = " by the kernel's OOM killer (its cgroup's memory.events counted it)"
         elif -code == signal.SIGKILL:
             hint = " from outside the worker; OOM not confirmed (no OOM kill in its cgroup)"
-            if causes.oom_kills() is None:
+            if oom.oom_kills() is None:
                 hint = " from outside the worker; OOM not confirmed (no cgroup to read)"
         elif cause == causes.FAULT:
             hint = ": the process crashed (a segfault or an abort, in the job or a C extension)"

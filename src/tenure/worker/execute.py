@@ -15,9 +15,10 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Any
 
-from tenure import causes, chains, payload, results, tracing
+from tenure import tracing
 from tenure.context import JobContext, activate, deactivate
-from tenure.errors import (
+from tenure.core import causes, chains, payload, results
+from tenure.core.errors import (
     CancelRequested,
     DecryptionUnavailable,
     JobTimeout,
@@ -25,10 +26,10 @@ from tenure.errors import (
     PayloadError,
     Snooze,
 )
+from tenure.core.records import EndResult, Reservation
+from tenure.core.results import ResultError
 from tenure.hooks import Hooks
 from tenure.job import Job
-from tenure.results import ResultError
-from tenure.stores.records import EndResult, Reservation
 
 
 @dataclass(frozen=True)
@@ -41,11 +42,14 @@ class Ended:
     permanent: bool = False
     # set when the attempt's own transaction already recorded the end (a transactional job)
     recorded: EndResult | None = None
-    # a success's stored result (tenure.results.encode), written with the success
+    # a success's stored result (tenure.core.results.encode), written with the success
     result: str | None = None
     # a `deferred` end the job asked for (tenure.Snooze): queued again this many seconds later
     snooze: float = 0.0
-    cause: str | None = None  # who ended the attempt's process (tenure.causes)
+    cause: str | None = None  # who ended the attempt's process (tenure.core.causes)
+    # False: its worker already recorded this end once (a repeated hand-back of a job it does
+    # not know): the store keeps no attempt for it (Store.end_attempt's `record`)
+    history: bool = True
 
     @property
     def to_record(self) -> bool:
@@ -84,6 +88,7 @@ def definition(app: Any, res: Reservation, where: str) -> Job[..., Any] | Ended:
             f"unknown job {res.name!r}: no job of that name is registered in {where}; deploy "
             f"the code that defines it, then run `tenure failed retry {res.job_id}`",
             permanent=True,
+            cause=causes.UNKNOWN_JOB,
         )
     return job
 
@@ -137,7 +142,7 @@ def arguments_of(res: Reservation, app: Any = None) -> payload.Arguments | Ended
 def passed_result(app: Any, job_id: str, arguments: payload.Arguments) -> payload.Arguments | Ended:
     """A chain link with pass_result=True: the previous link's result becomes its first
     argument. The store copied it into this link's chain with the previous link's success
-    (tenure.chains.step); a link stored before that was so reads the previous link itself."""
+    (tenure.core.chains.step); a link stored before that was so reads the previous link itself."""
     own = app.find_job(job_id)
     copied, text = chains.passed_input(own.chain_text if own is not None else None)
     if copied:

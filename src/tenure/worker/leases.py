@@ -10,10 +10,10 @@ from collections.abc import Sequence
 from dataclasses import replace
 from typing import Protocol
 
-from tenure.retention import PRUNE_CHUNK, pause_after
+from tenure.core.records import Rescued, WorkerRef
+from tenure.core.retention import PRUNE_CHUNK, Pruned, pause_after
 from tenure.settings import WorkerOptions
 from tenure.stores.base import Store
-from tenure.stores.records import Pruned, Rescued, WorkerRef
 from tenure.worker.messages import Pulse
 from tenure.worker.metrics import Metrics
 from tenure.worker.slot import Slot
@@ -50,8 +50,15 @@ class LeaseHost(Protocol):
 
 
 class LeaseKeeper:
-    def __init__(self, worker: LeaseHost) -> None:
+    """The heartbeat (renew every lease/3) and the guard (stop what could not be renewed):
+    each a loop around a step that takes the time as an input, so a test drives them."""
+
+    def __init__(self, worker: LeaseHost, *, started: float | None = None) -> None:
+        """`started`: the monotonic time the first beat counts from (None: now)."""
         self.worker = worker
+        self.interval = worker.options.lease / 3
+        self._next_beat = (time.monotonic() if started is None else started) + self.interval
+        self._outage_logged = False
 
     def start(self) -> threading.Thread:
         """Start the heartbeat and the guard; return the heartbeat's thread (to join)."""
@@ -64,22 +71,25 @@ class LeaseKeeper:
         return heartbeat
 
     def _heartbeat_loop(self) -> None:
-        interval = self.worker.options.lease / 3
-        next_beat = time.monotonic() + interval
-        outage_logged = False
+        wait = min(0.25, self.interval)
         while not self.worker.finished.is_set():
-            if time.monotonic() >= next_beat:
-                next_beat = time.monotonic() + interval
-                ok = self._renew_leases()
-                if not ok and not outage_logged:
-                    log.warning("cannot renew leases: the store is unreachable")
-                outage_logged = not ok
-            self.worker.finished.wait(min(0.25, interval))
+            self.heartbeat_once(time.monotonic())
+            self.worker.finished.wait(wait)
+
+    def heartbeat_once(self, now: float) -> None:
+        """Renew the worker's leases if a beat is due at `now`."""
+        if now < self._next_beat:
+            return
+        self._next_beat = now + self.interval
+        ok = self._renew_leases()
+        if not ok and not self._outage_logged:
+            log.warning("cannot renew leases: the store is unreachable")
+        self._outage_logged = not ok
 
     def _guard_loop(self) -> None:
         while not self.worker.finished.wait(0.1):
             self.worker.pulse.beat()  # the children's sign that the watchdog is here
-            self._guard_leases()
+            self.guard_leases(time.monotonic())
 
     def _renew_leases(self) -> bool:
         held = [(slot, slot.current) for slot in self.worker.slots if slot.current is not None]
@@ -89,6 +99,8 @@ class LeaseKeeper:
                 worker=self.worker.ref,
                 leases=[(r.job_id, r.token) for _, r in held if r],
                 lease=self.worker.options.lease,
+                # each attempt's last memory reading: a rescue's evidence if this worker dies
+                memory={r.job_id: s.memory[0] for s, r in held if r and s.memory},
             )
             self.worker.check_restart(reply.restart_requested_at)
         except Exception as exc:
@@ -112,14 +124,15 @@ class LeaseKeeper:
                 slot.renewed_at = sent_at
         return True
 
-    def _guard_leases(self) -> None:
-        """Stop attempts whose lease this worker could not renew, before the lease expires."""
+    def guard_leases(self, now: float) -> None:
+        """Stop attempts whose lease this worker could not renew, before the lease expires
+        (`now`: the monotonic time, the clock of each slot's `renewed_at`)."""
         lease = self.worker.options.lease
         for slot in self.worker.slots:
             res = slot.current
             if res is None:
                 continue
-            age = time.monotonic() - slot.renewed_at
+            age = now - slot.renewed_at
             if age > lease * LEASE_GIVE_UP_SHARE:
                 slot.lose_lease(
                     res,
@@ -153,14 +166,16 @@ class Sweeper:
         self._stopped = threading.Event()
         self._thread: threading.Thread | None = None
 
-    def tick(self) -> None:
+    def tick(self, now: float | None = None) -> None:
+        """Rescue, and prune if due at `now` (monotonic seconds; None: the clock's now)."""
         started = time.monotonic()
-        prune = started >= self.next_prune
+        at = started if now is None else now  # the time the prune's due time is read against
+        prune = at >= self.next_prune
         try:
             swept = self.store.sweep(prune=prune, limit=self.chunk)
             log_rescued(swept.rescued)
             pruned = swept.pruned
-            chunk_at = started
+            chunk_at = started  # the budget is real time spent on the store
             while pruned.more and time.monotonic() - started < PRUNE_BUDGET_S:
                 time.sleep(pause_after(time.monotonic() - chunk_at))  # others' turn
                 chunk_at = time.monotonic()
@@ -169,7 +184,7 @@ class Sweeper:
             log.warning("could not check for expired leases or prune: %s", exc)
             return
         if prune:
-            self.next_prune = started + (0.0 if pruned.more else PRUNE_EVERY_S)
+            self.next_prune = at + (0.0 if pruned.more else PRUNE_EVERY_S)
             self._pruned(pruned, time.monotonic() - chunk_at)
             with self._lock:
                 done, self._unlogged = self._unlogged, Pruned()

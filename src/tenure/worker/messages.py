@@ -1,15 +1,22 @@
-"""What the supervisor and its children say to each other: one JSON object per line.
+"""What the supervisor and its children say to each other over their pipes: typed messages
+(one NamedTuple per kind), and their wire form, encoded and decoded here and nowhere else.
 
-Supervisor -> child: {"run": <attempt>, "chain": bool}, the first attempt of an idle slot (the
-supervisor reserved it); with "chain" the child claims its next jobs itself.
+Supervisor -> child: `Run`, the first attempt of an idle slot (the supervisor reserved it);
+with `chain` the child claims its next jobs itself.
 
-Child -> supervisor, one-way (the child never waits for an answer), one line per attempt:
-{"ended": [job_id, token, name, outcome, seconds]} when the child recorded an attempt's end,
-with "started": <attempt summary> when the same store call opened its next attempt, "handoff":
-<attempt> when that attempt is an async job the supervisor's event loop runs, and "idle": true
-when the child claimed nothing and waits for the next "run" ("exit": true: it leaves, to be
-replaced). The child writes "started" before it runs the attempt, so a child that dies at once
-has still told the supervisor which attempt died with it (a pipe keeps what was written).
+Child -> supervisor, one-way (the child never waits for an answer): `Ready` once it started;
+then for each attempt `Recorded` (it recorded the attempt's end), followed in the same write by
+`Started` when the same store call opened its next attempt, `HandOff` when that attempt is an
+async job the supervisor's event loop runs, and `Idle` when the child claimed nothing and waits
+for the next `Run` (`exit`: it leaves, to be replaced). A child whose supervisor is not watching
+records nothing: it sends `ToRecord` (the end, for the supervisor to record) and `Idle`. The
+child writes `Started` before it runs the attempt, so a child that dies at once has still told
+the supervisor which attempt died with it (a pipe keeps what was written).
+
+The wire: one line per write, a JSON array of messages, each `[kind, field, ...]` in the order
+of its NamedTuple's fields (an attempt's Reservation inlined, see `_ATTEMPT`). One write of less
+than PIPE_BUF bytes is atomic, so a kill cannot leave half a line; a line the reader cannot
+read raises `Garbled`, naming what is wrong with it.
 
 Supervisor -> every child, without a word: the pulse (below).
 """
@@ -20,57 +27,111 @@ import functools
 import json
 import struct
 import time
-from typing import Any
+from collections.abc import Callable
+from typing import Any, NamedTuple
 
-from tenure.retry import Policy, parse_policy
-from tenure.stores.records import Reservation
+from tenure.core.records import Reservation
+from tenure.core.retry import Policy, parse_policy
 from tenure.worker.shared_page import SharedPage
 
-
-def attempt(res: Reservation) -> dict[str, Any]:
-    """An attempt in full, for the process that will run it."""
-    return {
-        "job_id": res.job_id,
-        "name": res.name,
-        "queue": res.queue,
-        "payload": res.payload,
-        "policy": res.policy.text,
-        "attempt": res.attempt,
-        "token": res.token,
-        "lease_expires_at": res.lease_expires_at,
-        "batch_id": res.batch_id,
-    }
+_new = tuple.__new__  # a NamedTuple from its fields, as its _make does, one call fewer
 
 
-def from_attempt(data: dict[str, Any]) -> Reservation:
-    return Reservation(
-        job_id=data["job_id"],
-        name=data["name"],
-        queue=data["queue"],
-        payload=data["payload"],
-        policy=parse_policy(data["policy"]),
-        attempt=data["attempt"],
-        token=data["token"],
-        lease_expires_at=data["lease_expires_at"],
-        batch_id=data["batch_id"],
-    )
+class Garbled(ValueError):
+    """A line of the pipe that is not a message of this protocol."""
 
 
-def started(res: Reservation, claimed_at: float) -> list[Any]:
+class Run(NamedTuple):
+    """Supervisor -> child: run this attempt; with `chain`, claim the slot's next ones too."""
+
+    attempt: Reservation
+    chain: bool
+
+
+class Ready(NamedTuple):
+    """Child -> supervisor: the child started and loaded the app."""
+
+    pid: int
+
+
+class Recorded(NamedTuple):
+    """The child recorded the end of an attempt."""
+
+    job_id: str
+    token: int
+    name: str
+    outcome: str
+    seconds: float
+
+
+class Started(NamedTuple):
     """What the watchdog needs of an attempt the child opened: whose it is, its fencing token,
     its clocks; `claimed_at` (CLOCK_MONOTONIC, shared by the processes of one host) is taken
     before the claim, so the lease is at least that fresh."""
-    return [
-        res.job_id,
-        res.name,
-        res.queue,
-        res.attempt,
-        res.token,
-        res.batch_id,
-        res.policy.timeout,
-        res.policy.kill_after,
-        claimed_at,
-    ]
+
+    job_id: str
+    name: str
+    queue: str
+    attempt: int
+    token: int
+    batch_id: str | None
+    timeout: float
+    kill_after: float
+    claimed_at: float
+
+    @classmethod
+    def of(cls, res: Reservation, claimed_at: float) -> Started:
+        policy = res.policy
+        return _new(cls, (
+            res.job_id, res.name, res.queue, res.attempt, res.token, res.batch_id,
+            policy.timeout, policy.kill_after, claimed_at,
+        ))  # fmt: skip
+
+    def reservation(self) -> Reservation:
+        """The attempt as the watchdog holds it (no payload: the child has it)."""
+        return Reservation(
+            job_id=self.job_id,
+            name=self.name,
+            queue=self.queue,
+            payload="",
+            policy=_watched_policy(self.timeout, self.kill_after),
+            attempt=self.attempt,
+            token=self.token,
+            lease_expires_at=0.0,
+            batch_id=self.batch_id,
+        )
+
+
+class HandOff(NamedTuple):
+    """The child claimed an async attempt: the supervisor's event loop runs it."""
+
+    attempt: Reservation
+
+
+class ToRecord(NamedTuple):
+    """An end the child did not record (its supervisor was not watching): the supervisor
+    records it (a late one is fenced). A success carries its stored `result`."""
+
+    job_id: str
+    token: int
+    name: str
+    outcome: str
+    seconds: float
+    error: str | None
+    traceback: str | None
+    permanent: bool
+    result: str | None
+    snooze: float
+    cause: str | None
+
+
+class Idle(NamedTuple):
+    """The child claimed nothing and waits for the next Run; `exit`: it leaves instead."""
+
+    exit: bool = False
+
+
+Message = Run | Ready | Recorded | Started | HandOff | ToRecord | Idle
 
 
 @functools.lru_cache(maxsize=64)
@@ -80,24 +141,111 @@ def _watched_policy(timeout: float, kill_after: float) -> Policy:
     return Policy(timeout=timeout, kill_after=kill_after)
 
 
-def from_started(fields: list[Any]) -> tuple[Reservation, float]:
-    job_id, name, queue, number, token, batch_id, timeout, kill_after, claimed_at = fields
-    res = Reservation(
-        job_id=job_id,
-        name=name,
-        queue=queue,
-        payload="",  # the child has it; the watchdog only watches
-        policy=_watched_policy(timeout, kill_after),
-        attempt=number,
-        token=token,
-        lease_expires_at=0.0,
-        batch_id=batch_id,
-    )
-    return res, claimed_at
+# -- the wire -----------------------------------------------------------------------------
+# An attempt in full, for the process that will run it: these fields, in this order.
+_ATTEMPT = 9
 
 
-def encode(message: dict[str, Any]) -> bytes:
-    return (_ENCODE(message) + "\n").encode()
+def _attempt(res: Reservation) -> list[Any]:
+    return [
+        res.job_id, res.name, res.queue, res.payload, res.policy.text, res.attempt, res.token,
+        res.lease_expires_at, res.batch_id,
+    ]  # fmt: skip
+
+
+def _from_attempt(f: list[Any]) -> Reservation:
+    return Reservation(f[0], f[1], f[2], f[3], parse_policy(f[4]), f[5], f[6], f[7], f[8])
+
+
+_Form = tuple[str, Callable[[Any], list[Any]], Callable[[list[Any]], Any]]
+
+
+def _plain(tag: str, kind: Any) -> _Form:
+    """The wire form of a kind whose fields are plain values: `[tag, *fields]`."""
+    size = len(kind._fields) + 1
+
+    def write(message: Any) -> list[Any]:
+        return [tag, *message]
+
+    def read(item: list[Any]) -> Any:
+        if type(item) is not list or len(item) != size:
+            raise TypeError(f"{len(item) - 1} fields, not {size - 1}")
+        return _new(kind, item[1:])
+
+    return tag, write, read
+
+
+def _with_attempt(tag: str, kind: Any) -> _Form:
+    """The wire form of a kind whose first field is an attempt: `[tag, *attempt, *rest]`."""
+    size = _ATTEMPT + len(kind._fields)
+
+    def write(message: Any) -> list[Any]:
+        return [tag, *_attempt(message[0]), *message[1:]]
+
+    def read(item: list[Any]) -> Any:
+        if type(item) is not list or len(item) != size:
+            raise TypeError(f"{len(item) - 1} fields, not {size - 1}")
+        return _new(kind, (_from_attempt(item[1 : _ATTEMPT + 1]), *item[_ATTEMPT + 1 :]))
+
+    return tag, write, read
+
+
+# The tags are short: the hot path writes `Recorded` and `Started` for every job.
+_FORMS: dict[Any, _Form] = {
+    Run: _with_attempt("run", Run),
+    Ready: _plain("ready", Ready),
+    Recorded: _plain("e", Recorded),
+    Started: _plain("s", Started),
+    HandOff: _with_attempt("h", HandOff),
+    ToRecord: _plain("r", ToRecord),
+    Idle: _plain("i", Idle),
+}
+_WRITE = {kind: write for kind, (_, write, _) in _FORMS.items()}
+_READ = {tag: read for tag, _, read in _FORMS.values()}
+
+
+def encode(*batch: Message) -> bytes:
+    """One line holding `batch`, written at once (the reader takes them in order)."""
+    return (_ENCODE([_WRITE[type(message)](message) for message in batch]) + "\n").encode()
+
+
+def decode(line: bytes | str) -> list[Message]:
+    """The messages of one line; Garbled, with what is wrong, if it is not one this module
+    wrote. The hot path (a supervisor reads a line per job its children run) checks no more
+    than it must: a list of lists, each of a kind it knows, with that kind's fields."""
+    try:
+        items = json.loads(line)
+        if type(items) is list and items:
+            return [_READ[item[0]](item) for item in items]  # each reader checks its item
+    except Exception:  # _fault says what, looking at the line again, slowly
+        pass
+    raise Garbled(_fault(line))
+
+
+def _fault(line: bytes | str) -> str:
+    """What is wrong with a line decode() could not read."""
+    try:
+        items = json.loads(line)
+    except ValueError as exc:
+        return f"not JSON ({exc}): {_shown(line)}"
+    if not isinstance(items, list) or not items:
+        return f"not a list of messages: {_shown(line)}"
+    for item in items:
+        if not isinstance(item, list) or not item or not isinstance(item[0], str):
+            return f"a message that is not [kind, fields...]: {_shown(line)}"
+        read = _READ.get(item[0])
+        if read is None:
+            return f"unknown message kind {item[0]!r}: {_shown(line)}"
+        try:
+            read(item)
+        except Exception as exc:  # its number of fields; an attempt whose policy is not text
+            return f"message {item[0]!r}: {exc}: {_shown(line)}"
+    return f"unreadable: {_shown(line)}"
+
+
+def _shown(line: bytes | str, limit: int = 200) -> str:
+    text = repr(line[:limit])
+    return text + ("..." if len(line) > limit else "")
 
 
 # json.dumps(message, separators=(",", ":")) without building an encoder for every message

@@ -13,8 +13,8 @@ from collections import Counter
 from collections.abc import Callable, Mapping
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
+from tenure.core.records import QueueCounts
 from tenure.stores.base import total_counts
-from tenure.stores.records import QueueCounts
 
 BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300)
 
@@ -83,7 +83,7 @@ class Metrics:
             ]
             lines += [
                 "# HELP tenure_crashes_total Attempts that crashed, by job and cause "
-                "(tenure.causes: oom_kill, sigkill, memory_cap, fault, ...).",
+                "(tenure.core.causes: oom_kill, sigkill, memory_cap, fault, ...).",
                 "# TYPE tenure_crashes_total counter",
             ]
             lines += [

@@ -77,6 +77,16 @@ def tree_rss_mb(root: int) -> float:
     return sum(rss_mb(pid) for pid in tree(root))
 
 
+def memory_note(reading: tuple[float, float] | None, now: float) -> str:
+    """The words a crash is recorded with for its attempt's last memory reading, (MB,
+    monotonic time): the evidence for an OOM kill (or against it); nothing without one."""
+    if reading is None or reading[0] <= 0:
+        return ""
+    mb, at = reading
+    size = f"{mb / 1024:.1f} GB" if mb >= 1024 else f"{mb:.0f} MB"
+    return f"; its last memory reading was {size}, {max(0.0, now - at):.1f} s before it died"
+
+
 def kill_tree(root: int) -> None:
     """SIGKILL the attempt's process group and every other process of its tree."""
     members = tree(root)  # before the kill: then descendants are still linked by their parent

@@ -12,10 +12,10 @@ import threading
 from collections.abc import Callable, Sequence
 from typing import TypeVar
 
-from tenure.errors import ConfigError, StoreMisconfigured
+from tenure.core.errors import ConfigError, StoreMisconfigured
+from tenure.core.records import EndResult, Reservation, WorkerRef
 from tenure.logs import log_end as log_end
 from tenure.stores.base import Store
-from tenure.stores.records import EndResult, Reservation, WorkerRef
 from tenure.worker.execute import Ended
 
 log = logging.getLogger("tenure.worker")
@@ -102,6 +102,7 @@ class Recorder:
                 permanent=ended.permanent,
                 snooze=ended.snooze,
                 cause=ended.cause,
+                record=ended.history,
             )[0]
         )
 

@@ -15,12 +15,12 @@ import threading
 import time
 from typing import Any, Protocol
 
-from tenure import causes
 from tenure.app import App
+from tenure.core import causes
+from tenure.core.records import Reservation
 from tenure.job import Job
 from tenure.logs import job_fields
 from tenure.settings import WorkerOptions
-from tenure.stores.records import Reservation
 from tenure.worker import messages
 from tenure.worker.child_process import ChildDied, ChildProcess
 from tenure.worker.execute import (
@@ -32,6 +32,7 @@ from tenure.worker.execute import (
     run_coroutine,
 )
 from tenure.worker.metrics import Metrics
+from tenure.worker.process_tree import memory_note
 from tenure.worker.shutdown import Shutdown
 
 # The cause of an attempt the worker itself stopped, by the outcome it records (_problem and
@@ -99,6 +100,9 @@ class Slot:
         self._lease_lost: tuple[Reservation, str] | None = None
         self._cancel: Reservation | None = None  # cancelled while it runs: stop it
         self._cancel_sent_at: float | None = None  # monotonic time of the soft stop
+        # the current attempt's last memory reading: (MB, monotonic time), the evidence a
+        # crash is recorded with (an OOM kill at about this much)
+        self.memory: tuple[float, float] | None = None
         self.thread = threading.Thread(target=self._loop, name=f"tenure-slot-{index}", daemon=True)
 
     # -- called from other threads ------------------------------------------------------
@@ -115,6 +119,7 @@ class Slot:
         self._lease_lost = None
         self._cancel = None
         self._cancel_sent_at = None
+        self.memory = None
 
     def cancel(self, reservation: Reservation) -> None:
         """Someone cancelled the job of `reservation`: the slot stops the attempt, with the
@@ -207,7 +212,7 @@ class Slot:
             self.child.wait_ready()
         return self.child
 
-    def _discard_child(self) -> list[dict[str, Any]]:
+    def _discard_child(self) -> list[messages.Message]:
         child, self.child = self.child, None
         return child.kill() if child is not None else []
 
@@ -218,7 +223,7 @@ class Slot:
             child = self.child_process()
         except (ChildDied, OSError) as exc:
             return self._not_taken(res, exc)
-        return self.watch(child, {"run": messages.attempt(res), "chain": chain}, res)
+        return self.watch(child, messages.Run(res, chain), res)
 
     def _not_taken(self, res: Reservation, exc: Exception) -> Reservation | None:
         """The child could not take the attempt: it crashed, and the slot runs nothing more."""
@@ -232,7 +237,7 @@ class Slot:
     def watch(
         self,
         child: ChildProcess,
-        order: dict[str, Any] | None = None,
+        order: messages.Run | None = None,
         res: Reservation | None = None,
     ) -> Reservation | None:
         """Send the child `order` (an attempt of `res` to run), if any, then follow it until it
@@ -240,24 +245,31 @@ class Slot:
         this slot on the event loop), if any."""
         if order is not None and res is not None:
             try:
-                child.send(order)
+                # encoded here, not by send(): the watch's one stay in messages.py before
+                # the child answers (bench walk counts each change of module)
+                child.send(messages.encode(order))
             except (ChildDied, OSError) as exc:
                 return self._not_taken(res, exc)
             self.started_at = time.monotonic()
         next_memory_check = time.monotonic() + MEMORY_CHECK_S
+        handoff: Reservation | None = None
         while True:
             try:
-                message = child.receive(POLL_S)
+                said = child.receive(POLL_S)
             except ChildDied as exc:
                 self._child_died(str(exc), exc.cause)
                 return None
-            if message is not None:
-                handoff = self.take(message)
-                if message.get("idle"):
-                    if message.get("exit"):
-                        child.stop()
-                        self.child = None
-                    return handoff
+            except messages.Garbled as exc:
+                self._child_garbled(child, exc)
+                return None
+            if said is not None:
+                for message in said:
+                    if isinstance(message, messages.Idle):
+                        if message.exit:
+                            child.stop()
+                            self.child = None
+                        return handoff
+                    handoff = self.take(message) or handoff
                 if not child.buffered():
                     # The child runs its next attempt and needs nothing of the watchdog: let
                     # its messages gather and read them together, instead of waking for each
@@ -268,52 +280,39 @@ class Slot:
             problem = self._problem(now)
             if now >= next_memory_check and problem is None:
                 next_memory_check = now + MEMORY_CHECK_S
-                problem = self._memory_overrun(child)
+                problem = self._memory_overrun(child, now)
             if problem is not None and self._stop_attempt(child, *problem):
                 return None
 
-    def take(self, message: dict[str, Any]) -> Reservation | None:
+    def take(self, message: messages.Message) -> Reservation | None:
         """Follow one message of the child; return the attempt it handed over, if any."""
-        ended = message.get("ended")
-        if ended is not None:
-            job_id, token, name, outcome, seconds = ended
-            self.worker.attempt_recorded(name, outcome, seconds)
-            held = self.current
-            if held is not None and held.job_id == job_id and held.token == token:
-                self.current = None
-        result = message.get("result")
-        if result is not None:  # the child's supervisor was not there: record it now
-            (
-                job_id,
-                token,
-                name,
-                outcome,
-                seconds,
-                error,
-                trace,
-                permanent,
-                stored,
-                snooze,
-                cause,
-            ) = result
-            held = self.current
-            if held is not None and held.job_id == job_id and held.token == token:
-                self.current = None
+        if isinstance(message, messages.Recorded):
+            self._forget(message.job_id, message.token)
+            self.worker.attempt_recorded(message.name, message.outcome, message.seconds)
+        elif isinstance(message, messages.Started):
+            self.assign_current(message.reservation(), message.claimed_at)
+            self.worker.count_start()
+        elif isinstance(message, messages.HandOff):
+            self.assign_current(message.attempt, time.monotonic())
+            self.worker.count_start()
+            return message.attempt
+        elif isinstance(message, messages.ToRecord):  # its supervisor was not there: record it
+            held = self._forget(message.job_id, message.token)
+            if held is not None:
+                m = message
                 ended = Ended(
-                    outcome, error, trace, permanent, result=stored, snooze=snooze, cause=cause
-                )
-                self.worker.report(held, ended, seconds)
-        started = message.get("started")
-        if started is not None:
-            res, claimed_at = messages.from_started(started)
-            self.assign_current(res, claimed_at)
-            self.worker.count_start()
-        handoff = message.get("handoff")
-        if handoff is not None:
-            res = messages.from_attempt(handoff)
-            self.assign_current(res, time.monotonic())
-            self.worker.count_start()
-            return res
+                    m.outcome, m.error, m.traceback, m.permanent, result=m.result,
+                    snooze=m.snooze, cause=m.cause,
+                )  # fmt: skip
+                self.worker.report(held, ended, m.seconds)
+        return None
+
+    def _forget(self, job_id: str, token: int) -> Reservation | None:
+        """The attempt (job_id, token) ended: no longer the one this slot watches."""
+        held = self.current
+        if held is not None and held.job_id == job_id and held.token == token:
+            self.current = None
+            return held
         return None
 
     def _problem(self, now: float) -> tuple[Reservation, str, str] | None:
@@ -393,23 +392,50 @@ class Slot:
             )
         return True
 
+    def _child_garbled(self, child: ChildProcess, exc: messages.Garbled) -> None:
+        """The child wrote what is not a message: it is not trusted further. It is killed
+        (what it wrote after that line is read), and the attempt it held crashed, to be
+        retried by its policy."""
+        log.error(
+            "slot %d: child process (pid %d) wrote an unreadable line: %s",
+            self.index,
+            child.pid,
+            exc,
+        )
+        for last in self._discard_child():
+            self.take(last)
+        held, self.current = self.current, None
+        if held is not None:
+            why = (
+                f"the worker killed its child process (pid {child.pid}), which wrote a line "
+                f"the worker cannot read ({exc})"
+            )
+            self._report(held, Ended("crashed", why))
+
     def _child_died(self, why: str, cause: str | None) -> None:
         """The child died: the attempt it held crashed (its last messages are read)."""
         self._discard_child()  # what the job started dies with it
         held, self.current = self.current, None
         if held is not None:
+            why += memory_note(self.memory, time.monotonic())
             self._report(held, Ended("crashed", why, cause=cause))
 
     def _report(self, res: Reservation, ended: Ended) -> None:
         self.worker.report(res, ended, time.monotonic() - self.started_at)
 
-    def _memory_overrun(self, child: ChildProcess) -> tuple[Reservation, str, str] | None:
+    def _memory_overrun(
+        self, child: ChildProcess, now: float
+    ) -> tuple[Reservation, str, str] | None:
+        """Read the attempt's memory (kept as its last reading); past --memory, kill it."""
         limit = self.worker.options.memory_mb
         res = self.current
-        if limit is None or res is None:
+        if res is None:
             return None
-        rss = child.tree_rss_mb()
-        if rss <= limit:
+        # Without a cap, the child's own memory (one file read): what an OOM kill is judged by.
+        rss = child.tree_rss_mb() if limit is not None else child.rss_mb()
+        if rss > 0:  # a child that just died (a zombie) reads 0: keep its last real reading
+            self.memory = (rss, now)
+        if limit is None or rss <= limit:
             return None
         return (
             res,

@@ -5,6 +5,7 @@ store's (from the job's policy), clocks are the store's."""
 from __future__ import annotations
 
 import asyncio
+import enum
 import logging
 import os
 import random
@@ -17,13 +18,13 @@ from collections.abc import Callable
 from dataclasses import replace
 from typing import Any, TypeVar
 
-from tenure import payload
 from tenure.app import App
-from tenure.errors import ConfigError
+from tenure.core import payload
+from tenure.core.errors import ConfigError
+from tenure.core.records import QueueCounts, Reservation, WorkerRecord, WorkerRef
 from tenure.periodic import PeriodicTicker
 from tenure.settings import WorkerOptions
 from tenure.stores.base import Store
-from tenure.stores.records import QueueCounts, Reservation, WorkerRecord, WorkerRef
 from tenure.worker.burst import BurstEnd
 from tenure.worker.execute import Ended
 from tenure.worker.leases import LeaseKeeper, Sweeper
@@ -40,6 +41,18 @@ log = logging.getLogger("tenure.worker")
 T = TypeVar("T")
 
 IDLE_WAIT_S = 1.0
+
+
+class Then(enum.Enum):
+    """What the fetch loop does after one pass (Worker.fetch_once): the waits are its
+    driver's, so that a pass itself never sleeps and a test drives it on a clock of its own
+    (huey's `loop(now)`)."""
+
+    AGAIN = "again"  # it reserved jobs: look again at once
+    WAIT_FOR_SLOT = "wait for a free slot"  # every slot is busy
+    WAIT_FOR_WORK = "wait for work"  # nothing to reserve: the store's wait (LISTEN, BLPOP...)
+    BACK_OFF = "back off"  # the store failed: wait before the next try
+    STOP = "stop"  # the worker stops (asked to, --max-time, --max-jobs, --burst, refused)
 
 
 class Worker:
@@ -71,6 +84,10 @@ class Worker:
         self._store: Store | None = None
         self.pulse = Pulse.create()
         self._rng = random.Random()  # the weighted queue order of each fetch
+        # the fetch loop's clocks, on the time its passes are given (fetch_once)
+        self._fetch_started: float | None = None  # the first pass: --max-time counts from it
+        self._next_rescue = 0.0  # the first pass sweeps
+        self._failures = 0  # the store's failures in a row (the back-off grows with them)
 
     @property
     def store(self) -> Store:
@@ -200,61 +217,74 @@ class Worker:
 
     # -- reserving ---------------------------------------------------------------------
     def _fetch_loop(self) -> None:
-        opts = self.options
-        started = time.monotonic()
-        next_rescue = 0.0
-        failures = 0
+        """Drive fetch_once with the monotonic clock, and do the waits it asks for."""
         while not self.stopping.is_set():
-            now = time.monotonic()
-            if opts.max_time is not None and now - started >= opts.max_time:
-                self.stop(f"--max-time {opts.max_time:g} s reached", grace=None)
+            then = self.fetch_once(time.monotonic())
+            if then is Then.STOP:
                 break
-            if now >= next_rescue:
-                next_rescue = now + self._rescue_interval()
-                self._rescue()
-                if self._store_file_gone():
-                    break
-            if self.app.periodic_jobs and now >= self.periodic.next_tick:
-                self.periodic.tick()  # about once a second; each due time claimed in the store
-            free = self._free_slots()
-            if free == 0:
+            if then is Then.WAIT_FOR_SLOT:
                 self._wait_for_free_slot()
-                continue
-            if opts.max_jobs is not None:
-                free = min(free, opts.max_jobs - self._started)
-            reserved_at = time.monotonic()
-            try:
-                jobs = self.store.reserve(
-                    queues=opts.queue_order(self._rng),
-                    worker=self.ref,
-                    lease=opts.lease,
-                    limit=free,
-                )
-                failures = 0
-            except REFUSALS as exc:
-                self._refused(exc)
+            elif then is Then.BACK_OFF:
+                self.stopping.wait(self._retry_delay())
+            elif then is Then.WAIT_FOR_WORK and not self._wait_for_work():
                 break
-            except Exception as exc:
-                failures += 1
-                self._store_trouble("reserve", exc, failures)
-                continue
-            for res in jobs:
-                self._hand_out(res, reserved_at)
-            if opts.max_jobs is not None and self._started >= opts.max_jobs:
-                self.stop(f"--max-jobs {opts.max_jobs} reached", grace=None)
-                break
-            if jobs:
-                continue
-            if opts.burst and self._free_slots() == len(self.slots) and self._burst_done():
-                break
-            try:
-                self.store.wait_for_work(queues=opts.queues, timeout=IDLE_WAIT_S)
-            except REFUSALS as exc:
-                self._refused(exc)
-                break
-            except Exception as exc:
-                failures += 1
-                self._store_trouble("wait", exc, failures)
+
+    def fetch_once(self, now: float) -> Then:
+        """One pass of the fetch loop at `now` (monotonic seconds, as its driver read them):
+        the chores due then (the --max-time limit, the rescue sweep, the periodic tick), a
+        reserve for the free slots, and what to do next. It waits for nothing itself."""
+        opts = self.options
+        if self._fetch_started is None:
+            self._fetch_started = now
+        if opts.max_time is not None and now - self._fetch_started >= opts.max_time:
+            self.stop(f"--max-time {opts.max_time:g} s reached", grace=None)
+            return Then.STOP
+        if now >= self._next_rescue:
+            self._next_rescue = now + self._rescue_interval()
+            self._rescue(now)
+            if self._store_file_gone():
+                return Then.STOP
+        if self.app.periodic_jobs and now >= self.periodic.next_tick:
+            self.periodic.tick()  # about once a second; each due time claimed in the store
+        free = self._free_slots()
+        if free == 0:
+            return Then.WAIT_FOR_SLOT
+        if opts.max_jobs is not None:
+            free = min(free, opts.max_jobs - self._started)
+        reserved_at = time.monotonic()  # a lease's clock: real, not the pass's `now`
+        try:
+            jobs = self.store.reserve(
+                queues=opts.queue_order(self._rng), worker=self.ref, lease=opts.lease, limit=free
+            )
+            self._failures = 0
+        except REFUSALS as exc:
+            self._refused(exc)
+            return Then.STOP
+        except Exception as exc:
+            self._store_trouble("reserve", exc)
+            return Then.BACK_OFF
+        for res in jobs:
+            self._hand_out(res, reserved_at)
+        if opts.max_jobs is not None and self._started >= opts.max_jobs:
+            self.stop(f"--max-jobs {opts.max_jobs} reached", grace=None)
+            return Then.STOP
+        if jobs:
+            return Then.AGAIN
+        if opts.burst and self._free_slots() == len(self.slots) and self._burst_done():
+            return Then.STOP
+        return Then.WAIT_FOR_WORK
+
+    def _wait_for_work(self) -> bool:
+        """The store's wait for new work (LISTEN, BLPOP, a poll); False if it refused us."""
+        try:
+            self.store.wait_for_work(queues=self.options.queues, timeout=IDLE_WAIT_S)
+        except REFUSALS as exc:
+            self._refused(exc)
+            return False
+        except Exception as exc:
+            self._store_trouble("wait", exc)
+            self.stopping.wait(self._retry_delay())
+        return True
 
     def _rescue_interval(self) -> float:
         return min(max(self.options.lease / 3, 0.5), 5.0)
@@ -297,21 +327,24 @@ class Worker:
             self._idle.append(slot)
             self._idle_changed.notify_all()
 
-    def _rescue(self) -> None:
+    def _rescue(self, now: float) -> None:
         if self._sweeper is None or self._sweeper.store is not self.store:
             self._sweeper = Sweeper(self.store)
-        self._sweeper.tick()
+        self._sweeper.tick(now)
 
-    def _store_trouble(self, what: str, exc: Exception, failures: int) -> None:
-        delay = min(STORE_RETRY_MAX_S, 0.2 * 2**failures)
+    def _store_trouble(self, what: str, exc: Exception) -> None:
+        self._failures += 1
         log.warning(
             "store unavailable during %s (%s: %s); retrying in %.1f s",
             what,
             type(exc).__name__,
             exc,
-            delay,
+            self._retry_delay(),
         )
-        self.stopping.wait(delay)
+
+    def _retry_delay(self) -> float:
+        """The back-off after the store failed `_failures` times in a row."""
+        return min(STORE_RETRY_MAX_S, 0.2 * 2.0**self._failures)
 
     # -- ending attempts ---------------------------------------------------------------
     @property
@@ -338,7 +371,7 @@ class Worker:
     def unknown_job(self, res: Reservation) -> Ended:
         """The end of an attempt of a job this worker's code does not define (worker.unknown)."""
         try:
-            seen = refusals(self.store, res.job_id)
+            seen = refusals(self.store, res.job_id, self.ref.id)
         except Exception as exc:  # the store is down: hand it back; the grace is checked later
             log.warning("job %s: could not read its refusals (%s); handed back", res.job_id, exc)
             seen = Refusals()

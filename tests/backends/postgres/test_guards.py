@@ -10,7 +10,7 @@ import pytest
 
 from backends.postgres.kit import PostgresKit
 from conformance.helpers import W1, job, new_job
-from tenure.errors import ConfigError
+from tenure.core.errors import ConfigError
 from tenure.stores import Store
 
 

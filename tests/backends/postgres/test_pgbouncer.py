@@ -14,11 +14,11 @@ import psycopg
 import pytest
 
 from conformance.helpers import counts
-from tenure.errors import ConfigError
-from tenure.retry import Policy
+from tenure.core.errors import ConfigError
+from tenure.core.records import NewJob
+from tenure.core.retry import Policy
 from tenure.stores import open_store
 from tenure.stores.postgres.database import parse_url, pooler_settings
-from tenure.stores.records import NewJob
 
 from servers import isolated_store_url
 

@@ -17,8 +17,8 @@ import pytest
 
 from backends.postgres.kit import PostgresKit
 from conformance.helpers import W1, counts, enqueue, job, new_job, reserve_one, wait_until
-from tenure.errors import ConfigError, StoreUnavailable
-from tenure.retry import Policy
+from tenure.core.errors import ConfigError, StoreUnavailable
+from tenure.core.retry import Policy
 from tenure.stores import open_store
 from tenure.stores.base import get_job
 from tenure.stores.postgres import PostgresStore

@@ -1,5 +1,5 @@
 """Redis-specific behaviour of batches: the Lua port of the batch rules agrees with
-tenure.batch on every state, a batch's keys live in its queue's slot, Redis Cluster refuses
+tenure.core.batch on every state, a batch's keys live in its queue's slot, Redis Cluster refuses
 batches that span queues (and runs the ones that do not), and damaged batch records cannot make
 a script write outside the store's prefix. Batch semantics shared with the other backends live
 in tests/conformance/test_batch_lifecycle.py and test_batches.py.
@@ -23,12 +23,12 @@ import redis
 from redis.crc import key_slot
 
 from conformance.helpers import counts
-from tenure import batch as rules
-from tenure.errors import ConfigError, TenureError
-from tenure.guards import Guards
-from tenure.retry import Policy
+from tenure.core import batch as rules
+from tenure.core.errors import ConfigError, TenureError
+from tenure.core.guards import Guards
+from tenure.core.records import NewBatch, NewJob, WorkerRef
+from tenure.core.retry import Policy
 from tenure.stores.base import get_batch
-from tenure.stores.records import NewBatch, NewJob, WorkerRef
 from tenure.stores.redis import RedisStore, split_prefix
 from tenure.stores.redis.scripts import read_lua
 

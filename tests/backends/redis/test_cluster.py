@@ -14,7 +14,7 @@ from collections.abc import Iterator
 import pytest
 
 from conformance.helpers import W1, counts, new_job
-from tenure.errors import ConfigError, StoreMisconfigured
+from tenure.core.errors import ConfigError, StoreMisconfigured
 from tenure.stores import open_store
 from tenure.stores.base import get_batch
 from tenure.stores.redis import RedisStore
@@ -86,6 +86,28 @@ def test_a_script_the_nodes_forgot_is_loaded_again(
     assert counts(store)["queued"] == 3
 
 
+def test_functions_the_nodes_forgot_are_loaded_again(
+    store: RedisStore, redis_cluster_url: str
+) -> None:
+    queues = queues_on_every_node(store, redis_cluster_url)
+    store.enqueue_many([new_job(queue=queues[0])])  # loads the libraries on every primary
+    client = raw_redis(redis_cluster_url)
+    try:
+        for node in client.get_primaries():
+            client.get_redis_connection(node).function_flush()  # the cluster's own nodes
+        store.enqueue_many([new_job(queue=q) for q in queues])  # one pipeline per node
+        assert counts(store)["queued"] == len(queues) + 1
+        got = [store.reserve(queues=[q], worker=W1, lease=30) for q in queues]  # one call each
+        assert all(len(r) == 1 for r in got)
+        fcalls = sum(
+            int(client.get_redis_connection(n).info("commandstats")["cmdstat_fcall"]["calls"])
+            for n in client.get_primaries()
+        )
+        assert fcalls >= len(queues)
+    finally:
+        client.close()
+
+
 def test_a_worker_waiting_on_queues_of_several_slots_wakes_for_any(
     store: RedisStore, redis_cluster_url: str
 ) -> None:
@@ -114,7 +136,7 @@ def test_a_worker_waiting_on_queues_of_several_slots_wakes_for_any(
 
 
 def test_a_batch_across_queues_is_refused_naming_them(store: RedisStore) -> None:
-    from tenure.stores.records import NewBatch
+    from tenure.core.records import NewBatch
 
     batch = NewBatch(id=secrets.token_hex(4), name="mixed")
     with pytest.raises(ConfigError, match=r"'exports'.*\['mail'\]"):

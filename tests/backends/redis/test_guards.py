@@ -21,11 +21,11 @@ import redis
 from redis.crc import key_slot
 
 from conformance.helpers import counts
-from tenure.errors import ConfigError
-from tenure.guards import Guards
-from tenure.retry import Policy
+from tenure.core.errors import ConfigError
+from tenure.core.guards import Guards
+from tenure.core.records import NewBatch, NewJob, WorkerRef
+from tenure.core.retry import Policy
 from tenure.stores.base import get_job
-from tenure.stores.records import NewBatch, NewJob, WorkerRef
 from tenure.stores.redis import RedisStore, split_prefix
 
 from servers import free_port, raw_redis, wait_for_port

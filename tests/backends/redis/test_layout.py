@@ -10,10 +10,10 @@ from pathlib import Path
 import pytest
 import redis
 
-from tenure.errors import ConfigError
-from tenure.retry import Policy
+from tenure.core.errors import ConfigError
+from tenure.core.records import NewJob, WorkerRef
+from tenure.core.retry import Policy
 from tenure.stores.base import get_job
-from tenure.stores.records import NewJob, WorkerRef
 from tenure.stores.redis import RedisStore
 
 from servers import isolated_store_url

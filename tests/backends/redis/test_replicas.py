@@ -9,7 +9,7 @@ import secrets
 import pytest
 
 from conformance.helpers import new_job
-from tenure.errors import ConfigError, StoreUnavailable
+from tenure.core.errors import ConfigError, StoreUnavailable
 from tenure.stores import open_store
 
 from servers import raw_redis, with_query_param

@@ -12,11 +12,11 @@ from pathlib import Path
 
 import pytest
 
-from tenure.errors import ConfigError
-from tenure.guards import Guards
-from tenure.retry import Policy
+from tenure.core.errors import ConfigError
+from tenure.core.guards import Guards
+from tenure.core.records import NewJob, WorkerRef
+from tenure.core.retry import Policy
 from tenure.stores.base import get_batch, get_job
-from tenure.stores.records import NewJob, WorkerRef
 from tenure.stores.sql.migrations import load_migrations
 from tenure.stores.sqlite import SQLiteStore, schema
 

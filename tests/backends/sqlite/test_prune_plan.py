@@ -10,7 +10,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from conformance.helpers import enqueue, new_job, reserve_one, wait_until
-from tenure.retention import Keep
+from tenure.core.retention import Keep
 from tenure.stores.sqlite import SQLiteStore
 
 

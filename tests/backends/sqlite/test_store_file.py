@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 import tenure
-from tenure.errors import StoreUnavailable
+from tenure.core.errors import StoreUnavailable
 
 
 def _remove(path: str) -> None:

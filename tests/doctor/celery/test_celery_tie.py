@@ -195,3 +195,67 @@ def test_supervisord_inside_an_image_gets_the_shorter_container_grace(
         "docker-compose.yml": compose,
     }
     assert run(tmp_path, files, monkeypatch) == found
+
+
+# Cut from bram2w/baserow (docker-compose.yml services celery and celery-export-worker, both
+# running the backend image with a sub-command of backend/docker/docker-entrypoint.sh, whose
+# branches call one start_celery_worker function): one worker per service, each with its grace;
+# the beat service's branch calls another function, so it runs no worker.
+BASEROW_ENTRYPOINT = """#!/bin/bash
+start_celery_worker(){
+  exec celery -A baserow worker -l INFO "$@"
+}
+start_celery_beat(){
+  exec celery -A baserow beat -l INFO "$@"
+}
+case "$1" in
+    celery-beat)
+        start_celery_beat
+    ;;
+    celery-worker)
+        start_celery_worker -Q celery -n default-worker@%h "${@:2}"
+    ;;
+    celery-exportworker)
+        start_celery_worker -Q export -n export-worker@%h "${@:2}"
+    ;;
+esac
+"""
+BASEROW_COMPOSE = """services:
+  celery:
+    image: baserow/backend:1.35.3
+    command: celery-worker
+    stop_grace_period: {celery}
+  celery-export-worker:
+    image: baserow/backend:1.35.3
+    command: celery-exportworker
+    stop_grace_period: {export}
+  celery-beat-worker:
+    image: baserow/backend:1.35.3
+    command: celery-beat
+"""
+HOUR_LIMIT = SETTINGS + "CELERY_TASK_TIME_LIMIT = 1800\nCELERY_WORKER_PREFETCH_MULTIPLIER = 1\n"
+
+
+def test_each_service_running_the_script_is_checked_with_its_own_grace(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    files = {"settings.py": HOUR_LIMIT, "backend/docker/docker-entrypoint.sh": BASEROW_ENTRYPOINT,
+             "docker-compose.yml": BASEROW_COMPOSE.format(celery="2h", export="30s")}  # fmt: skip
+    for name, text in files.items():
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_text(text)
+    monkeypatch.chdir(tmp_path)
+    report = diagnose(None, ".", history=False, celery="settings.py")
+    (only,) = report.findings
+    assert only.rule == "celery-grace-below-time-limit"
+    assert "run by Compose service celery-export-worker" in only.message
+
+
+def test_each_service_running_the_script_quiet_when_both_wait_long_enough(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    compose = BASEROW_COMPOSE.format(celery="2h", export="2h")
+    found = run(tmp_path, {"settings.py": HOUR_LIMIT, "docker-compose.yml": compose,
+                           "backend/docker/docker-entrypoint.sh": BASEROW_ENTRYPOINT},
+                monkeypatch)  # fmt: skip
+    assert found == []

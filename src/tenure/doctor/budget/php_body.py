@@ -15,14 +15,33 @@ from tenure.doctor.budget.model import Costly, Loop, Unit, costly_name
 from tenure.doctor.budget.php_effects import (
     CHUNKS,
     EACH,
+    ROWS,
     WAITS,
     bounded,
     effect_of,
     is_query,
     is_rows,
 )
+from tenure.doctor.budget.php_shapes import (
+    assigned_to,
+    batch_add,
+    builds_export,
+    cursor_key,
+    handed_to,
+    job_class,
+    of_batch,
+    own_queue,
+    polls_batch,
+    queued_closures,
+    self_dispatch,
+    service_class,
+    sync_dispatch,
+    target_class,
+    untimed,
+)
 from tenure.doctor.budget.php_syntax import (
     CALLS,
+    CLASSES,
     CLOSURES,
     args,
     call_name,
@@ -35,22 +54,28 @@ from tenure.doctor.budget.php_syntax import (
     receiver,
     short,
 )
-from tenure.doctor.laravel.php import line, parse, string_value, text
+from tenure.doctor.laravel.php import line, parse, string_value, text, walk
 
 DEPTH = 2
+FUNCTIONS = frozenset({"function_definition"})
 DEFINES = re.compile(rb"function\s+&?\s*(\w+)\s*\(")
 NOT_APP = {"factories", "seeders", "seeds", "Factories", "Seeders"}
 FRAMEWORK = {"get", "first", "find", "where", "toArray", "map", "filter", "count", "sum", "each",
              "format", "load", "fresh", "refresh", "only", "except", "pluck", "value", "exists",
              "with", "render", "view", "json", "response", "redirect", "back", "validate",
              "authorize", "query", "all", "keys", "values", "isEmpty", "isNotEmpty"}  # fmt: skip
-HTTP_VERBS = {"get", "post", "put", "patch", "delete", "head", "send", "request"}
 # Reads that run a query when made on a row's relation: `$order->lines()->sum('amount')`.
 READS = {"sum", "count", "avg", "max", "min", "exists", "get", "first", "pluck", "value"}
 # Collection calls that run a callback per row, when made on a query's rows.
 MAPS = {"map", "flatMap", "mapWithKeys", "transform"}
-BUDGET_SECONDS = 5
-CURSOR_WORDS = ("last_id", "lastid", "last-id", "offset", "cursor", "last_processed", "position")
+# Console helpers that run a callback per item with a progress bar: `$this->withProgressBar(
+# $rows, fn)`, Laravel Prompts' `progress('Label', $rows, fn)`.
+PROGRESS_LOOPS = {"withProgressBar", "progress"}
+# A stored cursor read (`Cache::get`, a settings row's `value()`) and written back.
+CURSOR_READS = {"get", "value", "first", "pluck", "remember"}
+CURSOR_WRITES = {"put", "forever", "set", "increment", "updateOrCreate", "update", "upsert"}
+RELATIONS = {"hasMany", "belongsToMany", "morphMany", "morphToMany", "morphedByMany",
+             "hasManyThrough"}  # fmt: skip
 
 
 @dataclass
@@ -63,6 +88,7 @@ class Methods:
     _looked_up: set[str] = field(default_factory=set)
     _defined: dict[str, list[tuple[str, bytes]]] | None = None  # method name -> its files
     _effects: dict[tuple[int, int], list[Costly]] = field(default_factory=dict)
+    _functions: dict[str, list[Node]] = field(default_factory=dict)  # helper name -> bodies
 
     def add_file(self, path: str, classes: list[Node]) -> None:
         """Index a parsed file's methods; factories and seeders make test data, not the app."""
@@ -93,6 +119,17 @@ class Methods:
                     self.add_file(path, class_nodes(parse(data)))
         return self.bodies.get(name, [])
 
+    def relation(self, name: str) -> bool:
+        """Does a project method `name` return an Eloquent relation (`return
+        $this->hasMany(...)`)?"""
+        for body in self.bodies_of(name):
+            for node in own(body):
+                if node.type == "return_statement" and node.named_children:
+                    returned = node.named_children[0]
+                    if returned.type in CALLS and call_name(returned) in RELATIONS:
+                        return True
+        return False
+
     def bodies_of(self, name: str, hint: str = "") -> list[Node]:
         """The bodies of the methods named `name`; the one of the class named like the
         receiver when there is one."""
@@ -100,12 +137,36 @@ class Methods:
         named = [b for cls, b in candidates if hint and cls in (hint, hint.rstrip("s"))]
         return named or [b for _, b in candidates]
 
+    def function_bodies(self, name: str) -> list[Node]:
+        """The bodies of the project's plain functions named `name` (`givePoint()` in
+        app/helpers.php, inside its `if (! function_exists(...))`)."""
+        if name not in self._functions:
+            self._candidates(name)
+            found = self._functions.setdefault(name, [])
+            for _, data in (self._defined or {}).get(name, []):
+                for fn in walk(parse(data), FUNCTIONS, into=CLASSES | FUNCTIONS):
+                    body = fn.child_by_field_name("body")
+                    if text(fn.child_by_field_name("name")) == name and body is not None:
+                        found.append(body)
+        return self._functions[name]
+
+    def function_effects(self, name: str, depth: int) -> list[Costly]:
+        return self._costs(self.function_bodies(name)[:3], name, depth)
+
+    def bodies_in(self, name: str, cls: str) -> list[Node]:
+        """The body of `cls::name` only: a static call on a facade is not followed into a
+        project method that merely shares its name."""
+        return [b for owner, b in self._candidates(name) if owner == cls.lower()]
+
     def effects(self, name: str, depth: int, hint: str = "") -> list[Costly]:
         """What calling `name` costs. Several classes may define it: the one named like the
         receiver (`$asset->x()` -> Asset) is taken when there is one."""
         candidates = self._candidates(name)
         named = [b for cls, b in candidates if hint and cls in (hint, hint.rstrip("s"))]
-        for body in named or [b for _, b in candidates[:3]]:
+        return self._costs(named or [b for _, b in candidates[:3]], name, depth)
+
+    def _costs(self, bodies: list[Node], name: str, depth: int) -> list[Costly]:
+        for body in bodies:
             key = (body.id, depth)
             if key not in self._effects:
                 self._effects[key] = []  # a recursive call costs nothing more
@@ -123,9 +184,17 @@ def call_effects(call: Node, row: set[str], methods: Methods, depth: int) -> lis
     effect = effect_of(call)
     if effect is not None:
         return [Costly(effect, callee(call), line(call))]
-    if depth >= DEPTH or call.type == "function_call_expression":
+    if depth >= DEPTH:
         return []
     name = call_name(call)
+    if call.type == "function_call_expression":
+        # a project helper handed the row (`givePoint(new ReplyCreated($reply))`) costs
+        # what its body costs
+        written = text(call.child_by_field_name("arguments"))
+        if depth > 0 or not any(r in written for r in row):
+            return []
+        found = methods.function_effects(name, depth + 1)
+        return [Costly(c.effect, name, line(call), c.via) for c in found[:1]]
     if depth == 0 and name in READS and text(chain(call)[-1]) in row and is_query(call, {}):
         return [Costly("query", callee(call), line(call))]  # a query per row
     if name in FRAMEWORK:
@@ -168,7 +237,7 @@ class Reader:
         self.grown: dict[str, Loop] = {}  # `$jobs[] = ...`, `$csv .= ...` in a loop over rows
 
     def read(self, body: Node, unit: Unit) -> None:
-        queued = _queued_closures(body)  # `dispatch(static function () {...})` runs on a worker
+        queued = queued_closures(body)  # `dispatch(static function () {...})` runs on a worker
         nodes = [n for n in own(body) if n.id not in queued]
         for node in nodes:
             if node.type == "assignment_expression":
@@ -189,7 +258,7 @@ class Reader:
         if len(parts) < 3:
             return
         over, value, body = parts[0], parts[1], parts[-1]
-        if not is_rows(over, self.held) and not self._returns_rows(over):
+        if not (is_rows(over, self.held) or self._returns_rows(over) or self._relation_rows(over)):
             return
         names = {text(v) for v in ([value] if value.type != "pair" else value.named_children)}
         source = self.held.get(text(over), over)
@@ -197,7 +266,7 @@ class Reader:
                    source.type in CALLS and bounded(source, self.given))  # fmt: skip
 
     def _loop(self, over: str, at: int, body: Node, row: set[str], unit: Unit,
-              in_loop: set[int], is_bounded: bool) -> None:  # fmt: skip
+              in_loop: set[int], is_bounded: bool) -> Loop:  # fmt: skip
         loop = Loop(over, at, bounded=is_bounded)
         for inner in [body, *own(body)]:  # an arrow function's body is one expression
             in_loop.add(inner.id)
@@ -213,10 +282,12 @@ class Reader:
                 self.grown.setdefault(text(left), loop)  # `$csv .= "{$row->id},..."`
             if inner.type in CALLS:
                 loop.work += call_effects(inner, row, self.methods, 0)
-                if inner.type != "function_call_expression" and _batch_add(inner):
+                self._cursor(inner, unit)
+                if inner.type != "function_call_expression" and batch_add(inner):
                     unit.adds_to_batch.append(Costly("dispatch", short(inner), line(inner)))
                     unit.floods.append(Costly("dispatch", short(inner), line(inner)))
         unit.loops.append(loop)
+        return loop
 
     def _call(self, call: Node, unit: Unit, in_loop: set[int]) -> None:
         name, at = call_name(call), line(call)
@@ -225,34 +296,41 @@ class Reader:
         written_args = [text(a) for a in args(call)]
         filled = [lp for var, lp in self.grown.items()
                   if any(re.search(re.escape(var) + r"\b", a) for a in written_args)]  # fmt: skip
-        if filled and effect in ("mail", "http", "file", "dispatch"):
+        spread = effect == "dispatch" and own_queue(call)
+        if filled and effect in ("mail", "http", "file", "dispatch") and not spread:
             # `Storage::put($path, $csv)` after a loop built $csv from every row: the rows
-            # cost what the call costs.
+            # cost what the call costs. A batch of them on a queue of its own (or delayed)
+            # is the standard's spread-out dispatch, not the unit's own work.
             filled[0].work.append(Costly(effect, callee(call), at))
-        if effect == "http" and _untimed(call):
+        self._bulk_notify(call, unit, effect)
+        if effect == "http" and untimed(call):
             unit.untimed_calls.append(Costly("http", callee(call), at))
         if effect == "dispatch":
             unit.dispatches.append(Costly("dispatch", written, at))
-            if _job_class(call):
+            if job_class(call):
                 unit.dispatches_job_class = True
-            if _self_dispatch(call, unit.name):
+            if self_dispatch(call, unit.name):
                 unit.self_dispatch.append(Costly("dispatch", written, at))
-                if "+" in text(call.child_by_field_name("arguments")):
+                if any(self._moved_on(a) for a in args(call)):
                     unit.redispatch_offset.append(Costly("dispatch", written, at))
-        if name in ("download", "store", "raw") and _builds_export(call):
+        if name in ("download", "store", "raw") and builds_export(call):
             unit.exports.append(Costly("file", written, at))
-        if name in WAITS:
-            unit.waits.append(Costly("dispatch", written, at, _target_class(call)))
-        if _batch_add(call):
+        if name in WAITS or polls_batch(call, self.held):
+            unit.waits.append(Costly("dispatch", written, at, target_class(call)))
+        inline = sync_dispatch(call)
+        if inline is not None:  # `X::dispatch(...)->onConnection('sync')` runs it right here
+            unit.waits.append(Costly("dispatch", written, at, target_class(inline)))
+        if batch_add(call):
             unit.adds_to_batch.append(Costly("dispatch", written, at))
             if filled:
                 unit.floods.append(Costly("dispatch", written, at))  # a job per row, at once
         if name == "pluck" and args(call) and string_value(args(call)[0]) == "id":
             self._pluck(call, unit)
-        if name == "progress" and not args(call) and _of_batch(call, self.held):
+        if name == "progress" and not args(call) and of_batch(call, self.held):
             unit.progress_reads.append(Costly("method", written, at))
-        if name in ("get", "put", "forever", "set", "increment", "remember") and _cursor(call):
-            unit.cursor.append(Costly("method" if name == "get" else "write", written, at))
+        self._cursor(call, unit)
+        self._each_proxy(call, unit, in_loop)
+        self._progress_loop(call, unit, in_loop)
         if name not in FRAMEWORK:
             self._follow_loops(call, unit)
         if name in EACH | CHUNKS | MAPS and call.type != "function_call_expression":
@@ -265,11 +343,81 @@ class Reader:
             if body is None:
                 return
             if name in EACH | MAPS:
-                self._loop(short(receiver(call) or call), at, body, set(params), unit, in_loop,
-                           bounded(call, self.given))  # fmt: skip
+                loop = self._loop(short(receiver(call) or call), at, body, set(params), unit,
+                                  in_loop, bounded(call, self.given))  # fmt: skip
+                into = assigned_to(call) if name in MAPS and not loop.bounded else None
+                if into is not None:
+                    self.grown.setdefault(into, loop)  # `$jobs = $rows->map(fn => new Job)`
+                sent = handed_to(call) if name in MAPS and not loop.bounded else None
+                if sent is not None and effect_of(sent) == "dispatch" and not own_queue(sent):
+                    loop.work.append(Costly("dispatch", callee(sent), line(sent)))
             else:  # per chunk: the rows are the loops over its parameter inside
                 for param in params[:1]:
                     self.held[param] = call  # `foreach ($rows as $row)` walks the query's rows
+
+    def _progress_loop(self, call: Node, unit: Unit, in_loop: set[int]) -> None:
+        """`$this->withProgressBar($images, function ($image) {...})`, `progress('Purging',
+        $query->lazyById(), fn ($row) => ...)`: a loop over the rows, drawn as a bar."""
+        given = args(call)
+        if call_name(call) not in PROGRESS_LOOPS or len(given) < 2:
+            return
+        closure = next((a for a in given if a.type in CLOSURES), None)
+        rows = next((a for a in given if is_rows(a, self.held)), None)
+        body = closure_body(closure) if closure is not None else None
+        if rows is None or closure is None or body is None:
+            return
+        source = self.held.get(text(rows), rows)
+        is_bounded = source.type in CALLS and bounded(source, self.given)
+        self._loop(short(rows), line(call), body, set(closure_params(closure)), unit, in_loop,
+                   is_bounded)  # fmt: skip
+
+    def _moved_on(self, arg: Node) -> bool:
+        """`$this->offset + 100`, or `$next = $this->min + $this->chunk + 1` passed as
+        `$next`: the job sends itself on from where it stopped."""
+        held = self.held.get(text(arg)) if arg.type in ("argument", "variable_name") else None
+        if held is None and arg.named_children and arg.named_children[0].type == "variable_name":
+            held = self.held.get(text(arg.named_children[0]))
+        written = text(held) if held is not None else text(arg)
+        return "+" in written
+
+    @staticmethod
+    def _cursor(call: Node, unit: Unit) -> None:
+        """A stored cursor read or written (`Cache::put('last_id', ...)`, in a loop or not)."""
+        name = call_name(call)
+        if name in CURSOR_READS | CURSOR_WRITES and cursor_key(call):
+            what = Costly("method" if name in CURSOR_READS else "write", short(call), line(call))
+            unit.cursor.append(what)
+
+    def _bulk_notify(self, call: Node, unit: Unit, effect: str | None) -> None:
+        """`Notification::send($users, new Digest)` with `$users` every row of a query: one
+        notification per row, as a loop sending each would."""
+        if effect != "mail" or call_name(call) not in ("send", "sendNow") or not args(call):
+            return
+        rows = args(call)[0]
+        if not is_rows(rows, self.held):
+            return
+        source = self.held.get(text(rows), rows)
+        is_bounded = source.type in CALLS and bounded(source, self.given)
+        work = [Costly("mail", callee(call), line(call))]
+        unit.loops.append(Loop(short(rows), line(call), work, bounded=is_bounded))
+
+    def _each_proxy(self, call: Node, unit: Unit, in_loop: set[int]) -> None:
+        """`$orders->each->delete()`: a higher-order message, one call per row."""
+        proxy = receiver(call)
+        if call.type != "member_call_expression" or proxy is None:
+            return
+        if proxy.type != "member_access_expression" or text(
+            proxy.child_by_field_name("name")) not in EACH | MAPS:  # fmt: skip
+            return
+        rows = proxy.child_by_field_name("object")
+        if rows is None or not is_rows(rows, self.held):
+            return
+        source = self.held.get(text(rows), rows)
+        is_bounded = source.type in CALLS and bounded(source, self.given)
+        loop = Loop(short(rows), line(call), bounded=is_bounded)
+        loop.work += call_effects(call, {text(proxy)}, self.methods, 0)
+        in_loop.add(call.id)
+        unit.loops.append(loop)
 
     def _returns_rows(self, call: Node) -> bool:
         """`$this->threads()` whose body is `return $this->threadsRelation()->get();`."""
@@ -280,19 +428,41 @@ class Reader:
         if len(found) != 1:
             return False
         returns = [n for n in own(found[0]) if n.type == "return_statement" and n.named_children]
-        return bool(returns) and all(is_rows(r.named_children[0], {}) for r in returns)
+        return bool(returns) and all(
+            is_rows(r.named_children[0], {}) or self._relation_rows(r.named_children[0])
+            for r in returns
+        )
+
+    def _relation_rows(self, expr: Node) -> bool:
+        """`$this->threadsRelation()->get()`, `$user->posts2()->cursor()`: the rows of a
+        project method that returns a relation (`return $this->hasMany(...)`), whatever it
+        is called."""
+        if expr.type not in CALLS or call_name(expr) not in ROWS | CHUNKS:
+            return False
+        return any(
+            step.type == "member_call_expression" and self.methods.relation(call_name(step))
+            for step in chain(expr)[1:]
+        )
 
     def _follow_loops(self, call: Node, unit: Unit) -> None:
         """The loops of the project method a unit calls (`$this->notifyUsers($users)`,
         `$this->user->deleteThreads()`), one level deep, named at the call; the method's
         parameters hold what the call passed."""
         target = receiver(call)
-        if self.follow <= 0 or call.type != "member_call_expression" or target is None:
+        if self.follow <= 0 or target is None:
             return
         on = text(target)
-        if on != "$this" and not (on.startswith("$this->") and on.count("->") == 1):
+        made = service_class(target, self.held)
+        # `$this->x()`, `$this->service->x()`, or a service the entry point was handed
+        # (`handle(MilestoneWatcher $watcher)` calling `$watcher->awardReached()`).
+        injected = target.type == "variable_name" and on in self.given and on not in self.held
+        if call.type != "member_call_expression" and not made:
             return
-        bodies = self.methods.bodies_of(call_name(call), _hint(on))
+        if on != "$this" and not (on.startswith("$this->") and on.count("->") == 1) and (
+            not injected and not made):  # fmt: skip
+            return
+        bodies = (self.methods.bodies_in(call_name(call), made) if made
+                  else self.methods.bodies_of(call_name(call), _hint(on)))  # fmt: skip
         declaration = bodies[0].parent if len(bodies) == 1 else None
         if declaration is None:
             return
@@ -313,113 +483,3 @@ class Reader:
     def _pluck(self, call: Node, unit: Unit) -> None:
         if is_query(call, self.held) and not bounded(call, self.given):
             unit.plucks_all_ids.append(Costly("method", short(call), line(call)))
-
-
-def _untimed(call: Node) -> bool:
-    """An HTTP call with no timeout of its own: `Http::get()` (the facade waits 30 s by
-    default, past the budget), Guzzle's `->get()` with no 'timeout' option,
-    `file_get_contents('https://...')`. `Http::timeout(3)->get()` is bounded."""
-    name = call_name(call)
-    if call.type == "function_call_expression":
-        return name == "file_get_contents"
-    if name not in HTTP_VERBS:
-        return False
-    steps = chain(call)
-    limits = [s for s in steps if s.type in CALLS and call_name(s) == "timeout"]
-    if limits:  # Http::timeout(20): defined, but past the budget the request must answer in
-        given = text(args(limits[0])[0]) if args(limits[0]) else ""
-        return given.isdigit() and int(given) > BUDGET_SECONDS
-    if any(s.type in CALLS and call_name(s) == "connectTimeout" for s in steps):
-        return False
-    return "timeout" not in text(call.child_by_field_name("arguments")).lower()
-
-
-def _builds_export(call: Node) -> bool:
-    """Laravel Excel building the file now: `Excel::download(new UsersExport, ...)`,
-    `(new UsersExport)->download(...)`, `->store(...)`. `->queue(...)` and `Excel::queue`
-    build it on a worker."""
-    target = receiver(call)
-    if target is None:
-        return False
-    if call.type == "scoped_call_expression":
-        return text(target) == "Excel"
-    while target.type == "parenthesized_expression" and target.named_children:
-        target = target.named_children[0]
-    if target.type != "object_creation_expression" or not target.named_children:
-        return False
-    return text(target.named_children[0]).endswith("Export")
-
-
-def _queued_closures(body: Node) -> set[int]:
-    """The nodes of closures handed to dispatch(): the migration rule's static closure per
-    chunk runs on a worker, so its loop is a job's work, not the unit's."""
-    out: set[int] = set()
-    for node in own(body):
-        if node.type in CALLS and call_name(node) == "dispatch":
-            for closure in (a for a in args(node) if a.type in CLOSURES):
-                out |= {n.id for n in own(closure)} | {closure.id}
-    return out
-
-
-def _of_batch(call: Node, held: dict[str, Node]) -> bool:
-    """`Bus::findBatch($id)->progress()`, `$batch->progress()`: a batch's own count, not a
-    record's `$export->progress()` measured against a total stored once."""
-    target = receiver(call)
-    written = text(target) if target is not None else ""
-    if target is not None and target.type == "variable_name" and written in held:
-        written = text(held[written])
-    return "batch" in written.lower()
-
-
-def _target_class(call: Node) -> str:
-    """The job class a dispatch names: `X::dispatchSync()`, `dispatch_sync(new X)`,
-    `$this->dispatchSync(X::fromRequest(...))`; "" when it is not written there."""
-    if call.type == "scoped_call_expression":
-        scope = text(call.child_by_field_name("scope"))
-        if scope not in ("Bus", "self", "static"):
-            return scope.rsplit("\\", 1)[-1]
-    for arg in args(call)[:1]:
-        if arg.type == "object_creation_expression" and arg.named_children:
-            return text(arg.named_children[0]).rsplit("\\", 1)[-1]
-        if arg.type == "scoped_call_expression":
-            return text(arg.child_by_field_name("scope")).rsplit("\\", 1)[-1]
-    return ""
-
-
-def _batch_add(call: Node) -> bool:
-    """`$this->batch()->add(...)`."""
-    if call_name(call) != "add":
-        return False
-    target = receiver(call)
-    return target is not None and target.type in CALLS and call_name(target) == "batch"
-
-
-def _job_class(call: Node) -> bool:
-    """`ExportJob::dispatch()`, `dispatch(new ExportJob)`, `Bus::batch([new A])`: not a closure."""
-    if call.type == "scoped_call_expression" and call_name(call) == "dispatch":
-        return True
-    return any(
-        a.type == "object_creation_expression"
-        or (a.type == "array_creation_expression" and "new " in text(a))
-        for a in args(call)
-    )
-
-
-def _self_dispatch(call: Node, unit_name: str) -> bool:
-    own_class = unit_name.split("::")[0].split("@")[0]
-    if call.type == "scoped_call_expression":
-        scope = text(call.child_by_field_name("scope"))
-        return scope in ("self", "static", own_class)
-    return any(
-        text(a).startswith(("new self", "new static", f"new {own_class}(")) for a in args(call)
-    )
-
-
-def _cursor(call: Node) -> bool:
-    steps = chain(call)
-    root = text(steps[-1]).lower()
-    first = args(call)[:1]
-    if not first or not ("cache" in root or "redis" in root or "setting" in root):
-        return False
-    key = text(first[0]).lower()
-    return any(w in key for w in CURSOR_WORDS)

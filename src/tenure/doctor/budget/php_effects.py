@@ -12,10 +12,16 @@ from tenure.doctor.laravel.php import name_of, string_value, text
 ROWS = {"get", "all", "cursor", "lazy", "lazyById", "lazyByIdDesc"}  # a query's every row
 EACH = {"each", "eachById"}  # a callback per row
 CHUNKS = {"chunk", "chunkById", "chunkByIdDesc", "chunkMap"}  # a callback per chunk of rows
+# Collection calls that keep every row: `->get()->toArray()`, `$project->orders->values()`.
+KEEPS = {"toArray", "values", "collect", "toBase", "keyBy", "sortBy", "sortByDesc", "filter",
+         "reject", "unique", "reverse", "where", "whereNotNull", "all", "lazy"}  # fmt: skip
 BUILDER = {"where", "whereIn", "whereNull", "whereNotNull", "whereHas", "whereDate", "orderBy",
            "latest", "oldest", "with", "select", "join", "has", "doesntHave", "query",
            "withTrashed", "orWhere", "whereColumn", "distinct", "groupBy", "newQuery",
            "withCount", "table"}  # fmt: skip
+# Only a query builder has these: `$this->targetQuery($request)->lazyById()` is a query
+# whatever the chain is rooted at.
+BUILDER_ONLY = {"lazyById", "lazyByIdDesc", "chunkById", "chunkByIdDesc", "eachById"}
 BOUNDS = {"whereBetween", "forPage", "take", "limit", "find", "findMany", "whereKey"}
 # Facades and helpers whose get()/all() are not queries.
 NOT_MODELS = {"Cache", "Config", "Session", "Request", "Http", "Storage", "Redis", "Log", "Auth",
@@ -105,6 +111,12 @@ def is_rows(expr: Node, held: dict[str, Node], depth: int = 0) -> bool:
         return source is not None and is_rows(source, held, depth + 1)
     if expr.type in ("member_access_expression", "nullsafe_member_access_expression"):
         return _relation(expr)
+    if expr.type in CALLS and call_name(expr) in KEEPS and receiver(expr) is not None:
+        inner = receiver(expr)
+        assert inner is not None
+        read = inner.type in CALLS or inner.type.endswith("member_access_expression")
+        if read and is_rows(inner, held, depth + 1):
+            return True
     if expr.type not in CALLS or call_name(expr) not in ROWS | CHUNKS | {"pluck"}:
         return False
     return is_query(expr, held, depth)
@@ -131,6 +143,8 @@ def is_query(call: Node, held: dict[str, Node], depth: int = 0) -> bool:
             is_rows(held[root_text], held, depth + 1))  # fmt: skip
     if set(names) & BUILDER:
         return root_text not in ("$request",) and "collect" not in names
+    if set(names) & BUILDER_ONLY or any(_query_method(s) for s in steps[1:-1]):
+        return root_text != "$request"
     # $project->orders()->get(), $this->project->orders()->cursor(): a relation called on a
     # model, anywhere between the root and the call that reads it.
     return root_text != "$request" and any(
@@ -140,6 +154,12 @@ def is_query(call: Node, held: dict[str, Node], depth: int = 0) -> bool:
         and call_name(step)[:1].islower()
         for step in steps[1:-1]
     )
+
+
+def _query_method(step: Node) -> bool:
+    """`$this->getSubscribersQuery($campaign)`, `$this->baseQuery()`: a project method named
+    for the builder it returns."""
+    return step.type == "member_call_expression" and call_name(step).endswith("Query")
 
 
 def _relation(expr: Node) -> bool:
@@ -164,6 +184,8 @@ def bounded(call: Node, given: set[str]) -> bool:
         name = call_name(step)
         if name in BOUNDS:
             return True
+        if name in ("whereIn", "whereKey") and any(_literal_list(a) for a in args(step)):
+            return True  # whereIn('id', [1, 2, 3]): a fixed list written in the code
         if name in ("whereIn", "where", "whereKey") and any(_uses(a, given) for a in args(step)):
             first = string_value(args(step)[0]) if args(step) else None
             # ids given (whereIn('user_id', $this->ids)) bound the rows; one foreign key
@@ -172,6 +194,12 @@ def bounded(call: Node, given: set[str]) -> bool:
             if first is not None and (first == "id" or first.endswith(keys)):
                 return True
     return False
+
+
+def _literal_list(node: Node) -> bool:
+    """`[1, 2, 3]`, `['draft', 'sent']`: an array of literals, no variable and no call."""
+    written = text(node)
+    return node.type == "array_creation_expression" and "$" not in written and "(" not in written
 
 
 def _uses(node: Node, given: set[str]) -> bool:

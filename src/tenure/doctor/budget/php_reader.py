@@ -27,7 +27,10 @@ from tenure.doctor.laravel.php import line, name_of, parse, string_value, text, 
 # A PHP file that may hold an entry point's or a job's costly work: the rest are not parsed.
 MARKERS = (b"foreach", b"->each(", b"chunk", b"dispatch", b"progress(", b"batch()",
            b"Http::", b"Cache::", b"cache(", b"->map(function", b"->map(fn",
-           b"Excel::", b"Export(")  # fmt: skip
+           b"Excel::", b"Export(", b"->each->", b"->map->", b"->map(static",
+           b"ShouldQueue", b"Notification::", b"GuzzleHttp", b"curl_exec", b"file_get_contents(",
+           b"ProgressBar(", b"lazyById", b"extends Command", b"extends Controller",
+           )  # fmt: skip  # a job, a bulk notification, an HTTP client: always read
 ALIAS = re.compile(rb"^use\s+[\w\\]*?(\w+)\s+as\s+(\w+)\s*;", re.MULTILINE)
 OUTSIDE = {"http", "mail", "file"}  # effects that leave the process
 ROUTE_VERBS = {"get", "post", "put", "patch", "delete", "any", "match", "options"}

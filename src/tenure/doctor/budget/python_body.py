@@ -17,6 +17,28 @@ from tenure.doctor.budget.python_project import (
     light_module,
     own_nodes,
 )
+from tenure.doctor.budget.python_shapes import (
+    COMPREHENSIONS,
+    Comprehension,
+    chunk_of_ids,
+    cursor_call,
+    given_params,
+    handed_session,
+    is_id,
+    literals,
+    manager_call,
+    mentions_any,
+    on_row,
+    one_value,
+    past_budget,
+    polled,
+    refined,
+    related_manager,
+    row_attribute,
+    sent,
+    session_like,
+    stored_cursor,
+)
 
 __all__ = ["Project", "Reader", "call_name", "dotted", "light_module", "own_nodes"]
 
@@ -32,11 +54,14 @@ SESSION_QUERY = {"query", "execute", "scalars"}  # session.query(...), session.e
 RANGE_KEYS = ("__range", "__in", "__gte", "__gt", "__lt", "__lte")
 WRITES = {"save", "delete", "update", "create", "get_or_create", "update_or_create",
           "bulk_create", "bulk_update", "commit", "execute", "executemany"}  # fmt: skip
+WRITES |= {f"a{name}" for name in WRITES}  # Django's async twins: asave(), adelete(), ...
 MAIL = {"send_mail", "send_mass_mail", "mail_admins", "email_user", "send_email",
         "send_messages", "send_notification"}  # fmt: skip
 FILES = {"open", "write_text", "write_bytes", "upload_file", "upload_fileobj", "put_object",
          "download_file", "get_object", "copyfile", "copy", "remove", "unlink"}  # fmt: skip
 HTTP_LIBS = ("requests.", "httpx.", "urllib.request.", "urllib3.")
+HTTP_CLIENTS = {"requests.Session", "requests.session", "requests.sessions.Session",
+                "httpx.Client", "httpx.AsyncClient"}  # fmt: skip
 HTTP_VERBS = {"get", "post", "put", "patch", "delete", "head", "request", "urlopen", "stream"}
 # Reads that run a query: a row's relation (`order.invoice_set.count()`) or `Model.objects.get()`.
 READS = {"filter", "exclude", "count", "exists", "first", "last", "aggregate", "all",
@@ -46,8 +71,10 @@ GROWS = {"append", "extend", "add", "insert", "setdefault", "update", "appendlef
 # Effects that spend what a loop collected: one mail, call or file per collected row.
 SPENDS = ("mail", "http", "file", "dispatch", "method")
 DISPATCH = {"delay", "apply_async", "send_task", "enqueue", "dispatch", "enqueue_call"}
-SENDS = DISPATCH | {"AsyncResult"}
 DEPTH = 2
+# Calls that send many jobs at once: a canvas, a tenure batch, tenure's / RQ's bulk dispatch.
+MANY = ("group", "chord", "batch", "dispatch_many", "enqueue_many")
+SPREAD = ("queue", "countdown", "eta")  # apply_async options: a queue of its own, or spread
 # A branch taken only in tests or with eager Celery (task.get() returns at once there).
 TEST_ONLY = (
     "EAGER",
@@ -55,6 +82,12 @@ TEST_ONLY = (
     "eager",
     "testing",
 )  # how far calls into the project's own code are followed
+
+
+# A task's own methods that make a signature or send it: not its body run here.
+NOT_INLINE = {"s", "si", "signature", "delay", "apply_async", "map", "starmap", "chunks"}
+# Calls that hand back the rows they are given: a loop over them walks the query.
+ROW_WRAPPERS = {"list", "set", "sorted", "tuple", "enumerate", "reversed", "tqdm", "track"}
 
 
 class Reader:
@@ -68,6 +101,8 @@ class Reader:
         self.test_only: set[int] = set()  # nodes under `if app.config["TESTING"]:` and such
         self.grown: dict[str, Loop] = {}  # local name -> the loop over rows that filled it
         self.follow = follow  # how many calls deep the loops of the project's functions are read
+        self.spread = False  # the unit sends its jobs to a queue of their own, or spreads them
+        self.one: set[int] = set()  # query calls whose rows are cut to one value (`.first()`)
 
     # -- queries ---------------------------------------------------------------------------
     def query(self, expr: ast.expr, depth: int = 0) -> tuple[bool, bool]:
@@ -77,16 +112,17 @@ class Reader:
             return (False, False)
         if isinstance(expr, ast.Name) and expr.id == "queryset" and expr.id in self.params:
             return (True, False)  # an admin action's or a filter's rows, however many selected
-        if isinstance(expr, ast.Call) and call_name(expr) in ("list", "set", "sorted", "tuple"):
+        if isinstance(expr, ast.Call) and call_name(expr) in ROW_WRAPPERS:
+            # `enumerate(qs.iterator())`, `tqdm(qs)`: the same rows, counted or drawn
             return self.query(expr.args[0], depth + 1) if expr.args else (False, False)
-        if isinstance(expr, ast.Call) and _handed_session(expr):
+        if isinstance(expr, ast.Call) and handed_session(expr):
             return (True, False)  # `get_pairs(db_session)`: a data-access function's rows
         if isinstance(expr, ast.Name):
             held = self.queries.get(expr.id)
             return self.query(held, depth + 1) if held is not None else (False, False)
         if isinstance(expr, ast.Subscript):
-            if isinstance(expr.slice, ast.Slice):
-                return (False, False)
+            if isinstance(expr.slice, ast.Slice) and expr.slice.upper is not None:
+                return (False, False)  # `qs[:500]`: one page; `qs[offset:]` is every row past it
             return self.query(expr.value, depth + 1)
         seen_root, bounded = False, False
         node: ast.expr = expr
@@ -95,11 +131,11 @@ class Reader:
                 bounded = bounded or self._range_filter(node)
                 name = call_name(node)
                 if isinstance(node.func, ast.Attribute) and name in SESSION_QUERY:
-                    base = dotted(node.func.value).lower()
-                    if "session" in base or base.endswith("db") or base.endswith("conn"):
-                        seen_root = True
+                    seen_root = seen_root or session_like(node.func.value)
                 if name in ("get_model", "get_queryset", "filter_queryset"):
                     seen_root = True
+                if name in ("filter", "exclude") and related_manager(node):
+                    seen_root = True  # `customer.order_set.filter(paid=False)`
                 node = node.func
             elif isinstance(node, ast.Attribute):
                 if node.attr in QUERY_ROOTS:
@@ -108,19 +144,38 @@ class Reader:
                     seen_root = True  # a related manager: order.items.all()
                 node = node.value
             elif isinstance(node, ast.Name) and node.id in self.queries:
-                inner, inner_bounded = self.query(self.queries[node.id], depth + 1)
+                held = self.queries[node.id]
+                if isinstance(held, ast.Subscript) and getattr(held.slice, "upper", None):
+                    return (False, False)  # `page = qs[:100]` then `page.iterator()`
+                inner, inner_bounded = self.query(held, depth + 1)
                 return (inner or seen_root, bounded or inner_bounded)
             else:
                 break
         names = QUERY_CHAIN | {"query", "get_queryset", "filter_queryset", "execute", "fetchall"}
         chain_ok = isinstance(expr, ast.Call) and call_name(expr) in names
         chain_ok = chain_ok or (isinstance(expr, ast.Attribute) and expr.attr in QUERY_ROOTS)
+        chain_ok = chain_ok or manager_call(expr)
         return (seen_root and chain_ok, bounded)
+
+    def _session_rows(self, expr: ast.expr) -> bool:
+        """Rows a SQLAlchemy session tracks (`session.query(User)`, `session.scalars(...)`):
+        an attribute set on one is written back at the next flush."""
+        if isinstance(expr, ast.Name) and expr.id in self.queries:
+            expr = self.queries[expr.id]
+        return any(
+            isinstance(n, ast.Call)
+            and isinstance(n.func, ast.Attribute)
+            and n.func.attr in ("query", "scalars")
+            and session_like(n.func.value)
+            for n in ast.walk(expr)
+        )
 
     def _range_filter(self, call: ast.Call) -> bool:
         for kw in call.keywords:
             if kw.arg and kw.arg.endswith(RANGE_KEYS) and self._given(kw.value):
                 return True
+            if kw.arg and kw.arg.endswith(("__in", "__range")) and literals(kw.value):
+                return True  # `id__in=[1, 2, 3]`: a fixed list, the standard's bounded work
         sql = " ".join(
             a.value.lower()
             for a in call.args
@@ -139,13 +194,21 @@ class Reader:
     # -- the body --------------------------------------------------------------------------
     def read(self, fn: FunctionNode, unit: Unit) -> None:
         nodes = list(own_nodes(fn.body))
+        self.spread = any(isinstance(n, ast.keyword) and n.arg in SPREAD for n in nodes)
         for node in nodes:
             if isinstance(node, ast.Assign) and len(node.targets) == 1:
                 target = node.targets[0]
                 if isinstance(target, ast.Name):
-                    self.queries[target.id] = node.value
+                    self.queries[target.id] = refined(target.id, node.value, self.queries)
+            elif isinstance(node, ast.Call | ast.Subscript) and (cut := one_value(node)):
+                self.one.add(id(cut))  # `...values_list("id", flat=True).first()`: one id
+            elif isinstance(node, ast.With | ast.AsyncWith):
+                for item in node.items:  # `with requests.Session() as s:`
+                    if isinstance(item.optional_vars, ast.Name):
+                        self.queries[item.optional_vars.id] = item.context_expr
             elif isinstance(node, ast.If) and any(w in ast.unparse(node.test) for w in TEST_ONLY):
                 self.test_only |= {id(n) for n in own_nodes(node.body)}
+        unit.cursor += stored_cursor(nodes, self.params)
         in_loops: set[int] = set()
         for node in nodes:
             if isinstance(node, ast.For | ast.AsyncFor) and id(node) not in in_loops:
@@ -158,17 +221,27 @@ class Reader:
                     continue
                 loop = Loop(over, node.lineno, bounded=bounded)
                 row = {n.id for n in ast.walk(node.target) if isinstance(n, ast.Name)}
+                orm = self._session_rows(node.iter)
                 for inner in own_nodes(node.body):
                     in_loops.add(id(inner))
                     if isinstance(inner, ast.Call):
                         loop.work += self.effects(inner, row, 0)
-                    elif isinstance(inner, ast.For | ast.AsyncFor) and _on_row(inner.iter, row):
+                        self._cursor(inner, unit)
+                    elif isinstance(inner, ast.Assign) and orm and row_attribute(inner, row):
+                        # `user.slug = ...` on a session's row: one UPDATE per row at flush
+                        what = f"{ast.unparse(inner.targets[0])} = ..."
+                        loop.work.append(Costly("write", what, inner.lineno))
+                    elif isinstance(inner, ast.For | ast.AsyncFor) and on_row(inner.iter, row):
                         what = dotted(inner.iter) or ast.unparse(inner.iter)[:60]
                         loop.work.append(Costly("query", what, inner.lineno))
                 self._grows(node.body, row, loop)
                 unit.loops.append(loop)
+            elif isinstance(node, ast.While) and (poll := polled(node.test, self._sent)):
+                unit.waits.append(Costly("dispatch", ast.unparse(poll)[:60], node.lineno))
             elif isinstance(node, ast.Assign) and isinstance(node.value, COMPREHENSIONS):
                 self._comprehension(node)
+            elif isinstance(node, COMPREHENSIONS) and id(node) not in in_loops:
+                self._comprehension_work(node, unit, in_loops)
             elif isinstance(node, ast.Call) and id(node) not in self.test_only:
                 spent = self._spends(node, unit)
                 if not spent:
@@ -182,7 +255,7 @@ class Reader:
             base: ast.expr | None = None
             if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
                 base = node.func.value if node.func.attr in GROWS else None
-            elif isinstance(node, ast.Subscript) and _mentions_any(node.slice, row):
+            elif isinstance(node, ast.Subscript) and mentions_any(node.slice, row):
                 base = node.value
             while isinstance(base, ast.Subscript):
                 base = base.value
@@ -199,6 +272,22 @@ class Reader:
             first = comp.generators[0].iter
             over = dotted(first) or ast.unparse(first)[:60]
             self.grown[target.id] = Loop(over, first.lineno, bounded=bounded)
+
+    def _comprehension_work(self, comp: Comprehension, unit: Unit, in_loops: set[int]) -> None:
+        """`[send_mail(..., [c.email]) for c in Customer.objects.all()]`: a comprehension
+        over a query's rows is a loop; what its element calls, each row costs."""
+        first = comp.generators[0]
+        is_query, bounded = self.query(first.iter)
+        if not is_query:
+            return
+        row = {n.id for g in comp.generators for n in ast.walk(g.target) if isinstance(n, ast.Name)}
+        parts = [comp.key, comp.value] if isinstance(comp, ast.DictComp) else [comp.elt]
+        calls = [n for part in parts for n in ast.walk(part) if isinstance(n, ast.Call)]
+        work = [c for call in calls for c in self.effects(call, row, 0)]
+        in_loops.update(id(n) for part in parts for n in ast.walk(part))
+        if work:
+            over = dotted(first.iter) or ast.unparse(first.iter)[:60]
+            unit.loops.append(Loop(over, first.iter.lineno, work, bounded=bounded))
 
     def _built_from(self, expr: ast.expr) -> Loop | None:
         """The loop that filled what `expr` walks: `data`, `data.items()`, `sorted(data)`."""
@@ -220,9 +309,14 @@ class Reader:
         used = {n.id for a in [*call.args, *(k.value for k in call.keywords)]
                 for n in ast.walk(a) if isinstance(n, ast.Name)}  # fmt: skip
         filled = [self.grown[n] for n in sorted(used) if n in self.grown]
-        if not filled:
+        handed = [lp for lp in map(self._comprehended, call.args) if lp is not None]
+        if not filled and not handed:
             return False
-        work = [c for c in self.effects(call, set(), 0) if c.effect in SPENDS]
+        # A comprehension handed over whole is spent item by item only by a bulk send
+        # (send_mass_mail); one job given every id is one dispatch, not one per row.
+        spends = SPENDS if filled else ("mail", "http", "file")
+        filled += handed
+        work = [c for c in self.effects(call, set(), 0) if c.effect in spends]
         if not work:
             return False
         loop = filled[0]
@@ -230,6 +324,16 @@ class Reader:
         if all(loop is not known for known in unit.loops):
             unit.loops.append(loop)
         return True
+
+    def _comprehended(self, arg: ast.expr) -> Loop | None:
+        """`send_mass_mail((... [u.email]) for u in User.objects.all())`: a comprehension
+        over a query's rows handed straight to the call."""
+        if not isinstance(arg, COMPREHENSIONS):
+            return None
+        first = arg.generators[0].iter
+        is_query, bounded = self.query(first)
+        over = dotted(first) or ast.unparse(first)[:60]
+        return Loop(over, first.lineno, bounded=bounded) if is_query else None
 
     def _follow_loops(self, call: ast.Call, unit: Unit) -> None:
         """The loops of the project function an entry point calls: `fqdn(deployment)`,
@@ -242,10 +346,14 @@ class Reader:
             targets = self.project.defined(func.id, method=False)
         elif isinstance(func, ast.Attribute) and dotted(func.value) in ("self", "cls"):
             targets = self.project.defined(func.attr, method=True)
+        elif isinstance(func, ast.Attribute) and (imported := self._imported(func.value)):
+            # `services.remind_unpaid()`, `Reminder().remind_unpaid()`, `svc.remind_unpaid()`
+            # with `svc = Reminder()`: a function or method of the project's own modules
+            targets = self.project.defined(func.attr, method=imported[:1].isupper())
         if len(targets) != 1 or id(targets[0]) not in self.project.homes:
             return
         target = targets[0]
-        given = _given_params(target, call, self.params)
+        given = given_params(target, call, self.params)
         sub = Reader(self.project.homes[id(target)], self.project, given, self.follow - 1)
         inner = Unit(unit.kind, unit.name, unit.framework, unit.path, unit.line)
         sub.read(target, inner)
@@ -254,61 +362,106 @@ class Reader:
                 over = f"{loop.over} (in {target.name}, line {loop.line})"
                 unit.loops.append(Loop(over, call.lineno, loop.work))
 
+    def _imported(self, expr: ast.expr) -> str:
+        """The last name of the project module or class `expr` is (or makes an instance
+        of), or ""."""
+        if isinstance(expr, ast.Name) and isinstance(self.queries.get(expr.id), ast.Call):
+            expr = self.queries[expr.id]
+        if isinstance(expr, ast.Call) and isinstance(expr.func, ast.Name):
+            expr = expr.func
+        if not isinstance(expr, ast.Name) or expr.id in self.params:
+            return ""
+        return expr.id if self.project.imported_here(self.module, expr.id) else ""
+
     def call(self, call: ast.Call, unit: Unit) -> None:
         """What a call outside any loop tells: timeouts, dispatches, waits, batches, cursors."""
         name, line = call_name(call), call.lineno
         qualified = self.module.qualify(call.func) or ""
         written = dotted(call.func)
-        if self._http(qualified, name) and _past_budget(keyword(call, "timeout")):
+        if self._untimed(call, qualified, name):
             unit.untimed_calls.append(Costly("http", written, line))
         if name in DISPATCH and isinstance(call.func, ast.Attribute):
             unit.dispatches.append(Costly("dispatch", written, line))
             # `task.apply_async((ids[i : i + 200],))`: one small job per chunk of the ids the
             # unit selected, the migration rule's own shape; any other job is a job class sent.
-            unit.dispatches_job_class = unit.dispatches_job_class or not _chunk(call)
+            unit.dispatches_job_class = unit.dispatches_job_class or not chunk_of_ids(call)
         if name in ("get", "wait", "join") and isinstance(call.func, ast.Attribute):
             target = call.func.value
             handle = isinstance(target, ast.Name) and self._handle(target.id)
-            if handle or (isinstance(target, ast.Call) and call_name(target) in SENDS):
+            if handle or sent(target):
                 unit.waits.append(Costly("dispatch", written, line))
         adds = name == "add" and "batch" in written
         if adds or (name in ("group", "chord") and (qualified.startswith("celery") or
                                                     name == "chord")):  # fmt: skip
             unit.adds_to_batch.append(Costly("dispatch", written, line))
-        if (adds or name in ("group", "chord", "batch")) and self._per_row(call):
+        over = self._per_row(call) if adds or name in MANY else None
+        if over is not None:
             unit.floods.append(Costly("dispatch", written, line))
-        if name == "values_list" and keyword(call, "flat") is not None:
+            # the jobs are made while the unit walks every row: a loop whose work is a dispatch.
+            # An entry point sending them to a queue of their own (or spread out) does what
+            # the standard asks of a batch; a coordinator walking rows is wrong either way.
+            if unit.kind == "job" or not self.spread:
+                unit.loops.append(Loop(over, line, [Costly("dispatch", written, line)]))
+        if name == "values_list" and keyword(call, "flat") is not None and id(call) not in self.one:
             is_query, bounded = self.query(call)
-            if is_query and not bounded and any(_is_id(a) for a in call.args):
+            if is_query and not bounded and any(is_id(a) for a in call.args):
                 unit.plucks_all_ids.append(Costly("method", written, line))
-        if name in ("get", "set", "incr", "add") and self._cursor_key(call):
-            unit.cursor.append(Costly("write" if name != "get" else "method", written, line))
+        self._cursor(call, unit)
 
-    def _per_row(self, call: ast.Call) -> bool:
-        """`group(t.s(o.id) for o in Order.objects.all())`: one job per row of a query."""
+    def _cursor(self, call: ast.Call, unit: Unit) -> None:
+        """A stored cursor read or written (`cache.get("last_id")`, in a loop or not)."""
+        effect = cursor_call(call)
+        if effect is not None:
+            unit.cursor.append(Costly(effect, dotted(call.func), call.lineno))
+
+    def _per_row(self, call: ast.Call) -> str | None:
+        """`group(t.s(o.id) for o in Order.objects.all())`, or `group(members)` after a
+        comprehension over a query filled `members`: one job per row. Names the rows."""
         for arg in call.args[:1]:
             if isinstance(arg, ast.GeneratorExp | ast.ListComp):
-                is_query, bounded = self.query(arg.generators[0].iter)
-                return is_query and not bounded
-        return False
+                first = arg.generators[0].iter
+                is_query, bounded = self.query(first)
+                if is_query and not bounded:
+                    return dotted(first) or ast.unparse(first)[:60]
+            if isinstance(arg, ast.Name) and arg.id in self.grown:
+                filled = self.grown[arg.id]
+                return None if filled.bounded else f"{filled.over} (filled into {arg.id})"
+        return None
+
+    def _sent(self, expr: ast.expr) -> bool:
+        """A job's handle, as written or held in a name: `res`, `t.delay(1)`."""
+        return (isinstance(expr, ast.Name) and self._handle(expr.id)) or sent(expr)
 
     def _handle(self, name: str) -> bool:
         held = self.queries.get(name)
-        return isinstance(held, ast.Call) and call_name(held) in SENDS
-
-    @staticmethod
-    def _cursor_key(call: ast.Call) -> bool:
-        if not call.args or not isinstance(call.func, ast.Attribute):
-            return False
-        base = dotted(call.func.value).lower()
-        if not any(w in base for w in ("cache", "redis", "settings", "state")):
-            return False
-        key = ast.unparse(call.args[0]).lower()
-        return any(w in key for w in ("last_id", "last_pk", "offset", "cursor", "last_processed"))
+        return held is not None and sent(held)
 
     @staticmethod
     def _http(qualified: str, name: str) -> bool:
         return qualified.startswith(HTTP_LIBS) and name in HTTP_VERBS
+
+    def _untimed(self, call: ast.Call, qualified: str, name: str) -> bool:
+        """An HTTP call with no timeout within the budget, nor one its client was made with."""
+        if not past_budget(keyword(call, "timeout")):
+            return False
+        if self._http(qualified, name):
+            return True
+        client = self._client(call)
+        return client is not None and past_budget(keyword(client, "timeout"))
+
+    def _client(self, call: ast.Call) -> ast.Call | None:
+        """`session.get(...)` where `session = requests.Session()` (in the function, in a
+        `with`, or at module level), `client.post(...)` on an `httpx.Client(...)`: the call
+        that made the client, whose own timeout (if any) applies."""
+        func = call.func
+        if not isinstance(func, ast.Attribute) or func.attr not in HTTP_VERBS:
+            return None
+        if not isinstance(func.value, ast.Name):
+            return None
+        made = self.queries.get(func.value.id, self.module.constants.get(func.value.id))
+        if not isinstance(made, ast.Call):
+            return None
+        return made if (self.module.qualify(made.func) or "") in HTTP_CLIENTS else None
 
     def effects(self, call: ast.Call, row: set[str], depth: int, via: str = "") -> list[Costly]:
         """The cost of one call made for each row."""
@@ -318,21 +471,21 @@ class Reader:
         effect: Effect | None = None
         if name in WRITES and isinstance(call.func, ast.Attribute):
             effect = "write"
-        elif name in ("add", "remove", "set", "clear") and _on_row(call.func, row, relation=True):
+        elif name in ("add", "remove", "set", "clear") and on_row(call.func, row, relation=True):
             effect = "write"  # `user.groups.add(group)`: a many-to-many row written
         elif name in ("writerow", "writerows"):
             effect = "file"  # a csv writer: one line per row, into a file or a response
         elif (
             name in READS
             and isinstance(call.func, ast.Attribute)
-            and (_on_row(call.func.value, row) or ".objects." in f".{dotted(call.func.value)}.")
+            and (on_row(call.func.value, row) or ".objects." in f".{dotted(call.func.value)}.")
         ):
             effect = "query"  # `order.invoice_set.count()`, `Locale.objects.filter(...)`
         elif name == "get" and ".objects." in f".{dotted(call.func)}":
             effect = "query"
         elif name in MAIL:
             effect = "mail"
-        elif self._http(qualified, name):
+        elif self._http(qualified, name) or self._client(call) is not None:
             effect = "http"
         elif name in FILES and (name != "open" or isinstance(call.func, ast.Name)):
             loose = name in ("copy", "copyfile", "remove", "unlink")  # copy.copy, list.remove
@@ -349,8 +502,13 @@ class Reader:
         ][:1]
         if not found and depth == 0 and costly_name(name) and self._mentions(call, row):
             return [Costly("method", written, line, f"{name}, by its name")]
-        if not found and depth == 0 and row and _handed_session(call) and self._mentions(call, row):
+        if not found and depth == 0 and row and handed_session(call) and self._mentions(call, row):
             return [Costly("query", written, line, "handed the database session")]
+        inline = ".tasks." in f".{qualified}" and name not in NOT_INLINE
+        if not found and depth == 0 and inline and self._mentions(call, row):
+            # `maybe_award_badge(..., user.id)` imported from a tasks module and called, not
+            # sent: the task's whole body runs here, once per row
+            return [Costly("method", written, line, "a task run inline")]
         return found
 
     @staticmethod
@@ -398,64 +556,3 @@ class Reader:
             ]
             self.project._effects[key] = cached
         return cached
-
-
-COMPREHENSIONS = (ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)
-SESSION_NAMES = ("session", "db", "conn", "connection")
-
-
-def _handed_session(call: ast.Call) -> bool:
-    """A call handed the database session (`get_pairs(db_session)`): it queries or writes."""
-    for arg in [*call.args, *(k.value for k in call.keywords)]:
-        if isinstance(arg, ast.Name) and arg.id.lower().endswith(SESSION_NAMES):
-            return True
-    return False
-
-
-def _on_row(expr: ast.expr, row: set[str], *, relation: bool = False) -> bool:
-    """`order.invoice_set`, `cert.domains`: an attribute of the row (its relation), not the
-    row itself. `relation`: `expr` is the called method, so one attribute more is needed."""
-    parts = dotted(expr).split(".")
-    need = 3 if relation else 2
-    return bool(row) and parts[0] in row and len(parts) >= need and "()" not in parts[0]
-
-
-def _mentions_any(expr: ast.expr, names: set[str]) -> bool:
-    return any(isinstance(n, ast.Name) and n.id in names for n in ast.walk(expr))
-
-
-def _given_params(fn: FunctionNode, call: ast.Call, params: set[str]) -> set[str]:
-    """The parameters of `fn` that receive what the unit was given."""
-    names = [a.arg for a in (*fn.args.posonlyargs, *fn.args.args)]
-    if names and names[0] in ("self", "cls"):
-        names = names[1:]
-    given = {n for n, a in zip(names, call.args, strict=False) if _mentions_any(a, params)}
-    given |= {k.arg for k in call.keywords if k.arg and _mentions_any(k.value, params)}
-    return given
-
-
-BUDGET_SECONDS = 5
-
-
-def _past_budget(found: ast.keyword | None) -> bool:
-    """No timeout, or a literal one past the 5-second budget (`timeout=30`); a timeout read
-    from settings is taken as defined within it."""
-    if found is None:
-        return True
-    value = found.value.value if isinstance(found.value, ast.Constant) else None
-    if isinstance(value, tuple):
-        value = None
-    return isinstance(value, int | float) and not isinstance(value, bool) and value > BUDGET_SECONDS
-
-
-def _chunk(call: ast.Call) -> bool:
-    values = [*call.args, *(k.value for k in call.keywords)]
-    return any(
-        isinstance(n, ast.Subscript) and isinstance(n.slice, ast.Slice)
-        for v in values
-        for n in ast.walk(v)
-    )
-
-
-def _is_id(arg: ast.expr) -> bool:
-    return isinstance(arg, ast.Constant) and arg.value in ("id", "pk")

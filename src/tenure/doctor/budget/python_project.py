@@ -25,6 +25,8 @@ class Project:
     _looked_up: set[str] = field(default_factory=set)
     _effects: dict[int, list[Costly]] = field(default_factory=dict)
     homes: dict[int, Module] = field(default_factory=dict)  # id(function) -> its module
+    _owned: dict[str, bool] = field(default_factory=dict)  # dotted import -> in the project
+    _relative: dict[str, set[str]] = field(default_factory=dict)  # path -> relative imports
 
     def defined(self, name: str, *, method: bool) -> list[FunctionNode]:
         if name not in self._looked_up:
@@ -36,6 +38,34 @@ class Project:
                     if module is not None:
                         self.add(module)
         return (self.methods if method else self.functions).get(name, [])
+
+    def owns(self, imported: str) -> bool:
+        """Is `shop.services` (or `shop.services.Reminder`) a module of this project, not a
+        library's? Its file is among the sources."""
+        if imported not in self._owned:
+            parts = imported.split(".")
+            paths = {"/".join(parts[:n]) for n in (len(parts), len(parts) - 1) if n > 0}
+            ends = tuple(f"/{p}{tail}" for p in paths for tail in (".py", "/__init__.py"))
+            self._owned[imported] = any(
+                ("/" + f.rel.replace("\\", "/")).endswith(ends) for f in self.sources
+            )
+        return self._owned[imported]
+
+    def imported_here(self, module: Module, name: str) -> bool:
+        """Is `name` a module or class of this project imported into `module`: `from shop
+        import services`, `from .services import Reminder` (a relative import is always
+        the project's own)?"""
+        if module.path not in self._relative:
+            self._relative[module.path] = {
+                alias.asname or alias.name
+                for node in ast.walk(module.tree)
+                if isinstance(node, ast.ImportFrom) and node.level > 0
+                for alias in node.names
+            }
+        if name in self._relative[module.path]:
+            return True
+        imported = module.aliases.get(name, "")
+        return bool(imported) and self.owns(imported)
 
     def add(self, module: Module) -> None:
         self.parsed.add(module.path)

@@ -17,14 +17,15 @@ VIEW_METHODS = {"get", "post", "put", "patch", "delete", "list", "create", "retr
                 "update", "partial_update", "destroy", "perform_create", "perform_update",
                 "perform_destroy", "form_valid", "get_context_data"}  # fmt: skip
 VIEW_BASES = ("View", "ViewSet", "APIView")
-TASK_DECORATORS = {"task", "shared_task", "job", "actor", "periodic_task"}
+TASK_DECORATORS = {"task", "shared_task", "job", "actor", "periodic_task", "db_task",
+                   "db_periodic_task"}  # fmt: skip
 MEMBER_SIGNATURES = {"s", "si", "signature", "sig"}
 GROUPS = (b"group(", b"chord(", b"batch")
 # Bytes a file holds when it may define an entry point or a job: the rest are not parsed.
 MARKERS = (b"request,", b"request)", b"BaseCommand", b"RunPython", b"def upgrade", b"task",
            b"actor", b"@click", b".command(", b".route(", b"Router", b"router", b"Blueprint",
            b"@app.", b".job(", b"@job", b"dramatiq", b"enqueue", b"add_job",
-           b"function=")  # fmt: skip
+           b"function=", b"Task)")  # fmt: skip
 
 
 def parse_more(files: list[FoundFile], parsed: list[Module]) -> list[Module]:
@@ -70,6 +71,8 @@ def _kind_of_function(fn: FunctionNode, module: Module) -> tuple[Kind, str] | No
             kind = "tenure job" if name == "job" and "tenure" in qualified + base else "task"
             if name == "task" or name == "shared_task" or "celery" in qualified:
                 kind = "Celery task"
+            elif name.startswith("db_"):
+                kind = "Huey task"  # huey.contrib.djhuey's db_task: closes the connection
             elif name == "actor":
                 kind = "Dramatiq actor"
             elif name == "job" and kind != "tenure job":
@@ -112,27 +115,55 @@ def _class_units(cls: ast.ClassDef, module: Module) -> list[tuple[FunctionNode, 
             if m.name in VIEW_METHODS or action:
                 out.append((m, "request", "Django view"))
         return out
+    if any(b.rsplit(".", 1)[-1].endswith("Task") for b in bases):
+        # a class-based Celery task (`class PruneAdmins(Task)`, a project's `BaseTask`):
+        # its run() is the job's body
+        return [(m, "job", "Celery task") for m in methods if m.name == "run"]
     return []
 
 
 SCHEDULERS = ("enqueue", "job", "schedule", "queue")
 
 
-def _queued_functions(module: Module) -> set[str]:
-    """Plain functions handed to a queue in the same module: `queue.enqueue(refresh, ...)`,
+def _handed_to_queues(module: Module) -> list[ast.expr]:
+    """What a module hands to a queue: `queue.enqueue(refresh, ...)`,
     `scheduler.add_job(refresh)`, `job_scheduler(function=refresh, queue_name=...)` (RQ and
-    the schedulers over it): each runs as a job."""
-    out: set[str] = set()
+    the schedulers over it)."""
+    out: list[ast.expr] = []
     for node in module.nodes():
         if not isinstance(node, ast.Call):
             continue
         name = call_name(node).lower()
         if not any(word in name for word in SCHEDULERS):
             continue
-        given = [k.value for k in node.keywords if k.arg in ("function", "func", "f")]
+        out += [k.value for k in node.keywords if k.arg in ("function", "func", "f")]
         if name.startswith("enqueue") or name == "add_job":
-            given += node.args[:1]
-        out |= {g.id for g in given if isinstance(g, ast.Name) and g.id in module.functions}
+            out += node.args[:1]
+    return out
+
+
+def _queued_functions(module: Module, elsewhere: dict[str, set[str]]) -> set[str]:
+    """Plain functions that run as jobs: handed to a queue in the same module, or imported
+    and handed to one in another (`from x.tasks import refresh` ... `job_scheduler(
+    function=refresh)` in signals.py); `elsewhere` maps a function's name to the modules it
+    was imported from there."""
+    out = {g.id for g in _handed_to_queues(module) if isinstance(g, ast.Name)}
+    here = module.rel.replace(os.sep, "/").removesuffix(".py").replace("/", ".")
+    for name in module.functions:
+        if any(here == m or here.endswith("." + m) for m in elsewhere.get(name, ())):
+            out.add(name)
+    return out & set(module.functions)
+
+
+def _queued_elsewhere(modules: list[Module]) -> dict[str, set[str]]:
+    """Function name -> the modules it was imported from, wherever it is handed to a queue."""
+    out: dict[str, set[str]] = {}
+    for module in modules:
+        for given in _handed_to_queues(module):
+            qualified = module.qualify(given) or ""
+            if "." in qualified:
+                home, name = qualified.rsplit(".", 1)
+                out.setdefault(name, set()).add(home)
     return out
 
 
@@ -164,12 +195,13 @@ def read_python(modules: list[Module], sources: list[FoundFile] | None = None) -
     for module in modules:
         project.add(module)
     members = _members(modules, sources or [])
+    elsewhere = _queued_elsewhere(modules)
     code = Code()
     for module in modules:
         found: list[tuple[FunctionNode, Kind, str, str]] = []
         for fn, framework in _migration_functions(module):
             found.append((fn, "migration", framework, fn.name))
-        queued = _queued_functions(module)
+        queued = _queued_functions(module, elsewhere)
         for node in module.tree.body:
             if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
                 kind = _kind_of_function(node, module)
@@ -204,8 +236,9 @@ def _unit(fn: FunctionNode, kind: Kind, framework: str, name: str, module: Modul
                 if node.func.attr in ("delay", "apply_async", "dispatch") and target in (
                     fn.name, "self"):  # fmt: skip
                     unit.self_dispatch.append(_costly(node))
-                    if any(_offset(a, params) for a in [*node.args, *(k.value for k in
-                                                                      node.keywords)]):  # fmt: skip
+                    sent = _sent_values([*node.args, *(k.value for k in node.keywords)])
+                    if any(_offset(reader.queries.get(a.id, a) if isinstance(a, ast.Name) else a,
+                                   params) for a in sent):  # fmt: skip
                         unit.redispatch_offset.append(_costly(node))
     return unit
 
@@ -214,8 +247,26 @@ def _costly(call: ast.Call) -> Costly:
     return Costly("dispatch", dotted(call.func), call.lineno)
 
 
+def _sent_values(sent: list[ast.expr]) -> list[ast.expr]:
+    """What a dispatch hands the job, through `apply_async(args=[...], kwargs={...})`."""
+    out: list[ast.expr] = []
+    for value in sent:
+        if isinstance(value, ast.List | ast.Tuple):
+            out += value.elts
+        elif isinstance(value, ast.Dict):
+            out += value.values
+        else:
+            out.append(value)
+    return out
+
+
 def _offset(arg: ast.expr, params: set[str]) -> bool:
-    """`offset + 100`, `last_id=batch[-1].id`: the job sends itself where it stopped."""
+    """`offset + 100` (written in the call, or held in a local first: `nxt = start + size`),
+    or the last row's key (`last_pk=orders[-1].pk`): the job sends itself on from where it
+    stopped."""
+    if isinstance(arg, ast.Attribute) and arg.attr in ("pk", "id"):
+        last = arg.value
+        return isinstance(last, ast.Subscript) and ast.unparse(last.slice) == "-1"
     return (
         isinstance(arg, ast.BinOp)
         and isinstance(arg.op, ast.Add)

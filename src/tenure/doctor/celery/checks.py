@@ -8,8 +8,17 @@ import os
 from dataclasses import dataclass
 
 from tenure.doctor.celery.launches import check_launches, read_launches
-from tenure.doctor.celery.settings import CannotLoad, CeleryConfig, Setting, load, read_tree
+from tenure.doctor.celery.settings import (
+    CannotLoad,
+    CeleryConfig,
+    Setting,
+    TaskDef,
+    load,
+    read_app_overrides,
+    read_tree,
+)
 from tenure.doctor.celery.tasks import read_tasks, settle
+from tenure.doctor.celery.values import UNKNOWN
 from tenure.doctor.model import Finding, Skipped, Source, Value
 from tenure.doctor.rules import finding
 from tenure.doctor.walk import Tree
@@ -18,7 +27,8 @@ from tenure.doctor.walk import Tree
 VISIBILITY_DEFAULT_S = {"redis": 3600.0, "sqs": 1800.0}
 PREFETCH_DEFAULT = 4
 MARKERS = (b"countdown", b"eta=", b"acks_late", b"time_limit", b"shared_task", b".task(",
-           b".task\n", b"(Task)", b".Task)", b"TASK_ANNOTATIONS", b"task_annotations")  # fmt: skip
+           b".task\n", b"(Task)", b".Task)", b"TASK_ANNOTATIONS", b"task_annotations",
+           b"config_from_object(")  # fmt: skip
 TRANSPORTS = {
     "redis": "redis",
     "rediss": "redis",
@@ -57,6 +67,8 @@ def audit(spec: str, base: str, tree: Tree) -> CeleryAudit:
         rel = os.path.relpath(found.path, base)
         if not config.path or os.path.realpath(found.path) != os.path.realpath(config.path):
             read_tree(config, module, rel, settings=False)
+            if b"config_from_object(" in found.data:  # the app module loading the settings
+                read_app_overrides(config, module, rel)
         read_tasks(config, module, rel)
         seen = seen or os.path.realpath(found.path) == os.path.realpath(config.path or "")
     if config.path and not seen:  # a settings file outside the tree read: its own tasks
@@ -126,13 +138,20 @@ def check(config: CeleryConfig) -> list[Finding]:
         t for t in config.tasks if t.options.get("acks_late", Setting(None, Source())).value is True
     ]
     if acks_late.value is True and hard.known:
-        out += _late(
+        every = _late(
             limit, visibility, "every task (task_acks_late)", _where(config, acks_late, home)
         )
+        out += every
+        # A task's own time_limit replaces the global one: a longer one is checked by itself
+        # (once the global limit is already past the visibility timeout, that says it all).
+        late_tasks = [] if every else [
+            t for t in config.tasks if _own_limit_over(t, limit) and
+            (t.options.get("acks_late") is None or t.options["acks_late"].value is not False)
+        ]  # fmt: skip
     elif acks_late.value is True:
         late_tasks = [t for t in config.tasks if t.options.get("acks_late") is None or
                       t.options["acks_late"].value is not False]  # fmt: skip
-    for task in late_tasks if acks_late.value is not True or not hard.known else []:
+    for task in late_tasks:
         own = task.options.get("time_limit")
         if own and isinstance(own.value, int | float):
             task_limit = Value(f"{task.name} time_limit", own.value, "s", own.source)
@@ -203,6 +222,12 @@ def _visibility(config: CeleryConfig, home: str | None) -> Value | None:
     )
     if transport in ("rabbitmq", "other"):
         return None  # no visibility timeout: unacked messages return when the connection drops
+    if written is UNKNOWN:
+        assert options is not None
+        config.skipped.append(Skipped(str(_where(config, options, home)), (
+            "broker_transport_options visibility_timeout is read from the environment: unknown, "
+            "so the checks against the visibility timeout were skipped")))  # fmt: skip
+        return None
     if isinstance(written, int | float):
         assert options is not None
         return Value(
@@ -220,6 +245,13 @@ def _visibility(config: CeleryConfig, home: str | None) -> Value | None:
     return Value(
         "broker visibility_timeout", VISIBILITY_DEFAULT_S[transport], "s", Source(note=note)
     )
+
+
+def _own_limit_over(task: TaskDef, limit: Value) -> bool:
+    own = task.options.get("time_limit")
+    if own is None or not isinstance(own.value, int | float) or isinstance(own.value, bool):
+        return False
+    return limit.amount is not None and own.value > limit.amount
 
 
 def _late(limit: Value, visibility: Value, who: str, at: Source) -> list[Finding]:

@@ -10,6 +10,8 @@ from tenure.doctor.walk import FoundFile, is_development_name
 
 SETTING = re.compile(rb"^\s*(CELERY_[A-Z_]+|BROKER_URL|broker_url|task_[a-z_]+)\s*[:=]", re.M)
 APP = re.compile(rb"\bCelery\(|\.conf\.update\(|config_from_object\(")
+# `Celery("tasks", broker=os.environ.get("REDIS_URL"))`: the app's constructor configures it.
+CONSTRUCTED = re.compile(rb"\bCelery\([^)]*\b(?:broker|backend)\s*=")
 
 
 def find_celery_settings(files: list[FoundFile]) -> FoundFile | None:
@@ -20,7 +22,7 @@ def find_celery_settings(files: list[FoundFile]) -> FoundFile | None:
     for found in files:
         if b"celery" not in found.data.lower() or is_development_name(found.rel):
             continue
-        settings = len(SETTING.findall(found.data))
+        settings = len(SETTING.findall(found.data)) + len(CONSTRUCTED.findall(found.data))
         score = settings + (1 if APP.search(found.data) else 0)
         if score < 2 or settings == 0:
             continue

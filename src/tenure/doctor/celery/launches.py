@@ -15,7 +15,6 @@ import stat
 from typing import Any
 
 from tenure.doctor.celery.settings import CeleryConfig, TaskDef
-from tenure.doctor.celery.tie import tie
 from tenure.doctor.celery.values import UNKNOWN
 from tenure.doctor.dockerfile import copied_files
 from tenure.doctor.laravel.deploy import (
@@ -25,12 +24,16 @@ from tenure.doctor.laravel.deploy import (
     read_workers,
 )
 from tenure.doctor.model import Finding, Skipped, Source, Value
+from tenure.doctor.readers.worker_command import interpolate
 from tenure.doctor.rules import finding
+from tenure.doctor.tie import tie
 from tenure.doctor.walk import (
     IGNORED_DIRS,
     MAX_FILE_BYTES,
     SKIP_DIRS,
     Tree,
+    holds_image,
+    is_dockerfile,
     is_template_folder,
 )
 
@@ -76,7 +79,8 @@ def find_celery(argv: list[str]) -> tuple[str, str | None, dict[str, str]] | Non
 WRAPPERS = {"exec", "nice", "nohup", "env", "sudo", "su", "gosu", "su-exec", "chpst", "tini",
             "setuidgid", "s6-setuidgid", "runuser", "dumb-init", "--", "-m", "ddtrace-run",
             "newrelic-admin", "run-program", "opentelemetry-instrument", "watchmedo",
-            "auto-restart"}  # fmt: skip
+            "auto-restart", "poetry", "uv", "pipenv", "pdm", "hatch", "rye", "run",
+            "sh", "bash", "dash", "ash"}  # fmt: skip
 TAKES_USER = {"gosu", "su-exec", "su", "setuidgid", "s6-setuidgid", "runuser", "-u"}
 # Celery's global options that take a value (celery -A proj -b URL worker ...).
 GLOBAL_VALUES = {"-A", "--app", "-b", "--broker", "--result-backend", "--workdir", "--config"}
@@ -107,8 +111,14 @@ def _command_position(prefix: list[str]) -> bool:
 
 
 def _name(token: str) -> str:
-    """The program a token names: `${BIN_DIR}celery` and `/venv/bin/celery` are celery."""
+    """The program a token names: `${BIN_DIR}celery` and `/venv/bin/celery` are celery, and
+    so is `${CELERY_BIN}`, the variable Celery's daemonizing guide runs it by."""
+    if BIN_VARIABLE.fullmatch(token):
+        return "celery"
     return os.path.basename(VARIABLE.sub("", token))
+
+
+BIN_VARIABLE = re.compile(r"\$\{?CELERY_BIN\}?")
 
 
 VARIABLE = re.compile(r"\$\{?\w+\}?")
@@ -130,6 +140,9 @@ def _options(tokens: list[str]) -> dict[str, str]:
     while i < len(tokens):
         token = tokens[i]
         if token in FLAGS or not token.startswith("-"):
+            if VARIABLE.fullmatch(token):
+                # `$CELERYD_OPTS`: options the doctor cannot see (a time limit among them?)
+                options["opaque"] = token
             i += 1
             continue
         name, eq, value = token.partition("=")
@@ -152,7 +165,7 @@ def find_scripts(root: str, skipped: list[Skipped]) -> list[tuple[str, str]]:
         dirnames[:] = sorted(
             d
             for d in dirnames
-            if d not in IGNORED_DIRS | SKIP_DIRS
+            if (d not in IGNORED_DIRS | SKIP_DIRS or holds_image(os.path.join(directory, d)))
             and (not d.startswith(".") or d in (".docker", ".s6"))
             and not is_template_folder(d)
             and not os.path.islink(os.path.join(directory, d))
@@ -160,7 +173,7 @@ def find_scripts(root: str, skipped: list[Skipped]) -> list[tuple[str, str]]:
         paths += [
             os.path.join(directory, name)
             for name in sorted(filenames)
-            if name.endswith(".sh") or name in SCRIPT_NAMES or name.startswith("Dockerfile")
+            if name.endswith(".sh") or name in SCRIPT_NAMES or is_dockerfile(name)
         ]
     found: list[tuple[str, str]] = []
     seen: set[str] = set()
@@ -173,7 +186,7 @@ def find_scripts(root: str, skipped: list[Skipped]) -> list[tuple[str, str]]:
         if data is None or b"\0" in data[:4096]:
             continue
         text = data.decode("utf-8", "replace")
-        if os.path.basename(path).startswith("Dockerfile"):
+        if is_dockerfile(os.path.basename(path)):
             # Every Dockerfile: one that runs a worker script names no celery itself.
             found.append((os.path.relpath(path, root), text))
             paths += [p for p in copied_files(root, path, text) if p not in seen]
@@ -219,12 +232,23 @@ def check_launches(config: CeleryConfig, workers: list[CeleryWorker]) -> list[Fi
         if grace is None or grace.amount is None:
             continue  # grace unknown (a script no service is seen to run) or unbounded
         # --time-limit or --soft-time-limit on the command line: either ends a task.
-        given = [_number(w.options[k]) for k in ("time-limit", "soft-time-limit") if k in w.options]
-        default = max((v for v in given if v is not None), default=global_limit)
+        given = [_option(w, k) for k in ("time-limit", "soft-time-limit") if k in w.options]
+        numbers = [v for v in given if isinstance(v, float)]
+        # `--time-limit=$LIMIT`, or `$CELERYD_OPTS` that may hold one, with no limit in sight.
+        unresolved = (UNKNOWN in given or ("opaque" in w.options and global_limit is None)) and (
+            not numbers
+        )
+        default = UNKNOWN if unresolved else max(numbers, default=global_limit)
         limits = [_task_limit(t, default) for t in _served(config, w)]
         who = f"Celery worker {w.platform} {w.name}"
         if UNKNOWN in limits or (not limits and default is UNKNOWN):
-            if not said:
+            if unresolved:
+                config.skipped.append(Skipped(str(w.source), (
+                    f"{who}: its time limit is read from an environment variable the doctor "
+                    f"cannot see ({w.options.get('opaque') or '--time-limit'}): unknown, so "
+                    "tasks without their own limit were not compared with its platform "
+                    "grace")))  # fmt: skip
+            elif not said:
                 config.skipped.append(Skipped(str(w.source), (
                     f"the task time limit ({unknown[0].source}) is read from the environment: "
                     "unknown, so tasks without their own limit were not compared with this "
@@ -235,9 +259,10 @@ def check_launches(config: CeleryConfig, workers: list[CeleryWorker]) -> list[Fi
         known = [v for v in [*limits, default] if isinstance(v, int | float)]
         longest = max(known, default=None)
         if longest is not None and longest > grace.amount:
+            by = _longest_task(_served(config, w), longest)
             out.append(finding(
                 "celery-grace-below-time-limit",
-                f"{who} lets tasks run up to {longest:g} s (time limit), but the platform kills "
+                f"{who} lets tasks run up to {longest:g} s ({by}), but the platform kills "
                 f"it {grace.amount:g} s after SIGTERM: a task running at a deploy is killed "
                 "mid-run, lost if acknowledged at start, repeated from the start with acks_late.",
                 f"raise the platform grace above {longest:g} s, or lower the time limit below "
@@ -248,8 +273,26 @@ def check_launches(config: CeleryConfig, workers: list[CeleryWorker]) -> list[Fi
     return out
 
 
+def _longest_task(tasks: list[TaskDef], longest: float) -> str:
+    """Which task may run that long, for the message: one finding per worker, not per task."""
+    for task in tasks:
+        for key in ("time_limit", "soft_time_limit"):
+            own = task.options.get(key)
+            if own is not None and own.value == longest:
+                return f"task {task.name}'s {key}"
+    return "time limit"
+
+
 def _limit_source(config: CeleryConfig, w: CeleryWorker, longest: float) -> Source:
     """Where the longest limit was set: a setting (with its default note) or the command."""
+    for task in config.tasks:
+        for key in ("time_limit", "soft_time_limit"):
+            own = task.options.get(key)
+            if own is not None and own.value == longest and own.source.path:
+                return Source(own.source.path, own.source.line, f"task {task.name} {key}")
+    for key in ("time-limit", "soft-time-limit"):
+        if key in w.options and _number(w.options[key]) == longest and key in w.option_notes:
+            return Source(w.source.path, w.source.line, f"--{key}: {w.option_notes[key]}")
     for key in ("task_time_limit", "task_soft_time_limit"):
         setting = config.settings.get(key)
         if setting is not None and setting.value == longest and setting.source.path:
@@ -287,8 +330,8 @@ def _setting_number(
     config: CeleryConfig, key: str, w: CeleryWorker, option: str
 ) -> tuple[float, Source] | None:
     if option in w.options:
-        value = _number(w.options[option])
-        return (value, w.source) if value is not None else None
+        value = _option(w, option)
+        return (value, w.source) if isinstance(value, float) else None
     setting = config.settings.get(key)
     if setting is not None and isinstance(setting.value, int | float):
         return float(setting.value), setting.source
@@ -337,6 +380,23 @@ def _unbounded(w: CeleryWorker, who: str, grace: Value, config: CeleryConfig) ->
         w.source,
         clocks=(Value("task_time_limit", None, "s", Source(note="Celery default: none")), grace),
     )
+
+
+def _option(w: CeleryWorker, key: str) -> Any:
+    """A numeric worker option: its number, the default of `${VAR:-300}` (said in the
+    worker's notes), UNKNOWN for a variable without one, None when not a number at all."""
+    raw = w.options[key]
+    value = _number(raw)
+    if value is not None or "$" not in raw:
+        return value
+    resolved = interpolate(raw, {})
+    if resolved is None:
+        return UNKNOWN
+    value = _number(resolved)
+    if value is not None:
+        w.option_notes.setdefault(key, f"the default of {raw}, unless the environment sets it")
+        w.options[key] = resolved
+    return value
 
 
 def _number(text: str) -> float | None:

@@ -226,6 +226,23 @@ def _mapping(config: CeleryConfig, node: ast.AST, rel: str) -> None:
                 _put(config, keyword.arg, keyword.value, rel)
 
 
+def read_app_overrides(config: CeleryConfig, tree: ast.AST, rel: str) -> None:
+    """The Celery app module next to the settings (`app.config_from_object(...)` then
+    `app.conf.update(task_time_limit=...)` or `app.conf.task_time_limit = ...`): what it sets
+    on app.conf wins over the settings object, whichever line comes first."""
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call) and _callee(node) == "update":
+            func = node.func
+            if isinstance(func, ast.Attribute) and _is_conf(func.value):
+                for keyword in node.keywords:
+                    if keyword.arg:
+                        _put(config, keyword.arg, keyword.value, rel)
+        elif isinstance(node, ast.Assign) and len(node.targets) == 1:
+            target = node.targets[0]
+            if isinstance(target, ast.Attribute) and _is_conf(target.value):
+                _put(config, target.attr, node.value, rel)
+
+
 def _is_conf(node: ast.AST) -> bool:
     return isinstance(node, ast.Attribute) and node.attr == "conf"
 

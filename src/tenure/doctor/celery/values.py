@@ -101,7 +101,22 @@ def evaluate(node: ast.AST, scope: Scope) -> Any:
             return UNKNOWN
     if isinstance(node, ast.Call):
         return _call(node, scope)
+    if isinstance(node, ast.Dict):
+        return _dict(node, scope)
     return UNKNOWN
+
+
+def _dict(node: ast.Dict, scope: Scope) -> Any:
+    """broker_transport_options = {"region": os.environ["R"], "visibility_timeout":
+    int(os.environ.get("V", "900"))}: each value on its own, UNKNOWN where unresolvable, so
+    the one a rule needs is read (or said unknown) whatever its neighbours are."""
+    out: dict[str, Any] = {}
+    for key_node, value_node in zip(node.keys, node.values, strict=True):
+        key = evaluate(key_node, scope) if key_node is not None else UNKNOWN
+        if not isinstance(key, str):
+            return UNKNOWN  # a **spread or a computed key: the mapping is not known
+        out[key] = evaluate(value_node, scope)
+    return out
 
 
 def _call(node: ast.Call, scope: Scope) -> Any:

@@ -15,8 +15,17 @@ from tenure.doctor.laravel.jobs import CodeScan, resolve, scan_classes
 from tenure.doctor.laravel.php import EnvFiles, parse
 from tenure.doctor.laravel.runtime_env import compose_environments, dockerfile_environments
 from tenure.doctor.laravel.schedule import scheduled_workers
+from tenure.doctor.laravel.services import follow
 from tenure.doctor.model import Finding, Skipped, Source
-from tenure.doctor.walk import IGNORED_DIRS, MAX_FILE_BYTES, SKIP_DIRS, Tree
+from tenure.doctor.tie import tie
+from tenure.doctor.walk import (
+    IGNORED_DIRS,
+    MAX_FILE_BYTES,
+    SKIP_DIRS,
+    Tree,
+    holds_image,
+    is_dockerfile,
+)
 
 # Not the application's own code: dependencies, build output, views, runtime files.
 PHP_SKIP = (
@@ -51,7 +60,7 @@ def audit(root: str, base: str, tree: Tree) -> Audit:
     dockerfiles = [
         (os.path.relpath(path, base), data.decode("utf-8", "replace"))
         for path, data in files
-        if os.path.basename(path).startswith("Dockerfile") and b"ENV" in data
+        if is_dockerfile(os.path.basename(path)) and b"ENV" in data
     ]
     env.add_runtime(compose_environments(tree, base) + dockerfile_environments(dockerfiles))
     config = read_config(root, base, env)
@@ -79,6 +88,8 @@ def audit(root: str, base: str, tree: Tree) -> Audit:
             result.files_read += 1
             scripts.append((rel, data.decode("utf-8", "replace")))
     jobs = resolve(scan)
+    for job in jobs:
+        follow(job, scan)  # the HTTP calls of the service methods handle() calls
     result.skipped += [
         Skipped(
             str(job.source),
@@ -88,6 +99,7 @@ def audit(root: str, base: str, tree: Tree) -> Audit:
         for call in job.unfollowed
     ]
     workers, skipped = read_workers(tree, scripts)
+    workers = _tie(tree, base, workers, scripts, files)
     workers += scheduled
     result.skipped += skipped
     result.jobs, result.workers = len(jobs), len(workers)
@@ -108,18 +120,38 @@ def audit(root: str, base: str, tree: Tree) -> Audit:
     return result
 
 
+def _tie(
+    tree: Tree,
+    base: str,
+    workers: list[ArtisanWorker],
+    scripts: list[tuple[str, str]],
+    files: list[tuple[str, bytes]],
+) -> list[ArtisanWorker]:
+    """A worker in a script or Dockerfile gets the grace of the Compose service or Kubernetes
+    container that runs its image. Every Dockerfile is given, not only those naming artisan:
+    the image that runs `entrypoint.sh worker` names no artisan itself. Paths are relative to
+    the doctor's PATH, so a project audited with --laravel elsewhere keeps its own graces."""
+    if os.path.realpath(base) != os.path.realpath(tree.root):
+        return workers
+    texts = dict(scripts)
+    for path, data in files:
+        if is_dockerfile(os.path.basename(path)):
+            texts.setdefault(os.path.relpath(path, base), data.decode("utf-8", "replace"))
+    return tie(tree, workers, texts)
+
+
 def _files(root: str, result: Audit) -> list[tuple[str, bytes]]:
     found: list[tuple[str, bytes]] = []
     for directory, dirnames, filenames in os.walk(root, followlinks=False):
         dirnames[:] = sorted(
             d
             for d in dirnames
-            if d not in PHP_SKIP
+            if (d not in PHP_SKIP or holds_image(os.path.join(directory, d)))
             and not d.startswith(".")
             and not os.path.islink(os.path.join(directory, d))
         )
         for name in sorted(filenames):
-            script = name.endswith(".sh") or name in SCRIPT_NAMES or name.startswith("Dockerfile")
+            script = name.endswith(".sh") or name in SCRIPT_NAMES or is_dockerfile(name)
             if not (name.endswith(".php") or script):
                 continue
             path = os.path.join(directory, name)

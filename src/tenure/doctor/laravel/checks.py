@@ -193,6 +193,7 @@ def _grace(p: Project, all_runners: list[Runner]) -> list[Finding]:
         if grace is None or grace.amount is None:
             continue
         longest: Value | None = None
+        names: dict[int, str] = {}
         if w.command == "horizon":
             candidates = [r.timeout for r in horizon if r.timeout_known] or [
                 Value("Horizon timeout", 60.0, "s", Source(note="Horizon default"))
@@ -203,9 +204,13 @@ def _grace(p: Project, all_runners: list[Runner]) -> list[Finding]:
                 continue
             # queue:work's default 60 s is a bound nobody chose, not a duration: with nothing
             # set, a 10 s grace below it is how every default install looks (noise).
-            candidates = [t for t in [mine.timeout] if not t.source.is_default] + [
-                t for j in p.jobs if serves(mine, p, j) for t in [own_timeout(j)] if t is not None
-            ]
+            served = [
+                (t, j.name) for j in p.jobs if serves(mine, p, j)
+                for t in [own_timeout(j)] if t is not None
+            ]  # fmt: skip
+            names = {id(t): name for t, name in served}  # the message names the longest job
+            candidates = [t for t in [mine.timeout] if not t.source.is_default]
+            candidates += [t for t, _ in served]
         for value in candidates:
             if (
                 longest is None
@@ -221,7 +226,7 @@ def _grace(p: Project, all_runners: list[Runner]) -> list[Finding]:
             "jobs with no timeout"
             if longest.amount is None
             else f"jobs of up to {longest.amount:g} s"
-        )
+        ) + (f" (job {names[id(longest)]})" if id(longest) in names else "")
         out.append(
             finding(
                 "laravel-grace-below-job-timeout",
@@ -257,6 +262,8 @@ def _sync(p: Project) -> list[Finding]:
                     entry.source,
                 )
             )
+    if not out:  # an env file writing sync (even under an old key) already says it
+        out += _sync_by_default(p)
     default = p.config.default
     if key is None and default.known and default.value == "sync" and default.source.path:
         out.append(
@@ -269,6 +276,42 @@ def _sync(p: Project) -> list[Finding]:
             )
         )
     return out
+
+
+def _sync_by_default(p: Project) -> list[Finding]:
+    """`'default' => env('QUEUE_CONNECTION', 'sync')` that no env source sets (deployment
+    environments first, then .env files, as Laravel ranks them): the default is what runs. Said
+    only with jobs to run and a production to run them in: a deployed worker, or an env source
+    that names a non-local APP_ENV; an example file without APP_ENV is no such evidence."""
+    key, default = p.config.default_key, p.config.default
+    if key is None or not p.jobs or not default.known or default.value != "sync":
+        return []
+    if not default.source.note.startswith(f"env('{key}') default") or p.env.get(key) is not None:
+        return []
+    named = {name: entries["APP_ENV"].value for name, entries in p.env.files.items()
+             if "APP_ENV" in entries and not is_development_name(name)}  # fmt: skip
+    production = [name for name, app_env in named.items() if not is_local(app_env)]
+    workers = [w for w in p.workers if not is_development_name(w.source.path or "")]
+    # Every APP_ENV written says local: a development setup, where sync is the usual choice.
+    if not production and (not workers or named):
+        return []
+    evidence = (
+        f"{workers[0].platform} {workers[0].name} runs {workers[0].command}"
+        if workers
+        else f"{production[0]} sets APP_ENV={p.env.files[production[0]]['APP_ENV'].value}"
+    )
+    return [
+        finding(
+            "laravel-queue-sync",
+            f"no environment source sets {key} (read: {p.env.searched()}), so config/queue.php's "
+            f"default applies: the sync connection, while {evidence}. Every job runs inside the "
+            "web request that dispatches it, without retries or timeouts, and a worker has "
+            "nothing to take.",
+            f"set {key}=redis (or database, sqs) where the application's environment is set, or "
+            f"make the default a real queue: env('{key}', 'database')",
+            default.source,
+        )
+    ]
 
 
 def _horizon_below_jobs(p: Project, all_runners: list[Runner]) -> list[Finding]:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shlex
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
@@ -45,6 +46,9 @@ class ArtisanWorker:
     platform_grace: Value | None = None
     containers: int = 1  # replicas: how many hosts (containers) run it
     memory_limit: Value | None = None  # the container's hard memory limit (MB)
+    # Options whose value came from a variable: option -> "where it was read" (say it, never
+    # hide it: a default of ${VAR:-300} is the value only while nobody sets VAR).
+    option_notes: dict[str, str] = field(default_factory=dict)
 
     @property
     def queues(self) -> tuple[str, ...] | None:
@@ -122,7 +126,7 @@ def read_workers(
             env = env_by_dir.get(os.path.dirname(found.path), {})
             workers += _yaml(found.rel, content, env, skipped, find)
         elif kind == "systemd":
-            workers += _systemd(found.rel, content, find)
+            workers += _systemd(found.rel, content, find, *_unit_environment(tree, found, content))
         elif kind == "supervisord" and "[program:" in content:
             workers += _supervisord(found.rel, content, find)
         elif kind == "procfile":
@@ -255,12 +259,66 @@ def _kubernetes(path: str, document: YMap, find: Finder) -> list[ArtisanWorker]:
     return out
 
 
-def _systemd(path: str, content: str, find: Finder) -> list[ArtisanWorker]:
+def _unit_environment(tree: Tree, found: FoundFile, content: str) -> tuple[dict[str, str], str]:
+    """A unit's `Environment=` and the `EnvironmentFile=` it names, when the project holds a
+    file of that name (Celery's daemonizing guide: /etc/conf.d/celery kept as celery.conf);
+    with where they were read."""
+    env: dict[str, str] = {}
+    where: list[str] = []
+    for entry in read_ini(content, backslash_continues=True):
+        if entry.section != "Service":
+            continue
+        if entry.key == "EnvironmentFile":
+            read, rel = _environment_file(tree, found, entry.value.strip().lstrip("-"))
+            env.update(read)
+            where += [rel] if rel else []
+        elif entry.key == "Environment":
+            for word in split_command(entry.value):
+                key, eq, value = word.partition("=")
+                if eq:
+                    env[key] = value
+            where.append(f"{found.rel}:{entry.line}")
+    return env, ", ".join(where)
+
+
+def _environment_file(tree: Tree, unit: FoundFile, target: str) -> tuple[dict[str, str], str]:
+    name = os.path.basename(target)
+    names = {name, f"{name}.conf", f"{name}.env", f"{os.path.splitext(name)[0]}.conf"}
+    folders = {os.path.dirname(unit.path), os.path.dirname(os.path.dirname(unit.path))}
+    candidates = [os.path.join(folder, n) for folder in sorted(folders) for n in sorted(names)]
+    candidates += [f.path for files in tree.files.values() for f in files
+                   if os.path.basename(f.path) in names]  # fmt: skip
+    for path in candidates:
+        if os.path.isfile(path) and not os.path.islink(path):
+            try:
+                with open(path, encoding="utf-8", errors="replace") as handle:
+                    text = handle.read(256 * 1024)
+            except OSError:
+                continue
+            return read_dotenv(text), os.path.relpath(path, tree.root)
+    return {}, ""
+
+
+_VARIABLE = re.compile(r"\$\{(\w+)\}|\$(\w+)")
+
+
+def expand_known(text: str, env: Mapping[str, str]) -> str:
+    """${X} and $X replaced where `env` has X; the rest left as written."""
+    return _VARIABLE.sub(lambda m: env.get(m.group(1) or m.group(2), m.group(0)), text)
+
+
+def _systemd(
+    path: str, content: str, find: Finder, env: Mapping[str, str] | None = None, where: str = ""
+) -> list[ArtisanWorker]:
     last = {e.key: e for e in read_ini(content, backslash_continues=True) if e.section == "Service"}
     start = last.get("ExecStart")
-    found = find(split_command(start.value.lstrip("-@+!:"))) if start else None
+    raw = start.value.lstrip("-@+!:") if start else ""
+    found = find(split_command(expand_known(raw, env or {}))) if start else None
     if start is None or found is None:
         return []
+    written = find(split_command(raw))
+    notes = {k: f"from the unit's environment ({where})" for k, v in found[2].items()
+             if where and (written is None or written[2].get(k) != v)}  # fmt: skip
     stop = last.get("TimeoutStopSec") or last.get("TimeoutSec")
     grace: Value | None = Value(
         "systemd TimeoutStopSec",
@@ -289,6 +347,7 @@ def _systemd(path: str, content: str, find: Finder) -> list[ArtisanWorker]:
             found[1],
             found[2],
             grace,
+            option_notes=notes,
         )
     ]
 

@@ -59,6 +59,12 @@ class JobClass:
     unfollowed: list[str] = field(
         default_factory=list
     )  # App\Jobs\SendInvoice: two classes may share a short name
+    # What services.follow() needs to read a service class's methods after the whole scan.
+    method_nodes: dict[str, Node] = field(default_factory=dict)
+    evaluator: Evaluator | None = None
+    guzzle: bool = False
+    namespace: str = ""
+    imports: dict[str, str] = field(default_factory=dict)
 
     @property
     def source(self) -> Source:
@@ -115,7 +121,8 @@ def scan_classes(root: Node, rel: str, env: EnvFiles, scan: CodeScan) -> None:
         job = _class(declaration, rel, env, guzzle)
         if job is not None:
             job.fqn = f"{namespace}\\{job.name}" if namespace else job.name
-            job.parent = _qualify(job.parent, namespace, imports)
+            job.namespace, job.imports = namespace, imports
+            job.parent = qualify(job.parent, namespace, imports)
             scan.classes.setdefault(job.fqn, job)
     for site in _batch_sites(root, rel):
         scan.batches.append(site)
@@ -164,14 +171,15 @@ def _class(node: Node, rel: str, env: EnvFiles, guzzle: bool) -> JobClass | None
         elif member.type == "use_declaration" and CRASH_COUNTING in text(member):
             job.middleware_text += CRASH_COUNTING
     job.methods = set(methods)
+    job.method_nodes, job.evaluator, job.guzzle = methods, ev, guzzle
     if "middleware" in methods:
         job.middleware_text += text(methods["middleware"])
     if "__construct" in methods:
         _constructor_settings(methods["__construct"], ev, job)
-    for method in _reachable(methods, "handle"):
+    for method in reachable(methods, "handle"):
         job.calls += http_calls(method, rel, ev, guzzle)
     if "handle" in methods:
-        job.unfollowed = _unfollowed(methods["handle"], _reachable(methods, "handle"))
+        job.unfollowed = _unfollowed(methods["handle"], reachable(methods, "handle"))
     return job
 
 
@@ -220,7 +228,7 @@ def _constructor_settings(method: Node, ev: Evaluator, job: JobClass) -> None:
                 job.props[prop] = ev.eval(right)
 
 
-def _reachable(methods: dict[str, Node], start: str) -> list[Node]:
+def reachable(methods: dict[str, Node], start: str) -> list[Node]:
     """handle() and the class's own methods it calls through $this->name(...)."""
     seen: list[str] = []
     todo = [start]
@@ -439,7 +447,7 @@ def resolve(scan: CodeScan) -> list[JobClass]:
     return jobs
 
 
-def _qualify(name: str | None, namespace: str, imports: dict[str, str]) -> str | None:
+def qualify(name: str | None, namespace: str, imports: dict[str, str]) -> str | None:
     """A class name as written in a file, made full with its namespace and `use` imports."""
     if not name:
         return name
@@ -454,14 +462,14 @@ def _qualify(name: str | None, namespace: str, imports: dict[str, str]) -> str |
 def _ancestry(job: JobClass, scan: CodeScan) -> list[JobClass]:
     chain = [job]
     while chain[-1].parent and len(chain) < 10:
-        parent = _lookup(scan, chain[-1].parent)
+        parent = lookup(scan, chain[-1].parent)
         if parent is None or parent in chain:
             break
         chain.append(parent)
     return chain
 
 
-def _lookup(scan: CodeScan, fqn: str) -> JobClass | None:
+def lookup(scan: CodeScan, fqn: str) -> JobClass | None:
     """By full name; else by short name when exactly one class has it (a parent in a file
     whose namespace the doctor could not read)."""
     if fqn in scan.classes:

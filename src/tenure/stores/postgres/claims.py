@@ -12,7 +12,7 @@ inside a transaction now() is when it began.
 
 from __future__ import annotations
 
-from tenure.states import PARKED_AT
+from tenure.core.states import PARKED_AT
 from tenure.stores.postgres.database import CLOCK
 from tenure.stores.sql.control import not_paused
 
@@ -80,7 +80,7 @@ def _claim_ctes(gate: str, *, one: bool = False) -> str:
 
 def _slots(one: bool) -> str:
     """wanted/slots/granted/ranked/parked: the picked jobs guarded by a concurrency limit
-    alone take their key's free slots (migration 0016) in this statement, oldest first, and
+    alone take their key's free slots (migration 0017) in this statement, oldest first, and
     the rest of them are parked, all under the key's row lock. The lock is *tried* (SKIP
     LOCKED): a key another transaction holds, or one without a row yet, is left to `reserve`'s
     slow path (reported among the guarded), so a claim never waits and cannot deadlock. Each
@@ -148,7 +148,7 @@ CLAIM, CLAIM_ONE = (
 
 # A success and the next claim in one statement, so one round trip and one commit. Only for a
 # job outside any batch and any chain (a chain link's success dispatches the next link, in
-# Python over the spec: tenure.chains, which the transaction path runs). A member's end is
+# Python over the spec: tenure.core.chains, which the transaction path runs). A member's end is
 # counted in its batch before anything else is locked (the order cancel_batch takes its locks
 # in), which needs the transaction path. So `done` matches no batch member and no chain link,
 # and nothing is claimed unless the success was recorded; `completed` = 0 sends the caller to

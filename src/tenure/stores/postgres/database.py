@@ -25,7 +25,7 @@ from psycopg.pq import TransactionStatus
 from psycopg.rows import DictRow, dict_row
 from psycopg_pool import ConnectionPool, PoolTimeout
 
-from tenure.errors import ConfigError, StoreMisconfigured, StoreUnavailable
+from tenure.core.errors import ConfigError, StoreMisconfigured, StoreUnavailable
 from tenure.stores.postgres.schema import migrations
 
 DEFAULT_SCHEMA = "tenure"

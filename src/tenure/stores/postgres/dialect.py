@@ -7,11 +7,11 @@ from collections.abc import Sequence
 
 import psycopg
 
+from tenure.core.records import NewJob
 from tenure.stores.postgres.claims import ENDED_PREFIX
 from tenure.stores.postgres.database import CLOCK, Cursor, Database
 from tenure.stores.postgres.guards import CONCURRENCY_LOCK
 from tenure.stores.postgres.inserts import NOW, insert_jobs
-from tenure.stores.records import NewJob
 
 
 class PostgresDialect:
@@ -20,7 +20,7 @@ class PostgresDialect:
     creation_order = "seq"
     clock_sql = CLOCK
     fair_ready = "ready_queue = %s"
-    slot_rows = True  # migration 0016
+    slot_rows = True  # migration 0017
     statement_clock_sql = NOW  # now(): the transaction's start, one value for the statement
     # a value out of its column's range or type (DataError), a broken constraint; not
     # OperationalError, a lost connection, which no savepoint survives

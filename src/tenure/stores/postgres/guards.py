@@ -21,8 +21,8 @@ from collections.abc import Sequence
 
 from psycopg.rows import DictRow
 
+from tenure.core.records import NewJob
 from tenure.stores.postgres.database import CLOCK, Cursor, Database
-from tenure.stores.records import NewJob
 from tenure.stores.sql.guards import overlap_deferral, rate_deferral, unique_holder
 
 # pg_advisory_xact_lock's first key per kind (the migration lock is 0x7E4E)
@@ -139,7 +139,7 @@ def take_slot(db: Database, cur: Cursor, row: DictRow) -> bool:
     row stays locked until the transaction ends, so the job can be parked before any ending
     attempt of the key hands back). Raises KeyBusy when another transaction holds the key's
     row (a claim of it, or an ending attempt handing back: sql.guards.release). Makes the
-    key's row (migration 0016) on its first use."""
+    key's row (migration 0017) on its first use."""
     params = {"k": row["concurrency_key"], "lim": row["concurrency_limit"] or 1}
     held = cur.execute(
         db.q(

@@ -6,8 +6,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from tenure.core.records import NewJob
 from tenure.stores.postgres.database import Cursor, Database, in_schema
-from tenure.stores.records import NewJob
 
 NOW = "date_part('epoch', now())"  # epoch seconds as double precision, the server's clock
 

@@ -13,11 +13,7 @@ from typing import Any
 
 from psycopg.rows import DictRow
 
-from tenure.stores.postgres import claims, guards
-from tenure.stores.postgres.claims import NEXT_ATTEMPT, OPEN_ATTEMPT
-from tenure.stores.postgres.database import CLOCK, Cursor, Database, in_schema
-from tenure.stores.postgres.inserts import NOW, insert_jobs, insert_statement
-from tenure.stores.records import (
+from tenure.core.records import (
     EndResult,
     NewBatch,
     NewJob,
@@ -26,6 +22,10 @@ from tenure.stores.records import (
     batch_target,
     reservation,
 )
+from tenure.stores.postgres import claims, guards
+from tenure.stores.postgres.claims import NEXT_ATTEMPT, OPEN_ATTEMPT
+from tenure.stores.postgres.database import CLOCK, Cursor, Database, in_schema
+from tenure.stores.postgres.inserts import NOW, insert_jobs, insert_statement
 from tenure.stores.sql import batches, endings
 from tenure.stores.sql.control import not_paused
 from tenure.stores.sql.dialect import Dialect
@@ -149,6 +149,7 @@ class PostgresJobs:
         lease: float = 0.0,
         cause: str | None = None,
         snooze: float = 0.0,
+        record: bool = True,
     ) -> tuple[EndResult, Reservation | None]:
         order = list(dict.fromkeys(queues))
         if outcome == "succeeded" and worker is not None and order:
@@ -175,6 +176,7 @@ class PostgresJobs:
                     permanent,
                     cause,
                     snooze,
+                    record,
                 )
                 ended = endings.end_attempt(self.dialect, cur, lambda: self.db.clock(cur), *ending)
             if worker is None or not order:

@@ -24,21 +24,13 @@ application's transactions in `transaction.py`; the operators' verbs both SQL st
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager, contextmanager
 from dataclasses import replace
 from typing import ClassVar
 
-from tenure import causes
-from tenure.states import FINAL_STATES, PARKED_AT
-from tenure.stores.base import Capabilities
-from tenure.stores.postgres import claims, guards, waiters
-from tenure.stores.postgres.database import POOL_MAX, Cursor, Database
-from tenure.stores.postgres.dialect import PostgresDialect, lock_batches
-from tenure.stores.postgres.inserts import NOW
-from tenure.stores.postgres.jobs import PostgresJobs
-from tenure.stores.postgres.transaction import PostgresJobTransaction
-from tenure.stores.records import (
+from tenure.core import causes
+from tenure.core.records import (
     HeartbeatReply,
     JobRecord,
     NewJob,
@@ -48,9 +40,17 @@ from tenure.stores.records import (
     Swept,
     WorkerRecord,
     WorkerRef,
-    describe_crash,
     ready_age,
 )
+from tenure.core.states import FINAL_STATES, PARKED_AT
+from tenure.core.words import describe_crash
+from tenure.stores.base import Capabilities
+from tenure.stores.postgres import claims, guards, waiters
+from tenure.stores.postgres.database import POOL_MAX, Cursor, Database
+from tenure.stores.postgres.dialect import PostgresDialect, lock_batches
+from tenure.stores.postgres.inserts import NOW
+from tenure.stores.postgres.jobs import PostgresJobs
+from tenure.stores.postgres.transaction import PostgresJobTransaction
 from tenure.stores.sql import batches, control, endings, operations, periodic, retention, workers
 from tenure.stores.sql.dialect import Dialect
 from tenure.stores.sql.guards import add_key_counts
@@ -106,6 +106,7 @@ class PostgresStore(PostgresJobs, SQLStore):
         worker: WorkerRef | WorkerRecord,
         leases: Sequence[tuple[str, int]] = (),
         lease: float = 0.0,
+        memory: Mapping[str, float] | None = None,
     ) -> HeartbeatReply:
         # One statement: the renewals, the worker seen, and what the worker must hear of (a
         # cancel of a job it holds, a restart request), on one row even when nothing renewed.
@@ -114,18 +115,19 @@ class PostgresStore(PostgresJobs, SQLStore):
                 workers.register(self.dialect, cur, worker)
             rows = cur.execute(
                 self.db.q(
-                    "WITH held AS (SELECT * FROM unnest(%(ids)s::text[], %(tokens)s::int[])"
-                    " AS h(id, token)),"
+                    "WITH held AS (SELECT * FROM unnest(%(ids)s::text[], %(tokens)s::int[],"
+                    " %(memory)s::float8[]) AS h(id, token, memory_mb)),"
                     f" renewed AS (UPDATE {{s}}.tenure_jobs j SET lease_expires_at = {NOW}"
                     " + %(lease)s FROM held WHERE j.id = held.id AND j.attempt = held.token"
                     f" AND j.state = 'running' AND j.lease_expires_at >= {NOW}"
-                    " RETURNING j.id, j.attempt, j.cancel_requested_at),"
+                    " RETURNING j.id, j.attempt, j.cancel_requested_at, held.memory_mb),"
                     # an upsert, for the reason given at claims.OPEN_ATTEMPT
-                    " beat AS (INSERT INTO {s}.tenure_attempts (job_id, number, worker_id,"
-                    f" host, pid, started_at, last_heartbeat_at) SELECT r.id, r.attempt,"
-                    f" %(worker)s, %(host)s, %(pid)s, {NOW}, {NOW} FROM renewed r"
-                    " ON CONFLICT (job_id, number) DO UPDATE"
-                    " SET last_heartbeat_at = EXCLUDED.last_heartbeat_at),"
+                    " beat AS (INSERT INTO {s}.tenure_attempts AS att (job_id, number, worker_id,"
+                    " host, pid, started_at, last_heartbeat_at, memory_mb) SELECT r.id,"
+                    f" r.attempt, %(worker)s, %(host)s, %(pid)s, {NOW}, {NOW}, r.memory_mb"
+                    " FROM renewed r ON CONFLICT (job_id, number) DO UPDATE"
+                    " SET last_heartbeat_at = EXCLUDED.last_heartbeat_at, memory_mb ="
+                    " coalesce(EXCLUDED.memory_mb, att.memory_mb)),"
                     f" seen AS (UPDATE {{s}}.tenure_workers SET last_seen_at = {NOW}"
                     " WHERE id = %(worker)s)"
                     " SELECT r.id, r.cancel_requested_at, (SELECT value FROM {s}.tenure_control"
@@ -135,6 +137,7 @@ class PostgresStore(PostgresJobs, SQLStore):
                 {
                     "ids": [job_id for job_id, _ in leases],
                     "tokens": [token for _, token in leases],
+                    "memory": [(memory or {}).get(job_id) for job_id, _ in leases],
                     "lease": float(lease),
                     "worker": worker.id,
                     "host": worker.host,
@@ -194,6 +197,7 @@ class PostgresStore(PostgresJobs, SQLStore):
                     " coalesce(a.pid, 0) AS pid,"
                     " coalesce(nullif(a.started_at, 0), j.lease_expires_at) AS started_at,"
                     " a.ended_at, a.outcome, a.error, a.traceback, a.last_heartbeat_at,"
+                    " a.memory_mb,"
                     # the worker had begun stopping (a deploy's SIGTERM): its grace ran out
                     " w.stopping_at AS worker_stopping_at"
                     " FROM {s}.tenure_jobs j"

@@ -9,9 +9,10 @@ import psycopg
 from psycopg.pq import TransactionStatus
 from psycopg.rows import dict_row, tuple_row
 
+from tenure.core.records import EndResult
+from tenure.core.words import transaction_ended
 from tenure.stores.postgres.database import Connection
 from tenure.stores.postgres.jobs import PostgresJobs
-from tenure.stores.records import EndResult, transaction_ended
 
 _MARKER = "tenure.job_transaction"
 

@@ -26,9 +26,10 @@ from collections.abc import Sequence
 from dataclasses import replace
 from typing import Any, cast
 
-from tenure import chains
-from tenure.errors import ConfigError, TenureError
-from tenure.stores.records import BatchRecord, CancelResult, NewBatch, NewJob, guard_fields
+from tenure.core import chains
+from tenure.core.codec import guard_fields
+from tenure.core.errors import ConfigError, TenureError
+from tenure.core.records import BatchRecord, CancelResult, NewBatch, NewJob
 from tenure.stores.redis.client import RedisClient, keep_args, optional
 from tenure.stores.redis.guards import member_guards
 from tenure.stores.redis.records import PROGRESS_UNITS, batch_record

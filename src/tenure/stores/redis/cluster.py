@@ -24,22 +24,26 @@ from __future__ import annotations
 
 import contextlib
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import redis
 
-from tenure.errors import StoreUnavailable
+from tenure.core.errors import StoreUnavailable
 from tenure.stores.redis.connection import TranslatingPipeline, translating_pipeline
+from tenure.stores.redis.functions import send
 
 WAIT_SLICE_S = 0.1
 # Replies that say the script did not run on this node: safe to send again elsewhere.
 REDIRECTED = (redis.exceptions.AskError, redis.exceptions.TryAgainError)
 
 
-def run_per_node(cluster: Any, where: str, calls: Sequence[Any]) -> list[Any]:
-    """EVALSHA each (script, keys, args) on its slot's node: one pipeline per node, nodes in
-    the order of their first call. Replies in call order; a call's error is its reply."""
+def run_per_node(
+    cluster: Any, where: str, calls: Sequence[Any], functions: Mapping[str, str]
+) -> list[Any]:
+    """Run each (script, keys, args) on its slot's node (FCALL of its function where
+    `functions` names one, else EVALSHA): one pipeline per node, nodes in the order of their
+    first call. Replies in call order; a call's error is its reply."""
     groups: dict[str, list[int]] = {}
     for i, (_, keys, _) in enumerate(calls):
         groups.setdefault(cluster.get_node_from_key(keys[0]).name, []).append(i)
@@ -48,7 +52,7 @@ def run_per_node(cluster: Any, where: str, calls: Sequence[Any]) -> list[Any]:
         pipe = node_pipeline(cluster, where, name, transaction=False)
         for i in indexes:
             script, keys, args = calls[i]
-            pipe.evalsha(script.sha, len(keys), *keys, *args)
+            send(pipe, functions, script, keys, args)
         try:
             pipe_replies = pipe.execute(raise_on_error=False)
         except StoreUnavailable:

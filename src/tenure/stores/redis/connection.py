@@ -34,7 +34,7 @@ from redis.exceptions import SlotNotCoveredError
 from redis.retry import Retry
 from redis.sentinel import Sentinel
 
-from tenure.errors import ConfigError, StoreMisconfigured, StoreUnavailable
+from tenure.core.errors import ConfigError, StoreMisconfigured, StoreUnavailable
 
 DEFAULT_PREFIX = "tenure"
 # BLPOP must return before the socket timeout fires, or the wait would look like an outage.

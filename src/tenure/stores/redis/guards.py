@@ -33,7 +33,7 @@ slot on a cluster; give such jobs one queue where the guard must span them. A ra
 carries a TTL, so a `volatile-*` eviction policy could forget recent starts under memory
 pressure (use `noeviction`, as for everything else). Batch members, batch callbacks and a
 chain's later links carry their overlap and rate guards (the batch scripts store them; a
-callback's and a link's record keeps them until its turn, records.guard_fields); uniqueness
+callback's and a link's record keeps them until its turn, codec.guard_fields); uniqueness
 does not apply to them, as on SQLite.
 
 Transactional completion (`ctx.transaction()`) needs a SQL store: Redis cannot commit the
@@ -45,9 +45,10 @@ from __future__ import annotations
 
 import json
 
-from tenure.errors import ConfigError
+from tenure.core.codec import guard_fields
+from tenure.core.errors import ConfigError
+from tenure.core.records import EffectRecord, NewJob
 from tenure.stores.base import JobTransaction
-from tenure.stores.records import EffectRecord, NewJob, guard_fields
 from tenure.stores.redis.client import RedisClient
 from tenure.stores.redis.records import to_float, to_int
 
@@ -67,7 +68,7 @@ class RedisGuards(RedisClient):
 
 
 def member_guards(job: NewJob) -> str:
-    """A batch member's overlap and rate guards (records.guard_fields, as text), priority and
+    """A batch member's overlap and rate guards (codec.guard_fields, as text), priority and
     chain, as the batch scripts store them ('' for none): the job-hash fields the reserve
     script reads. Uniqueness does not apply to batch members, as on SQLite."""
     fields = {k: v if isinstance(v, str) else repr(v) for k, v in guard_fields(job.guards).items()}

@@ -9,16 +9,13 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
-from tenure import chains
-from tenure.errors import ConfigError, TenureError
-from tenure.retry import Counters, cancelled_ending, decide, parse_policy
-from tenure.states import visible_state
-from tenure.stores import texts
-from tenure.stores.records import (
+from tenure.core import chains
+from tenure.core.errors import ConfigError, TenureError
+from tenure.core.records import (
     EndResult,
     HeartbeatReply,
     NewBatch,
@@ -28,6 +25,9 @@ from tenure.stores.records import (
     WorkerRef,
     batch_target,
 )
+from tenure.core.retry import Counters, cancelled_ending, decide, parse_policy
+from tenure.core.states import visible_state
+from tenure.stores import texts
 from tenure.stores.redis.batches import RedisBatches
 from tenure.stores.redis.client import MIN_BLOCK_S, Call, enqueue_args, optional
 from tenure.stores.redis.records import to_float, to_opt_float
@@ -161,11 +161,12 @@ class RedisJobs(RedisBatches):
         lease: float = 0.0,
         cause: str | None = None,
         snooze: float = 0.0,
+        record: bool = True,
     ) -> tuple[EndResult, Reservation | None]:
         if outcome == "succeeded":
             return self._succeed(job_id, token, queues, worker, lease, result)
         ended = self._fail(
-            job_id, token, outcome, error or outcome, traceback, permanent, cause, snooze
+            job_id, token, outcome, error or outcome, traceback, permanent, cause, snooze, record
         )
         if worker is None or not queues:
             return ended, None
@@ -219,6 +220,7 @@ class RedisJobs(RedisBatches):
         worker: WorkerRef | WorkerRecord,
         leases: Sequence[tuple[str, int]] = (),
         lease: float = 0.0,
+        memory: Mapping[str, float] | None = None,
     ) -> HeartbeatReply:
         located = self._locate_many([job_id for job_id, _ in leases])
         by_queue: dict[str, list[Any]] = {}
@@ -229,7 +231,9 @@ class RedisJobs(RedisBatches):
             if queue is None:
                 lost.add(job_id)
             else:
-                by_queue.setdefault(queue, []).extend((job_id, int(token)))
+                reading = (memory or {}).get(job_id)
+                mb = "" if reading is None else repr(float(reading))
+                by_queue.setdefault(queue, []).extend((job_id, int(token), mb))
         # the worker's row first (starting or stopping), then seen, in the same round trip
         written = [self._worker_row(worker)] if isinstance(worker, WorkerRecord) else []
         seen = [self._global_key(f"worker:{worker.id}"), self._global_key("control")]
@@ -275,6 +279,7 @@ class RedisJobs(RedisBatches):
         permanent: bool,
         cause: str | None = None,
         snooze: float = 0.0,
+        record: bool = True,
     ) -> EndResult:
         queue = self._locate(job_id)
         if queue is None:
@@ -284,8 +289,9 @@ class RedisJobs(RedisBatches):
             if reply[0] == "refused":
                 return _refused(reply)
             ending = (job_id, int(token), outcome, *texts.recorded(error, traceback), cause)
+            mode = "end" if record else "forget"
             result = self._apply_end(
-                queue, ending, reply[2:], float(reply[1]), permanent, "end", snooze
+                queue, ending, reply[2:], float(reply[1]), permanent, mode, snooze
             )
             if result is not None:
                 return result

@@ -9,8 +9,8 @@ from collections.abc import Sequence
 from dataclasses import replace
 from typing import cast
 
-from tenure.states import JOB_STATES
-from tenure.stores.records import JobRecord, KeyCounts, QueueCounts, WorkerRecord, ready_age
+from tenure.core.records import JobRecord, KeyCounts, QueueCounts, WorkerRecord, ready_age
+from tenure.core.states import JOB_STATES
 from tenure.stores.redis.client import LIST_PAGE, RedisClient, clock_value
 from tenure.stores.redis.guards import effect_records
 from tenure.stores.redis.records import (

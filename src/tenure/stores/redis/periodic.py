@@ -10,8 +10,8 @@ its first due time in the new queue is recorded, not run.
 
 from __future__ import annotations
 
-from tenure.errors import TenureError
-from tenure.stores.records import NewJob, PeriodicClaim, PeriodicRecord
+from tenure.core.errors import TenureError
+from tenure.core.records import NewJob, PeriodicClaim, PeriodicRecord
 from tenure.stores.redis.client import Call, RedisClient, enqueue_args
 
 CLAIMS: tuple[PeriodicClaim, ...] = ("dispatched", "recorded", "taken")

@@ -10,11 +10,11 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from tenure import batch as rules
-from tenure.retry import Policy
-from tenure.states import PARKED_AT, QUEUED, visible_state
-from tenure.stores.records import AttemptRecord, BatchRecord, JobRecord, WorkerRecord
-from tenure.stores.records import batch_record as stored_batch
+from tenure.core import batch as rules
+from tenure.core.records import AttemptRecord, BatchRecord, JobRecord, WorkerRecord
+from tenure.core.records import batch_record as stored_batch
+from tenure.core.retry import Policy
+from tenure.core.states import PARKED_AT, QUEUED, visible_state
 
 PROGRESS_UNITS = 1_000_000  # a member's progress and a batch's `partial` are in millionths
 
@@ -102,6 +102,7 @@ def attempt_records(job_id: str, fields: dict[str, str]) -> list[AttemptRecord]:
             traceback=a.get("traceback"),
             last_heartbeat_at=to_opt_float(a.get("last_heartbeat_at")),
             cause=a.get("cause"),
+            memory_mb=to_opt_float(a.get("memory_mb")),
         )
         for number, a in sorted(grouped.items())
     ]
@@ -138,7 +139,7 @@ def count(text: Any) -> int:
 
 
 def batch_record(batch_id: str, fields: dict[str, str]) -> BatchRecord:
-    """The record every backend builds (stores.records.batch_record: one rule for total,
+    """The record every backend builds (core.records.batch_record: one rule for total,
     pending and progress); a damaged field reads as 0 or unknown, and a state that is missing
     or not a batch state reads as failed (its rules can no longer run)."""
     state = fields.get("state", "")

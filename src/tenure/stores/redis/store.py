@@ -69,17 +69,11 @@ from typing import Any, ClassVar, cast
 
 import redis
 
-from tenure import causes
+from tenure.core import causes
+from tenure.core.records import AttemptRecord, CancelResult, Rescued, Swept, cancel_target
+from tenure.core.retention import Pruned
+from tenure.core.words import describe_crash
 from tenure.stores.base import Capabilities
-from tenure.stores.records import (
-    AttemptRecord,
-    CancelResult,
-    Pruned,
-    Rescued,
-    Swept,
-    cancel_target,
-    describe_crash,
-)
 from tenure.stores.redis.guards import RedisGuards
 from tenure.stores.redis.jobs import RedisJobs
 from tenure.stores.redis.operations import RedisOperations
@@ -210,7 +204,7 @@ class RedisStore(RedisJobs, RedisGuards, RedisPeriodic, RedisOperations):
         """End one expired attempt as crashed and decide; None when the worker's own result
         arrived first, so nothing crashed."""
         job_id, number, expired_at, policy, tries_used, exceptions = entry[:6]
-        worker_id, host, pid, started_at, heartbeat_at, cancel_requested = entry[6:12]
+        worker_id, host, pid, started_at, heartbeat_at, cancel_requested, memory = entry[6:13]
         attempt = AttemptRecord(
             job_id=job_id,
             number=int(number),
@@ -223,6 +217,7 @@ class RedisStore(RedisJobs, RedisGuards, RedisPeriodic, RedisOperations):
             error=None,
             traceback=None,
             last_heartbeat_at=to_opt_float(heartbeat_at),
+            memory_mb=to_opt_float(memory),
         )
         stopping_at = self._stopping_at(attempt.worker_id)
         error = describe_crash(attempt, to_float(expired_at), stopping_at)

@@ -1,4 +1,4 @@
-"""Batches on the SQL stores: the rules of tenure.batch applied inside the caller's transaction,
+"""Batches on the SQL stores: the rules of core.batch applied inside the caller's transaction,
 written once for SQLite and PostgreSQL over a small `Dialect`.
 
 Each function takes the open cursor (a sqlite3 connection or a psycopg cursor: both execute and
@@ -18,16 +18,10 @@ from collections.abc import Sequence
 from dataclasses import replace
 from typing import Any
 
-from tenure import batch as rules
-from tenure.stores.records import (
-    BatchRecord,
-    NewBatch,
-    NewJob,
-    batch_record,
-    callback_from_json,
-    callback_to_json,
-    log_lost_callback,
-)
+from tenure.core import batch as rules
+from tenure.core.codec import callback_from_json, callback_to_json
+from tenure.core.records import BatchRecord, NewBatch, NewJob, batch_record
+from tenure.core.words import log_lost_callback
 from tenure.stores.sql import chains, guards
 from tenure.stores.sql.dialect import Cursor, Dialect, chunks, marks
 
@@ -113,7 +107,7 @@ def member_ended(d: Dialect, cur: Cursor, batch_id: str, outcome: str, now: floa
 
 def member_retried(d: Dialect, cur: Cursor, batch_id: str) -> bool:
     """A failed member is about to be retried: take it out of the failed count, or refuse
-    (False, nothing changed) when its batch no longer runs (tenure.batch.member_retried).
+    (False, nothing changed) when its batch no longer runs (tenure.core.batch.member_retried).
     The caller holds the member's row lock: job row, then batch row."""
     counts = _counts(d, cur, batch_id)
     if counts.state == "missing":

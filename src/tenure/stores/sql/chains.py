@@ -1,4 +1,4 @@
-"""Chains on the SQL stores (tenure.chains), written once for SQLite and PostgreSQL: when a
+"""Chains on the SQL stores (tenure.core.chains), written once for SQLite and PostgreSQL: when a
 link ends for good, inside the transaction that records that end, the next link is inserted
 (or, once the chain stopped, the later links are stored cancelled and catch and finally are
 queued). The end happens once (fenced by the attempt's token), so each of these happens once:
@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from tenure import chains
+from tenure.core import chains
 from tenure.stores.sql.dialect import Cursor, Dialect, chunks, marks
 
 

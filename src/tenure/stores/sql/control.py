@@ -12,8 +12,8 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 
-from tenure.states import PARKED_AT
-from tenure.stores.records import CancelResult
+from tenure.core.records import CancelResult
+from tenure.core.states import PARKED_AT
 from tenure.stores.sql import batches, endings, guards
 from tenure.stores.sql.dialect import Cursor, Dialect
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Iterator, Sequence
 from typing import Any, Protocol
 
-from tenure.stores.records import NewJob
+from tenure.core.records import NewJob
 
 # A sqlite3 connection or a psycopg cursor: `execute(sql, params)` returning something with
 # fetchone(), fetchall() and rowcount, rows readable by column name.

@@ -1,6 +1,6 @@
 """How an attempt ends on the SQL stores, written once for SQLite and PostgreSQL: the fencing
 check, a late result refused, the attempt row closed, and the retry decision (pure Python,
-tenure.retry.decide) applied to the job and its batch, all inside the caller's transaction."""
+tenure.core.retry.decide) applied to the job and its batch, all inside the caller's transaction."""
 
 from __future__ import annotations
 
@@ -8,12 +8,12 @@ import logging
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
-from tenure.causes import WORKER_VANISHED
-from tenure.chains import goes_on
-from tenure.retry import Counters, Policy, cancelled_ending, decide
-from tenure.states import visible_state
+from tenure.core.causes import WORKER_VANISHED
+from tenure.core.chains import goes_on
+from tenure.core.records import EndResult, Rescued
+from tenure.core.retry import Counters, Policy, cancelled_ending, decide
+from tenure.core.states import visible_state
 from tenure.stores import texts
-from tenure.stores.records import EndResult, Rescued
 from tenure.stores.sql import batches, chains, guards
 from tenure.stores.sql.dialect import Cursor, Dialect, Row
 
@@ -122,9 +122,11 @@ def end_attempt(
     permanent: bool,
     cause: str | None = None,
     snooze: float = 0.0,
+    record: bool = True,
 ) -> EndResult:
     """Store.end_attempt inside the caller's transaction: refused when fenced, else the
-    attempt closed and the retry decision applied. `now()` reads the store's clock, once the
+    attempt closed (with `record` False and no cancel asked: its row deleted) and the retry
+    decision applied. `now()` reads the store's clock, once the
     job's row is held (PostgreSQL: after its lock, so the end is later than anything the
     previous holder of that lock wrote)."""
     job = held_job(d, cur, job_id, token)
@@ -132,7 +134,13 @@ def end_attempt(
         return refuse(d, cur, job_id, token, outcome, now())
     at = now()
     error, traceback = texts.recorded(error, traceback)  # a job's text never fails its end
-    close_attempt(d, cur, job_id, token, at, outcome, error, traceback, cause)
+    if record or job["cancel_requested_at"] is not None:
+        close_attempt(d, cur, job_id, token, at, outcome, error, traceback, cause)
+    else:  # already recorded once by its worker: the history does not grow
+        cur.execute(
+            d.q("DELETE FROM {s}.tenure_attempts WHERE job_id = %s AND number = %s"),
+            (job_id, token),
+        )
     return apply_decision(d, cur, job, outcome, error, at, permanent, snooze)
 
 

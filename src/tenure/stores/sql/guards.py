@@ -7,8 +7,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from tenure.states import FAIR_BEFORE, FINAL_STATES, PARKED_AT
-from tenure.stores.records import KeyCounts, NewJob, QueueCounts
+from tenure.core.records import KeyCounts, NewJob, QueueCounts
+from tenure.core.states import FAIR_BEFORE, FINAL_STATES, PARKED_AT
 from tenure.stores.sql.dialect import Cursor, Dialect, Row
 
 # guarded jobs one reserve call may look at beyond `limit`: they may be deferred instead

@@ -5,10 +5,15 @@ three row sets in one local read transaction, and its schema has no foreign keys
 
 from __future__ import annotations
 
-from tenure.stores.records import JobRecord
+from tenure.core.records import JobRecord
+from tenure.core.states import FINAL_STATES
 from tenure.stores.sql import batches
 from tenure.stores.sql.dialect import Cursor, Dialect
 from tenure.stores.sql.rows import job_record
+
+# The live states: SQLite's tenure_jobs_state (migration 0013) holds every job in neither, and
+# a statement must name this condition, as written, for SQLite to read that index.
+LIVE_SQL = "('queued', 'running')"
 
 
 def list_jobs(
@@ -32,7 +37,11 @@ def list_jobs(
     elif state == "queued":
         where.append(f"state = 'queued' AND run_at <= {clock}")
         params += at
-    elif state is not None:
+    elif state in FINAL_STATES:
+        # the index's own condition too (SQLite's partial tenure_jobs_state, migration 0013)
+        where.append(f"state = %s AND state NOT IN {LIVE_SQL}")
+        params.append(state)
+    elif state is not None:  # 'running': tenure_jobs_lease's condition is the state itself
         where.append("state = %s")
         params.append(state)
     if queue is not None:

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 
-from tenure.stores.records import NewJob, PeriodicClaim, PeriodicRecord
+from tenure.core.records import NewJob, PeriodicClaim, PeriodicRecord
 from tenure.stores.sql.dialect import Cursor, Dialect
 
 Enqueue = Callable[[Sequence[NewJob]], list[str]]

@@ -1,4 +1,4 @@
-"""Pruning on the SQL stores (see tenure.retention), written once for SQLite and PostgreSQL:
+"""Pruning on the SQL stores (see tenure.core.retention), written once for SQLite and PostgreSQL:
 one bounded chunk per call, inside the caller's one transaction.
 
 Each job row carries its own retention (`keep_succeeded`, `keep_failed`, seconds; NULL keeps
@@ -16,8 +16,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from tenure.retention import Pruned
-from tenure.states import FAIR_BEFORE
+from tenure.core.retention import Pruned
+from tenure.core.states import FAIR_BEFORE
 from tenure.stores.sql.dialect import Cursor, Dialect, marks
 
 FINAL_SQL = "('succeeded', 'failed', 'cancelled')"

@@ -6,9 +6,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from tenure.retry import Policy
-from tenure.states import PARKED_AT, QUEUED, visible_state
-from tenure.stores.records import AttemptRecord, EffectRecord, JobRecord
+from tenure.core.records import AttemptRecord, EffectRecord, JobRecord
+from tenure.core.retry import Policy
+from tenure.core.states import PARKED_AT, QUEUED, visible_state
 
 
 def attempt_record(row: Any) -> AttemptRecord:
@@ -24,8 +24,19 @@ def attempt_record(row: Any) -> AttemptRecord:
         error=row["error"],
         traceback=row["traceback"],
         last_heartbeat_at=row["last_heartbeat_at"],
-        cause=row.get("cause") if isinstance(row, dict) else row["cause"],
+        cause=_column(row, "cause"),
+        memory_mb=_column(row, "memory_mb"),
     )
+
+
+def _column(row: Any, name: str) -> Any:
+    """A column a later migration added, None where the row does not carry it."""
+    if isinstance(row, dict):
+        return row.get(name)
+    try:
+        return row[name]
+    except IndexError:  # a sqlite3.Row without that column
+        return None
 
 
 def effect_record(row: Any) -> EffectRecord:

@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from contextlib import AbstractContextManager
 
-from tenure.stores.records import (
+from tenure.core.records import (
     BatchRecord,
     CancelResult,
     PeriodicRecord,

@@ -4,7 +4,7 @@ recorded on the same row by the same verb."""
 
 from __future__ import annotations
 
-from tenure.stores.records import WorkerRecord
+from tenure.core.records import WorkerRecord
 from tenure.stores.sql.dialect import Cursor, Dialect
 
 

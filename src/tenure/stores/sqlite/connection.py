@@ -15,8 +15,8 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
 
-from tenure.errors import ConfigError, StoreMisconfigured, StoreUnavailable
-from tenure.stores.records import (
+from tenure.core.errors import ConfigError, StoreMisconfigured, StoreUnavailable
+from tenure.core.records import (
     EndResult,
     NewBatch,
     NewJob,
@@ -298,6 +298,7 @@ class SQLiteJobs(SQLiteConnections):
         lease: float = 0.0,
         cause: str | None = None,
         snooze: float = 0.0,
+        record: bool = True,
     ) -> tuple[EndResult, Reservation | None]:
         # One write transaction for the end and the next claim: the hot path of a busy worker.
         # The claim runs without a savepoint; a row that fails to claim (damaged) rolls the
@@ -317,6 +318,7 @@ class SQLiteJobs(SQLiteConnections):
                             permanent,
                             cause,
                             snooze,
+                            record,
                         )
                         ended = endings.end_attempt(self.dialect, conn, lambda: now, *ending)
                     if worker is None or not queues:

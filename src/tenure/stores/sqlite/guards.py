@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import sqlite3
 
-from tenure.guards import Guards
+from tenure.core.guards import Guards
 from tenure.stores.sql.guards import unique_holder
 
 

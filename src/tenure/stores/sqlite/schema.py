@@ -13,7 +13,7 @@ import sqlite3
 from collections.abc import Sequence
 from importlib import resources
 
-from tenure.errors import ConfigError
+from tenure.core.errors import ConfigError
 from tenure.stores.sql.migrations import Migration, load_migrations
 
 MIGRATIONS = load_migrations(

@@ -9,14 +9,12 @@ import logging
 import os
 import sqlite3
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from typing import Any, ClassVar
 
-from tenure import causes
-from tenure.states import FINAL_STATES, PARKED_AT
-from tenure.stores.base import Capabilities
-from tenure.stores.records import (
+from tenure.core import causes
+from tenure.core.records import (
     HeartbeatReply,
     JobRecord,
     NewJob,
@@ -26,9 +24,11 @@ from tenure.stores.records import (
     Swept,
     WorkerRecord,
     WorkerRef,
-    describe_crash,
     ready_age,
 )
+from tenure.core.states import FINAL_STATES, PARKED_AT
+from tenure.core.words import describe_crash
+from tenure.stores.base import Capabilities
 from tenure.stores.sql import batches, control, endings, operations, periodic, retention, workers
 from tenure.stores.sql import guards as sql_guards
 from tenure.stores.sql.rows import attempt_record, effect_record, job_record
@@ -71,6 +71,7 @@ class SQLiteStore(SQLiteJobs, SQLStore):
         worker: WorkerRef | WorkerRecord,
         leases: Sequence[tuple[str, int]] = (),
         lease: float = 0.0,
+        memory: Mapping[str, float] | None = None,
     ) -> HeartbeatReply:
         lost: list[str] = []
         cancel: list[str] = []
@@ -91,9 +92,9 @@ class SQLiteStore(SQLiteJobs, SQLStore):
                     lost.append(job_id)
                     continue
                 conn.execute(
-                    "UPDATE tenure_attempts SET last_heartbeat_at = ? WHERE job_id = ?"
-                    " AND number = ?",
-                    (now, job_id, token),
+                    "UPDATE tenure_attempts SET last_heartbeat_at = ?,"
+                    " memory_mb = coalesce(?, memory_mb) WHERE job_id = ? AND number = ?",
+                    (now, (memory or {}).get(job_id), job_id, token),
                 )
                 if renewed["cancel_requested_at"] is not None:
                     cancel.append(job_id)
@@ -237,14 +238,12 @@ class SQLiteStore(SQLiteJobs, SQLStore):
         out: dict[str, QueueCounts] = {}
         with self._read() as conn:  # one snapshot for every read
             now = self._now(conn)
-            # A scan of the covering index tenure_jobs_state (state, queue), never of the
-            # table: 75 ms at 1,000,000 jobs (through the wider index every job was in before
-            # migration 0008) where the table scan took 340 ms. Counters kept
-            # by triggers would make it O(1) but cost every state change a write; SQLite is not
-            # where a store holds millions of jobs.
-            for row in conn.execute(
-                "SELECT queue, state, count(*) AS n FROM tenure_jobs GROUP BY queue, state"
-            ):
+            # Each state from the index that holds it (migration 0013), scanned, never the
+            # table: queued jobs from tenure_jobs_ready, running ones from tenure_jobs_lease,
+            # finished ones from tenure_jobs_state. Counters kept by triggers would make it
+            # O(1) but cost every state change a write; SQLite is not where a store holds
+            # millions of jobs.
+            for row in conn.execute(COUNTS_BY_STATE):
                 counts = out.setdefault(row["queue"], QueueCounts())
                 counts[row["state"]] = row["n"]
             for queue in control.paused_queues(SQLITE, conn):
@@ -291,6 +290,18 @@ class SQLiteStore(SQLiteJobs, SQLStore):
             return periodic.claim(
                 SQLITE, conn, name, due, job, lambda jobs: self._enqueue(conn, jobs, now)
             )
+
+
+# Every part names its index's condition: SQLite reads a partial index only for a query that
+# states it (tests/backends/sqlite/test_plans.py checks that none scans the table).
+COUNTS_BY_STATE = (
+    "SELECT queue, 'queued' AS state, count(*) AS n FROM tenure_jobs WHERE state = 'queued'"
+    " GROUP BY queue"
+    " UNION ALL SELECT queue, 'running', count(*) FROM tenure_jobs WHERE state = 'running'"
+    " GROUP BY queue"
+    " UNION ALL SELECT queue, state, count(*) FROM tenure_jobs"
+    f" WHERE state NOT IN {operations.LIVE_SQL} GROUP BY state, queue"
+)
 
 
 def _read_job(conn: sqlite3.Connection, now: float, job_id: str) -> JobRecord | None:

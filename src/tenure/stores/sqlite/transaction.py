@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import sqlite3
 
-from tenure.stores.records import EndResult, transaction_ended
+from tenure.core.records import EndResult
+from tenure.core.words import transaction_ended
 from tenure.stores.sql import endings
 from tenure.stores.sqlite.connection import SQLiteJobs
 from tenure.stores.sqlite.dialect import SQLITE

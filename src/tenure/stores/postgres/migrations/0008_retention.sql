@@ -1,4 +1,4 @@
--- Retention (tenure.retention): each job and batch carries how long it is kept once finished,
+-- Retention (tenure.core.retention): each job and batch carries how long it is kept once finished,
 -- in seconds (NULL: forever, as for every row written before this version), and pruning reads
 -- the due ones as a range of an index on `finished_at + keep`, never a scan. Batch members
 -- are not in the jobs' indexes: they are pruned with their batch.

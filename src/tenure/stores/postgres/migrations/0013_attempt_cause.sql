@@ -1,7 +1,7 @@
--- Why an attempt ended (tenure.causes): who ended its process -- the worker's timeout or memory
+-- Why an attempt ended (tenure.core.causes): who ended its process -- the worker's timeout or memory
 -- cap, the kernel's OOM killer, a signal from outside, a vanished worker. NULL: not recorded
 -- (a success, or an attempt ended before this column existed).
 ALTER TABLE {s}.tenure_attempts ADD COLUMN cause text;
 -- When a worker began stopping (its first SIGTERM): an attempt of it whose lease later expires
--- with no end was killed at the end of a deploy's grace (tenure.causes.DEPLOY).
+-- with no end was killed at the end of a deploy's grace (tenure.core.causes.DEPLOY).
 ALTER TABLE {s}.tenure_workers ADD COLUMN stopping_at double precision;

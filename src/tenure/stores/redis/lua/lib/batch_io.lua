@@ -69,7 +69,7 @@ local function enqueue_at(qbase, qname, id, name, payload, policy, delay, now_s,
   return 1
 end
 
--- A callback's or later chain link's overlap and rate guards (records.guard_fields: the job-hash
+-- A callback's or later chain link's overlap and rate guards (codec.guard_fields: the job-hash
 -- fields the reserve script reads), written on its new job hash as enqueue writes them on any
 -- job's; anything else in `g`, or a value of the wrong type, is ignored. Absent: no guard.
 local GUARD_FIELDS = {'overlap_key', 'overlap_delay', 'rate_key', 'rate_limit', 'rate_window',

@@ -1,5 +1,5 @@
--- The rules of `tenure.batch`, ported: pure (tables in, tables out, no Redis calls), a
--- line-by-line port of `tenure.batch.member_ended`, `member_retried`, `cancelled_by_user`,
+-- The rules of `tenure.core.batch`, ported: pure (tables in, tables out, no Redis calls), a
+-- line-by-line port of `tenure.core.batch.member_ended`, `member_retried`, `cancelled_by_user`,
 -- `queued_members_cancelled` and `settle`. tests/backends/redis/test_batches.py runs it against the
 -- Python rules over every reachable state, so the two cannot drift apart silently.
 -- c: {state, jobs, done, failed, cancelled, allow, catch_sent, finished}; cbs: list to append to.

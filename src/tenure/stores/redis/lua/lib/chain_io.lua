@@ -1,9 +1,9 @@
--- Chains (tenure.chains): a link's job hash carries its chain as JSON in `chain` -- the later
+-- Chains (tenure.core.chains): a link's job hash carries its chain as JSON in `chain` -- the later
 -- links, catch and finally, each with its queue's key base -- and the script that ends the
 -- link for good follows it before it returns: the next link is queued with the success, or,
 -- once the chain stopped, the later links are stored cancelled and catch and finally queued.
 -- One script, so a worker killed around it leaves both or neither. The rules are
--- tenure.chains.step's; the SQL stores run that function itself.
+-- tenure.core.chains.step's; the SQL stores run that function itself.
 
 -- A callback or link record of the spec: enqueue it (with its own spec, or none); 1 if new.
 local function c_enqueue(link, spec_text, now_s, now)

@@ -27,10 +27,16 @@ local IDX = {queued = KEYS[6], running = KEYS[7], succeeded = KEYS[8], failed = 
 local PAUSED = KEYS[11]
 local FINAL = {succeeded = true, failed = true, cancelled = true}
 
+-- Read once per script call (a script is atomic, so one instant serves all of it): the end
+-- and the claim of complete_and_reserve share it, one TIME fewer per job.
+local clock_text, clock_value
 local function clock()
-  local t = redis.call('TIME')
-  local text = t[1] .. '.' .. string.format('%06d', tonumber(t[2]))
-  return text, tonumber(text)
+  if not clock_text then
+    local t = redis.call('TIME')
+    clock_text = t[1] .. '.' .. string.format('%06d', tonumber(t[2]))
+    clock_value = tonumber(clock_text)
+  end
+  return clock_text, clock_value
 end
 local function fmt(x) return string.format('%.6f', x) end
 local function num(x) return tonumber(x) or 0 end
@@ -40,13 +46,15 @@ local function att_key(id) return base .. ':att:' .. id end
 -- clock reading) come out in the order they were sent, as SQLite's rowid orders them.
 local function queued_member(seq, id) return string.format('%016d', seq) .. ':' .. id end
 
--- Retention (see tenure.retention and queue/prune.lua): a finished job that is not a batch
+-- Retention (see tenure.core.retention and queue/prune.lua): a finished job that is not a batch
 -- member (members go with their batch) is entered here, scored by when it may be pruned
 -- (finished_at + its keep_s or keep_f), by the same script that finishes it; a job that is
 -- kept forever has no entry. prune.lua reads the due ones as a range of this set.
 local ENDED = base .. ':ended'
-local function retire(id, state)
-  local f = redis.call('HMGET', job_key(id), 'batch_id', 'keep_s', 'keep_f', 'finished_at')
+-- `known`: those four fields as the caller already read them (complete.lua), else read here.
+local function retire(id, state, known)
+  local f = known or redis.call('HMGET', job_key(id), 'batch_id', 'keep_s', 'keep_f',
+    'finished_at')
   if f[1] then return end
   local keep = tonumber(state == 'succeeded' and f[2] or f[3])
   if not keep then return end
@@ -85,11 +93,11 @@ local function queued_keys(qbase)
   return out
 end
 
-local function move_index(id, seq, from, to)
+local function move_index(id, seq, from, to, known)
   if from and IDX[from] then redis.call('ZREM', IDX[from], id) end
   if to and IDX[to] then redis.call('ZADD', IDX[to], seq, id) end
   if from and FINAL[from] then redis.call('ZREM', ENDED, id) end
-  if to and FINAL[to] then retire(id, to) end
+  if to and FINAL[to] then retire(id, to, known) end
 end
 
 -- Wake up to `n` idle workers of the queue whose key base is `qbase` (this queue: notify).
@@ -138,15 +146,20 @@ local function refuse(id, token, outcome, now_s)
   return {'refused', f[1], f[2], now_s}
 end
 
+-- One HSET and at most one HDEL, whatever is set: every command a script runs costs the
+-- server more than the fields it carries (issue 32).
 local function close_attempt(id, n, now_s, outcome, err, tb, cause)
   local ak = att_key(id)
-  redis.call('HSET', ak, n .. '.ended_at', now_s, n .. '.outcome', outcome)
-  -- who ended its process (tenure.causes); kept when absent, as the SQL stores' coalesce
-  if cause and cause ~= '' then redis.call('HSET', ak, n .. '.cause', cause) end
-  if err then redis.call('HSET', ak, n .. '.error', err)
-  else redis.call('HDEL', ak, n .. '.error') end
-  if tb then redis.call('HSET', ak, n .. '.traceback', tb)
-  else redis.call('HDEL', ak, n .. '.traceback') end
+  local set = {n .. '.ended_at', now_s, n .. '.outcome', outcome}
+  local gone = {}
+  -- who ended its process (tenure.core.causes); kept when absent, as the SQL stores' coalesce
+  if cause and cause ~= '' then set[#set + 1] = n .. '.cause'; set[#set + 1] = cause end
+  if err then set[#set + 1] = n .. '.error'; set[#set + 1] = err
+  else gone[#gone + 1] = n .. '.error' end
+  if tb then set[#set + 1] = n .. '.traceback'; set[#set + 1] = tb
+  else gone[#gone + 1] = n .. '.traceback' end
+  redis.call('HSET', ak, unpack(set))
+  if #gone > 0 then redis.call('HDEL', ak, unpack(gone)) end
 end
 
 -- Optional strings travel as '-' (none) or '+text'.

@@ -18,7 +18,7 @@ for _, kind in ipairs({'then', 'catch', 'finally'}) do
       kind .. '.queue', ARGV[i + 3], kind .. '.name', ARGV[i + 4], kind .. '.payload',
       ARGV[i + 5], kind .. '.policy', ARGV[i + 6], kind .. '.delay', ARGV[i + 7],
       kind .. '.keep', ARGV[i + 8])
-    -- its overlap and rate guards, as JSON (records.guard_fields); '' when it has none
+    -- its overlap and rate guards, as JSON (codec.guard_fields); '' when it has none
     if ARGV[i + 9] ~= '' then redis.call('HSET', bk, kind .. '.guards', ARGV[i + 9]) end
   end
   i = i + 1 + CALLBACK_FIELDS

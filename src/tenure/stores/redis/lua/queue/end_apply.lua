@@ -1,8 +1,9 @@
 -- The second half: apply a decision taken in Python, only if the job is still exactly as it was
 -- read (compare-and-set); otherwise return 'conflict' and the caller reads again.
 -- ARGV[3..]: id, token, outcome, error ('-'/'+'), traceback ('-'/'+'), retry ('1'/'0'), delay,
--- tries_used, exceptions, last_error, tries_used read, exceptions read, mode ('end'/'rescue'),
--- cause ('' for none).
+-- tries_used, exceptions, last_error, tries_used read, exceptions read, mode ('end'/'rescue',
+-- or 'forget': an end already recorded once by its worker leaves no attempt fields unless the
+-- job was cancelled meanwhile), cause ('' for none).
 -- retry 'c': the job was cancelled while it ran; it ends cancelled (counters unchanged).
 local now_s, now = clock()
 local id = ARGV[3]
@@ -18,7 +19,16 @@ end
 -- hand-edited lease could have moved.
 if ARGV[15] == 'rescue' and (tonumber(f[5]) or 0) >= now then return {'conflict'} end
 local seq = num(f[6])
-close_attempt(id, n, now_s, ARGV[5], optional(ARGV[6]), optional(ARGV[7]), ARGV[16])
+if ARGV[15] == 'forget' and ARGV[8] ~= 'c' then
+  local gone = {}
+  for _, name in ipairs({'worker_id', 'host', 'pid', 'started_at', 'ended_at', 'outcome',
+      'error', 'traceback', 'last_heartbeat_at', 'cause', 'memory_mb'}) do
+    gone[#gone + 1] = n .. '.' .. name
+  end
+  redis.call('HDEL', att_key(id), unpack(gone))
+else
+  close_attempt(id, n, now_s, ARGV[5], optional(ARGV[6]), optional(ARGV[7]), ARGV[16])
+end
 -- A rescued attempt crashed when its worker was last known alive: its last heartbeat (else
 -- its start), not now; the job's own timing (retry, finished_at) stays at now.
 if ARGV[15] == 'rescue' then

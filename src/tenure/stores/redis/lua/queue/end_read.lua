@@ -1,5 +1,5 @@
 -- The first half of end_attempt: refuse a stale token at once, or return what the retry
--- decision (pure Python, tenure.retry.decide) needs. ARGV[3]: job id, [4]: token, [5]: outcome.
+-- decision (pure Python, tenure.core.retry.decide) needs. ARGV[3]: job id, [4]: token, [5]: outcome.
 local now_s, now = clock()
 local id = ARGV[3]
 local f = redis.call('HMGET', job_key(id), 'state', 'attempt', 'policy', 'tries_used',

@@ -1,9 +1,10 @@
--- ARGV[3]: lease seconds; ARGV[4..]: pairs (job id, token). Returns the ids whose lease is lost,
--- and the ids renewed whose job was cancelled meanwhile (its worker stops it).
+-- ARGV[3]: lease seconds; ARGV[4..]: triples (job id, token, the attempt's last memory reading
+-- in MB or ''). Returns the ids whose lease is lost, and the ids renewed whose job was cancelled
+-- meanwhile (its worker stops it).
 local now_s, now = clock()
 local lease = tonumber(ARGV[3])
 local lost, cancel = {}, {}
-for i = 4, #ARGV, 2 do
+for i = 4, #ARGV, 3 do
   local id = ARGV[i]
   local jk = job_key(id)
   local f = redis.call('HMGET', jk, 'state', 'attempt', 'lease_expires_at', 'cancel_requested_at')
@@ -16,6 +17,7 @@ for i = 4, #ARGV, 2 do
     redis.call('HSET', jk, 'lease_expires_at', expires)
     redis.call('ZADD', RUNNING, expires, id)
     redis.call('HSET', att_key(id), n .. '.last_heartbeat_at', now_s)
+    if ARGV[i + 2] ~= '' then redis.call('HSET', att_key(id), n .. '.memory_mb', ARGV[i + 2]) end
     if f[4] then cancel[#cancel + 1] = id end
   else
     lost[#lost + 1] = id

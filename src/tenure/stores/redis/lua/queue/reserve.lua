@@ -43,14 +43,16 @@ for _, queued in ipairs(queued_keys(base)) do
             rate_limit = f[11], rate_window = f[12]}
           local run_at, reason = guard_deferral(id, n, g, now)
           local ak = att_key(id)
-          redis.call('HSET', ak, n .. '.worker_id', ARGV[5], n .. '.host', ARGV[6],
-            n .. '.pid', ARGV[7], n .. '.started_at', now_s)
+          -- the attempt's start, and its end (deferred) or first beat, in one HSET
+          local started = {n .. '.worker_id', ARGV[5], n .. '.host', ARGV[6],
+            n .. '.pid', ARGV[7], n .. '.started_at', now_s}
           if run_at then
             local at = fmt(run_at)
             redis.call('HSET', job_key(id), 'attempt', n, 'run_at', at)
             redis.call('ZADD', queued, at, member)
             redis.call('HSET', ak, n .. '.ended_at', now_s, n .. '.outcome', 'deferred',
-              n .. '.error', reason .. string.format('; deferred %.1f s', math.max(run_at - now, 0)))
+              n .. '.error', reason .. string.format('; deferred %.1f s', math.max(run_at - now, 0)),
+              unpack(started))
             seen[member] = true
             nseen = nseen + 1
           else
@@ -64,7 +66,7 @@ for _, queued in ipairs(queued_keys(base)) do
               'lease_expires_at', expires, 'worker_id', ARGV[5])
             redis.call('ZADD', RUNNING, expires, id)
             move_index(id, num(f[3]), 'queued', 'running')
-            redis.call('HSET', ak, n .. '.last_heartbeat_at', now_s)
+            redis.call('HSET', ak, n .. '.last_heartbeat_at', now_s, unpack(started))
             out[#out + 1] = {id, f[4] or '', f[5] or '', f[6] or '', tostring(n), expires, f[7]}
           end
         end

@@ -1,0 +1,336 @@
+"""A worker started inside an image (a Dockerfile `CMD`/`ENTRYPOINT`, or a script one of them
+runs) gets the stop grace of the Compose service or Kubernetes container that runs it.
+
+Three ways a runner is seen to run a script worker:
+- it names the script itself (`command: ./kubernetes/run.sh`, `entrypoint: [...entrypoint.sh]`),
+  or the script dispatches on its first word (`command: celery-worker` and a
+  `celery-worker)` case in the script);
+- it builds the image (`build: .`, `build: {context: ., dockerfile: docker/Dockerfile}`) whose
+  `CMD`/`ENTRYPOINT` is the worker, or names the script, and does not replace that process
+  with its own `command`/`entrypoint`;
+- it runs the same image by name (`image: shop/app:1.2` where a Compose service builds
+  `shop/app`), as a Kubernetes container or another Compose service does.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass, replace
+from functools import partial
+
+from tenure.doctor.dockerfile import copied_files, env_settings, instructions
+from tenure.doctor.laravel.deploy import (
+    ArtisanWorker,
+    _json_or_split,
+    expand,
+    is_development_compose,
+)
+from tenure.doctor.model import Value
+from tenure.doctor.readers import compose, kubernetes
+from tenure.doctor.readers.common import ReadResult
+from tenure.doctor.readers.worker_command import interpolate
+from tenure.doctor.readers.yamlnodes import YamlProblem, YMap, get_path, load_documents
+from tenure.doctor.shell_dispatch import env_dispatch, reaching_labels
+from tenure.doctor.supervision import supervised
+from tenure.doctor.walk import Tree, decode, is_development_name
+
+Worker = ArtisanWorker
+
+
+@dataclass
+class Runner:
+    """A Compose service or Kubernetes container: what it runs and the grace around it."""
+
+    label: str
+    argv: list[str]  # its own entrypoint + command
+    own_entrypoint: bool
+    own_command: bool
+    grace: partial[Value | None]
+    dockerfile: str | None = None  # rel path of the Dockerfile it builds
+    image: str | None = None  # the image name, without tag
+    builds: bool = False
+    env: dict[str, tuple[str, str]] | None = None  # its own environment: name -> (value, where)
+
+
+def tie(tree: Tree, workers: list[Worker], scripts: dict[str, str]) -> list[Worker]:
+    """Give each script or Dockerfile worker whose grace is unknown the grace of a runner; a
+    supervisord program whose config the image copies in gets the container's grace when it
+    is shorter: the platform kills supervisord and its programs when its own grace ends."""
+    waiting = [w for w in workers if w.platform == "script" and w.platform_grace is None]
+    inside = [w for w in workers if w.platform == "supervisord" and w.platform_grace is not None]
+    if not waiting and not inside:
+        return workers
+    runners = list(_all_runners(tree))
+    built = {r.image: r.dockerfile for r in runners if r.builds and r.image and r.dockerfile}
+    for runner in runners:
+        if runner.dockerfile is None and runner.image in built:
+            runner.dockerfile = built[runner.image]
+    for worker in waiting:
+        text = scripts.get(worker.source.path or "", "")
+        running = _distinct([r for r in runners if _runs(r, worker, text, scripts)])
+        # Each service running the script is a worker of its own, with its own grace: the
+        # rule must name the one whose grace is too short, not the first one found.
+        copies = [worker] + [replace(worker, options=dict(worker.options),
+                                     option_notes=dict(worker.option_notes))
+                             for _ in running[1:]]  # fmt: skip
+        base = worker.name
+        for copy, runner in zip(copies, running, strict=False):
+            copy.platform_grace = runner.grace()
+            copy.name = f"{base} (run by {runner.label})"
+            _resolve_options(copy, _environment(runner, scripts))
+        workers += copies[1:]
+    for worker in inside:
+        image = next((r for r in runners if _copies(tree, r, worker, scripts)), None)
+        outer = image.grace() if image is not None else None
+        own = worker.platform_grace
+        if image is None or outer is None or outer.amount is None or own is None:
+            continue
+        if own.amount is None or outer.amount < own.amount:
+            worker.platform_grace = outer
+            worker.name = f"{worker.name} (in {image.label})"
+    return workers
+
+
+def _distinct(runners: list[Runner]) -> list[Runner]:
+    """One runner per name and grace: the same service in a second Compose variant of the
+    deployment (docker-compose.no-caddy.yml) is the same worker, said once."""
+    seen: set[tuple[str, float | None]] = set()
+    out = []
+    for runner in runners:
+        grace = runner.grace()
+        key = (runner.label, grace.amount if grace is not None else None)
+        if key not in seen:
+            seen.add(key)
+            out.append(runner)
+    return out
+
+
+def _environment(runner: Runner, scripts: dict[str, str]) -> dict[str, tuple[str, str]]:
+    """What the script sees: the image's ENV, overridden by the service's own environment."""
+    env: dict[str, tuple[str, str]] = {}
+    if runner.dockerfile is not None and runner.dockerfile in scripts:
+        for e in env_settings(runner.dockerfile, scripts[runner.dockerfile]):
+            env[e.key] = (e.value, str(e.source))
+    return {**env, **(runner.env or {})}
+
+
+def _resolve_options(worker: Worker, env: dict[str, tuple[str, str]]) -> None:
+    """`--time-limit="${CELERY_TASK_TIME_LIMIT}"` takes the value the runner's environment
+    gives it; an option it leaves unresolved stays as written (its default, or unknown, is the
+    check's to say)."""
+    for option, raw in list(worker.options.items()):
+        if "$" not in raw:
+            continue
+        used = [name for name in _VARIABLES.findall(raw) if name in env]
+        resolved = interpolate(raw, {name: value for name, (value, _) in env.items()})
+        if resolved is None or not used:
+            continue
+        worker.options[option] = resolved
+        worker.option_notes[option] = ", ".join(
+            f"{name}={env[name][0]} ({env[name][1]})" for name in used
+        )
+
+
+_VARIABLES = re.compile(r"\$\{?(\w+)")
+
+
+def _copies(tree: Tree, runner: Runner, worker: Worker, scripts: dict[str, str]) -> bool:
+    """The runner's image has the worker's supervisord config copied in, and runs supervisord
+    (the image's own process, or a command naming it)."""
+    if runner.dockerfile is None or runner.dockerfile not in scripts:
+        return False
+    keeps = not (runner.own_entrypoint or runner.own_command) or any(
+        "supervisord" in t for t in runner.argv
+    )
+    path = os.path.join(tree.root, runner.dockerfile)
+    copied = copied_files(tree.root, path, scripts[runner.dockerfile])
+    return keeps and os.path.join(tree.root, worker.source.path or "") in copied
+
+
+def _all_runners(tree: Tree) -> Iterator[Runner]:
+    for found in tree.files["yaml"]:
+        if is_development_name(found.rel):
+            continue
+        content = decode(found)
+        try:
+            documents = load_documents(content) if isinstance(content, str) else []
+        except YamlProblem:
+            continue
+        for document in documents:
+            yield from _runners(found.rel, document)
+
+
+def _runners(path: str, document: object) -> Iterator[Runner]:
+    if compose.is_compose(document):
+        assert isinstance(document, YMap)
+        if is_development_compose(document):
+            return
+        for name, service in document["services"].items():
+            if not isinstance(service, YMap):
+                continue
+            argv = _words(service.get("entrypoint")) + _words(service.get("command"))
+            yield Runner(
+                f"Compose service {name}", argv, "entrypoint" in service, "command" in service,
+                partial(compose._grace, path, service, {}, ReadResult()),
+                _dockerfile(path, service.get("build")), _image(service.get("image")),
+                builds="build" in service, env=_compose_env(path, name, service),
+            )  # fmt: skip
+    elif kubernetes.is_manifest(document):
+        assert isinstance(document, YMap)
+        spec_path = kubernetes.POD_SPEC_PATHS.get(str(document.get("kind")))
+        pod = get_path(document, *spec_path) if spec_path else None
+        containers = pod.get("containers") if isinstance(pod, YMap) else None
+        for container in containers if isinstance(containers, list) else []:
+            if isinstance(container, YMap) and isinstance(pod, YMap):
+                argv = _words(container.get("command")) + _words(container.get("args"))
+                yield Runner(
+                    f"Kubernetes container {container.get('name', '?')}", argv,
+                    "command" in container, "args" in container,
+                    partial(kubernetes._grace, path, pod, container, ReadResult()),
+                    image=_image(container.get("image")),
+                    env=_container_env(path, container),
+                )  # fmt: skip
+
+
+def _compose_env(path: str, name: str, service: YMap) -> dict[str, tuple[str, str]]:
+    """A Compose service's `environment:` (a map or a KEY=value list); values that are
+    themselves ${...} are left out: Compose fills them from a shell the doctor cannot see."""
+    raw = service.get("environment")
+    where = f"{path}, service {name}"
+    pairs: list[tuple[str, object]] = []
+    if isinstance(raw, YMap):
+        pairs = list(raw.items())
+    elif isinstance(raw, list):
+        pairs = [(k, v) for k, eq, v in (str(i).partition("=") for i in raw) if eq]
+    return {str(k): (str(v), where) for k, v in pairs
+            if v is not None and not isinstance(v, dict | list) and "$" not in str(v)}  # fmt: skip
+
+
+def _container_env(path: str, container: YMap) -> dict[str, tuple[str, str]]:
+    where = f"{path}, container {container.get('name', '?')}"
+    items = [i for i in container.get("env") or [] if isinstance(i, YMap) and "name" in i]
+    return {str(i["name"]): (str(i["value"]), where) for i in items if i.get("value") is not None}
+
+
+def _dockerfile(compose_path: str, build: object) -> str | None:
+    """The Dockerfile a Compose `build:` names, relative to the project root."""
+    if isinstance(build, str):
+        context, name = build, "Dockerfile"
+    elif isinstance(build, dict):  # YMap is a dict
+        context = str(build.get("context", "."))
+        name = str(build.get("dockerfile", "Dockerfile"))
+    else:
+        return None
+    if "://" in context or "$" in context:
+        return None
+    folder = os.path.dirname(compose_path)
+    return os.path.normpath(os.path.join(folder, context, name))
+
+
+def _image(value: object) -> str | None:
+    """`registry.example/shop/app:1.2@sha256:...` -> `registry.example/shop/app`; a name made
+    of variables only is no name."""
+    if not isinstance(value, str) or not value.strip() or value.strip().startswith("$"):
+        return None
+    name = value.strip().split("@", 1)[0]
+    last = name.rsplit("/", 1)
+    if ":" in last[-1]:
+        name = name[: len(name) - len(last[-1])] + last[-1].split(":", 1)[0]
+    return name
+
+
+def _runs(runner: Runner, worker: Worker, script: str, scripts: dict[str, str]) -> bool:
+    """The runner starts the script (or image) the worker is in, and, when the script picks
+    the worker by an environment variable (`role=${CONTAINER_ROLE:-app}` then
+    `elif [ "$role" = "queue" ]`), the runner's environment picks the worker's branch."""
+    if not _starts(runner, worker, script, scripts):
+        return False
+    chosen = env_dispatch(script, worker.source.line) if script else None
+    if chosen is None:
+        return True
+    variable, default, labels = chosen
+    value = _environment(runner, scripts).get(variable, (default, ""))[0]
+    # Set nowhere the doctor sees (a ConfigMap, a secret): may be the worker's, as before.
+    return value is None or value in labels
+
+
+def _starts(runner: Runner, worker: Worker, script: str, scripts: dict[str, str]) -> bool:
+    path = worker.source.path or ""
+    line = worker.source.line
+    if _names(runner.argv, path, script, runner.own_entrypoint, line):
+        return True
+    if runner.dockerfile is None or runner.dockerfile not in scripts:
+        return False
+    processes = _image_processes(scripts[runner.dockerfile])
+    if path == runner.dockerfile:  # the worker is the image's own CMD or ENTRYPOINT line
+        line = worker.source.line
+        return any(
+            line == at and not (runner.own_entrypoint or (word == "CMD" and runner.own_command))
+            for word, at, _ in processes
+        )
+    if not runner.own_entrypoint and supervised(runner.dockerfile, scripts[runner.dockerfile],
+                                                path, scripts):  # fmt: skip
+        return True  # an s6/runit service the image's supervisor starts
+    # A script the image's ENTRYPOINT or CMD runs, when the runner keeps that process.
+    kept = [
+        argv
+        for word, _, argv in processes
+        if not runner.own_entrypoint and (word == "ENTRYPOINT" or not runner.own_command)
+    ]
+    # The image's ENTRYPOINT script receives the service's command, else the image's CMD.
+    given = runner.argv if runner.own_command else [
+        t for word, _, argv in processes if word == "CMD" for t in argv]  # fmt: skip
+    return any(
+        _names(argv + (given if word == "ENTRYPOINT" else []), path, script, True, line)
+        for word, _, argv in processes
+        if argv in kept
+    )
+
+
+def _image_processes(text: str) -> list[tuple[str, int, list[str]]]:
+    """(CMD|ENTRYPOINT, line, argv) of the last stage's last CMD and last ENTRYPOINT."""
+    last: dict[str, tuple[str, int, list[str]]] = {}
+    for line, word, rest in instructions(text):
+        if word == "FROM":
+            last = {}
+        elif word in ("CMD", "ENTRYPOINT"):
+            last[word] = (word, line, _json_or_split(rest))
+    return list(last.values())
+
+
+def _names(
+    argv: list[str], path: str, script: str, own_entrypoint: bool, line: int | None = None
+) -> bool:
+    """argv runs the script at `path`: by its name or stem, or as the sub-command of an
+    entrypoint script that dispatches on it; then the worker's `line` must be in that
+    sub-command's branch (`web)` of the same script runs nginx, not the worker)."""
+    names = {os.path.basename(path), os.path.splitext(os.path.basename(path))[0]}
+    tokens = expand(argv)
+    for i, t in enumerate(tokens):
+        if t and (os.path.basename(t) in names or os.path.splitext(os.path.basename(t))[0]
+                  in names):  # fmt: skip
+            return _dispatches_to(script, line, tokens[i + 1 :])
+    if own_entrypoint or not tokens or not script:
+        return False
+    labels = reaching_labels(script, line) if line is not None else set()
+    if labels:  # the worker's line is in a branch, or a function branches call: their labels
+        return tokens[0] in labels
+    # Reached by no branch the doctor can see: any branch named so.
+    return re.search(rf"^\s*{re.escape(tokens[0])}\)", script, re.MULTILINE) is not None
+
+
+def _dispatches_to(script: str, line: int | None, args: list[str]) -> bool:
+    """The script, given `args`, reaches the worker's line: always when that line is in no
+    `case` branch or no argument is seen, else when the first argument is its branch's label."""
+    labels = reaching_labels(script, line) if script and line is not None else set()
+    return not labels or not args or args[0] in labels
+
+
+def _words(value: object) -> list[str]:
+    if isinstance(value, str):
+        return expand([value])
+    if isinstance(value, list):
+        return expand([str(v) for v in value if v is not None])
+    return []
