@@ -122,7 +122,7 @@ def test_imports_in_functions_under_type_checking_and_relative_ones_count(
 
 def test_the_graph_reads_from_imports_of_a_module_and_of_a_package() -> None:
     graph = import_graph()
-    assert "tenure.stores.sqlite.guards" in graph["tenure.stores.sqlite.connection"]
+    assert "tenure.stores.sqlite.guards" in graph["tenure.stores.sqlite.jobs"]
     assert "tenure.stores.base" in graph["tenure.stores"]
 
 

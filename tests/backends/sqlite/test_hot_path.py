@@ -9,7 +9,7 @@ from pathlib import Path
 
 from conformance.helpers import W1, enqueue, job, new_job, reserve_one
 from tenure.stores.sqlite import SQLiteStore
-from tenure.stores.sqlite.connection import CLOCK_SQL, sqlite_now
+from tenure.stores.sqlite.database import CLOCK_SQL, sqlite_now
 
 
 def test_a_success_and_the_next_claim_are_the_raw_loops_seven_statements(

@@ -8,7 +8,9 @@ import json
 import sqlite3
 from collections.abc import Sequence
 
-from tenure.stores.sqlite.connection import CLOCK_SQL, FAIR_READY, ROW_ERRORS, insert_jobs
+from tenure.stores.sqlite.database import CLOCK_SQL, ROW_ERRORS
+from tenure.stores.sqlite.inserts import insert_jobs
+from tenure.stores.sqlite.jobs import FAIR_READY
 
 
 class SQLiteDialect:
@@ -39,7 +41,7 @@ class SQLiteDialect:
         # the shared statements never hold a literal '%' or '{s}.' of their own
         return sql.replace("{s}.", "").replace("%s", "?")
 
-    insert_jobs = staticmethod(insert_jobs)  # connection.py's, which its hot path calls itself
+    insert_jobs = staticmethod(insert_jobs)  # inserts.py's, which jobs.py calls itself
 
     def text_list(self, values: Sequence[str]) -> str:
         return json.dumps(list(values))

@@ -33,8 +33,9 @@ from tenure.stores.sql import batches, control, endings, operations, periodic, r
 from tenure.stores.sql import guards as sql_guards
 from tenure.stores.sql.rows import attempt_record, effect_record, job_record
 from tenure.stores.sql.store import Clock, SQLStore
-from tenure.stores.sqlite.connection import SQLiteJobs, sqlite_path
+from tenure.stores.sqlite.database import sqlite_path
 from tenure.stores.sqlite.dialect import SQLITE
+from tenure.stores.sqlite.jobs import SQLiteJobs
 from tenure.stores.sqlite.transaction import SQLiteJobTransaction
 from tenure.stores.sqlite.wake import FileWatch
 
@@ -45,7 +46,7 @@ WAKE_WATCH_S = 0.25  # with it: a look now and then all the same, in case an eve
 
 
 class SQLiteStore(SQLiteJobs, SQLStore):
-    """The embedded default store: the job's hot path is SQLiteJobs (connection.py), the
+    """The embedded default store: the job's hot path is SQLiteJobs (jobs.py), the
     operators' verbs both SQL stores share are SQLStore (stores/sql/store.py); its rescue,
     heartbeats, waiting, reading and periodic claims live here."""
 

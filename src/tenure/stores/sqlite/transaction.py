@@ -8,8 +8,8 @@ import sqlite3
 from tenure.core.records import EndResult
 from tenure.core.words import transaction_ended
 from tenure.stores.sql import endings
-from tenure.stores.sqlite.connection import SQLiteJobs
 from tenure.stores.sqlite.dialect import SQLITE
+from tenure.stores.sqlite.jobs import SQLiteJobs
 
 
 class SQLiteJobTransaction:

@@ -1,0 +1,187 @@
+"""The SQLite database under the store: one connection per thread (and per process), WAL, the
+store's clock, the write transaction that takes the lock up front, migrations on first use and
+the URL's path. The statements of a job's walk that run on it are jobs.py."""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+import threading
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+
+from tenure.core.errors import StoreMisconfigured, StoreUnavailable
+from tenure.stores.sqlite import schema
+
+CLOCK_SQL = "(julianday('now') - 2440587.5) * 86400.0"  # epoch seconds, SQLite's own clock
+# what a damaged row raises (see sql/endings.isolated)
+ROW_ERRORS = (sqlite3.Error, ValueError, TypeError, KeyError, OverflowError)
+UNIX_EPOCH_MS = 210_866_760_000_000  # 1970-01-01 in Julian milliseconds, as SQLite's unix VFS
+
+
+def sqlite_now() -> float:
+    """CLOCK_SQL's value without a statement: SQLite's 'now' is the host's real-time clock
+    (the unix VFS's xCurrentTimeInt64: gettimeofday, cut to the millisecond) in this very
+    process, so the same clock read here, cut and converted by the same arithmetic, is the
+    same number; a write transaction saves a statement (one per job on the hot path)."""
+    ms = time.time_ns() // 1_000_000 + UNIX_EPOCH_MS
+    return (ms / 86_400_000.0 - 2440587.5) * 86400.0
+
+
+class SQLiteDatabase:
+    def __init__(self, url: str) -> None:
+        self.url = url
+        self.path = sqlite_path(url)
+        self._local = threading.local()
+        self._migrated = False
+        self.clock: Callable[[], float] | None = None
+
+    # -- connections -------------------------------------------------------------------
+    def _conn(self) -> sqlite3.Connection:
+        conn: sqlite3.Connection | None = getattr(self._local, "conn", None)
+        if conn is None or getattr(self._local, "pid", None) != os.getpid():
+            conn = self._open()
+            self._local.file = _file_identity(self.path)
+            conn.row_factory = sqlite3.Row
+            conn.execute("PRAGMA synchronous=NORMAL")
+            conn.execute("PRAGMA busy_timeout=30000")
+            self._local.conn = conn
+            self._local.pid = os.getpid()
+            if not self._migrated:
+                self.migrate()
+        return conn
+
+    def _open(self) -> sqlite3.Connection:
+        """A connection to the file; a path that cannot be opened (no such directory, no
+        permission) is StoreMisconfigured naming the file, not sqlite3's bare
+        "unable to open database file"."""
+        try:
+            conn = sqlite3.connect(self.path, timeout=30.0, isolation_level=None)
+            try:
+                _use_wal(conn)
+            except sqlite3.DatabaseError as exc:
+                conn.close()
+                if isinstance(exc, sqlite3.OperationalError):
+                    raise
+                raise _not_a_database(self.path, exc) from exc
+        except sqlite3.OperationalError as exc:
+            if "unable to open" not in str(exc):
+                raise
+            where = os.path.abspath(self.path)
+            folder = os.path.dirname(where)
+            why = (
+                f"the directory {folder} does not exist"
+                if not os.path.isdir(folder)
+                else f"it cannot be created or opened there ({exc})"
+            )
+            raise StoreMisconfigured(
+                f"SQLite store {self.url}: cannot open {where}: {why}; create the directory "
+                "or point the URL at a writable path"
+            ) from None
+        return conn
+
+    @contextmanager
+    def _write(self) -> Iterator[tuple[sqlite3.Connection, float]]:
+        """A write transaction holding the lock from its start, with the store's now."""
+        conn = self._checked_conn()
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            yield conn, self._now(conn)
+        except BaseException:
+            conn.execute("ROLLBACK")
+            raise
+        conn.execute("COMMIT")
+
+    def _checked_conn(self) -> sqlite3.Connection:
+        """The file at the path must still be the one this connection opened: a connection to
+        a deleted file keeps writing into its orphaned inode, so a dispatch would return the id
+        of a job that exists nowhere another process can see. One stat per write transaction."""
+        conn = self._conn()
+        if _file_identity(self.path) == self._local.file:
+            return conn
+        self._local.conn = None  # the next call opens (and migrates) what is at the path then
+        self._migrated = False
+        conn.close()
+        raise StoreUnavailable(
+            f"the SQLite store file {os.path.abspath(self.path)} was deleted or replaced since "
+            "this process opened it; nothing was written. Put the file back (or let the next "
+            "call create a new one there) and restart the workers that use it"
+        )
+
+    @contextmanager
+    def _read(self) -> Iterator[sqlite3.Connection]:
+        """A read transaction: one consistent snapshot for a multi-query read."""
+        conn = self._conn()
+        conn.execute("BEGIN")
+        try:
+            yield conn
+        finally:
+            conn.execute("COMMIT")
+
+    def now(self) -> float:
+        return self._now(self._conn())
+
+    def _now(self, conn: sqlite3.Connection) -> float:
+        if self.clock is not None:  # tenure.testing's frozen clock, in tests only
+            return self.clock()
+        return sqlite_now()
+
+    def migrate(self) -> None:
+        self._migrated = True
+        schema.migrate(self._conn())
+
+    def close(self) -> None:
+        conn = getattr(self._local, "conn", None)
+        if conn is not None:
+            conn.close()
+            self._local.conn = None
+
+
+WAL_SWITCH_TIMEOUT_S = 30.0
+
+
+def _use_wal(conn: sqlite3.Connection) -> None:
+    """Put the file in WAL mode (it stays so). Processes opening a new file at once all try to
+    switch it, and SQLite answers 'database is locked' at once, without its busy handler, to
+    all but one: wait for that one instead of failing."""
+    deadline = time.monotonic() + WAL_SWITCH_TIMEOUT_S
+    while True:
+        try:
+            conn.execute("PRAGMA journal_mode=WAL")
+            return
+        except sqlite3.OperationalError as exc:
+            if "locked" not in str(exc) or time.monotonic() >= deadline:
+                raise
+            time.sleep(0.01)  # a back-off between tries, while another process switches it
+
+
+def _not_a_database(path: str, exc: sqlite3.DatabaseError) -> Exception:
+    """A file SQLite cannot read as a database is not an outage: retrying never fixes it, so
+    the worker exits 2 naming the file, as for a missing one."""
+    if isinstance(exc, sqlite3.OperationalError):  # locked, busy, I/O: may pass
+        return exc
+    return StoreMisconfigured(
+        f"the SQLite store file {os.path.abspath(path)} is not a database SQLite can read "
+        f"({exc}): it is corrupt or another kind of file. Restore it from a backup or point "
+        "tenure at the right file"
+    )
+
+
+def _file_identity(path: str) -> tuple[int, int] | None:
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return st.st_dev, st.st_ino
+
+
+def sqlite_path(url: str) -> str:
+    """sqlite:///relative.db, sqlite:////abs/path.db, sqlite:///:memory: is refused."""
+    path = url.removeprefix("sqlite://")
+    path = path.removeprefix("/") if not path.startswith("//") else path[1:]
+    if not path or path == ":memory:":
+        raise ValueError(
+            "sqlite needs a file that every worker process can open, e.g. sqlite:///tenure.db"
+        )
+    return path
