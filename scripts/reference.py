@@ -166,7 +166,7 @@ def render_api() -> str:
 # -- upgrading -----------------------------------------------------------------------------
 def render_upgrading() -> str:
     from tenure.stores.postgres.schema import migrations as postgres_migrations
-    from tenure.stores.redis.client import LAYOUT_VERSION, UPGRADABLE_LAYOUTS
+    from tenure.stores.redis.database import LAYOUT_VERSION, UPGRADABLE_LAYOUTS
     from tenure.stores.sqlite.schema import MIGRATIONS as SQLITE_MIGRATIONS
 
     def listed(steps: list[Any]) -> list[str]:

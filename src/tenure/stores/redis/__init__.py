@@ -1,6 +1,6 @@
 """`redis://host:port/db?prefix=NAME` (also `redis+cluster://` and `redis+sentinel://`, see
 connection.py): every change of state is one Lua script (lua/*.lua,
-loaded by scripts.py), TIME is the clock. The store (store.py) over its client (client.py:
+loaded by scripts.py), TIME is the clock. The store (store.py) over its database (database.py:
 connection, key names, running scripts): a job's hot path (jobs.py), batches, guards, periodic
 jobs, what people read (operations.py), and reading stored hashes back into records
 (records.py)."""

@@ -30,7 +30,7 @@ from tenure.core import chains
 from tenure.core.codec import guard_fields
 from tenure.core.errors import ConfigError, TenureError
 from tenure.core.records import BatchRecord, CancelResult, NewBatch, NewJob
-from tenure.stores.redis.client import RedisClient, keep_args, optional
+from tenure.stores.redis.database import RedisDatabase, keep_args, optional
 from tenure.stores.redis.guards import member_guards
 from tenure.stores.redis.records import PROGRESS_UNITS, batch_record
 from tenure.stores.redis.scripts import CALLBACK_FIELDS, CALLBACK_KINDS
@@ -38,7 +38,7 @@ from tenure.stores.redis.scripts import CALLBACK_FIELDS, CALLBACK_KINDS
 BATCH_PAGE = 100
 
 
-class RedisBatches(RedisClient):
+class RedisBatches(RedisDatabase):
     def _members_of(self, batch_id: str, jobs: Sequence[NewJob]) -> list[NewJob]:
         """The members as stored: in the batch, a chain member's spec with its queues' keys."""
         return [

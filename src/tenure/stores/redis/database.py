@@ -1,5 +1,6 @@
-"""The Redis store's plumbing: the connection, key names, running Lua scripts, and finding
-which queue holds a job. `RedisStore` (store.py) builds the Store protocol on top of it.
+"""The Redis database under the store: the connection, key names, running Lua scripts, and
+finding which queue holds a job. `RedisStore` (store.py) builds the Store protocol on top of it
+(as postgres/database.py and sqlite/database.py are under theirs).
 """
 
 from __future__ import annotations
@@ -43,7 +44,7 @@ UPGRADABLE_LAYOUTS = ("1",)
 Call = tuple[Script, list[str], list[Any]]
 
 
-class RedisClient:
+class RedisDatabase:
     def __init__(self, url: str) -> None:
         self.url = url
         opened = connect(url)

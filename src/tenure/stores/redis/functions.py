@@ -9,7 +9,7 @@ their text, so two tenure versions on one server each run their own code, as SCR
 SHA-1 names keep them apart.
 
 Redis 6.2 has no functions, and a proxy or an ACL may refuse FUNCTION: there the scripts run by
-EVALSHA, as before; so do they behind Sentinel for now (RedisClient._load_functions says why).
+EVALSHA, as before; so do they behind Sentinel for now (RedisDatabase._load_functions says why).
 A server that lost its functions (a restart without persistence, FUNCTION FLUSH, a new cluster
 node) answers "Function not found" without running anything, so the libraries are loaded again
 and the call re-sent, as NOSCRIPT is for EVALSHA.

@@ -49,11 +49,11 @@ from tenure.core.codec import guard_fields
 from tenure.core.errors import ConfigError
 from tenure.core.records import EffectRecord, NewJob
 from tenure.stores.base import JobTransaction
-from tenure.stores.redis.client import RedisClient
+from tenure.stores.redis.database import RedisDatabase
 from tenure.stores.redis.records import to_float, to_int
 
 
-class RedisGuards(RedisClient):
+class RedisGuards(RedisDatabase):
     def claim_once(self, *, job_id: str, token: int, key: str) -> bool:
         queue = self._locate(job_id)
         if queue is None:

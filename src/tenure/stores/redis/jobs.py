@@ -1,7 +1,7 @@
 """A job through its life on Redis, the hot path: enqueued, reserved, ended (a success and the
 next reservation in one script), its lease renewed by the heartbeat, and the waits for new work
 or for a job's end. Each step is one script or one pipeline of them; the replies are read here,
-so a job's walk goes from here to the client (client.py) and back, not to and fro. Rescue,
+so a job's walk goes from here to the database (database.py) and back, not to and fro. Rescue,
 pruning, cancel and the operators' switches are store.py's.
 """
 
@@ -29,7 +29,7 @@ from tenure.core.retry import Counters, cancelled_ending, decide, parse_policy
 from tenure.core.states import visible_state
 from tenure.stores import texts
 from tenure.stores.redis.batches import RedisBatches
-from tenure.stores.redis.client import MIN_BLOCK_S, Call, enqueue_args, optional
+from tenure.stores.redis.database import MIN_BLOCK_S, Call, enqueue_args, optional
 from tenure.stores.redis.records import to_float, to_opt_float
 
 STALE = "stale token: lease taken over"

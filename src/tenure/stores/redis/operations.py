@@ -11,7 +11,7 @@ from typing import cast
 
 from tenure.core.records import JobRecord, KeyCounts, QueueCounts, WorkerRecord, ready_age
 from tenure.core.states import JOB_STATES
-from tenure.stores.redis.client import LIST_PAGE, RedisClient, clock_value
+from tenure.stores.redis.database import LIST_PAGE, RedisDatabase, clock_value
 from tenure.stores.redis.guards import effect_records
 from tenure.stores.redis.records import (
     attempt_records,
@@ -25,7 +25,7 @@ from tenure.stores.redis.records import (
 COUNTED_STATES = ("queued", "scheduled", "running", "succeeded", "failed", "cancelled")
 
 
-class RedisOperations(RedisClient):
+class RedisOperations(RedisDatabase):
     def now(self) -> float:
         seconds, micros = self._redis.time()
         return clock_value(seconds, micros)

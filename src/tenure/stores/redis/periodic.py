@@ -12,12 +12,12 @@ from __future__ import annotations
 
 from tenure.core.errors import TenureError
 from tenure.core.records import NewJob, PeriodicClaim, PeriodicRecord
-from tenure.stores.redis.client import Call, RedisClient, enqueue_args
+from tenure.stores.redis.database import Call, RedisDatabase, enqueue_args
 
 CLAIMS: tuple[PeriodicClaim, ...] = ("dispatched", "recorded", "taken")
 
 
-class RedisPeriodic(RedisClient):
+class RedisPeriodic(RedisDatabase):
     def claim_periodic(
         self, *, name: str, queue: str, due: float, job: NewJob | None
     ) -> PeriodicClaim:

@@ -6,7 +6,7 @@
 -- lease?") and the change it guards can never be split by another client: the same guarantee
 -- SQLite's BEGIN IMMEDIATE and PostgreSQL's row locks give the other stores.
 --
--- Every queue script receives the same KEYS (see `RedisClient._queue_keys`), all under the
+-- Every queue script receives the same KEYS (see `RedisDatabase._queue_keys`), all under the
 -- queue's hash tag, and ARGV[1] = the queue's key base (job and attempt hashes are
 -- `base:job:ID` and `base:att:ID`, built inside the script because their ids are only known
 -- there; they carry the same hash tag, so a script never leaves its queue's Redis Cluster
