@@ -1,4 +1,30 @@
-"""Backends behind the one Store interface; the URL's scheme picks one."""
+"""Backends behind the one Store interface; the URL's scheme picks one.
+
+Every backend package names its files alike where they do the same job, so a reader who knows
+one knows all (`-` where the engine has no such file; `sql/` is what SQLite and PostgreSQL share):
+
+    file            job                                        sqlite  postgres  redis  sql
+    store.py        the Store class: the verbs off the hot path   x       x        x     x
+    jobs.py         the hot path: enqueue, reserve, end_attempt   x       x        x     -
+    database.py     connections, clock, transactions, the URL     x       x        x     -
+    inserts.py      the one insert every enqueue path shares      x       x        -     -
+    dialect.py      the engine as the shared SQL code sees it     x       x        -     x
+    guards.py       uniqueness, overlap, rate limits, once()      x       x        x     x
+    schema.py       numbered migrations (migrations/NNNN_*.sql)   x       x        -     -
+    transaction.py  a job's writes with its end (ctx.transaction) x       x        -     -
+    batches.py, periodic.py, operations.py: in sql/ for the SQL stores, in redis/ for Redis.
+
+What only one engine has keeps its own name: sqlite/wake.py (inotify wake-ups),
+postgres/claims.py (the claim statements) and waiters.py (pruning waiter rows),
+redis/connection.py (opening each topology from its URL), cluster.py, scripts.py and lua/,
+functions.py, and records.py (hashes read back into records, as sql/rows.py reads rows).
+
+A store is assembled over its engine's hot path: `SQLiteStore(SQLiteJobs, SQLStore)` and
+`PostgresStore(PostgresJobs, SQLStore)`, the shared SQL verbs mixed in; `RedisStore(RedisJobs,
+RedisGuards, RedisPeriodic, RedisOperations)`, parts of one store over one RedisDatabase. The
+jobs part is inherited, not held, so the hot path pays no forwarding call. SQLiteJobs and the
+Redis parts inherit their database; PostgresJobs holds its Database as `self.db`.
+"""
 
 from __future__ import annotations
 
