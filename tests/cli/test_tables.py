@@ -5,7 +5,6 @@ must be, and then named on stderr."""
 from __future__ import annotations
 
 import io
-import os
 import subprocess
 import sys
 import textwrap
@@ -15,10 +14,9 @@ import pytest
 from rich.console import Console
 
 import tenure
+from cli import helpers
 from tenure.cli.tables import Column, bar_columns, fit
 from tenure.testing import drain
-
-SRC = Path(__file__).resolve().parents[2] / "src"
 
 ERROR = "the upstream billing service answered 503 Service Unavailable after 30 s; " * 2
 NAME = "[bold]nightly[/bold] export of every customer record"
@@ -90,19 +88,7 @@ def test_the_batch_bar_keeps_its_counts_whole(width: int) -> None:
 
 
 def run_cli(*args: str, cwd: Path, width: int) -> subprocess.CompletedProcess[str]:
-    env = {
-        "PYTHONPATH": f"{SRC}{os.pathsep}{cwd}",
-        "COLUMNS": str(width),
-        "PATH": os.environ["PATH"],
-    }
-    return subprocess.run(
-        [sys.executable, "-m", "tenure", *args, "--app", "widejobs:app"],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        cwd=cwd,
-        env=env,
-    )
+    return helpers.run_cli(*args, "--app", "widejobs:app", cwd=cwd, columns=width)
 
 
 @pytest.fixture(scope="module")
