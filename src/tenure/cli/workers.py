@@ -8,9 +8,9 @@ from typing import Annotated
 
 import typer
 
-from tenure.app import WORKER_GONE_AFTER_S, WORKER_SILENT_AFTER_S
 from tenure.cli.common import AppOption, UrlOption, err, open_app, out, say
 from tenure.cli.tables import Column, print_table
+from tenure.control import WORKER_GONE_AFTER_S, WORKER_SILENT_AFTER_S
 from tenure.core.records import WorkerRecord
 from tenure.core.words import clock_text
 
