@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import secrets
+import subprocess
+import sys
 import time
 from collections.abc import Callable, Sequence
+from pathlib import Path
 from typing import TypeVar
 
 from tenure.core.records import AttemptRecord, JobRecord, NewJob, Reservation, WorkerRef
@@ -96,3 +99,33 @@ def expire_and_rescue(store: Store, job_id: str, *, timeout: float = 10.0) -> No
         return any(r.job_id == job_id for r in store.sweep(prune=False).rescued)
 
     wait_until(rescued, timeout=timeout, what=f"the lease of {job_id} to expire and be rescued")
+
+
+def race(script: str, *args: str, timeout: float) -> tuple[list[str], list[int | None]]:
+    """Four processes run `script` (`python -c`, in this directory) and start together: each
+    prints "ready" once set up, then all are told "go" at once. Returns each one's output and
+    exit code; any still running when the test gives up is killed."""
+    procs = [
+        subprocess.Popen(
+            [sys.executable, "-c", script, *args],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            text=True,
+            cwd=Path(__file__).parent,
+        )
+        for _ in range(4)
+    ]
+    try:
+        for p in procs:
+            assert p.stdout is not None and p.stdout.readline().strip() == "ready"
+        for p in procs:
+            assert p.stdin is not None
+            p.stdin.write("go\n")
+            p.stdin.flush()
+        outputs = [p.communicate(timeout=timeout)[0] for p in procs]
+    finally:
+        for p in procs:
+            if p.poll() is None:
+                p.kill()
+                p.wait()
+    return outputs, [p.returncode for p in procs]
