@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from doctor.conftest import write
 from tenure.doctor import diagnose
 
 SETTINGS = "CELERY_BROKER_URL = 'redis://redis:6379/0'\n"
@@ -48,9 +49,7 @@ COMPOSE = """services:
 def findings(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, grace: str) -> list[str]:
     files = {"settings.py": SETTINGS, "shiritori/game/tasks.py": TASKS,
              "production.yml": COMPOSE.replace("{grace}", grace)}  # fmt: skip
-    for name, text in files.items():
-        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
-        (tmp_path / name).write_text(text)
+    write(tmp_path, files)
     monkeypatch.chdir(tmp_path)
     report = diagnose(None, ".", history=False, celery="settings.py")
     return [

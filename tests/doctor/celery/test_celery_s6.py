@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from doctor.conftest import write
 from tenure.doctor import diagnose
 
 SETTINGS = "CELERY_BROKER_URL = 'redis://redis:6379/0'\nCELERY_TASK_TIME_LIMIT = 600\n"
@@ -45,9 +46,7 @@ def findings(
     files = {"settings.py": SETTINGS, WORKER: RUN,
              "Dockerfile": DOCKERFILE.replace("{copy}", "COPY docker/root/ /\n" if copy else ""),
              "docker-compose.yml": COMPOSE.replace("{grace}", grace)}  # fmt: skip
-    for name, text in files.items():
-        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
-        (tmp_path / name).write_text(text)
+    write(tmp_path, files)
     monkeypatch.chdir(tmp_path)
     report = diagnose(None, ".", history=False, celery="settings.py")
     return [
