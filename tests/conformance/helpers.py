@@ -5,6 +5,7 @@ from __future__ import annotations
 import secrets
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -12,7 +13,7 @@ from typing import TypeVar
 
 from tenure.core.records import AttemptRecord, JobRecord, NewJob, Reservation, WorkerRef
 from tenure.core.retry import Policy
-from tenure.stores import Store
+from tenure.stores import Store, open_store
 from tenure.stores.base import get_job, total_counts
 
 T = TypeVar("T")
@@ -129,3 +130,28 @@ def race(script: str, *args: str, timeout: float) -> tuple[list[str], list[int |
                 p.kill()
                 p.wait()
     return outputs, [p.returncode for p in procs]
+
+
+def drain_in_threads(store_url: str, end: Callable[[Store, Reservation], None]) -> None:
+    """Four threads, each with a store of its own, reserve from "default" until it is empty
+    and end each attempt with `end`: members ending at once. Raises what any thread raised."""
+    errors: list[BaseException] = []
+
+    def worker(n: int) -> None:
+        own = open_store(store_url)
+        me = WorkerRef(id=f"w{n}", host="h", pid=n)
+        try:
+            while got := own.reserve(queues=["default"], worker=me, lease=30, limit=2):
+                for r in got:
+                    end(own, r)
+        except BaseException as exc:
+            errors.append(exc)
+        finally:
+            own.close()
+
+    threads = [threading.Thread(target=worker, args=(n,)) for n in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=60)
+    assert errors == []
