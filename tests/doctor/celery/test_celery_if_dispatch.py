@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from doctor.conftest import write
+from doctor.conftest import located, write
 from tenure.doctor import diagnose
 from tenure.doctor.walk import holds_image, is_development_name
 
@@ -53,7 +53,7 @@ def run(tmp_path: Path, worker: str, monkeypatch: pytest.MonkeyPatch) -> list[st
     write(tmp_path, files)
     monkeypatch.chdir(tmp_path)
     report = diagnose(None, ".", history=False, celery="data/timesketch.conf")
-    return [f"{f.rule} {f.location.path}:{f.location.line} {f.message}" for f in report.findings]
+    return located(report)
 
 
 def test_elif_branch_run_by_the_service_naming_it(

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from doctor.conftest import write
+from doctor.conftest import located, write
 from tenure.doctor import diagnose
 from tenure.doctor.shell_dispatch import branch_labels, reaching_labels
 
@@ -77,7 +77,7 @@ def run(tmp_path: Path, compose: str, monkeypatch: pytest.MonkeyPatch) -> list[s
     write(tmp_path, files)
     monkeypatch.chdir(tmp_path)
     report = diagnose(None, ".", history=False)
-    return [f"{f.rule} {f.location.path}:{f.location.line} {f.message}" for f in report.findings]
+    return located(report)
 
 
 def test_entrypoint_worker_branch_gets_the_grace_of_the_service_choosing_it(
