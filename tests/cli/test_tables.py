@@ -15,7 +15,7 @@ from rich.console import Console
 
 import tenure
 from cli import helpers
-from tenure.cli.tables import Column, bar_columns, fit
+from tenure.cli.tables import Column, bar_columns, fit, print_table
 from tenure.testing import drain
 
 ERROR = "the upstream billing service answered 503 Service Unavailable after 30 s; " * 2
@@ -70,6 +70,20 @@ def test_fit_keeps_ids_and_states_whole_and_folds_the_text(width: int) -> None:
         assert fitted.left_out == ["dispatched"] or fitted.left_out == []
     else:
         assert "tries" in fitted.left_out  # the first to go, named
+
+
+def test_a_table_whose_essential_columns_cannot_fit_folds_its_cells_losing_no_row() -> None:
+    # ids and a dated time are whole: at 40 columns they cannot fit, and Rich left alone
+    # squeezes such a table until its rows vanish
+    columns = [Column("id"), Column("status"), Column("last heartbeat")]
+    rows = [["w-dead001", "silent", "2026-12-06 22:51:00 UTC"], ["w-live01", "live", "now"]]
+    out = Console(width=40, file=io.StringIO(), record=True)
+    print_table(out, Console(file=io.StringIO()), columns, rows)
+    text = out.export_text()
+    assert max(len(line) for line in text.splitlines()) <= 40
+    joined = "".join(text.split())  # folded cells read back across their lines
+    assert "w-dead001" in joined and "w-live01" in joined and "silent" in joined
+    assert "2026-12-0622:51:00UTC" in joined
 
 
 def test_a_table_that_fits_is_left_as_it_is() -> None:
