@@ -110,10 +110,15 @@ def _signature(obj: object) -> str:
 
 
 def _members(cls: type) -> list[tuple[str, object]]:
+    """Public methods and properties, the class's own first, then those it inherits from
+    tenure's own classes (App's reading and operating half is tenure.control.Operations)."""
     out = []
-    for name, value in vars(cls).items():
-        if name.startswith("_"):
+    seen: set[str] = set()
+    owners = [k for k in cls.__mro__ if k.__module__.startswith("tenure")] or [cls]
+    for name, value in (item for owner in owners for item in vars(owner).items()):
+        if name.startswith("_") or name in seen:
             continue
+        seen.add(name)
         if isinstance(value, property | staticmethod | classmethod) or inspect.isfunction(value):
             out.append((name, value))
     return out

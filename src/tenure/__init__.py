@@ -1,7 +1,8 @@
 """tenure: background jobs that never run twice by accident."""
 
-from tenure.app import App, BatchHandle, BatchInfo, JobInfo
+from tenure.app import App, BatchHandle
 from tenure.context import JobContext, current
+from tenure.control import BatchInfo, JobInfo
 from tenure.core.batch import ranges
 from tenure.core.errors import (
     CancelRefused,

@@ -1,17 +1,23 @@
 """Operating on jobs and queues for people (the CLI, the dashboard, an operator's script): cancel
 one job, pause or resume a queue, how long each queue's jobs wait, and why a retry was refused.
-App's methods are thin calls into these; the store does the work atomically."""
+App's methods are thin calls into these (Operations, App's reading and operating half, at the
+end); the store does the work atomically."""
 
 from __future__ import annotations
 
+import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from tenure.core import chains
+from tenure import rolling
+from tenure.core import chains, retention
 from tenure.core.errors import CancelRefused, ConfigError, JobNotFound
-from tenure.core.records import JobRecord, KeyCounts, QueueCounts
+from tenure.core.records import BatchRecord, JobRecord, KeyCounts, QueueCounts, WorkerRecord
+from tenure.core.states import JOB_STATES
+from tenure.core.urls import redact
 from tenure.core.words import clock_text
-from tenure.stores.base import Store, get_batch, get_job
+from tenure.stores import url_options
+from tenure.stores.base import Store, get_batch, get_job, total_counts
 
 FINISHED = {"succeeded": "succeeded", "failed": "failed", "cancelled": "was cancelled already"}
 
@@ -176,3 +182,164 @@ def purge(store: Store, queue: str) -> int:
             if result.accepted and result.state == "cancelled":
                 cancelled += 1
     return cancelled
+
+
+# A worker renews its record every lease/3; one not seen for this long is taken for gone.
+WORKER_SILENT_AFTER_S = 60.0
+# silent this long: killed or lost for good (it never wrote its stop); listings leave it out
+WORKER_GONE_AFTER_S = 3600.0
+
+JobInfo = JobRecord
+BatchInfo = BatchRecord
+
+
+class Operations:
+    """App's methods that read the store and operate on it for people: jobs, batches, queues
+    and workers listed, a failed job retried, one cancelled, a queue paused or purged."""
+
+    url: str
+
+    @property
+    def store(self) -> Store:
+        raise NotImplementedError  # App's own: one store per process
+
+    # -- reading and operating ---------------------------------------------------------
+    def now(self) -> float:
+        """The store's clock (epoch seconds): the one every lease and schedule is measured on."""
+        return self.store.now()
+
+    def get_job(self, job_id: str) -> JobInfo:
+        """The job: its state, attempts, result and last error; JobNotFound when absent."""
+        record = self.find_job(job_id)
+        if record is None:
+            raise JobNotFound(f"no job with id {job_id!r} in {redact(self.url)}")
+        return record
+
+    def find_job(self, job_id: str) -> JobInfo | None:
+        """The job, or None when the store has no job with that id."""
+        return get_job(self.store, job_id)
+
+    def find_batch(self, batch_id: str) -> BatchInfo | None:
+        """The batch, or None when the store has no batch with that id."""
+        return get_batch(self.store, batch_id)
+
+    def queue_counts(self) -> dict[str, QueueCounts]:
+        """Per queue, the number of jobs in each state (from counters or indexes, not a scan),
+        the age of its oldest ready job (`.oldest_ready_age`) and whether it is `.paused`."""
+        return self.store.queue_counts()
+
+    def workers(self) -> list[WorkerRecord]:
+        """Every worker the store knows of, stopped ones included."""
+        return self.store.list_workers()
+
+    def counts(self) -> dict[str, int]:
+        """Jobs per state, every state present: the sum of `queue_counts()`."""
+        return total_counts(self.store.queue_counts())
+
+    def list_jobs(
+        self,
+        *,
+        state: str | None = None,
+        queue: str | None = None,
+        limit: int = 50,
+        batch_id: str | None = None,
+    ) -> list[JobInfo]:
+        """Jobs newest first, optionally of one state and queue, and of one batch (its
+        members, until retention prunes the batch)."""
+        if state is not None and state not in JOB_STATES:
+            raise ConfigError(f"state: expected one of {', '.join(JOB_STATES)}, got {state!r}")
+        return self.store.list_jobs(state=state, queue=queue, limit=limit, batch_id=batch_id)
+
+    def list_batches(self, *, limit: int = 50) -> list[BatchInfo]:
+        """Recent batches, newest first."""
+        return self.store.list_batches(limit=limit)
+
+    def unknown_waiting(self, queues: list[str]) -> list[rolling.Unknown]:
+        """Rolling deploys: per queue, the waiting jobs whose name no live worker serving that
+        queue knows (a deploy not rolled out yet)."""
+        return rolling.unknown_waiting(self.store, self.live_workers(), queues)
+
+    def live_workers(self) -> list[WorkerRecord]:
+        """Workers that have not stopped and renewed their record recently."""
+        now = self.now()
+        return [
+            w
+            for w in self.workers()
+            if w.stopped_at is None and now - w.last_seen_at < WORKER_SILENT_AFTER_S
+        ]
+
+    def request_restart(self) -> float:
+        """Every worker finishes its current jobs and exits; returns the request's store time."""
+        return self.store.set_control(restart=True)
+
+    def migrate(self) -> None:
+        """Create or upgrade the store's schema (every store also does this on first use)."""
+        self.store.migrate()
+
+    def store_missing(self) -> str | None:
+        """Why this App's store does not exist yet (a SQLite file not there), else None: a
+        command that only reads must say so rather than create an empty store and report that
+        it is empty."""
+        url_options.check(self.url)  # a mistyped ?option first: not "no store at x.db?..."
+        if self.url.split(":", 1)[0].lower() != "sqlite":
+            return None
+        from tenure.stores.sqlite import sqlite_path
+
+        path = sqlite_path(self.url)
+        if os.path.exists(path):
+            return None
+        return f"no SQLite store at {os.path.abspath(path)} ({self.url})"
+
+    def describe_store(self) -> str:
+        """The store's URL for people and logs, its password masked."""
+        return redact(self.url)
+
+    def failed_jobs(self, limit: int = 100) -> list[JobInfo]:
+        """Failed jobs, newest first (`tenure failed list`)."""
+        return self.store.list_jobs(state="failed", limit=limit)
+
+    def retry_failed(self, job_id: str) -> bool:
+        """Put a failed job back in its queue with fresh tries. False when it cannot be:
+        `retry_refusal(job_id)` says why."""
+        if stopped_its_chain(self.find_job(job_id)):
+            return False  # its chain's later links were cancelled with its failure
+        return self.store.retry_job(job_id)
+
+    def retry_refusal(self, job_id: str) -> str:
+        """Why `retry_failed(job_id)` returned False, for a person to read."""
+        return retry_refusal(self.store, job_id, redact(self.url))
+
+    # -- cancelling and pausing (the rules: this module's functions above) ---------------
+    def cancel(self, job_id: str) -> Cancellation:
+        """Cancel one job: queued or scheduled, it never runs; running, its worker stops it
+        (CancelRequested, then a kill after kill_after). Finished: CancelRefused, with why."""
+        return cancel(self.store, job_id, redact(self.url))
+
+    def pause_queue(self, name: str) -> None:
+        """No worker on any host reserves from queue `name` until `resume_queue(name)`."""
+        pause(self.store, name, paused=True)
+
+    def resume_queue(self, name: str) -> None:
+        """Let workers reserve from queue `name` again, and wake the idle ones."""
+        pause(self.store, name, paused=False)
+
+    def purge(self, queue: str) -> int:
+        """Cancel every job waiting in `queue` (queued or scheduled); returns how many."""
+        return purge(self.store, queue)
+
+    def waiting_in(self, queue: str) -> int:
+        """Jobs of `queue` that wait to run (queued or scheduled): what a purge would cancel."""
+        return waiting_in(self.store, queue)
+
+    def queue_waits(self, *, keys: bool = False) -> list[QueueWait]:
+        """Per queue: ready, scheduled, running, paused, the oldest ready job's age, jobs
+        waiting on a concurrency key (and with `keys`, each key's running and waiting)."""
+        return queue_waits(self.store.queue_counts(keys=keys))
+
+    def prune(self, *, dry_run: bool = False) -> retention.Pruned:
+        """`tenure prune`: delete what retention says is due now (dry run: count it)."""
+        return retention.prune_all(self.store, dry_run=dry_run)
+
+    def forget(self, job_id: str) -> bool:
+        """Delete a finished job and its attempts; False if absent or still live."""
+        return self.store.forget_job(job_id)

@@ -9,7 +9,7 @@ import sqlite3
 from pathlib import Path
 
 import tenure
-from cli.test_control_cli import run_cli
+from cli.helpers import run_cli
 from conformance.helpers import wait_until
 from tenure.core import causes
 from tenure.core.records import Reservation, WorkerRef

@@ -3,30 +3,14 @@ run them, each in a process of its own, on a SQLite store."""
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 import tenure
+from cli.helpers import run_cli
 from tenure.core.records import NewJob, WorkerRef
 from tenure.core.retry import Policy
-
-SRC = Path(__file__).resolve().parents[2] / "src"
-
-
-def run_cli(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
-    env = {"PYTHONPATH": str(SRC), "COLUMNS": "200", "PATH": os.environ["PATH"]}
-    return subprocess.run(
-        [sys.executable, "-m", "tenure", *args],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        cwd=cwd,
-        env=env,
-    )
 
 
 @pytest.fixture

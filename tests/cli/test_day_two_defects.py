@@ -5,22 +5,20 @@ cannot be opened; @app.periodic stacked on @app.job."""
 
 from __future__ import annotations
 
-import os
-import subprocess
 import sys
 import textwrap
+from functools import partial
 from pathlib import Path
 
 import pytest
 
 import tenure
+from cli import helpers
 from tenure.core.errors import ConfigError, StoreMisconfigured
 from tenure.core.records import WorkerRef
 from tenure.describe import describe_job
 from tenure.loading import load_app
 from tenure.testing import drain
-
-SRC = Path(__file__).resolve().parents[2] / "src"
 
 
 @pytest.fixture
@@ -70,16 +68,7 @@ def test_a_running_job_whose_lease_expired_says_so(app: tenure.App) -> None:
     app.close()
 
 
-def run_cli(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
-    env = {"PYTHONPATH": f"{SRC}{os.pathsep}{cwd}", "PATH": os.environ["PATH"], "COLUMNS": "100"}
-    return subprocess.run(
-        [sys.executable, "-m", "tenure", *args],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        cwd=cwd,
-        env=env,
-    )
+run_cli = partial(helpers.run_cli, columns=100)
 
 
 def test_periodic_list_shows_the_schedules_before_any_store_exists(tmp_path: Path) -> None:

@@ -7,15 +7,16 @@ import socket
 import subprocess
 import sys
 import textwrap
+from functools import partial
 from pathlib import Path
 
 import pytest
 
 import tenure
+from cli import helpers
+from cli.helpers import SRC
 from tenure.core.words import clock_text
 from tenure.testing import drain
-
-SRC = Path(__file__).resolve().parents[2] / "src"
 
 # A job argument, error and traceback that Rich would read as markup if given the chance.
 TRICKY = "[/] list[int] [bold]x[/bold]"
@@ -37,18 +38,7 @@ def echo(text: str) -> dict[str, str]:
 """
 
 
-def run_cli(
-    *args: str, cwd: Path, env: dict[str, str] | None = None
-) -> subprocess.CompletedProcess[str]:
-    base = {"PYTHONPATH": f"{SRC}{os.pathsep}{cwd}", "COLUMNS": "80", "PATH": os.environ["PATH"]}
-    return subprocess.run(
-        [sys.executable, "-m", "tenure", *args],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        cwd=cwd,
-        env={**base, **(env or {})},
-    )
+run_cli = partial(helpers.run_cli, columns=80)
 
 
 @pytest.fixture

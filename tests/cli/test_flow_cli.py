@@ -8,7 +8,7 @@ from dataclasses import replace
 from pathlib import Path
 
 import tenure
-from cli.test_control_cli import run_cli
+from cli.helpers import run_cli
 from tenure.core.guards import Guards
 from tenure.core.records import NewJob, WorkerRef
 from tenure.core.retry import Policy

@@ -4,16 +4,12 @@ periodic state real tickers wrote."""
 from __future__ import annotations
 
 import importlib.util
-import os
-import subprocess
-import sys
 import time
 from pathlib import Path
 
+from cli.helpers import run_cli
 from tenure.periodic import PeriodicTicker, run_id, zone_text
 from tenure.testing import drain
-
-SRC = Path(__file__).resolve().parents[2] / "src"
 
 JOBS = """
 import tenure
@@ -28,18 +24,6 @@ def hourly_report() -> None:
 def nightly_cleanup() -> None:
     pass
 """
-
-
-def run_cli(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
-    env = {"PYTHONPATH": f"{SRC}{os.pathsep}{cwd}", "COLUMNS": "200", "PATH": os.environ["PATH"]}
-    return subprocess.run(
-        [sys.executable, "-m", "tenure", *args],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        cwd=cwd,
-        env=env,
-    )
 
 
 def test_periodic_list_shows_next_due_last_run_and_its_outcome(tmp_path: Path) -> None:

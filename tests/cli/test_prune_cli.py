@@ -3,28 +3,12 @@ whose jobs ran through the real store."""
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
 from datetime import timedelta
 from pathlib import Path
 
 import tenure
+from cli.helpers import run_cli
 from tenure.testing import drain
-
-SRC = Path(__file__).resolve().parents[2] / "src"
-
-
-def run_cli(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
-    env = {"PYTHONPATH": f"{SRC}{os.pathsep}{cwd}", "COLUMNS": "200", "PATH": os.environ["PATH"]}
-    return subprocess.run(
-        [sys.executable, "-m", "tenure", *args],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        cwd=cwd,
-        env=env,
-    )
 
 
 def test_prune_dry_run_counts_then_prune_deletes(tmp_path: Path) -> None:

@@ -3,30 +3,16 @@ workers` (Sidekiq's Busy page), on a real SQLite store and through the CLI."""
 
 from __future__ import annotations
 
-import os
 import sqlite3
-import subprocess
-import sys
 from dataclasses import replace
+from functools import partial
 from pathlib import Path
 
 import tenure
+from cli import helpers
 from tenure.core.records import WorkerRecord, WorkerRef
 
-SRC = Path(__file__).resolve().parents[2] / "src"
-
-
-def run_cli(*args: str, cwd: Path, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
-    env = {"PYTHONPATH": str(SRC), "PATH": os.environ["PATH"], "COLUMNS": "80"}
-    return subprocess.run(
-        [sys.executable, "-m", "tenure", *args],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        cwd=cwd,
-        env=env,
-        input=stdin,
-    )
+run_cli = partial(helpers.run_cli, columns=80)
 
 
 def make_app(tmp_path: Path) -> tenure.App:

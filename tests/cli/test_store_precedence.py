@@ -3,18 +3,15 @@ $TENURE_URL, then the App's URL, then ./tenure.db; the winner is named on stderr
 
 from __future__ import annotations
 
-import os
 import socket
-import subprocess
-import sys
+from functools import partial
 from pathlib import Path
 
 import pytest
 
 import tenure
+from cli import helpers
 from tenure.settings import URL_ENV
-
-SRC = Path(__file__).resolve().parents[2] / "src"
 
 JOBS = """
 import tenure
@@ -28,16 +25,7 @@ def hello(n):
 """
 
 
-def run_cli(*args: str, cwd: Path, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
-    base = {"PYTHONPATH": f"{SRC}{os.pathsep}{cwd}", "COLUMNS": "80", "PATH": os.environ["PATH"]}
-    return subprocess.run(
-        [sys.executable, "-m", "tenure", *args],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        cwd=cwd,
-        env={**base, **env},
-    )
+run_cli = partial(helpers.run_cli, columns=80)
 
 
 IDS: dict[str, str] = {}

@@ -5,7 +5,6 @@ must be, and then named on stderr."""
 from __future__ import annotations
 
 import io
-import os
 import subprocess
 import sys
 import textwrap
@@ -15,10 +14,9 @@ import pytest
 from rich.console import Console
 
 import tenure
-from tenure.cli.tables import Column, bar_columns, fit
+from cli import helpers
+from tenure.cli.tables import Column, bar_columns, fit, print_table
 from tenure.testing import drain
-
-SRC = Path(__file__).resolve().parents[2] / "src"
 
 ERROR = "the upstream billing service answered 503 Service Unavailable after 30 s; " * 2
 NAME = "[bold]nightly[/bold] export of every customer record"
@@ -74,6 +72,20 @@ def test_fit_keeps_ids_and_states_whole_and_folds_the_text(width: int) -> None:
         assert "tries" in fitted.left_out  # the first to go, named
 
 
+def test_a_table_whose_essential_columns_cannot_fit_folds_its_cells_losing_no_row() -> None:
+    # ids and a dated time are whole: at 40 columns they cannot fit, and Rich left alone
+    # squeezes such a table until its rows vanish
+    columns = [Column("id"), Column("status"), Column("last heartbeat")]
+    rows = [["w-dead001", "silent", "2026-12-06 22:51:00 UTC"], ["w-live01", "live", "now"]]
+    out = Console(width=40, file=io.StringIO(), record=True)
+    print_table(out, Console(file=io.StringIO()), columns, rows)
+    text = out.export_text()
+    assert max(len(line) for line in text.splitlines()) <= 40
+    joined = "".join(text.split())  # folded cells read back across their lines
+    assert "w-dead001" in joined and "w-live01" in joined and "silent" in joined
+    assert "2026-12-0622:51:00UTC" in joined
+
+
 def test_a_table_that_fits_is_left_as_it_is() -> None:
     fitted = fit([Column("id"), Column("name", "cut")], [["abc", "short"]], 80)
     assert fitted.left_out == []
@@ -90,19 +102,7 @@ def test_the_batch_bar_keeps_its_counts_whole(width: int) -> None:
 
 
 def run_cli(*args: str, cwd: Path, width: int) -> subprocess.CompletedProcess[str]:
-    env = {
-        "PYTHONPATH": f"{SRC}{os.pathsep}{cwd}",
-        "COLUMNS": str(width),
-        "PATH": os.environ["PATH"],
-    }
-    return subprocess.run(
-        [sys.executable, "-m", "tenure", *args, "--app", "widejobs:app"],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        cwd=cwd,
-        env=env,
-    )
+    return helpers.run_cli(*args, "--app", "widejobs:app", cwd=cwd, columns=width)
 
 
 @pytest.fixture(scope="module")

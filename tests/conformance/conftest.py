@@ -13,7 +13,8 @@ from pathlib import Path
 import pytest
 
 from backends.kit import Kit, kit_for
-from tenure.stores import Store, open_store, store_class
+from store_fixtures import other_store, store  # noqa: F401 (fixtures used by the tests here)
+from tenure.stores import store_class
 from topologies import through_pgbouncer
 
 from servers import isolated_store_url
@@ -66,23 +67,3 @@ def kit(store_url: str) -> Kit:
     """What a test does behind the store's back (its own connection, damaged records), for
     whichever backend runs; what a backend can do is `store.capabilities`."""
     return kit_for(store_url)
-
-
-@pytest.fixture
-def store(store_url: str) -> Iterator[Store]:
-    s = open_store(store_url)
-    s.migrate()
-    try:
-        yield s
-    finally:
-        s.close()
-
-
-@pytest.fixture
-def other_store(store_url: str) -> Iterator[Store]:
-    """A second client of the same store: another connection, as another process would have."""
-    s = open_store(store_url)
-    try:
-        yield s
-    finally:
-        s.close()

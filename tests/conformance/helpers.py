@@ -3,13 +3,17 @@
 from __future__ import annotations
 
 import secrets
+import subprocess
+import sys
+import threading
 import time
 from collections.abc import Callable, Sequence
+from pathlib import Path
 from typing import TypeVar
 
 from tenure.core.records import AttemptRecord, JobRecord, NewJob, Reservation, WorkerRef
 from tenure.core.retry import Policy
-from tenure.stores import Store
+from tenure.stores import Store, open_store
 from tenure.stores.base import get_job, total_counts
 
 T = TypeVar("T")
@@ -96,3 +100,58 @@ def expire_and_rescue(store: Store, job_id: str, *, timeout: float = 10.0) -> No
         return any(r.job_id == job_id for r in store.sweep(prune=False).rescued)
 
     wait_until(rescued, timeout=timeout, what=f"the lease of {job_id} to expire and be rescued")
+
+
+def race(script: str, *args: str, timeout: float) -> tuple[list[str], list[int | None]]:
+    """Four processes run `script` (`python -c`, in this directory) and start together: each
+    prints "ready" once set up, then all are told "go" at once. Returns each one's output and
+    exit code; any still running when the test gives up is killed."""
+    procs = [
+        subprocess.Popen(
+            [sys.executable, "-c", script, *args],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            text=True,
+            cwd=Path(__file__).parent,
+        )
+        for _ in range(4)
+    ]
+    try:
+        for p in procs:
+            assert p.stdout is not None and p.stdout.readline().strip() == "ready"
+        for p in procs:
+            assert p.stdin is not None
+            p.stdin.write("go\n")
+            p.stdin.flush()
+        outputs = [p.communicate(timeout=timeout)[0] for p in procs]
+    finally:
+        for p in procs:
+            if p.poll() is None:
+                p.kill()
+                p.wait()
+    return outputs, [p.returncode for p in procs]
+
+
+def drain_in_threads(store_url: str, end: Callable[[Store, Reservation], None]) -> None:
+    """Four threads, each with a store of its own, reserve from "default" until it is empty
+    and end each attempt with `end`: members ending at once. Raises what any thread raised."""
+    errors: list[BaseException] = []
+
+    def worker(n: int) -> None:
+        own = open_store(store_url)
+        me = WorkerRef(id=f"w{n}", host="h", pid=n)
+        try:
+            while got := own.reserve(queues=["default"], worker=me, lease=30, limit=2):
+                for r in got:
+                    end(own, r)
+        except BaseException as exc:
+            errors.append(exc)
+        finally:
+            own.close()
+
+    threads = [threading.Thread(target=worker, args=(n,)) for n in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=60)
+    assert errors == []

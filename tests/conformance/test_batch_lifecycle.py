@@ -10,16 +10,23 @@ from __future__ import annotations
 import itertools
 import logging
 import secrets
-import threading
 from collections.abc import Sequence
 
 import pytest
 
 from backends.kit import Kit
-from conformance.helpers import W1, counts, expire_and_rescue, job, new_job, reserve_one
-from tenure.core.records import BatchRecord, NewBatch, NewJob, WorkerRef
+from conformance.helpers import (
+    W1,
+    counts,
+    drain_in_threads,
+    expire_and_rescue,
+    job,
+    new_job,
+    reserve_one,
+)
+from tenure.core.records import BatchRecord, NewBatch, NewJob, Reservation
 from tenure.core.retry import Policy
-from tenure.stores import Store, open_store
+from tenure.stores import Store
 from tenure.stores.base import get_batch, get_job
 
 ONE_TRY = Policy(tries=1, backoff=0)
@@ -262,26 +269,11 @@ def test_allow_failures_counts_every_failure_sends_catch_once_and_then(store: St
 def test_members_failing_at_once_send_catch_once(store: Store, store_url: str) -> None:
     members = [new_job(policy=ONE_TRY) for _ in range(24)]
     batch_id = make_batch(store, members, allow_failures=True)
-    errors: list[BaseException] = []
 
-    def worker(n: int) -> None:
-        own = open_store(store_url)
-        me = WorkerRef(id=f"w{n}", host="h", pid=n)
-        try:
-            while got := own.reserve(queues=["default"], worker=me, lease=30, limit=2):
-                for r in got:
-                    own.end_attempt(job_id=r.job_id, token=r.token, outcome="failed", error="e")
-        except BaseException as exc:
-            errors.append(exc)
-        finally:
-            own.close()
+    def fail(own: Store, r: Reservation) -> None:
+        own.end_attempt(job_id=r.job_id, token=r.token, outcome="failed", error="e")
 
-    threads = [threading.Thread(target=worker, args=(n,)) for n in range(4)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join(timeout=60)
-    assert errors == []
+    drain_in_threads(store_url, fail)
     b = batch(store, batch_id)
     assert (b.state, b.failed, b.pending) == ("succeeded", 24, 0)
     assert callbacks(store) == ["catch", "finally", "then"]

@@ -4,15 +4,14 @@ progress that never goes backwards, and cancel that stops the work not yet start
 from __future__ import annotations
 
 import secrets
-import threading
 from collections.abc import Sequence
 
 import pytest
 
-from conformance.helpers import W1, job, new_job, reserve_one
-from tenure.core.records import BatchRecord, NewBatch, NewJob, WorkerRef
+from conformance.helpers import W1, drain_in_threads, job, new_job, reserve_one
+from tenure.core.records import BatchRecord, NewBatch, NewJob, Reservation
 from tenure.core.retry import Policy
-from tenure.stores import Store, open_store
+from tenure.stores import Store
 from tenure.stores.base import get_batch, get_job
 
 ONE_TRY = Policy(tries=1, backoff=0)
@@ -203,26 +202,11 @@ def test_members_ending_at_once_keep_exact_counts_and_one_then(
 ) -> None:
     members = [new_job() for _ in range(60)]
     batch_id = make_batch(store, members)
-    errors: list[BaseException] = []
 
-    def worker(n: int) -> None:
-        own = open_store(store_url)
-        me = WorkerRef(id=f"w{n}", host="h", pid=n)
-        try:
-            while got := own.reserve(queues=["default"], worker=me, lease=30, limit=2):
-                for r in got:
-                    assert own.end_attempt(job_id=r.job_id, token=r.token)[0].accepted
-        except BaseException as exc:
-            errors.append(exc)
-        finally:
-            own.close()
+    def succeed(own: Store, r: Reservation) -> None:
+        assert own.end_attempt(job_id=r.job_id, token=r.token)[0].accepted
 
-    threads = [threading.Thread(target=worker, args=(n,)) for n in range(4)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join(timeout=60)
-    assert errors == []
+    drain_in_threads(store_url, succeed)
     b = batch(store, batch_id)
     assert (b.state, b.done, b.pending) == ("succeeded", 60, 0)
     assert callbacks_enqueued(store) == ["finally", "then"]

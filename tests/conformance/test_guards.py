@@ -11,8 +11,6 @@ from __future__ import annotations
 import collections
 import itertools
 import json
-import subprocess
-import sys
 import threading
 import time
 from collections.abc import Iterator
@@ -23,7 +21,17 @@ from typing import Any
 import pytest
 
 from backends.kit import Kit, foreign_connection
-from conformance.helpers import W1, W2, counts, enqueue, expire_and_rescue, job, new_job, wait_until
+from conformance.helpers import (
+    W1,
+    W2,
+    counts,
+    enqueue,
+    expire_and_rescue,
+    job,
+    new_job,
+    race,
+    wait_until,
+)
 from tenure.core.errors import ConfigError
 from tenure.core.guards import Guards
 from tenure.core.records import NewJob, WorkerRef
@@ -141,30 +149,9 @@ print(" ".join(ids), flush=True)
 def test_concurrent_dispatches_of_one_key_from_four_processes_store_one_job(
     store: Store, store_url: str
 ) -> None:
-    procs = [
-        subprocess.Popen(
-            [sys.executable, "-c", DISPATCHER, store_url],
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            text=True,
-            cwd=Path(__file__).parent,
-        )
-        for _ in range(4)
-    ]
-    try:
-        for p in procs:
-            assert p.stdout is not None and p.stdout.readline().strip() == "ready"
-        for p in procs:
-            assert p.stdin is not None
-            p.stdin.write("go\n")
-            p.stdin.flush()
-        answers = [p.communicate(timeout=120)[0].split() for p in procs]
-    finally:
-        for p in procs:
-            if p.poll() is None:
-                p.kill()
-                p.wait()
-    assert [p.returncode for p in procs] == [0, 0, 0, 0]
+    outputs, codes = race(DISPATCHER, store_url, timeout=120)
+    answers = [out.split() for out in outputs]
+    assert codes == [0, 0, 0, 0]
     assert sum(len(a) for a in answers) == 200
     assert len({i for a in answers for i in a}) == 1, "two dispatches both took the key"
     assert counts(store)["queued"] == 1
@@ -320,29 +307,8 @@ def test_processes_racing_under_a_rate_limit_never_exceed_it(store: Store, store
     rate = Guards(rate_key="rl", rate_limit=3, rate_window=0.5)
     jobs = [guarded(rate, queue="rate") for _ in range(12)]
     enqueue(store, *jobs)
-    procs = [
-        subprocess.Popen(
-            [sys.executable, "-c", RATE_RESERVER, store_url, "2.4"],
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            text=True,
-            cwd=Path(__file__).parent,
-        )
-        for _ in range(4)
-    ]
-    try:
-        for p in procs:
-            assert p.stdout is not None and p.stdout.readline().strip() == "ready"
-        for p in procs:
-            assert p.stdin is not None
-            p.stdin.write("go\n")
-            p.stdin.flush()
-        handed = [i for p in procs for i in json.loads(p.communicate(timeout=60)[0])]
-    finally:
-        for p in procs:
-            if p.poll() is None:
-                p.kill()
-                p.wait()
+    outputs, _ = race(RATE_RESERVER, store_url, "2.4", timeout=60)
+    handed = [i for out in outputs for i in json.loads(out)]
     assert len(handed) == len(set(handed))
     started = sorted(
         a.started_at for j in jobs for a in job(store, j.id).attempts if a.outcome == "succeeded"

@@ -4,12 +4,9 @@ from __future__ import annotations
 
 import collections
 import json
-import subprocess
-import sys
 import threading
-from pathlib import Path
 
-from conformance.helpers import counts, new_job
+from conformance.helpers import counts, new_job, race
 from tenure.core.records import WorkerRef
 from tenure.stores import Store, open_store
 from tenure.stores.base import get_job
@@ -38,30 +35,9 @@ print(json.dumps(got), flush=True)
 def test_processes_racing_to_reserve_never_share_a_job(store: Store, store_url: str) -> None:
     jobs = [new_job(queue="race") for _ in range(600)]
     store.enqueue_many(jobs)
-    procs = [
-        subprocess.Popen(
-            [sys.executable, "-c", RESERVER, store_url],
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            text=True,
-            cwd=Path(__file__).parent,
-        )
-        for _ in range(4)
-    ]
-    try:
-        for p in procs:
-            assert p.stdout is not None and p.stdout.readline().strip() == "ready"
-        for p in procs:
-            assert p.stdin is not None
-            p.stdin.write("go\n")
-            p.stdin.flush()
-        results = [json.loads(p.communicate(timeout=60)[0]) for p in procs]
-    finally:
-        for p in procs:
-            if p.poll() is None:
-                p.kill()
-                p.wait()
-    assert all(p.returncode == 0 for p in procs)
+    outputs, codes = race(RESERVER, store_url, timeout=60)
+    results = [json.loads(out) for out in outputs]
+    assert all(code == 0 for code in codes)
     handed = [job_id for result in results for job_id, _ in result]
     twice = [j for j, n in collections.Counter(handed).items() if n > 1]
     assert twice == [], f"handed out more than once: {twice}"

@@ -52,5 +52,14 @@ def write(root: Path, files: dict[str, str]) -> Path:
     return root
 
 
+def located(report: Report, rule: str | None = None) -> list[str]:
+    """Each finding (of `rule`, or all) as "rule path:line message"."""
+    return [
+        f"{f.rule} {f.location.path}:{f.location.line} {f.message}"
+        for f in report.findings
+        if rule is None or f.rule == rule
+    ]
+
+
 def rule_ids(report: Report) -> list[str]:
     return sorted(f.rule for f in report.findings)

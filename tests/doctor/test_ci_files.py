@@ -6,6 +6,7 @@ from pathlib import Path
 
 import pytest
 
+from doctor.conftest import write
 from tenure.doctor import diagnose
 from tenure.doctor.walk import is_development_name
 
@@ -44,9 +45,7 @@ def test_a_ci_env_file_is_not_the_production_environment(
     files = {"artisan": "#!/usr/bin/env php\n<?php\n", "composer.json": '{"name": "fx/ci"}',
              "config/queue.php": QUEUE, "deploy/worker.service": UNIT,
              rel: "APP_ENV=production\nQUEUE_CONNECTION=sync\n"}  # fmt: skip
-    for name, text in files.items():
-        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
-        (tmp_path / name).write_text(text)
+    write(tmp_path, files)
     monkeypatch.chdir(tmp_path)
     report = diagnose(None, ".", history=False)
     assert [f.rule for f in report.findings] == found

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from doctor.conftest import write
 from tenure.doctor import diagnose
 from tenure.doctor.helm import render
 
@@ -53,12 +54,6 @@ def test_render_keeps_every_line_and_substitutes_values() -> None:
     assert "terminationGracePeriodSeconds: 30" in rendered
     assert '            ["celery", "-A", "shop", "worker", "-l", "info"]' in rendered
     assert "replicas: 2" in rendered and "{{" not in rendered
-
-
-def write(tmp_path: Path, files: dict[str, str]) -> None:
-    for name, text in files.items():
-        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
-        (tmp_path / name).write_text(text)
 
 
 @pytest.mark.parametrize(

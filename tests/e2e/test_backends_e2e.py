@@ -6,9 +6,7 @@ thousand ranges with progress sampled while four workers drain it.
 
 from __future__ import annotations
 
-import importlib.util
 import itertools
-import secrets
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -16,32 +14,13 @@ from pathlib import Path
 import pytest
 
 from e2e import test_batches_e2e as scenarios
-from e2e.helpers import Ledger, Project, WorkerProcess, wait_until
+from e2e.helpers import Project, wait_until
 from servers import isolated_store_url
 
 pytestmark = pytest.mark.slow
 
+# jobs_template.py also defines transactional jobs, which an App on Redis refuses at import
 TEMPLATE = Path(__file__).with_name("batch_jobs_template.py")
-
-
-class ServerProject(Project):
-    """A Project on the batch jobs only: jobs_template.py also defines transactional jobs,
-    which an App on Redis refuses at import."""
-
-    def __init__(self, directory: Path, store_url: str) -> None:
-        self.dir = directory
-        self.module_name = f"e2e_batch_jobs_{secrets.token_hex(4)}"
-        self.ledger = Ledger(directory / "ledger.txt")
-        text = TEMPLATE.read_text().replace("__STORE_URL__", store_url)
-        text = text.replace("__LEDGER__", str(self.ledger.path))
-        path = directory / f"{self.module_name}.py"
-        path.write_text(text)
-        spec = importlib.util.spec_from_file_location(self.module_name, path)
-        assert spec is not None and spec.loader is not None
-        self.jobs = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(self.jobs)
-        self.app = self.jobs.app
-        self.workers: list[WorkerProcess] = []
 
 
 @pytest.fixture(params=["redis", "postgres"])
@@ -49,7 +28,7 @@ def server_project(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[P
     kind: str = request.param
     base = request.getfixturevalue(f"{kind}_url")
     with isolated_store_url(kind, base, tmp_path) as url:
-        project = ServerProject(tmp_path, url)
+        project = Project(tmp_path, url, template=TEMPLATE)
         project.app.store.migrate()
         try:
             yield project

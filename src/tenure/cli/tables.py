@@ -60,13 +60,13 @@ def fit(columns: Sequence[Column], rows: Sequence[Sequence[str]], width: int) ->
         if widths is not None or not droppable:
             break
         shown.remove(max(droppable, key=lambda i: columns[i].drop))
-    if widths is None:  # narrower than the essential columns: each at its floor, wider
-        widths = [
-            _floor(c, _natural(c, [row[i] for row in rows]))
-            for c, i in zip(cols, shown, strict=True)
-        ]
     table = Table(box=box.SIMPLE_HEAD, pad_edge=False, collapse_padding=True)
-    for c, w in zip(cols, widths, strict=True):
+    if widths is None:
+        # Narrower than even the essential columns: every cell folds onto more lines. Cut or
+        # left unwrapped, Rich squeezes such a table until whole cells, even rows, vanish.
+        for c in cols:
+            table.add_column(c.header, overflow="fold", justify=c.justify)
+    for c, w in zip(cols, widths, strict=True) if widths is not None else ():
         table.add_column(
             c.header,
             width=w,

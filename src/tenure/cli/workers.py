@@ -8,9 +8,9 @@ from typing import Annotated
 
 import typer
 
-from tenure.app import WORKER_GONE_AFTER_S, WORKER_SILENT_AFTER_S
 from tenure.cli.common import AppOption, UrlOption, err, open_app, out, say
 from tenure.cli.tables import Column, print_table
+from tenure.control import WORKER_GONE_AFTER_S, WORKER_SILENT_AFTER_S
 from tenure.core.records import WorkerRecord
 from tenure.core.words import clock_text
 
@@ -50,7 +50,9 @@ def workers(
     columns = [Column("id"), Column("status"), Column("host", "cut", floor=8)]
     columns += [Column("pid", justify="right"), Column("queues", "fold", floor=10)]
     # how many job names its code defines: during a rolling deploy, old and new workers differ
-    columns += [Column("running", justify="right"), Column("knows", justify="right")]
+    # (a stopped worker's heartbeat of another day is dated, 23 columns: these give way first)
+    columns += [Column("running", justify="right", drop=1)]
+    columns += [Column("knows", justify="right", drop=2)]
     columns += [Column("last heartbeat")]
     rows = [
         [

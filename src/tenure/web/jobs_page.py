@@ -9,7 +9,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from tenure.app import App, JobInfo
+from tenure.app import App
+from tenure.control import JobInfo
 from tenure.core.states import JOB_STATES
 
 SCAN = 1000  # jobs read per page view, before the name and time filters

@@ -9,7 +9,8 @@ from collections import deque
 from dataclasses import dataclass, field
 from typing import Any
 
-from tenure.app import WORKER_GONE_AFTER_S, App
+from tenure.app import App
+from tenure.control import WORKER_GONE_AFTER_S
 from tenure.core import causes, payload
 from tenure.core.records import AttemptRecord, BatchRecord, JobRecord, WorkerRecord
 from tenure.core.words import clock_text

@@ -46,7 +46,7 @@ class Refusals:
 
 HANDED_BACK_MAX_S = 30.0
 KNOWN_ELSEWHERE_WAIT_S = 1.0  # not zero: this worker would claim it straight back
-LIVE_WITHIN_S = 60.0  # a worker seen this recently is live (App's WORKER_SILENT_AFTER_S)
+LIVE_WITHIN_S = 60.0  # a worker seen this recently is live (tenure.control's WORKER_SILENT_AFTER_S)
 
 
 def back_off(seen: Refusals, grace: float) -> float:

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from backends.postgres.kit import PostgresKit
-from tenure.stores import Store, open_store
+from store_fixtures import other_store, store  # noqa: F401 (fixtures used by the tests here)
 
 from servers import isolated_store_url
 
@@ -22,22 +22,3 @@ def store_url(postgres_url: str, tmp_path: Path) -> Iterator[str]:
 @pytest.fixture
 def kit(store_url: str) -> PostgresKit:
     return PostgresKit(store_url)
-
-
-@pytest.fixture
-def store(store_url: str) -> Iterator[Store]:
-    s = open_store(store_url)
-    s.migrate()
-    try:
-        yield s
-    finally:
-        s.close()
-
-
-@pytest.fixture
-def other_store(store_url: str) -> Iterator[Store]:
-    s = open_store(store_url)
-    try:
-        yield s
-    finally:
-        s.close()

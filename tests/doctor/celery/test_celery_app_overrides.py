@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from doctor.conftest import write
 from tenure.doctor import diagnose
 
 RULE = "celery-visibility-below-time-limit"
@@ -54,9 +55,7 @@ app.autodiscover_tasks()
 
 
 def run(tmp_path: Path, files: dict[str, str], monkeypatch: pytest.MonkeyPatch) -> list[str]:
-    for name, text in files.items():
-        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
-        (tmp_path / name).write_text(text)
+    write(tmp_path, files)
     monkeypatch.chdir(tmp_path)
     report = diagnose(None, ".", history=False)  # the settings file is found by itself
     return [f"{f.rule} " + " / ".join(c.text() for c in f.clocks) for f in report.findings

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from doctor.conftest import located, write
 from tenure.doctor import diagnose
 from tenure.doctor.walk import holds_image, is_development_name
 
@@ -49,12 +50,10 @@ def run(tmp_path: Path, worker: str, monkeypatch: pytest.MonkeyPatch) -> list[st
              "docker/release/build/Dockerfile-release": DOCKERFILE,
              "docker/release/docker-compose.yml": COMPOSE.format(worker=worker),
              "docker/e2e/docker-entrypoint.sh": E2E, "data/timesketch.conf": CONF}  # fmt: skip
-    for name, text in files.items():
-        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
-        (tmp_path / name).write_text(text)
+    write(tmp_path, files)
     monkeypatch.chdir(tmp_path)
     report = diagnose(None, ".", history=False, celery="data/timesketch.conf")
-    return [f"{f.rule} {f.location.path}:{f.location.line} {f.message}" for f in report.findings]
+    return located(report)
 
 
 def test_elif_branch_run_by_the_service_naming_it(

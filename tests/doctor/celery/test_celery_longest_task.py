@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from tenure.doctor import diagnose
+from doctor.conftest import located, run_in, write
 
 SETTINGS = "CELERY_BROKER_URL = 'redis://redis:6379/0'\n"
 TASKS = """from celery import shared_task
@@ -48,16 +48,8 @@ COMPOSE = """services:
 def findings(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, grace: str) -> list[str]:
     files = {"settings.py": SETTINGS, "shiritori/game/tasks.py": TASKS,
              "production.yml": COMPOSE.replace("{grace}", grace)}  # fmt: skip
-    for name, text in files.items():
-        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
-        (tmp_path / name).write_text(text)
-    monkeypatch.chdir(tmp_path)
-    report = diagnose(None, ".", history=False, celery="settings.py")
-    return [
-        f"{f.rule} {f.location.path}:{f.location.line} {f.message}"
-        for f in report.findings
-        if f.rule == "celery-grace-below-time-limit"
-    ]
+    report = run_in(write(tmp_path, files), None, monkeypatch, history=False, celery="settings.py")
+    return located(report, "celery-grace-below-time-limit")
 
 
 def test_one_finding_per_worker_naming_the_longest_task(

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from tenure.doctor import diagnose
+from doctor.conftest import located, run_in, write
 
 SETTINGS = "CELERY_BROKER_URL = 'redis://redis:6379/0'\nCELERY_TASK_TIME_LIMIT = 600\n"
 DOCKERFILE = """FROM python:3.12-slim
@@ -45,16 +45,8 @@ def findings(
     files = {"settings.py": SETTINGS, WORKER: RUN,
              "Dockerfile": DOCKERFILE.replace("{copy}", "COPY docker/root/ /\n" if copy else ""),
              "docker-compose.yml": COMPOSE.replace("{grace}", grace)}  # fmt: skip
-    for name, text in files.items():
-        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
-        (tmp_path / name).write_text(text)
-    monkeypatch.chdir(tmp_path)
-    report = diagnose(None, ".", history=False, celery="settings.py")
-    return [
-        f"{f.rule} {f.location.path}:{f.location.line} {f.message}"
-        for f in report.findings
-        if f.rule == "celery-grace-below-time-limit"
-    ]
+    report = run_in(write(tmp_path, files), None, monkeypatch, history=False, celery="settings.py")
+    return located(report, "celery-grace-below-time-limit")
 
 
 def test_an_s6_service_gets_the_grace_of_the_container_running_its_image(

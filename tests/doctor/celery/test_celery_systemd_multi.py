@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from doctor.conftest import write
 from tenure.doctor import diagnose
 
 SETTINGS = "CELERY_BROKER_URL = 'redis://redis:6379/0'\nCELERY_WORKER_PREFETCH_MULTIPLIER = 1\n"
@@ -55,9 +56,7 @@ CELERYD_LOG_LEVEL="INFO"
 def run(
     tmp_path: Path, files: dict[str, str], monkeypatch: pytest.MonkeyPatch
 ) -> tuple[list[str], list[str]]:
-    for name, text in {"proj/settings.py": SETTINGS, **files}.items():
-        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
-        (tmp_path / name).write_text(text)
+    write(tmp_path, {"proj/settings.py": SETTINGS, **files})
     monkeypatch.chdir(tmp_path)
     report = diagnose(None, ".", history=False, celery="proj/settings.py")
     found = [f"{f.rule} {f.location} " + " / ".join(c.text() for c in f.clocks)

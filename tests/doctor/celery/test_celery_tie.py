@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from doctor.conftest import write
 from tenure.doctor import diagnose
 
 SETTINGS = "CELERY_BROKER_URL = 'redis://redis:6379/0'\n"
@@ -241,9 +242,7 @@ def test_each_service_running_the_script_is_checked_with_its_own_grace(
 ) -> None:
     files = {"settings.py": HOUR_LIMIT, "backend/docker/docker-entrypoint.sh": BASEROW_ENTRYPOINT,
              "docker-compose.yml": BASEROW_COMPOSE.format(celery="2h", export="30s")}  # fmt: skip
-    for name, text in files.items():
-        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
-        (tmp_path / name).write_text(text)
+    write(tmp_path, files)
     monkeypatch.chdir(tmp_path)
     report = diagnose(None, ".", history=False, celery="settings.py")
     (only,) = report.findings

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from doctor.conftest import write
 from tenure.doctor import diagnose
 
 RULE = "celery-visibility-below-time-limit"
@@ -32,9 +33,7 @@ task_time_limit = 1200
 
 def findings(tmp_path: Path, files: dict[str, str], monkeypatch: pytest.MonkeyPatch,
              celery: str) -> tuple[list[str], list[str]]:  # fmt: skip
-    for name, text in files.items():
-        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
-        (tmp_path / name).write_text(text)
+    write(tmp_path, files)
     monkeypatch.chdir(tmp_path)
     report = diagnose(None, ".", history=False, celery=celery)
     found = [f"{f.rule} {f.location.path}:{f.location.line} "

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from doctor.conftest import write
 from tenure.doctor import diagnose
 from tenure.doctor.celery.launches import find_celery
 from tenure.doctor.readers.worker_command import split_command
@@ -65,9 +66,7 @@ def run(
     files = {"docker-compose.yml": COMPOSE.format(limits=limits), "worker/Dockerfile": DOCKERFILE,
              "worker/start.sh": START.format(limit=limit),
              "worker/worker_app/tasks.py": TASKS}  # fmt: skip
-    for name, text in files.items():
-        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
-        (tmp_path / name).write_text(text)
+    write(tmp_path, files)
     monkeypatch.chdir(tmp_path)
     report = diagnose(None, ".", history=False)  # the app is found by its constructor
     found = [f"{f.rule} {f.location.path}:{f.location.line} {f.clocks[0].text()}"

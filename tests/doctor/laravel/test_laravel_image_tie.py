@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from doctor.conftest import located, write
 from tenure.doctor import diagnose
 from tenure.doctor.shell_dispatch import branch_labels, reaching_labels
 
@@ -73,12 +74,10 @@ def run(tmp_path: Path, compose: str, monkeypatch: pytest.MonkeyPatch) -> list[s
     files = {"artisan": "<?php\n", "composer.json": "{}\n", "config/queue.php": QUEUE,
              "Dockerfile": DOCKERFILE, "docker/entrypoint.sh": ENTRYPOINT,
              "docker-compose.yml": compose}  # fmt: skip
-    for name, text in files.items():
-        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
-        (tmp_path / name).write_text(text)
+    write(tmp_path, files)
     monkeypatch.chdir(tmp_path)
     report = diagnose(None, ".", history=False)
-    return [f"{f.rule} {f.location.path}:{f.location.line} {f.message}" for f in report.findings]
+    return located(report)
 
 
 def test_entrypoint_worker_branch_gets_the_grace_of_the_service_choosing_it(
@@ -168,9 +167,7 @@ def test_supervisord_worker_program_inside_the_image_gets_the_container_grace(
     files = {"artisan": "<?php\n", "composer.json": "{}\n", "config/queue.php": QUEUE,
              "Dockerfile": SUPERVISED_IMAGE, "docker/supervisord.conf": SUPERVISORD,
              "docker-compose.yml": APP_COMPOSE.format(grace=grace)}  # fmt: skip
-    for name, text in files.items():
-        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
-        (tmp_path / name).write_text(text)
+    write(tmp_path, files)
     monkeypatch.chdir(tmp_path)
     report = diagnose(None, ".", history=False)
     assert [f"{f.rule} {f.location.path}:{f.location.line}" for f in report.findings] == expected
@@ -237,9 +234,7 @@ def test_role_chosen_by_the_service_environment(
     files = {"artisan": "<?php\n", "composer.json": "{}\n", "config/queue.php": QUEUE,
              "docker/start.sh": START, "docker/app.Dockerfile": APP_DOCKERFILE,
              "docker-compose.yml": ROLE_COMPOSE.format(role=role)}  # fmt: skip
-    for name, text in files.items():
-        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
-        (tmp_path / name).write_text(text)
+    write(tmp_path, files)
     monkeypatch.chdir(tmp_path)
     report = diagnose(None, ".", history=False)
     found = [f"{f.rule} {f.location.path}:{f.location.line} ({_runner(f.message)})"

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from doctor.conftest import write
 from tenure.doctor import diagnose
 
 JOB = """<?php
@@ -45,9 +46,7 @@ def grace_findings(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, grace: str) 
              "app/Jobs/SendBulkSmsJob.php":
                  JOB.replace("{name}", "SendBulkSmsJob").replace("{timeout}", "120"),
              "docker-compose.yml": COMPOSE.replace("{grace}", grace)}  # fmt: skip
-    for name, text in files.items():
-        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
-        (tmp_path / name).write_text(text)
+    write(tmp_path, files)
     monkeypatch.chdir(tmp_path)
     report = diagnose(None, ".", history=False)
     return [

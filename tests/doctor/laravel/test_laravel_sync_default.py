@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from doctor.conftest import write
 from tenure.doctor import diagnose
 
 # config/queue.php as laravel/laravel 10.x ships it (the sync default of Laravel <= 10).
@@ -82,9 +83,7 @@ COMPOSE = """services:
 def run(tmp_path: Path, files: dict[str, str], monkeypatch: pytest.MonkeyPatch) -> list[str]:
     base = {"artisan": "<?php\n", "composer.json": "{}\n", "config/queue.php": QUEUE,
             "app/Jobs/ExportBook.php": JOB}  # fmt: skip
-    for name, text in {**base, **files}.items():
-        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
-        (tmp_path / name).write_text(text)
+    write(tmp_path, {**base, **files})
     monkeypatch.chdir(tmp_path)
     report = diagnose(None, ".", history=False)
     # Infos (no worker found) are summaries, not claims.

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from doctor.conftest import write
 from tenure.doctor import diagnose
 from tenure.doctor.laravel.deploy import find_artisan
 from tenure.doctor.laravel.php import EnvFiles, Evaluator, parse, returned_array
@@ -30,9 +31,7 @@ class Fetch implements ShouldQueue
 
 def project(root: Path, files: dict[str, str]) -> Path:
     files = {"artisan": "<?php\n", "composer.json": "{}\n", **files}
-    for name, text in files.items():
-        (root / name).parent.mkdir(parents=True, exist_ok=True)
-        (root / name).write_text(text)
+    write(root, files)
     return root
 
 
