@@ -14,7 +14,7 @@ import pytest
 import tenure
 
 from e2e.helpers import Project, wait_until
-from e2e.test_backends_e2e import ServerProject
+from e2e.test_backends_e2e import TEMPLATE
 from servers import isolated_store_url
 
 pytestmark = pytest.mark.slow
@@ -25,7 +25,7 @@ def waiting_project(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[
     kind: str = request.param
     base = "" if kind == "sqlite" else request.getfixturevalue(f"{kind}_url")
     with isolated_store_url(kind, base, tmp_path) as url:
-        project = ServerProject(tmp_path, url)
+        project = Project(tmp_path, url, template=TEMPLATE)
         project.app.store.migrate()
         try:
             yield project
