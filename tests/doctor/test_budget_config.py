@@ -4,6 +4,7 @@ base install, and the budget rules in JSON and SARIF."""
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 import textwrap
@@ -124,13 +125,14 @@ main()
 def test_rules_listing_on_a_base_install() -> None:
     done = subprocess.run(
         [sys.executable, "-c", BASE_INSTALL], capture_output=True, text=True, timeout=120,
-        check=False,
+        check=False, env={**os.environ, "COLUMNS": "80"},
     )  # fmt: skip
     assert done.returncode == 0, done.stderr
     for rule, severity, *_ in BUDGET_RULES:
         line = next(ln for ln in done.stdout.splitlines() if ln.startswith(rule + " "))
         assert severity in line.split()
     assert "client-timeout-missing" in done.stdout
+    assert max(len(line) for line in done.stdout.splitlines()) <= 80  # wrapped to $COLUMNS
 
 
 def test_json_and_sarif_carry_the_budget_rules(tmp_path: Path) -> None:

@@ -92,7 +92,14 @@ def list_rules(output_format: Format) -> None:
                  "why": r.why} for r in RULES.values()]  # fmt: skip
         sys.stdout.write(json.dumps(rows, indent=2) + "\n")
         return
+    import shutil
+    import textwrap
+
     width = max(len(r) for r in RULES)
+    # the title and why under the id, wrapped to the terminal ($COLUMNS, 80 on a pipe)
+    columns = max(40, shutil.get_terminal_size().columns)
     for rule in RULES.values():
-        typer.echo(f"{rule.id:<{width}}  {rule.severity:<7}  {rule.group:<10}  {rule.title}")
-        typer.echo(f"{'':<{width}}  {rule.why}")
+        typer.echo(f"{rule.id:<{width}}  {rule.severity:<7}  {rule.group}")
+        for text in (rule.title, rule.why):
+            typer.echo(textwrap.fill(text, columns - 1, initial_indent="    ",
+                                     subsequent_indent="    "))  # fmt: skip
