@@ -57,10 +57,13 @@ class Project:
         self.app = self.jobs.app
         self.workers: list[WorkerProcess] = []
 
-    def worker(self, *args: str, host: str | None = None) -> WorkerProcess:
+    def worker(
+        self, *args: str, host: str | None = None, cgroup: Path | None = None
+    ) -> WorkerProcess:
         """A worker process; with `host`, in a UTS namespace of its own named `host` (a
-        second "host": its own hostname, which its worker id and attempts record)."""
-        w = WorkerProcess(self, list(args), host=host)
+        second "host": its own hostname, which its worker id and attempts record); with
+        `cgroup` (its cgroup.procs file), started inside that cgroup, as in a container."""
+        w = WorkerProcess(self, list(args), host=host, cgroup=cgroup)
         self.workers.append(w)
         return w
 
@@ -77,6 +80,7 @@ class WorkerProcess:
         args: list[str],
         host: str | None = None,
         env_extra: dict[str, str] | None = None,
+        cgroup: Path | None = None,
     ) -> None:
         env = {**os.environ, **(env_extra or {})}
         env["PYTHONPATH"] = os.pathsep.join([str(SRC), env.get("PYTHONPATH", "")])
@@ -84,9 +88,11 @@ class WorkerProcess:
         self.log_path = project.dir / f"worker-{secrets.token_hex(3)}.log"
         self._log = self.log_path.open("wb")
         as_host = ["unshare", "--uts", "sh", "-c", 'hostname "$0" && exec "$@"', host or ""]
+        in_cgroup = ["sh", "-c", 'echo $$ > "$0" && exec "$@"', str(cgroup)]
         self.proc = subprocess.Popen(
             [
                 *(as_host if host else []),
+                *(in_cgroup if cgroup else []),
                 sys.executable,
                 "-m",
                 "tenure",

@@ -76,3 +76,15 @@ def long_report(seconds: float) -> None:
     import time
 
     time.sleep(seconds)
+
+
+@app.job(timeout=120, tries=1)
+def grows_until_killed() -> None:
+    """Reads more and more into memory, as a job with an unbounded query does: inside a
+    memory-limited cgroup, the kernel's OOM killer ends it."""
+    import time
+
+    held = []
+    for _ in range(200):  # 10 GB at most: far past any limit a test sets
+        held.append(b"x" * (50 * 1024 * 1024))
+        time.sleep(0.2)

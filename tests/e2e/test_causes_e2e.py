@@ -114,3 +114,33 @@ def test_an_attempt_still_running_when_a_deploy_kills_its_worker_is_named_so(
     assert "received SIGTERM at" in (first.error or "")
     # with the evidence: the memory it was last read at (no OOM)
     assert re.search(r"the attempt's last memory reading was \d+ MB", first.error or "")
+
+
+def test_a_kernel_oom_kill_in_a_memory_limited_cgroup_is_named_with_its_evidence(
+    project: Project,
+) -> None:
+    """The worker runs inside a memory-limited cgroup, as in a container with a memory limit;
+    the job outgrows it and the kernel's OOM killer (not the worker) ends it. The attempt says
+    so, with the cgroup's counter, its limit and the last memory reading."""
+    from e2e.cgroups import memory_cgroup
+
+    with memory_cgroup(limit_mb=400) as procs:
+        if procs is None:
+            pytest.skip(
+                "this machine lets no test create a memory-limited cgroup (cgroup v1 memory "
+                "hierarchy or a v2 subtree with the memory controller delegated)"
+            )
+        h = project.jobs.grows_until_killed.dispatch()
+        worker = project.worker("--concurrency", "1", cgroup=procs)
+        wait_until(state_is(project.app, h.id, "failed"), 120, "the OOM-killed job to fail")
+        worker.kill()
+    attempt = project.app.get_job(h.id).attempts[0]
+    assert (attempt.outcome, attempt.cause) == ("crashed", causes.OOM_KILL), attempt.error
+    error = attempt.error or ""
+    assert "by the kernel's OOM killer (counted in its cgroup's memory." in error
+    assert "the cgroup's memory limit is 400 MB" in error
+    reading = re.search(r"its last memory reading was (\d+) MB", error)
+    assert reading is not None, error
+    assert 100 <= int(reading.group(1)) <= 400
+    # and as a field, for the doctor's crash-loop rule ("... at about N MB")
+    assert attempt.memory_mb is not None and 100 <= attempt.memory_mb <= 400

@@ -219,7 +219,10 @@ def describe_exit(pid: int, code: int, cause: str | None = None) -> str:
         name = signal.Signals(-code).name if -code in signal.valid_signals() else "?"
         hint = ""
         if cause == causes.OOM_KILL:
-            hint = " by the kernel's OOM killer (its cgroup's memory.events counted it)"
+            limit = oom.memory_limit_mb()
+            within = f"; the cgroup's memory limit is {limit} MB" if limit else ""
+            counted = f"counted in its cgroup's {oom.counted_in()}{within}"
+            hint = f" by the kernel's OOM killer ({counted})"
         elif -code == signal.SIGKILL:
             hint = " from outside the worker; OOM not confirmed (no OOM kill in its cgroup)"
             if oom.oom_kills() is None:

@@ -49,3 +49,25 @@ def oom_kills() -> int | None:
             if name == "oom_kill":
                 return int(value)
     return None
+
+
+def counted_in() -> str:
+    """The file that counted the kills, as a reader of the attempt would look for it."""
+    path = _EVENTS[0] if _EVENTS else _cgroup_memory_events()
+    return os.path.basename(path) if path else "memory.events"
+
+
+def memory_limit_mb() -> int | None:
+    """The memory limit of this worker's cgroup (v2 memory.max, v1 memory.limit_in_bytes), in
+    MB; None where there is none (v1 writes "no limit" as a number near 2**63)."""
+    path = _EVENTS[0] if _EVENTS else _cgroup_memory_events()
+    if path is None:
+        return None
+    directory = os.path.dirname(path)
+    for name in ("memory.max", "memory.limit_in_bytes"):
+        with contextlib.suppress(OSError, ValueError), open(os.path.join(directory, name)) as f:
+            text = f.read().strip()
+            if text == "max" or int(text) >= 2**60:
+                return None
+            return int(text) // (1024 * 1024)
+    return None

@@ -74,6 +74,8 @@ class SlotHost(Protocol):
 
     def unknown_job(self, res: Reservation) -> Ended: ...
 
+    def keep_memory_reading(self, res: Reservation, mb: float) -> None: ...
+
     def count_start(self) -> None: ...
 
     def attempt_recorded(self, name: str, outcome: str, duration: float) -> None: ...
@@ -418,6 +420,8 @@ class Slot:
         held, self.current = self.current, None
         if held is not None:
             why += memory_note(self.memory, time.monotonic())
+            if self.memory is not None:
+                self.worker.keep_memory_reading(held, self.memory[0])
             self._report(held, Ended("crashed", why, cause=cause))
 
     def _report(self, res: Reservation, ended: Ended) -> None:

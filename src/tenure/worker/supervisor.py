@@ -377,6 +377,21 @@ class Worker:
             seen = Refusals()
         return unknown_job(res, self.ref, self.where, self.options.unknown_grace, seen)
 
+    def keep_memory_reading(self, res: Reservation, mb: float) -> None:
+        """Keep a crashed attempt's last memory reading on it as a field (`AttemptRecord.
+        memory_mb`, which the doctor's crash-loop rule reads), not only in its words: an attempt
+        that dies before its first heartbeat has none yet. One heartbeat for its lease carries
+        it before the end is recorded; crashes are rare, so the extra round trip is too."""
+        try:
+            self.store.heartbeat(
+                worker=self.ref,
+                leases=[(res.job_id, res.token)],
+                lease=self.options.lease,
+                memory={res.job_id: mb},
+            )
+        except Exception as exc:  # the end is still recorded; only the field is missing
+            log.debug("could not keep the memory reading of job %s: %s", res.job_id, exc)
+
     def may_chain(self) -> bool:
         """May a child claim its slot's next job itself? Not when stopping, and not under
         --max-jobs, whose count only the fetch loop keeps exactly."""
