@@ -151,7 +151,9 @@ def test_the_guard_warns_at_half_the_lease_and_stops_the_attempt_at_four_fifths(
     [slot] = worker.slots
     res = slot.current
     assert res is not None
-    slot.renewed_at = T0  # the lease was last renewed then
+    # the attempt began and its lease was last renewed then (the pass stamps the real
+    # monotonic time, a lease's clock: on a machine up less than T0 s it lies far before T0)
+    slot.started_at = slot.renewed_at = T0
     keeper = LeaseKeeper(worker, started=T0)
     keeper.guard_leases(T0 + 5.0)
     assert slot.lease_ok() and slot._problem(T0 + 5.0) is None
