@@ -17,6 +17,7 @@ import pytest
 from tenure.app import App
 from tenure.core.records import WorkerRef
 from tenure.settings import WorkerOptions
+from tenure.testing import freeze
 from tenure.worker.leases import PRUNE_EVERY_S, LeaseKeeper, Sweeper
 from tenure.worker.supervisor import Then, Worker
 
@@ -84,6 +85,26 @@ def test_the_rescue_sweep_runs_on_the_first_pass_then_every_interval(
     assert app.get_job(job.id).state == "running"
     worker.fetch_once(T0 + 1.0)
     assert [a.outcome for a in app.get_job(job.id).attempts] == ["crashed"]
+
+
+def test_the_periodic_tick_rides_on_the_pass_s_clock_once_a_second(
+    app: App, make_worker: Callable[..., Worker]
+) -> None:
+    store_clock = freeze(app)  # each second of the store's clock is a due time
+
+    @app.periodic("* * * * * *", name="beat", queue="elsewhere")  # a queue the worker leaves
+    def beat() -> None: ...
+
+    def runs() -> int:
+        return len(app.list_jobs(queue="elsewhere"))
+
+    worker = make_worker()
+    worker.fetch_once(T0)  # the first look records the latest due time, runs nothing
+    store_clock.advance(1)
+    worker.fetch_once(T0 + 0.999)  # a due time came, but not a second of the loop's clock
+    assert runs() == 0
+    worker.fetch_once(T0 + 1.0)
+    assert runs() == 1
 
 
 def test_a_pass_with_every_slot_busy_waits_for_one(
