@@ -148,7 +148,7 @@ def store_size(side: Side) -> int:
                 (side.schema,),
             ).fetchone()
         return int(row["n"])
-    return int(store._redis.info("memory")["used_memory"])
+    return int(store.db.client.info("memory")["used_memory"])
 
 
 def vacuum(schema: str) -> None:

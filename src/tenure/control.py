@@ -184,8 +184,6 @@ def purge(store: Store, queue: str) -> int:
     return cancelled
 
 
-# A worker renews its record every lease/3; one not seen for this long is taken for gone.
-WORKER_SILENT_AFTER_S = 60.0
 # silent this long: killed or lost for good (it never wrote its stop); listings leave it out
 WORKER_GONE_AFTER_S = 3600.0
 
@@ -262,11 +260,7 @@ class Operations:
     def live_workers(self) -> list[WorkerRecord]:
         """Workers that have not stopped and renewed their record recently."""
         now = self.now()
-        return [
-            w
-            for w in self.workers()
-            if w.stopped_at is None and now - w.last_seen_at < WORKER_SILENT_AFTER_S
-        ]
+        return [w for w in self.workers() if w.is_live(now)]
 
     def request_restart(self) -> float:
         """Every worker finishes its current jobs and exits; returns the request's store time."""

@@ -26,7 +26,6 @@ from __future__ import annotations
 import hashlib
 import logging
 import time
-from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Protocol
@@ -118,29 +117,29 @@ class Claimed:
 
 
 class PeriodicTicker:
-    """One per worker. `tick()` from a loop that turns about once a second; `run_once(now)`
-    does one round at a given store time (tests drive it with times they choose)."""
+    """One per worker. `tick(now)` from a loop that turns about once a second, with the
+    loop's monotonic time; `run_once(now)` does one round at a given store time (tests drive
+    both with times they choose, and wait for nothing)."""
 
-    def __init__(
-        self, app: PeriodicApp, *, monotonic: Callable[[], float] = time.monotonic
-    ) -> None:
+    def __init__(self, app: PeriodicApp) -> None:
         self.app = app
-        self._monotonic = monotonic
         self.next_tick = 0.0  # monotonic time of the next round (the worker looks first)
         self._looked: dict[str, float] = {}  # name -> the due time last claimed
 
-    def tick(self) -> list[Claimed]:
-        """A round, at most once per TICK_EVERY_S; a store error is logged and the round
-        tried again after RETRY_AFTER_S (due times that came meanwhile are still recent)."""
-        if not self.app.periodic_jobs or self._monotonic() < self.next_tick:
+    def tick(self, now: float) -> list[Claimed]:
+        """A round if one is due at `now` (monotonic seconds, as the fetch loop read them), at
+        most once per TICK_EVERY_S; a store error is logged and the round tried again after
+        RETRY_AFTER_S (due times that came meanwhile are still recent). The due times are
+        measured on the store's clock, read by the round itself."""
+        if not self.app.periodic_jobs or now < self.next_tick:
             return []
-        self.next_tick = self._monotonic() + TICK_EVERY_S
+        self.next_tick = now + TICK_EVERY_S
         try:
             return self.run_once(self.app.now())
         except Exception as exc:
             # An outage: look again in a few seconds, not every second (the fetch loop logs
             # the outage too), still soon enough for RECENT_S to cover what came meanwhile.
-            self.next_tick = self._monotonic() + RETRY_AFTER_S
+            self.next_tick = now + RETRY_AFTER_S
             log.warning(
                 "periodic jobs: could not claim due times (%s: %s); trying again in %g s",
                 type(exc).__name__,

@@ -17,6 +17,7 @@ import pytest
 from tenure.app import App
 from tenure.core.records import WorkerRef
 from tenure.settings import WorkerOptions
+from tenure.testing import freeze
 from tenure.worker.leases import PRUNE_EVERY_S, LeaseKeeper, Sweeper
 from tenure.worker.supervisor import Then, Worker
 
@@ -86,6 +87,26 @@ def test_the_rescue_sweep_runs_on_the_first_pass_then_every_interval(
     assert [a.outcome for a in app.get_job(job.id).attempts] == ["crashed"]
 
 
+def test_the_periodic_tick_rides_on_the_pass_s_clock_once_a_second(
+    app: App, make_worker: Callable[..., Worker]
+) -> None:
+    store_clock = freeze(app)  # each second of the store's clock is a due time
+
+    @app.periodic("* * * * * *", name="beat", queue="elsewhere")  # a queue the worker leaves
+    def beat() -> None: ...
+
+    def runs() -> int:
+        return len(app.list_jobs(queue="elsewhere"))
+
+    worker = make_worker()
+    worker.fetch_once(T0)  # the first look records the latest due time, runs nothing
+    store_clock.advance(1)
+    worker.fetch_once(T0 + 0.999)  # a due time came, but not a second of the loop's clock
+    assert runs() == 0
+    worker.fetch_once(T0 + 1.0)
+    assert runs() == 1
+
+
 def test_a_pass_with_every_slot_busy_waits_for_one(
     app: App, make_worker: Callable[..., Worker]
 ) -> None:
@@ -151,7 +172,9 @@ def test_the_guard_warns_at_half_the_lease_and_stops_the_attempt_at_four_fifths(
     [slot] = worker.slots
     res = slot.current
     assert res is not None
-    slot.renewed_at = T0  # the lease was last renewed then
+    # the attempt began and its lease was last renewed then (the pass stamps the real
+    # monotonic time, a lease's clock: on a machine up less than T0 s it lies far before T0)
+    slot.started_at = slot.renewed_at = T0
     keeper = LeaseKeeper(worker, started=T0)
     keeper.guard_leases(T0 + 5.0)
     assert slot.lease_ok() and slot._problem(T0 + 5.0) is None

@@ -149,13 +149,11 @@ def test_the_ticker_waits_a_second_between_rounds(
     @tenure_app.periodic("* * * * *")
     def minutely() -> None: ...
 
-    monotonic = FrozenClock(100.0)
-    ticker = PeriodicTicker(tenure_app, monotonic=monotonic)
-    assert [c.outcome for c in ticker.tick()] == ["recorded"]
+    ticker = PeriodicTicker(tenure_app)
+    assert [c.outcome for c in ticker.tick(100.0)] == ["recorded"]
     tenure_clock.advance(60)
-    assert ticker.tick() == []  # not a second yet
-    monotonic.advance(1.0)
-    assert [c.outcome for c in ticker.tick()] == ["dispatched"]
+    assert ticker.tick(100.999) == []  # not a second yet, however far the store's clock went
+    assert [c.outcome for c in ticker.tick(101.0)] == ["dispatched"]
     ran: list[str] = []
     minutely.fn = lambda: ran.append("ran")  # the job runs through the store as a worker would
     assert [j.state for j in drain(tenure_app)] == ["succeeded"] and ran == ["ran"]
@@ -169,24 +167,20 @@ def test_a_store_error_is_logged_and_the_round_tried_again_without_losing_a_due_
 
     start = at("2026-06-01T10:00:00")
     tenure_clock.now = start
-    monotonic = FrozenClock(100.0)
-    ticker = PeriodicTicker(tenure_app, monotonic=monotonic)
-    ticker.tick()  # 10:00:00 recorded
+    ticker = PeriodicTicker(tenure_app)
+    ticker.tick(100.0)  # 10:00:00 recorded
     side = sqlite3.connect(sqlite_path(tenure_app.url))
     side.execute("ALTER TABLE tenure_periodic RENAME TO tenure_periodic_away")  # a broken store
     side.commit()
     tenure_clock.advance(2)
-    monotonic.advance(1)
-    assert ticker.tick() == []
+    assert ticker.tick(101.0) == []
     assert "could not claim due times (OperationalError" in caplog.text
-    monotonic.advance(RETRY_AFTER_S - 0.5)
-    assert ticker.tick() == []  # not again before RETRY_AFTER_S, however broken
+    assert ticker.tick(101.0 + RETRY_AFTER_S - 0.5) == []  # not again so soon, however broken
     side.execute("ALTER TABLE tenure_periodic_away RENAME TO tenure_periodic")
     side.commit()
     side.close()
     tenure_clock.advance(3)
-    monotonic.advance(0.5)
-    claimed = ticker.tick()
+    claimed = ticker.tick(101.0 + RETRY_AFTER_S)
     assert [(c.due - start, c.outcome) for c in claimed] == [
         (float(s), "dispatched") for s in range(1, 6)
     ]

@@ -10,7 +10,7 @@ import typer
 
 from tenure.cli.common import AppOption, UrlOption, err, open_app, out, say
 from tenure.cli.tables import Column, print_table
-from tenure.control import WORKER_GONE_AFTER_S, WORKER_SILENT_AFTER_S
+from tenure.control import WORKER_GONE_AFTER_S
 from tenure.core.records import WorkerRecord
 from tenure.core.words import clock_text
 
@@ -20,9 +20,7 @@ RECENT_S = WORKER_GONE_AFTER_S  # stopped or silent workers shown by default: th
 def status(w: WorkerRecord, now: float) -> str:
     if w.stopped_at is not None:
         return "stopped"
-    if now - w.last_seen_at >= WORKER_SILENT_AFTER_S:
-        return "silent"  # no heartbeat for a minute: killed, frozen or cut off
-    return "live"
+    return "live" if w.is_live(now) else "silent"  # silent: killed, frozen or cut off
 
 
 def workers(

@@ -276,6 +276,11 @@ class PeriodicRecord:
     last_job_id: str | None
 
 
+# A worker renews its record every lease/3 (10 s by default): one not seen for a minute died
+# without saying so (SIGKILL, host lost, frozen), it is not merely slow.
+WORKER_SILENT_AFTER_S = 60.0
+
+
 @dataclass(frozen=True)
 class WorkerRecord:
     id: str
@@ -292,6 +297,11 @@ class WorkerRecord:
     # the job names the worker's code defines (rolling deploys: `tenure queues` counts the
     # ready jobs no live worker knows); None: not reported (a worker from before this field)
     known: tuple[str, ...] | None = None
+
+    def is_live(self, now: float) -> bool:
+        """Not stopped and seen within WORKER_SILENT_AFTER_S of `now` (the store's clock): the
+        one rule for the CLI, the dashboard, `App.live_workers` and rolling-deploy hand-backs."""
+        return self.stopped_at is None and now - self.last_seen_at < WORKER_SILENT_AFTER_S
 
 
 def batch_target(batch: NewBatch | None, into_batch: str | None) -> NewBatch | str | None:

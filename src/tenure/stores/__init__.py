@@ -21,9 +21,10 @@ functions.py, and records.py (hashes read back into records, as sql/rows.py read
 
 A store is assembled over its engine's hot path: `SQLiteStore(SQLiteJobs, SQLStore)` and
 `PostgresStore(PostgresJobs, SQLStore)`, the shared SQL verbs mixed in; `RedisStore(RedisJobs,
-RedisGuards, RedisPeriodic, RedisOperations)`, parts of one store over one RedisDatabase. The
-jobs part is inherited, not held, so the hot path pays no forwarding call. SQLiteJobs and the
-Redis parts inherit their database; PostgresJobs holds its Database as `self.db`.
+RedisGuards, RedisPeriodic, RedisOperations)`, its verbs in parts by job. The parts are
+inherited, not held, so the hot path pays no forwarding call. PostgresStore and RedisStore hold
+their database as `self.db` (Database, RedisDatabase), which every part reaches through;
+SQLiteJobs still inherits SQLiteDatabase.
 """
 
 from __future__ import annotations

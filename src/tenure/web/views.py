@@ -27,9 +27,6 @@ from tenure.describe import (
 from tenure.rolling import Unknown
 from tenure.stores.base import total_counts
 
-# A worker renews its leases every lease/3 (10 s by default); a minute without a heartbeat is
-# a worker that died without saying so (SIGKILL, host lost), not a slow one.
-SILENT_AFTER_S = 60.0
 # Rates are measured over the last few minutes of samples this process took.
 RATE_WINDOW_S = 300.0
 LIVE_STATES = ("queued", "scheduled", "running")
@@ -149,7 +146,7 @@ def worker_row(w: WorkerRecord, now: float) -> WorkerRow:
         started_at=w.started_at,
         last_seen_at=w.last_seen_at,
         seen_ago_s=ago,
-        alive=ago < SILENT_AFTER_S,
+        alive=w.is_live(now),
     )
 
 

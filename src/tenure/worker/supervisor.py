@@ -244,8 +244,7 @@ class Worker:
             self._rescue(now)
             if self._store_file_gone():
                 return Then.STOP
-        if self.app.periodic_jobs and now >= self.periodic.next_tick:
-            self.periodic.tick()  # about once a second; each due time claimed in the store
+        self.periodic.tick(now)  # about once a second; each due time claimed in the store
         free = self._free_slots()
         if free == 0:
             return Then.WAIT_FOR_SLOT

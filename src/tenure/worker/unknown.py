@@ -46,7 +46,6 @@ class Refusals:
 
 HANDED_BACK_MAX_S = 30.0
 KNOWN_ELSEWHERE_WAIT_S = 1.0  # not zero: this worker would claim it straight back
-LIVE_WITHIN_S = 60.0  # a worker seen this recently is live (tenure.control's WORKER_SILENT_AFTER_S)
 
 
 def back_off(seen: Refusals, grace: float) -> float:
@@ -87,11 +86,7 @@ def refusals(store: Store, job_id: str, worker_id: str) -> Refusals:
 def known_elsewhere(store: Store, name: str, queue: str, worker_id: str, now: float) -> bool:
     """Does a live worker other than `worker_id`, serving `queue`, report knowing `name`?"""
     return any(
-        w.id != worker_id
-        and w.stopped_at is None
-        and now - w.last_seen_at < LIVE_WITHIN_S
-        and queue in w.queues
-        and name in (w.known or ())
+        w.id != worker_id and w.is_live(now) and queue in w.queues and name in (w.known or ())
         for w in store.list_workers()
     )
 

@@ -53,7 +53,7 @@ def drop_keys(store: RedisStore) -> None:
     try:
         # one key per command: on a cluster node a multi-key DEL must stay in one slot
         pipe = client.pipeline(transaction=False)
-        for key in client.scan_iter(match=store.key_pattern(), count=1000):
+        for key in client.scan_iter(match=store.db.key_pattern(), count=1000):
             pipe.delete(key)
         pipe.execute()
     finally:

@@ -56,7 +56,7 @@ def store(redis_url: str) -> Iterator[RedisStore]:
     s = RedisStore(f"{redis_url}{'&' if '?' in redis_url else '?'}prefix=t_{secrets.token_hex(6)}")
     yield s
     client = redis.Redis.from_url(redis_url.split("?")[0])
-    keys = list(client.scan_iter(match=s.key_pattern(), count=1000))
+    keys = list(client.scan_iter(match=s.db.key_pattern(), count=1000))
     if keys:
         client.delete(*keys)
     client.close()

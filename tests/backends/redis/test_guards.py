@@ -48,7 +48,7 @@ def job(guards: Guards | None = None, queue: str = "default") -> NewJob:
 def keys_of(store: RedisStore) -> list[str]:
     client = raw_redis(split_prefix(store.url)[0])
     try:
-        return sorted(client.scan_iter(match=store.key_pattern(), count=1000))
+        return sorted(client.scan_iter(match=store.db.key_pattern(), count=1000))
     finally:
         client.close()
 
@@ -57,7 +57,7 @@ def drop_keys(store: RedisStore) -> None:
     client = raw_redis(split_prefix(store.url)[0])
     try:
         pipe = client.pipeline(transaction=False)  # one key per DEL: a cluster needs one slot
-        for key in client.scan_iter(match=store.key_pattern(), count=1000):
+        for key in client.scan_iter(match=store.db.key_pattern(), count=1000):
             pipe.delete(key)
         pipe.execute()
     finally:

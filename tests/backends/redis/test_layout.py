@@ -82,7 +82,7 @@ def test_keys_in_another_layout_are_refused_before_any_write(
             store.enqueue_many([job()])
         with pytest.raises(ConfigError, match=message):
             store.migrate()
-        assert list(client.scan_iter(match=store.key_pattern())) == [meta]
+        assert list(client.scan_iter(match=store.db.key_pattern())) == [meta]
     finally:
         store.close()
 

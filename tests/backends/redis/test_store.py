@@ -39,7 +39,7 @@ def new_prefix() -> str:
 def drop_keys(url: str, store: RedisStore) -> None:
     client = redis.Redis.from_url(split_prefix(url)[0])
     try:
-        keys = list(client.scan_iter(match=store.key_pattern(), count=1000))
+        keys = list(client.scan_iter(match=store.db.key_pattern(), count=1000))
         for start in range(0, len(keys), 500):
             client.delete(*keys[start : start + 500])
     finally:
@@ -128,7 +128,7 @@ def test_every_key_is_under_the_prefix_and_a_queue_lives_in_one_cluster_slot(
     store.set_control(restart=True)
 
     keys = set(client.scan_iter(match=f"{store.prefix}:*", count=1000))
-    assert keys == set(client.scan_iter(match=store.key_pattern(), count=1000))
+    assert keys == set(client.scan_iter(match=store.db.key_pattern(), count=1000))
     slots_by_queue: dict[str, set[int]] = {}
     for key in keys:
         tag = key[len(store.prefix) + 1 :].split("}", 1)[0] + "}"
@@ -158,8 +158,8 @@ def test_prefixes_are_isolated_even_when_one_extends_the_other(
         "only-outer"
     ]
     assert outer.reserve(queues=["default", "mail"], worker=WORKER, lease=30) == []
-    outer_keys = set(client.scan_iter(match=outer.key_pattern(), count=1000))
-    inner_keys = set(client.scan_iter(match=inner.key_pattern(), count=1000))
+    outer_keys = set(client.scan_iter(match=outer.db.key_pattern(), count=1000))
+    inner_keys = set(client.scan_iter(match=inner.db.key_pattern(), count=1000))
     assert outer_keys and inner_keys and not outer_keys & inner_keys
 
 
@@ -440,7 +440,7 @@ def test_an_end_in_a_process_that_did_not_reserve_the_job_looks_nothing_up(
     (a,) = supervisor.reserve(queues=["q1"], worker=WORKER, lease=30)
     (b,) = supervisor.reserve(queues=["q2"], worker=WORKER, lease=30)
     child = make_store(supervisor.prefix)
-    child.check_layout()  # a child has used its store before (its first call checks the layout)
+    child.db.check_layout()  # a child has used its store before (its first call checks the layout)
     ended: list[tuple[object, object]] = []
 
     def end(r: Reservation) -> None:

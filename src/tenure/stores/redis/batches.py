@@ -38,11 +38,13 @@ from tenure.stores.redis.scripts import CALLBACK_FIELDS, CALLBACK_KINDS
 BATCH_PAGE = 100
 
 
-class RedisBatches(RedisDatabase):
+class RedisBatches:
+    db: RedisDatabase  # the store's own (RedisStore sets it)
+
     def _members_of(self, batch_id: str, jobs: Sequence[NewJob]) -> list[NewJob]:
         """The members as stored: in the batch, a chain member's spec with its queues' keys."""
         return [
-            replace(j, batch_id=batch_id, chain=chains.with_bases(j.chain, self._base))
+            replace(j, batch_id=batch_id, chain=chains.with_bases(j.chain, self.db.base))
             for j in jobs
         ]
 
@@ -71,13 +73,13 @@ class RedisBatches(RedisDatabase):
             else:
                 keep = " ".join(keep_args(job.keep))
                 guards = guard_fields(job.guards)
-                args += ["1", job.id, self._base(job.queue), job.queue, *_fields(job), keep]
+                args += ["1", job.id, self.db.base(job.queue), job.queue, *_fields(job), keep]
                 args.append(json.dumps(guards) if guards else "")
-        reply = self._run(self._qcall("create_batch", home, *args, *self._members(members)))
+        reply = self.db.run(self.db.qcall("create_batch", home, *args, *self._members(members)))
         if reply[0] == "exists":
             raise TenureError(f"batch {batch.id!r} already exists")
         for job in members:
-            self._remember(job.id, job.queue)
+            self.db.remember(job.id, job.queue)
         return [str(job_id) for job_id in reply[1]]
 
     def _add_to_batch(self, batch_id: str, jobs: Sequence[NewJob]) -> list[str]:
@@ -89,14 +91,14 @@ class RedisBatches(RedisDatabase):
         queues = [j.queue for j in members] + later
         self._check_one_slot(batch_id, home, queues)
         self._register_batch(batch_id, home, queues)
-        added = self._run(self._qcall("add_to_batch", home, batch_id, *self._members(members)))
+        added = self.db.run(self.db.qcall("add_to_batch", home, batch_id, *self._members(members)))
         for job in members:
-            self._remember(job.id, job.queue)
+            self.db.remember(job.id, job.queue)
         return [str(job_id) for job_id in added]
 
     def _cancel_batch(self, batch_id: str) -> CancelResult:
         home = self._batch_home(batch_id)
-        if home is not None and self._run(self._qcall("cancel_batch", home, batch_id)):
+        if home is not None and self.db.run(self.db.qcall("cancel_batch", home, batch_id)):
             return CancelResult(accepted=True, state="cancelled")
         record = next(iter(self.list_batches(ids=[batch_id])), None)
         return CancelResult(accepted=False, state=record.state if record else "missing")
@@ -111,7 +113,9 @@ class RedisBatches(RedisDatabase):
         while len(out) < limit:
             page = cast(
                 list[str],
-                self._redis.zrevrange(self._global_key("batches"), start, start + BATCH_PAGE - 1),
+                self.db.client.zrevrange(
+                    self.db.global_key("batches"), start, start + BATCH_PAGE - 1
+                ),
             )
             if not page:
                 break
@@ -122,44 +126,48 @@ class RedisBatches(RedisDatabase):
     def _read_batches(self, ids: list[str], *, limit: int) -> list[BatchRecord]:
         if not ids:
             return []
-        homes = cast(list[str | None], self._redis.hmget(self._global_key("batch_queues"), ids))
+        homes = cast(
+            list[str | None], self.db.client.hmget(self.db.global_key("batch_queues"), ids)
+        )
         # a batch registered by a create that never ran (or no batch) reads as an empty hash
-        rows = self._hashes([self._batch_key(h or "", b) for b, h in zip(ids, homes, strict=True)])
+        rows = self.db.hashes(
+            [self._batch_key(h or "", b) for b, h in zip(ids, homes, strict=True)]
+        )
         found = [batch_record(b, fields) for b, fields in zip(ids, rows, strict=True) if fields]
         return found[:limit]
 
     def report_progress(self, *, job_id: str, token: int, fraction: float) -> None:
-        queue = self._locate(job_id)
+        queue = self.db.locate(job_id)
         if queue is None:
             return
         units = round(max(0.0, min(1.0, fraction)) * PROGRESS_UNITS)
-        self._run(self._qcall("report_progress", queue, job_id, int(token), units))
+        self.db.run(self.db.qcall("report_progress", queue, job_id, int(token), units))
 
     # -- inside ------------------------------------------------------------------------
     def _batch_key(self, home: str, batch_id: str) -> str:
-        return f"{self._base(home)}:batch:{batch_id}"
+        return f"{self.db.base(home)}:batch:{batch_id}"
 
     def _batch_home(self, batch_id: str) -> str | None:
-        home = self._redis.hget(self._global_key("batch_queues"), batch_id)
+        home = self.db.client.hget(self.db.global_key("batch_queues"), batch_id)
         return cast(str | None, home)
 
     def _register_batch(self, batch_id: str, home: str, queues: Sequence[str]) -> str:
         """Record the batch's home and register every queue it touches, before any job exists
         there: get_job and sweep only look in registered queues."""
-        keys = [self._global_key(k) for k in ("queues", "batch_queues", "batches", "batch_seq")]
+        keys = [self.db.global_key(k) for k in ("queues", "batch_queues", "batches", "batch_seq")]
         args = [batch_id, home, *dict.fromkeys([home, *queues])]
-        return cast(str, self._run((self._g["register_batch"], keys, args)))
+        return cast(str, self.db.run((self.db.g["register_batch"], keys, args)))
 
     def _members(self, jobs: Sequence[NewJob]) -> list[Any]:
         """The members' ARGV groups for the batch scripts (scripts.MEMBER_FIELDS each)."""
         args: list[Any] = []
         for job in jobs:
-            args += [self._base(job.queue), job.queue, job.id, *_fields(job), member_guards(job)]
+            args += [self.db.base(job.queue), job.queue, job.id, *_fields(job), member_guards(job)]
         return args
 
     def _check_one_slot(self, batch_id: str, home: str, queues: Sequence[str]) -> None:
         others = sorted({q for q in queues if q != home})
-        if others and self._cluster:
+        if others and self.db.cluster:
             raise ConfigError(
                 f"batch {batch_id}: on Redis Cluster every job and callback of a batch must use "
                 f"the batch's queue {home!r} (its keys live in that queue's slot), got also "

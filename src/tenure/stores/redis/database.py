@@ -45,44 +45,48 @@ Call = tuple[Script, list[str], list[Any]]
 
 
 class RedisDatabase:
+    """One store's connection and what it reads through it: the store holds it as `db` (as
+    PostgresStore holds its Database) and its parts reach Redis only through it."""
+
     def __init__(self, url: str) -> None:
         self.url = url
         opened = connect(url)
-        self._redis: Any = opened.client  # redis.Redis, or RedisCluster on a cluster
-        self.prefix, self._where, self._cluster = opened.prefix, opened.where, opened.cluster
+        self.client: Any = opened.client  # redis.Redis, or RedisCluster on a cluster
+        self.prefix, self._where, self.cluster = opened.prefix, opened.where, opened.cluster
         self._wait_replicas, self._sentinel = opened.wait_replicas, opened.sentinel
         # BLPOP must return before the socket timeout fires, or the wait would look like an
         # outage; a URL may set a shorter socket_timeout.
         socket_timeout = SOCKET_TIMEOUT_S
-        if not self._cluster:
-            kwargs = self._redis.connection_pool.connection_kwargs
+        if not self.cluster:
+            kwargs = self.client.connection_pool.connection_kwargs
             socket_timeout = kwargs.get("socket_timeout") or SOCKET_TIMEOUT_S
-        self._block_cap = BLOCK_CAP_S
+        self.block_cap = BLOCK_CAP_S
         if isinstance(socket_timeout, int | float) and socket_timeout > 0:
-            self._block_cap = max(MIN_BLOCK_S, min(BLOCK_CAP_S, float(socket_timeout) * 0.66))
-        self._q = {name: self._redis.register_script(s) for name, s in queue_scripts().items()}
-        self._g = {name: self._redis.register_script(s) for name, s in global_scripts().items()}
+            self.block_cap = max(MIN_BLOCK_S, min(BLOCK_CAP_S, float(socket_timeout) * 0.66))
+        # the scripts by name: q, a queue's (run with qcall); g, the store-wide ones
+        self.q = {name: self.client.register_script(s) for name, s in queue_scripts().items()}
+        self.g = {name: self.client.register_script(s) for name, s in global_scripts().items()}
         # script SHA-1 -> its Redis 7 function, once the libraries are loaded (check_layout);
         # empty: every script runs by EVALSHA (Redis 6.2, FUNCTION refused)
         self._functions: dict[str, str] = {}
         # job id -> queue. Ids are unique and a job never changes queue, so an entry is either
         # right or names a job that no longer exists anywhere.
-        self._job_queue: dict[str, str] = {}
-        self._registered_queues: set[str] = set()  # by this client, in the queue registry
+        self.job_queue: dict[str, str] = {}
+        self.registered_queues: set[str] = set()  # by this client, in the queue registry
         self._layout_checked = False
 
     # -- keys ----------------------------------------------------------------------------
-    def _global_key(self, name: str) -> str:
+    def global_key(self, name: str) -> str:
         return f"{self.prefix}:{{g}}:{name}"
 
-    def _base(self, queue: str) -> str:
+    def base(self, queue: str) -> str:
         # The queue name made safe inside a hash tag: a brace would end the tag early and let
         # one queue's keys spell another's; '%' is escaped too so two names never encode alike.
         quoted = queue.replace("%", "%25").replace("{", "%7B").replace("}", "%7D")
         return f"{self.prefix}:{{q:{quoted}}}"
 
     def _queue_keys(self, queue: str) -> list[str]:
-        base = self._base(queue)
+        base = self.base(queue)
         return [f"{base}:{name}" for name in QUEUE_KEYS]
 
     def key_pattern(self) -> str:
@@ -90,26 +94,26 @@ class RedisDatabase:
         return "".join("\\" + c if c in "*?[]\\" else c for c in self.prefix) + ":{*"
 
     # -- running scripts -----------------------------------------------------------------
-    def _qcall(self, script: str, queue: str, *args: Any) -> Call:
-        return (self._q[script], self._queue_keys(queue), [self._base(queue), queue, *args])
+    def qcall(self, script: str, queue: str, *args: Any) -> Call:
+        return (self.q[script], self._queue_keys(queue), [self.base(queue), queue, *args])
 
-    def _run(self, call: Call) -> Any:
+    def run(self, call: Call) -> Any:
         if not self._layout_checked:
             self.check_layout()
         if self._wait_replicas:  # the script and its WAIT on one connection
-            return self._run_many([call])[0]
+            return self.run_many([call])[0]
         script, keys, args = call
         name = self._functions.get(script.sha)
         if name is None:
-            return _logged(script(keys=keys, args=args, client=self._redis))
+            return _logged(script(keys=keys, args=args, client=self.client))
         try:
-            return _logged(self._redis.fcall(name, len(keys), *keys, *args))
+            return _logged(self.client.fcall(name, len(keys), *keys, *args))
         except redis.ResponseError as exc:
             if not functions.missing(exc):
                 raise
-        return self._run_many([call])[0]  # loads the libraries again, then runs it
+        return self.run_many([call])[0]  # loads the libraries again, then runs it
 
-    def _run_many(self, calls: Sequence[Call]) -> list[Any]:
+    def run_many(self, calls: Sequence[Call]) -> list[Any]:
         """Run scripts in one round trip; a script the server forgot is loaded and re-run."""
         if not calls:
             return []
@@ -129,9 +133,9 @@ class RedisDatabase:
             if not isinstance(result, (NoScriptError, *on_cluster.REDIRECTED)):
                 continue
             if not self._wait_replicas:  # redis-py's Script loads what the server forgot
-                results[i] = self._run(calls[i])
+                results[i] = self.run(calls[i])
                 continue
-            calls[i][0].sha = self._redis.script_load(calls[i][0].script)
+            calls[i][0].sha = self.client.script_load(calls[i][0].script)
             results[i] = self._send_scripts([calls[i]])[0]
         for result in results:
             if isinstance(result, Exception):
@@ -139,9 +143,9 @@ class RedisDatabase:
         return [_logged(result) for result in results]
 
     def _send_scripts(self, calls: Sequence[Call]) -> list[Any]:
-        if self._cluster:
-            return on_cluster.run_per_node(self._redis, self._where, calls, self._functions)
-        pipe = self._redis.pipeline(transaction=False)
+        if self.cluster:
+            return on_cluster.run_per_node(self.client, self._where, calls, self._functions)
+        pipe = self.client.pipeline(transaction=False)
         for script, keys, args in calls:
             functions.send(pipe, self._functions, script, keys, args)
         if self._wait_replicas:
@@ -157,7 +161,7 @@ class RedisDatabase:
         if self._sentinel:
             # A master that is no longer confirmed by its replica has likely just been failed
             # over: the next connections ask the Sentinels again instead of reusing this one.
-            self._redis.connection_pool.disconnect()
+            self.client.connection_pool.disconnect()
         raise StoreUnavailable(
             f"{self._where}: {confirmed} of wait_replicas={self._wait_replicas} replica(s) "
             f"confirmed the write within {WAIT_TIMEOUT_MS} ms; a failover could undo it, so it "
@@ -171,41 +175,41 @@ class RedisDatabase:
         if self._sentinel:
             self._functions = {}
             return
-        loaded = functions.load(self._redis, cluster=self._cluster, where=self._where)
-        self._functions = functions.names(self._q, self._g) if loaded else {}
+        loaded = functions.load(self.client, cluster=self.cluster, where=self._where)
+        self._functions = functions.names(self.q, self.g) if loaded else {}
 
-    def _slot_transaction(self, key: str) -> Any:
+    def slot_transaction(self, key: str) -> Any:
         """A MULTI/EXEC pipeline for reads of `key`'s slot (and TIME) in one consistent view; on a
         cluster, on the node owning `key`, which redis-py's cluster pipeline cannot give."""
-        if self._cluster:
-            node = self._redis.get_node_from_key(key).name
-            return on_cluster.node_pipeline(self._redis, self._where, node, transaction=True)
-        return self._redis.pipeline(transaction=True)
+        if self.cluster:
+            node = self.client.get_node_from_key(key).name
+            return on_cluster.node_pipeline(self.client, self._where, node, transaction=True)
+        return self.client.pipeline(transaction=True)
 
-    def _hashes(self, keys: Sequence[str]) -> list[dict[str, str]]:
+    def hashes(self, keys: Sequence[str]) -> list[dict[str, str]]:
         """HGETALL of each key in one round trip ({} for a key that does not exist)."""
-        pipe = self._redis.pipeline(transaction=False)
+        pipe = self.client.pipeline(transaction=False)
         for key in keys:
             pipe.hgetall(key)
         return cast(list[dict[str, str]], pipe.execute()) if keys else []
 
-    def _wait_for_token(self, keys: Sequence[str], wait: float) -> None:
+    def wait_for_token(self, keys: Sequence[str], wait: float) -> None:
         """Block on the notify lists `keys` for up to `wait` s (a BLPOP)."""
-        if self._cluster:
-            on_cluster.wait_on_slots(self._redis, keys, wait)
+        if self.cluster:
+            on_cluster.wait_on_slots(self.client, keys, wait)
         else:
-            self._redis.blpop(list(keys), timeout=round(wait, 3))
+            self.client.blpop(list(keys), timeout=round(wait, 3))
 
-    def _disconnect(self) -> None:
-        self._redis.close()
-        if not self._cluster:
-            self._redis.connection_pool.disconnect()
+    def close(self) -> None:
+        self.client.close()
+        if not self.cluster:
+            self.client.connection_pool.disconnect()
 
     def check_layout(self) -> None:
         """Record the key layout on first use, or refuse keys written in another one: every
         change of state goes through a script, so no write happens before this check."""
         try:
-            info = {} if self._cluster else self._redis.info("cluster")
+            info = {} if self.cluster else self.client.info("cluster")
         except redis.ResponseError:  # a proxy or managed service that hides INFO
             info = {}
         if str(info.get("cluster_enabled", "0")) == "1":
@@ -213,8 +217,8 @@ class RedisDatabase:
                 f"Redis at {self._where} is a node of a Redis Cluster: a redis:// URL reaches "
                 "one node only; use redis+cluster://HOST:PORT[,HOST:PORT...]/0"
             )
-        meta = self._global_key("meta")
-        pipe = self._redis.pipeline(transaction=False)
+        meta = self.global_key("meta")
+        pipe = self.client.pipeline(transaction=False)
         pipe.hsetnx(meta, "layout", LAYOUT_VERSION)
         pipe.hget(meta, "layout")
         found = str(pipe.execute()[1])
@@ -224,7 +228,7 @@ class RedisDatabase:
                 f"number, got {found!r}; they were edited by hand or are not tenure's"
             )
         if found in UPGRADABLE_LAYOUTS:
-            self._redis.hset(meta, "layout", LAYOUT_VERSION)
+            self.client.hset(meta, "layout", LAYOUT_VERSION)
             found = str(LAYOUT_VERSION)
         if int(found) > LAYOUT_VERSION:
             raise ConfigError(
@@ -235,33 +239,33 @@ class RedisDatabase:
         self._layout_checked = True
 
     # -- finding a job's queue -----------------------------------------------------------
-    def _queues(self) -> list[str]:
-        return sorted(cast(set[str], self._redis.smembers(self._global_key("queues"))))
+    def queues(self) -> list[str]:
+        return sorted(cast(set[str], self.client.smembers(self.global_key("queues"))))
 
-    def _remember(self, job_id: str, queue: str) -> None:
-        if len(self._job_queue) >= JOB_CACHE_MAX:
-            self._job_queue.clear()
-        self._job_queue[job_id] = queue
+    def remember(self, job_id: str, queue: str) -> None:
+        if len(self.job_queue) >= JOB_CACHE_MAX:
+            self.job_queue.clear()
+        self.job_queue[job_id] = queue
 
-    def _locate(self, job_id: str) -> str | None:
-        return self._locate_many([job_id]).get(job_id)
+    def locate(self, job_id: str) -> str | None:
+        return self.locate_many([job_id]).get(job_id)
 
-    def _locate_many(self, job_ids: Sequence[str]) -> dict[str, str]:
+    def locate_many(self, job_ids: Sequence[str]) -> dict[str, str]:
         """Which queue holds each job: from the cache, else by asking every queue at once."""
         # .get, not `in` then [ ]: another thread may clear the cache in between.
-        found = {j: q for j in job_ids if (q := self._job_queue.get(j)) is not None}
+        found = {j: q for j in job_ids if (q := self.job_queue.get(j)) is not None}
         missing = [j for j in dict.fromkeys(job_ids) if j not in found]
-        queues = self._queues() if missing else []
+        queues = self.queues() if missing else []
         probes = [(j, q) for j in missing for q in queues]
         if not probes:
             return found
-        pipe = self._redis.pipeline(transaction=False)
+        pipe = self.client.pipeline(transaction=False)
         for job_id, queue in probes:
-            pipe.exists(f"{self._base(queue)}:job:{job_id}")
+            pipe.exists(f"{self.base(queue)}:job:{job_id}")
         for (job_id, queue), exists in zip(probes, pipe.execute(), strict=True):
             if exists and job_id not in found:
                 found[job_id] = queue
-                self._remember(job_id, queue)
+                self.remember(job_id, queue)
         return found
 
 

@@ -53,12 +53,14 @@ from tenure.stores.redis.database import RedisDatabase
 from tenure.stores.redis.records import to_float, to_int
 
 
-class RedisGuards(RedisDatabase):
+class RedisGuards:
+    db: RedisDatabase  # the store's own (RedisStore sets it)
+
     def claim_once(self, *, job_id: str, token: int, key: str) -> bool:
-        queue = self._locate(job_id)
+        queue = self.db.locate(job_id)
         if queue is None:
             return False
-        return bool(self._run(self._qcall("claim_once", queue, job_id, int(token), key)))
+        return bool(self.db.run(self.db.qcall("claim_once", queue, job_id, int(token), key)))
 
     def job_transaction(self, *, job_id: str, token: int) -> JobTransaction:
         raise ConfigError(

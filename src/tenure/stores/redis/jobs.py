@@ -77,7 +77,7 @@ class RedisJobs(RedisBatches):
         jobs = [
             job
             if job.chain is None
-            else replace(job, chain=chains.with_bases(job.chain, self._base))
+            else replace(job, chain=chains.with_bases(job.chain, self.db.base))
             for job in jobs
         ]
         by_queue: dict[str, list[int]] = {}
@@ -86,10 +86,12 @@ class RedisJobs(RedisBatches):
         # The registry first: a job must never exist in a queue that get_job cannot find.
         # The registry only grows, so a queue this client registered once is registered.
         wanted = [*by_queue, *(q for q in sorted(later) if q not in by_queue)]
-        unregistered = [q for q in wanted if q not in self._registered_queues]
+        unregistered = [q for q in wanted if q not in self.db.registered_queues]
         calls: list[Call] = []
         if unregistered:
-            calls.append((self._g["register_queues"], [self._global_key("queues")], unregistered))
+            calls.append(
+                (self.db.g["register_queues"], [self.db.global_key("queues")], unregistered)
+            )
         positions: list[list[int]] = []
         for queue, indexes in by_queue.items():
             for start in range(0, len(indexes), ENQUEUE_CHUNK):
@@ -97,17 +99,17 @@ class RedisJobs(RedisBatches):
                 args: list[Any] = []
                 for i in chunk:
                     args += enqueue_args(jobs[i])
-                calls.append(self._qcall("enqueue", queue, *args))
+                calls.append(self.db.qcall("enqueue", queue, *args))
                 positions.append(chunk)
         ids = [job.id for job in jobs]
         # One call (the common dispatch of one job) skips the pipeline's machinery.
-        results = [self._run(calls[0])] if len(calls) == 1 else self._run_many(calls)
-        self._registered_queues.update(unregistered)
+        results = [self.db.run(calls[0])] if len(calls) == 1 else self.db.run_many(calls)
+        self.db.registered_queues.update(unregistered)
         for chunk, stored in zip(positions, results[len(calls) - len(positions) :], strict=True):
             for i, job_id in zip(chunk, stored, strict=True):
                 ids[i] = str(job_id)
         for job, job_id in zip(jobs, ids, strict=True):
-            self._remember(job_id, job.queue)
+            self.db.remember(job_id, job.queue)
         return ids
 
     def reserve(
@@ -117,8 +119,10 @@ class RedisJobs(RedisBatches):
         for queue in dict.fromkeys(queues):  # priority order: drain earlier queues first
             if len(out) >= limit:
                 break
-            rows = self._run(
-                self._qcall("reserve", queue, *self._reserve_args(limit - len(out), worker, lease))
+            rows = self.db.run(
+                self.db.qcall(
+                    "reserve", queue, *self._reserve_args(limit - len(out), worker, lease)
+                )
             )
             out += self._reservations(queue, rows)
         return out
@@ -130,7 +134,7 @@ class RedisJobs(RedisBatches):
     def _reservations(self, queue: str, rows: Sequence[Any]) -> list[Reservation]:
         out = []
         for job_id, name, payload, policy, attempt, expires, batch_id in rows:
-            self._remember(job_id, queue)
+            self.db.remember(job_id, queue)
             out.append(
                 Reservation(
                     job_id=job_id,
@@ -190,25 +194,27 @@ class RedisJobs(RedisBatches):
         # A job another process reserved (the worker's supervisor) is not in this one's cache:
         # it is tried in the worker's first queue, the usual one, rather than looked up (two
         # round trips). There, a job of another queue is only refused as missing: no write.
-        guessed = worker is not None and bool(order) and job_id not in self._job_queue
-        queue = order[0] if guessed else self._locate(job_id)
+        guessed = worker is not None and bool(order) and job_id not in self.db.job_queue
+        queue = order[0] if guessed else self.db.locate(job_id)
         if queue is None:
             return EndResult(accepted=False, state="missing", reason=STALE), None
         if worker is None or not order:
-            reply = self._run(self._qcall("complete", queue, job_id, int(token), optional(result)))
+            reply = self.db.run(
+                self.db.qcall("complete", queue, job_id, int(token), optional(result))
+            )
             return _ended(reply), None
         ending, claim = (job_id, int(token)), self._reserve_args(1, worker, lease)
         if queue == order[0]:
-            call = self._qcall("complete_and_reserve", queue, *ending, *claim, optional(result))
-            reply, rows = self._run(call)
+            call = self.db.qcall("complete_and_reserve", queue, *ending, *claim, optional(result))
+            reply, rows = self.db.run(call)
         else:
-            completion = self._qcall("complete", queue, *ending, optional(result))
-            reply, rows = self._run_many([completion, self._qcall("reserve", order[0], *claim)])
+            completion = self.db.qcall("complete", queue, *ending, optional(result))
+            reply, rows = self.db.run_many([completion, self.db.qcall("reserve", order[0], *claim)])
         ended = _ended(reply)
         if guessed and ended.state == "missing":  # not in that queue: completed where it is
             ended, _ = self._succeed(job_id, token, (), None, lease, result)
         elif guessed:
-            self._remember(job_id, queue)
+            self.db.remember(job_id, queue)
         claimed = self._reservations(order[0], rows)
         if not claimed and len(order) > 1:
             claimed = self.reserve(queues=order[1:], worker=worker, lease=lease, limit=1)
@@ -222,7 +228,7 @@ class RedisJobs(RedisBatches):
         lease: float = 0.0,
         memory: Mapping[str, float] | None = None,
     ) -> HeartbeatReply:
-        located = self._locate_many([job_id for job_id, _ in leases])
+        located = self.db.locate_many([job_id for job_id, _ in leases])
         by_queue: dict[str, list[Any]] = {}
         lost: set[str] = set()
         cancel: set[str] = set()
@@ -236,10 +242,12 @@ class RedisJobs(RedisBatches):
                 by_queue.setdefault(queue, []).extend((job_id, int(token), mb))
         # the worker's row first (starting or stopping), then seen, in the same round trip
         written = [self._worker_row(worker)] if isinstance(worker, WorkerRecord) else []
-        seen = [self._global_key(f"worker:{worker.id}"), self._global_key("control")]
-        calls: list[Call] = [*written, (self._g["beat_worker"], seen, [])]
-        calls += [self._qcall("heartbeat", q, repr(float(lease)), *p) for q, p in by_queue.items()]
-        restart, *renewals = self._run_many(calls)[len(written) :]
+        seen = [self.db.global_key(f"worker:{worker.id}"), self.db.global_key("control")]
+        calls: list[Call] = [*written, (self.db.g["beat_worker"], seen, [])]
+        calls += [
+            self.db.qcall("heartbeat", q, repr(float(lease)), *p) for q, p in by_queue.items()
+        ]
+        restart, *renewals = self.db.run_many(calls)[len(written) :]
         for queue_lost, queue_cancel in renewals:
             lost.update(queue_lost)
             cancel.update(queue_cancel)
@@ -251,14 +259,14 @@ class RedisJobs(RedisBatches):
 
     def _worker_row(self, record: WorkerRecord) -> Call:
         """The write of a worker's row that `heartbeat` sends with a WorkerRecord."""
-        key = self._global_key(f"worker:{record.id}")
+        key = self.db.global_key(f"worker:{record.id}")
         if record.stopped_at is not None:  # the worker stopped: its row, stamped now
-            return (self._g["touch_worker"], [key], ["stopped_at"])
+            return (self.db.g["touch_worker"], [key], ["stopped_at"])
         if record.stopping_at is not None:  # its first SIGTERM, with attempts still running
-            return (self._g["touch_worker"], [key], ["stopping_at"])
+            return (self.db.g["touch_worker"], [key], ["stopping_at"])
         return (
-            self._g["register_worker"],
-            [key, self._global_key("workers")],
+            self.db.g["register_worker"],
+            [key, self.db.global_key("workers")],
             [
                 record.id,
                 record.host,
@@ -281,11 +289,11 @@ class RedisJobs(RedisBatches):
         snooze: float = 0.0,
         record: bool = True,
     ) -> EndResult:
-        queue = self._locate(job_id)
+        queue = self.db.locate(job_id)
         if queue is None:
             return EndResult(accepted=False, state="missing", reason=STALE)
         for _ in range(MAX_CAS_ROUNDS):
-            reply = self._run(self._qcall("end_read", queue, job_id, int(token), outcome))
+            reply = self.db.run(self.db.qcall("end_read", queue, job_id, int(token), outcome))
             if reply[0] == "refused":
                 return _refused(reply)
             ending = (job_id, int(token), outcome, *texts.recorded(error, traceback), cause)
@@ -328,8 +336,8 @@ class RedisJobs(RedisBatches):
         if decision.cancel:
             outcome, error = cancelled_ending(outcome, error)
             last_error, retry = error, "c"
-        reply = self._run(
-            self._qcall(
+        reply = self.db.run(
+            self.db.qcall(
                 "end_apply",
                 queue,
                 *(job_id, token, outcome, optional(error), optional(traceback), retry),
@@ -353,7 +361,7 @@ class RedisJobs(RedisBatches):
     ) -> None:
         if timeout <= 0:
             return
-        wait = min(timeout, self._block_cap)
+        wait = min(timeout, self.db.block_cap)
         names = list(dict.fromkeys(queues))
         if ended:
             self._wait_for_ends(ended, wait)
@@ -363,29 +371,29 @@ class RedisJobs(RedisBatches):
             return
         # Sleep no longer than until the earliest delayed job is due: nothing pushes a wake-up
         # when a run_at merely passes.
-        for now_text, due in self._run_many([self._qcall("next_due", q) for q in names]):
+        for now_text, due in self.db.run_many([self.db.qcall("next_due", q) for q in names]):
             if due is not None:
                 wait = min(wait, float(due) - float(now_text) + 0.002)
         wait = max(wait, MIN_BLOCK_S)
-        self._wait_for_token([f"{self._base(q)}:notify" for q in names], wait)
+        self.db.wait_for_token([f"{self.db.base(q)}:notify" for q in names], wait)
 
     def _wait_for_ends(self, job_ids: Sequence[str], wait: float) -> None:
         """A waiter is a key `waiter:ID` beside the job (under its queue's hash tag); the
         script that ends the job turns it into a token on `woken:ID` (prelude.lua's
         wake_waiters), popped here. A waiter new on this call returns at once, for the caller
         to read the job again: an end before the key existed woke nobody."""
-        located = self._locate_many(job_ids)
+        located = self.db.locate_many(job_ids)
         if not located:
             time.sleep(wait)  # no such job: the caller's read says so
             return
-        pipe = self._redis.pipeline(transaction=False)
+        pipe = self.db.client.pipeline(transaction=False)
         for job_id, queue in located.items():
             # SET ... GET: the old value, None when the key is new; the TTL is renewed
-            pipe.set(f"{self._base(queue)}:waiter:{job_id}", "1", ex=int(wait) + 60, get=True)
+            pipe.set(f"{self.db.base(queue)}:waiter:{job_id}", "1", ex=int(wait) + 60, get=True)
         if any(previous is None for previous in pipe.execute()):
             return
-        keys = [f"{self._base(q)}:woken:{job_id}" for job_id, q in located.items()]
-        self._wait_for_token(keys, max(wait, MIN_BLOCK_S))
+        keys = [f"{self.db.base(q)}:woken:{job_id}" for job_id, q in located.items()]
+        self.db.wait_for_token(keys, max(wait, MIN_BLOCK_S))
 
 
 def _refused(reply: list[Any]) -> EndResult:

@@ -25,18 +25,20 @@ from tenure.stores.redis.records import (
 COUNTED_STATES = ("queued", "scheduled", "running", "succeeded", "failed", "cancelled")
 
 
-class RedisOperations(RedisDatabase):
+class RedisOperations:
+    db: RedisDatabase  # the store's own (RedisStore sets it)
+
     def now(self) -> float:
-        seconds, micros = self._redis.time()
+        seconds, micros = self.db.client.time()
         return clock_value(seconds, micros)
 
     def _read_job(self, job_id: str) -> JobRecord | None:
-        queue = self._locate(job_id)
+        queue = self.db.locate(job_id)
         if queue is None:
             return None
-        base = self._base(queue)
+        base = self.db.base(queue)
         # one consistent view: job + attempts
-        pipe = self._slot_transaction(f"{base}:job:{job_id}")
+        pipe = self.db.slot_transaction(f"{base}:job:{job_id}")
         pipe.time()
         names = (f"job:{job_id}", f"att:{job_id}", f"once:{job_id}")
         for name in names:
@@ -44,13 +46,13 @@ class RedisOperations(RedisDatabase):
         # raise_on_error=False: a key of another type (WRONGTYPE) reads as damaged, not raised
         (seconds, micros), *read = pipe.execute(raise_on_error=False)
         damage = [
-            f"key {name} holds a {self._redis.type(f'{base}:{name}')}, not a hash"
+            f"key {name} holds a {self.db.client.type(f'{base}:{name}')}, not a hash"
             for name, got in zip(names, read, strict=True)
             if isinstance(got, Exception)
         ]
         fields, attempts, effects = (got if isinstance(got, dict) else {} for got in read)
         if not fields and not damage:
-            self._job_queue.pop(job_id, None)
+            self.db.job_queue.pop(job_id, None)
             return None
         record = job_record(
             job_id, queue, fields, clock_value(seconds, micros), attempt_records(job_id, attempts)
@@ -78,7 +80,7 @@ class RedisOperations(RedisDatabase):
         if batch_id is not None:
             return self._list_members(batch_id, state, queue, limit)
         index = "all" if state is None else "queued" if state == "scheduled" else state
-        queues = [queue] if queue is not None else self._queues()
+        queues = [queue] if queue is not None else self.db.queues()
         now = self.now()
         found: list[tuple[float, int, JobRecord]] = []
         for name in queues:
@@ -92,20 +94,20 @@ class RedisOperations(RedisDatabase):
         """A batch's members from its member hashes (id -> queue base): `bmembers`, every
         member, and `bopen`, the unsettled ones (which alone list them in a batch written
         before `bmembers` was kept for every batch). Read whole: a batch is bounded."""
-        home = cast(str | None, self._redis.hget(self._global_key("batch_queues"), batch_id))
+        home = cast(str | None, self.db.client.hget(self.db.global_key("batch_queues"), batch_id))
         if home is None:
             return []
-        bbase = self._base(home)
+        bbase = self.db.base(home)
         where: dict[str, str] = {}
         for kind in ("bopen", "bmembers"):
-            where |= cast(dict[str, str], self._redis.hgetall(f"{bbase}:{kind}:{batch_id}"))
+            where |= cast(dict[str, str], self.db.client.hgetall(f"{bbase}:{kind}:{batch_id}"))
         now = self.now()
         found: list[tuple[float, int, JobRecord]] = []
-        ours = f"{self.prefix}:{{q:"  # a damaged entry must not read another prefix's keys
+        ours = f"{self.db.prefix}:{{q:"  # a damaged entry must not read another prefix's keys
         items = sorted((j, q) for j, q in where.items() if q.startswith(ours))
         for start in range(0, len(items), LIST_PAGE):
             page = items[start : start + LIST_PAGE]
-            rows = self._hashes([f"{qbase}:job:{job_id}" for job_id, qbase in page])
+            rows = self.db.hashes([f"{qbase}:job:{job_id}" for job_id, qbase in page])
             for (job_id, _), fields in zip(page, rows, strict=True):
                 if not fields or fields.get("batch_id") != batch_id:
                     continue
@@ -120,16 +122,16 @@ class RedisOperations(RedisDatabase):
     def _list_queue(
         self, queue: str, index: str, state: str | None, limit: int, now: float
     ) -> list[tuple[float, int, JobRecord]]:
-        base = self._base(queue)
+        base = self.db.base(queue)
         key = f"{base}:all" if index == "all" else f"{base}:idx:{index}"
         out: list[tuple[float, int, JobRecord]] = []
         start = 0
         while len(out) < limit:
-            ids = cast(list[str], self._redis.zrevrange(key, start, start + LIST_PAGE - 1))
+            ids = cast(list[str], self.db.client.zrevrange(key, start, start + LIST_PAGE - 1))
             if not ids:
                 break
             start += len(ids)
-            rows = self._hashes([f"{base}:job:{job_id}" for job_id in ids])
+            rows = self.db.hashes([f"{base}:job:{job_id}" for job_id in ids])
             for job_id, fields in zip(ids, rows, strict=True):
                 if not fields:
                     continue
@@ -146,9 +148,9 @@ class RedisOperations(RedisDatabase):
         # queued against scheduled, a ZCOUNT by run_at (O(log n)), and the oldest ready job is
         # the queued set's lowest score: nothing here grows with the number of jobs. One
         # script per queue, all in one round trip.
-        queues = self._queues()
-        replies = self._run_many(
-            [self._qcall("counts", q, "keys" if keys else "-") for q in queues]
+        queues = self.db.queues()
+        replies = self.db.run_many(
+            [self.db.qcall("counts", q, "keys" if keys else "-") for q in queues]
         )
         out: dict[str, QueueCounts] = {}
         for queue, reply in zip(queues, replies, strict=True):
@@ -166,19 +168,19 @@ class RedisOperations(RedisDatabase):
         return out
 
     def retry_job(self, job_id: str) -> bool:
-        queue = self._locate(job_id)
-        return queue is not None and bool(self._run(self._qcall("retry_job", queue, job_id)))
+        queue = self.db.locate(job_id)
+        return queue is not None and bool(self.db.run(self.db.qcall("retry_job", queue, job_id)))
 
     def forget_job(self, job_id: str) -> bool:
-        queue = self._locate(job_id)
-        if queue is None or not self._run(self._qcall("forget_job", queue, job_id)):
+        queue = self.db.locate(job_id)
+        if queue is None or not self.db.run(self.db.qcall("forget_job", queue, job_id)):
             return False
-        self._job_queue.pop(job_id, None)
+        self.db.job_queue.pop(job_id, None)
         return True
 
     def list_workers(self) -> list[WorkerRecord]:
-        ids = cast(list[str], self._redis.zrevrange(self._global_key("workers"), 0, -1))
-        rows = self._hashes([self._global_key(f"worker:{worker_id}") for worker_id in ids])
+        ids = cast(list[str], self.db.client.zrevrange(self.db.global_key("workers"), 0, -1))
+        rows = self.db.hashes([self.db.global_key(f"worker:{worker_id}") for worker_id in ids])
         return [worker_record(worker_id, f) for worker_id, f in zip(ids, rows, strict=True) if f]
 
 

@@ -17,7 +17,9 @@ from tenure.stores.redis.database import Call, RedisDatabase, enqueue_args
 CLAIMS: tuple[PeriodicClaim, ...] = ("dispatched", "recorded", "taken")
 
 
-class RedisPeriodic(RedisDatabase):
+class RedisPeriodic:
+    db: RedisDatabase  # the store's own (RedisStore sets it)
+
     def claim_periodic(
         self, *, name: str, queue: str, due: float, job: NewJob | None
     ) -> PeriodicClaim:
@@ -28,19 +30,19 @@ class RedisPeriodic(RedisDatabase):
         run = enqueue_args(job) if job is not None else []
         # The registry first: list_periodic (and get_job) find a queue through it.
         calls: list[Call] = [
-            (self._g["register_queues"], [self._global_key("queues")], [queue]),
-            self._qcall("claim_periodic", queue, name, repr(float(due)), *run),
+            (self.db.g["register_queues"], [self.db.global_key("queues")], [queue]),
+            self.db.qcall("claim_periodic", queue, name, repr(float(due)), *run),
         ]
-        outcome = str(self._run_many(calls)[1])
+        outcome = str(self.db.run_many(calls)[1])
         if outcome not in CLAIMS:
             raise TenureError(f"claim_periodic answered {outcome!r}")
         if outcome == "dispatched" and job is not None:
-            self._remember(job.id, queue)
+            self.db.remember(job.id, queue)
         return outcome
 
     def list_periodic(self) -> list[PeriodicRecord]:
         latest: dict[str, PeriodicRecord] = {}
-        for fields in self._hashes([f"{self._base(q)}:periodic" for q in self._queues()]):
+        for fields in self.db.hashes([f"{self.db.base(q)}:periodic" for q in self.db.queues()]):
             for name, value in fields.items():
                 record = periodic_record(name, str(value))
                 if name not in latest or record.last_due > latest[name].last_due:

@@ -74,6 +74,7 @@ from tenure.core.records import AttemptRecord, CancelResult, Rescued, Swept, can
 from tenure.core.retention import Pruned
 from tenure.core.words import describe_crash
 from tenure.stores.base import Capabilities
+from tenure.stores.redis.database import RedisDatabase
 from tenure.stores.redis.guards import RedisGuards
 from tenure.stores.redis.jobs import RedisJobs
 from tenure.stores.redis.operations import RedisOperations
@@ -95,12 +96,17 @@ class RedisStore(RedisJobs, RedisGuards, RedisPeriodic, RedisOperations):
         many_hosts=True,
     )
 
+    def __init__(self, url: str) -> None:
+        self.url = url
+        self.db = RedisDatabase(url)
+        self.prefix = self.db.prefix
+
     # -- the Store protocol --------------------------------------------------------------
     def migrate(self) -> None:
         """Redis needs no schema; record the key layout so a future one can be recognised."""
-        self.check_layout()
+        self.db.check_layout()
         try:
-            policy = cast(dict[str, str], self._redis.config_get("maxmemory-policy"))
+            policy = cast(dict[str, str], self.db.client.config_get("maxmemory-policy"))
         except redis.ResponseError:  # managed services often forbid CONFIG
             return
         # tenure's keys carry no TTL, so only the allkeys-* policies can evict them.
@@ -112,17 +118,17 @@ class RedisStore(RedisJobs, RedisGuards, RedisPeriodic, RedisOperations):
             )
 
     def close(self) -> None:
-        self._disconnect()
+        self.db.close()
 
     # -- jobs through their life ---------------------------------------------------------
     def cancel(self, job_id: str | None = None, *, batch_id: str | None = None) -> CancelResult:
         kind, job_id = cancel_target(job_id, batch_id)
         if kind == "batch":
             return self._cancel_batch(job_id)
-        queue = self._locate(job_id)
+        queue = self.db.locate(job_id)
         if queue is None:
             return CancelResult(accepted=False, state="missing")
-        reply = self._run(self._qcall("cancel_job", queue, job_id))
+        reply = self.db.run(self.db.qcall("cancel_job", queue, job_id))
         if reply[0] == "refused":
             return CancelResult(accepted=False, state=reply[1] or "missing")
         return CancelResult(accepted=True, state=str(reply[0]))
@@ -133,13 +139,13 @@ class RedisStore(RedisJobs, RedisGuards, RedisPeriodic, RedisOperations):
         calls: list[Any] = []
         if paused:
             # The registry first, so that `queue_counts` lists a paused queue with no job yet.
-            calls.append((self._g["register_queues"], [self._global_key("queues")], [*paused]))
-            calls += [self._qcall("pause_queue", q, "1" if p else "0") for q, p in paused.items()]
+            calls.append((self.db.g["register_queues"], [self.db.global_key("queues")], [*paused]))
+            calls += [self.db.qcall("pause_queue", q, "1" if p else "0") for q, p in paused.items()]
         if restart:
-            calls.append((self._g["request_restart"], [self._global_key("control")], []))
+            calls.append((self.db.g["request_restart"], [self.db.global_key("control")], []))
         if not calls:
             return self.now()
-        return float(self._run_many(calls)[-1])
+        return float(self.db.run_many(calls)[-1])
 
     def sweep(
         self, *, rescue: bool = True, prune: bool = True, limit: int = 500, dry_run: bool = False
@@ -149,21 +155,21 @@ class RedisStore(RedisJobs, RedisGuards, RedisPeriodic, RedisOperations):
         rescued = self._rescue_expired() if rescue else []
         pruned = Pruned()
         if prune:
-            for queue in self._queues():
+            for queue in self.db.queues():
                 pruned = pruned + self._prune(queue, limit, dry_run=False, offset=0)
                 if pruned.more:
                     break  # the rest next tick: one bounded chunk per sweep
         return Swept(rescued=rescued, pruned=pruned)
 
     def _prune(self, queue: str, limit: int, *, dry_run: bool, offset: int) -> Pruned:
-        reply = self._run(
-            self._qcall("prune", queue, max(1, int(limit)), "1" if dry_run else "0", offset)
+        reply = self.db.run(
+            self.db.qcall("prune", queue, max(1, int(limit)), "1" if dry_run else "0", offset)
         )
         jobs, attempts, effects, batches, guards, more, *gone = reply
         if gone:  # the store-wide registry forgets them too (list_batches, get_batch)
-            pipe = self._redis.pipeline(transaction=False)
-            pipe.hdel(self._global_key("batch_queues"), *gone)
-            pipe.zrem(self._global_key("batches"), *gone)
+            pipe = self.db.client.pipeline(transaction=False)
+            pipe.hdel(self.db.global_key("batch_queues"), *gone)
+            pipe.zrem(self.db.global_key("batches"), *gone)
             pipe.execute()
         return Pruned(
             jobs=int(jobs),
@@ -177,7 +183,7 @@ class RedisStore(RedisJobs, RedisGuards, RedisPeriodic, RedisOperations):
     def _count_due(self, page: int) -> Pruned:
         """Everything due in every queue, a page of entries per script call, nothing deleted."""
         total = Pruned()
-        for queue in self._queues():
+        for queue in self.db.queues():
             for offset in range(0, 1 << 40, page):
                 counted = self._prune(queue, page, dry_run=True, offset=offset)
                 total = total + replace(counted, more=False)
@@ -187,11 +193,11 @@ class RedisStore(RedisJobs, RedisGuards, RedisPeriodic, RedisOperations):
 
     def _rescue_expired(self) -> list[Rescued]:
         rescued: list[Rescued] = []
-        for queue in self._queues():
+        for queue in self.db.queues():
             # Bounded: each round closes or skips every job it read, so a later round only
             # sees leases that expired meanwhile.
             for _ in range(1000):
-                now, *entries = self._run(self._qcall("rescue_read", queue, RESCUE_CHUNK))
+                now, *entries = self.db.run(self.db.qcall("rescue_read", queue, RESCUE_CHUNK))
                 for entry in entries:
                     found = self._rescue(queue, float(now), entry)
                     if found is not None:
@@ -234,7 +240,7 @@ class RedisStore(RedisJobs, RedisGuards, RedisPeriodic, RedisOperations):
 
     def _stopping_at(self, worker_id: str) -> float | None:
         """When the worker had begun stopping (a deploy's SIGTERM), if it never stopped."""
-        worker = self._hashes([self._global_key(f"worker:{worker_id}")])[0]
+        worker = self.db.hashes([self.db.global_key(f"worker:{worker_id}")])[0]
         if worker.get("stopped_at"):
             return None
         return to_opt_float(worker.get("stopping_at"))
