@@ -244,7 +244,10 @@ class Worker:
             self._rescue(now)
             if self._store_file_gone():
                 return Then.STOP
-        self.periodic.tick(now)  # about once a second; each due time claimed in the store
+        # about once a second; each due time claimed in the store. Checked here too, so a pass
+        # with nothing due makes no call into the periodic module (the walk counts each one)
+        if self.app.periodic_jobs and now >= self.periodic.next_tick:
+            self.periodic.tick(now)
         free = self._free_slots()
         if free == 0:
             return Then.WAIT_FOR_SLOT
