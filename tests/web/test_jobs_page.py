@@ -45,3 +45,37 @@ def test_the_job_list_prints_stored_text_as_text(project: WebProject, client: Te
     project.jobs.tick.options(queue="<b>q</b>").dispatch(1)
     page = client.get("/jobs").text
     assert "&lt;b&gt;q&lt;/b&gt;" in page and "<b>q</b>" not in page
+
+
+def test_a_mistyped_query_parameter_is_named_not_ignored(
+    project: WebProject, client: TestClient
+) -> None:
+    """`?stat=running` used to list every job as though no filter was asked for, and
+    `?limit=abc` quietly became the default: a newcomer's typo looked like an answer."""
+    project.jobs.tick.dispatch(1)
+    page = client.get("/jobs", params={"stat": "running"})
+    assert page.status_code == 400
+    assert "unknown parameter &#39;stat&#39;" in page.text
+    assert "id, queue, state, name, since" in page.text
+    api = client.get("/api/jobs", params={"limt": "5"})
+    assert api.status_code == 400
+    assert api.json()["error"] == (
+        "unknown parameter 'limt'; the accepted ones are state, queue, limit"
+    )
+    for path in ["/api/jobs", "/api/batches", "/api/failed"]:
+        bad = client.get(path, params={"limit": "abc"})
+        assert bad.status_code == 400, path
+        assert bad.json()["error"] == "limit: expected a whole number, got 'abc'"
+    assert client.get("/api/jobs", params={"limit": "5", "state": "queued"}).status_code == 200
+    assert client.get("/jobs", params={"state": "queued", "notice": "x"}).status_code == 200
+
+
+def test_a_mistyped_page_is_not_called_forgotten(client: TestClient) -> None:
+    """A typo in the address said 'No such page /jobz in this store. It may have been
+    forgotten.': pages are not stored, and nothing was forgotten."""
+    page = client.get("/jobz")
+    assert page.status_code == 404
+    assert "forgotten" not in page.text and "in this store" not in page.text
+    assert "The dashboard has no page /jobz" in page.text
+    job = client.get("/jobs/nosuchid")
+    assert job.status_code == 404 and "No job with id nosuchid in this store" in job.text

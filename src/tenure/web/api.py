@@ -17,6 +17,7 @@ from starlette.routing import Route
 from tenure import __version__
 from tenure.core.errors import CancelRefused, ConfigError, JobNotFound
 from tenure.web import views
+from tenure.web.jobs_page import unknown_parameter
 from tenure.web.retention_page import retention_view, view_json
 from tenure.web.security import CSRF_HEADER, csrf_ok
 from tenure.web.state import RETRY_ALL_LIMIT, dashboard
@@ -55,15 +56,26 @@ def action_refused(request: Request) -> Response | None:
     )
 
 
+def bad_request(request: Request, exc: Exception) -> Response:
+    """A ConfigError from the request's values (a mistyped state or parameter): 400, not 500."""
+    if request.url.path.startswith("/api/"):
+        return JSONResponse({"error": str(exc)}, status_code=400)
+    return Response(f"400: {exc}\n", status_code=400, media_type="text/plain")
+
+
 def missing(what: str, ident: str) -> JSONResponse:
     return JSONResponse({"error": f"no {what} with id {ident!r}"}, status_code=404)
 
 
-def limit_of(request: Request, default: int) -> int:
-    try:
-        return max(1, min(int(request.query_params.get("limit", default)), MAX_LIST))
-    except ValueError:
-        return default
+def limit_of(request: Request, default: int, accepted: tuple[str, ...] = ("limit",)) -> int:
+    """The list's `limit`; a typo in it or in a parameter's name is a ConfigError (400)."""
+    problem = unknown_parameter(request.query_params, accepted)
+    text = request.query_params.get("limit", str(default))
+    if problem is None and not text.strip().isdigit():
+        problem = f"limit: expected a whole number, got {text!r}"
+    if problem is not None:
+        raise ConfigError(problem)
+    return max(1, min(int(text), MAX_LIST))
 
 
 def api_overview(request: Request) -> Response:
@@ -96,14 +108,8 @@ def api_batch(request: Request) -> Response:
 def api_jobs(request: Request) -> Response:
     app = dashboard(request).app
     q = request.query_params
-    try:
-        jobs = app.list_jobs(
-            state=q.get("state") or None,
-            queue=q.get("queue") or None,
-            limit=limit_of(request, 100),
-        )
-    except ConfigError as exc:
-        return JSONResponse({"error": str(exc)}, status_code=400)
+    limit = limit_of(request, 100, ("state", "queue", "limit"))
+    jobs = app.list_jobs(state=q.get("state") or None, queue=q.get("queue") or None, limit=limit)
     return JSONResponse({"jobs": [views.job_summary_json(j) for j in jobs]})
 
 
