@@ -9,6 +9,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import os
+import sys
 from collections.abc import Callable
 from typing import Annotated, Any
 
@@ -100,6 +101,12 @@ def clean_errors(fn: Callable[..., Any]) -> Callable[..., Any]:
             return fn(*args, **kwargs)
         except (typer.Exit, typer.Abort, typer.TyperException, KeyboardInterrupt):
             raise
+        except BrokenPipeError:
+            # the reader left early (`| head`): not the command's error. End as Rich does for
+            # its own writes, exit 1 and nothing said, with stdout pointed at /dev/null so
+            # the interpreter's last flush does not raise it again.
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+            raise typer.Exit(1) from None
         except Exception as exc:
             if os.environ.get(DEBUG_ENV):
                 raise

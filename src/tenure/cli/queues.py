@@ -15,8 +15,8 @@ from tenure.control import QueueWait
 from tenure.rolling import unknown_text
 
 queue_cli = typer.Typer(
-    help="Pause or resume a queue (workers on every host stop or start reserving from it), "
-    "or purge what waits in it.",
+    help="Pause, resume or purge a queue: workers on every host stop or start reserving "
+    "from it, or what waits in it is cancelled.",
     no_args_is_help=True,
 )
 

@@ -1,0 +1,128 @@
+"""What the day-two trial (a fresh clone, a plain install, 80 columns) found a newcomer
+typing by accident: output piped into `head`, an id that is a chain's or a batch's, an id
+that does not exist given to `failed forget`, a file path given to --app, and help text that
+named the store's sources in the wrong order. Each ran in a process of its own, as typed."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import tenure
+from cli import helpers
+from cli.helpers import SRC
+
+JOBS = """
+import tenure
+
+app = tenure.App()
+
+@app.job
+def fetch(n: int) -> int:
+    return n
+"""
+
+
+@pytest.fixture
+def project(tmp_path: Path) -> Path:
+    (tmp_path / "shop").mkdir()
+    (tmp_path / "shop" / "__init__.py").write_text("")
+    (tmp_path / "shop" / "jobs.py").write_text(JOBS)
+    return tmp_path
+
+
+def url_of(project: Path) -> str:
+    return f"sqlite:///{project / 'tenure.db'}"
+
+
+@pytest.mark.parametrize(
+    "args", [("doctor", "--rules"), ("--help",), ("jobs", "list"), ("batch", "list")]
+)
+def test_output_piped_into_a_closed_reader_ends_quietly(
+    project: Path, args: tuple[str, ...]
+) -> None:
+    """`tenure doctor --rules | head -1` printed "error: BrokenPipeError: [Errno 32] Broken
+    pipe" and exited 2: the reader leaving early is not an error of the command."""
+    app = tenure.App(url_of(project))
+    app.job(name="fetch")(lambda n: n).dispatch(1)  # a store, and a row to print
+    app.batch([app.jobs["fetch"].sig(2)])
+    app.close()
+    read, write = os.pipe()
+    os.close(read)  # the reader is gone before the first line: every write meets EPIPE
+    try:
+        done = subprocess.run(
+            [sys.executable, "-m", "tenure", *args],
+            stdout=write,
+            stderr=subprocess.PIPE,
+            text=True,
+            timeout=60,
+            cwd=project,
+            env={
+                "PYTHONPATH": f"{SRC}{os.pathsep}{project}",
+                "COLUMNS": "80",
+                "PATH": os.environ["PATH"],
+                "TENURE_URL": url_of(project),
+            },
+        )
+    finally:
+        os.close(write)
+    assert "BrokenPipe" not in done.stderr and "Traceback" not in done.stderr, done.stderr
+    assert "error" not in done.stderr, done.stderr
+    assert done.returncode == 1, done.stderr  # as Rich's own tables end: 1, no message
+
+
+def test_failed_forget_of_an_unknown_id_says_there_is_no_such_job(project: Path) -> None:
+    """It said "job nosuch is not a finished job; nothing deleted", as though it existed."""
+    app = tenure.App(url_of(project))
+    app.job(name="fetch")(lambda n: n)
+    queued = app.jobs["fetch"].dispatch(1).id
+    app.close()
+    env = {"TENURE_URL": url_of(project)}
+    missing = helpers.run_cli("failed", "forget", "nosuch", cwd=project, env=env)
+    assert missing.returncode == 1
+    assert "error: no job with id 'nosuch' in sqlite:///" in missing.stderr, missing.stderr
+    live = helpers.run_cli("failed", "forget", queued, cwd=project, env=env)
+    assert live.returncode == 1
+    assert f"job {queued} is queued, not finished; nothing deleted" in live.stderr, live.stderr
+
+
+def test_jobs_show_of_a_chain_or_batch_id_points_at_what_to_run(project: Path) -> None:
+    """`jobs show` prints "chain ID: link 2 of 2"; `tenure jobs show ID` of that chain id
+    then said only "no job with id": the id is real, it is a chain's (or a batch's)."""
+    app = tenure.App(url_of(project))
+    fetch = app.job(name="fetch")(lambda n: n)
+    chain = app.chain([fetch.sig(1), fetch.sig(2)])
+    batch = app.batch([fetch.sig(3)])
+    app.close()
+    env = {"TENURE_URL": url_of(project)}
+    shown = helpers.run_cli("jobs", "show", chain.id, cwd=project, env=env)
+    assert shown.returncode == 1
+    assert f"{chain.id} is a chain: tenure jobs show {chain.id}.1" in shown.stderr, shown.stderr
+    shown = helpers.run_cli("jobs", "show", batch.id, cwd=project, env=env)
+    assert shown.returncode == 1
+    assert f"{batch.id} is a batch: tenure batch show {batch.id}" in shown.stderr, shown.stderr
+    nothing = helpers.run_cli("jobs", "show", "nosuch", cwd=project, env=env)
+    assert nothing.returncode == 1 and " is a " not in nothing.stderr
+
+
+def test_a_file_path_given_to_app_names_the_module_to_give(project: Path) -> None:
+    """`--app shop/jobs.py:app` said "No module named 'shop/jobs'"."""
+    done = helpers.run_cli("jobs", "list", "--app", "shop/jobs.py:app", cwd=project)
+    assert done.returncode == 2
+    assert "a dotted module name, not a file path: try --app shop.jobs:app" in done.stderr, (
+        done.stderr
+    )
+
+
+def test_the_help_names_the_store_sources_in_the_order_that_wins(project: Path) -> None:
+    """`tenure --help` said "the store of --app, or --url, or $TENURE_URL", while --url wins
+    over $TENURE_URL, which wins over the App's URL (every option's help and the README)."""
+    shown = helpers.run_cli("--help", cwd=project, columns=80)
+    text = " ".join(shown.stdout.split())
+    assert "--url URL, else $TENURE_URL" in text, text
+    assert "else the URL of the App that --app MODULE:ATTR names, else ./tenure.db" in text
+    assert "queue Pause, resume or purge a queue" in text, text
