@@ -61,7 +61,7 @@ def start_worker(
 def test_a_worker_without_the_key_refuses_to_start(tmp_path: Path) -> None:
     done = start_worker(tmp_path, {})
     assert done.returncode == 2, done.stderr
-    assert "TENURE_ENCRYPTION_KEY" in done.stderr
+    assert "cannot decrypt them: it needs a key in $TENURE_ENCRYPTION_KEY (32 random" in done.stderr
     assert "card_charge" in done.stderr  # the job that needs it, named
     assert "Traceback" not in done.stderr
     assert not (tmp_path / "tenure.db").exists()  # it stopped before touching the store
@@ -71,7 +71,9 @@ def test_a_worker_with_a_malformed_key_refuses_to_start(tmp_path: Path) -> None:
     short = base64.urlsafe_b64encode(b"x" * 16).decode()
     done = start_worker(tmp_path, {payload.ENCRYPTION_KEY_ENV: short})
     assert done.returncode == 2, done.stderr
-    assert "expected 32 bytes, got 16" in done.stderr
+    assert "it needs a valid key in $TENURE_ENCRYPTION_KEY (it holds 16 bytes; expected 32)" in (
+        done.stderr
+    )
 
 
 def test_a_worker_without_the_cryptography_package_refuses_to_start(tmp_path: Path) -> None:

@@ -145,21 +145,33 @@ def decryption_problem() -> str | None:
         import cryptography.hazmat.primitives.ciphers.aead  # noqa: F401
     except ImportError:
         missing.append("the 'cryptography' package (pip install 'tenure[crypto]')")
-    try:
-        _key()
-    except ConfigError as exc:
-        missing.append(str(exc))
+    # each a noun phrase: the worker's refusal reads "it needs A; and B"
+    raw = os.environ.get(ENCRYPTION_KEY_ENV)
+    if not raw:
+        missing.append(f"a key in ${ENCRYPTION_KEY_ENV} ({KEY_HINT})")
+    else:
+        try:
+            size = len(base64.urlsafe_b64decode(raw))
+        except ValueError:
+            missing.append(f"a valid key in ${ENCRYPTION_KEY_ENV} (it is not url-safe base64)")
+        else:
+            if size != 32:
+                missing.append(
+                    f"a valid key in ${ENCRYPTION_KEY_ENV} (it holds {size} bytes; expected 32)"
+                )
     return "; and ".join(missing) or None
+
+
+KEY_HINT = (
+    "32 random bytes in url-safe base64, e.g. from python -c 'import os, base64; "
+    "print(base64.urlsafe_b64encode(os.urandom(32)).decode())'"
+)
 
 
 def _key() -> bytes:
     raw = os.environ.get(ENCRYPTION_KEY_ENV)
     if not raw:
-        raise ConfigError(
-            f"encrypted=True needs a key in ${ENCRYPTION_KEY_ENV}: 32 random bytes in url-safe "
-            "base64, e.g. from python -c 'import os, base64; "
-            "print(base64.urlsafe_b64encode(os.urandom(32)).decode())'"
-        )
+        raise ConfigError(f"encrypted=True needs a key in ${ENCRYPTION_KEY_ENV}: {KEY_HINT}")
     try:
         key = base64.urlsafe_b64decode(raw)
     except ValueError:
