@@ -126,3 +126,22 @@ def test_the_help_names_the_store_sources_in_the_order_that_wins(project: Path) 
     assert "--url URL, else $TENURE_URL" in text, text
     assert "else the URL of the App that --app MODULE:ATTR names, else ./tenure.db" in text
     assert "queue Pause, resume or purge a queue" in text, text
+
+
+def test_a_mistyped_queue_is_named_not_shown_as_empty(project: Path) -> None:
+    """`jobs list --queue mial` printed an empty table and `queue purge mial` said the queue
+    "holds no waiting job": both as though the queue existed."""
+    app = tenure.App(url_of(project))
+    app.job(name="fetch")(lambda n: n).options(queue="mail").dispatch(1)
+    app.close()
+    env = {"TENURE_URL": url_of(project)}
+    listed = helpers.run_cli("jobs", "list", "--queue", "mial", cwd=project, env=env)
+    assert listed.returncode == 0
+    assert "this store has no queue 'mial' (its queues: mail)" in listed.stderr, listed.stderr
+    purged = helpers.run_cli("queue", "purge", "mial", "--yes", cwd=project, env=env)
+    assert purged.returncode == 0
+    assert "this store has no queue 'mial' (its queues: mail); nothing cancelled" in (purged.stdout)
+    real = helpers.run_cli(
+        "jobs", "list", "--queue", "mail", "--state", "failed", cwd=project, env=env
+    )
+    assert "has no queue" not in real.stderr  # a known queue with no match is just empty

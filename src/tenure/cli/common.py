@@ -50,6 +50,15 @@ def warn(text: str) -> None:
     err.print(Text.assemble(("warning: ", "yellow"), text), soft_wrap=True)
 
 
+def unknown_queue(app: App, name: str) -> str:
+    """ "" for a queue the store has seen; else what it has: a mistyped --queue otherwise
+    reads as an empty queue."""
+    known = sorted(w.queue for w in app.queue_waits())
+    if name in known:
+        return ""
+    return f"this store has no queue {name!r} (its queues: {', '.join(known) or 'none yet'})"
+
+
 def fail(message: str, code: int = 2) -> None:
     err.print(Text.assemble(("error: ", "red"), message), soft_wrap=True)
     raise typer.Exit(code)

@@ -7,7 +7,17 @@ from typing import Annotated
 import typer
 
 from tenure.app import App
-from tenure.cli.common import AppOption, UrlOption, err, fail, open_app, out, say
+from tenure.cli.common import (
+    AppOption,
+    UrlOption,
+    err,
+    fail,
+    open_app,
+    out,
+    say,
+    unknown_queue,
+    warn,
+)
 from tenure.cli.tables import Column, print_table, short
 from tenure.core.errors import CancelRefused, JobNotFound
 from tenure.core.states import JOB_STATES
@@ -95,6 +105,8 @@ def jobs_list(
         for job in the_app.list_jobs(state=state, queue=queue, limit=limit)
     ]
     print_table(out, err, columns, rows)
+    if queue and not rows and unknown_queue(the_app, queue):
+        warn(unknown_queue(the_app, queue))
     say(" ".join(f"{k}={v}" for k, v in the_app.counts().items()))
 
 
