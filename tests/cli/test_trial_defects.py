@@ -6,6 +6,7 @@ named the store's sources in the wrong order. Each ran in a process of its own, 
 from __future__ import annotations
 
 import os
+import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -145,3 +146,37 @@ def test_a_mistyped_queue_is_named_not_shown_as_empty(project: Path) -> None:
         "jobs", "list", "--queue", "mail", "--state", "failed", cwd=project, env=env
     )
     assert "has no queue" not in real.stderr  # a known queue with no match is just empty
+
+
+@pytest.mark.parametrize(
+    ("url", "said"),
+    [
+        ("sqlit:///x.db", "store URL: expected sqlite:///PATH"),
+        ("redis://127.0.0.1:6379/0?prefx=a", "unknown option 'prefx'"),
+    ],
+)
+def test_the_dashboard_refuses_a_store_it_cannot_read(project: Path, url: str, said: str) -> None:
+    """It announced itself on a malformed URL or option, and every page was then a 500."""
+    done = helpers.run_cli("dashboard", "--url", url, "--port", "0", cwd=project)
+    assert done.returncode == 2, done.stderr
+    assert said in done.stderr, done.stderr
+    assert "tenure dashboard on" not in done.stderr
+
+
+def test_the_dashboard_says_when_it_would_create_the_store(project: Path) -> None:
+    """A mistyped SQLite path was created empty without a word, and the dashboard showed
+    "no worker is running" while the jobs lived elsewhere. It may be opened before any job
+    exists, so it says so and goes on."""
+    busy = socket.socket()  # a port it cannot take: it stops there, after the warning
+    busy.bind(("127.0.0.1", 0))
+    busy.listen()
+    port = str(busy.getsockname()[1])
+    try:
+        done = helpers.run_cli(
+            "dashboard", "--url", "sqlite:///mising.db", "--port", port, cwd=project
+        )
+    finally:
+        busy.close()
+    assert "warning: no SQLite store at " in done.stderr, done.stderr
+    assert "the dashboard creates it empty; if your jobs live elsewhere" in done.stderr
+    assert done.returncode == 2 and "cannot listen on" in done.stderr
