@@ -16,6 +16,7 @@ import pytest
 import tenure
 from cli import helpers
 from cli.helpers import SRC
+from tenure.testing import drain
 
 JOBS = """
 import tenure
@@ -180,3 +181,64 @@ def test_the_dashboard_says_when_it_would_create_the_store(project: Path) -> Non
     assert "warning: no SQLite store at " in done.stderr, done.stderr
     assert "the dashboard creates it empty; if your jobs live elsewhere" in done.stderr
     assert done.returncode == 2 and "cannot listen on" in done.stderr
+
+
+def on_a_terminal(args: list[str], cwd: Path, env: dict[str, str], columns: int) -> str:
+    """What `python -m tenure ARGS` shows on a terminal `columns` wide (a pseudo-terminal),
+    its escape sequences removed."""
+    import fcntl
+    import pty
+    import re
+    import struct
+    import termios
+
+    pid, fd = pty.fork()
+    if pid == 0:  # the child: the command, on the terminal
+        os.chdir(cwd)
+        os.execve(sys.executable, [sys.executable, "-m", "tenure", *args], env)
+    fcntl.ioctl(fd, termios.TIOCSWINSZ, struct.pack("HHHH", 24, columns, 0, 0))
+    chunks = []
+    while True:
+        try:
+            chunk = os.read(fd, 65536)
+        except OSError:  # the child closed the terminal: it ended
+            break
+        if not chunk:
+            break
+        chunks.append(chunk)
+    os.waitpid(pid, 0)
+    os.close(fd)
+    text = b"".join(chunks).decode(errors="replace").replace("\r\n", "\n")
+    return re.sub(r"\x1b\[[0-9;?]*[a-zA-Z]", "", text)
+
+
+@pytest.mark.parametrize("columns", [80, 120])
+def test_jobs_show_wraps_at_word_boundaries_on_a_narrow_terminal(
+    project: Path, columns: int
+) -> None:
+    """At 80 columns an attempt's line (worker, pid, host, the error) ran to 200 characters
+    and the terminal cut it mid-word, losing the indent that says which attempt it is."""
+    app = tenure.App(url_of(project))
+    long_error = "the partner API at https://partner.example/v1/orders answered " + "503 " * 30
+
+    def fetch(n: int) -> None:
+        raise RuntimeError(long_error)
+
+    handle = app.job(name="fetch", tries=1)(fetch).dispatch(1)
+    drain(app)
+    assert app.get_job(handle.id).state == "failed"
+    app.close()
+    env = {
+        "PYTHONPATH": f"{SRC}{os.pathsep}{project}",
+        "PATH": os.environ["PATH"],
+        "TENURE_URL": url_of(project),
+        "TERM": "xterm",
+    }
+    shown = on_a_terminal(["jobs", "show", handle.id], project, env, columns)
+    described = shown.split("  traceback of the last attempt:")[0]  # verbatim, as Python's
+    # the store's line (stderr) is a URL, one word: the test's path is long
+    lines = [line.rstrip() for line in described.splitlines() if not line.startswith("store:")]
+    assert max(len(line) for line in lines) <= columns, shown
+    attempt = next(i for i, line in enumerate(lines) if line.startswith("  attempt 1 failed"))
+    assert lines[attempt + 1].startswith("      "), shown  # its continuation, under its indent
+    assert "https://partner.example/v1/orders" in shown  # a word is never cut

@@ -10,6 +10,7 @@ import contextlib
 import functools
 import os
 import sys
+import textwrap
 from collections.abc import Callable
 from typing import Annotated, Any
 
@@ -44,6 +45,26 @@ _opened: list[App] = []
 def say(text: str, *, style: str | None = None) -> None:
     """Print one piece of text exactly as it is."""
     out.print(Text(text, style=style or ""), soft_wrap=True)
+
+
+def say_wrapped(text: str) -> None:
+    """One line of a description. On a terminal narrower than it, wrapped at word boundaries
+    under its own indent (the terminal would cut words and lose the indent); piped, as it
+    is, so a script or grep sees one line per fact."""
+    if not out.is_terminal or len(text) <= out.width:
+        say(text)
+        return
+    body = text.lstrip(" ")
+    indent = " " * (len(text) - len(body))
+    wrapped = textwrap.fill(
+        body,
+        out.width,
+        initial_indent=indent,
+        subsequent_indent=indent + "    ",
+        break_long_words=False,
+        break_on_hyphens=False,
+    )
+    say(wrapped)
 
 
 def warn(text: str) -> None:

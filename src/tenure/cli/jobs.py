@@ -15,6 +15,7 @@ from tenure.cli.common import (
     open_app,
     out,
     say,
+    say_wrapped,
     unknown_queue,
     warn,
 )
@@ -60,7 +61,7 @@ def jobs_show(job_id: str, app: AppOption = None, url: UrlOption = None) -> None
         return
     stops = chain_stops(info, the_app.find_job)
     for line in describe_job(info, the_app.now()) + chain_lines(info, stops):
-        say(line)
+        say_wrapped(line)
     last = info.attempts[-1] if info.attempts else None
     if last is not None and last.traceback:
         say("  traceback of the last attempt:")
