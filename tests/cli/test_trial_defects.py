@@ -242,3 +242,21 @@ def test_jobs_show_wraps_at_word_boundaries_on_a_narrow_terminal(
     attempt = next(i for i, line in enumerate(lines) if line.startswith("  attempt 1 failed"))
     assert lines[attempt + 1].startswith("      "), shown  # its continuation, under its indent
     assert "https://partner.example/v1/orders" in shown  # a word is never cut
+
+
+def test_batch_show_wraps_its_summary_on_a_narrow_terminal(project: Path) -> None:
+    """Its one summary line ran to 107 characters at 80 columns, cut by the terminal."""
+    app = tenure.App(url_of(project))
+    fetch = app.job(name="fetch")(lambda n: n)
+    batch = app.batch([fetch.sig(1)], name="the nightly export of every order of every shop")
+    app.close()
+    env = {
+        "PYTHONPATH": f"{SRC}{os.pathsep}{project}",
+        "PATH": os.environ["PATH"],
+        "TENURE_URL": url_of(project),
+        "TERM": "xterm",
+    }
+    shown = on_a_terminal(["batch", "show", batch.id], project, env, 80)
+    lines = [line.rstrip() for line in shown.splitlines() if not line.startswith("store:")]
+    assert max(len(line) for line in lines) <= 80, shown
+    assert "'the nightly export of every order of every shop'" in " ".join(lines)
