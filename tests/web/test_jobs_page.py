@@ -79,3 +79,26 @@ def test_a_mistyped_page_is_not_called_forgotten(client: TestClient) -> None:
     assert "The dashboard has no page /jobz" in page.text
     job = client.get("/jobs/nosuchid")
     assert job.status_code == 404 and "No job with id nosuchid in this store" in job.text
+
+
+def test_an_action_on_an_unknown_id_is_404_like_cancel(
+    project: WebProject, client: TestClient
+) -> None:
+    """Cancel answered an unknown id with 404; retry, forget and a batch's cancel with 409
+    ("not in a state that allows it"), forget and the batch's with no reason at all."""
+    json = {"Content-Type": "application/json"}
+    for path, what in [
+        ("/api/jobs/nosuch/cancel", "job"),
+        ("/api/jobs/nosuch/retry", "job"),
+        ("/api/jobs/nosuch/forget", "job"),
+        ("/api/batches/nosuch/cancel", "batch"),
+    ]:
+        answer = client.post(path, headers=json)
+        assert answer.status_code == 404, path
+        assert answer.json() == {"error": f"no {what} with id 'nosuch'"}, path
+    queued = project.jobs.tick.dispatch(1).id
+    live = client.post(f"/api/jobs/{queued}/forget", headers=json)
+    assert live.status_code == 409
+    assert live.json()["reason"] == f"job {queued} is queued, not finished; nothing deleted"
+    spec = client.get("/api/openapi.json").json()
+    assert "404" in spec["paths"]["/api/jobs/{job_id}/forget"]["post"]["responses"]
