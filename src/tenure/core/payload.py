@@ -136,15 +136,16 @@ def _check_json(job_name: str, args: tuple[Any, ...], kwargs: dict[str, Any]) ->
             ) from None
 
 
-def decryption_problem() -> str | None:
+def decryption_problem(install: str = "pip install 'tenure[crypto]'") -> str | None:
     """What keeps this process from sealing and opening encrypted payloads (the package,
     the key, or both), or None: a worker whose app has encrypted jobs checks it at start,
-    rather than fail every such job with a reason that blames the payload."""
+    rather than fail every such job with a reason that blames the payload. `install`: the
+    line that adds the `crypto` extra to this install (tenure.extras.install_line)."""
     missing = []
     try:
         import cryptography.hazmat.primitives.ciphers.aead  # noqa: F401
     except ImportError:
-        missing.append("the 'cryptography' package (pip install 'tenure[crypto]')")
+        missing.append(f"the 'cryptography' package ({install})")
     # each a noun phrase: the worker's refusal reads "it needs A; and B"
     raw = os.environ.get(ENCRYPTION_KEY_ENV)
     if not raw:
