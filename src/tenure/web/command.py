@@ -109,15 +109,13 @@ def store_check(app: App) -> tuple[str | None, str | None]:
     """(why the dashboard must not start on this store, why it would start empty), checked
     before it listens: a malformed URL or a missing driver made every page a 500, and a
     SQLite file that is not there was created empty without a word."""
-    from tenure.core.errors import ConfigError, StoreMisconfigured
+    from tenure.core.errors import ConfigError
 
     try:
         missing = app.store_missing()
-        if missing is None:
-            app.store  # noqa: B018 - builds it: its kind, driver and options are checked here
-    except (ConfigError, StoreMisconfigured) as exc:
+    except ConfigError as exc:  # a mistyped ?option
         return str(exc), None
-    return None, missing
+    return (app.store_refusal() if missing is None else None), missing
 
 
 def bind(host: str, port: int) -> socket.socket:
