@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 from tenure import rolling
 from tenure.core import chains, retention
-from tenure.core.errors import CancelRefused, ConfigError, JobNotFound
+from tenure.core.errors import CancelRefused, ConfigError, JobNotFound, StoreMisconfigured
 from tenure.core.records import BatchRecord, JobRecord, KeyCounts, QueueCounts, WorkerRecord
 from tenure.core.states import JOB_STATES
 from tenure.core.urls import redact
@@ -283,6 +283,16 @@ class Operations:
         if os.path.exists(path):
             return None
         return f"no SQLite store at {os.path.abspath(path)} ({self.url})"
+
+    def store_refusal(self) -> str | None:
+        """Why this App's store cannot be opened for a reason retrying will not fix (a
+        malformed URL or option, a missing driver), else None. It opens the store, so a
+        SQLite file that must not be created is checked first (store_missing)."""
+        try:
+            self.store  # noqa: B018 - opening it checks its kind, driver and options
+        except (ConfigError, StoreMisconfigured) as exc:
+            return str(exc)
+        return None
 
     def describe_store(self) -> str:
         """The store's URL for people and logs, its password masked."""

@@ -14,6 +14,12 @@ def load_app(spec: str) -> App:
     module_name, _, attr = spec.partition(":")
     if not module_name:
         raise ConfigError(f"--app: expected MODULE:ATTR such as myproject.jobs:app, got {spec!r}")
+    if module_name.endswith(".py") or os.sep in module_name or "/" in module_name:
+        dotted = module_name.removesuffix(".py").replace(os.sep, ".").replace("/", ".")
+        raise ConfigError(
+            f"--app {spec}: MODULE is a dotted module name, not a file path: "
+            f"try --app {dotted.strip('.')}:{attr or 'app'} (run from the directory above it)"
+        )
     # The console script does not put the current directory on sys.path; users expect it.
     cwd = os.getcwd()
     if cwd not in sys.path:

@@ -16,6 +16,7 @@ import tenure
 from cli import helpers
 from cli.helpers import SRC
 from tenure.core.words import clock_text
+from tenure.extras import install_line
 from tenure.testing import drain
 
 # A job argument, error and traceback that Rich would read as markup if given the chance.
@@ -221,14 +222,11 @@ BLOCKER = textwrap.dedent(
         (["--help"], 0, "Commands:"),
         (["--version"], 0, "tenure "),
         (["doctor", "--help"], 0, "pip install 'tenure[doctor]'"),
-        (["doctor", "."], 2, "(PyYAML is not installed): pip install 'tenure[doctor]'"),
-        (["dashboard", "--app", "shopjobs:app"], 2, "pip install 'tenure[web]'"),
-        (
-            ["jobs", "list", "--url", "postgresql://127.0.0.1/x"],
-            2,
-            "pip install 'tenure[postgres]'",
-        ),
-        (["jobs", "list", "--url", "redis://127.0.0.1/0"], 2, "pip install 'tenure[redis]'"),
+        # the line that adds an extra to *this* install (from a clone: its directory)
+        (["doctor", "."], 2, f"(PyYAML is not installed): {install_line('doctor')}"),
+        (["dashboard", "--app", "shopjobs:app"], 2, install_line("web")),
+        (["jobs", "list", "--url", "postgresql://127.0.0.1/x"], 2, install_line("postgres")),
+        (["jobs", "list", "--url", "redis://127.0.0.1/0"], 2, install_line("redis")),
     ],
 )
 def test_the_base_install_runs_every_command(

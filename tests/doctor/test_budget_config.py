@@ -152,3 +152,25 @@ def test_json_and_sarif_carry_the_budget_rules(tmp_path: Path) -> None:
     result = next(r for r in run["results"] if r["ruleId"] == "work-in-request")
     assert result["locations"][0]["physicalLocation"]["artifactLocation"]["uri"] == "shop/views.py"
     json.dumps(sarif)
+
+
+@pytest.mark.parametrize("columns", [80, 120])
+def test_the_text_report_fits_columns_when_piped(tmp_path: Path, columns: int) -> None:
+    """Piped with $COLUMNS=80 (the day-two trial), the report's clocks table and lines ran
+    to 100 columns: the width for a pipe was fixed and $COLUMNS ignored."""
+    write(tmp_path, {
+        "jobs.py": "import tenure\napp = tenure.App()\n\n@app.job(timeout=90)\n"
+                   "def export_all_the_rows_of_the_orders_table() -> None: ...\n",
+        "docker-compose.yml": "services:\n  worker:\n"
+                              "    command: tenure worker --app jobs:app --grace 30\n",
+    })  # fmt: skip
+    done = subprocess.run(
+        [sys.executable, "-m", "tenure", "doctor", str(tmp_path), "--no-history"],
+        capture_output=True, text=True, timeout=120, check=False,
+        env={**os.environ, "COLUMNS": str(columns)},
+    )  # fmt: skip
+    assert done.returncode == 1, done.stderr  # the grace finding is an error
+    assert "grace-not-below-platform" in done.stdout
+    widest = max(len(line.rstrip()) for line in done.stdout.splitlines())
+    assert widest <= columns, done.stdout
+    assert widest > 76, done.stdout  # it used the width it was given

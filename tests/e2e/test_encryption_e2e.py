@@ -14,6 +14,7 @@ import pytest
 from tenure import App
 from tenure.core import payload
 from tenure.core.records import WorkerRef
+from tenure.extras import install_line
 from tenure.job import Job
 from tenure.testing import drain, freeze
 from tenure.worker.execute import definition, execute
@@ -61,7 +62,7 @@ def start_worker(
 def test_a_worker_without_the_key_refuses_to_start(tmp_path: Path) -> None:
     done = start_worker(tmp_path, {})
     assert done.returncode == 2, done.stderr
-    assert "TENURE_ENCRYPTION_KEY" in done.stderr
+    assert "cannot decrypt them: it needs a key in $TENURE_ENCRYPTION_KEY (32 random" in done.stderr
     assert "card_charge" in done.stderr  # the job that needs it, named
     assert "Traceback" not in done.stderr
     assert not (tmp_path / "tenure.db").exists()  # it stopped before touching the store
@@ -71,7 +72,9 @@ def test_a_worker_with_a_malformed_key_refuses_to_start(tmp_path: Path) -> None:
     short = base64.urlsafe_b64encode(b"x" * 16).decode()
     done = start_worker(tmp_path, {payload.ENCRYPTION_KEY_ENV: short})
     assert done.returncode == 2, done.stderr
-    assert "expected 32 bytes, got 16" in done.stderr
+    assert "it needs a valid key in $TENURE_ENCRYPTION_KEY (it holds 16 bytes; expected 32)" in (
+        done.stderr
+    )
 
 
 def test_a_worker_without_the_cryptography_package_refuses_to_start(tmp_path: Path) -> None:
@@ -82,7 +85,7 @@ def test_a_worker_without_the_cryptography_package_refuses_to_start(tmp_path: Pa
     done = start_worker(tmp_path, {payload.ENCRYPTION_KEY_ENV: new_key()}, path=str(blocker.parent))
     assert done.returncode == 2, done.stderr
     assert "'cryptography' package" in done.stderr
-    assert "tenure[crypto]" in done.stderr
+    assert f"({install_line('crypto')})" in done.stderr  # the line for this install
     assert "TENURE_ENCRYPTION_KEY" not in done.stderr  # the key is there: only the package
 
 

@@ -95,3 +95,21 @@ def test_the_trace_context_travels_in_the_payload_and_old_payloads_decode_the_sa
     for damaged in ('"00-x"', "[1]", '{"traceparent": 7}', "{}"):
         decoded = payload.decode(f'{{"args":[1],"kwargs":{{}},"trace":{damaged}}}')
         assert decoded.args == (1,) and decoded.trace is None  # the link is lost, not the job
+
+
+def test_what_a_worker_needs_to_decrypt_reads_as_a_sentence(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The worker's refusal is "it needs " + this: it read "it needs encrypted=True needs a
+    key in $TENURE_ENCRYPTION_KEY" (found in the day-two trial)."""
+    monkeypatch.delenv(payload.ENCRYPTION_KEY_ENV, raising=False)
+    missing = payload.decryption_problem()
+    assert missing is not None
+    assert missing.startswith("a key in $TENURE_ENCRYPTION_KEY (32 random bytes in url-safe"), (
+        missing
+    )
+    assert "needs" not in missing
+    monkeypatch.setenv(payload.ENCRYPTION_KEY_ENV, base64.urlsafe_b64encode(b"x" * 16).decode())
+    assert payload.decryption_problem() == (
+        "a valid key in $TENURE_ENCRYPTION_KEY (it holds 16 bytes; expected 32)"
+    )

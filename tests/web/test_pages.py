@@ -82,7 +82,7 @@ def test_every_page_renders_with_navigation_and_landmarks(
         missing = client.get(unknown)
         assert missing.status_code == 404, unknown  # the not-found page, not a 500
         assert "<h1>Not found</h1>" in missing.text and '<nav aria-label="Main">' in missing.text
-    assert "No such page /no/such/page" in client.get("/no/such/page").text
+    assert "The dashboard has no page /no/such/page" in client.get("/no/such/page").text
     assert client.get("/api/no/such").json() == {"error": "not found"}
     bogus = client.get("/api/jobs?state=bogus")
     assert bogus.status_code == 400

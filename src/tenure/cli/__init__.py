@@ -65,8 +65,9 @@ def root(
 ) -> None:
     """Background jobs that never run twice by accident.
 
-    Every command reads the store of --app MODULE:ATTR, or --url, or $TENURE_URL (set it once
-    to point every command at one store), else ./tenure.db.
+    Every command reads the store named by --url URL, else $TENURE_URL (set it once to point
+    every command at one store), else the URL of the App that --app MODULE:ATTR names, else
+    ./tenure.db; it says on stderr which one won.
     """
 
 

@@ -6,7 +6,7 @@ from typing import Annotated
 
 import typer
 
-from tenure.cli.common import AppOption, UrlOption, err, fail, open_app, out, say
+from tenure.cli.common import AppOption, UrlOption, err, fail, open_app, out, say, say_wrapped
 from tenure.cli.jobs import ID, JOB, QUEUE
 from tenure.cli.tables import Column, print_table, short
 from tenure.core.errors import JobNotFound
@@ -28,7 +28,7 @@ def batch_watch(batch_id: str, app: AppOption = None, url: UrlOption = None) -> 
     except KeyboardInterrupt:
         say(f"stopped watching; the batch goes on (tenure batch watch {batch_id})")
         return
-    say(summary(info))
+    say_wrapped(summary(info))
 
 
 @batch_cli.command("show")
@@ -53,7 +53,7 @@ def batch_show(
     except JobNotFound as exc:
         fail(str(exc), code=1)
         return
-    say(summary(info) + f"; progress {info.progress:.1%}")
+    say_wrapped(summary(info) + f"; progress {info.progress:.1%}")
     if not members:
         return
     found = the_app.list_jobs(batch_id=batch_id, state=state, limit=limit)

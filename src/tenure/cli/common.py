@@ -9,6 +9,8 @@ from __future__ import annotations
 import contextlib
 import functools
 import os
+import sys
+import textwrap
 from collections.abc import Callable
 from typing import Annotated, Any
 
@@ -45,8 +47,37 @@ def say(text: str, *, style: str | None = None) -> None:
     out.print(Text(text, style=style or ""), soft_wrap=True)
 
 
+def say_wrapped(text: str) -> None:
+    """One line of a description. On a terminal narrower than it, wrapped at word boundaries
+    under its own indent (the terminal would cut words and lose the indent); piped, as it
+    is, so a script or grep sees one line per fact."""
+    if not out.is_terminal or len(text) <= out.width:
+        say(text)
+        return
+    body = text.lstrip(" ")
+    indent = " " * (len(text) - len(body))
+    wrapped = textwrap.fill(
+        body,
+        out.width,
+        initial_indent=indent,
+        subsequent_indent=indent + "    ",
+        break_long_words=False,
+        break_on_hyphens=False,
+    )
+    say(wrapped)
+
+
 def warn(text: str) -> None:
     err.print(Text.assemble(("warning: ", "yellow"), text), soft_wrap=True)
+
+
+def unknown_queue(app: App, name: str) -> str:
+    """ "" for a queue the store has seen; else what it has: a mistyped --queue otherwise
+    reads as an empty queue."""
+    known = sorted(w.queue for w in app.queue_waits())
+    if name in known:
+        return ""
+    return f"this store has no queue {name!r} (its queues: {', '.join(known) or 'none yet'})"
 
 
 def fail(message: str, code: int = 2) -> None:
@@ -100,6 +131,12 @@ def clean_errors(fn: Callable[..., Any]) -> Callable[..., Any]:
             return fn(*args, **kwargs)
         except (typer.Exit, typer.Abort, typer.TyperException, KeyboardInterrupt):
             raise
+        except BrokenPipeError:
+            # the reader left early (`| head`): not the command's error. End as Rich does for
+            # its own writes, exit 1 and nothing said, with stdout pointed at /dev/null so
+            # the interpreter's last flush does not raise it again.
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+            raise typer.Exit(1) from None
         except Exception as exc:
             if os.environ.get(DEBUG_ENV):
                 raise

@@ -6,7 +6,19 @@ from typing import Annotated
 
 import typer
 
-from tenure.cli.common import AppOption, UrlOption, err, fail, open_app, out, say
+from tenure.app import App
+from tenure.cli.common import (
+    AppOption,
+    UrlOption,
+    err,
+    fail,
+    open_app,
+    out,
+    say,
+    say_wrapped,
+    unknown_queue,
+    warn,
+)
 from tenure.cli.tables import Column, print_table, short
 from tenure.core.errors import CancelRefused, JobNotFound
 from tenure.core.states import JOB_STATES
@@ -22,6 +34,17 @@ JOB = Column("job", "cut", floor=10)
 QUEUE = Column("queue", "cut", floor=7, drop=2)
 
 
+def what_else(app: App, ident: str) -> str:
+    """An id that is not a job's but a chain's or a batch's (`jobs show` prints both), and
+    the command that shows it."""
+    if app.find_batch(ident) is not None:
+        return f"; {ident} is a batch: tenure batch show {ident}"
+    first = app.find_job(f"{ident}.1")  # a chain's links are CHAIN.1, CHAIN.2, ...
+    if first is not None and first.chain_text:
+        return f"; {ident} is a chain: tenure jobs show {ident}.1 prints it"
+    return ""
+
+
 @jobs_cli.command("show")
 def jobs_show(job_id: str, app: AppOption = None, url: UrlOption = None) -> None:
     """Show a job and every attempt: why it ran, and why it ran again."""
@@ -31,14 +54,14 @@ def jobs_show(job_id: str, app: AppOption = None, url: UrlOption = None) -> None
     except JobNotFound as exc:
         waiting = waiting_link(job_id, the_app.find_job)
         if waiting is None:
-            fail(str(exc), code=1)
+            fail(f"{exc}{what_else(the_app, job_id)}", code=1)
             return
         for line in waiting:
             say(line)
         return
     stops = chain_stops(info, the_app.find_job)
     for line in describe_job(info, the_app.now()) + chain_lines(info, stops):
-        say(line)
+        say_wrapped(line)
     last = info.attempts[-1] if info.attempts else None
     if last is not None and last.traceback:
         say("  traceback of the last attempt:")
@@ -83,6 +106,8 @@ def jobs_list(
         for job in the_app.list_jobs(state=state, queue=queue, limit=limit)
     ]
     print_table(out, err, columns, rows)
+    if queue and not rows and unknown_queue(the_app, queue):
+        warn(unknown_queue(the_app, queue))
     say(" ".join(f"{k}={v}" for k, v in the_app.counts().items()))
 
 
@@ -130,6 +155,12 @@ def failed_retry(
 @failed_cli.command("forget")
 def failed_forget(job_id: str, app: AppOption = None, url: UrlOption = None) -> None:
     """Delete a failed (or finished) job and its attempts."""
-    if not open_app(app, url).forget(job_id):
-        fail(f"job {job_id} is not a finished job; nothing deleted", code=1)
+    the_app = open_app(app, url)
+    if not the_app.forget(job_id):
+        try:
+            state = the_app.get_job(job_id).state
+        except JobNotFound as exc:  # an unknown id is not a live job
+            fail(str(exc), code=1)
+            return
+        fail(f"job {job_id} is {state}, not finished; nothing deleted", code=1)
     say(f"forgot job {job_id}")

@@ -9,14 +9,14 @@ import typer
 from rich.text import Text
 
 from tenure.app import App
-from tenure.cli.common import AppOption, UrlOption, err, fail, open_app, out, say
+from tenure.cli.common import AppOption, UrlOption, err, fail, open_app, out, say, unknown_queue
 from tenure.cli.tables import Column, print_table
 from tenure.control import QueueWait
 from tenure.rolling import unknown_text
 
 queue_cli = typer.Typer(
-    help="Pause or resume a queue (workers on every host stop or start reserving from it), "
-    "or purge what waits in it.",
+    help="Pause, resume or purge a queue: workers on every host stop or start reserving "
+    "from it, or what waits in it is cancelled.",
     no_args_is_help=True,
 )
 
@@ -157,7 +157,12 @@ def queue_purge(
     the_app = open_app(app, url)
     waiting = the_app.waiting_in(name)
     if waiting == 0:
-        say(f"queue {name!r} holds no waiting job; nothing cancelled")
+        unknown = unknown_queue(the_app, name)
+        say(
+            f"{unknown}; nothing cancelled"
+            if unknown
+            else f"queue {name!r} holds no waiting job; nothing cancelled"
+        )
         return
     if not yes:
         if not sys.stdin.isatty():

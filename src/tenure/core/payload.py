@@ -136,30 +136,43 @@ def _check_json(job_name: str, args: tuple[Any, ...], kwargs: dict[str, Any]) ->
             ) from None
 
 
-def decryption_problem() -> str | None:
+def decryption_problem(install: str = "pip install 'tenure[crypto]'") -> str | None:
     """What keeps this process from sealing and opening encrypted payloads (the package,
     the key, or both), or None: a worker whose app has encrypted jobs checks it at start,
-    rather than fail every such job with a reason that blames the payload."""
+    rather than fail every such job with a reason that blames the payload. `install`: the
+    line that adds the `crypto` extra to this install (tenure.extras.install_line)."""
     missing = []
     try:
         import cryptography.hazmat.primitives.ciphers.aead  # noqa: F401
     except ImportError:
-        missing.append("the 'cryptography' package (pip install 'tenure[crypto]')")
-    try:
-        _key()
-    except ConfigError as exc:
-        missing.append(str(exc))
+        missing.append(f"the 'cryptography' package ({install})")
+    # each a noun phrase: the worker's refusal reads "it needs A; and B"
+    raw = os.environ.get(ENCRYPTION_KEY_ENV)
+    if not raw:
+        missing.append(f"a key in ${ENCRYPTION_KEY_ENV} ({KEY_HINT})")
+    else:
+        try:
+            size = len(base64.urlsafe_b64decode(raw))
+        except ValueError:
+            missing.append(f"a valid key in ${ENCRYPTION_KEY_ENV} (it is not url-safe base64)")
+        else:
+            if size != 32:
+                missing.append(
+                    f"a valid key in ${ENCRYPTION_KEY_ENV} (it holds {size} bytes; expected 32)"
+                )
     return "; and ".join(missing) or None
+
+
+KEY_HINT = (
+    "32 random bytes in url-safe base64, e.g. from python -c 'import os, base64; "
+    "print(base64.urlsafe_b64encode(os.urandom(32)).decode())'"
+)
 
 
 def _key() -> bytes:
     raw = os.environ.get(ENCRYPTION_KEY_ENV)
     if not raw:
-        raise ConfigError(
-            f"encrypted=True needs a key in ${ENCRYPTION_KEY_ENV}: 32 random bytes in url-safe "
-            "base64, e.g. from python -c 'import os, base64; "
-            "print(base64.urlsafe_b64encode(os.urandom(32)).decode())'"
-        )
+        raise ConfigError(f"encrypted=True needs a key in ${ENCRYPTION_KEY_ENV}: {KEY_HINT}")
     try:
         key = base64.urlsafe_b64decode(raw)
     except ValueError:

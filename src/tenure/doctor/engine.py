@@ -37,6 +37,7 @@ from tenure.doctor.periodic import check_periodic
 from tenure.doctor.readers import read_deployments
 from tenure.doctor.rules import finding
 from tenure.doctor.walk import Tree, scan
+from tenure.extras import install_line
 
 INTERNAL_PREFIX = "tenure."
 
@@ -142,8 +143,8 @@ def _foreign(report: Report, tree: Tree, base: str, laravel: str | None, celery:
         try:  # tree-sitter is the `doctor` extra's: only Laravel audits need it
             from tenure.doctor.laravel.audit import audit as audit_laravel
         except ImportError as exc:
-            raise CannotRun(f"auditing {project} as Laravel needs {exc.name}: pip install "
-                            "'tenure[doctor]'") from exc  # fmt: skip
+            raise CannotRun(f"auditing {project} as Laravel needs {exc.name}: "
+                            f"{install_line('doctor')}") from exc  # fmt: skip
         found = audit_laravel(project, base, tree if project == report.root else scan(project))
         report.findings += found.findings
         report.skipped += found.skipped

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 from dataclasses import asdict
 from pathlib import Path
 from typing import Any, TextIO
@@ -36,8 +37,10 @@ def summary(report: Report) -> str:
 
 
 def write_text(report: Report, stream: TextIO, *, color: bool | None = None) -> None:
+    # a pipe with no $COLUMNS (CI logs) gets 100 columns; a terminal or $COLUMNS, its width
+    piped = not stream.isatty() and not os.environ.get("COLUMNS")
     console = Console(file=stream, highlight=False, force_terminal=color, no_color=color is False,
-                      width=100 if not stream.isatty() else None)  # fmt: skip
+                      width=100 if piped else None)  # fmt: skip
     console.print(f"[bold]tenure doctor[/bold] {escape(report.root)}: {summary(report)}")
     for note in report.notes:
         console.print(f"[dim]{escape(note)}[/dim]")

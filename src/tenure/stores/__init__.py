@@ -30,6 +30,7 @@ SQLiteJobs still inherits SQLiteDatabase.
 from __future__ import annotations
 
 from tenure.core.errors import ConfigError
+from tenure.extras import install_line
 from tenure.stores import url_options
 from tenure.stores.base import Capabilities, Store
 
@@ -48,16 +49,14 @@ def store_class(url: str) -> type[Store]:
         except ImportError as exc:
             raise ConfigError(
                 f"{url.split('@')[-1]}: the PostgreSQL store needs psycopg: "
-                "pip install 'tenure[postgres]'"
+                f"{install_line('postgres')}"
             ) from exc
         return PostgresStore
     if scheme in ("redis", "rediss", "redis+sentinel", "redis+cluster"):
         try:
             from tenure.stores.redis import RedisClusterStore, RedisStore
         except ImportError as exc:
-            raise ConfigError(
-                "the Redis store needs redis-py: pip install 'tenure[redis]'"
-            ) from exc
+            raise ConfigError(f"the Redis store needs redis-py: {install_line('redis')}") from exc
         return RedisClusterStore if scheme == "redis+cluster" else RedisStore
     raise ConfigError(
         "store URL: expected sqlite:///PATH, postgresql://..., redis://..., "

@@ -4,12 +4,15 @@ from __future__ import annotations
 
 import os
 import socket
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from tenure.extras import missing_extra
 from tenure.settings import DASHBOARD_TOKEN_ENV
+
+if TYPE_CHECKING:
+    from tenure.app import App
 
 TOKEN_ENV = DASHBOARD_TOKEN_ENV
 
@@ -74,6 +77,17 @@ def register(cli: typer.Typer) -> None:
         if url:
             the_app.use_url(url, "--url")
         typer.echo(f"store: {the_app.describe_store()} (from {the_app.url_source})", err=True)
+        why, missing = store_check(the_app)
+        if why is not None:
+            typer.echo(f"error: {why}", err=True)
+            raise typer.Exit(2)
+        if missing is not None:  # a dashboard may be opened first: said, not refused
+            typer.echo(
+                f"warning: {missing} yet: the dashboard creates it empty; if your jobs live "
+                "elsewhere, point it at their store with --app MODULE:ATTR, --url URL or "
+                "$TENURE_URL",
+                err=True,
+            )
         web = create_app(the_app, auth_token=token, app_spec=app, project_root=project)
         shown = f"[{host}]" if ":" in host else host
         try:
@@ -89,6 +103,19 @@ def register(cli: typer.Typer) -> None:
             )
         config = uvicorn.Config(web, log_level="warning", server_header=False)
         uvicorn.Server(config).run(sockets=[listening])
+
+
+def store_check(app: App) -> tuple[str | None, str | None]:
+    """(why the dashboard must not start on this store, why it would start empty), checked
+    before it listens: a malformed URL or a missing driver made every page a 500, and a
+    SQLite file that is not there was created empty without a word."""
+    from tenure.core.errors import ConfigError
+
+    try:
+        missing = app.store_missing()
+    except ConfigError as exc:  # a mistyped ?option
+        return str(exc), None
+    return (app.store_refusal() if missing is None else None), missing
 
 
 def bind(host: str, port: int) -> socket.socket:

@@ -16,6 +16,18 @@ from tenure.core.states import JOB_STATES
 SCAN = 1000  # jobs read per page view, before the name and time filters
 SHOWN = 200
 SINCE = {"": 0.0, "1h": 3600.0, "24h": 86400.0, "7d": 7 * 86400.0}
+PARAMETERS = ("id", "queue", "state", "name", "since")
+# every page reads these: the notice a redirect after an action carries
+NOTICE_PARAMETERS = ("notice", "n")
+
+
+def unknown_parameter(params: Mapping[str, str], accepted: tuple[str, ...]) -> str | None:
+    """A parameter nothing reads, named with the ones that are read: a typo (`?stat=`)
+    otherwise looks like a list that was not filtered."""
+    for key in params:
+        if key not in accepted and key not in NOTICE_PARAMETERS:
+            return f"unknown parameter {key!r}; the accepted ones are {', '.join(accepted)}"
+    return None
 
 
 @dataclass(frozen=True)
@@ -28,6 +40,9 @@ class JobFilters:
     @classmethod
     def of(cls, params: Mapping[str, str]) -> tuple[JobFilters, str | None]:
         """The filters a query string asks for, and what is wrong with it (None: nothing)."""
+        unknown = unknown_parameter(params, PARAMETERS)
+        if unknown is not None:
+            return cls(), unknown
         got = cls(
             queue=params.get("queue", "").strip(),
             state=params.get("state", "").strip(),

@@ -27,7 +27,7 @@ from tenure.core.errors import CancelRefused, ConfigError
 from tenure.core.states import JOB_STATES
 from tenure.core.urls import redact
 from tenure.web import views
-from tenure.web.api import api_routes
+from tenure.web.api import api_routes, bad_request
 from tenure.web.doctor_page import DoctorRunner
 from tenure.web.jobs_page import JobFilters, JobList, job_list
 from tenure.web.retention_page import keep_text, retention_view
@@ -121,7 +121,7 @@ def create_app(
     web = Starlette(
         routes=routes,
         middleware=[Middleware(Guard, auth_token=auth_token)],
-        exception_handlers={404: not_found},
+        exception_handlers={404: not_found, ConfigError: bad_request},
     )
     web.state.dashboard = dash
     return web
@@ -182,7 +182,8 @@ def not_found(request: Request, exc: Exception) -> Response:
         from starlette.responses import JSONResponse
 
         return JSONResponse({"error": "not found"}, status_code=404)
-    return render(request, "not_found.html", {"what": f"page {request.url.path}"}, 404)
+    # a typo in the address: a page is not a record of the store that could be forgotten
+    return render(request, "not_found.html", {"page": request.url.path}, 404)
 
 
 # -- pages -----------------------------------------------------------------------------------
@@ -218,7 +219,8 @@ def batch_page(request: Request) -> Response:
     dash = dashboard(request)
     record = dash.app.find_batch(request.path_params["batch_id"])
     if record is None:
-        return render(request, "not_found.html", {"what": "batch"}, 404)
+        shown = {"what": "batch", "ident": request.path_params["batch_id"]}
+        return render(request, "not_found.html", shown, 404)
     v = views.batch_view(dash.app, record, dash.app.now())
     members = dash.app.list_jobs(batch_id=record.id, limit=MEMBERS_SHOWN + 1)
     shown = {"b": v, "active": v.active, "members": members[:MEMBERS_SHOWN]}
@@ -232,7 +234,8 @@ def job_page(request: Request) -> Response:
     if record is None:
         # a chain link not dispatched yet: no row, but its chain says what it waits for
         waiting = describe.waiting_link(job_id, dash.app.find_job)
-        return render(request, "not_found.html", {"what": "job", "waiting": waiting}, 404)
+        shown = {"what": "job", "ident": job_id, "waiting": waiting}
+        return render(request, "not_found.html", shown, 404)
     v = views.job_view(record, dash.app.now(), dash.app)
     return render(request, "job.html", {"j": v, "active": v.active})
 

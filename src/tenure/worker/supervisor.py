@@ -22,6 +22,7 @@ from tenure.app import App
 from tenure.core import payload
 from tenure.core.errors import ConfigError
 from tenure.core.records import QueueCounts, Reservation, WorkerRecord, WorkerRef
+from tenure.extras import install_line
 from tenure.periodic import PeriodicTicker
 from tenure.settings import WorkerOptions
 from tenure.stores.base import Store
@@ -161,7 +162,7 @@ class Worker:
         """A worker that could not open its app's encrypted jobs would fail each with a false
         reason: it refuses to start instead, naming what is missing."""
         encrypted = sorted(name for name, job in self.app.jobs.items() if job.encrypted)
-        problem = payload.decryption_problem() if encrypted else None
+        problem = payload.decryption_problem(install_line("crypto")) if encrypted else None
         if problem:
             shown = ", ".join(encrypted[:3]) + (", ..." if len(encrypted) > 3 else "")
             raise ConfigError(
