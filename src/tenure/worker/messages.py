@@ -5,13 +5,16 @@ Supervisor -> child: `Run`, the first attempt of an idle slot (the supervisor re
 with `chain` the child claims its next jobs itself.
 
 Child -> supervisor, one-way (the child never waits for an answer): `Ready` once it started;
-then for each attempt `Recorded` (it recorded the attempt's end), followed in the same write by
-`Started` when the same store call opened its next attempt, `HandOff` when that attempt is an
-async job the supervisor's event loop runs, and `Idle` when the child claimed nothing and waits
-for the next `Run` (`exit`: it leaves, to be replaced). A child whose supervisor is not watching
-records nothing: it sends `ToRecord` (the end, for the supervisor to record) and `Idle`. The
-child writes `Started` before it runs the attempt, so a child that dies at once has still told
-the supervisor which attempt died with it (a pipe keeps what was written).
+`Tally`, the ends it recorded (name, outcome, seconds: the worker's counts and metrics),
+gathered over up to log_spool.FLUSH_S and written with its log lines; `HandOff` when the store
+call that recorded an end opened an async attempt the supervisor's event loop runs, and `Idle`
+when the child claimed nothing and waits for the next `Run` (`exit`: it leaves, to be
+replaced). A child whose supervisor is not watching records nothing: it sends `ToRecord` (the
+end, for the supervisor to record) and `Idle`. Which attempt the child runs is not a message:
+the child names it in its attempt slot (attempt_slot.py) before it runs it, so a child that
+dies at once has still told the supervisor which attempt died with it. `Started` is the
+watchdog's view of an attempt, read from the slot (or, for an attempt too large for the slot,
+sent down the pipe before the child runs it).
 
 The wire: one line per write, a JSON array of messages, each `[kind, field, ...]` in the order
 of its NamedTuple's fields (an attempt's Reservation inlined, see `_ATTEMPT`). One write of less
@@ -54,14 +57,11 @@ class Ready(NamedTuple):
     pid: int
 
 
-class Recorded(NamedTuple):
-    """The child recorded the end of an attempt."""
+class Tally(NamedTuple):
+    """The child recorded the ends of these attempts, in order: [job name, outcome, seconds]
+    each."""
 
-    job_id: str
-    token: int
-    name: str
-    outcome: str
-    seconds: float
+    ends: list[list[Any]]
 
 
 class Started(NamedTuple):
@@ -131,7 +131,7 @@ class Idle(NamedTuple):
     exit: bool = False
 
 
-Message = Run | Ready | Recorded | Started | HandOff | ToRecord | Idle
+Message = Run | Ready | Tally | Started | HandOff | ToRecord | Idle
 
 
 @functools.lru_cache(maxsize=64)
@@ -190,11 +190,11 @@ def _with_attempt(tag: str, kind: Any) -> _Form:
     return tag, write, read
 
 
-# The tags are short: the hot path writes `Recorded` and `Started` for every job.
+# The tags are short: a busy child writes a `Tally` every log_spool.FLUSH_S.
 _FORMS: dict[Any, _Form] = {
     Run: _with_attempt("run", Run),
     Ready: _plain("ready", Ready),
-    Recorded: _plain("e", Recorded),
+    Tally: _plain("t", Tally),
     Started: _plain("s", Started),
     HandOff: _with_attempt("h", HandOff),
     ToRecord: _plain("r", ToRecord),
