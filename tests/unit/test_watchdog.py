@@ -165,6 +165,31 @@ def test_the_log_lines_a_killed_child_gathered_are_written_by_its_supervisor(
         assert f"job {job.id} noop attempt 1 succeeded" in written, written
 
 
+def test_a_long_job_does_not_hold_back_the_lines_of_the_jobs_before_it(
+    make_worker: Callable[..., Worker],
+    capfd: pytest.CaptureFixture[str],
+    caplog: pytest.LogCaptureFixture,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("TENURE_LOG_FORMAT", "json")
+    caplog.set_level(logging.INFO, logger="tenure")
+    worker = make_worker()
+    ran = [worker.app.jobs["noop"].dispatch() for _ in range(2)]
+    napping = worker.app.jobs["nap"].dispatch()  # sleeps 60 s
+    slot = worker.slots[0]
+    hand(slot, reserve(worker, lease=30), chain=True)
+    watch_in_thread(slot)
+    written = ""
+
+    def lines_out() -> bool:
+        nonlocal written
+        written += capfd.readouterr().err
+        return all(f"job {job.id} noop attempt 1 succeeded" in written for job in ran)
+
+    wait_until(lines_out, "the success lines, written while the next job runs", timeout=20)
+    assert worker.app.get_job(napping.id).state == "running"
+
+
 def test_a_start_message_for_an_attempt_the_store_already_rescued(
     make_worker: Callable[..., Worker],
 ) -> None:

@@ -39,7 +39,7 @@ from tenure.worker import messages
 from tenure.worker.attempt_slot import AttemptSlot
 from tenure.worker.cancel_mark import CancelMark
 from tenure.worker.execute import Ended, definition, execute
-from tenure.worker.log_spool import LogSpool
+from tenure.worker.log_spool import FLUSH_S, LogSpool
 from tenure.worker.messages import Pulse
 from tenure.worker.process_tree import rss_mb
 from tenure.worker.recording import Recorder
@@ -169,6 +169,10 @@ class Child:
             spool_lines(self.spool)  # a no-op unless tenure's JSON handler writes the log
         self.ends: list[list[Any]] = []  # the Tally still to send
         self.ends_bytes = 0
+        self.ends_since = 0.0  # monotonic time of the oldest end in it
+        self._said = threading.Lock()  # the pipe and the Tally: the job's and the flusher's
+        flusher = threading.Thread(target=self._flush_loop, name="tenure-flush", daemon=True)
+        flusher.start()
         _State.mark = CancelMark.attach(config["cancel_fd"])
         self.store = self.app.store
         self.app.hooks.run_child_start()  # @app.on_child_start: once, before any attempt
@@ -230,11 +234,22 @@ class Child:
             self.slot.empty()
             said.append(messages.Idle(exit=self._bloated()))
         log_end(res, ended, duration, result, self.ref.id)
-        self.ends.append([res.name, ended.outcome, duration])
-        self.ends_bytes += len(res.name) + 40
+        with self._said:
+            if not self.ends:
+                self.ends_since = claimed_at
+            self.ends.append([res.name, ended.outcome, duration])
+            self.ends_bytes += len(res.name) + 40
         if said or self.ends_bytes > TALLY_BYTES or self.spool.due(claimed_at):
             self._send(*said)
         return following
+
+    def _flush_loop(self) -> None:
+        """Every FLUSH_S, what waited that long goes out, even while a long job runs."""
+        while True:
+            time.sleep(FLUSH_S)
+            now = time.monotonic()
+            if self.spool.due(now) or (self.ends and now - self.ends_since >= FLUSH_S):
+                self._send()
 
     def _succeed_and_claim(
         self, res: Reservation, ended: Ended
@@ -306,14 +321,15 @@ class Child:
     def _send(self, *said: messages.Message) -> None:
         """Write the log lines gathered, then the Tally and `said` in one line: of less than
         PIPE_BUF bytes, one atomic write, so a kill cannot leave half of it."""
-        self.spool.flush()
-        if self.ends:
-            said = (messages.Tally(self.ends), *said)
-            self.ends = []
-            self.ends_bytes = 0
-        if said:
-            self.outbox.write(messages.encode(*said))
-            self.outbox.flush()
+        with self._said:
+            self.spool.flush()
+            if self.ends:
+                said = (messages.Tally(self.ends), *said)
+                self.ends = []
+                self.ends_bytes = 0
+            if said:
+                self.outbox.write(messages.encode(*said))
+                self.outbox.flush()
 
 
 def _log_descriptor() -> int | None:
