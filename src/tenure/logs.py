@@ -77,6 +77,16 @@ def spool_lines(spool: Spool | None) -> bool:
     return True
 
 
+def _unspool() -> None:
+    # A process a job forks (multiprocessing, os.fork) shares the spool's page with the child
+    # that forked it, and maybe a lock its flusher thread held: it writes its own lines.
+    _Quick.spool = None
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_unspool)
+
+
 class _Handler(logging.StreamHandler[Any]):
     """tenure's handler: any line it writes goes after the gathered ones (the log's order)."""
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 
+from tenure import logs
 from tenure.worker.log_spool import CAPACITY, LogSpool
 
 
@@ -51,3 +52,17 @@ def test_a_full_page_is_written_before_it_overflows() -> None:
     child.flush()
     written += read_all(r)
     assert written == line.encode() * (CAPACITY // len(line) + 5)
+
+
+def test_a_process_a_job_forks_writes_its_own_lines() -> None:
+    spool = LogSpool.attach(LogSpool.create().fd, None)
+    logs._Quick.spool = spool  # as in a worker's child
+    try:
+        pid = os.fork()
+        if pid == 0:  # the forked process: its lines are not gathered in the child's page
+            os._exit(0 if logs._Quick.spool is None else 1)
+        _, status = os.waitpid(pid, 0)
+        assert os.waitstatus_to_exitcode(status) == 0
+        assert logs._Quick.spool is spool  # the child keeps gathering its own
+    finally:
+        logs._Quick.spool = None
