@@ -1,4 +1,4 @@
-"""The attempt slot a worker's child names its attempt in (worker/attempt_slot.py): the
+"""The attempt slot a worker's child names its attempt in (worker/messages.py): the
 watchdog reads back what the child wrote, never a record half written, and an attempt too
 large for the page is refused so that the child says it down the pipe instead."""
 
@@ -9,8 +9,7 @@ from dataclasses import replace
 
 from tenure.core.records import Reservation
 from tenure.core.retry import Policy
-from tenure.worker.attempt_slot import AttemptSlot
-from tenure.worker.messages import Started
+from tenure.worker.messages import AttemptSlot, Started
 
 ATTEMPT = Reservation(
     job_id="4f1c0d2e9a8b7c6d",

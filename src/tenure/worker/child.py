@@ -3,8 +3,8 @@
 The child holds its own store connection: it runs the attempt the supervisor gave it, records
 its end and, on a success, claims the slot's next job in the same store call, then runs that,
 never waiting for the supervisor: it names the attempt it runs in its attempt slot (shared
-memory, attempt_slot.py) and tells the rest by one-way messages (messages.py), gathered with
-its log lines (log_spool.py) while it is busy.
+memory, messages.AttemptSlot) and tells the rest by one-way messages (messages.py), gathered
+with its log lines (log_spool.py) while it is busy.
 The supervisor watches: it renews the leases, kills the child at a hard timeout or over the
 memory cap, and records the end of an attempt the child died in.
 
@@ -36,9 +36,8 @@ from tenure.loading import load_app
 from tenure.logs import log_end, setup_logging, spool_lines
 from tenure.settings import weighted_order
 from tenure.worker import messages
-from tenure.worker.attempt_slot import AttemptSlot
 from tenure.worker.cancel_mark import CancelMark
-from tenure.worker.execute import Ended, definition, execute
+from tenure.worker.execute import Ended, SoftTimeout, definition, execute
 from tenure.worker.log_spool import FLUSH_S, LogSpool
 from tenure.worker.messages import Pulse
 from tenure.worker.process_tree import rss_mb
@@ -60,21 +59,13 @@ log = logging.getLogger("tenure.worker")
 
 
 class _State:
-    running = False
     lease_ok = True
     stopping = False
     cancelled = False  # the current attempt was cancelled
     attempt: tuple[str, int] = ("", 0)  # (job id, token) of the attempt being run
-    timeout = 0.0  # the soft timeout of the attempt being run
     mark: CancelMark | None = None
 
-    @staticmethod
-    def set_running(now: bool) -> None:
-        # the soft timeout armed around the job's own code (execute's `running`): one
-        # function for every attempt, not a closure built per job
-        _State.running = now
-        signal.setitimer(signal.ITIMER_REAL, _State.timeout if now else 0)
-
+    # the context's callbacks: one function for every attempt, not a closure built per job
     @staticmethod
     def is_lease_ok() -> bool:
         return _State.lease_ok
@@ -86,7 +77,7 @@ class _State:
 
 def _on_soft_timeout(signum: int, frame: FrameType | None) -> None:
     # Only while a job runs: a late signal must not break the child's own loop.
-    if _State.running:
+    if SoftTimeout.running:
         raise JobTimeout()
 
 
@@ -103,7 +94,7 @@ def _on_cancel(signum: int, frame: FrameType | None) -> None:
     if _State.mark is None or not _State.mark.names(*_State.attempt):
         return
     _State.cancelled = True
-    if _State.running:
+    if SoftTimeout.running:
         raise CancelRequested()
 
 
@@ -162,7 +153,7 @@ class Child:
         self.memory_mb: float | None = config["memory_mb"]
         self.where = f"{config['app']} on worker {self.ref.id}"
         self.pulse = Pulse.attach(config["pulse_fd"])
-        self.slot = AttemptSlot.attach(config["slot_fd"])
+        self.slot = messages.AttemptSlot.attach(config["slot_fd"])
         log_fd = _log_descriptor()
         self.spool = LogSpool.attach(config["spool_fd"], log_fd)
         if log_fd is not None:
@@ -260,7 +251,10 @@ class Child:
             return self.store.end_attempt(
                 job_id=res.job_id,
                 token=res.token,
-                queues=weighted_order(self.queues, self.weights, self.rng),
+                # without weights the order is the queues' own (no call into settings)
+                queues=weighted_order(self.queues, self.weights, self.rng)
+                if self.weights
+                else self.queues,
                 worker=self.ref,
                 lease=self.lease,
                 result=ended.result,
@@ -294,7 +288,7 @@ class Child:
         job = definition(self.app, res, self.where)
         if isinstance(job, Ended):
             return job
-        _State.timeout = res.policy.timeout
+        SoftTimeout.seconds = res.policy.timeout
         _State.lease_ok = True
         _State.cancelled = False
         _State.attempt = (res.job_id, res.token)
@@ -304,7 +298,7 @@ class Child:
             job,
             lease_ok=_State.is_lease_ok,
             cancelled=_State.is_cancelled,
-            running=_State.set_running,
+            running=SoftTimeout.bracket,
         )
 
     def _runs_here(self, res: Reservation) -> bool:

@@ -15,7 +15,6 @@ from typing import Any
 
 from tenure.core import causes
 from tenure.worker import messages, oom, process_tree
-from tenure.worker.attempt_slot import AttemptSlot
 from tenure.worker.cancel_mark import CancelMark
 from tenure.worker.child import CANCEL_SIGNAL, LEASE_DANGER_SIGNAL, STOP_CLAIMING_SIGNAL
 from tenure.worker.log_spool import LogSpool
@@ -41,7 +40,7 @@ class ChildProcess:
         to_child_r, to_child_w = os.pipe()
         from_child_r, from_child_w = os.pipe()
         self._mark = CancelMark.create()
-        self.attempts = AttemptSlot.create()
+        self.attempts = messages.AttemptSlot.create()
         self.spool = LogSpool.create()
         # the last record of the slot, read when the child was killed (the page is closed)
         self._last_held: tuple[int, messages.Started | None] | None = None
