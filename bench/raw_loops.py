@@ -9,7 +9,10 @@ C B A the next round, so drift of a shared machine spreads over all three):
   job row and its attempt row, fenced by the attempt number (tenure's token), then the next
   ready job by priority and run time claimed (state, lease, worker) with a new attempt row,
   the success committed with the claim of the next job. SQLite: one BEGIN IMMEDIATE
-  transaction of five statements (WAL, synchronous=NORMAL, as tenure). PostgreSQL: one
+  transaction of five statements (WAL, synchronous=NORMAL, as tenure), with what tenure's
+  readers need of each job besides (stricter than ../shared/limits/sqlite_raw_loop.py: the
+  lease index the rescue sweep reads, the retention entry of a finite keep, the paused-queue
+  look-up of the claim; marked [+] below). PostgreSQL: one
   statement (data-modifying CTEs). Redis: one Lua script.
 - **store**: tenure's own `end_attempt` loop, no worker (bench/rawlimits.py's STORE_LOOP).
 - **worker**: `tenure worker --burst --concurrency 1` on the queue; the drain is the rate from
@@ -35,8 +38,10 @@ from bench.rawlimits import STORE_LOOP
 
 ROOT = Path(__file__).resolve().parents[1]
 
-# What each statement is for; `?` parameters; the schema is the smallest one that carries
-# tenure's guarantees (token = attempt number, as tenure's; a lease; attempt rows).
+# What each statement is for; `?` parameters. The schema and statements are the least that
+# carries what tenure promises *and* what its readers need per job (this is stricter than
+# ../shared/limits/sqlite_raw_loop.py; each addition is marked [+] and says which reader needs
+# it; bench/REPORT.md lists them): token = attempt number, as tenure's; a lease; attempt rows.
 SQLITE_RAW = """
 import os, sqlite3, sys, time
 path, n = sys.argv[1], int(sys.argv[2])
@@ -44,19 +49,32 @@ c = sqlite3.connect(path, isolation_level=None)
 c.execute("PRAGMA journal_mode=WAL"); c.execute("PRAGMA synchronous=NORMAL")
 c.executescript('''
 CREATE TABLE jobs(id TEXT PRIMARY KEY, queue TEXT, state TEXT, priority INT, run_at REAL,
-  payload TEXT, lease_until REAL, attempt INT DEFAULT 0, worker TEXT, finished REAL);
+  payload TEXT, lease_until REAL, attempt INT DEFAULT 0, worker TEXT, finished REAL,
+  keep REAL);
 CREATE INDEX ready ON jobs(queue, priority, run_at) WHERE state = 'queued';
+-- [+] the rescue of a dead worker's jobs reads the running ones by lease expiry (tenure's
+-- tenure_jobs_lease): without it, every sweep scans the table
+CREATE INDEX lease ON jobs(lease_until) WHERE state = 'running';
+-- [+] retention: a succeeded job with a finite keep (tenure's default: 7 days) is pruned when
+-- finished + keep passes, read as a range (tenure_jobs_prune_succeeded); queue second, so the
+-- same entry serves the counts of succeeded jobs per queue (no index of its own for those)
+CREATE INDEX prune ON jobs(finished + keep, queue) WHERE state = 'succeeded';
+-- [+] a paused queue hands out nothing: the claim looks its queue up here (tenure's
+-- tenure_paused_queues; empty, as in tenure's loop)
+CREATE TABLE paused(queue TEXT PRIMARY KEY) WITHOUT ROWID;
 CREATE TABLE attempts(job_id TEXT, n INT, worker TEXT, started REAL, ended REAL, outcome TEXT,
   PRIMARY KEY(job_id, n)) WITHOUT ROWID;
 ''')
 now = time.time()
 c.execute("BEGIN")
-c.executemany("INSERT INTO jobs(id, queue, state, priority, run_at, payload)"
-              " VALUES(?, 'default', 'queued', 0, ?, ?)",
+c.executemany("INSERT INTO jobs(id, queue, state, priority, run_at, payload, keep)"
+              " VALUES(?, 'default', 'queued', 0, ?, ?, 604800)",
               ((os.urandom(16).hex(), now, '[%d]' % i) for i in range(n)))
 c.execute("COMMIT")
-# (1) the head of the ready index (partial: only queued rows), by priority then run time
+# (1) the head of the ready index (partial: only queued rows), by priority then run time, of a
+# queue that is not paused [+]
 HEAD = ("SELECT id FROM jobs WHERE queue = 'default' AND state = 'queued' AND run_at <= ?"
+        " AND NOT EXISTS (SELECT 1 FROM paused WHERE queue = 'default')"
         " ORDER BY priority, run_at LIMIT 1")
 # (2) the claim: state, lease, worker, the next attempt number (the token) and the payload
 CLAIM = ("UPDATE jobs SET state = 'running', lease_until = ?, attempt = attempt + 1,"

@@ -172,6 +172,9 @@ T = TypeVar("T")
 _current: contextvars.ContextVar[JobContext | None] = contextvars.ContextVar(
     "tenure_current", default=None
 )
+# The variable itself, for the worker's hot path (worker/execute.py): its `set` and `reset`
+# are activate and deactivate without a call into this module around every attempt.
+CURRENT = _current
 
 
 def current() -> JobContext:

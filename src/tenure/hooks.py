@@ -22,6 +22,10 @@ if TYPE_CHECKING:
 AttemptHook = Callable[["JobContext"], Iterator[None]]
 
 
+# What `around` enters when no around-attempt hook is registered (reusable: it holds nothing)
+NO_HOOK: contextlib.AbstractContextManager[Any] = contextlib.nullcontext()
+
+
 class Hooks:
     def __init__(self) -> None:
         self.child_start: list[Callable[[], Any]] = []
@@ -45,8 +49,10 @@ class Hooks:
         for fn in self.child_start:
             fn()
 
-    def around(self, ctx: JobContext) -> contextlib.ExitStack:
+    def around(self, ctx: JobContext) -> contextlib.AbstractContextManager[Any]:
         """Every around-attempt hook entered for `ctx`, outermost first."""
+        if not self.attempt:
+            return NO_HOOK  # the usual case: no ExitStack built for every attempt
         stack = contextlib.ExitStack()
         try:
             for hook in self.attempt:

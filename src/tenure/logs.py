@@ -26,8 +26,9 @@ FORMAT_ENV = LOG_FORMAT_ENV
 class JsonFormatter(logging.Formatter):
     """One JSON object per line. The worker writes a line per attempt, so the line is built
     cheaply: the date and time to the second made once a second, the fields read straight
-    from the record; every line is still written at once (none is queued, so a SIGKILL
-    cannot lose the line that explains it)."""
+    from the record. Every line is written at once, except a worker child's success lines:
+    gathered in a page its supervisor shares (worker/log_spool.py), so that a SIGKILL still
+    loses none of them."""
 
     _second = -1
     _stamp = ""
@@ -51,19 +52,58 @@ class JsonFormatter(logging.Formatter):
         return {"ts": f"{self._stamp}.{msecs:03d}Z", "level": level.lower(), "logger": logger}
 
 
+class Spool(Protocol):
+    """Where a worker's child gathers its success lines (worker/log_spool.py)."""
+
+    def add(self, line: str) -> None: ...
+
+    def flush(self) -> None: ...
+
+
 class _Quick:
     """tenure's own JSON handler, when setup_logging installed it (see quick_info)."""
 
     handler: logging.StreamHandler[Any] | None = None
     formatter = JsonFormatter()
+    spool: Spool | None = None
+
+
+def spool_lines(spool: Spool | None) -> bool:
+    """Gather quick_info's lines in `spool` (None: write each at once again); False when
+    tenure's JSON handler is not the one writing (nothing to gather)."""
+    if spool is not None and _Quick.handler is None:
+        return False
+    _Quick.spool = spool
+    return True
+
+
+def _unspool() -> None:
+    # A process a job forks (multiprocessing, os.fork) shares the spool's page with the child
+    # that forked it, and maybe a lock its flusher thread held: it writes its own lines.
+    _Quick.spool = None
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_unspool)
+
+
+class _Handler(logging.StreamHandler[Any]):
+    """tenure's handler: any line it writes goes after the gathered ones (the log's order)."""
+
+    def emit(self, record: logging.LogRecord) -> None:
+        spool = _Quick.spool
+        if spool is not None and self is _Quick.handler:
+            spool.flush()
+        super().emit(record)
 
 
 def quick_info(logger: logging.Logger, msg: str, fields: dict[str, Any]) -> bool:
     """Write `logger`'s INFO line `msg` (no %-arguments) straight through tenure's own JSON
     handler: the same line logging writes, written and flushed at once under the handler's
-    lock, without a LogRecord and the handler chain (most of a line's cost, and the worker
-    writes one per job). Only when nothing else could see the record: INFO enabled, no filter
-    on the logger, no handler but that one on the way to the root. False: use logging."""
+    lock (in a worker's child: gathered in its spool, see spool_lines), without a LogRecord
+    and the handler chain (most of a line's cost, and the worker writes one per job). Only
+    when nothing else could see the record: INFO enabled, no filter on the logger, no handler
+    but that one on the way to the root. False: use logging."""
     handler = _Quick.handler
     root = logging.root
     if handler is None or root.handlers != [handler] or not logger.isEnabledFor(logging.INFO):
@@ -83,6 +123,10 @@ def quick_info(logger: logging.Logger, msg: str, fields: dict[str, Any]) -> bool
             data[key] = fields[key]
     try:
         line = _ENCODE(data) + handler.terminator
+        spool = _Quick.spool
+        if spool is not None:  # a worker's child: written with the others, soon
+            spool.add(line)
+            return True
         with handler.lock or contextlib.nullcontext():
             handler.stream.write(line)
             handler.stream.flush()
@@ -97,8 +141,9 @@ _ENCODE = json.JSONEncoder(default=str).encode
 
 def setup_logging(level: str = "INFO") -> None:
     wanted = os.environ.get(FORMAT_ENV) or ("text" if sys.stderr.isatty() else "json")
-    handler = logging.StreamHandler(sys.stderr)
+    handler = _Handler(sys.stderr)
     _Quick.handler = None
+    _Quick.spool = None
     if wanted == "json":
         handler.setFormatter(JsonFormatter())
         _Quick.handler = handler

@@ -9,6 +9,7 @@ signals; the worker is not started, the test drives its slots' watch and lease r
 from __future__ import annotations
 
 import importlib
+import logging
 import secrets
 import sys
 import threading
@@ -137,6 +138,56 @@ def test_a_child_that_dies_before_its_start_message_is_read(
     crash = worker.app.get_job(fatal.id).attempts[0]
     assert crash.error is not None and "signal 9" in crash.error, crash.error
     assert slot.current is None and slot.child is None
+
+
+def test_the_log_lines_a_killed_child_gathered_are_written_by_its_supervisor(
+    make_worker: Callable[..., Worker],
+    capfd: pytest.CaptureFixture[str],
+    caplog: pytest.LogCaptureFixture,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # the child writes its success lines together (worker/log_spool.py); it dies in the job
+    # it claimed after them, before it wrote them, and none is lost
+    monkeypatch.setenv("TENURE_LOG_FORMAT", "json")
+    caplog.set_level(logging.INFO, logger="tenure")  # the level the child is started with
+    worker = make_worker()
+    ran = [worker.app.jobs["noop"].dispatch() for _ in range(3)]
+    fatal = worker.app.jobs["die"].dispatch()
+    slot = worker.slots[0]
+    hand(slot, reserve(worker, lease=30), chain=True)
+    child = slot.child
+    assert child is not None
+    child.proc.wait(timeout=30)
+    assert slot.watch(child) is None
+    assert outcomes(worker, fatal.id)[:1] == ["crashed"]
+    written = capfd.readouterr().err
+    for job in ran:
+        assert f"job {job.id} noop attempt 1 succeeded" in written, written
+
+
+def test_a_long_job_does_not_hold_back_the_lines_of_the_jobs_before_it(
+    make_worker: Callable[..., Worker],
+    capfd: pytest.CaptureFixture[str],
+    caplog: pytest.LogCaptureFixture,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("TENURE_LOG_FORMAT", "json")
+    caplog.set_level(logging.INFO, logger="tenure")
+    worker = make_worker()
+    ran = [worker.app.jobs["noop"].dispatch() for _ in range(2)]
+    napping = worker.app.jobs["nap"].dispatch()  # sleeps 60 s
+    slot = worker.slots[0]
+    hand(slot, reserve(worker, lease=30), chain=True)
+    watch_in_thread(slot)
+    written = ""
+
+    def lines_out() -> bool:
+        nonlocal written
+        written += capfd.readouterr().err
+        return all(f"job {job.id} noop attempt 1 succeeded" in written for job in ran)
+
+    wait_until(lines_out, "the success lines, written while the next job runs", timeout=20)
+    assert worker.app.get_job(napping.id).state == "running"
 
 
 def test_a_start_message_for_an_attempt_the_store_already_rescued(

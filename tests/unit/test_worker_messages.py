@@ -15,9 +15,9 @@ from tenure.worker.messages import (
     HandOff,
     Idle,
     Ready,
-    Recorded,
     Run,
     Started,
+    Tally,
     ToRecord,
 )
 
@@ -37,7 +37,7 @@ EXAMPLES: list[messages.Message] = [
     Run(ATTEMPT, True),
     Run(ATTEMPT, False),
     Ready(4242),
-    Recorded("j1", 7, "send_email", "succeeded", 0.0012),
+    Tally([["send_email", "succeeded", 0.0012], ["report", "failed", 1.5]]),
     Started.of(ATTEMPT, 123.5),
     HandOff(ATTEMPT),
     ToRecord("j1", 7, "send_email", "failed", 1.5, "boom", "Traceback...", True, None, 0.0, None),
@@ -77,8 +77,9 @@ def test_a_start_gives_the_watchdog_what_it_watches() -> None:
 
 def test_one_write_of_several_messages_reads_back_in_order() -> None:
     said: list[messages.Message] = [
-        Recorded("j1", 7, "a", "succeeded", 0.5),
+        Tally([["a", "succeeded", 0.5]]),
         Started.of(ATTEMPT, 9.0),
+        Idle(),
     ]
     line = messages.encode(*said)
     assert line.count(b"\n") == 1  # one line: one atomic write
@@ -92,9 +93,9 @@ def test_one_write_of_several_messages_reads_back_in_order() -> None:
         (b'{"ended": ["j1", 7, "a", "succeeded", 0.5]}\n', "not a list of messages"),
         (b"[]\n", "not a list of messages"),
         (b'["e", "j1"]\n', "not [kind, fields...]"),
-        (b'["eabcde"]\n', "not [kind, fields...]"),  # not read as a Recorded of letters
+        (b'["eabcde"]\n', "not [kind, fields...]"),  # not read as a message of letters
         (b'[["zz", 1]]\n', "unknown message kind 'zz'"),
-        (b'[["e", "j1", 7, "a", "succeeded"]]\n', "message 'e': 4 fields, not 5"),
+        (b'[["t", [["a", "succeeded", 0.5]], 7]]\n', "message 't': 2 fields, not 1"),
         (b'[["i", false], ["s", 1]]\n', "message 's': 1 fields, not 9"),
         (b'[["h", "j"]]\n', "message 'h': 1 fields, not 9"),
         (b'[["h", "j", "n", "q", "", ["a policy?"], 1, 2, 0.0, null]]\n', "message 'h': "),

@@ -2,7 +2,9 @@
 
 The child holds its own store connection: it runs the attempt the supervisor gave it, records
 its end and, on a success, claims the slot's next job in the same store call, then runs that,
-telling the supervisor by one-way messages (see messages.py) so that it never waits for it.
+never waiting for the supervisor: it names the attempt it runs in its attempt slot (shared
+memory, messages.AttemptSlot) and tells the rest by one-way messages (messages.py), gathered
+with its log lines (log_spool.py) while it is busy.
 The supervisor watches: it renews the leases, kills the child at a hard timeout or over the
 memory cap, and records the end of an attempt the child died in.
 
@@ -31,11 +33,12 @@ from typing import IO, Any
 from tenure.core.errors import CancelRequested, JobTimeout
 from tenure.core.records import EndResult, Reservation, WorkerRef
 from tenure.loading import load_app
-from tenure.logs import log_end, setup_logging
+from tenure.logs import log_end, setup_logging, spool_lines
 from tenure.settings import weighted_order
 from tenure.worker import messages
 from tenure.worker.cancel_mark import CancelMark
-from tenure.worker.execute import Ended, definition, execute
+from tenure.worker.execute import Ended, SoftTimeout, definition, execute
+from tenure.worker.log_spool import FLUSH_S, LogSpool
 from tenure.worker.messages import Pulse
 from tenure.worker.process_tree import rss_mb
 from tenure.worker.recording import Recorder
@@ -48,22 +51,33 @@ PR_SET_CHILD_SUBREAPER = 36
 # A child over this share of --memory between jobs leaves, to be replaced, rather than be
 # killed in the middle of its next job.
 RECYCLE_SHARE = 0.8
+# A Tally this large goes out at once: a line stays under PIPE_BUF (4,096 bytes), one atomic
+# write, so a kill cannot leave half of one.
+TALLY_BYTES = 3000
 
 log = logging.getLogger("tenure.worker")
 
 
 class _State:
-    running = False
     lease_ok = True
     stopping = False
     cancelled = False  # the current attempt was cancelled
     attempt: tuple[str, int] = ("", 0)  # (job id, token) of the attempt being run
     mark: CancelMark | None = None
 
+    # the context's callbacks: one function for every attempt, not a closure built per job
+    @staticmethod
+    def is_lease_ok() -> bool:
+        return _State.lease_ok
+
+    @staticmethod
+    def is_cancelled() -> bool:
+        return _State.cancelled
+
 
 def _on_soft_timeout(signum: int, frame: FrameType | None) -> None:
     # Only while a job runs: a late signal must not break the child's own loop.
-    if _State.running:
+    if SoftTimeout.running:
         raise JobTimeout()
 
 
@@ -80,7 +94,7 @@ def _on_cancel(signum: int, frame: FrameType | None) -> None:
     if _State.mark is None or not _State.mark.names(*_State.attempt):
         return
     _State.cancelled = True
-    if _State.running:
+    if SoftTimeout.running:
         raise CancelRequested()
 
 
@@ -139,6 +153,17 @@ class Child:
         self.memory_mb: float | None = config["memory_mb"]
         self.where = f"{config['app']} on worker {self.ref.id}"
         self.pulse = Pulse.attach(config["pulse_fd"])
+        self.slot = messages.AttemptSlot.attach(config["slot_fd"])
+        log_fd = _log_descriptor()
+        self.spool = LogSpool.attach(config["spool_fd"], log_fd)
+        if log_fd is not None:
+            spool_lines(self.spool)  # a no-op unless tenure's JSON handler writes the log
+        self.ends: list[list[Any]] = []  # the Tally still to send
+        self.ends_bytes = 0
+        self.ends_since = 0.0  # monotonic time of the oldest end in it
+        self._said = threading.Lock()  # the pipe and the Tally: the job's and the flusher's
+        flusher = threading.Thread(target=self._flush_loop, name="tenure-flush", daemon=True)
+        flusher.start()
         _State.mark = CancelMark.attach(config["cancel_fd"])
         self.store = self.app.store
         self.app.hooks.run_child_start()  # @app.on_child_start: once, before any attempt
@@ -188,19 +213,34 @@ class Child:
         else:
             result = self.recorder.end(res, ended)
         duration = claimed_at - started
-        said: list[messages.Message] = [
-            messages.Recorded(res.job_id, res.token, res.name, ended.outcome, duration)
-        ]
+        said: list[messages.Message] = []
+        # The attempt claimed is named before it runs (a child that dies in it has said
+        # which it was): in the slot, or down the pipe when it does not fit there.
         if following is not None and not self._runs_here(following):
             said.append(messages.HandOff(following))
             following = None
-        elif following is not None:
+        elif following is not None and not self.slot.hold(following, claimed_at):
             said.append(messages.Started.of(following, claimed_at))
         if following is None:
+            self.slot.empty()
             said.append(messages.Idle(exit=self._bloated()))
         log_end(res, ended, duration, result, self.ref.id)
-        self._send(*said)
+        with self._said:
+            if not self.ends:
+                self.ends_since = claimed_at
+            self.ends.append([res.name, ended.outcome, duration])
+            self.ends_bytes += len(res.name) + 40
+        if said or self.ends_bytes > TALLY_BYTES or self.spool.due(claimed_at):
+            self._send(*said)
         return following
+
+    def _flush_loop(self) -> None:
+        """Every FLUSH_S, what waited that long goes out, even while a long job runs."""
+        while True:
+            time.sleep(FLUSH_S)
+            now = time.monotonic()
+            if self.spool.due(now) or (self.ends and now - self.ends_since >= FLUSH_S):
+                self._send()
 
     def _succeed_and_claim(
         self, res: Reservation, ended: Ended
@@ -211,7 +251,10 @@ class Child:
             return self.store.end_attempt(
                 job_id=res.job_id,
                 token=res.token,
-                queues=weighted_order(self.queues, self.weights, self.rng),
+                # without weights the order is the queues' own (no call into settings)
+                queues=weighted_order(self.queues, self.weights, self.rng)
+                if self.weights
+                else self.queues,
                 worker=self.ref,
                 lease=self.lease,
                 result=ended.result,
@@ -245,12 +288,7 @@ class Child:
         job = definition(self.app, res, self.where)
         if isinstance(job, Ended):
             return job
-        timeout = res.policy.timeout
-
-        def running(now: bool) -> None:
-            _State.running = now
-            signal.setitimer(signal.ITIMER_REAL, timeout if now else 0)
-
+        SoftTimeout.seconds = res.policy.timeout
         _State.lease_ok = True
         _State.cancelled = False
         _State.attempt = (res.job_id, res.token)
@@ -258,9 +296,9 @@ class Child:
             self.app,
             res,
             job,
-            lease_ok=lambda: _State.lease_ok,
-            cancelled=lambda: _State.cancelled,
-            running=running,
+            lease_ok=_State.is_lease_ok,
+            cancelled=_State.is_cancelled,
+            running=SoftTimeout.bracket,
         )
 
     def _runs_here(self, res: Reservation) -> bool:
@@ -275,9 +313,25 @@ class Child:
         return limit is not None and rss_mb(os.getpid()) > limit * RECYCLE_SHARE
 
     def _send(self, *said: messages.Message) -> None:
-        # one write of less than PIPE_BUF bytes: atomic, so a kill cannot leave half a line
-        self.outbox.write(messages.encode(*said))
-        self.outbox.flush()
+        """Write the log lines gathered, then the Tally and `said` in one line: of less than
+        PIPE_BUF bytes, one atomic write, so a kill cannot leave half of it."""
+        with self._said:
+            self.spool.flush()
+            if self.ends:
+                said = (messages.Tally(self.ends), *said)
+                self.ends = []
+                self.ends_bytes = 0
+            if said:
+                self.outbox.write(messages.encode(*said))
+                self.outbox.flush()
+
+
+def _log_descriptor() -> int | None:
+    """Where the child's log goes (its stderr, the supervisor's), for the spool's writes."""
+    try:
+        return sys.stderr.fileno()
+    except (AttributeError, OSError, ValueError):
+        return None
 
 
 def main() -> None:

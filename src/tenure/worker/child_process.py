@@ -17,9 +17,13 @@ from tenure.core import causes
 from tenure.worker import messages, oom, process_tree
 from tenure.worker.cancel_mark import CancelMark
 from tenure.worker.child import CANCEL_SIGNAL, LEASE_DANGER_SIGNAL, STOP_CLAIMING_SIGNAL
+from tenure.worker.log_spool import LogSpool
 from tenure.worker.reaper import reaper
 
 STARTUP_TIMEOUT_S = 60.0
+# The child's stderr, where its log goes: the supervisor's own descriptor 2, inherited
+# (whatever object sys.stderr is in the supervisor).
+CHILD_STDERR = 2
 
 
 class ChildDied(Exception):
@@ -36,16 +40,25 @@ class ChildProcess:
         to_child_r, to_child_w = os.pipe()
         from_child_r, from_child_w = os.pipe()
         self._mark = CancelMark.create()
+        self.attempts = messages.AttemptSlot.create()
+        self.spool = LogSpool.create()
+        # the last record of the slot, read when the child was killed (the page is closed)
+        self._last_held: tuple[int, messages.Started | None] | None = None
+        pages = {
+            "cancel_fd": self._mark.fd,
+            "slot_fd": self.attempts.fd,
+            "spool_fd": self.spool.fd,
+        }
         self.proc = subprocess.Popen(
             [
                 sys.executable,
                 "-m",
                 "tenure.worker.child",
-                json.dumps({**config, "parent": os.getpid(), "cancel_fd": self._mark.fd}),
+                json.dumps({**config, "parent": os.getpid(), **pages}),
                 str(to_child_r),
                 str(from_child_w),
             ],
-            pass_fds=(to_child_r, from_child_w, config["pulse_fd"], self._mark.fd),
+            pass_fds=(to_child_r, from_child_w, config["pulse_fd"], *pages.values()),
             stdin=subprocess.DEVNULL,
             # A session of its own: whatever the job starts can be killed with it (killpg),
             # and a Ctrl-C in the worker's terminal reaches none of it.
@@ -132,6 +145,13 @@ class ChildProcess:
     def alive(self) -> bool:
         return self.proc.poll() is None
 
+    def held(self) -> tuple[int, messages.Started | None] | None:
+        """The child's attempt slot: (its sequence, the attempt it names or None); None while
+        a write is under way (or if the child died in one)."""
+        if self._out.closed:  # killed: the slot as it was then
+            return self._last_held
+        return self.attempts.read()
+
     def stop_claiming(self) -> None:
         self._signal(STOP_CLAIMING_SIGNAL)
 
@@ -166,6 +186,8 @@ class ChildProcess:
         self.proc.wait()
         reaper().forget(self.proc.pid)
         last_words = [] if self._out.closed else self.pending()
+        if not self._out.closed:
+            self._last_held = self.attempts.read()
         self._close_pipes()
         return last_words
 
@@ -193,9 +215,22 @@ class ChildProcess:
             os.killpg(self.proc.pid, signal.SIGKILL)
 
     def _close_pipes(self) -> None:
+        """Close the pipes and pages; the child has exited or is killed: first the log lines
+        it gathered and did not write (log_spool.py) are written for it."""
         if self._out.closed:
             return
-        for close in (self._out.close, lambda: os.close(self._in_fd), self._mark.close):
+        if self.proc.poll() is not None:
+            with contextlib.suppress(OSError, ValueError):
+                sys.stderr.flush()
+                self.spool.drain(CHILD_STDERR)
+        closes = (
+            self._out.close,
+            lambda: os.close(self._in_fd),
+            self._mark.close,
+            self.attempts.close,
+            self.spool.close,
+        )
+        for close in closes:
             with contextlib.suppress(OSError):
                 close()
 

@@ -9,6 +9,7 @@ ends only it can see (a killed child, a hard timeout), the test helpers record t
 from __future__ import annotations
 
 import asyncio
+import signal
 import sys
 import traceback
 from collections.abc import Callable
@@ -16,7 +17,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from tenure import tracing
-from tenure.context import JobContext, activate, deactivate
+from tenure.context import CURRENT, JobContext, activate, deactivate
 from tenure.core import causes, chains, payload, results
 from tenure.core.errors import (
     CancelRequested,
@@ -28,7 +29,7 @@ from tenure.core.errors import (
 )
 from tenure.core.records import EndResult, Reservation
 from tenure.core.results import ResultError
-from tenure.hooks import Hooks
+from tenure.hooks import NO_HOOK, Hooks
 from tenure.job import Job
 
 
@@ -58,6 +59,21 @@ class Ended:
 
 
 SUCCEEDED = Ended("succeeded")
+
+
+class SoftTimeout:
+    """A worker child's soft timeout: SIGALRM armed `seconds` after the job's own code starts
+    and disarmed when it ends (`bracket`, execute's `running`); `running` tells the child's
+    handler whether the job's code runs (JobTimeout is raised only then). Kept here, beside
+    `execute`, so that the bracket is no trip out of this module around every attempt."""
+
+    running = False
+    seconds = 0.0
+
+    @classmethod
+    def bracket(cls, now: bool) -> None:
+        cls.running = now
+        signal.setitimer(signal.ITIMER_REAL, cls.seconds if now else 0)
 
 
 class _Untraced(tracing.Attempt):
@@ -179,13 +195,14 @@ def execute(
     if isinstance(arguments, Ended):
         return arguments
     ctx = context(app, res, job, lease_ok, cancelled)
-    token = activate(ctx)
+    token = CURRENT.set(ctx)  # activate(ctx), without a call out of this module
     span = attempt_span(ctx, arguments.trace)  # never raises: tracing swallows its errors
     try:
         try:
             running(True)
             value = None  # what a hook that swallowed the job's error leaves
-            with hooks_of(app).around(ctx):
+            hooks = hooks_of(app)
+            with hooks.around(ctx) if hooks.attempt else NO_HOOK:
                 value = job.fn(*arguments.args, **arguments.kwargs)
                 if run is not None and asyncio.iscoroutine(value):
                     value = run(value)
@@ -213,7 +230,7 @@ def execute(
             raise
         return raised(exc)
     finally:
-        deactivate(token)
+        CURRENT.reset(token)
     stored = stored_result(app, job, value)
     if isinstance(stored, Ended):
         _abandon(ctx)

@@ -1,8 +1,9 @@
 """One slot of a worker: a thread that watches the child process running the slot's sync
 attempts (the child runs and records them itself, see child.py), or runs an async attempt on
-the worker's event loop. The watchdog's part: the clocks of each attempt the child says it
-started (hard timeout, memory cap, a lost lease, a hard stop, a cancel) and, when the child
-dies or is killed, the end of the attempt it held, recorded at once.
+the worker's event loop. The watchdog's part: the clocks of each attempt the child names in
+its attempt slot (hard timeout, memory cap, a lost lease, a hard stop, a cancel) and, when the
+child dies or is killed, the end of the attempt it held, recorded at once. The slot is read on
+the watch's tick (POLL_S), when a message comes, before a kill and after a death.
 """
 
 from __future__ import annotations
@@ -49,7 +50,6 @@ log = logging.getLogger("tenure.worker")
 
 POLL_S = 0.05
 MEMORY_CHECK_S = 0.5
-GATHER_S = 0.005
 # A renewal that says an attempt is gone may have raced the child's own end of it (recorded,
 # its message not written yet): the watchdog waits this long for that message before it kills.
 LOST_LEASE_CONFIRM_S = 0.05
@@ -105,6 +105,7 @@ class Slot:
         # the current attempt's last memory reading: (MB, monotonic time), the evidence a
         # crash is recorded with (an OOM kill at about this much)
         self.memory: tuple[float, float] | None = None
+        self._seen = 0  # the sequence of the child's attempt slot last read
         self.thread = threading.Thread(target=self._loop, name=f"tenure-slot-{index}", daemon=True)
 
     # -- called from other threads ------------------------------------------------------
@@ -211,12 +212,33 @@ class Slot:
             self.child = None
         if self.child is None:
             self.child = ChildProcess(self.worker.child_config())
+            self._seen = 0  # a new slot page
             self.child.wait_ready()
         return self.child
 
     def _discard_child(self) -> list[messages.Message]:
+        """Kill the child; return what it wrote and was not read. `current` is then the
+        attempt its slot named last, if that changed."""
         child, self.child = self.child, None
-        return child.kill() if child is not None else []
+        if child is None:
+            return []
+        last = child.kill()
+        self._sync(child)
+        return last
+
+    def _sync(self, child: ChildProcess) -> None:
+        """Make the attempt the child's slot names the current one, if the slot changed since
+        it was last read (the child recorded the last one's end and claimed this one, or none).
+        Read before the messages of the same look: the child writes the slot first."""
+        held = child.held()
+        if held is None or held[0] == self._seen:
+            return
+        self._seen, started = held
+        if started is None:
+            self.current = None
+        else:
+            self.assign_current(started.reservation(), started.claimed_at)
+            self.worker.count_start()
 
     # -- sync attempts: watching the child ------------------------------------------------
     def _run_in_child(self, res: Reservation) -> Reservation | None:
@@ -264,6 +286,7 @@ class Slot:
             except messages.Garbled as exc:
                 self._child_garbled(child, exc)
                 return None
+            self._sync(child)
             if said is not None:
                 for message in said:
                     if isinstance(message, messages.Idle):
@@ -272,11 +295,6 @@ class Slot:
                             self.child = None
                         return handoff
                     handoff = self.take(message) or handoff
-                if not child.buffered():
-                    # The child runs its next attempt and needs nothing of the watchdog: let
-                    # its messages gather and read them together, instead of waking for each
-                    # (a busy child ends thousands of attempts a second, on cores it needs).
-                    time.sleep(GATHER_S)
             now = time.monotonic()
             self._soft_cancel(child, now)
             problem = self._problem(now)
@@ -288,9 +306,9 @@ class Slot:
 
     def take(self, message: messages.Message) -> Reservation | None:
         """Follow one message of the child; return the attempt it handed over, if any."""
-        if isinstance(message, messages.Recorded):
-            self._forget(message.job_id, message.token)
-            self.worker.attempt_recorded(message.name, message.outcome, message.seconds)
+        if isinstance(message, messages.Tally):
+            for name, outcome, seconds in message.ends:
+                self.worker.attempt_recorded(name, outcome, seconds)
         elif isinstance(message, messages.Started):
             self.assign_current(message.reservation(), message.claimed_at)
             self.worker.count_start()
@@ -368,6 +386,9 @@ class Slot:
         if outcome in ("lost_lease", "timed_out", "cancelled"):
             wait = LOST_LEASE_CONFIRM_S if outcome == "lost_lease" else 0.0
             if child.has_message(wait):
+                return False
+            self._sync(child)
+            if self.current is not target:  # the child ended it and went on meanwhile
                 return False
         if outcome == "lost_lease":
             self.worker.metrics.lease_lost()

@@ -11,9 +11,11 @@ from tenure.stores.sql import batches
 from tenure.stores.sql.dialect import Cursor, Dialect
 from tenure.stores.sql.rows import job_record
 
-# The live states: SQLite's tenure_jobs_state (migration 0013) holds every job in neither, and
-# a statement must name this condition, as written, for SQLite to read that index.
-LIVE_SQL = "('queued', 'running')"
+# The finished states by the SQLite index that holds them (migration 0015): succeeded jobs in
+# tenure_jobs_succeeded (retention's index), the others in tenure_jobs_state. A statement must
+# name the index's condition, as written, for SQLite to read that index.
+SUCCEEDED_SQL = "state = 'succeeded'"
+UNSUCCESSFUL_SQL = "state IN ('failed', 'cancelled')"
 
 
 def list_jobs(
@@ -37,9 +39,11 @@ def list_jobs(
     elif state == "queued":
         where.append(f"state = 'queued' AND run_at <= {clock}")
         params += at
+    elif state == "succeeded":
+        where.append(SUCCEEDED_SQL)
     elif state in FINAL_STATES:
-        # the index's own condition too (SQLite's partial tenure_jobs_state, migration 0013)
-        where.append(f"state = %s AND state NOT IN {LIVE_SQL}")
+        # the index's own condition too (SQLite's partial tenure_jobs_state, migration 0015)
+        where.append(f"state = %s AND {UNSUCCESSFUL_SQL}")
         params.append(state)
     elif state is not None:  # 'running': tenure_jobs_lease's condition is the state itself
         where.append("state = %s")

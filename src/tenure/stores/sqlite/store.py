@@ -239,9 +239,10 @@ class SQLiteStore(SQLiteJobs, SQLStore):
         out: dict[str, QueueCounts] = {}
         with self._read() as conn:  # one snapshot for every read
             now = self._now(conn)
-            # Each state from the index that holds it (migration 0013), scanned, never the
-            # table: queued jobs from tenure_jobs_ready, running ones from tenure_jobs_lease,
-            # finished ones from tenure_jobs_state. Counters kept by triggers would make it
+            # Each state from the index that holds it (migrations 0013, 0015), scanned, never
+            # the table: queued jobs from tenure_jobs_ready, running ones from
+            # tenure_jobs_lease, succeeded ones from tenure_jobs_succeeded (retention's), failed
+            # and cancelled ones from tenure_jobs_state. Counters kept by triggers would make it
             # O(1) but cost every state change a write; SQLite is not where a store holds
             # millions of jobs.
             for row in conn.execute(COUNTS_BY_STATE):
@@ -300,8 +301,10 @@ COUNTS_BY_STATE = (
     " GROUP BY queue"
     " UNION ALL SELECT queue, 'running', count(*) FROM tenure_jobs WHERE state = 'running'"
     " GROUP BY queue"
+    " UNION ALL SELECT queue, 'succeeded', count(*) FROM tenure_jobs"
+    f" WHERE {operations.SUCCEEDED_SQL} GROUP BY queue"
     " UNION ALL SELECT queue, state, count(*) FROM tenure_jobs"
-    f" WHERE state NOT IN {operations.LIVE_SQL} GROUP BY state, queue"
+    f" WHERE {operations.UNSUCCESSFUL_SQL} GROUP BY state, queue"
 )
 
 
