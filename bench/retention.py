@@ -56,7 +56,7 @@ from pathlib import Path
 from typing import Any
 
 import tenure
-from tenure.core.records import WorkerRef
+from tenure.core.records import Ending, WorkerRef
 from tenure.worker.leases import Sweeper
 
 BENCH = Path(__file__).resolve().parent
@@ -200,8 +200,7 @@ def run_round(side: Side, jobs: int, rate: float, args: argparse.Namespace) -> N
                 held = got[0] if got else None
             else:
                 _, held = own.end_attempt(
-                    job_id=held.job_id,
-                    token=held.token,
+                    Ending(job_id=held.job_id, token=held.token),
                     queues=["default"],
                     worker=WORKER,
                     lease=LEASE_S,

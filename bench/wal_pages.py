@@ -51,7 +51,7 @@ if RAW.count("bench.wal_pages") != 1 or RAW.count("done < n // 2") != 1:
 STORE = """
 import sys
 import tenure
-from tenure.stores.base import WorkerRef
+from tenure.core.records import Ending, WorkerRef
 from bench.wal_pages import report
 path, n = sys.argv[1], int(sys.argv[2])
 app = tenure.App("sqlite:///" + path)
@@ -65,7 +65,7 @@ conn.execute("PRAGMA wal_checkpoint(TRUNCATE)"); conn.execute("PRAGMA wal_autoch
 done = 0
 while done < n:
     _, held = store.end_attempt(
-        job_id=held.job_id, token=held.token, queues=["default"], worker=me, lease=30
+        Ending(job_id=held.job_id, token=held.token), queues=["default"], worker=me, lease=30
     )
     done += 1
 report(path, done)

@@ -14,7 +14,7 @@ from pathlib import Path
 from conformance.helpers import W1, W2, new_job, wait_until
 from tenure.core import chains
 from tenure.core.guards import Guards
-from tenure.core.records import NewBatch
+from tenure.core.records import Ending, NewBatch
 from tenure.core.retention import Keep
 from tenure.stores.sqlite import SQLiteStore
 
@@ -97,13 +97,15 @@ def test_a_job_is_in_the_state_index_only_once_finished_and_then_in_a_prune_inde
         store.enqueue_many([new_job(delay=3600.0)])
         taken = store.reserve(queues=["default"], worker=W1, lease=30.0, limit=5)
         for res in taken[:3]:
-            assert store.end_attempt(job_id=res.job_id, token=res.token)[0].accepted
+            assert store.end_attempt(Ending(job_id=res.job_id, token=res.token))[0].accepted
         store.end_attempt(
-            job_id=taken[3].job_id,
-            token=taken[3].token,
-            outcome="failed",
-            error="boom",
-            permanent=True,
+            Ending(
+                job_id=taken[3].job_id,
+                token=taken[3].token,
+                outcome="failed",
+                error="boom",
+                permanent=True,
+            )
         )
     finally:
         store.close()
@@ -161,7 +163,9 @@ def walk(store: SQLiteStore) -> list[str]:
         head = chains.first_link("c3", long, catch=None, finally_=None, pass_result=False)
         store.enqueue_many([head])
         res = store.reserve(queues=["chain"], worker=W1, lease=30.0)[0]
-        store.end_attempt(job_id=res.job_id, token=res.token, outcome="failed", permanent=True)
+        store.end_attempt(
+            Ending(job_id=res.job_id, token=res.token, outcome="failed", permanent=True)
+        )
         drain(store)
         rescued = new_job(queue="lost")
         store.enqueue_many([rescued])
@@ -193,11 +197,13 @@ def drain(store: SQLiteStore) -> None:
         store.report_progress(job_id=res.job_id, token=res.token, fraction=0.5)
         outcome = "failed" if n % 5 == 0 else "succeeded"
         _, nxt = store.end_attempt(
-            job_id=res.job_id,
-            token=res.token,
-            outcome=outcome,
-            error="boom",
-            permanent=n % 10 == 0,
+            Ending(
+                job_id=res.job_id,
+                token=res.token,
+                outcome=outcome,
+                error="boom",
+                permanent=n % 10 == 0,
+            ),
             queues=["default"],
             worker=W1,
             lease=30.0,

@@ -14,6 +14,7 @@ from typing import Any
 
 from tenure.core.errors import ConfigError
 from tenure.core.records import (
+    Ending,
     EndResult,
     NewBatch,
     NewJob,
@@ -158,20 +159,11 @@ class SQLiteJobs(SQLiteDatabase):
 
     def end_attempt(
         self,
+        ending: Ending,
         *,
-        job_id: str,
-        token: int,
-        outcome: str = "succeeded",
-        result: str | None = None,
-        error: str | None = None,
-        traceback: str | None = None,
-        permanent: bool = False,
         queues: Sequence[str] = (),
         worker: WorkerRef | None = None,
         lease: float = 0.0,
-        cause: str | None = None,
-        snooze: float = 0.0,
-        record: bool = True,
     ) -> tuple[EndResult, Reservation | None]:
         # One write transaction for the end and the next claim: the hot path of a busy worker.
         # The claim runs without a savepoint; a row that fails to claim (damaged) rolls the
@@ -179,21 +171,12 @@ class SQLiteJobs(SQLiteDatabase):
         for careful in (False, True):
             try:
                 with self._write() as (conn, now):
-                    if outcome == "succeeded":
-                        ended = self._complete_on(conn, job_id, token, now, result)
-                    else:
-                        ending = (
-                            job_id,
-                            token,
-                            outcome,
-                            error or outcome,
-                            traceback,
-                            permanent,
-                            cause,
-                            snooze,
-                            record,
+                    if ending.outcome == "succeeded":
+                        ended = self._complete_on(
+                            conn, ending.job_id, ending.token, now, ending.result
                         )
-                        ended = endings.end_attempt(self.dialect, conn, lambda: now, *ending)
+                    else:
+                        ended = endings.end_attempt(self.dialect, conn, lambda: now, ending)
                     if worker is None or not queues:
                         return ended, None
                     claimed = self._reserve_on(conn, now, queues, worker, lease, 1, careful)

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import sqlite3
 
-from tenure.core.records import EndResult
+from tenure.core.records import Ending, EndResult
 from tenure.core.words import transaction_ended
 from tenure.stores.sql import endings
 from tenure.stores.sqlite.dialect import SQLITE
@@ -38,7 +38,7 @@ class SQLiteJobTransaction:
                 # Fenced: the job's own writes must not land either. Roll back, then record
                 # the refusal in a transaction of its own.
                 conn.execute("ROLLBACK")
-                return self._store.end_attempt(job_id=self._job_id, token=self._token)[0]
+                return self._store.end_attempt(Ending(job_id=self._job_id, token=self._token))[0]
             ended = self._store._complete_on(conn, self._job_id, self._token, now, result)
             conn.execute("COMMIT")
             return ended
