@@ -137,7 +137,7 @@ def make_side(engine: str, keep: float | None, workdir: Path, servers: list[Redi
 def store_size(side: Side) -> int:
     store: Any = side.app.store
     if side.engine == "sqlite":
-        store._conn().execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        store.db.conn().execute("PRAGMA wal_checkpoint(TRUNCATE)")
         return os.path.getsize(store.path)
     if side.engine == "postgres":
         with store.db.transaction() as cur:

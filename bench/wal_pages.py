@@ -60,7 +60,7 @@ def noop(n): pass
 noop.dispatch_many([(i,) for i in range(2 * n)])
 store, me = app.store, WorkerRef(id="w-bench", host="bench", pid=1)
 held = store.reserve(queues=["default"], worker=me, lease=30, limit=1)[0]
-conn = store._conn()
+conn = store.db.conn()
 conn.execute("PRAGMA wal_checkpoint(TRUNCATE)"); conn.execute("PRAGMA wal_autocheckpoint=0")
 done = 0
 while done < n:

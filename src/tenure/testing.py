@@ -103,7 +103,7 @@ def freeze(app: App, at: float | None = None) -> FrozenClock:
     if not isinstance(store, SQLiteStore):
         raise ConfigError("freeze() works on the SQLite store; point the app at one (isolate())")
     clock = FrozenClock(store.now() if at is None else at)
-    store.clock = clock
+    store.db.frozen = clock
     return clock
 
 

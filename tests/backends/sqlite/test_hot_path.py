@@ -20,11 +20,11 @@ def test_a_success_and_the_next_claim_are_the_raw_loops_seven_statements(
     enqueue(store, new_job(), new_job())
     held = reserve_one(store)
     seen: list[str] = []
-    store._conn().set_trace_callback(seen.append)
+    store.db.conn().set_trace_callback(seen.append)
     ended, following = store.end_attempt(
         Ending(job_id=held.job_id, token=held.token), queues=["default"], worker=W1, lease=30
     )
-    store._conn().set_trace_callback(None)
+    store.db.conn().set_trace_callback(None)
     assert ended.accepted and following is not None
     verbs = [" ".join(s.split()[:2]) for s in seen]
     # begin; success fenced; its attempt closed; the head of the queue; the claim; the new

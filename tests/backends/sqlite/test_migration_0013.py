@@ -18,8 +18,8 @@ BEFORE = 12
 def store_at_version_12(path: Path) -> SQLiteStore:
     """A store whose file is at version 12, used as that release would: no later migration."""
     store = SQLiteStore(f"sqlite:///{path}")
-    store._migrated = True  # the file is migrated by hand below, to 12 and no further
-    schema.migrate(store._conn(), schema.MIGRATIONS[:BEFORE])
+    store.db.migrated = True  # the file is migrated by hand below, to 12 and no further
+    schema.migrate(store.db.conn(), schema.MIGRATIONS[:BEFORE])
     return store
 
 

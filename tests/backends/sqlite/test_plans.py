@@ -148,7 +148,7 @@ def walk(store: SQLiteStore) -> list[str]:
     """Every verb that reads or writes jobs, once or more: the statements SQLite ran."""
     seen: list[str] = []
     try:
-        store._conn().set_trace_callback(seen.append)
+        store.db.conn().set_trace_callback(seen.append)
         plain = [replace(new_job(), keep=DUE) for _ in range(12)]
         store.enqueue_many(plain)
         store.enqueue_many([replace(new_job(queue="later", delay=3600.0), priority=2)])
@@ -181,7 +181,7 @@ def walk(store: SQLiteStore) -> list[str]:
         store.sweep(dry_run=True)
         while store.sweep(rescue=False, limit=4).pruned.more:
             pass
-        store._conn().set_trace_callback(None)
+        store.db.conn().set_trace_callback(None)
     finally:
         store.close()
     return seen

@@ -26,9 +26,9 @@ def test_every_statement_of_a_chunk_uses_a_key_or_an_index_range(tmp_path: Path)
             assert store.end_attempt(Ending(job_id=res.job_id, token=res.token))[0].accepted
         wait_until(lambda: store.sweep(dry_run=True).pruned.jobs == 40, what="all 40 due")
         statements: list[str] = []
-        store._conn().set_trace_callback(statements.append)
+        store.db.conn().set_trace_callback(statements.append)
         assert store.sweep(rescue=False, limit=30).pruned.jobs == 30
-        store._conn().set_trace_callback(None)
+        store.db.conn().set_trace_callback(None)
     finally:
         store.close()
     chunk = [s for s in statements if s.lstrip().upper().startswith(("SELECT", "DELETE"))]
