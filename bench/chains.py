@@ -19,7 +19,7 @@ import time
 from pathlib import Path
 
 import tenure
-from tenure.core.records import WorkerRef
+from tenure.core.records import Ending, WorkerRef
 from tenure.stores.base import get_job
 
 from bench.wait_latency import drop, urls
@@ -34,12 +34,10 @@ def drain(app: tenure.App) -> int:
     while held is not None:
         ran += 1
         _, held = store.end_attempt(
-            job_id=held.job_id,
-            token=held.token,
+            Ending(job_id=held.job_id, token=held.token, result=str(ran)),
             queues=["default"],
             worker=WORKER,
             lease=60,
-            result=str(ran),
         )
         if held is None:
             more = store.reserve(queues=["default"], worker=WORKER, lease=60, limit=1)

@@ -36,7 +36,7 @@ from collections import deque
 from pathlib import Path
 
 from tenure.core.guards import Guards
-from tenure.core.records import NewJob, Reservation, WorkerRef
+from tenure.core.records import Ending, NewJob, Reservation, WorkerRef
 from tenure.core.retry import Policy
 from tenure.stores import Store, open_store
 
@@ -79,7 +79,7 @@ def drain(store: Store, jobs: int, slots: int) -> float:
             raise RuntimeError(f"nothing to reserve after {done} of {jobs} jobs")
         r = open_.popleft()
         ended, nxt = store.end_attempt(
-            job_id=r.job_id, token=r.token, queues=["default"], worker=WORKER, lease=60
+            Ending(job_id=r.job_id, token=r.token), queues=["default"], worker=WORKER, lease=60
         )
         assert ended.accepted
         done += 1

@@ -30,7 +30,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from tenure.core.records import NewJob, WorkerRef
+from tenure.core.records import Ending, NewJob, WorkerRef
 from tenure.core.retry import Policy
 from tenure.stores import Store, open_store
 
@@ -94,7 +94,10 @@ def drain(store: Store, url: str, count: int) -> tuple[list[float], float, dict[
     for _ in range(count):
         t = time.perf_counter()
         _, following = store.end_attempt(
-            job_id=held.job_id, token=held.token, queues=["default"], worker=WORKER, lease=60
+            Ending(job_id=held.job_id, token=held.token),
+            queues=["default"],
+            worker=WORKER,
+            lease=60,
         )
         calls.append(time.perf_counter() - t)
         if following is None:

@@ -31,7 +31,7 @@ SCRIPT = (
 STORE_LOOP = """
 import sys, time
 import tenure
-from tenure.stores.base import WorkerRef
+from tenure.core.records import Ending, WorkerRef
 app = tenure.App(sys.argv[1])
 @app.job
 def noop(n): pass
@@ -43,7 +43,7 @@ if limit == 0:  # a busy worker's hot path: each success claims the next job in 
     held = store.reserve(queues=["default"], worker=me, lease=30, limit=1)[0]
     while held is not None:
         _, held = store.end_attempt(
-            job_id=held.job_id, token=held.token, queues=["default"], worker=me, lease=30
+            Ending(job_id=held.job_id, token=held.token), queues=["default"], worker=me, lease=30
         )
         done += 1
 while done < jobs:
@@ -51,7 +51,7 @@ while done < jobs:
     if not got:
         break
     for r in got:
-        store.end_attempt(job_id=r.job_id, token=r.token)
+        store.end_attempt(Ending(job_id=r.job_id, token=r.token))
     done += len(got)
 # jobs/s, then CPU microseconds per job (what a shared machine's other load does not change)
 print(done / (time.perf_counter() - start), 1e6 * (time.process_time() - cpu) / done)

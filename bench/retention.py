@@ -56,7 +56,7 @@ from pathlib import Path
 from typing import Any
 
 import tenure
-from tenure.core.records import WorkerRef
+from tenure.core.records import Ending, WorkerRef
 from tenure.worker.leases import Sweeper
 
 BENCH = Path(__file__).resolve().parent
@@ -137,7 +137,7 @@ def make_side(engine: str, keep: float | None, workdir: Path, servers: list[Redi
 def store_size(side: Side) -> int:
     store: Any = side.app.store
     if side.engine == "sqlite":
-        store._conn().execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        store.db.conn().execute("PRAGMA wal_checkpoint(TRUNCATE)")
         return os.path.getsize(store.path)
     if side.engine == "postgres":
         with store.db.transaction() as cur:
@@ -200,8 +200,7 @@ def run_round(side: Side, jobs: int, rate: float, args: argparse.Namespace) -> N
                 held = got[0] if got else None
             else:
                 _, held = own.end_attempt(
-                    job_id=held.job_id,
-                    token=held.token,
+                    Ending(job_id=held.job_id, token=held.token),
                     queues=["default"],
                     worker=WORKER,
                     lease=LEASE_S,

@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 import tenure
-from tenure.core.records import WorkerRef
+from tenure.core.records import Ending, WorkerRef
 
 from bench.engines import POSTGRES_URL, REDIS_URL
 
@@ -57,7 +57,7 @@ def sample(app: tenure.App, waiter: tenure.App, asleep: Callable[[], int]) -> fl
         time.sleep(0.001)
     time.sleep(random.uniform(0.005, 0.02))
     (held,) = app.store.reserve(queues=["default"], worker=WORKER, lease=30)
-    ended, _ = app.store.end_attempt(job_id=held.job_id, token=held.token, result="10")
+    ended, _ = app.store.end_attempt(Ending(job_id=held.job_id, token=held.token, result="10"))
     recorded = time.monotonic()
     assert ended.accepted
     thread.join(30)

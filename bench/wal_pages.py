@@ -51,7 +51,7 @@ if RAW.count("bench.wal_pages") != 1 or RAW.count("done < n // 2") != 1:
 STORE = """
 import sys
 import tenure
-from tenure.stores.base import WorkerRef
+from tenure.core.records import Ending, WorkerRef
 from bench.wal_pages import report
 path, n = sys.argv[1], int(sys.argv[2])
 app = tenure.App("sqlite:///" + path)
@@ -60,12 +60,12 @@ def noop(n): pass
 noop.dispatch_many([(i,) for i in range(2 * n)])
 store, me = app.store, WorkerRef(id="w-bench", host="bench", pid=1)
 held = store.reserve(queues=["default"], worker=me, lease=30, limit=1)[0]
-conn = store._conn()
+conn = store.db.conn()
 conn.execute("PRAGMA wal_checkpoint(TRUNCATE)"); conn.execute("PRAGMA wal_autocheckpoint=0")
 done = 0
 while done < n:
     _, held = store.end_attempt(
-        job_id=held.job_id, token=held.token, queues=["default"], worker=me, lease=30
+        Ending(job_id=held.job_id, token=held.token), queues=["default"], worker=me, lease=30
     )
     done += 1
 report(path, done)

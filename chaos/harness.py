@@ -15,6 +15,8 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
+from tenure.core.records import Ending
+
 ROOT = Path(__file__).resolve().parents[1]
 SRC = ROOT / "src"
 TEMPLATE = Path(__file__).with_name("jobs_template.py")
@@ -90,7 +92,7 @@ def store_works(url: str) -> str | None:
         )
         if [r.job_id for r in got] != [handle.id]:
             return f"reserve returned {got!r}"
-        app.store.end_attempt(job_id=handle.id, token=got[0].token)
+        app.store.end_attempt(Ending(job_id=handle.id, token=got[0].token))
         state = app.get_job(handle.id).state
         return None if state == "succeeded" else f"state after complete: {state}"
     except Exception as exc:

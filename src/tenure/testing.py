@@ -103,7 +103,7 @@ def freeze(app: App, at: float | None = None) -> FrozenClock:
     if not isinstance(store, SQLiteStore):
         raise ConfigError("freeze() works on the SQLite store; point the app at one (isolate())")
     clock = FrozenClock(store.now() if at is None else at)
-    store.clock = clock
+    store.db.frozen = clock
     return clock
 
 
@@ -165,18 +165,7 @@ def _run_here(app: App, res: Reservation) -> None:
     if ended.recorded is not None:
         return
     # with its cause, as a worker records it (tenure.worker.recording): the same history
-    app.store.end_attempt(
-        job_id=res.job_id,
-        token=res.token,
-        outcome=ended.outcome,
-        result=ended.result,
-        error=ended.error,
-        traceback=ended.traceback,
-        permanent=ended.permanent,
-        snooze=ended.snooze,
-        cause=ended.cause,
-        record=ended.history,
-    )
+    app.store.end_attempt(ended.ending(res.job_id, res.token))
 
 
 def _stored_queues(app: App) -> set[str]:

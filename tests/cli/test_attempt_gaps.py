@@ -12,7 +12,7 @@ import tenure
 from cli.helpers import run_cli
 from conformance.helpers import wait_until
 from tenure.core import causes
-from tenure.core.records import Reservation, WorkerRef
+from tenure.core.records import Ending, Reservation, WorkerRef
 
 OLD = WorkerRef("w-old", "host-a", 11)
 NEW = WorkerRef("w-new", "host-b", 22)
@@ -28,13 +28,15 @@ def reserve(app: tenure.App, worker: WorkerRef) -> Reservation:
 
 def hand_back(app: tenure.App, res: Reservation, *, record: bool) -> None:
     ended, _ = app.store.end_attempt(
-        job_id=res.job_id,
-        token=res.token,
-        outcome="deferred",
-        error=f"worker {OLD.id} does not know job 'report'",
-        cause=causes.UNKNOWN_JOB,
-        snooze=0.05,
-        record=record,
+        Ending(
+            job_id=res.job_id,
+            token=res.token,
+            outcome="deferred",
+            error=f"worker {OLD.id} does not know job 'report'",
+            cause=causes.UNKNOWN_JOB,
+            snooze=0.05,
+            record=record,
+        )
     )
     assert ended.accepted
 
@@ -48,7 +50,7 @@ def test_jobs_show_says_which_attempts_were_unrecorded_hand_backs(tmp_path: Path
     for _ in range(2):  # the old worker refuses it again: not written down
         hand_back(app, reserve(app, OLD), record=False)
     last = reserve(app, NEW)  # a worker that knows it runs it
-    assert app.store.end_attempt(job_id=job_id, token=last.token)[0].accepted
+    assert app.store.end_attempt(Ending(job_id=job_id, token=last.token))[0].accepted
     assert [a.number for a in app.get_job(job_id).attempts] == [1, 4]
     shown = run_cli("jobs", "show", job_id, "--url", app.url, cwd=tmp_path)
     assert shown.returncode == 0, shown.stderr
@@ -72,8 +74,10 @@ def test_a_gap_no_hand_back_explains_is_not_guessed_at(tmp_path: Path) -> None:
     job_id = app.jobs["report"].dispatch().id
     for _ in range(2):
         res = reserve(app, NEW)
-        app.store.end_attempt(job_id=job_id, token=res.token, outcome="failed", error="boom")
-    assert app.store.end_attempt(job_id=job_id, token=reserve(app, NEW).token)[0].accepted
+        app.store.end_attempt(
+            Ending(job_id=job_id, token=res.token, outcome="failed", error="boom")
+        )
+    assert app.store.end_attempt(Ending(job_id=job_id, token=reserve(app, NEW).token))[0].accepted
     with sqlite3.connect(tmp_path / "gaps.db") as conn:
         conn.execute("DELETE FROM tenure_attempts WHERE job_id = ? AND number = 2", (job_id,))
     shown = run_cli("jobs", "show", job_id, "--url", app.url, cwd=tmp_path)

@@ -9,7 +9,7 @@ import pytest
 
 import tenure
 from cli.helpers import run_cli
-from tenure.core.records import NewJob, WorkerRef
+from tenure.core.records import Ending, NewJob, WorkerRef
 from tenure.core.retry import Policy
 
 
@@ -51,7 +51,7 @@ def test_cancel_a_finished_job_is_refused_with_the_reason(
     put(store, "j-done")
     worker = WorkerRef("w-test", "host", 1)
     (r,) = store.store.reserve(queues=["default"], worker=worker, lease=30, limit=1)
-    store.store.end_attempt(job_id=r.job_id, token=r.token)
+    store.store.end_attempt(Ending(job_id=r.job_id, token=r.token))
     refused = run_cli("jobs", "cancel", "j-done", "--url", store.url, cwd=tmp_path)
     assert refused.returncode == 1
     assert "job j-done succeeded at" in refused.stderr
@@ -134,7 +134,7 @@ def test_jobs_show_of_a_link_shows_its_chain(tmp_path: Path) -> None:
     first, second = (h.id for h in chain.links)
     [held] = app.store.reserve(queues=["default"], worker=WorkerRef("w", "h", 1), lease=30)
     app.store.end_attempt(
-        job_id=held.job_id, token=held.token, outcome="failed", error="boom", permanent=True
+        Ending(job_id=held.job_id, token=held.token, outcome="failed", error="boom", permanent=True)
     )
     shown = run_cli("jobs", "show", second, "--url", app.url, cwd=tmp_path)
     assert shown.returncode == 0, shown.stderr

@@ -7,7 +7,7 @@ from dataclasses import replace
 
 from conformance.helpers import W1, attempt, enqueue, expire_and_rescue, new_job, reserve_one
 from tenure.core import causes
-from tenure.core.records import WorkerRecord
+from tenure.core.records import Ending, WorkerRecord
 from tenure.stores import Store
 
 
@@ -15,11 +15,13 @@ def test_the_cause_given_with_an_end_is_read_back(store: Store) -> None:
     (job_id,) = enqueue(store, new_job())
     r = reserve_one(store)
     store.end_attempt(
-        job_id=job_id,
-        token=r.token,
-        outcome="crashed",
-        error="child process (pid 9) was killed by signal 9 (SIGKILL)",
-        cause=causes.OOM_KILL,
+        Ending(
+            job_id=job_id,
+            token=r.token,
+            outcome="crashed",
+            error="child process (pid 9) was killed by signal 9 (SIGKILL)",
+            cause=causes.OOM_KILL,
+        )
     )
     assert attempt(store, job_id, 1).cause == causes.OOM_KILL
 
@@ -27,7 +29,7 @@ def test_the_cause_given_with_an_end_is_read_back(store: Store) -> None:
 def test_an_end_without_a_cause_records_none(store: Store) -> None:
     (job_id,) = enqueue(store, new_job())
     r = reserve_one(store)
-    store.end_attempt(job_id=job_id, token=r.token)
+    store.end_attempt(Ending(job_id=job_id, token=r.token))
     assert attempt(store, job_id, 1).cause is None
 
 

@@ -24,7 +24,7 @@ from conformance.helpers import (
     new_job,
     reserve_one,
 )
-from tenure.core.records import BatchRecord, NewBatch, NewJob, Reservation
+from tenure.core.records import BatchRecord, Ending, NewBatch, NewJob, Reservation
 from tenure.core.retry import Policy
 from tenure.stores import Store
 from tenure.stores.base import get_batch, get_job
@@ -81,7 +81,7 @@ def assert_callback_ids(store: Store, b: BatchRecord, *kinds: str) -> None:
 
 def fail_for_good(store: Store, job_id: str, token: int) -> None:
     result, _ = store.end_attempt(
-        job_id=job_id, token=token, outcome="failed", error="bad row", permanent=True
+        Ending(job_id=job_id, token=token, outcome="failed", error="bad row", permanent=True)
     )
     assert result.accepted and result.state == "failed"
 
@@ -93,7 +93,7 @@ def test_without_a_declared_total_progress_is_the_share_of_members_settled(store
     b = batch(store, batch_id)
     assert (b.total, b.jobs, b.declared_total, b.pending) == (4, 4, None, 4)
     r = reserve_one(store)
-    store.end_attempt(job_id=r.job_id, token=r.token)
+    store.end_attempt(Ending(job_id=r.job_id, token=r.token))
     assert batch(store, batch_id).progress == pytest.approx(0.25)
     assert len(store.enqueue_many([new_job() for _ in range(4)], into_batch=batch_id)) == 4
     b = batch(store, batch_id)
@@ -166,13 +166,13 @@ def test_callbacks_are_jobs_enqueued_once_and_named_on_the_record(store: Store) 
         r = reserve_one(store)
         assert batch(store, batch_id).finished_at is None
         assert callbacks(store) == []
-        store.end_attempt(job_id=r.job_id, token=r.token)
+        store.end_attempt(Ending(job_id=r.job_id, token=r.token))
     b = batch(store, batch_id)
     assert (b.state, b.done, b.pending, b.progress) == ("succeeded", 3, 0, 1.0)
     assert_callback_ids(store, b, "then", "finally")
     # running the callbacks changes nothing about the batch: they are not its members
     for r in store.reserve(queues=[CALLBACKS], worker=W1, lease=30, limit=10):
-        store.end_attempt(job_id=r.job_id, token=r.token)
+        store.end_attempt(Ending(job_id=r.job_id, token=r.token))
     assert batch(store, batch_id) == b
     assert callbacks(store) == ["finally", "then"]
 
@@ -198,7 +198,7 @@ def test_the_first_failure_cancels_queued_and_scheduled_members_not_running_ones
     assert_callback_ids(store, b, "catch")
     assert store.reserve(queues=["default"], worker=W1, lease=30, limit=10) == []
     # the running member finishes and is counted; the batch stays failed; then never runs
-    assert store.end_attempt(job_id=running.id, token=got[1].token)[0].accepted
+    assert store.end_attempt(Ending(job_id=running.id, token=got[1].token))[0].accepted
     b = batch(store, batch_id)
     assert (b.state, b.done, b.failed, b.cancelled, b.pending) == ("failed", 1, 1, 2, 0)
     assert b.finished_at is not None
@@ -212,7 +212,7 @@ def test_a_retry_of_a_member_of_a_failed_batch_is_cancelled_instead(store: Store
     got = store.reserve(queues=["default"], worker=W1, lease=30, limit=2)
     fail_for_good(store, doomed.id, got[0].token)
     result, _ = store.end_attempt(
-        job_id=retried.id, token=got[1].token, outcome="failed", error="e"
+        Ending(job_id=retried.id, token=got[1].token, outcome="failed", error="e")
     )
     assert (result.accepted, result.state) == (True, "cancelled")
     assert job(store, retried.id).state == "cancelled"
@@ -244,7 +244,7 @@ def test_a_rescued_member_with_tries_left_runs_again_and_counts_once(store: Stor
     assert (b.state, b.failed, b.pending, b.finished_at) == ("running", 0, 1, None)
     again = reserve_one(store)
     assert (again.job_id, again.attempt) == (member.id, 2)
-    store.end_attempt(job_id=member.id, token=again.token)
+    store.end_attempt(Ending(job_id=member.id, token=again.token))
     b = batch(store, batch_id)
     assert (b.state, b.done, b.failed) == ("succeeded", 1, 0)
     assert callbacks(store) == ["finally", "then"]
@@ -257,9 +257,9 @@ def test_allow_failures_counts_every_failure_sends_catch_once_and_then(store: St
     for n in range(5):
         r = reserve_one(store)
         if n % 2 == 0:
-            store.end_attempt(job_id=r.job_id, token=r.token, outcome="failed", error="e")
+            store.end_attempt(Ending(job_id=r.job_id, token=r.token, outcome="failed", error="e"))
         else:
-            store.end_attempt(job_id=r.job_id, token=r.token)
+            store.end_attempt(Ending(job_id=r.job_id, token=r.token))
     b = batch(store, batch_id)
     assert (b.state, b.done, b.failed, b.cancelled, b.progress) == ("succeeded", 2, 3, 0, 1.0)
     assert_callback_ids(store, b, "then", "catch", "finally")
@@ -271,7 +271,7 @@ def test_members_failing_at_once_send_catch_once(store: Store, store_url: str) -
     batch_id = make_batch(store, members, allow_failures=True)
 
     def fail(own: Store, r: Reservation) -> None:
-        own.end_attempt(job_id=r.job_id, token=r.token, outcome="failed", error="e")
+        own.end_attempt(Ending(job_id=r.job_id, token=r.token, outcome="failed", error="e"))
 
     drain_in_threads(store_url, fail)
     b = batch(store, batch_id)
@@ -291,9 +291,9 @@ def test_cancel_lets_running_members_finish_then_sends_finally_once(store: Store
     assert (b.state, b.cancelled, b.pending, b.finished_at) == ("cancelled", 2, 2, None)
     assert callbacks(store) == []
     assert store.reserve(queues=["default"], worker=W1, lease=30, limit=10) == []
-    assert store.end_attempt(job_id=running[0].job_id, token=running[0].token)[0].accepted
+    assert store.end_attempt(Ending(job_id=running[0].job_id, token=running[0].token))[0].accepted
     assert callbacks(store) == []  # one member is still running
-    assert store.end_attempt(job_id=running[1].job_id, token=running[1].token)[0].accepted
+    assert store.end_attempt(Ending(job_id=running[1].job_id, token=running[1].token))[0].accepted
     b = batch(store, batch_id)
     assert (b.state, b.done, b.cancelled, b.pending) == ("cancelled", 2, 2, 0)
     assert b.finished_at is not None
@@ -330,7 +330,7 @@ def test_progress_against_a_declared_total_never_goes_back_through_a_whole_life(
         sample()
     assert samples[-1] == pytest.approx(0.6 / 6)
     # a failed attempt keeps the member's share: the retry resumes from there
-    store.end_attempt(job_id=a.job_id, token=a.token, outcome="failed", error="e")
+    store.end_attempt(Ending(job_id=a.job_id, token=a.token, outcome="failed", error="e"))
     sample()
     assert samples[-1] == pytest.approx(0.6 / 6)
     store.enqueue_many([new_job() for _ in range(2)], into_batch=batch_id)  # a slice
@@ -341,7 +341,7 @@ def test_progress_against_a_declared_total_never_goes_back_through_a_whole_life(
         sample()
         store.report_progress(job_id=r.job_id, token=r.token, fraction=2.0)  # clamped to 1
         sample()
-        store.end_attempt(job_id=r.job_id, token=r.token)
+        store.end_attempt(Ending(job_id=r.job_id, token=r.token))
         store.report_progress(job_id=r.job_id, token=r.token, fraction=0.1)  # ended: ignored
         sample()
         if batch(store, batch_id).jobs < 6:
@@ -359,7 +359,7 @@ def test_progress_of_a_member_outside_any_batch_is_harmless(store: Store) -> Non
     r = reserve_one(store)
     store.report_progress(job_id=r.job_id, token=r.token, fraction=0.5)
     store.report_progress(job_id="no-such-job", token=1, fraction=0.5)
-    assert store.end_attempt(job_id=r.job_id, token=r.token)[0].accepted
+    assert store.end_attempt(Ending(job_id=r.job_id, token=r.token))[0].accepted
 
 
 # -- damaged records ----------------------------------------------------------------------------
@@ -393,7 +393,7 @@ def test_a_member_of_a_batch_with_unreadable_callbacks_still_ends(store: Store, 
     batch_id = make_batch(store, [member])
     kit.damage_batch(batch_id, kit.unreadable_callbacks)
     r = reserve_one(store)
-    assert store.end_attempt(job_id=r.job_id, token=r.token)[0].accepted
+    assert store.end_attempt(Ending(job_id=r.job_id, token=r.token))[0].accepted
     b = batch(store, batch_id)
     assert (b.state, b.done, b.finished_at is not None) == ("succeeded", 1, True)
 
@@ -410,7 +410,7 @@ def test_a_callback_lost_to_a_damaged_record_is_logged_the_same_on_every_store(
     with caplog.at_level(logging.ERROR, logger="tenure.store"):
         for _ in range(2):
             r = reserve_one(store)
-            assert store.end_attempt(job_id=r.job_id, token=r.token)[0].accepted
+            assert store.end_attempt(Ending(job_id=r.job_id, token=r.token))[0].accepted
     lost = [r.getMessage() for r in caplog.records if "callback is unreadable" in r.getMessage()]
     # the damaged batch's `then` is named; a batch that simply has no callbacks says nothing
     assert f"batch {damaged}: its then callback is unreadable and was not enqueued" in lost

@@ -7,7 +7,7 @@ from __future__ import annotations
 import time
 
 from conformance.helpers import W1, enqueue, new_job, reserve_one
-from tenure.core.records import NewBatch
+from tenure.core.records import Ending, NewBatch
 from tenure.core.retry import Policy
 from tenure.stores import Store
 
@@ -42,7 +42,7 @@ def test_a_batch_lists_its_members_newest_first_with_their_states(store: Store) 
     first = reserve_one(store, worker=W1)
     assert first.job_id == ids[0]
     store.end_attempt(
-        job_id=first.job_id, token=first.token, outcome="failed", error="KeyError: 'x'"
+        Ending(job_id=first.job_id, token=first.token, outcome="failed", error="KeyError: 'x'")
     )
     enqueue(store, new_job())  # a job of no batch
     _batch(store, "b-other", 2)

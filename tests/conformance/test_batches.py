@@ -9,7 +9,7 @@ from collections.abc import Sequence
 import pytest
 
 from conformance.helpers import W1, drain_in_threads, job, new_job, reserve_one
-from tenure.core.records import BatchRecord, NewBatch, NewJob, Reservation
+from tenure.core.records import BatchRecord, Ending, NewBatch, NewJob, Reservation
 from tenure.core.retry import Policy
 from tenure.stores import Store
 from tenure.stores.base import get_batch, get_job
@@ -57,10 +57,16 @@ def run_all(store: Store, *, fail: Sequence[str] = ()) -> None:
         for r in got:
             if r.job_id in fail:
                 store.end_attempt(
-                    job_id=r.job_id, token=r.token, outcome="failed", error="bad", permanent=True
+                    Ending(
+                        job_id=r.job_id,
+                        token=r.token,
+                        outcome="failed",
+                        error="bad",
+                        permanent=True,
+                    )
                 )
             else:
-                assert store.end_attempt(job_id=r.job_id, token=r.token)[0].accepted
+                assert store.end_attempt(Ending(job_id=r.job_id, token=r.token))[0].accepted
 
 
 @pytest.mark.batches_across_queues
@@ -109,7 +115,7 @@ def test_a_failed_member_fails_the_batch_and_cancels_the_rest(store: Store) -> N
     members = [new_job(policy=ONE_TRY) for _ in range(4)]
     batch_id = make_batch(store, members)
     first = reserve_one(store)
-    store.end_attempt(job_id=first.job_id, token=first.token, outcome="failed", error="bad")
+    store.end_attempt(Ending(job_id=first.job_id, token=first.token, outcome="failed", error="bad"))
     b = batch(store, batch_id)
     assert (b.state, b.failed, b.cancelled, b.pending) == ("failed", 1, 3, 0)
     assert callbacks_enqueued(store) == ["catch", "finally"]
@@ -143,7 +149,7 @@ def test_cancel_stops_queued_members_and_a_running_ones_retry(store: Store) -> N
     b = batch(store, batch_id)
     assert (b.state, b.cancelled) == ("cancelled", 2)
     result, _ = store.end_attempt(
-        job_id=running.job_id, token=running.token, outcome="failed", error="e"
+        Ending(job_id=running.job_id, token=running.token, outcome="failed", error="e")
     )
     assert result.state == "cancelled"
     b = batch(store, batch_id)
@@ -189,7 +195,7 @@ def test_progress_against_a_declared_total_never_goes_back(store: Store) -> None
     store.report_progress(job_id=r.job_id, token=r.token, fraction=0.2)  # kept at the max
     store.report_progress(job_id=r.job_id, token=r.token + 1, fraction=0.9)  # stale: ignored
     assert batch(store, batch_id).progress == pytest.approx(0.05)
-    store.end_attempt(job_id=r.job_id, token=r.token)
+    store.end_attempt(Ending(job_id=r.job_id, token=r.token))
     assert batch(store, batch_id).progress == pytest.approx(0.1)
     store.enqueue_many([new_job(), new_job()], into_batch=batch_id)
     b = batch(store, batch_id)
@@ -204,7 +210,7 @@ def test_members_ending_at_once_keep_exact_counts_and_one_then(
     batch_id = make_batch(store, members)
 
     def succeed(own: Store, r: Reservation) -> None:
-        assert own.end_attempt(job_id=r.job_id, token=r.token)[0].accepted
+        assert own.end_attempt(Ending(job_id=r.job_id, token=r.token))[0].accepted
 
     drain_in_threads(store_url, succeed)
     b = batch(store, batch_id)

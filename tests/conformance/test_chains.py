@@ -13,6 +13,7 @@ import pytest
 import tenure
 from conformance.helpers import W1, W2, counts, expire_and_rescue, job, reserve_one
 from tenure.core import chains
+from tenure.core.records import Ending
 from tenure.stores import Store
 from tenure.stores.base import get_job
 from tenure.testing import drain
@@ -119,7 +120,7 @@ def test_a_passed_result_travels_with_the_next_link(
     may be pruned (or forgotten) before the next one runs."""
     handle = app.chain([sig(app, "fetch", 7), sig(app, "upload")], pass_result=True)
     held = reserve_one(store)
-    store.end_attempt(job_id=held.job_id, token=held.token, result="70")
+    store.end_attempt(Ending(job_id=held.job_id, token=held.token, result="70"))
     assert app.forget(handle.links[0].id)
     drain(app)
     assert runs.calls == [("upload", (70,))]
@@ -146,7 +147,7 @@ def test_the_next_link_is_queued_by_the_success_itself(app: tenure.App, store: S
     held = reserve_one(store)
     assert held.job_id == first
     assert get_job(store, second) is None  # not before the success: nothing to run early
-    ended, _ = store.end_attempt(job_id=first, token=held.token, result='"a"')
+    ended, _ = store.end_attempt(Ending(job_id=first, token=held.token, result='"a"'))
     assert ended.accepted
     assert job(store, second).state == "queued"
 
@@ -158,7 +159,7 @@ def test_a_success_with_the_next_claim_in_one_call_queues_the_next_link(
     first, second = (h.id for h in handle.links)
     held = reserve_one(store)
     ended, nxt = store.end_attempt(
-        job_id=first, token=held.token, queues=["default"], worker=W1, lease=30.0
+        Ending(job_id=first, token=held.token), queues=["default"], worker=W1, lease=30.0
     )
     assert ended.accepted
     if nxt is None:  # a store may leave the claim to reserve
@@ -172,10 +173,10 @@ def test_a_stale_success_dispatches_nothing(app: tenure.App, store: Store) -> No
     stale = reserve_one(store, lease=0.2)
     expire_and_rescue(store, first)  # crashed: it goes back to its queue (a try left)
     fresh = reserve_one(store, worker=W2)
-    late, _ = store.end_attempt(job_id=first, token=stale.token, result='"a"')
+    late, _ = store.end_attempt(Ending(job_id=first, token=stale.token, result='"a"'))
     assert not late.accepted
     assert get_job(store, second) is None
-    ended, _ = store.end_attempt(job_id=first, token=fresh.token, result='"a"')
+    ended, _ = store.end_attempt(Ending(job_id=first, token=fresh.token, result='"a"'))
     assert ended.accepted
     assert job(store, second).state == "queued"
 
@@ -232,7 +233,7 @@ def test_cancelling_a_queued_link_stops_the_chain(
         finally_=sig(app, "cleanup"),
     )
     held = reserve_one(store)
-    store.end_attempt(job_id=held.job_id, token=held.token, result='"a"')
+    store.end_attempt(Ending(job_id=held.job_id, token=held.token, result='"a"'))
     assert app.cancel(handle.links[1].id).state == "cancelled"
     drain(app)
     assert sorted(runs.names()) == ["alert", "cleanup"]
@@ -250,7 +251,9 @@ def test_cancelling_the_chain_cancels_its_live_link(
         finally_=sig(app, "cleanup"),
     )
     held = reserve_one(store)
-    store.end_attempt(job_id=held.job_id, token=held.token, outcome="succeeded", result='"a"')
+    store.end_attempt(
+        Ending(job_id=held.job_id, token=held.token, outcome="succeeded", result='"a"')
+    )
     done = handle.cancel()
     assert done is not None and (done.job_id, done.state) == (handle.links[1].id, "cancelled")
     drain(app)
@@ -264,7 +267,9 @@ def test_a_link_cancelled_while_it_runs_stops_the_chain(
     handle = app.chain([sig(app, "step", "a"), sig(app, "step", "b")], finally_=sig(app, "cleanup"))
     held = reserve_one(store)
     assert store.cancel(held.job_id).state == "running"
-    store.end_attempt(job_id=held.job_id, token=held.token, outcome="cancelled", error="stopped")
+    store.end_attempt(
+        Ending(job_id=held.job_id, token=held.token, outcome="cancelled", error="stopped")
+    )
     assert app.get_job(handle.links[1].id).state == "cancelled"
     drain(app)
     assert runs.names() == ["cleanup"]
@@ -324,7 +329,7 @@ def step_once(store: Store, seen: list[float] | None = None, batch_id: str = "")
     if seen is not None:
         store.report_progress(job_id=got[0].job_id, token=got[0].token, fraction=0.5)
         seen.append(list_batch(store, batch_id).progress)
-    store.end_attempt(job_id=got[0].job_id, token=got[0].token, result='"x"')
+    store.end_attempt(Ending(job_id=got[0].job_id, token=got[0].token, result='"x"'))
     return got[0].job_id
 
 
@@ -396,7 +401,7 @@ def test_a_running_link_whose_batch_was_cancelled_stops_its_chain(
     batch = app.batch([tenure.Chain([sig(app, "step", "a"), sig(app, "step", "b")])])
     held = reserve_one(store)
     assert app.cancel_batch(batch.id)
-    ended, _ = store.end_attempt(job_id=held.job_id, token=held.token, result='"a"')
+    ended, _ = store.end_attempt(Ending(job_id=held.job_id, token=held.token, result='"a"'))
     assert ended.accepted
     drain(app)
     assert runs.names() == []  # b never ran

@@ -11,7 +11,7 @@ import pytest
 
 from conformance.helpers import W1, W2, attempt, counts, enqueue, job, new_job, reserve_one
 from tenure.core.guards import Guards
-from tenure.core.records import NewBatch
+from tenure.core.records import Ending, NewBatch
 from tenure.stores import Store
 from tenure.stores.base import get_batch
 
@@ -22,7 +22,7 @@ def test_it_records_the_success_and_opens_the_next_attempt(store: Store) -> None
     assert held.job_id == first
 
     result, following = store.end_attempt(
-        job_id=first, token=held.token, queues=["default"], worker=W1, lease=30
+        Ending(job_id=first, token=held.token), queues=["default"], worker=W1, lease=30
     )
 
     assert result.accepted and result.state == "succeeded"
@@ -45,10 +45,7 @@ def test_a_failure_is_decided_as_alone_and_opens_the_next_attempt_too(store: Sto
     held = reserve_one(store)
 
     result, following = store.end_attempt(
-        job_id=first,
-        token=held.token,
-        outcome="failed",
-        error="boom",
+        Ending(job_id=first, token=held.token, outcome="failed", error="boom"),
         queues=["default"],
         worker=W1,
         lease=30,
@@ -62,7 +59,7 @@ def test_a_failure_is_decided_as_alone_and_opens_the_next_attempt_too(store: Sto
     assert following is None or following.job_id in (first, second)
     if following is not None:
         assert job(store, following.job_id).state == "running"
-    stale, _ = store.end_attempt(job_id=first, token=held.token, outcome="failed")
+    stale, _ = store.end_attempt(Ending(job_id=first, token=held.token, outcome="failed"))
     assert not stale.accepted  # fenced: the attempt ended once
 
 
@@ -72,7 +69,7 @@ def test_with_nothing_ready_it_only_records_the_success(store: Store) -> None:
     held = reserve_one(store)
 
     result, following = store.end_attempt(
-        job_id=only, token=held.token, queues=["default"], worker=W1, lease=30
+        Ending(job_id=only, token=held.token), queues=["default"], worker=W1, lease=30
     )
 
     assert result.accepted and following is None
@@ -86,7 +83,7 @@ def test_without_queues_or_worker_it_records_the_success_and_claims_nothing(
     first, second = enqueue(store, new_job(), new_job())
     held = reserve_one(store)
 
-    result, following = store.end_attempt(job_id=first, token=held.token)
+    result, following = store.end_attempt(Ending(job_id=first, token=held.token))
 
     assert (result.accepted, result.state, following) == (True, "succeeded", None)
     assert attempt(store, first, held.attempt).outcome == "succeeded"
@@ -96,10 +93,10 @@ def test_without_queues_or_worker_it_records_the_success_and_claims_nothing(
 def test_a_stale_token_is_refused_and_changes_nothing_of_the_job(store: Store) -> None:
     first, second = enqueue(store, new_job(), new_job())
     held = reserve_one(store)
-    store.end_attempt(job_id=first, token=held.token)
+    store.end_attempt(Ending(job_id=first, token=held.token))
 
     result, following = store.end_attempt(
-        job_id=first, token=held.token, queues=["default"], worker=W1, lease=30
+        Ending(job_id=first, token=held.token), queues=["default"], worker=W1, lease=30
     )
 
     assert not result.accepted and result.state == "succeeded"
@@ -112,7 +109,7 @@ def test_a_stale_token_is_refused_and_changes_nothing_of_the_job(store: Store) -
 
 def test_an_unknown_job_is_refused_as_missing(store: Store) -> None:
     result, following = store.end_attempt(
-        job_id="no-such-job", token=1, queues=["default"], worker=W1, lease=30
+        Ending(job_id="no-such-job", token=1), queues=["default"], worker=W1, lease=30
     )
     assert not result.accepted and result.state == "missing"
     assert following is None
@@ -124,12 +121,12 @@ def test_earlier_queues_come_first(store: Store) -> None:
     low, high = enqueue(store, new_job(queue="low"), new_job(queue="high"))
 
     _, following = store.end_attempt(
-        job_id=current, token=held.token, queues=["high", "low"], worker=W1, lease=30
+        Ending(job_id=current, token=held.token), queues=["high", "low"], worker=W1, lease=30
     )
     assert following is not None and following.job_id == high
 
     _, following = store.end_attempt(
-        job_id=high, token=following.token, queues=["high", "low"], worker=W1, lease=30
+        Ending(job_id=high, token=following.token), queues=["high", "low"], worker=W1, lease=30
     )
     assert following is not None and following.job_id == low
 
@@ -146,7 +143,7 @@ def test_a_job_whose_overlap_key_is_held_is_never_started_by_it(store: Store) ->
     enqueue(store, waiter, plain)
 
     _, following = store.end_attempt(
-        job_id=current, token=held.token, queues=["q"], worker=W1, lease=30
+        Ending(job_id=current, token=held.token), queues=["q"], worker=W1, lease=30
     )
 
     # The store may hand out the plain job or leave the guarded head for `reserve`; it must
@@ -168,14 +165,17 @@ def test_batch_members_are_counted_in_their_batch_and_settle_it_once(store: Stor
     held = reserve_one(store)
 
     result, following = store.end_attempt(
-        job_id=held.job_id, token=held.token, queues=["default"], worker=W1, lease=30
+        Ending(job_id=held.job_id, token=held.token), queues=["default"], worker=W1, lease=30
     )
     assert result.accepted and following is not None
     progress = get_batch(store, batch_id)
     assert progress is not None and (progress.done, progress.state) == (1, "running")
 
     result, following = store.end_attempt(
-        job_id=following.job_id, token=following.token, queues=["default"], worker=W1, lease=30
+        Ending(job_id=following.job_id, token=following.token),
+        queues=["default"],
+        worker=W1,
+        lease=30,
     )
     assert result.accepted and following is None
     settled = get_batch(store, batch_id)

@@ -12,7 +12,7 @@ from dataclasses import replace
 
 from conformance.helpers import W1, W2, counts, enqueue, expire_and_rescue, job, new_job
 from tenure.core.guards import Guards
-from tenure.core.records import NewBatch, NewJob
+from tenure.core.records import Ending, NewBatch, NewJob
 from tenure.describe import describe_job
 from tenure.stores import Store
 
@@ -54,14 +54,16 @@ def test_an_ending_hands_back_the_oldest_parked_job(store: Store) -> None:
     assert reserve(store) == []
     # end the running one: the next parked one, FIFO, is ready at once
     held = job(store, jobs[0].id)
-    ended, _ = store.end_attempt(job_id=held.id, token=held.attempts[-1].number)
+    ended, _ = store.end_attempt(Ending(job_id=held.id, token=held.attempts[-1].number))
     assert ended.accepted
     assert reserve(store) == [jobs[1].id]
     assert job(store, jobs[2].id).waiting_on == "k"
     r = job(store, jobs[1].id)
     # a failure frees the slot too
     store.end_attempt(
-        job_id=r.id, token=r.attempts[-1].number, outcome="failed", error="boom", permanent=True
+        Ending(
+            job_id=r.id, token=r.attempts[-1].number, outcome="failed", error="boom", permanent=True
+        )
     )
     assert reserve(store) == [jobs[2].id]
 
@@ -74,7 +76,7 @@ def test_the_end_and_the_next_claim_in_one_call_honours_the_limit(store: Store) 
     done: list[str] = []
     for _ in range(3):
         ended, r2 = store.end_attempt(
-            job_id=r.job_id, token=r.token, queues=["default"], worker=W1, lease=30
+            Ending(job_id=r.job_id, token=r.token), queues=["default"], worker=W1, lease=30
         )
         assert ended.accepted
         done.append(r.job_id)
@@ -118,7 +120,7 @@ def test_a_cancelled_holder_frees_its_slot(store: Store) -> None:
     assert reserve(store) == []
     store.cancel(r.job_id)
     ended, _ = store.end_attempt(
-        job_id=r.job_id, token=r.token, outcome="interrupted", error="stopped"
+        Ending(job_id=r.job_id, token=r.token, outcome="interrupted", error="stopped")
     )
     assert ended.state == "cancelled"
     assert reserve(store) == [jobs[1].id]
@@ -152,7 +154,7 @@ def test_batch_members_and_a_callback_keep_their_limit(store: Store) -> None:
         [r] = store.reserve(queues=["default"], worker=W2, lease=30) or [None]
         assert r is None
         held = job(store, got[0])
-        assert store.end_attempt(job_id=held.id, token=held.attempts[-1].number)[0].accepted
+        assert store.end_attempt(Ending(job_id=held.id, token=held.attempts[-1].number))[0].accepted
         done += got
     assert done[-1] == then.id
 
@@ -162,7 +164,7 @@ def test_cancelling_a_handed_back_job_hands_back_the_next(store: Store) -> None:
     enqueue(store, *jobs)
     [r] = store.reserve(queues=["default"], worker=W1, lease=30)
     assert reserve(store) == []  # the other two parked
-    store.end_attempt(job_id=r.job_id, token=r.token)  # hands back jobs[1]
+    store.end_attempt(Ending(job_id=r.job_id, token=r.token))  # hands back jobs[1]
     assert store.cancel(jobs[1].id).state == "cancelled"  # before it ran
     assert reserve(store) == [jobs[2].id]  # not stuck behind an end that will not come
     assert store.cancel(jobs[2].id).state == "running"
@@ -176,7 +178,7 @@ def test_cancelling_a_parked_job_leaves_the_rest_in_order(store: Store) -> None:
     assert store.cancel(jobs[1].id).state == "cancelled"
     [c] = store.queue_counts().values()
     assert c.waiting == 1
-    store.end_attempt(job_id=r.job_id, token=r.token)
+    store.end_attempt(Ending(job_id=r.job_id, token=r.token))
     assert reserve(store) == [jobs[2].id]
 
 
@@ -188,7 +190,7 @@ def test_cancelling_a_batch_hands_back_past_its_handed_back_member(store: Store)
     [r] = store.reserve(queues=["default"], worker=W1, lease=30)
     assert r.job_id == first.id
     assert reserve(store) == []  # member and later parked
-    store.end_attempt(job_id=r.job_id, token=r.token)  # hands back the member
+    store.end_attempt(Ending(job_id=r.job_id, token=r.token))  # hands back the member
     assert job(store, member.id).waiting_on is None
     batch_id = job(store, member.id).batch_id
     assert batch_id is not None
@@ -210,6 +212,6 @@ def test_cancelling_a_batch_takes_its_parked_members_off_their_key(store: Store)
     store.cancel(batch_id=batch_id)
     [c] = store.queue_counts(keys=True).values()
     assert c.waiting == 1 and c.by_key is not None and c.by_key["k"].waiting == 1
-    store.end_attempt(job_id=r.job_id, token=r.token)
+    store.end_attempt(Ending(job_id=r.job_id, token=r.token))
     assert reserve(store) == [later.id]
     assert job(store, member.id).attempts == []

@@ -9,7 +9,7 @@ import pytest
 
 from conformance.helpers import W1, W2, attempt, enqueue, job, new_job, reserve_one, wait_until
 from tenure.core.errors import ConfigError
-from tenure.core.records import CancelResult, NewBatch
+from tenure.core.records import CancelResult, Ending, NewBatch
 from tenure.core.retry import Policy
 from tenure.stores import Store
 from tenure.stores.base import get_batch, total_counts
@@ -57,7 +57,9 @@ def test_a_cancelled_attempt_uses_no_try_and_is_never_retried(store: Store) -> N
     r = reserve_one(store)
     store.cancel(job_id)
     result, _ = store.end_attempt(
-        job_id=job_id, token=r.token, outcome="cancelled", error="stopped at the cancel signal"
+        Ending(
+            job_id=job_id, token=r.token, outcome="cancelled", error="stopped at the cancel signal"
+        )
     )
     assert (result.accepted, result.state) == (True, "cancelled")
     got = job(store, job_id)
@@ -73,7 +75,9 @@ def test_however_a_cancelled_attempt_ends_the_job_is_cancelled(store: Store, out
     (job_id,) = enqueue(store, new_job(policy=Policy(tries=5, backoff=0)))
     r = reserve_one(store)
     store.cancel(job_id)
-    result, _ = store.end_attempt(job_id=job_id, token=r.token, outcome=outcome, error="it raised")
+    result, _ = store.end_attempt(
+        Ending(job_id=job_id, token=r.token, outcome=outcome, error="it raised")
+    )
     assert result.state == "cancelled"
     got = job(store, job_id)
     assert (got.state, got.tries_used, got.exceptions) == ("cancelled", 0, 0)
@@ -98,7 +102,7 @@ def test_a_job_that_succeeds_after_its_cancel_succeeded(store: Store) -> None:
     (job_id,) = enqueue(store, new_job())
     r = reserve_one(store)
     store.cancel(job_id)
-    assert store.end_attempt(job_id=job_id, token=r.token)[0].accepted
+    assert store.end_attempt(Ending(job_id=job_id, token=r.token))[0].accepted
     assert job(store, job_id).state == "succeeded"
 
 
@@ -106,7 +110,9 @@ def test_a_cancel_outcome_nobody_asked_for_hands_the_job_back(store: Store) -> N
     # A soft stop meant for the attempt before this one must not cancel this job.
     (job_id,) = enqueue(store, new_job(policy=Policy(tries=1, backoff=0)))
     r = reserve_one(store)
-    result, _ = store.end_attempt(job_id=job_id, token=r.token, outcome="cancelled", error="stray")
+    result, _ = store.end_attempt(
+        Ending(job_id=job_id, token=r.token, outcome="cancelled", error="stray")
+    )
     assert result.state == "queued"
     got = job(store, job_id)
     assert (got.state, got.tries_used) == ("queued", 0)
@@ -116,9 +122,9 @@ def test_a_cancel_outcome_nobody_asked_for_hands_the_job_back(store: Store) -> N
 def test_cancelling_a_finished_or_unknown_job_is_refused(store: Store) -> None:
     done, failed, cancelled = enqueue(store, new_job(), new_job(policy=ONE_TRY), new_job())
     r = reserve_one(store)
-    store.end_attempt(job_id=done, token=r.token)
+    store.end_attempt(Ending(job_id=done, token=r.token))
     r = reserve_one(store)
-    store.end_attempt(job_id=failed, token=r.token, outcome="failed", error="boom")
+    store.end_attempt(Ending(job_id=failed, token=r.token, outcome="failed", error="boom"))
     store.cancel(cancelled)
     for job_id, state in ((done, "succeeded"), (failed, "failed"), (cancelled, "cancelled")):
         assert store.cancel(job_id) == CancelResult(accepted=False, state=state)
@@ -141,12 +147,14 @@ def test_a_cancelled_batch_member_counts_as_a_cancelled_member(store: Store) -> 
     assert (got.state, got.cancelled, got.pending) == ("running", 1, 2)
     # the running member, cancelled: it ends cancelled, counted once
     store.cancel(running.job_id)
-    store.end_attempt(job_id=running.job_id, token=running.token, outcome="cancelled", error="x")
+    store.end_attempt(
+        Ending(job_id=running.job_id, token=running.token, outcome="cancelled", error="x")
+    )
     got = get_batch(store, batch_id)
     assert got is not None
     assert (got.cancelled, got.pending) == (2, 1)
     last = reserve_one(store)
-    store.end_attempt(job_id=last.job_id, token=last.token)
+    store.end_attempt(Ending(job_id=last.job_id, token=last.token))
     got = get_batch(store, batch_id)
     assert got is not None
     assert (got.state, got.done, got.cancelled, got.pending) == ("succeeded", 1, 2, 0)
@@ -174,7 +182,7 @@ def test_a_paused_queue_lets_its_running_jobs_finish(store: Store) -> None:
     assert (reply.lost, reply.cancel) == ([], [])
     # the hot path records the success but claims nothing of the paused queue
     result, following = store.end_attempt(
-        job_id=r.job_id, token=r.token, queues=["mail"], worker=W1, lease=30
+        Ending(job_id=r.job_id, token=r.token), queues=["mail"], worker=W1, lease=30
     )
     assert result.accepted and following is None
     assert job(store, r.job_id).state == "succeeded"
@@ -186,7 +194,7 @@ def test_complete_and_reserve_goes_on_to_a_queue_not_paused(store: Store) -> Non
     enqueue(store, new_job(queue="mail"), other := new_job(queue="default"))
     store.set_control(paused={"mail": True})
     result, following = store.end_attempt(
-        job_id=r.job_id, token=r.token, queues=["mail", "default"], worker=W1, lease=30
+        Ending(job_id=r.job_id, token=r.token), queues=["mail", "default"], worker=W1, lease=30
     )
     assert result.accepted
     assert following is None or following.job_id == other.id  # never one of the paused queue

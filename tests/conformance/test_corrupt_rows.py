@@ -13,6 +13,7 @@ import pytest
 from backends.kit import Kit
 from conformance.helpers import W1, counts, enqueue, job, new_job, reserve_one, wait_until
 from tenure.core.guards import Guards
+from tenure.core.records import Ending
 from tenure.core.retry import Policy
 from tenure.stores import Store
 
@@ -32,11 +33,13 @@ def test_a_payload_that_is_not_json_is_handed_out_as_it_is(store: Store, kit: Ki
     assert r.payload == "\x01not json {"
     # the worker fails it for good, with the reason
     result, _ = store.end_attempt(
-        job_id=job_id,
-        token=r.token,
-        outcome="failed",
-        error="corrupt payload: not JSON",
-        permanent=True,
+        Ending(
+            job_id=job_id,
+            token=r.token,
+            outcome="failed",
+            error="corrupt payload: not JSON",
+            permanent=True,
+        )
     )
     assert result.state == "failed"
     assert [j.id for j in store.list_jobs(state="failed")] == [job_id]
@@ -55,7 +58,7 @@ def test_a_policy_that_cannot_be_read_falls_back_to_the_defaults(
     assert next(r for r in handed if r.job_id == bad).policy == Policy()
     # ending and rescuing it obey the default policy instead of crashing
     token = next(r for r in handed if r.job_id == bad).token
-    result, _ = store.end_attempt(job_id=bad, token=token, outcome="failed", error="e")
+    result, _ = store.end_attempt(Ending(job_id=bad, token=token, outcome="failed", error="e"))
     assert result.accepted and result.state in ("queued", "scheduled")
     wait_until(lambda: store.sweep(prune=False).rescued, what="the good job's lease to expire")
     assert job(store, good).attempts[0].outcome == "crashed"

@@ -19,7 +19,7 @@ import pytest
 
 from conformance.helpers import W2, counts, enqueue, new_job, reserve_one, wait_until
 from tenure.core.guards import Guards
-from tenure.core.records import NewBatch, NewJob, Reservation, WorkerRef
+from tenure.core.records import Ending, NewBatch, NewJob, Reservation, WorkerRef
 from tenure.core.retry import Policy
 from tenure.core.states import JOB_STATES
 from tenure.stores import Store, open_store
@@ -62,10 +62,10 @@ def test_queue_counts_split_by_queue_and_state(store: Store) -> None:
     enqueue(store, failing := new_job(queue="b", policy=ONE_TRY), done := new_job(queue="c"))
     bad = reserve_one(store, queues=["b"])
     assert bad.job_id == failing.id
-    store.end_attempt(job_id=failing.id, token=bad.token, outcome="failed", error="boom")
+    store.end_attempt(Ending(job_id=failing.id, token=bad.token, outcome="failed", error="boom"))
     ok = reserve_one(store, queues=["c"])
     assert ok.job_id == done.id and running.queue == "a"
-    store.end_attempt(job_id=done.id, token=ok.token)
+    store.end_attempt(Ending(job_id=done.id, token=ok.token))
 
     assert assert_counts_agree(store) == {
         "a": zeros(queued=1, running=1),
@@ -99,7 +99,7 @@ def test_cancelling_a_batch_moves_its_queued_members_to_cancelled(store: Store) 
         "other": zeros(queued=3),
     }
     # the running member ends; its batch no longer runs new work, so a retry is cancelled
-    store.end_attempt(job_id=held.job_id, token=held.token, outcome="failed", error="x")
+    store.end_attempt(Ending(job_id=held.job_id, token=held.token, outcome="failed", error="x"))
     assert assert_counts_agree(store)["batch"] == zeros(cancelled=40)
     assert get_batch(store, kept) is not None
 
@@ -107,7 +107,7 @@ def test_cancelling_a_batch_moves_its_queued_members_to_cancelled(store: Store) 
 def test_retry_and_forget_move_the_counts(store: Store) -> None:
     enqueue(store, failing := new_job(queue="ops", policy=ONE_TRY))
     r = reserve_one(store, queues=["ops"])
-    store.end_attempt(job_id=failing.id, token=r.token, outcome="failed", error="boom")
+    store.end_attempt(Ending(job_id=failing.id, token=r.token, outcome="failed", error="boom"))
     assert assert_counts_agree(store) == {"ops": zeros(failed=1)}
 
     assert store.retry_job(failing.id)
@@ -116,7 +116,7 @@ def test_retry_and_forget_move_the_counts(store: Store) -> None:
     assert assert_counts_agree(store) == {"ops": zeros(queued=1)}
 
     r = reserve_one(store, queues=["ops"])
-    store.end_attempt(job_id=failing.id, token=r.token)
+    store.end_attempt(Ending(job_id=failing.id, token=r.token))
     assert store.forget_job(failing.id)
     # a queue whose jobs were all forgotten is gone from the counts, not a row of zeros
     assert assert_counts_agree(store) == {}
@@ -160,9 +160,9 @@ def one_in_each_state(store: Store) -> None:
     for outcome in ("failed", "succeeded"):
         r = reserve_one(store, queues=[queue])
         if outcome == "failed":
-            store.end_attempt(job_id=r.job_id, token=r.token, outcome="failed", error="x")
+            store.end_attempt(Ending(job_id=r.job_id, token=r.token, outcome="failed", error="x"))
         else:
-            store.end_attempt(job_id=r.job_id, token=r.token)
+            store.end_attempt(Ending(job_id=r.job_id, token=r.token))
     batch_id = secrets.token_hex(8)
     store.enqueue_many([new_job(queue=queue)], batch=NewBatch(id=batch_id, name="tail"))
     assert store.cancel(batch_id=batch_id).accepted
@@ -230,7 +230,7 @@ class Workload:
         elif op in ("complete", "fail", "give_up", "transaction") and self.held:
             r = self.held.pop(rng.randrange(len(self.held)))
             if op == "complete":
-                store.end_attempt(job_id=r.job_id, token=r.token)
+                store.end_attempt(Ending(job_id=r.job_id, token=r.token))
             elif op == "transaction" and self.sql:
                 # the job's own transaction enqueues into another queue and completes: several
                 # statements, several queues, one commit
@@ -239,11 +239,13 @@ class Workload:
                 tx.complete()
             else:
                 store.end_attempt(
-                    job_id=r.job_id,
-                    token=r.token,
-                    outcome="failed",
-                    error="boom",
-                    permanent=op == "give_up",
+                    Ending(
+                        job_id=r.job_id,
+                        token=r.token,
+                        outcome="failed",
+                        error="boom",
+                        permanent=op == "give_up",
+                    )
                 )
         elif op == "retry":
             for failed in store.list_jobs(state="failed", limit=1):

@@ -17,6 +17,7 @@ from conformance.helpers import (
     reserve_one,
     wait_until,
 )
+from tenure.core.records import Ending
 from tenure.core.retry import Policy
 from tenure.stores import Store
 
@@ -27,7 +28,7 @@ FREE = ("interrupted", "lost_lease")
 def test_complete_finishes_the_job_and_closes_the_attempt(store: Store) -> None:
     (job_id,) = enqueue(store, new_job())
     r = reserve_one(store)
-    result = store.end_attempt(job_id=job_id, token=r.token)[0]
+    result = store.end_attempt(Ending(job_id=job_id, token=r.token))[0]
     assert (result.accepted, result.state) == (True, "succeeded")
     got = job(store, job_id)
     assert got.state == "succeeded"
@@ -43,19 +44,19 @@ def test_complete_finishes_the_job_and_closes_the_attempt(store: Store) -> None:
 def test_complete_with_a_token_that_is_not_the_current_attempt_is_refused(store: Store) -> None:
     (job_id,) = enqueue(store, new_job())
     r = reserve_one(store)
-    result = store.end_attempt(job_id=job_id, token=r.token + 1)[0]
+    result = store.end_attempt(Ending(job_id=job_id, token=r.token + 1))[0]
     assert not result.accepted
     assert result.state == "running"
     assert result.reason
     assert job(store, job_id).state == "running"
-    assert store.end_attempt(job_id=job_id, token=r.token)[0].accepted
+    assert store.end_attempt(Ending(job_id=job_id, token=r.token))[0].accepted
 
 
 def test_completing_twice_is_refused_the_second_time(store: Store) -> None:
     (job_id,) = enqueue(store, new_job())
     r = reserve_one(store)
-    assert store.end_attempt(job_id=job_id, token=r.token)[0].accepted
-    again = store.end_attempt(job_id=job_id, token=r.token)[0]
+    assert store.end_attempt(Ending(job_id=job_id, token=r.token))[0].accepted
+    again = store.end_attempt(Ending(job_id=job_id, token=r.token))[0]
     assert (again.accepted, again.state) == (False, "succeeded")
     assert attempt(store, job_id, 1).outcome == "succeeded"
 
@@ -71,7 +72,7 @@ def test_a_late_result_after_the_lease_was_taken_over_is_refused_and_recorded(
     second = reserve_one(other_store, worker=W2, lease=30)
     assert second.token == first.token + 1
 
-    late = store.end_attempt(job_id=job_id, token=first.token)[0]
+    late = store.end_attempt(Ending(job_id=job_id, token=first.token))[0]
     assert not late.accepted
     assert late.state == "running"
     a1 = attempt(store, job_id, 1)
@@ -80,7 +81,7 @@ def test_a_late_result_after_the_lease_was_taken_over_is_refused_and_recorded(
     assert W1.id in a1.error  # the crash note stays
     assert "refused" in a1.error
 
-    assert other_store.end_attempt(job_id=job_id, token=second.token)[0].accepted
+    assert other_store.end_attempt(Ending(job_id=job_id, token=second.token))[0].accepted
     got = job(store, job_id)
     assert got.state == "succeeded"
     assert [a.outcome for a in got.attempts] == ["lost_lease", "succeeded"]
@@ -91,14 +92,16 @@ def test_a_late_failure_is_refused_too(store: Store) -> None:
     first = reserve_one(store, worker=W1, lease=0.4)
     expire_and_rescue(store, job_id)
     second = reserve_one(store, worker=W2)
-    late, _ = store.end_attempt(job_id=job_id, token=first.token, outcome="failed", error="boom")
+    late, _ = store.end_attempt(
+        Ending(job_id=job_id, token=first.token, outcome="failed", error="boom")
+    )
     assert not late.accepted
     got = job(store, job_id)
     assert got.state == "running" and got.worker_id == W2.id
     assert got.tries_used == 1  # the crash counted; the refused failure did not
     assert attempt(store, job_id, 1).outcome == "lost_lease"
     assert attempt(store, job_id, 2).outcome is None
-    assert store.end_attempt(job_id=job_id, token=second.token)[0].accepted
+    assert store.end_attempt(Ending(job_id=job_id, token=second.token))[0].accepted
 
 
 @pytest.mark.parametrize("outcome", COUNTED)
@@ -106,7 +109,9 @@ def test_a_counted_outcome_uses_a_try_and_retries_by_policy(store: Store, outcom
     (job_id,) = enqueue(store, new_job(policy=Policy(tries=3, backoff=0)))
     r = reserve_one(store)
     result, _ = store.end_attempt(
-        job_id=job_id, token=r.token, outcome=outcome, error="ValueError: no", traceback="tb..."
+        Ending(
+            job_id=job_id, token=r.token, outcome=outcome, error="ValueError: no", traceback="tb..."
+        )
     )
     assert result.accepted
     assert result.state == "queued"
@@ -130,7 +135,9 @@ def test_interrupted_and_lost_lease_requeue_at_once_without_using_a_try(
     for n in (1, 2, 3):  # more hand-backs than tries: none of them counts
         r = reserve_one(store)
         assert r.attempt == n
-        result, _ = store.end_attempt(job_id=job_id, token=r.token, outcome=outcome, error="deploy")
+        result, _ = store.end_attempt(
+            Ending(job_id=job_id, token=r.token, outcome=outcome, error="deploy")
+        )
         assert (result.accepted, result.state, result.retry_in) == (True, "queued", 0)
     got = job(store, job_id)
     assert got.state == "queued"
@@ -141,7 +148,7 @@ def test_interrupted_and_lost_lease_requeue_at_once_without_using_a_try(
 def test_a_backoff_schedules_the_retry(store: Store) -> None:
     (job_id,) = enqueue(store, new_job(policy=Policy(tries=3, backoff=[30, 60])))
     r = reserve_one(store)
-    result, _ = store.end_attempt(job_id=job_id, token=r.token, outcome="failed", error="e")
+    result, _ = store.end_attempt(Ending(job_id=job_id, token=r.token, outcome="failed", error="e"))
     assert (result.state, result.retry_in) == ("scheduled", 30)
     got = job(store, job_id)
     assert got.state == "scheduled"
@@ -153,7 +160,9 @@ def test_the_last_try_fails_the_job_with_the_reason(store: Store) -> None:
     (job_id,) = enqueue(store, new_job(policy=Policy(tries=2, backoff=0)))
     for _ in range(2):
         r = reserve_one(store)
-        result, _ = store.end_attempt(job_id=job_id, token=r.token, outcome="failed", error="nope")
+        result, _ = store.end_attempt(
+            Ending(job_id=job_id, token=r.token, outcome="failed", error="nope")
+        )
     assert (result.accepted, result.state) == (True, "failed")
     assert "2 tries" in result.reason
     got = job(store, job_id)
@@ -169,7 +178,9 @@ def test_max_exceptions_fails_before_the_tries_run_out(store: Store) -> None:
     outcomes = ["timed_out", "failed"]
     for outcome in outcomes:
         r = reserve_one(store)
-        result, _ = store.end_attempt(job_id=job_id, token=r.token, outcome=outcome, error="x")
+        result, _ = store.end_attempt(
+            Ending(job_id=job_id, token=r.token, outcome=outcome, error="x")
+        )
     assert result.state == "failed"
     assert "max_exceptions=2" in result.reason
 
@@ -177,7 +188,9 @@ def test_max_exceptions_fails_before_the_tries_run_out(store: Store) -> None:
 def test_fail_on_timeout_fails_at_the_first_timeout(store: Store) -> None:
     (job_id,) = enqueue(store, new_job(policy=Policy(tries=5, fail_on_timeout=True, backoff=0)))
     r = reserve_one(store)
-    result, _ = store.end_attempt(job_id=job_id, token=r.token, outcome="timed_out", error="slow")
+    result, _ = store.end_attempt(
+        Ending(job_id=job_id, token=r.token, outcome="timed_out", error="slow")
+    )
     assert result.state == "failed"
     assert job(store, job_id).state == "failed"
 
@@ -186,11 +199,13 @@ def test_a_permanent_error_fails_at_once(store: Store) -> None:
     (job_id,) = enqueue(store, new_job(policy=Policy(tries=5, backoff=0)))
     r = reserve_one(store)
     result, _ = store.end_attempt(
-        job_id=job_id,
-        token=r.token,
-        outcome="failed",
-        error="no job named 'gone' in this app",
-        permanent=True,
+        Ending(
+            job_id=job_id,
+            token=r.token,
+            outcome="failed",
+            error="no job named 'gone' in this app",
+            permanent=True,
+        )
     )
     assert (result.accepted, result.state) == (True, "failed")
     assert "permanent" in result.reason
@@ -204,7 +219,7 @@ def test_retry_until_stops_retries_past_the_deadline(store: Store) -> None:
     policy = Policy(tries=None, retry_until=deadline, backoff=60)
     (job_id,) = enqueue(store, new_job(policy=policy))
     r = reserve_one(store)
-    result, _ = store.end_attempt(job_id=job_id, token=r.token, outcome="failed", error="e")
+    result, _ = store.end_attempt(Ending(job_id=job_id, token=r.token, outcome="failed", error="e"))
     assert result.state == "failed"
     assert "retry_until" in result.reason
 
@@ -213,12 +228,14 @@ def test_the_attempts_tell_the_whole_story(store: Store) -> None:
     (job_id,) = enqueue(store, new_job(policy=Policy(tries=4, backoff=0)))
     r1 = reserve_one(store, worker=W1)
     store.end_attempt(
-        job_id=job_id, token=r1.token, outcome="failed", error="KeyError: 'x'", traceback="TB1"
+        Ending(
+            job_id=job_id, token=r1.token, outcome="failed", error="KeyError: 'x'", traceback="TB1"
+        )
     )
     r2 = reserve_one(store, worker=W2)
-    store.end_attempt(job_id=job_id, token=r2.token, outcome="interrupted", error="SIGTERM")
+    store.end_attempt(Ending(job_id=job_id, token=r2.token, outcome="interrupted", error="SIGTERM"))
     r3 = reserve_one(store, worker=W1)
-    store.end_attempt(job_id=job_id, token=r3.token)
+    store.end_attempt(Ending(job_id=job_id, token=r3.token))
 
     attempts = job(store, job_id).attempts
     assert [a.number for a in attempts] == [1, 2, 3]
@@ -242,7 +259,7 @@ def test_a_snooze_queues_the_job_again_later_without_using_a_try(store: Store) -
     r = reserve_one(store)
     before = store.now()
     result, _ = store.end_attempt(
-        job_id=later, token=r.token, outcome="deferred", error="not yet", snooze=120
+        Ending(job_id=later, token=r.token, outcome="deferred", error="not yet", snooze=120)
     )
     assert (result.accepted, result.state) == (True, "scheduled")
     assert result.retry_in == pytest.approx(120)
@@ -262,8 +279,8 @@ def test_snoozes_use_no_try_however_many(store: Store) -> None:
         )
         assert r.attempt == n
         if n < 3:
-            store.end_attempt(job_id=job_id, token=r.token, outcome="deferred", snooze=0.2)
-    result, _ = store.end_attempt(job_id=job_id, token=r.token)
+            store.end_attempt(Ending(job_id=job_id, token=r.token, outcome="deferred", snooze=0.2))
+    result, _ = store.end_attempt(Ending(job_id=job_id, token=r.token))
     assert result.state == "succeeded"
     got = job(store, job_id)
     assert got.tries_used == 1

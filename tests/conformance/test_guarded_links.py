@@ -17,7 +17,7 @@ from conformance.helpers import W1, W2, enqueue, job, new_job, reserve_one, wait
 from conformance.test_guards import guarded, outcomes
 from tenure.core import chains
 from tenure.core.guards import Guards
-from tenure.core.records import NewBatch, NewJob, Reservation
+from tenure.core.records import Ending, NewBatch, NewJob, Reservation
 from tenure.stores import Store
 
 KEY = Guards(overlap_key="customer:1", overlap_delay=0.3)
@@ -50,13 +50,13 @@ def assert_deferred_by(store: Store, job_id: str, holder: Reservation) -> None:
 
 
 def assert_runs_once_free(store: Store, job_id: str, holder: Reservation) -> None:
-    assert store.end_attempt(job_id=holder.job_id, token=holder.token)[0].accepted
+    assert store.end_attempt(Ending(job_id=holder.job_id, token=holder.token))[0].accepted
     got = wait_until(
         lambda: store.reserve(queues=["default"], worker=W1, lease=30),
         what="the deferred job to start once the key is free",
     )
     assert [r.job_id for r in got] == [job_id]
-    assert store.end_attempt(job_id=job_id, token=got[0].token)[0].accepted
+    assert store.end_attempt(Ending(job_id=job_id, token=got[0].token))[0].accepted
     done = job(store, job_id)
     assert done.state == "succeeded" and done.tries_used == 1
     assert outcomes(store, job_id) == ["deferred", "succeeded"]
@@ -68,7 +68,7 @@ def test_a_chains_later_link_keeps_its_overlap_guard(store: Store) -> None:
     enqueue(store, first)
     r = reserve_one(store)
     assert r.job_id == first.id
-    assert store.end_attempt(job_id=r.job_id, token=r.token)[0].accepted
+    assert store.end_attempt(Ending(job_id=r.job_id, token=r.token))[0].accepted
     assert job(store, second_id).state == "queued"  # the store queued the next link
     assert_deferred_by(store, second_id, holder)
     assert_runs_once_free(store, second_id, holder)
@@ -82,7 +82,7 @@ def test_a_batch_then_callback_keeps_its_overlap_guard(store: Store) -> None:
     store.enqueue_many([member], batch=NewBatch(id=batch_id, name="b", then=then))
     r = reserve_one(store)
     assert r.job_id == member.id
-    assert store.end_attempt(job_id=r.job_id, token=r.token)[0].accepted
+    assert store.end_attempt(Ending(job_id=r.job_id, token=r.token))[0].accepted
     batch = store.list_batches(ids=[batch_id])[0]
     assert batch.state == "succeeded" and batch.then_job_id == then.id
     assert_deferred_by(store, then.id, holder)
@@ -96,11 +96,11 @@ def test_a_chain_link_respects_its_rate_limit(store: Store) -> None:
     plain = guarded(rate)
     enqueue(store, plain)
     started = reserve_one(store, worker=W2)
-    assert store.end_attempt(job_id=started.job_id, token=started.token)[0].accepted
+    assert store.end_attempt(Ending(job_id=started.job_id, token=started.token))[0].accepted
     first, (_, second_id) = chain_of(new_job(name="fetch"), guarded(rate, name="call_api"))
     enqueue(store, first)
     r = reserve_one(store)
-    assert store.end_attempt(job_id=r.job_id, token=r.token)[0].accepted
+    assert store.end_attempt(Ending(job_id=r.job_id, token=r.token))[0].accepted
     assert store.reserve(queues=["default"], worker=W1, lease=30) == []
     held = job(store, second_id)
     assert held.state == "scheduled" and held.tries_used == 0
@@ -142,7 +142,7 @@ def test_a_job_declared_with_overlap_keeps_it_as_a_link_and_as_a_callback(
     batch = app.batch([step.sig()], then=sync.sig(1))
     for _ in range(2):  # the first link and the batch's member
         r = reserve_one(store)
-        assert store.end_attempt(job_id=r.job_id, token=r.token)[0].accepted
+        assert store.end_attempt(Ending(job_id=r.job_id, token=r.token))[0].accepted
     then_id = store.list_batches(ids=[batch.id])[0].then_job_id
     assert then_id is not None
     assert store.reserve(queues=["default"], worker=W1, lease=30, limit=2) == []

@@ -34,7 +34,7 @@ from conformance.helpers import (
 )
 from tenure.core.errors import ConfigError
 from tenure.core.guards import Guards
-from tenure.core.records import NewJob, WorkerRef
+from tenure.core.records import Ending, NewJob, WorkerRef
 from tenure.stores import Store
 from tenure.stores.base import get_job
 
@@ -77,7 +77,7 @@ def test_unique_until_completed_holds_the_key_while_running(store: Store) -> Non
     store.enqueue_many([first])
     r = store.reserve(queues=["default"], worker=W1, lease=30)[0]
     assert store.enqueue_many([guarded(key)]) == [first.id]  # running still holds it
-    assert store.end_attempt(job_id=r.job_id, token=r.token)[0].accepted
+    assert store.end_attempt(Ending(job_id=r.job_id, token=r.token))[0].accepted
     again = guarded(key)
     assert store.enqueue_many([again]) == [again.id]  # free once the holder completed
     assert counts(store)["queued"] == 1
@@ -101,12 +101,12 @@ def test_a_forgotten_or_failed_holder_frees_the_key(store: Store) -> None:
     first = guarded(key, policy=replace(new_job().policy, tries=1))
     store.enqueue_many([first])
     r = store.reserve(queues=["default"], worker=W1, lease=30)[0]
-    store.end_attempt(job_id=r.job_id, token=r.token, outcome="failed", error="boom")
+    store.end_attempt(Ending(job_id=r.job_id, token=r.token, outcome="failed", error="boom"))
     assert job(store, first.id).state == "failed"
     second = guarded(key)
     assert store.enqueue_many([second]) == [second.id]
     r = store.reserve(queues=["default"], worker=W1, lease=30)[0]
-    store.end_attempt(job_id=r.job_id, token=r.token)
+    store.end_attempt(Ending(job_id=r.job_id, token=r.token))
     assert store.forget_job(second.id)
     third = guarded(key)
     assert store.enqueue_many([third]) == [third.id]
@@ -173,13 +173,13 @@ def test_overlap_defers_while_the_holder_runs_and_uses_no_try(store: Store) -> N
     assert first.id in deferral.error and "deferred 0.3 s" in deferral.error
     assert held.run_at == pytest.approx(deferral.started_at + 0.3, abs=0.05)
     r1 = next(r for r in got if r.job_id == first.id)
-    assert store.end_attempt(job_id=first.id, token=r1.token)[0].accepted
+    assert store.end_attempt(Ending(job_id=first.id, token=r1.token))[0].accepted
     again = wait_until(
         lambda: store.reserve(queues=["default"], worker=W2, lease=30),
         what="the deferred job to start once the key is free",
     )
     assert [r.job_id for r in again] == [second.id]
-    assert store.end_attempt(job_id=second.id, token=again[0].token)[0].accepted
+    assert store.end_attempt(Ending(job_id=second.id, token=again[0].token))[0].accepted
     done = job(store, second.id)
     assert done.state == "succeeded" and done.tries_used == 1  # the deferral cost nothing
     assert outcomes(store, second.id) == ["deferred", "succeeded"]
@@ -219,7 +219,7 @@ def test_concurrent_reservers_never_overlap_one_key(store: Store) -> None:
             while time.monotonic() < deadline and counts(store)["succeeded"] < len(jobs):
                 for r in store.reserve(queues=["ov"], worker=me, lease=30, limit=2):
                     time.sleep(0.02)  # the attempt's work
-                    assert store.end_attempt(job_id=r.job_id, token=r.token)[0].accepted
+                    assert store.end_attempt(Ending(job_id=r.job_id, token=r.token))[0].accepted
                 time.sleep(0.005)
         except BaseException as exc:
             with lock:
@@ -262,7 +262,7 @@ def test_rate_limit_defers_in_a_sliding_window_without_using_tries(store: Store)
         # deferred to when the window frees: one window after the oldest start
         assert record.run_at == pytest.approx(min(starts) + 1.0, abs=0.05)
     for r in first:
-        store.end_attempt(job_id=r.job_id, token=r.token)
+        store.end_attempt(Ending(job_id=r.job_id, token=r.token))
     got: list[str] = []
 
     def more() -> bool:
@@ -284,7 +284,7 @@ def test_rate_limit_defers_in_a_sliding_window_without_using_tries(store: Store)
 RATE_RESERVER = r"""
 import json, os, sys, time
 from tenure.stores import open_store
-from tenure.stores.base import WorkerRef
+from tenure.core.records import Ending, WorkerRef
 
 store = open_store(sys.argv[1])
 store.now()
@@ -296,7 +296,7 @@ got = []
 while time.monotonic() < deadline:
     for r in store.reserve(queues=["rate"], worker=me, lease=30, limit=2):
         got.append(r.job_id)
-        store.end_attempt(job_id=r.job_id, token=r.token)
+        store.end_attempt(Ending(job_id=r.job_id, token=r.token))
     time.sleep(0.002)
 store.close()
 print(json.dumps(got), flush=True)
@@ -353,7 +353,7 @@ def test_a_stale_token_claims_nothing(store: Store) -> None:
     assert store.claim_once(job_id=j.id, token=r1.token, key="charge") is False
     assert job(store, j.id).effects == []
     assert store.claim_once(job_id=j.id, token=r2.token, key="charge") is True
-    store.end_attempt(job_id=j.id, token=r2.token)
+    store.end_attempt(Ending(job_id=j.id, token=r2.token))
     # a finished job's attempt holds no lease either
     assert store.claim_once(job_id=j.id, token=r2.token, key="late") is False
     assert [e.key for e in job(store, j.id).effects] == ["charge"]
@@ -364,7 +364,7 @@ def test_forget_removes_the_once_records(store: Store) -> None:
     enqueue(store, j)
     r = store.reserve(queues=["default"], worker=W1, lease=30)[0]
     assert store.claim_once(job_id=j.id, token=r.token, key="charge")
-    store.end_attempt(job_id=j.id, token=r.token)
+    store.end_attempt(Ending(job_id=j.id, token=r.token))
     assert store.forget_job(j.id)
     assert get_job(store, j.id) is None
     enqueue(store, j)  # the same id again: a new job, with nothing claimed

@@ -1,4 +1,4 @@
-"""A hand-back its worker already recorded (`end_attempt(record=False)`, a rolling deploy's
+"""A hand-back its worker already recorded (`Ending(record=False)`, a rolling deploy's
 repeated refusal): the job is queued again as for a recorded one, no try used, but its history
 does not grow; a cancel asked meanwhile is still recorded."""
 
@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from conformance.helpers import W1, enqueue, job, new_job, reserve_one, wait_until
 from tenure.core import causes
-from tenure.core.records import Reservation
+from tenure.core.records import Ending, Reservation
 from tenure.core.retry import Policy
 from tenure.describe import describe_job
 from tenure.stores import Store
@@ -24,13 +24,15 @@ def reserve_when_due(store: Store) -> Reservation:
 
 def hand_back(store: Store, job_id: str, token: int, *, record: bool) -> str:
     result, _ = store.end_attempt(
-        job_id=job_id,
-        token=token,
-        outcome="deferred",
-        error=f"worker {W1.id} does not know job 'report'",
-        cause=causes.UNKNOWN_JOB,
-        snooze=SNOOZE,
-        record=record,
+        Ending(
+            job_id=job_id,
+            token=token,
+            outcome="deferred",
+            error=f"worker {W1.id} does not know job 'report'",
+            cause=causes.UNKNOWN_JOB,
+            snooze=SNOOZE,
+            record=record,
+        )
     )
     assert result.accepted
     return result.state
@@ -51,8 +53,8 @@ def test_a_hand_back_already_recorded_leaves_no_attempt_and_uses_no_try(store: S
     # the tokens still grew (fencing): a stale end of a forgotten attempt is refused
     last = reserve_when_due(store)
     assert last.attempt == 5
-    assert not store.end_attempt(job_id=job_id, token=again.token)[0].accepted
-    assert store.end_attempt(job_id=job_id, token=last.token)[0].accepted
+    assert not store.end_attempt(Ending(job_id=job_id, token=again.token))[0].accepted
+    assert store.end_attempt(Ending(job_id=job_id, token=last.token))[0].accepted
     assert [a.number for a in job(store, job_id).attempts] == [1, 5]
     # and `tenure jobs show` (the dashboard's job page too) says what numbers 2 to 4 were,
     # in its place in the timeline

@@ -14,7 +14,7 @@ import pytest
 from backends.kit import Kit
 from conformance.helpers import W1, W2, counts, enqueue, expire_and_rescue, job, new_job
 from tenure.core.errors import ConfigError, JobTransactionEnded
-from tenure.core.records import NewBatch
+from tenure.core.records import Ending, NewBatch
 from tenure.stores import Store
 from tenure.stores.base import get_batch
 
@@ -77,7 +77,7 @@ def test_a_rollback_leaves_neither_rows_nor_success(store: Store, app_db: AppDB)
     tx.rollback()  # the job raised: its writes go, and the attempt ends as any failure does
     assert app_db.rows() == []
     assert job(store, j.id).state == "running"
-    ended, _ = store.end_attempt(job_id=j.id, token=r.token, outcome="failed", error="boom")
+    ended, _ = store.end_attempt(Ending(job_id=j.id, token=r.token, outcome="failed", error="boom"))
     assert ended.accepted and ended.state == "queued"
     # the next attempt writes again and commits
     r2 = store.reserve(queues=["default"], worker=W1, lease=30)[0]

@@ -17,7 +17,7 @@ from conformance.helpers import (
     reserve_one,
     wait_until,
 )
-from tenure.core.records import HeartbeatReply, WorkerRecord
+from tenure.core.records import Ending, HeartbeatReply, WorkerRecord
 from tenure.core.retry import Policy
 from tenure.stores import Store
 
@@ -52,7 +52,7 @@ def test_heartbeat_reports_leases_the_worker_no_longer_holds(store: Store) -> No
     a, b, c = enqueue(store, new_job(), new_job(), new_job())
     held = store.reserve(queues=["default"], worker=W1, lease=30, limit=3)
     tokens = {r.job_id: r.token for r in held}
-    store.end_attempt(job_id=c, token=tokens[c])
+    store.end_attempt(Ending(job_id=c, token=tokens[c]))
     reply = store.heartbeat(
         worker=W1,
         leases=[(a, tokens[a]), (b, tokens[b] + 1), (c, tokens[c]), ("no-such-job", 1)],

@@ -7,7 +7,7 @@ from dataclasses import replace
 import pytest
 
 from conformance.helpers import W1, counts, enqueue, job, new_job, reserve_one, wait_until
-from tenure.core.records import WorkerRecord
+from tenure.core.records import Ending, WorkerRecord
 from tenure.core.retry import Policy
 from tenure.core.states import JOB_STATES
 from tenure.stores import Store
@@ -29,10 +29,10 @@ def make_one_of_each(store: Store) -> dict[str, str]:
     reserve_one(store, queues=["a"])
     store.enqueue_many([succeeded])
     done = reserve_one(store, queues=["b"])
-    store.end_attempt(job_id=succeeded.id, token=done.token)
+    store.end_attempt(Ending(job_id=succeeded.id, token=done.token))
     store.enqueue_many([failed])
     bad = reserve_one(store, queues=["a"])
-    store.end_attempt(job_id=failed.id, token=bad.token, outcome="failed", error="boom")
+    store.end_attempt(Ending(job_id=failed.id, token=bad.token, outcome="failed", error="boom"))
     store.enqueue_many([queued, scheduled])
     return {
         "queued": queued.id,
@@ -106,7 +106,7 @@ def test_retry_job_puts_a_failed_job_back_with_fresh_tries(store: Store) -> None
     handed = store.reserve(queues=["a"], worker=W1, lease=30, limit=5)
     (again,) = [r for r in handed if r.job_id == failed]
     assert again.attempt == 2  # the fencing token never goes back
-    assert store.end_attempt(job_id=failed, token=again.token)[0].accepted
+    assert store.end_attempt(Ending(job_id=failed, token=again.token))[0].accepted
     assert [a.outcome for a in job(store, failed).attempts] == ["failed", "succeeded"]
 
 

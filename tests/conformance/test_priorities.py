@@ -10,6 +10,7 @@ import pytest
 
 import tenure
 from conformance.helpers import W1, enqueue, expire_and_rescue, job, new_job, reserve_one
+from tenure.core.records import Ending
 from tenure.stores import Store
 
 
@@ -21,7 +22,7 @@ def drain_order(store: Store, queues: tuple[str, ...] = ("default",)) -> list[st
     while held:
         order.append(held[0].job_id)
         _, following = store.end_attempt(
-            job_id=held[0].job_id, token=held[0].token, queues=queues, worker=W1, lease=30
+            Ending(job_id=held[0].job_id, token=held[0].token), queues=queues, worker=W1, lease=30
         )
         held = [following] if following is not None else []
     return order

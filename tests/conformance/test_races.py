@@ -7,7 +7,7 @@ import json
 import threading
 
 from conformance.helpers import counts, new_job, race
-from tenure.core.records import WorkerRef
+from tenure.core.records import Ending, WorkerRef
 from tenure.stores import Store, open_store
 from tenure.stores.base import get_job
 
@@ -90,7 +90,7 @@ def test_completing_and_reserving_concurrently_keeps_every_job_once(
         try:
             while batch := own.reserve(queues=["race"], worker=me, lease=60, limit=2):
                 for r in batch:
-                    assert own.end_attempt(job_id=r.job_id, token=r.token)[0].accepted
+                    assert own.end_attempt(Ending(job_id=r.job_id, token=r.token))[0].accepted
                 own.sweep(prune=False)
         except BaseException as exc:
             errors.append(exc)

@@ -6,6 +6,7 @@ size. The end is accepted and decided like any other failure, never taken for a 
 from __future__ import annotations
 
 from conformance.helpers import attempt, enqueue, job, new_job, reserve_one
+from tenure.core.records import Ending
 from tenure.core.retry import Policy
 from tenure.stores import Store
 from tenure.stores.texts import ERROR_MAX_CHARS, TRACEBACK_MAX_CHARS
@@ -15,11 +16,13 @@ def test_unencodable_error_text_is_recorded_escaped(store: Store) -> None:
     (job_id,) = enqueue(store, new_job(policy=Policy(tries=1)))
     r = reserve_one(store)
     ended = store.end_attempt(
-        job_id=job_id,
-        token=r.token,
-        outcome="failed",
-        error="ValueError: a\x00b \ud800 c\u00e9",
-        traceback='File "x.py"\n  raise ValueError("a\x00b \udcff")\n',
+        Ending(
+            job_id=job_id,
+            token=r.token,
+            outcome="failed",
+            error="ValueError: a\x00b \ud800 c\u00e9",
+            traceback='File "x.py"\n  raise ValueError("a\x00b \udcff")\n',
+        )
     )[0]
     assert (ended.accepted, ended.state) == (True, "failed")
     got = attempt(store, job_id, 1)
@@ -34,7 +37,9 @@ def test_a_huge_error_text_is_capped_head_and_tail_with_its_size(store: Store) -
     r = reserve_one(store)
     error = "HEAD" + "x" * 5_000_000 + "TAIL"
     trace = "START" + "y" * 1_000_000 + "END"
-    store.end_attempt(job_id=job_id, token=r.token, outcome="failed", error=error, traceback=trace)
+    store.end_attempt(
+        Ending(job_id=job_id, token=r.token, outcome="failed", error=error, traceback=trace)
+    )
     got = attempt(store, job_id, 1)
     assert got.error is not None and got.traceback is not None
     assert len(got.error) <= ERROR_MAX_CHARS

@@ -14,6 +14,7 @@ import tenure
 from backends.kit import Kit
 from conformance.helpers import W1, W2, enqueue, expire_and_rescue, job, new_job, reserve_one
 from tenure.core import payload
+from tenure.core.records import Ending
 from tenure.stores import Store
 from tenure.testing import drain
 
@@ -51,7 +52,7 @@ def app(store_url: str, store: Store) -> Iterator[tenure.App]:
 def test_the_result_is_stored_with_the_success(store: Store) -> None:
     (first,) = enqueue(store, new_job())
     held = reserve_one(store)
-    ended = store.end_attempt(job_id=first, token=held.token, result='{"total":420}')[0]
+    ended = store.end_attempt(Ending(job_id=first, token=held.token, result='{"total":420}'))[0]
     assert ended.accepted
     record = job(store, first)
     assert record.state == "succeeded"
@@ -62,7 +63,10 @@ def test_complete_and_reserve_stores_the_result_and_claims_the_next(store: Store
     first, second = enqueue(store, new_job(), new_job())
     held = reserve_one(store)
     ended, following = store.end_attempt(
-        job_id=first, token=held.token, queues=["default"], worker=W1, lease=30, result="[1,2]"
+        Ending(job_id=first, token=held.token, result="[1,2]"),
+        queues=["default"],
+        worker=W1,
+        lease=30,
     )
     assert ended.accepted and following is not None and following.job_id == second
     assert job(store, first).result == [1, 2]
@@ -74,14 +78,19 @@ def test_a_stale_tokens_result_is_refused(store: Store) -> None:
     stale = reserve_one(store, lease=1)
     expire_and_rescue(store, only)
     fresh = reserve_one(store, worker=W2)
-    late = store.end_attempt(job_id=only, token=stale.token, result='"from the stale attempt"')[0]
+    late = store.end_attempt(
+        Ending(job_id=only, token=stale.token, result='"from the stale attempt"')
+    )[0]
     assert not late.accepted
     assert job(store, only).result_text is None
     ended, _ = store.end_attempt(
-        job_id=only, token=stale.token, queues=["default"], worker=W1, lease=30, result='"late"'
+        Ending(job_id=only, token=stale.token, result='"late"'),
+        queues=["default"],
+        worker=W1,
+        lease=30,
     )
     assert not ended.accepted and job(store, only).result_text is None
-    assert store.end_attempt(job_id=only, token=fresh.token, result='"fresh"')[0].accepted
+    assert store.end_attempt(Ending(job_id=only, token=fresh.token, result='"fresh"'))[0].accepted
     assert job(store, only).result == "fresh"
 
 

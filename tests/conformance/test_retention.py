@@ -16,7 +16,7 @@ import pytest
 
 from conformance.helpers import W1, counts, enqueue, job, new_job, reserve_one, wait_until
 from tenure.core.guards import Guards
-from tenure.core.records import NewBatch, NewJob
+from tenure.core.records import Ending, NewBatch, NewJob
 from tenure.core.retention import Keep, Pruned
 from tenure.core.retry import Policy
 from tenure.stores import Store
@@ -35,7 +35,7 @@ def run_to_success(store: Store, *job_ids: str, queue: str = "default") -> None:
     for _ in job_ids:
         res = reserve_one(store, queues=(queue,))
         assert res.job_id in job_ids
-        assert store.end_attempt(job_id=res.job_id, token=res.token)[0].accepted
+        assert store.end_attempt(Ending(job_id=res.job_id, token=res.token))[0].accepted
 
 
 def sweep_until(store: Store, done: object, *, limit: int = 500, what: str) -> Pruned:
@@ -58,9 +58,9 @@ def test_old_finished_jobs_go_with_their_attempts_and_effects(store: Store) -> N
     res = reserve_one(store)
     assert res.job_id == old_ok.id
     assert store.claim_once(job_id=res.job_id, token=res.token, key="charge")
-    assert store.end_attempt(job_id=res.job_id, token=res.token)[0].accepted
+    assert store.end_attempt(Ending(job_id=res.job_id, token=res.token))[0].accepted
     res = reserve_one(store)
-    store.end_attempt(job_id=res.job_id, token=res.token, outcome="failed", error="boom")
+    store.end_attempt(Ending(job_id=res.job_id, token=res.token, outcome="failed", error="boom"))
     assert job(store, old_failed.id).state == "failed"
     run_to_success(store, young.id)
 
@@ -111,7 +111,7 @@ def test_a_running_batch_keeps_its_finished_members(store: Store) -> None:
     members = [kept(GONE_AT_ONCE, batch_id="b-run"), kept(GONE_AT_ONCE, batch_id="b-run")]
     store.enqueue_many(members, batch=NewBatch(id="b-run", name="run", keep=GONE_AT_ONCE))
     first = reserve_one(store)
-    assert store.end_attempt(job_id=first.job_id, token=first.token)[0].accepted
+    assert store.end_attempt(Ending(job_id=first.job_id, token=first.token))[0].accepted
     t0 = store.now()
     wait_until(lambda: store.now() > t0 + 0.01, what="the store clock to move")
     for _ in range(3):
@@ -180,7 +180,7 @@ def test_two_sweepers_at_once_delete_each_job_once(store: Store, other_store: St
     enqueue(store, *jobs)
     res = store.reserve(queues=["default"], worker=W1, lease=30, limit=40)
     for r in res:
-        assert store.end_attempt(job_id=r.job_id, token=r.token)[0].accepted
+        assert store.end_attempt(Ending(job_id=r.job_id, token=r.token))[0].accepted
     wait_until(lambda: store.sweep(dry_run=True).pruned.jobs == 40, what="all forty to be due")
     deleted: list[int] = []
     errors: list[BaseException] = []
@@ -307,7 +307,7 @@ def test_per_key_state_no_job_needs_is_pruned_and_live_keys_keep_theirs(store: S
     assert store.sweep().pruned.guards == 0  # gone, not counted again
     # the live key still holds its limit and hands back its parked job
     assert store.reserve(queues=["live"], worker=W1, lease=30) == []
-    assert store.end_attempt(job_id=held.job_id, token=held.token)[0].accepted
+    assert store.end_attempt(Ending(job_id=held.job_id, token=held.token))[0].accepted
     assert [r.job_id for r in store.reserve(queues=["live"], worker=W1, lease=30)] == [live[1].id]
     # the keys that were pruned work as new ones: a limit of one, a fair turn, a debounce
     again = [

@@ -20,7 +20,7 @@ import pytest
 
 import tenure
 from conformance.helpers import W1, job, new_job, reserve_one
-from tenure.core.records import BatchRecord, NewBatch, NewJob
+from tenure.core.records import BatchRecord, Ending, NewBatch, NewJob
 from tenure.core.retry import Policy
 from tenure.stores import Store
 from tenure.stores.base import get_batch
@@ -72,9 +72,9 @@ def run(store: Store, member: NewJob, *, fail: bool, progress: float | None = No
     if progress is not None:
         store.report_progress(job_id=r.job_id, token=r.token, fraction=progress)
     if fail:
-        store.end_attempt(job_id=r.job_id, token=r.token, outcome="failed", error="boom")
+        store.end_attempt(Ending(job_id=r.job_id, token=r.token, outcome="failed", error="boom"))
     else:
-        assert store.end_attempt(job_id=r.job_id, token=r.token)[0].accepted
+        assert store.end_attempt(Ending(job_id=r.job_id, token=r.token))[0].accepted
 
 
 @pytest.mark.batches_across_queues
@@ -145,7 +145,9 @@ def test_a_member_of_a_failed_batch_is_not_retried(store: Store) -> None:
 
     assert not store.retry_job(b.id)
     assert job(store, b.id).state == "failed" and counts(store, batch_id) == before
-    assert store.end_attempt(job_id=a.id, token=r.token)[0].accepted  # the batch then settles
+    assert store.end_attempt(Ending(job_id=a.id, token=r.token))[
+        0
+    ].accepted  # the batch then settles
     assert not store.retry_job(b.id)
     assert counts(store, batch_id) == ("failed", 3, 1, 1, 0)
     assert callbacks(store) == ["catch", "finally"]

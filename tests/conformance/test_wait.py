@@ -14,6 +14,7 @@ import pytest
 
 import tenure
 from conformance.helpers import W1, wait_until
+from tenure.core.records import Ending
 from tenure.stores import Store
 
 
@@ -64,7 +65,7 @@ def in_thread(call: Callable[[], Any]) -> tuple[threading.Thread, dict[str, Any]
 
 def succeed(store: Store, result: str | None) -> float:
     (held,) = store.reserve(queues=["default"], worker=W1, lease=30)
-    ended, _ = store.end_attempt(job_id=held.job_id, token=held.token, result=result)
+    ended, _ = store.end_attempt(Ending(job_id=held.job_id, token=held.token, result=result))
     assert ended.accepted
     return time.monotonic()
 
@@ -102,7 +103,9 @@ def test_a_failed_job_raises_job_failed_with_its_last_error(app: tenure.App) -> 
     thread, out = in_thread(lambda: handle.wait(timeout=30))
     (held,) = app.store.reserve(queues=["default"], worker=W1, lease=30)
     app.store.end_attempt(
-        job_id=held.job_id, token=held.token, outcome="failed", error="ValueError: bad row 6"
+        Ending(
+            job_id=held.job_id, token=held.token, outcome="failed", error="ValueError: bad row 6"
+        )
     )
     thread.join(30)
     error = out.get("error")

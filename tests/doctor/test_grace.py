@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 from test_history import WORKER
 
+from tenure.core.records import Ending
 from tenure.doctor.model import Severity
 
 from conftest import HERE, rule_ids, run_in, write
@@ -75,7 +76,7 @@ def record_runs(db: Path, name: str, seconds: float, count: int = 3) -> None:
         for _ in range(count):
             job_id = job.dispatch(1).id
             (reservation,) = app.store.reserve(queues=["default"], worker=WORKER, lease=30)
-            app.store.end_attempt(job_id=job_id, token=reservation.token)
+            app.store.end_attempt(Ending(job_id=job_id, token=reservation.token))
             with sqlite3.connect(db) as conn:
                 conn.execute(
                     "UPDATE tenure_attempts SET started_at = ended_at - ? WHERE job_id = ?",

@@ -15,7 +15,7 @@ import pytest
 
 import tenure
 from tenure.core import causes
-from tenure.core.records import WorkerRecord, WorkerRef
+from tenure.core.records import Ending, WorkerRecord, WorkerRef
 from tenure.doctor.history import Limits, check_history, p95
 from tenure.doctor.model import Source
 from tenure.job import Job
@@ -56,9 +56,11 @@ def attempt(store: Store, queue: str, outcome: str, job_id: str) -> tuple[str, i
     (reservation,) = store.reserve(queues=[queue], worker=WORKER, lease=30)
     assert reservation.job_id == job_id
     if outcome == "succeeded":
-        store.end_attempt(job_id=job_id, token=reservation.token)
+        store.end_attempt(Ending(job_id=job_id, token=reservation.token))
     else:
-        store.end_attempt(job_id=job_id, token=reservation.token, outcome=outcome, error="boom")
+        store.end_attempt(
+            Ending(job_id=job_id, token=reservation.token, outcome=outcome, error="boom")
+        )
     return job_id, reservation.attempt
 
 
@@ -144,7 +146,9 @@ def test_a_crash_loop_names_its_recorded_cause_and_its_fix(app: tenure.App) -> N
         # the words say another size: the rule reads the recorded field, not the text
         error = "killed by signal 9; its last memory reading was 9.9 GB, 0.3 s before it died"
         app.store.end_attempt(
-            job_id=job_id, token=reservation.token, outcome="crashed", error=error, cause=cause
+            Ending(
+                job_id=job_id, token=reservation.token, outcome="crashed", error=error, cause=cause
+            )
         )
     assert [a.memory_mb for a in app.get_job(job_id).attempts] == list(readings)
     found = check_history(app.store, {}, Source("jobs.py", 1))  # type: ignore[arg-type]
@@ -164,11 +168,14 @@ def test_a_crash_loop_without_memory_readings_names_no_size(app: tenure.App) -> 
     for _ in range(3):
         (reservation,) = app.store.reserve(queues=["default"], worker=WORKER, lease=30)
         app.store.end_attempt(
-            job_id=job_id,
-            token=reservation.token,
-            outcome="crashed",
-            error="killed by signal 9; its last memory reading was 1.9 GB, 0.3 s before it died",
-            cause=causes.OOM_KILL,
+            Ending(
+                job_id=job_id,
+                token=reservation.token,
+                outcome="crashed",
+                error="killed by signal 9; its last memory reading was 1.9 GB, 0.3 s before it "
+                "died",
+                cause=causes.OOM_KILL,
+            )
         )
     found = check_history(app.store, {}, Source("jobs.py", 1))  # type: ignore[arg-type]
     (loop,) = [f for f in found if f.rule == "crash-loop"]
@@ -290,12 +297,15 @@ def test_a_job_failed_for_its_unknown_name_is_named_with_the_fix(app: tenure.App
     job_id = report.dispatch(1).id
     (r,) = app.store.reserve(queues=["default"], worker=WORKER, lease=30)
     app.store.end_attempt(
-        job_id=job_id,
-        token=r.token,
-        outcome="failed",
-        error="unknown job 'report': no worker that knows it ran it within --unknown-grace 600 s",
-        permanent=True,
-        cause=causes.UNKNOWN_JOB,
+        Ending(
+            job_id=job_id,
+            token=r.token,
+            outcome="failed",
+            error="unknown job 'report': no worker that knows it ran it within "
+            "--unknown-grace 600 s",
+            permanent=True,
+            cause=causes.UNKNOWN_JOB,
+        )
     )
     found = check_history(app.store, {}, Source("jobs.py", 1))
     assert [f.rule for f in found] == ["unknown-job-failed"]

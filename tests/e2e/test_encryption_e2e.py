@@ -13,7 +13,7 @@ import pytest
 
 from tenure import App
 from tenure.core import payload
-from tenure.core.records import WorkerRef
+from tenure.core.records import Ending, WorkerRef
 from tenure.extras import install_line
 from tenure.job import Job
 from tenure.testing import drain, freeze
@@ -123,11 +123,13 @@ def test_an_attempt_without_the_key_hands_the_job_back_and_the_key_runs_it(
     assert "corrupt" not in (ended.error or "")
     clock = freeze(app)
     app.store.end_attempt(
-        job_id=res.job_id,
-        token=res.token,
-        outcome=ended.outcome,
-        error=ended.error,
-        snooze=ended.snooze,
+        Ending(
+            job_id=res.job_id,
+            token=res.token,
+            outcome=ended.outcome,
+            error=ended.error,
+            snooze=ended.snooze,
+        )
     )
     record = app.get_job(handle.id)
     # handed back, not failed though tries=1, and not due at once: this worker would spin

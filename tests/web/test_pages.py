@@ -15,7 +15,7 @@ from starlette.testclient import TestClient
 
 from conformance.helpers import wait_until
 from tenure.core import causes
-from tenure.core.records import WorkerRef
+from tenure.core.records import Ending, WorkerRef
 from tenure.web import create_app
 from web.helpers import WebProject
 
@@ -35,14 +35,16 @@ def run_attempt(
     [r] = app.store.reserve(queues=[queue], worker=WORKER, lease=30)
     assert r.job_id == job_id
     if outcome == "succeeded":
-        assert app.store.end_attempt(job_id=r.job_id, token=r.token)[0].accepted
+        assert app.store.end_attempt(Ending(job_id=r.job_id, token=r.token))[0].accepted
     else:
         app.store.end_attempt(
-            job_id=r.job_id,
-            token=r.token,
-            outcome=outcome,
-            error=error,
-            traceback=f'Traceback (most recent call last):\n  File "jobs.py"\n{error}\n',
+            Ending(
+                job_id=r.job_id,
+                token=r.token,
+                outcome=outcome,
+                error=error,
+                traceback=f'Traceback (most recent call last):\n  File "jobs.py"\n{error}\n',
+            )
         )
 
 
@@ -177,7 +179,7 @@ def test_batch_page_shows_progress_against_the_declared_total_and_callbacks(
     )
     for _ in range(2):
         [r] = project.app.store.reserve(queues=["default"], worker=WORKER, lease=30)
-        project.app.store.end_attempt(job_id=r.job_id, token=r.token)
+        project.app.store.end_attempt(Ending(job_id=r.job_id, token=r.token))
     html = client.get(f"/batches/{b.id}").text
     assert 'max="4" value="2.0"' in html and "50.0%" in html
     # its members, each linked with its state: two succeeded, two queued
@@ -189,7 +191,7 @@ def test_batch_page_shows_progress_against_the_declared_total_and_callbacks(
     assert 'data-live="on"' in html
     for _ in range(2):
         [r] = project.app.store.reserve(queues=["default"], worker=WORKER, lease=30)
-        project.app.store.end_attempt(job_id=r.job_id, token=r.token)
+        project.app.store.end_attempt(Ending(job_id=r.job_id, token=r.token))
     data = client.get(f"/api/batches/{b.id}").json()
     assert (data["state"], data["progress"], data["done"]) == ("succeeded", 1.0, 4)
     assert [c["kind"] for c in data["callbacks"]] == ["then"]
@@ -261,7 +263,9 @@ def test_a_member_of_a_settled_batch_is_not_retried_and_the_page_says_why(
 ) -> None:
     batch = project.app.batch([project.jobs.always_fails.sig(1)], name="exports")
     [r] = project.app.store.reserve(queues=["default"], worker=WORKER, lease=30)
-    project.app.store.end_attempt(job_id=r.job_id, token=r.token, outcome="failed", error="boom")
+    project.app.store.end_attempt(
+        Ending(job_id=r.job_id, token=r.token, outcome="failed", error="boom")
+    )
     assert project.app.get_batch(batch.id).state == "failed"
     token = csrf_of(client)
 
@@ -290,15 +294,17 @@ def test_job_page_explains_a_gap_in_its_attempt_numbers(
     for record in (True, False):
         r = due()
         store.end_attempt(
-            job_id=job_id,
-            token=r.token,
-            outcome="deferred",
-            error=f"worker {WORKER.id} does not know job 'crashes_first'",
-            cause=causes.UNKNOWN_JOB,
-            snooze=0.05,
-            record=record,
+            Ending(
+                job_id=job_id,
+                token=r.token,
+                outcome="deferred",
+                error=f"worker {WORKER.id} does not know job 'crashes_first'",
+                cause=causes.UNKNOWN_JOB,
+                snooze=0.05,
+                record=record,
+            )
         )
-    assert store.end_attempt(job_id=job_id, token=due().token)[0].accepted
+    assert store.end_attempt(Ending(job_id=job_id, token=due().token))[0].accepted
     html = client.get(f"/jobs/{job_id}").text
     assert (
         f"attempt 2: handed back again by worker {WORKER.id}, whose code does not know this job"
@@ -344,11 +350,13 @@ def test_the_job_page_and_its_json_name_an_attempts_cause(
     job_id: str = project.jobs.always_fails.dispatch(9).id
     [r] = project.app.store.reserve(queues=["default"], worker=WORKER, lease=30)
     project.app.store.end_attempt(
-        job_id=job_id,
-        token=r.token,
-        outcome="crashed",
-        error="child process (pid 7) was killed by signal 9 (SIGKILL)",
-        cause=causes.OOM_KILL,
+        Ending(
+            job_id=job_id,
+            token=r.token,
+            outcome="crashed",
+            error="child process (pid 7) was killed by signal 9 (SIGKILL)",
+            cause=causes.OOM_KILL,
+        )
     )
     page = client.get(f"/jobs/{job_id}").text
     assert (

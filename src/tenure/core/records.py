@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, Literal, NamedTuple
 
 from tenure.core import results
 from tenure.core.batch import BatchCounts
@@ -119,6 +119,29 @@ class JobRecord:
     def result(self) -> Any:
         """The job's return value, as JSON brought it back (decrypted when sealed)."""
         return results.decode(self.result_text)
+
+
+class Ending(NamedTuple):
+    """A running attempt's end, as its worker hands it to Store.end_attempt (whose docstring
+    says what each field does): which attempt (`job_id`, `token`), how it ended, and what to
+    keep of it. A NamedTuple, as the worker's messages are: one is made per job on the hot
+    path, where a frozen dataclass's __init__ costs five times as much."""
+
+    job_id: str
+    token: int
+    outcome: str = "succeeded"
+    result: str | None = None  # a success's stored result (tenure.core.results.encode)
+    error: str | None = None  # None: the outcome's own word is recorded
+    traceback: str | None = None
+    permanent: bool = False  # failed without a retry
+    cause: str | None = None  # who ended the attempt's process (tenure.core.causes)
+    snooze: float = 0.0  # "deferred": queued again this many seconds later, no try used
+    record: bool = True  # False: its worker recorded this end once already; no attempt row
+
+    @property
+    def error_text(self) -> str:
+        """The error an unsuccessful end records: `error`, else the outcome itself."""
+        return self.error or self.outcome
 
 
 @dataclass(frozen=True)

@@ -1,5 +1,5 @@
 """Job results: a job's JSON return value, stored with its success in the same store call
-that records it (`end_attempt(result=...)`, `JobTransaction.complete(result)`), so
+that records it (`end_attempt(Ending(result=...))`, `JobTransaction.complete(result)`), so
 there is never a success without its result nor a result of a stale attempt (the token
 decides both at once).
 

@@ -19,12 +19,12 @@ postgres/claims.py (the claim statements) and waiters.py (pruning waiter rows),
 redis/connection.py (opening each topology from its URL), cluster.py, scripts.py and lua/,
 functions.py, and records.py (hashes read back into records, as sql/rows.py reads rows).
 
-A store is assembled over its engine's hot path: `SQLiteStore(SQLiteJobs, SQLStore)` and
-`PostgresStore(PostgresJobs, SQLStore)`, the shared SQL verbs mixed in; `RedisStore(RedisJobs,
-RedisGuards, RedisPeriodic, RedisOperations)`, its verbs in parts by job. The parts are
-inherited, not held, so the hot path pays no forwarding call. PostgresStore and RedisStore hold
-their database as `self.db` (Database, RedisDatabase), which every part reaches through;
-SQLiteJobs still inherits SQLiteDatabase.
+A store is assembled one way: it holds its database as `self.db` (SQLiteDatabase, Database,
+RedisDatabase: the connection, the clock, the transactions or scripts), which every part reaches
+through, and inherits its verbs in parts over its engine's hot path: `SQLiteStore(SQLiteJobs,
+SQLStore)` and `PostgresStore(PostgresJobs, SQLStore)`, the shared SQL verbs mixed in;
+`RedisStore(RedisJobs, RedisGuards, RedisPeriodic, RedisOperations)`, its verbs by job. The parts
+are inherited, not held, so the hot path pays no forwarding call.
 """
 
 from __future__ import annotations

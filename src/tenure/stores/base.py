@@ -14,6 +14,7 @@ from typing import Any, ClassVar, Protocol
 from tenure.core.records import (
     BatchRecord,
     CancelResult,
+    Ending,
     EndResult,
     HeartbeatReply,
     JobRecord,
@@ -138,32 +139,25 @@ class Store(Protocol):
 
     def end_attempt(
         self,
+        ending: Ending,
         *,
-        job_id: str,
-        token: int,
-        outcome: str = "succeeded",
-        result: str | None = None,
-        error: str | None = None,
-        traceback: str | None = None,
-        permanent: bool = False,
         queues: Sequence[str] = (),
         worker: WorkerRef | None = None,
         lease: float = 0.0,
-        cause: str | None = None,
-        snooze: float = 0.0,
-        record: bool = True,
     ) -> tuple[EndResult, Reservation | None]:
         """End a running attempt, however it ended, and with `queues` and `worker` claim the
         same slot's next job in the same round trip where the backend allows (one transaction
         on SQL, one script on Redis): the one verb for an attempt's end, the worker's hot path.
 
-        `outcome` "succeeded" records a success, with `result` (tenure.core.results.encode's text;
-        None stores nothing) written in the same transaction or script, and only when the
-        token still holds the lease: never a success without its result, never the result of
-        a stale attempt. Any other outcome ends the attempt without success (`error`, default
-        the outcome, and `traceback` kept with it) and the store decides retry or fail;
-        `permanent` fails it without a retry; `snooze` (outcome "deferred": the job put
-        itself off) queues it again that many seconds later, no try used. `record` False (an
+        `ending` (tenure.core.records.Ending) names the attempt (`job_id`, `token`) and how it
+        ended. `outcome` "succeeded" records a success, with `result`
+        (tenure.core.results.encode's text; None stores nothing) written in the same
+        transaction or script, and only when the token still holds the lease: never a success
+        without its result, never the result of a stale attempt. Any other outcome ends the
+        attempt without success (`error`, default the outcome, and `traceback` kept with it,
+        with its `cause`) and the store decides retry or fail; `permanent` fails it without a
+        retry; `snooze` (outcome "deferred": the job put itself off) queues it again that many
+        seconds later, no try used. `record` False (an
         end its worker already recorded once: a rolling deploy's repeated hand-back) leaves
         no attempt in the job's history: the job is decided as for `outcome`, only the
         history does not grow (unless it was cancelled meanwhile). A job cancelled

@@ -31,7 +31,7 @@ from types import FrameType
 from typing import IO, Any
 
 from tenure.core.errors import CancelRequested, JobTimeout
-from tenure.core.records import EndResult, Reservation, WorkerRef
+from tenure.core.records import Ending, EndResult, Reservation, WorkerRef
 from tenure.loading import load_app
 from tenure.logs import log_end, setup_logging, spool_lines
 from tenure.settings import weighted_order
@@ -249,15 +249,13 @@ class Child:
         straight to the store (Recorder.succeed_and_claim is the supervisor's)."""
         try:
             return self.store.end_attempt(
-                job_id=res.job_id,
-                token=res.token,
+                Ending(job_id=res.job_id, token=res.token, result=ended.result),
                 # without weights the order is the queues' own (no call into settings)
                 queues=weighted_order(self.queues, self.weights, self.rng)
                 if self.weights
                 else self.queues,
                 worker=self.ref,
                 lease=self.lease,
-                result=ended.result,
             )
         except Exception:
             # Recording the end matters; the next job can wait for the fetch loop (a success

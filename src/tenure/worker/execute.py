@@ -27,7 +27,7 @@ from tenure.core.errors import (
     PayloadError,
     Snooze,
 )
-from tenure.core.records import EndResult, Reservation
+from tenure.core.records import Ending, EndResult, Reservation
 from tenure.core.results import ResultError
 from tenure.hooks import NO_HOOK, Hooks
 from tenure.job import Job
@@ -56,6 +56,21 @@ class Ended:
     def to_record(self) -> bool:
         """A success still to be written by the caller (not by the job's own transaction)."""
         return self.outcome == "succeeded" and self.recorded is None
+
+    def ending(self, job_id: str, token: int) -> Ending:
+        """This end of the attempt `job_id`/`token`, as Store.end_attempt takes it."""
+        return Ending(
+            job_id=job_id,
+            token=token,
+            outcome=self.outcome,
+            result=self.result,
+            error=self.error,
+            traceback=self.traceback,
+            permanent=self.permanent,
+            cause=self.cause,
+            snooze=self.snooze,
+            record=self.history,
+        )
 
 
 SUCCEEDED = Ended("succeeded")

@@ -13,7 +13,7 @@ from collections.abc import Callable, Sequence
 from typing import TypeVar
 
 from tenure.core.errors import ConfigError, StoreMisconfigured
-from tenure.core.records import EndResult, Reservation, WorkerRef
+from tenure.core.records import Ending, EndResult, Reservation, WorkerRef
 from tenure.logs import log_end as log_end
 from tenure.stores.base import Store
 from tenure.worker.execute import Ended
@@ -91,20 +91,7 @@ class Recorder:
         and the job will be rescued)."""
         if ended.recorded is not None:
             return ended.recorded
-        return self._call(
-            lambda: self.store.end_attempt(
-                job_id=res.job_id,
-                token=res.token,
-                outcome=ended.outcome,
-                result=ended.result,
-                error=ended.error,
-                traceback=ended.traceback,
-                permanent=ended.permanent,
-                snooze=ended.snooze,
-                cause=ended.cause,
-                record=ended.history,
-            )[0]
-        )
+        return self._call(lambda: self.store.end_attempt(ended.ending(res.job_id, res.token))[0])
 
     def succeed_and_claim(
         self, res: Reservation, ended: Ended, queues: Sequence[str]
@@ -113,12 +100,10 @@ class Recorder:
         call."""
         try:
             return self.store.end_attempt(
-                job_id=res.job_id,
-                token=res.token,
+                Ending(job_id=res.job_id, token=res.token, result=ended.result),
                 queues=queues,
                 worker=self.worker,
                 lease=self.lease,
-                result=ended.result,
             )
         except Exception:
             # Recording the end matters; the next job can wait for the fetch loop. (Had the

@@ -15,6 +15,7 @@ from conformance.test_counts import (
     run_mixed_workload,
     zeros,
 )
+from tenure.core.records import Ending
 from tenure.stores import Store, open_store
 
 ByQueueAndState = dict[tuple[str, str], int]
@@ -100,7 +101,7 @@ def test_the_upgrade_backfills_the_counters_from_the_jobs_present(
             assert kept == jobs and sum(jobs.values()) == 300
             # and from there on the triggers keep them
             r = reserve_one(store, queues=["q1"], worker=W1)
-            store.end_attempt(job_id=r.job_id, token=r.token)
+            store.end_attempt(Ending(job_id=r.job_id, token=r.token))
             assert_counts_agree(store)
             with psycopg.connect(conninfo, autocommit=True) as conn:
                 conn.execute(f'TRUNCATE "{schema}".tenure_jobs CASCADE')

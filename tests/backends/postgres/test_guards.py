@@ -11,6 +11,7 @@ import pytest
 from backends.postgres.kit import PostgresKit
 from conformance.helpers import W1, job, new_job
 from tenure.core.errors import ConfigError
+from tenure.core.records import Ending
 from tenure.stores import Store
 
 
@@ -64,7 +65,7 @@ def test_upgrading_a_version_2_schema_with_jobs_in_it(request: pytest.FixtureReq
             r = store.reserve(queues=["default"], worker=W1, lease=30)[0]
             assert r.job_id == "old-job"
             assert store.claim_once(job_id="old-job", token=r.token, key="k")
-            assert store.end_attempt(job_id="old-job", token=r.token)[0].accepted
+            assert store.end_attempt(Ending(job_id="old-job", token=r.token))[0].accepted
             assert [e.key for e in job(store, "old-job").effects] == ["k"]
         finally:
             store.close()

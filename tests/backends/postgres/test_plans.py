@@ -16,6 +16,7 @@ import pytest
 from psycopg import sql
 
 from conformance.helpers import W1, enqueue, new_job
+from tenure.core.records import Ending
 from tenure.stores import Store
 from tenure.stores.postgres import claims
 
@@ -78,7 +79,7 @@ def nearly_drained(store: Store, jobs: int) -> None:
     for _ in range(jobs - 3):
         assert res is not None
         _, res = store.end_attempt(
-            job_id=res.job_id, token=res.token, queues=["default"], worker=W1, lease=30
+            Ending(job_id=res.job_id, token=res.token), queues=["default"], worker=W1, lease=30
         )
 
 

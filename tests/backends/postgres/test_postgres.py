@@ -18,6 +18,7 @@ import pytest
 from backends.postgres.kit import PostgresKit
 from conformance.helpers import W1, counts, enqueue, job, new_job, reserve_one, wait_until
 from tenure.core.errors import ConfigError, StoreUnavailable
+from tenure.core.records import Ending
 from tenure.core.retry import Policy
 from tenure.stores import open_store
 from tenure.stores.base import get_job
@@ -181,11 +182,13 @@ def test_a_job_handed_back_wakes_an_idle_worker(fresh_schema: tuple[str, str]) -
         woke_within(
             store,
             lambda: other.end_attempt(
-                job_id=job_id, token=r.token, outcome="interrupted", error="SIGTERM"
+                Ending(job_id=job_id, token=r.token, outcome="interrupted", error="SIGTERM")
             ),
         )
         r = reserve_one(other)
-        other.end_attempt(job_id=job_id, token=r.token, outcome="failed", error="x", permanent=True)
+        other.end_attempt(
+            Ending(job_id=job_id, token=r.token, outcome="failed", error="x", permanent=True)
+        )
         woke_within(store, lambda: other.retry_job(job_id))
         assert job(store, job_id).state == "queued"
     finally:
@@ -229,7 +232,7 @@ def test_an_outage_raises_store_unavailable_then_the_store_reconnects(
             timeout=20,
             what="the store to reconnect",
         )
-        assert store.end_attempt(job_id=job_id, token=r.token)[0].accepted
+        assert store.end_attempt(Ending(job_id=job_id, token=r.token))[0].accepted
         assert job(store, job_id).state == "succeeded"
         store.wait_for_work(queues=["default"], timeout=0.1)  # listens again
     finally:

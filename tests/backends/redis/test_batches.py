@@ -26,7 +26,7 @@ from conformance.helpers import counts
 from tenure.core import batch as rules
 from tenure.core.errors import ConfigError, TenureError
 from tenure.core.guards import Guards
-from tenure.core.records import NewBatch, NewJob, WorkerRef
+from tenure.core.records import Ending, NewBatch, NewJob, WorkerRef
 from tenure.core.retry import Policy
 from tenure.stores.base import get_batch
 from tenure.stores.redis import RedisStore, split_prefix
@@ -206,7 +206,7 @@ def test_on_one_server_members_and_callbacks_may_use_any_queues(store: RedisStor
     a, b, c = job("alpha", ONE_TRY), job("beta"), job("gamma")
     batch_id = make_batch(store, [a, b, c], callbacks_in="callbacks")
     got = store.reserve(queues=["alpha"], worker=WORKER, lease=30)
-    store.end_attempt(job_id=got[0].job_id, token=got[0].token, outcome="failed", error="e")
+    store.end_attempt(Ending(job_id=got[0].job_id, token=got[0].token, outcome="failed", error="e"))
     record = get_batch(store, batch_id)
     assert record is not None
     assert (record.state, record.failed, record.cancelled) == ("failed", 1, 2)
@@ -236,7 +236,7 @@ def test_damaged_queue_bases_never_lead_a_script_outside_the_prefix(
     client.hset(f"{base}:batch:{batch_id}", "catch.base", f"{foreign}:{{q:default}}")
     client.hset(f"{base}:bopen:{batch_id}", "ghost", f"{foreign}:{{q:default}}")
     got = store.reserve(queues=["default"], worker=WORKER, lease=30)
-    store.end_attempt(job_id=got[0].job_id, token=got[0].token, outcome="failed", error="e")
+    store.end_attempt(Ending(job_id=got[0].job_id, token=got[0].token, outcome="failed", error="e"))
     record = get_batch(store, batch_id)
     assert record is not None
     # the ghost member is dropped as cancelled with the queued one; catch is skipped
@@ -253,7 +253,7 @@ def test_a_batch_hash_without_a_state_stops_its_bookkeeping_not_its_members(
     client.hdel(f"{store.prefix}:{{q:default}}:batch:{batch_id}", "state")
     for r in store.reserve(queues=["default"], worker=WORKER, lease=30, limit=2):
         store.report_progress(job_id=r.job_id, token=r.token, fraction=0.5)
-        assert store.end_attempt(job_id=r.job_id, token=r.token)[0].accepted
+        assert store.end_attempt(Ending(job_id=r.job_id, token=r.token))[0].accepted
     record = get_batch(store, batch_id)
     assert record is not None and record.state == "failed"
     assert store.cancel(batch_id=batch_id).accepted is False
@@ -276,7 +276,7 @@ def test_a_callback_keeps_its_guards_and_an_older_record_without_them_still_runs
             client.hset(f"{base}:batch:{batch_id}", "then.guards", damage)
         ids.append(then.id)
     for r in store.reserve(queues=["default"], worker=WORKER, lease=30, limit=3):  # members
-        assert store.end_attempt(job_id=r.job_id, token=r.token)[0].accepted
+        assert store.end_attempt(Ending(job_id=r.job_id, token=r.token))[0].accepted
     fields = ["overlap_key", "overlap_delay", "rate_key", "rate_limit", "rate_window"]
     kept, *older = (client.hmget(f"{base}:job:{i}", ["state", *fields]) for i in ids)
     assert kept == ["queued", "k", "0.5", "r", "2", "9"]
@@ -348,8 +348,8 @@ def test_on_a_cluster_a_batch_in_one_queue_runs_whole(
     store.enqueue_many([job("exports")], into_batch=batch_id)
     got = store.reserve(queues=["exports"], worker=WORKER, lease=30, limit=2)
     store.report_progress(job_id=got[0].job_id, token=got[0].token, fraction=0.5)
-    store.end_attempt(job_id=got[0].job_id, token=got[0].token)
-    store.end_attempt(job_id=got[1].job_id, token=got[1].token, outcome="failed", error="e")
+    store.end_attempt(Ending(job_id=got[0].job_id, token=got[0].token))
+    store.end_attempt(Ending(job_id=got[1].job_id, token=got[1].token, outcome="failed", error="e"))
     record = get_batch(store, batch_id)
     assert record is not None
     assert (record.state, record.done, record.failed, record.cancelled) == ("failed", 1, 1, 2)

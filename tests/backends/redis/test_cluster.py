@@ -15,6 +15,7 @@ import pytest
 
 from conformance.helpers import W1, counts, new_job
 from tenure.core.errors import ConfigError, StoreMisconfigured
+from tenure.core.records import Ending
 from tenure.stores import open_store
 from tenure.stores.base import get_batch
 from tenure.stores.redis import RedisStore
@@ -67,7 +68,7 @@ def test_calls_spanning_queues_on_every_node_all_land(
         store.heartbeat(worker=W1, leases=[(r.job_id, r.token) for r in held], lease=30).lost == []
     )
     for r in held:
-        assert store.end_attempt(job_id=r.job_id, token=r.token)[0].accepted
+        assert store.end_attempt(Ending(job_id=r.job_id, token=r.token))[0].accepted
     assert counts(store)["succeeded"] == 6
     assert {j.queue for j in store.list_jobs(state="succeeded")} == set(queues)
 

@@ -9,7 +9,7 @@ from collections.abc import Iterator
 import pytest
 import redis
 
-from tenure.core.records import NewJob, WorkerRef
+from tenure.core.records import Ending, NewJob, WorkerRef
 from tenure.core.retry import Policy
 from tenure.stores.redis import RedisStore
 from tenure.stores.redis.scripts import global_library, global_scripts, queue_library, queue_scripts
@@ -107,7 +107,7 @@ def test_a_server_that_refuses_function_runs_the_scripts_by_evalsha(
     try:
         store.enqueue_many([job("a")])
         (r,) = store.reserve(queues=["default"], worker=WORKER, lease=30)
-        assert store.end_attempt(job_id=r.job_id, token=r.token)[0].accepted
+        assert store.end_attempt(Ending(job_id=r.job_id, token=r.token))[0].accepted
         stats = admin.info("commandstats")
         assert "cmdstat_fcall" not in stats
         assert int(stats["cmdstat_evalsha"]["calls"]) >= 3

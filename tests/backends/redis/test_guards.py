@@ -23,7 +23,7 @@ from redis.crc import key_slot
 from conformance.helpers import counts
 from tenure.core.errors import ConfigError
 from tenure.core.guards import Guards
-from tenure.core.records import NewBatch, NewJob, WorkerRef
+from tenure.core.records import Ending, NewBatch, NewJob, WorkerRef
 from tenure.core.retry import Policy
 from tenure.stores.base import get_job
 from tenure.stores.redis import RedisStore, split_prefix
@@ -98,7 +98,7 @@ def exercise_every_guard(store: RedisStore, queue: str) -> None:
         record = get_job(store, waiting.id)
         assert record is not None and record.state == "scheduled" and record.tries_used == 0
         assert [a.outcome for a in record.attempts] == ["deferred"]
-    assert store.end_attempt(job_id=first.id, token=running[first.id].token)[0].accepted
+    assert store.end_attempt(Ending(job_id=first.id, token=running[first.id].token))[0].accepted
     record = get_job(store, first.id)
     assert record is not None and [(e.key, e.attempt) for e in record.effects] == [("charge", 1)]
 
@@ -166,7 +166,7 @@ def test_forget_drops_the_jobs_guard_entries(make_store: Callable[..., RedisStor
     store.enqueue_many([j])
     (r,) = store.reserve(queues=["default"], worker=W1, lease=30)
     assert store.claim_once(job_id=j.id, token=r.token, key="e")
-    assert store.end_attempt(job_id=j.id, token=r.token)[0].accepted
+    assert store.end_attempt(Ending(job_id=j.id, token=r.token))[0].accepted
     assert any(":once:" in k or ":uniq:" in k or k.endswith(":overlap") for k in keys_of(store))
     assert store.forget_job(j.id)
     assert [k for k in keys_of(store) if ":once:" in k or ":uniq:" in k or ":overlap" in k] == []

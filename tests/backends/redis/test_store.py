@@ -20,7 +20,7 @@ from redis.crc import key_slot
 
 from conformance.helpers import counts
 from tenure.core.errors import ConfigError, StoreUnavailable
-from tenure.core.records import NewJob, Rescued, Reservation, WorkerRecord, WorkerRef
+from tenure.core.records import Ending, NewJob, Rescued, Reservation, WorkerRecord, WorkerRef
 from tenure.core.retry import Policy
 from tenure.stores import open_store
 from tenure.stores.base import get_job
@@ -235,7 +235,7 @@ def test_a_late_complete_racing_a_rescue_is_either_accepted_or_refused_never_bot
         rescued: list[Rescued] = []
         rescuer = threading.Thread(target=lambda: rescued.extend(store.sweep(prune=False).rescued))  # noqa: B023
         rescuer.start()
-        result = store.end_attempt(job_id=job_id, token=r.token)[0]
+        result = store.end_attempt(Ending(job_id=job_id, token=r.token))[0]
         rescuer.join(DEADLINE_S)
         record = get_job(store, job_id)
         assert record is not None
@@ -407,8 +407,8 @@ def test_a_fresh_store_finds_jobs_by_id_alone(store: RedisStore) -> None:
     other = RedisStore(store.url)  # no cache: must locate the queue on the server
     try:
         assert other.heartbeat(worker=WORKER, leases=[(r.job_id, r.token)], lease=30).lost == []
-        assert other.end_attempt(job_id=r.job_id, token=r.token)[0].accepted
-        result = other.end_attempt(job_id="never-existed", token=1)[0]
+        assert other.end_attempt(Ending(job_id=r.job_id, token=r.token))[0].accepted
+        result = other.end_attempt(Ending(job_id="never-existed", token=1))[0]
         assert (result.accepted, result.state) == (False, "missing")
     finally:
         other.close()
@@ -445,7 +445,7 @@ def test_an_end_in_a_process_that_did_not_reserve_the_job_looks_nothing_up(
 
     def end(r: Reservation) -> None:
         ended.append(
-            child.end_attempt(job_id=r.job_id, token=r.token, queues=["q1"], worker=WORKER)
+            child.end_attempt(Ending(job_id=r.job_id, token=r.token), queues=["q1"], worker=WORKER)
         )
 
     seen = _commands(client, supervisor.prefix, lambda: end(a))
@@ -454,7 +454,9 @@ def test_an_end_in_a_process_that_did_not_reserve_the_job_looks_nothing_up(
     assert {c.split()[0] for c in seen} in ({"FCALL"}, {"EVALSHA"})
     (result, following) = ended.pop()
     assert result.accepted and following is not None and following.job_id == "next"
-    result, _ = child.end_attempt(job_id=b.job_id, token=b.token, queues=["q1"], worker=WORKER)
+    result, _ = child.end_attempt(
+        Ending(job_id=b.job_id, token=b.token), queues=["q1"], worker=WORKER
+    )
     assert (result.accepted, result.state) == (True, "succeeded")
     assert [get_job(supervisor, j).state for j in ("first", "elsewhere")] == ["succeeded"] * 2  # type: ignore[union-attr]
 
@@ -473,7 +475,7 @@ def test_with_aof_a_restart_keeps_jobs_attempts_and_leases(
         server.start()
         wait_until(lambda: _reachable(store), "Redis to come back")
         assert counts(store)["queued"] == 1
-        assert store.end_attempt(job_id=r.job_id, token=r.token)[0].accepted
+        assert store.end_attempt(Ending(job_id=r.job_id, token=r.token))[0].accepted
         record = get_job(store, r.job_id)
         assert record is not None and [a.outcome for a in record.attempts] == ["succeeded"]
     finally:
@@ -494,7 +496,7 @@ def test_without_persistence_a_restart_loses_everything() -> None:
         server.start()
         wait_until(lambda: _reachable(store), "Redis to come back")
         assert counts(store) == dict.fromkeys(counts(store), 0)
-        result = store.end_attempt(job_id=r.job_id, token=r.token)[0]
+        result = store.end_attempt(Ending(job_id=r.job_id, token=r.token))[0]
         assert (result.accepted, result.state) == (False, "missing")
     finally:
         store.close()
@@ -514,9 +516,11 @@ def test_attempt_history_reads_back_in_order(store: RedisStore) -> None:
     outcomes = ["failed", "interrupted", "timed_out", "crashed"]
     for outcome in outcomes:
         (r,) = store.reserve(queues=["default"], worker=WORKER, lease=30)
-        store.end_attempt(job_id=r.job_id, token=r.token, outcome=outcome, error=f"{outcome}!")
+        store.end_attempt(
+            Ending(job_id=r.job_id, token=r.token, outcome=outcome, error=f"{outcome}!")
+        )
     (r,) = store.reserve(queues=["default"], worker=WORKER, lease=30)
-    store.end_attempt(job_id=r.job_id, token=r.token)
+    store.end_attempt(Ending(job_id=r.job_id, token=r.token))
     record = get_job(store, "flaky")
     assert record is not None
     assert [a.number for a in record.attempts] == [1, 2, 3, 4, 5]

@@ -8,6 +8,7 @@ import sqlite3
 from pathlib import Path
 
 from conformance.helpers import W1, enqueue, job, new_job, reserve_one
+from tenure.core.records import Ending
 from tenure.stores.sqlite import SQLiteStore
 from tenure.stores.sqlite.database import CLOCK_SQL, sqlite_now
 
@@ -19,11 +20,11 @@ def test_a_success_and_the_next_claim_are_the_raw_loops_seven_statements(
     enqueue(store, new_job(), new_job())
     held = reserve_one(store)
     seen: list[str] = []
-    store._conn().set_trace_callback(seen.append)
+    store.db.conn().set_trace_callback(seen.append)
     ended, following = store.end_attempt(
-        job_id=held.job_id, token=held.token, queues=["default"], worker=W1, lease=30
+        Ending(job_id=held.job_id, token=held.token), queues=["default"], worker=W1, lease=30
     )
-    store._conn().set_trace_callback(None)
+    store.db.conn().set_trace_callback(None)
     assert ended.accepted and following is not None
     verbs = [" ".join(s.split()[:2]) for s in seen]
     # begin; success fenced; its attempt closed; the head of the queue; the claim; the new
@@ -56,7 +57,7 @@ def test_a_damaged_row_met_by_the_claim_fails_alone_and_the_success_stays(
             (bad,),
         )
     ended, following = store.end_attempt(
-        job_id=first, token=held.token, queues=["default"], worker=W1, lease=30
+        Ending(job_id=first, token=held.token), queues=["default"], worker=W1, lease=30
     )
     assert ended.accepted and ended.state == "succeeded"
     assert following is not None and following.job_id == good

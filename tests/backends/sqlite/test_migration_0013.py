@@ -8,6 +8,7 @@ import sqlite3
 from pathlib import Path
 
 from conformance.helpers import W1, new_job
+from tenure.core.records import Ending
 from tenure.stores.base import get_job
 from tenure.stores.sqlite import SQLiteStore, schema
 
@@ -17,8 +18,8 @@ BEFORE = 12
 def store_at_version_12(path: Path) -> SQLiteStore:
     """A store whose file is at version 12, used as that release would: no later migration."""
     store = SQLiteStore(f"sqlite:///{path}")
-    store._migrated = True  # the file is migrated by hand below, to 12 and no further
-    schema.migrate(store._conn(), schema.MIGRATIONS[:BEFORE])
+    store.db.migrated = True  # the file is migrated by hand below, to 12 and no further
+    schema.migrate(store.db.conn(), schema.MIGRATIONS[:BEFORE])
     return store
 
 
@@ -34,12 +35,14 @@ def test_a_version_12_store_with_jobs_is_upgraded_with_every_row_intact(tmp_path
     done, failed, crashed, running = store.reserve(
         queues=["default"], worker=W1, lease=30.0, limit=4
     )
-    assert store.end_attempt(job_id=done.job_id, token=done.token)[0].accepted
+    assert store.end_attempt(Ending(job_id=done.job_id, token=done.token))[0].accepted
     store.end_attempt(
-        job_id=failed.job_id, token=failed.token, outcome="failed", error="boom", permanent=True
+        Ending(
+            job_id=failed.job_id, token=failed.token, outcome="failed", error="boom", permanent=True
+        )
     )
     store.end_attempt(  # a retry: queued again, with one ended attempt
-        job_id=crashed.job_id, token=crashed.token, outcome="crashed", cause="oom-killer"
+        Ending(job_id=crashed.job_id, token=crashed.token, outcome="crashed", cause="oom-killer")
     )
     with sqlite3.connect(path) as conn:
         assert schema.schema_version(conn) == BEFORE
@@ -65,9 +68,11 @@ def test_a_version_12_store_with_jobs_is_upgraded_with_every_row_intact(tmp_path
         assert (counts["succeeded"], counts["failed"]) == (1, 1)
         # and its life goes on: the running attempt ends, the queued ones run, the retried
         # one as its second attempt
-        assert upgraded.end_attempt(job_id=running.job_id, token=running.token)[0].accepted
+        assert upgraded.end_attempt(Ending(job_id=running.job_id, token=running.token))[0].accepted
         while got := upgraded.reserve(queues=["default"], worker=W1, lease=30.0):
-            assert upgraded.end_attempt(job_id=got[0].job_id, token=got[0].token)[0].accepted
+            assert upgraded.end_attempt(Ending(job_id=got[0].job_id, token=got[0].token))[
+                0
+            ].accepted
         assert upgraded.queue_counts()["default"]["succeeded"] == 4
         again = get_job(upgraded, crashed.job_id)
         assert again is not None

@@ -11,7 +11,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from conformance.helpers import W1, new_job
-from tenure.core.records import NewBatch
+from tenure.core.records import Ending, NewBatch
 from tenure.core.retention import Keep
 from tenure.stores.base import get_job
 from tenure.stores.sqlite import SQLiteStore, schema
@@ -23,8 +23,8 @@ DUE = Keep(succeeded=0.0, failed=0.0)  # due for pruning as soon as it ends
 def store_at(path: Path, version: int) -> SQLiteStore:
     """A store whose file is at `version`, used as that release would: no later migration."""
     store = SQLiteStore(f"sqlite:///{path}")
-    store._migrated = True  # the file is migrated by hand below, to `version` and no further
-    schema.migrate(store._conn(), schema.MIGRATIONS[:version])
+    store.db.migrated = True  # the file is migrated by hand below, to `version` and no further
+    schema.migrate(store.db.conn(), schema.MIGRATIONS[:version])
     return store
 
 
@@ -55,15 +55,17 @@ def test_a_version_14_store_with_jobs_in_every_state_is_upgraded_intact(tmp_path
         queues=["default"], worker=W1, lease=30.0, limit=4
     )
     assert due.job_id == plain[0]
-    assert store.end_attempt(job_id=due.job_id, token=due.token)[0].accepted
+    assert store.end_attempt(Ending(job_id=due.job_id, token=due.token))[0].accepted
     store.end_attempt(
-        job_id=failed.job_id, token=failed.token, outcome="failed", error="boom", permanent=True
+        Ending(
+            job_id=failed.job_id, token=failed.token, outcome="failed", error="boom", permanent=True
+        )
     )
     store.end_attempt(  # a retry: queued again, with one ended attempt
-        job_id=crashed.job_id, token=crashed.token, outcome="crashed", cause="oom-killer"
+        Ending(job_id=crashed.job_id, token=crashed.token, outcome="crashed", cause="oom-killer")
     )
     member = store.reserve(queues=["batched"], worker=W1, lease=30.0)[0]
-    assert store.end_attempt(job_id=member.job_id, token=member.token)[0].accepted
+    assert store.end_attempt(Ending(job_id=member.job_id, token=member.token))[0].accepted
     with sqlite3.connect(path) as conn:
         assert schema.schema_version(conn) == BEFORE
     jobs, attempts = rows(path, "tenure_jobs"), rows(path, "tenure_attempts")
@@ -104,9 +106,11 @@ def test_a_version_14_store_with_jobs_in_every_state_is_upgraded_intact(tmp_path
         assert get_job(upgraded, due.job_id) is None
         assert get_job(upgraded, member.job_id) is not None
         # and its life goes on: the running attempt ends, the queued ones run
-        assert upgraded.end_attempt(job_id=running.job_id, token=running.token)[0].accepted
+        assert upgraded.end_attempt(Ending(job_id=running.job_id, token=running.token))[0].accepted
         while got := upgraded.reserve(queues=["default", "batched"], worker=W1, lease=30.0):
-            assert upgraded.end_attempt(job_id=got[0].job_id, token=got[0].token)[0].accepted
+            assert upgraded.end_attempt(Ending(job_id=got[0].job_id, token=got[0].token))[
+                0
+            ].accepted
         after = upgraded.queue_counts()
         # the one pruned gone; the one that ran, the queued one and the retried one
         assert after["default"]["succeeded"] == 3 and after["batched"]["succeeded"] == 2

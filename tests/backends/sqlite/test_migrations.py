@@ -14,7 +14,7 @@ import pytest
 
 from tenure.core.errors import ConfigError
 from tenure.core.guards import Guards
-from tenure.core.records import NewJob, WorkerRef
+from tenure.core.records import Ending, NewJob, WorkerRef
 from tenure.core.retry import Policy
 from tenure.stores.base import get_batch, get_job
 from tenure.stores.sql.migrations import load_migrations
@@ -118,7 +118,7 @@ def test_a_version_1_file_opens_with_its_jobs_attempts_and_batches_intact(
         ended: list[str] = []
         while got := store.reserve(queues=["default"], worker=ME, lease=30, limit=10):
             for r in got:
-                assert store.end_attempt(job_id=r.job_id, token=r.token)[0].accepted
+                assert store.end_attempt(Ending(job_id=r.job_id, token=r.token))[0].accepted
                 ended.append(r.job_id)
         expected = {"j-queued", "j-unique", "b-m1", "b-m2", "b-then"}
         assert expected <= set(ended) <= expected | {"j-scheduled"}

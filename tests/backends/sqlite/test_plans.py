@@ -14,7 +14,7 @@ from pathlib import Path
 from conformance.helpers import W1, W2, new_job, wait_until
 from tenure.core import chains
 from tenure.core.guards import Guards
-from tenure.core.records import NewBatch
+from tenure.core.records import Ending, NewBatch
 from tenure.core.retention import Keep
 from tenure.stores.sqlite import SQLiteStore
 
@@ -98,13 +98,15 @@ def test_a_job_is_in_the_state_index_only_once_finished_and_then_in_a_prune_inde
         store.enqueue_many([new_job(delay=3600.0)])
         taken = store.reserve(queues=["default"], worker=W1, lease=30.0, limit=5)
         for res in taken[:3]:
-            assert store.end_attempt(job_id=res.job_id, token=res.token)[0].accepted
+            assert store.end_attempt(Ending(job_id=res.job_id, token=res.token))[0].accepted
         store.end_attempt(
-            job_id=taken[3].job_id,
-            token=taken[3].token,
-            outcome="failed",
-            error="boom",
-            permanent=True,
+            Ending(
+                job_id=taken[3].job_id,
+                token=taken[3].token,
+                outcome="failed",
+                error="boom",
+                permanent=True,
+            )
         )
     finally:
         store.close()
@@ -160,7 +162,7 @@ def walk(store: SQLiteStore) -> list[str]:
     """Every verb that reads or writes jobs, once or more: the statements SQLite ran."""
     seen: list[str] = []
     try:
-        store._conn().set_trace_callback(seen.append)
+        store.db.conn().set_trace_callback(seen.append)
         plain = [replace(new_job(), keep=DUE) for _ in range(12)]
         store.enqueue_many(plain)
         store.enqueue_many([replace(new_job(queue="later", delay=3600.0), priority=2)])
@@ -175,7 +177,9 @@ def walk(store: SQLiteStore) -> list[str]:
         head = chains.first_link("c3", long, catch=None, finally_=None, pass_result=False)
         store.enqueue_many([head])
         res = store.reserve(queues=["chain"], worker=W1, lease=30.0)[0]
-        store.end_attempt(job_id=res.job_id, token=res.token, outcome="failed", permanent=True)
+        store.end_attempt(
+            Ending(job_id=res.job_id, token=res.token, outcome="failed", permanent=True)
+        )
         drain(store)
         rescued = new_job(queue="lost")
         store.enqueue_many([rescued])
@@ -191,7 +195,7 @@ def walk(store: SQLiteStore) -> list[str]:
         store.sweep(dry_run=True)
         while store.sweep(rescue=False, limit=4).pruned.more:
             pass
-        store._conn().set_trace_callback(None)
+        store.db.conn().set_trace_callback(None)
     finally:
         store.close()
     return seen
@@ -207,11 +211,13 @@ def drain(store: SQLiteStore) -> None:
         store.report_progress(job_id=res.job_id, token=res.token, fraction=0.5)
         outcome = "failed" if n % 5 == 0 else "succeeded"
         _, nxt = store.end_attempt(
-            job_id=res.job_id,
-            token=res.token,
-            outcome=outcome,
-            error="boom",
-            permanent=n % 10 == 0,
+            Ending(
+                job_id=res.job_id,
+                token=res.token,
+                outcome=outcome,
+                error="boom",
+                permanent=n % 10 == 0,
+            ),
             queues=["default"],
             worker=W1,
             lease=30.0,

@@ -10,6 +10,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from conformance.helpers import enqueue, new_job, reserve_one, wait_until
+from tenure.core.records import Ending
 from tenure.core.retention import Keep
 from tenure.stores.sqlite import SQLiteStore
 
@@ -22,12 +23,12 @@ def test_every_statement_of_a_chunk_uses_a_key_or_an_index_range(tmp_path: Path)
         enqueue(store, *jobs)
         for _ in jobs:
             res = reserve_one(store)
-            assert store.end_attempt(job_id=res.job_id, token=res.token)[0].accepted
+            assert store.end_attempt(Ending(job_id=res.job_id, token=res.token))[0].accepted
         wait_until(lambda: store.sweep(dry_run=True).pruned.jobs == 40, what="all 40 due")
         statements: list[str] = []
-        store._conn().set_trace_callback(statements.append)
+        store.db.conn().set_trace_callback(statements.append)
         assert store.sweep(rescue=False, limit=30).pruned.jobs == 30
-        store._conn().set_trace_callback(None)
+        store.db.conn().set_trace_callback(None)
     finally:
         store.close()
     chunk = [s for s in statements if s.lstrip().upper().startswith(("SELECT", "DELETE"))]

@@ -14,6 +14,7 @@ from typing import Any
 from psycopg.rows import DictRow
 
 from tenure.core.records import (
+    Ending,
     EndResult,
     NewBatch,
     NewJob,
@@ -136,23 +137,15 @@ class PostgresJobs:
 
     def end_attempt(
         self,
+        ending: Ending,
         *,
-        job_id: str,
-        token: int,
-        outcome: str = "succeeded",
-        result: str | None = None,
-        error: str | None = None,
-        traceback: str | None = None,
-        permanent: bool = False,
         queues: Sequence[str] = (),
         worker: WorkerRef | None = None,
         lease: float = 0.0,
-        cause: str | None = None,
-        snooze: float = 0.0,
-        record: bool = True,
     ) -> tuple[EndResult, Reservation | None]:
         order = list(dict.fromkeys(queues))
-        if outcome == "succeeded" and worker is not None and order:
+        job_id, token, result = ending.job_id, ending.token, ending.result
+        if ending.outcome == "succeeded" and worker is not None and order:
             if (job_id, token) in self.limited:
                 self.limited.discard((job_id, token))
                 done = self._end_limited(job_id, token, order, worker, lease, result)
@@ -162,23 +155,12 @@ class PostgresJobs:
                 return done
         self.limited.discard((job_id, token))
         with self.db.transaction() as cur:
-            if outcome == "succeeded":  # complete_on's None: a stale token, refused
+            if ending.outcome == "succeeded":  # complete_on's None: a stale token, refused
                 ended = self.complete_on(cur, job_id, token, result) or endings.refuse(
                     self.dialect, cur, job_id, token, "succeeded"
                 )
             else:
-                ending = (
-                    job_id,
-                    token,
-                    outcome,
-                    error or outcome,
-                    traceback,
-                    permanent,
-                    cause,
-                    snooze,
-                    record,
-                )
-                ended = endings.end_attempt(self.dialect, cur, lambda: self.db.clock(cur), *ending)
+                ended = endings.end_attempt(self.dialect, cur, lambda: self.db.clock(cur), ending)
             if worker is None or not order:
                 return ended, None
             # after the job's and its batch's locks, as cancel_batch orders its locks

@@ -9,7 +9,7 @@ import psycopg
 from psycopg.pq import TransactionStatus
 from psycopg.rows import dict_row, tuple_row
 
-from tenure.core.records import EndResult
+from tenure.core.records import Ending, EndResult
 from tenure.core.words import transaction_ended
 from tenure.stores.postgres.database import Connection
 from tenure.stores.postgres.jobs import PostgresJobs
@@ -61,7 +61,7 @@ class PostgresJobTransaction:
                 # Fenced: the job's own writes must not land either. Roll them back, then
                 # record the refusal in a transaction of its own, as a plain success does.
                 conn.rollback()
-                return self._store.end_attempt(job_id=self._job_id, token=self._token)[0]
+                return self._store.end_attempt(Ending(job_id=self._job_id, token=self._token))[0]
             conn.commit()
             return ended
         finally:

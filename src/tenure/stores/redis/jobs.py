@@ -16,6 +16,7 @@ from typing import Any
 from tenure.core import chains
 from tenure.core.errors import ConfigError, TenureError
 from tenure.core.records import (
+    Ending,
     EndResult,
     HeartbeatReply,
     NewBatch,
@@ -152,26 +153,15 @@ class RedisJobs(RedisBatches):
 
     def end_attempt(
         self,
+        ending: Ending,
         *,
-        job_id: str,
-        token: int,
-        outcome: str = "succeeded",
-        result: str | None = None,
-        error: str | None = None,
-        traceback: str | None = None,
-        permanent: bool = False,
         queues: Sequence[str] = (),
         worker: WorkerRef | None = None,
         lease: float = 0.0,
-        cause: str | None = None,
-        snooze: float = 0.0,
-        record: bool = True,
     ) -> tuple[EndResult, Reservation | None]:
-        if outcome == "succeeded":
-            return self._succeed(job_id, token, queues, worker, lease, result)
-        ended = self._fail(
-            job_id, token, outcome, error or outcome, traceback, permanent, cause, snooze, record
-        )
+        if ending.outcome == "succeeded":
+            return self._succeed(ending.job_id, ending.token, queues, worker, lease, ending.result)
+        ended = self._fail(ending)
         if worker is None or not queues:
             return ended, None
         claimed = self.reserve(queues=queues, worker=worker, lease=lease, limit=1)
@@ -277,29 +267,19 @@ class RedisJobs(RedisBatches):
             ],
         )
 
-    def _fail(
-        self,
-        job_id: str,
-        token: int,
-        outcome: str,
-        error: str,
-        traceback: str | None,
-        permanent: bool,
-        cause: str | None = None,
-        snooze: float = 0.0,
-        record: bool = True,
-    ) -> EndResult:
+    def _fail(self, e: Ending) -> EndResult:
+        job_id, token, outcome = e.job_id, int(e.token), e.outcome
         queue = self.db.locate(job_id)
         if queue is None:
             return EndResult(accepted=False, state="missing", reason=STALE)
         for _ in range(MAX_CAS_ROUNDS):
-            reply = self.db.run(self.db.qcall("end_read", queue, job_id, int(token), outcome))
+            reply = self.db.run(self.db.qcall("end_read", queue, job_id, token, outcome))
             if reply[0] == "refused":
                 return _refused(reply)
-            ending = (job_id, int(token), outcome, *texts.recorded(error, traceback), cause)
-            mode = "end" if record else "forget"
+            ending = (job_id, token, outcome, *texts.recorded(e.error_text, e.traceback), e.cause)
+            mode = "end" if e.record else "forget"
             result = self._apply_end(
-                queue, ending, reply[2:], float(reply[1]), permanent, mode, snooze
+                queue, ending, reply[2:], float(reply[1]), e.permanent, mode, e.snooze
             )
             if result is not None:
                 return result

@@ -10,7 +10,7 @@ from contextlib import contextmanager
 
 from tenure.core.causes import WORKER_VANISHED
 from tenure.core.chains import goes_on
-from tenure.core.records import EndResult, Rescued
+from tenure.core.records import Ending, EndResult, Rescued
 from tenure.core.retry import Counters, Policy, cancelled_ending, decide
 from tenure.core.states import visible_state
 from tenure.stores import texts
@@ -110,38 +110,27 @@ def after_success(
     )
 
 
-def end_attempt(
-    d: Dialect,
-    cur: Cursor,
-    now: Callable[[], float],
-    job_id: str,
-    token: int,
-    outcome: str,
-    error: str,
-    traceback: str | None,
-    permanent: bool,
-    cause: str | None = None,
-    snooze: float = 0.0,
-    record: bool = True,
-) -> EndResult:
+def end_attempt(d: Dialect, cur: Cursor, now: Callable[[], float], ending: Ending) -> EndResult:
     """Store.end_attempt inside the caller's transaction: refused when fenced, else the
     attempt closed (with `record` False and no cancel asked: its row deleted) and the retry
     decision applied. `now()` reads the store's clock, once the
     job's row is held (PostgreSQL: after its lock, so the end is later than anything the
     previous holder of that lock wrote)."""
+    job_id, token, outcome = ending.job_id, ending.token, ending.outcome
     job = held_job(d, cur, job_id, token)
     if job is None:
         return refuse(d, cur, job_id, token, outcome, now())
     at = now()
-    error, traceback = texts.recorded(error, traceback)  # a job's text never fails its end
-    if record or job["cancel_requested_at"] is not None:
-        close_attempt(d, cur, job_id, token, at, outcome, error, traceback, cause)
+    # a job's text never fails its end
+    error, traceback = texts.recorded(ending.error_text, ending.traceback)
+    if ending.record or job["cancel_requested_at"] is not None:
+        close_attempt(d, cur, job_id, token, at, outcome, error, traceback, ending.cause)
     else:  # already recorded once by its worker: the history does not grow
         cur.execute(
             d.q("DELETE FROM {s}.tenure_attempts WHERE job_id = %s AND number = %s"),
             (job_id, token),
         )
-    return apply_decision(d, cur, job, outcome, error, at, permanent, snooze)
+    return apply_decision(d, cur, job, outcome, error, at, ending.permanent, ending.snooze)
 
 
 def rescue(

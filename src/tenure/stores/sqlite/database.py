@@ -30,25 +30,28 @@ def sqlite_now() -> float:
 
 
 class SQLiteDatabase:
+    """One store's file, its connections and clock: SQLiteStore holds it as `db` (as
+    PostgresStore holds its Database) and its parts reach the file only through it."""
+
     def __init__(self, url: str) -> None:
         self.url = url
         self.path = sqlite_path(url)
-        self._local = threading.local()
-        self._migrated = False
-        self.clock: Callable[[], float] | None = None
+        self.local = threading.local()
+        self.migrated = False
+        self.frozen: Callable[[], float] | None = None
 
     # -- connections -------------------------------------------------------------------
-    def _conn(self) -> sqlite3.Connection:
-        conn: sqlite3.Connection | None = getattr(self._local, "conn", None)
-        if conn is None or getattr(self._local, "pid", None) != os.getpid():
+    def conn(self) -> sqlite3.Connection:
+        conn: sqlite3.Connection | None = getattr(self.local, "conn", None)
+        if conn is None or getattr(self.local, "pid", None) != os.getpid():
             conn = self._open()
-            self._local.file = _file_identity(self.path)
+            self.local.file = _file_identity(self.path)
             conn.row_factory = sqlite3.Row
             conn.execute("PRAGMA synchronous=NORMAL")
             conn.execute("PRAGMA busy_timeout=30000")
-            self._local.conn = conn
-            self._local.pid = os.getpid()
-            if not self._migrated:
+            self.local.conn = conn
+            self.local.pid = os.getpid()
+            if not self.migrated:
                 self.migrate()
         return conn
 
@@ -82,26 +85,26 @@ class SQLiteDatabase:
         return conn
 
     @contextmanager
-    def _write(self) -> Iterator[tuple[sqlite3.Connection, float]]:
+    def write(self) -> Iterator[tuple[sqlite3.Connection, float]]:
         """A write transaction holding the lock from its start, with the store's now."""
-        conn = self._checked_conn()
+        conn = self.checked_conn()
         conn.execute("BEGIN IMMEDIATE")
         try:
-            yield conn, self._now(conn)
+            yield conn, self.clock(conn)
         except BaseException:
             conn.execute("ROLLBACK")
             raise
         conn.execute("COMMIT")
 
-    def _checked_conn(self) -> sqlite3.Connection:
+    def checked_conn(self) -> sqlite3.Connection:
         """The file at the path must still be the one this connection opened: a connection to
         a deleted file keeps writing into its orphaned inode, so a dispatch would return the id
         of a job that exists nowhere another process can see. One stat per write transaction."""
-        conn = self._conn()
-        if _file_identity(self.path) == self._local.file:
+        conn = self.conn()
+        if _file_identity(self.path) == self.local.file:
             return conn
-        self._local.conn = None  # the next call opens (and migrates) what is at the path then
-        self._migrated = False
+        self.local.conn = None  # the next call opens (and migrates) what is at the path then
+        self.migrated = False
         conn.close()
         raise StoreUnavailable(
             f"the SQLite store file {os.path.abspath(self.path)} was deleted or replaced since "
@@ -110,9 +113,9 @@ class SQLiteDatabase:
         )
 
     @contextmanager
-    def _read(self) -> Iterator[sqlite3.Connection]:
+    def read(self) -> Iterator[sqlite3.Connection]:
         """A read transaction: one consistent snapshot for a multi-query read."""
-        conn = self._conn()
+        conn = self.conn()
         conn.execute("BEGIN")
         try:
             yield conn
@@ -120,22 +123,22 @@ class SQLiteDatabase:
             conn.execute("COMMIT")
 
     def now(self) -> float:
-        return self._now(self._conn())
+        return self.clock(self.conn())
 
-    def _now(self, conn: sqlite3.Connection) -> float:
-        if self.clock is not None:  # tenure.testing's frozen clock, in tests only
-            return self.clock()
+    def clock(self, conn: sqlite3.Connection) -> float:
+        if self.frozen is not None:  # tenure.testing's frozen clock, in tests only
+            return self.frozen()
         return sqlite_now()
 
     def migrate(self) -> None:
-        self._migrated = True
-        schema.migrate(self._conn())
+        self.migrated = True
+        schema.migrate(self.conn())
 
     def close(self) -> None:
-        conn = getattr(self._local, "conn", None)
+        conn = getattr(self.local, "conn", None)
         if conn is not None:
             conn.close()
-            self._local.conn = None
+            self.local.conn = None
 
 
 WAL_SWITCH_TIMEOUT_S = 30.0

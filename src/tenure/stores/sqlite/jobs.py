@@ -14,6 +14,7 @@ from typing import Any
 
 from tenure.core.errors import ConfigError
 from tenure.core.records import (
+    Ending,
     EndResult,
     NewBatch,
     NewJob,
@@ -66,10 +67,11 @@ class _Damaged(Exception):
     """A row failed to claim on the savepoint-free path: roll back, claim carefully."""
 
 
-class SQLiteJobs(SQLiteDatabase):
+class SQLiteJobs:
     """A job through its life on the hot path: enqueued, reserved, completed (and the next
-    one claimed in the same transaction)."""
+    one claimed in the same transaction). SQLiteStore sets `db` and `dialect`."""
 
+    db: SQLiteDatabase
     dialect: Dialect  # the store's SQLITE (dialect.py builds on this module)
 
     def enqueue_many(
@@ -81,7 +83,7 @@ class SQLiteJobs(SQLiteDatabase):
         into_batch: str | None = None,
     ) -> list[str]:
         target = None if batch is None and into_batch is None else batch_target(batch, into_batch)
-        with self._write() if conn is None else self._caller_transaction(conn) as (cur, now):
+        with self.db.write() if conn is None else self._caller_transaction(conn) as (cur, now):
             if target is not None:
                 return batches.enqueue(self.dialect, cur, target, jobs, now)
             return self._enqueue(cur, jobs, now)
@@ -125,19 +127,19 @@ class SQLiteJobs(SQLiteDatabase):
                 f"conn=: the SQLite store takes a sqlite3.Connection, got {type(conn).__name__}"
             )
         files = {row[2] for row in conn.execute("PRAGMA database_list") if row[2]}
-        if os.path.realpath(self.path) not in {os.path.realpath(f) for f in files}:
+        if os.path.realpath(self.db.path) not in {os.path.realpath(f) for f in files}:
             raise ConfigError(
-                f"conn=: that connection is not to this store's file {self.path!r}; enqueueing "
+                f"conn=: that connection is not to this store's file {self.db.path!r}; enqueueing "
                 "in a transaction needs the same database"
             )
-        if not self._migrated:
-            self._conn()  # a new connection migrates the file first
+        if not self.db.migrated:
+            self.db.conn()  # a new connection migrates the file first
         saved = conn.row_factory
         conn.row_factory = sqlite3.Row
         try:
             if not conn.in_transaction:
                 conn.execute("BEGIN")  # the caller's commit or rollback decides, not us
-            yield conn, self._now(conn)
+            yield conn, self.db.clock(conn)
         finally:
             conn.row_factory = saved
 
@@ -149,51 +151,33 @@ class SQLiteJobs(SQLiteDatabase):
         # A poll that finds nothing ready takes no write lock: one read of each queue's head,
         # no transaction (a worker with free slots, e.g. waiting on a concurrency limit, polls
         # often, and each BEGIN IMMEDIATE would queue behind the one writer).
-        conn = self._checked_conn()
-        now = self._now(conn)
+        conn = self.db.checked_conn()
+        now = self.db.clock(conn)
         if not any(self._ready(conn, queue, now, 1) for queue in queues):
             return []
-        with self._write() as (conn, now):
+        with self.db.write() as (conn, now):
             return self._reserve_on(conn, now, queues, worker, lease, limit)
 
     def end_attempt(
         self,
+        ending: Ending,
         *,
-        job_id: str,
-        token: int,
-        outcome: str = "succeeded",
-        result: str | None = None,
-        error: str | None = None,
-        traceback: str | None = None,
-        permanent: bool = False,
         queues: Sequence[str] = (),
         worker: WorkerRef | None = None,
         lease: float = 0.0,
-        cause: str | None = None,
-        snooze: float = 0.0,
-        record: bool = True,
     ) -> tuple[EndResult, Reservation | None]:
         # One write transaction for the end and the next claim: the hot path of a busy worker.
         # The claim runs without a savepoint; a row that fails to claim (damaged) rolls the
         # whole transaction back, and it runs again with each claim in its own savepoint.
         for careful in (False, True):
             try:
-                with self._write() as (conn, now):
-                    if outcome == "succeeded":
-                        ended = self._complete_on(conn, job_id, token, now, result)
-                    else:
-                        ending = (
-                            job_id,
-                            token,
-                            outcome,
-                            error or outcome,
-                            traceback,
-                            permanent,
-                            cause,
-                            snooze,
-                            record,
+                with self.db.write() as (conn, now):
+                    if ending.outcome == "succeeded":
+                        ended = self._complete_on(
+                            conn, ending.job_id, ending.token, now, ending.result
                         )
-                        ended = endings.end_attempt(self.dialect, conn, lambda: now, *ending)
+                    else:
+                        ended = endings.end_attempt(self.dialect, conn, lambda: now, ending)
                     if worker is None or not queues:
                         return ended, None
                     claimed = self._reserve_on(conn, now, queues, worker, lease, 1, careful)

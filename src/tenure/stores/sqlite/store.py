@@ -10,7 +10,7 @@ import os
 import sqlite3
 import time
 from collections.abc import Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from typing import Any, ClassVar
 
 from tenure.core import causes
@@ -33,7 +33,7 @@ from tenure.stores.sql import batches, control, endings, operations, periodic, r
 from tenure.stores.sql import guards as sql_guards
 from tenure.stores.sql.rows import attempt_record, effect_record, job_record
 from tenure.stores.sql.store import Clock, SQLStore
-from tenure.stores.sqlite.database import sqlite_path
+from tenure.stores.sqlite.database import SQLiteDatabase, sqlite_path
 from tenure.stores.sqlite.dialect import SQLITE
 from tenure.stores.sqlite.jobs import SQLiteJobs
 from tenure.stores.sqlite.transaction import SQLiteJobTransaction
@@ -61,9 +61,26 @@ class SQLiteStore(SQLiteJobs, SQLStore):
         many_hosts=False,
     )
 
+    def __init__(self, url: str) -> None:
+        self.url = url
+        self.db = SQLiteDatabase(url)
+        self.path = self.db.path
+
+    def now(self) -> float:
+        return self.db.now()
+
+    def migrate(self) -> None:
+        self.db.migrate()
+
+    def close(self) -> None:
+        self.db.close()
+
+    def _read(self) -> AbstractContextManager[sqlite3.Connection]:
+        return self.db.read()
+
     @contextmanager
     def _change(self) -> Iterator[tuple[sqlite3.Connection, Clock]]:
-        with self._write() as (conn, now):
+        with self.db.write() as (conn, now):
             yield conn, lambda: now
 
     def heartbeat(
@@ -76,7 +93,7 @@ class SQLiteStore(SQLiteJobs, SQLStore):
     ) -> HeartbeatReply:
         lost: list[str] = []
         cancel: list[str] = []
-        with self._write() as (conn, now):
+        with self.db.write() as (conn, now):
             if isinstance(worker, WorkerRecord):
                 workers.register(SQLITE, conn, worker, now)
             conn.execute(
@@ -110,7 +127,7 @@ class SQLiteStore(SQLiteJobs, SQLStore):
     def claim_once(self, *, job_id: str, token: int, key: str) -> bool:
         # The check then the insert, inside the one write lock; PostgreSQL needs FOR SHARE on
         # the job row in one statement to hold off a concurrent rescue (postgres/guards.py).
-        with self._write() as (conn, now):
+        with self.db.write() as (conn, now):
             if endings.held_job(SQLITE, conn, job_id, token) is None:
                 return False  # fenced: the attempt must not perform the effect
             return bool(
@@ -125,18 +142,18 @@ class SQLiteStore(SQLiteJobs, SQLStore):
         self, *, rescue: bool = True, prune: bool = True, limit: int = 500, dry_run: bool = False
     ) -> Swept:
         if dry_run:
-            with self._read() as conn:
-                return Swept(pruned=retention.count_due(SQLITE, conn, self._now(conn)))
+            with self.db.read() as conn:
+                return Swept(pruned=retention.count_due(SQLITE, conn, self.db.clock(conn)))
         rescued = self._rescue_expired() if rescue else []
         if not prune:
             return Swept(rescued=rescued)
         # its own short transaction: reservations get the lock between a rescue and a chunk
-        with self._write() as (conn, now):
+        with self.db.write() as (conn, now):
             return Swept(rescued=rescued, pruned=retention.prune(SQLITE, conn, now, limit))
 
     def _rescue_expired(self) -> list[Rescued]:
         rescued: list[Rescued] = []
-        with self._write() as (conn, now):
+        with self.db.write() as (conn, now):
             rows = conn.execute(
                 f"SELECT {endings.DECISION_COLUMNS}, lease_expires_at FROM tenure_jobs"
                 " WHERE state = 'running' AND lease_expires_at < ?",
@@ -170,14 +187,14 @@ class SQLiteStore(SQLiteJobs, SQLStore):
         # PRAGMA data_version changes when another connection commits: a cheap local check,
         # made when the -wal file is written (inotify), else every 20 ms. Every commit wakes,
         # a job's end included.
-        conn = self._conn()
+        conn = self.db.conn()
         start = conn.execute("PRAGMA data_version").fetchone()[0]
         if ended:
             # A waiter of a job's end measures from this thread's previous return, not from
             # now: an end committed between the caller's read of the job and this call has
             # changed the version since, and the caller looks again at once.
-            seen = getattr(self._local, "ended_seen", None)
-            self._local.ended_seen = start
+            seen = getattr(self.db.local, "ended_seen", None)
+            self.db.local.ended_seen = start
             if seen != start:
                 return
         watch = self._wal_watch()
@@ -190,29 +207,29 @@ class SQLiteStore(SQLiteJobs, SQLStore):
             version = conn.execute("PRAGMA data_version").fetchone()[0]
             if version != start:
                 if ended:
-                    self._local.ended_seen = version
+                    self.db.local.ended_seen = version
                 return
 
     def _wal_watch(self) -> FileWatch | None:
         """This thread's watch on the -wal file (None: poll). Made again when the file is
         a new one (SQLite deletes it when its last connection closes)."""
-        local = self._local
+        local = self.db.local
         try:
-            inode = os.stat(self.path + "-wal").st_ino
+            inode = os.stat(self.db.path + "-wal").st_ino
         except OSError:
             inode = None
         if getattr(local, "watch_key", None) != (os.getpid(), inode):
             old: FileWatch | None = getattr(local, "watch", None)
             if old is not None and getattr(local, "watch_key", (None,))[0] == os.getpid():
                 old.close()
-            local.watch = FileWatch.open(self.path + "-wal") if inode is not None else None
+            local.watch = FileWatch.open(self.db.path + "-wal") if inode is not None else None
             local.watch_key = (os.getpid(), inode)
         watch: FileWatch | None = local.watch
         return watch
 
     # -- batches, reading and operating -------------------------------------------------
     def report_progress(self, *, job_id: str, token: int, fraction: float) -> None:
-        with self._write() as (conn, _now):
+        with self.db.write() as (conn, _now):
             batches.report_progress(SQLITE, conn, job_id, token, fraction)
 
     def list_jobs(
@@ -225,20 +242,20 @@ class SQLiteStore(SQLiteJobs, SQLStore):
         batch_id: str | None = None,
     ) -> list[JobRecord]:
         if ids is None:
-            conn = self._conn()
-            now = self._now(conn)
+            conn = self.db.conn()
+            now = self.db.clock(conn)
             return operations.list_jobs(
                 SQLITE, conn, state=state, queue=queue, limit=limit, now=now, batch_id=batch_id
             )
-        with self._read() as conn:  # one snapshot: the attempts and effects agree with the jobs
-            now = self._now(conn)
+        with self.db.read() as conn:  # one snapshot: the attempts and effects agree with the jobs
+            now = self.db.clock(conn)
             found = (_read_job(conn, now, job_id) for job_id in dict.fromkeys(ids))
             return [record for record in found if record is not None]
 
     def queue_counts(self, *, keys: bool = False) -> dict[str, QueueCounts]:
         out: dict[str, QueueCounts] = {}
-        with self._read() as conn:  # one snapshot for every read
-            now = self._now(conn)
+        with self.db.read() as conn:  # one snapshot for every read
+            now = self.db.clock(conn)
             # Each state from the index that holds it (migrations 0013, 0015), scanned, never
             # the table: queued jobs from tenure_jobs_ready, running ones from
             # tenure_jobs_lease, succeeded ones from tenure_jobs_succeeded (retention's), failed
@@ -274,7 +291,7 @@ class SQLiteStore(SQLiteJobs, SQLStore):
         return out
 
     def forget_job(self, job_id: str) -> bool:
-        with self._write() as (conn, _now):
+        with self.db.write() as (conn, _now):
             deleted = conn.execute(
                 "DELETE FROM tenure_jobs WHERE id = ? AND state IN (?, ?, ?)",
                 (job_id, *sorted(FINAL_STATES)),
@@ -288,7 +305,7 @@ class SQLiteStore(SQLiteJobs, SQLStore):
     def claim_periodic(
         self, *, name: str, queue: str, due: float, job: NewJob | None
     ) -> PeriodicClaim:
-        with self._write() as (conn, now):
+        with self.db.write() as (conn, now):
             return periodic.claim(
                 SQLITE, conn, name, due, job, lambda jobs: self._enqueue(conn, jobs, now)
             )

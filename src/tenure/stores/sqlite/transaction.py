@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import sqlite3
 
-from tenure.core.records import EndResult
+from tenure.core.records import Ending, EndResult
 from tenure.core.words import transaction_ended
 from tenure.stores.sql import endings
 from tenure.stores.sqlite.dialect import SQLITE
@@ -24,7 +24,7 @@ class SQLiteJobTransaction:
         self._store = store
         self._job_id = job_id
         self._token = token
-        self.connection = sqlite3.connect(store.path, timeout=30.0, isolation_level=None)
+        self.connection = sqlite3.connect(store.db.path, timeout=30.0, isolation_level=None)
         self.connection.row_factory = sqlite3.Row
         self.connection.execute("BEGIN IMMEDIATE")
 
@@ -33,12 +33,12 @@ class SQLiteJobTransaction:
         try:
             if not conn.in_transaction:  # the job committed or rolled back by itself
                 raise transaction_ended(self._job_id)
-            now = self._store._now(conn)
+            now = self._store.db.clock(conn)
             if endings.held_job(SQLITE, conn, self._job_id, self._token) is None:
                 # Fenced: the job's own writes must not land either. Roll back, then record
                 # the refusal in a transaction of its own.
                 conn.execute("ROLLBACK")
-                return self._store.end_attempt(job_id=self._job_id, token=self._token)[0]
+                return self._store.end_attempt(Ending(job_id=self._job_id, token=self._token))[0]
             ended = self._store._complete_on(conn, self._job_id, self._token, now, result)
             conn.execute("COMMIT")
             return ended
