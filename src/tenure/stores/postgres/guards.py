@@ -153,13 +153,15 @@ def take_slot(db: Database, cur: Cursor, row: DictRow) -> bool:
     ).fetchone()
     if held is None or held["n"] is None:
         raise KeyBusy
-    if int(held["n"]) >= params["lim"]:
-        return False
+    # A full key's row is written too (unchanged): the caller parks a job of the key, and
+    # every parking writes its key's row, which is how an ending in one statement knows its
+    # snapshot holds every parked job of the key (postgres/limited.py).
+    taken: bool = int(held["n"]) < int(params["lim"])
     cur.execute(
-        db.q("UPDATE {s}.tenure_concurrency SET running = running + 1 WHERE key = %(k)s"),
-        params,
+        db.q("UPDATE {s}.tenure_concurrency SET running = running + %(take)s WHERE key = %(k)s"),
+        {**params, "take": int(taken)},
     )
-    return True
+    return taken
 
 
 def give_slot_back(db: Database, cur: Cursor, key: str) -> None:
