@@ -89,7 +89,7 @@ def _slots(one: bool) -> str:
     keys = "key = (SELECT ckey FROM wanted)" if one else "key = ANY(ARRAY(SELECT ckey FROM wanted))"
     over = "SELECT id FROM ranked WHERE NOT go"
     parks = f"id = ({over})" if one else f"id = ANY(ARRAY({over}))"  # as `claimed` finds rows
-    share = "least(w.n, greatest(w.clim - c.running, 0))"
+    share = f"least(w.n, greatest(w.clim - {held_slots('c', 'w.clim')}, 0))"
     return (
         " wanted AS MATERIALIZED (SELECT ckey, max(clim) AS clim, count(*) AS n FROM picked"
         " WHERE limited GROUP BY ckey),"
@@ -103,6 +103,23 @@ def _slots(one: bool) -> str:
         " FROM picked p JOIN granted g ON g.key = p.ckey WHERE p.limited),"
         " parked AS (UPDATE {s}.tenure_jobs SET run_at = "
         f"{PARKED_AT!r} WHERE EXISTS ({over}) AND {parks})"
+    )
+
+
+def held_slots(row: str, limit: str) -> str:
+    """The slots of the key whose tenure_concurrency row is `row` that are held: its count,
+    less, once that reaches `limit`, the holders whose lease has lapsed (crashed, and not
+    rescued yet). A slot follows its holder's lease, so a crashed holder frees it within one
+    lease, not at the rescue that follows (at the sweep's pace); the rescue then gives the
+    count back. The key's running jobs are the range (key, 'running') of its index, written
+    as row comparisons: as `state = 'running'` the listing index (state, ...) could answer
+    it, and did under a drained table's statistics, through every running job of every key."""
+    at = f"({row}.key, 'running')"
+    return (
+        f"CASE WHEN {row}.running < {limit} THEN {row}.running ELSE {row}.running -"
+        " (SELECT count(*) FROM {s}.tenure_jobs x WHERE x.concurrency_key = "
+        f"{row}.key AND (x.concurrency_key, x.state) >= {at} AND (x.concurrency_key, x.state)"
+        f" <= {at} AND x.lease_expires_at < {_NOW}) END"
     )
 
 

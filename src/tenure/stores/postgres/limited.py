@@ -25,7 +25,13 @@ tried), or is parked; a head under an overlap or rate guard is left for `reserve
 from __future__ import annotations
 
 from tenure.core.states import PARKED_AT
-from tenure.stores.postgres.claims import WAKE_WAITERS, WOKEN, claim_and_open, close_succeeded
+from tenure.stores.postgres.claims import (
+    WAKE_WAITERS,
+    WOKEN,
+    claim_and_open,
+    close_succeeded,
+    held_slots,
+)
 from tenure.stores.postgres.database import CLOCK
 from tenure.stores.sql.control import not_paused
 
@@ -77,6 +83,8 @@ _CANDIDATES = (
     " FROM handoff f, held l),"
 )
 
+_SHARE = f"least(w.n, greatest(w.clim + w.rel - {held_slots('c', 'w.clim + w.rel')}, 0))"
+
 # Each key's row written once: the ended key's slot given back (`rel`) and, for the candidate's
 # key, a slot taken if one is free; a limited candidate goes if granted, is parked if its key's
 # row was taken and is full, and is left to `reserve` (among the guarded) if its row was busy
@@ -86,9 +94,8 @@ _SLOTS = (
     " UNION ALL SELECT key, lim, 0, 1 FROM held) w GROUP BY key),"
     " slots AS MATERIALIZED (SELECT key FROM {s}.tenure_concurrency"
     " WHERE key = ANY(ARRAY(SELECT key FROM wanted)) FOR UPDATE SKIP LOCKED),"
-    " granted AS (UPDATE {s}.tenure_concurrency c SET running = c.running - w.rel"
-    " + least(w.n, greatest(w.clim - c.running + w.rel, 0)),"
-    " granted = least(w.n, greatest(w.clim - c.running + w.rel, 0)) FROM wanted w"
+    f" granted AS (UPDATE {{s}}.tenure_concurrency c SET running = c.running - w.rel + {_SHARE},"
+    f" granted = {_SHARE} FROM wanted w"
     " WHERE c.key = w.key AND c.key IN (SELECT key FROM slots)"
     " RETURNING c.key, c.granted, c.running, w.clim),"
     " ranked AS MATERIALIZED (SELECT c.id, g.granted > 0 AS go, c.back"
