@@ -52,16 +52,16 @@ _COMPLETE, _COMPLETE_WITH_RESULT = (
     for result in ("", ", result = ?")
 )
 # a ready job's claim (its attempt row follows); _OPEN_UNDER: only while its concurrency key
-# has a free slot (counted in the key's index: on its own the planner may take the lease index,
-# every running job of every key)
+# has a free slot (counted in the key's index: unary + keeps the planner off the lease index,
+# every running job of every key; sql.guards' _LIVE_LEASE)
 _OPEN, _OPEN_UNDER = (
     f"UPDATE tenure_jobs SET state = 'running', attempt = {NEXT_ATTEMPT},"
     f" lease_expires_at = ?, worker_id = ? WHERE id = ?{under}"
     " RETURNING id, name, queue, payload, policy, attempt, lease_expires_at, batch_id"
     for under in (
         "",
-        " AND (SELECT count(*) FROM tenure_jobs INDEXED BY tenure_jobs_concurrency"
-        " WHERE concurrency_key = ? AND state = 'running' AND lease_expires_at >= ?) < ?",
+        " AND (SELECT count(*) FROM tenure_jobs WHERE concurrency_key = ?"
+        " AND state = 'running' AND +lease_expires_at >= ?) < ?",
     )
 )
 # endings.close_attempt for a success, as SQLite runs it
