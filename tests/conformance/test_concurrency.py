@@ -10,7 +10,16 @@ from __future__ import annotations
 import secrets
 from dataclasses import replace
 
-from conformance.helpers import W1, W2, counts, enqueue, expire_and_rescue, job, new_job
+from conformance.helpers import (
+    W1,
+    W2,
+    counts,
+    enqueue,
+    expire_and_rescue,
+    job,
+    new_job,
+    wait_until,
+)
 from tenure.core.guards import Guards
 from tenure.core.records import Ending, NewBatch, NewJob
 from tenure.describe import describe_job
@@ -111,6 +120,20 @@ def test_a_crashed_holder_frees_its_slot_when_rescued(store: Store) -> None:
     # limit still lets only one of them start
     assert len(started) == 1
     assert counts(store)["running"] == 1
+
+
+def test_a_crashed_holders_slot_is_free_to_a_new_claim_once_its_lease_lapses(
+    store: Store,
+) -> None:
+    """Within one lease of the crash, sweep or no sweep: a slot follows its holder's lease
+    (the issue's contract), so a job of the key dispatched since is claimed once it lapses."""
+    first, later = limited("k", 1), limited("k", 1)
+    enqueue(store, first)
+    [r] = store.reserve(queues=["default"], worker=W1, lease=0.3)
+    enqueue(store, later)  # not reserved yet, so not parked: it waits for nothing but a slot
+    wait_until(lambda: store.now() > r.lease_expires_at, what="the holder's lease to lapse")
+    assert reserve(store, worker=W2) == [later.id]
+    assert job(store, first.id).state == "running"  # not rescued: no sweep ran
 
 
 def test_a_cancelled_holder_frees_its_slot(store: Store) -> None:

@@ -89,7 +89,7 @@ def _slots(one: bool) -> str:
     keys = "key = (SELECT ckey FROM wanted)" if one else "key = ANY(ARRAY(SELECT ckey FROM wanted))"
     over = "SELECT id FROM ranked WHERE NOT go"
     parks = f"id = ({over})" if one else f"id = ANY(ARRAY({over}))"  # as `claimed` finds rows
-    share = "least(w.n, greatest(w.clim - c.running, 0))"
+    share = f"least(w.n, greatest(w.clim - {held_slots('c', 'w.clim')}, 0))"
     return (
         " wanted AS MATERIALIZED (SELECT ckey, max(clim) AS clim, count(*) AS n FROM picked"
         " WHERE limited GROUP BY ckey),"
@@ -103,6 +103,23 @@ def _slots(one: bool) -> str:
         " FROM picked p JOIN granted g ON g.key = p.ckey WHERE p.limited),"
         " parked AS (UPDATE {s}.tenure_jobs SET run_at = "
         f"{PARKED_AT!r} WHERE EXISTS ({over}) AND {parks})"
+    )
+
+
+def held_slots(row: str, limit: str) -> str:
+    """The slots of the key whose tenure_concurrency row is `row` that are held: its count,
+    less, once that reaches `limit`, the holders whose lease has lapsed (crashed, and not
+    rescued yet). A slot follows its holder's lease, so a crashed holder frees it within one
+    lease, not at the rescue that follows (at the sweep's pace); the rescue then gives the
+    count back. The key's running jobs are the range (key, 'running') of its index, written
+    as row comparisons: as `state = 'running'` the listing index (state, ...) could answer
+    it, and did under a drained table's statistics, through every running job of every key."""
+    at = f"({row}.key, 'running')"
+    return (
+        f"CASE WHEN {row}.running < {limit} THEN {row}.running ELSE {row}.running -"
+        " (SELECT count(*) FROM {s}.tenure_jobs x WHERE x.concurrency_key = "
+        f"{row}.key AND (x.concurrency_key, x.state) >= {at} AND (x.concurrency_key, x.state)"
+        f" <= {at} AND x.lease_expires_at < {_NOW}) END"
     )
 
 
@@ -170,51 +187,4 @@ COMPLETE_AND_CLAIM = (
     + ","
     + _claim_ctes(" AND EXISTS (SELECT 1 FROM done)", one=True)
     + _CLAIM_RESULT.format(extra=f", (SELECT count(*) FROM done) AS completed, {WOKEN} AS woken")
-)
-
-# The success of a job under a concurrency limit, outside any batch and chain, and the next
-# claim: three statements sent together in one transaction (one round trip, one commit;
-# PostgresJobs._end_limited). The first records the success and gives its slot back in the
-# key's row (waiting for that row's lock); the second, with a snapshot taken after that lock,
-# hands back the key's oldest parked jobs, as many as the row says are free; the third claims
-# the next job, one just handed back included. Not one statement: its snapshot would predate
-# its lock wait, and miss a job parked by a claim that committed meanwhile (left parked with
-# its key's slots free).
-LIMITED_DONE = (
-    _WITH_CLOCK
-    + " done AS (UPDATE {s}.tenure_jobs SET state = 'succeeded', finished_at = clock.now,"
-    " lease_expires_at = NULL, tries_used = tries_used + 1, result = %(result)s FROM clock"
-    " WHERE id = %(id)s AND attempt = %(token)s AND (state = 'running') IS TRUE"
-    " AND batch_id IS NULL AND chain IS NULL AND concurrency_key IS NOT NULL"
-    " RETURNING id, worker_id, clock.now, concurrency_key),"
-    + close_succeeded("%(token)s")
-    + ","
-    + WAKE_WAITERS
-    + ", freed AS (INSERT INTO {s}.tenure_concurrency (key, running) SELECT concurrency_key, 0"
-    " FROM done ON CONFLICT (key) DO UPDATE SET running = greatest("
-    "{s}.tenure_concurrency.running - 1, 0) RETURNING 1)"
-    f" SELECT (SELECT count(*) FROM done) AS completed, (SELECT count(*) FROM freed) AS freed,"
-    f" {WOKEN} AS woken"
-)
-# `ended`: the job, only if this transaction's first statement wrote its success (xmin).
-_ENDED = (
-    "SELECT 1 FROM {s}.tenure_jobs WHERE id = %(id)s AND xmin = pg_current_xact_id()::xid"
-    " AND state = 'succeeded'"
-)
-HAND_BACK = (
-    _WITH_CLOCK + " ended AS MATERIALIZED (SELECT j.concurrency_key AS key, greatest(coalesce("
-    "j.concurrency_limit, 1) - c.running, 0) AS free FROM {s}.tenure_jobs j"
-    " JOIN {s}.tenure_concurrency c ON c.key = j.concurrency_key"
-    f" WHERE EXISTS ({_ENDED}) AND j.id = %(id)s),"
-    " back AS (UPDATE {s}.tenure_jobs SET run_at = clock.now FROM clock"
-    " WHERE EXISTS (SELECT 1 FROM ended) AND id = ANY(ARRAY(SELECT id FROM {s}.tenure_jobs"
-    " WHERE concurrency_key = (SELECT key FROM ended) AND state = 'queued'"
-    f" AND run_at >= {PARKED_AT!r} ORDER BY run_at, seq LIMIT (SELECT free FROM ended)))"
-    f" AND state = 'queued' AND run_at >= {PARKED_AT!r} RETURNING queue)"
-    " SELECT count(pg_notify(%(channel)s, q)) AS handed FROM (SELECT DISTINCT queue AS q"
-    " FROM back) b"
-)
-# the next claim, which sees the jobs just handed back (a third statement, its own snapshot)
-CLAIM_AFTER = (
-    _WITH_CLOCK + _claim_ctes(f" AND EXISTS ({_ENDED})", one=True) + _CLAIM_RESULT.format(extra="")
 )

@@ -147,19 +147,26 @@ def take_slot(db: Database, cur: Cursor, row: DictRow) -> bool:
             " VALUES (%(k)s, 0) ON CONFLICT (key) DO NOTHING RETURNING running),"
             " locked AS (SELECT running FROM {s}.tenure_concurrency WHERE key = %(k)s"
             " FOR UPDATE SKIP LOCKED)"
-            " SELECT coalesce((SELECT running FROM made), (SELECT running FROM locked)) AS n"
+            " SELECT coalesce((SELECT running FROM made), (SELECT running FROM locked)) AS n,"
+            # holders whose lease lapsed (crashed, not rescued yet) hold no slot: claims.held_slots
+            " (SELECT count(*) FROM {s}.tenure_jobs WHERE concurrency_key = %(k)s"
+            " AND (concurrency_key, state) >= (%(k)s, 'running')"
+            " AND (concurrency_key, state) <= (%(k)s, 'running')"
+            f" AND lease_expires_at < {CLOCK}) AS lapsed"
         ),
         params,
     ).fetchone()
     if held is None or held["n"] is None:
         raise KeyBusy
-    if int(held["n"]) >= params["lim"]:
-        return False
+    # A full key's row is written too (unchanged): the caller parks a job of the key, and
+    # every parking writes its key's row, which is how an ending in one statement knows its
+    # snapshot holds every parked job of the key (postgres/limited.py).
+    taken: bool = int(held["n"]) - int(held["lapsed"]) < int(params["lim"])
     cur.execute(
-        db.q("UPDATE {s}.tenure_concurrency SET running = running + 1 WHERE key = %(k)s"),
-        params,
+        db.q("UPDATE {s}.tenure_concurrency SET running = running + %(take)s WHERE key = %(k)s"),
+        {**params, "take": int(taken)},
     )
-    return True
+    return taken
 
 
 def give_slot_back(db: Database, cur: Cursor, key: str) -> None:

@@ -27,6 +27,7 @@ from tenure.stores.postgres import claims, guards
 from tenure.stores.postgres.claims import NEXT_ATTEMPT, OPEN_ATTEMPT
 from tenure.stores.postgres.database import CLOCK, Cursor, Database, in_schema
 from tenure.stores.postgres.inserts import NOW, insert_jobs, insert_statement
+from tenure.stores.postgres.limited import LIMITED_END_AND_CLAIM
 from tenure.stores.sql import batches, endings
 from tenure.stores.sql.control import not_paused
 from tenure.stores.sql.dialect import Dialect
@@ -208,9 +209,10 @@ class PostgresJobs:
         lease: float,
         result: str | None,
     ) -> tuple[EndResult, Reservation | None] | None:
-        """claims.LIMITED_DONE, HAND_BACK and CLAIM_AFTER in one transaction, sent together (a
-        pipeline: one round trip); None, with nothing written, sends the end to the
-        transaction path (not this job's case after all, or a stale token)."""
+        """limited.LIMITED_END_AND_CLAIM: one statement, one round trip and one commit; None,
+        with nothing written, sends the end to the transaction path (not this job's case after
+        all, a stale token, or its job's or key's row busy at that instant)."""
+        statement = in_schema(self.db.quoted_schema, LIMITED_END_AND_CLAIM)
         params = {
             "id": job_id,
             "token": token,
@@ -218,17 +220,9 @@ class PostgresJobs:
             "channel": self.db.channel,
             **_claim_params(order[0], 1, [], worker, lease),
         }
-        done, back, claim = (in_schema(self.db.quoted_schema, sql) for sql in _LIMITED_END)
-        with self.db.connection() as conn, conn.cursor() as c1, conn.cursor() as c2:
-            with conn.pipeline() as line:
-                conn.execute("BEGIN")
-                c1.execute(done, params)
-                conn.execute(back, params)
-                c2.execute(claim, params)
-                conn.execute("COMMIT")
-                line.sync()
-            ended, rows = c1.fetchone(), c2.fetchall()
-        if ended is None or not ended["completed"]:
+        with self.db.cursor() as cur:
+            rows = cur.execute(statement, params).fetchall()
+        if not rows[0]["settled"]:
             return None
         ok = EndResult(accepted=True, state="succeeded")
         out: list[Reservation] = []
@@ -408,7 +402,6 @@ class PostgresJobs:
         return EndResult(accepted=True, state="succeeded")
 
 
-_LIMITED_END = (claims.LIMITED_DONE, claims.HAND_BACK, claims.CLAIM_AFTER)
 # the guarded job `reserve` judged startable, claimed with its row already locked
 _OPEN_ATTEMPT = "WITH" + claims.claim_and_open("%(now)s", "= %(id)s") + " SELECT * FROM claimed"
 

@@ -56,13 +56,19 @@ def park(d: Dialect, cur: Cursor, job_id: str) -> None:
     cur.execute(d.q("UPDATE {s}.tenure_jobs SET run_at = %s WHERE id = %s"), (PARKED_AT, job_id))
 
 
+# A lease still live, as a test no index answers (unary +): a key's running attempts are
+# counted in its concurrency index; SQLite's planner, left to itself, took the lease index,
+# which holds every running job of every key.
+_LIVE_LEASE = "+lease_expires_at >= %s"
+
+
 def running_under(d: Dialect, cur: Cursor, key: str, now: float) -> int:
     """The attempts running under a concurrency key with a live lease: a slot follows its
     holder's lease, so a crashed holder keeps it one lease at most."""
     row = cur.execute(
         d.q(
             "SELECT count(*) AS n FROM {s}.tenure_jobs WHERE concurrency_key = %s"
-            " AND state = 'running' AND lease_expires_at >= %s"
+            f" AND state = 'running' AND {_LIVE_LEASE}"
         ),
         (key, now),
     ).fetchone()
@@ -87,7 +93,7 @@ def release(d: Dialect, cur: Cursor, job: Row, now: float, *, held: bool = True)
             " WHERE concurrency_key = %s AND state = 'queued' AND run_at >= %s"
             f" ORDER BY run_at, {d.creation_order} LIMIT (SELECT {d.greatest}(%s - count(*), 0)"
             " FROM {s}.tenure_jobs WHERE concurrency_key = %s AND state = 'running'"
-            " AND lease_expires_at >= %s)) AND state = 'queued' AND run_at >= %s"
+            f" AND {_LIVE_LEASE})) AND state = 'queued' AND run_at >= %s"
         ),
         (now, key, PARKED_AT, int(limit), key, now, PARKED_AT),
     ).rowcount

@@ -52,6 +52,19 @@ _COMPLETE, _COMPLETE_WITH_RESULT = (
     " RETURNING batch_id, chain, queue, concurrency_key, concurrency_limit"
     for result in ("", ", result = ?")
 )
+# a ready job's claim (its attempt row follows); _OPEN_UNDER: only while its concurrency key
+# has a free slot (counted in the key's index: unary + keeps the planner off the lease index,
+# every running job of every key; sql.guards' _LIVE_LEASE)
+_OPEN, _OPEN_UNDER = (
+    f"UPDATE tenure_jobs SET state = 'running', attempt = {NEXT_ATTEMPT},"
+    f" lease_expires_at = ?, worker_id = ? WHERE id = ?{under}"
+    " RETURNING id, name, queue, payload, policy, attempt, lease_expires_at, batch_id"
+    for under in (
+        "",
+        " AND (SELECT count(*) FROM tenure_jobs WHERE concurrency_key = ?"
+        " AND state = 'running' AND +lease_expires_at >= ?) < ?",
+    )
+)
 # endings.close_attempt for a success, as SQLite runs it
 _CLOSE_SUCCEEDED = (
     "UPDATE tenure_attempts SET ended_at = ?, outcome = 'succeeded', error = NULL,"
@@ -203,29 +216,51 @@ class SQLiteJobs:
         for queue in queues:  # priority order: drain earlier queues first
             want = limit - len(out)
             rows = self._ready(conn, queue, now, want)
-            if len(rows) == want and any(
+            # guarded jobs may be parked or deferred: then look a little further than
+            # `limit` (when there is further to look), past the rows judged already
+            further = len(rows) == want and any(
                 r["overlap_key"] is not None
                 or r["rate_key"] is not None
                 or r["concurrency_key"] is not None
                 for r in rows
-            ):
-                # guarded jobs may be deferred: look a little further than `limit` (when
-                # there is further to look)
+            )
+            judged: set[str] = set()
+            self._claim_rows(conn, rows, judged, worker, now, lease, limit, out, full, careful)
+            if further and len(out) < limit:
                 rows = self._ready(conn, queue, now, want + sql_guards.RESERVE_LOOKAHEAD)
-            for row in rows:
-                if len(out) >= limit:
-                    break
-                if not careful:
-                    try:
-                        self._claim(conn, row, worker, now, lease, out, full)
-                    except DAMAGE as exc:
-                        raise _Damaged() from exc
-                    continue
-                with endings.isolated(self.dialect, conn, row["id"], now, "start"):
-                    self._claim(conn, row, worker, now, lease, out, full)
+                self._claim_rows(conn, rows, judged, worker, now, lease, limit, out, full, careful)
             if len(out) >= limit:
                 break
         return out
+
+    def _claim_rows(
+        self,
+        conn: sqlite3.Connection,
+        rows: list[Any],
+        judged: set[str],
+        worker: WorkerRef,
+        now: float,
+        lease: float,
+        limit: int,
+        out: list[Reservation],
+        full: set[str],
+        careful: bool,
+    ) -> None:
+        """_claim each of `rows` not `judged` yet, in order, until `out` holds `limit`."""
+        for row in rows:
+            if len(out) >= limit:
+                break
+            if row["id"] in judged:
+                continue
+            judged.add(row["id"])
+            if not careful:
+                try:
+                    self._claim(conn, row, worker, now, lease, out, full)
+                except DAMAGE as exc:
+                    raise _Damaged() from exc
+                continue
+            with endings.isolated(self.dialect, conn, row["id"], now, "start"):
+                self._claim(conn, row, worker, now, lease, out, full)
 
     def _claim(
         self,
@@ -241,6 +276,15 @@ class SQLiteJobs:
         or defer it if its guard says not now. `full`: the keys found without a free slot in
         this transaction; they stay full, since no attempt ends inside it."""
         key = row["concurrency_key"]
+        if key is not None and row["overlap_key"] is None and row["rate_key"] is None:
+            # a limit alone: the count and the claim in one statement (_OPEN_UNDER)
+            claimed = None if key in full else self._open_under(conn, row, worker, now, lease)
+            if claimed is None:
+                full.add(key)
+                sql_guards.park(self.dialect, conn, row["id"])
+            else:
+                out.append(claimed)
+            return
         if key is not None and (
             key in full
             or sql_guards.running_under(self.dialect, conn, key, now)
@@ -323,16 +367,34 @@ class SQLiteJobs:
     ) -> Reservation:
         # Two statements, as in _defer; PostgreSQL's hot path claims in one (claims.CLAIM,
         # FOR UPDATE SKIP LOCKED), which SQLite's single writer has no need of.
+        row = conn.execute(_OPEN, (now + lease, worker.id, job_id)).fetchone()
+        return self._opened(conn, row, worker, now)
+
+    def _open_under(
+        self, conn: sqlite3.Connection, job: Any, worker: WorkerRef, now: float, lease: float
+    ) -> Reservation | None:
+        """_open_attempt of a job under a concurrency limit alone, if its key has a free slot
+        (the key's running attempts with a live lease counted in the same statement, as
+        sql.guards.running_under counts them); None when the key is full."""
         row = conn.execute(
-            f"UPDATE tenure_jobs SET state = 'running', attempt = {NEXT_ATTEMPT},"
-            " lease_expires_at = ?, worker_id = ? WHERE id = ?"
-            " RETURNING id, name, queue, payload, policy, attempt, lease_expires_at, batch_id",
-            (now + lease, worker.id, job_id),
+            _OPEN_UNDER,
+            (
+                now + lease,
+                worker.id,
+                job["id"],
+                job["concurrency_key"],
+                now,
+                job["concurrency_limit"] or 1,
+            ),
         ).fetchone()
+        return None if row is None else self._opened(conn, row, worker, now)
+
+    @staticmethod
+    def _opened(conn: sqlite3.Connection, row: Any, worker: WorkerRef, now: float) -> Reservation:
         conn.execute(
             "INSERT INTO tenure_attempts (job_id, number, worker_id, host, pid, started_at,"
             " last_heartbeat_at) VALUES (?, ?, ?, ?, ?, ?, ?)",
-            (job_id, row["attempt"], worker.id, worker.host, worker.pid, now, now),
+            (row["id"], row["attempt"], worker.id, worker.host, worker.pid, now, now),
         )
         return reservation(row)
 

@@ -1,0 +1,134 @@
+"""The success of a job under a concurrency limit and the worker's next claim, in one statement
+(one round trip, one commit, as claims.COMPLETE_AND_CLAIM is for a plain job): the slot the
+ended attempt held goes, in the same write of its key's row, to the next job this worker
+claims, and whatever free slots are left hand back the key's oldest parked jobs.
+
+Only for a job outside any batch and chain (those need the transaction path's bookkeeping).
+
+Why one statement can do this safely. The danger is a job parked by a claim that committed
+after this statement's snapshot: unseen here, it would be left parked while its key has a
+free slot. Every parking writes its key's row in the transaction that parks (claims._slots'
+`granted`, guards.take_slot), so the statement takes the key's row only if its newest version
+is the one its snapshot sees (`xmin` unchanged): then every parking of that key is in the
+snapshot. Rows are *tried* (SKIP LOCKED), the job's row first, then its key's: the statement
+never waits, so it cannot deadlock with a rescue or a cancel, which lock in that order and
+wait. When either row is busy or the key's row moved on, nothing at all is written
+(`settled` 0) and PostgresJobs ends the job on the transaction path, which waits for the key.
+
+The claim takes one job of %(queue)s, the first in the queue's order among its ready head
+and the key's oldest parked job of that queue (which, handed back now, would queue at now):
+so a saturated key's backlog, all parked, goes from one attempt to the next without a wake.
+A head under another concurrency key takes a slot of that key as claims._slots does (its row
+tried), or is parked; a head under an overlap or rate guard is left for `reserve`.
+"""
+
+from __future__ import annotations
+
+from tenure.core.states import PARKED_AT
+from tenure.stores.postgres.claims import (
+    WAKE_WAITERS,
+    WOKEN,
+    claim_and_open,
+    close_succeeded,
+    held_slots,
+)
+from tenure.stores.postgres.database import CLOCK
+from tenure.stores.sql.control import not_paused
+
+_NOW = "(SELECT now FROM clock)"
+_PARKED = f"{PARKED_AT!r}"
+
+# the ended attempt's job row and its key's row, both tried; `held`: empty unless both were
+# taken and the key's row is the version this snapshot sees
+_HELD = (
+    f"WITH clock AS MATERIALIZED (SELECT {CLOCK} AS now),"
+    " target AS MATERIALIZED (SELECT id, concurrency_key AS key,"
+    " coalesce(concurrency_limit, 1) AS lim FROM {s}.tenure_jobs WHERE id = %(id)s"
+    " AND attempt = %(token)s AND (state = 'running') IS TRUE AND batch_id IS NULL"
+    " AND chain IS NULL AND concurrency_key IS NOT NULL FOR UPDATE SKIP LOCKED),"
+    " seen AS MATERIALIZED (SELECT c.xmin AS ver FROM {s}.tenure_concurrency c"
+    " WHERE c.key = (SELECT key FROM target)),"
+    " held AS MATERIALIZED (SELECT c.key, c.running, t.lim FROM {s}.tenure_concurrency c"
+    " JOIN target t ON t.key = c.key WHERE c.xmin = (SELECT ver FROM seen)"
+    " FOR UPDATE OF c SKIP LOCKED),"
+    " done AS (UPDATE {s}.tenure_jobs SET state = 'succeeded', finished_at = clock.now,"
+    " lease_expires_at = NULL, tries_used = tries_used + 1, result = %(result)s FROM clock"
+    " WHERE id = (SELECT t.id FROM target t JOIN held h ON h.key = t.key)"
+    " AND attempt = %(token)s RETURNING id, worker_id, clock.now),"
+)
+
+# `head`: the queue's first ready job (as claims' pick); `backlog`: the key's oldest parked
+# jobs, as many as it has free slots once the ended attempt's is back; `handoff`: the first of
+# them in this queue, if it comes before the head
+_CANDIDATES = (
+    " head AS MATERIALIZED (SELECT id, priority, run_at, seq, concurrency_key AS ckey,"
+    " coalesce(concurrency_limit, 1) AS clim, overlap_key IS NULL AND rate_key IS NULL AS bare"
+    " FROM {s}.tenure_jobs"
+    f" WHERE priority_queue = %(queue)s AND run_at <= {_NOW}{not_paused('%(queue)s')}"
+    " AND EXISTS (SELECT 1 FROM held) ORDER BY priority, run_at, seq LIMIT 1"
+    " FOR UPDATE SKIP LOCKED),"
+    " backlog AS MATERIALIZED (SELECT id, queue, priority, run_at, seq FROM {s}.tenure_jobs"
+    " WHERE concurrency_key = (SELECT key FROM held) AND state = 'queued'"
+    f" AND run_at >= {_PARKED} ORDER BY run_at, seq"
+    " LIMIT (SELECT greatest(lim - running + 1, 0) FROM held) FOR UPDATE SKIP LOCKED),"
+    " handoff AS MATERIALIZED (SELECT b.id, b.priority, b.seq FROM backlog b"
+    f" WHERE b.queue = %(queue)s{not_paused('%(queue)s')} AND NOT EXISTS (SELECT 1 FROM head h"
+    f" WHERE (h.priority, h.run_at, h.seq) <= (b.priority, {_NOW}, b.seq))"
+    " ORDER BY b.priority, b.seq LIMIT 1),"
+    # the one job this claim may take, with its guards
+    " cand AS MATERIALIZED (SELECT h.id, h.priority, h.run_at, h.seq, h.ckey, h.clim,"
+    " h.bare AND h.ckey IS NULL AS free, h.bare AND h.ckey IS NOT NULL AS limited, false AS back"
+    " FROM head h WHERE NOT EXISTS (SELECT 1 FROM handoff) UNION ALL"
+    f" SELECT f.id, f.priority, {_NOW}, f.seq, l.key, l.lim, false, true, true"
+    " FROM handoff f, held l),"
+)
+
+_SHARE = f"least(w.n, greatest(w.clim + w.rel - {held_slots('c', 'w.clim + w.rel')}, 0))"
+
+# Each key's row written once: the ended key's slot given back (`rel`) and, for the candidate's
+# key, a slot taken if one is free; a limited candidate goes if granted, is parked if its key's
+# row was taken and is full, and is left to `reserve` (among the guarded) if its row was busy
+_SLOTS = (
+    " wanted AS MATERIALIZED (SELECT key, max(lim) AS clim, sum(n) AS n, sum(rel) AS rel"
+    " FROM (SELECT ckey AS key, clim AS lim, 1 AS n, 0 AS rel FROM cand WHERE limited"
+    " UNION ALL SELECT key, lim, 0, 1 FROM held) w GROUP BY key),"
+    " slots AS MATERIALIZED (SELECT key FROM {s}.tenure_concurrency"
+    " WHERE key = ANY(ARRAY(SELECT key FROM wanted)) FOR UPDATE SKIP LOCKED),"
+    f" granted AS (UPDATE {{s}}.tenure_concurrency c SET running = c.running - w.rel + {_SHARE},"
+    f" granted = {_SHARE} FROM wanted w"
+    " WHERE c.key = w.key AND c.key IN (SELECT key FROM slots)"
+    " RETURNING c.key, c.granted, c.running, w.clim),"
+    " ranked AS MATERIALIZED (SELECT c.id, g.granted > 0 AS go, c.back"
+    " FROM cand c JOIN granted g ON g.key = c.ckey WHERE c.limited),"
+    " parked AS (UPDATE {s}.tenure_jobs SET run_at = "
+    f"{_PARKED} WHERE id = (SELECT id FROM ranked WHERE NOT go AND NOT back)),"
+    # the key's free slots left, after this claim's, hand back its oldest parked jobs
+    " back AS (UPDATE {s}.tenure_jobs SET run_at = clock.now FROM clock"
+    " WHERE id = ANY(ARRAY(SELECT b.id FROM backlog b WHERE b.id NOT IN (SELECT id FROM cand)"
+    " ORDER BY b.run_at, b.seq LIMIT (SELECT greatest(g.clim - g.running, 0) FROM granted g"
+    " WHERE g.key = (SELECT key FROM held))))"
+    # true of every backlog row: it makes the key's index answer `id = ANY`, which a generic
+    # plan made on a new install answered by a Seq Scan
+    " AND concurrency_key = (SELECT key FROM held) AND state = 'queued'"
+    f" AND run_at >= {_PARKED} RETURNING queue),"
+)
+
+_GO = "= (SELECT id FROM cand WHERE free UNION ALL SELECT id FROM ranked WHERE go)"
+
+LIMITED_END_AND_CLAIM = (
+    _HELD
+    + close_succeeded("%(token)s")
+    + ","
+    + WAKE_WAITERS
+    + ","
+    + _CANDIDATES
+    + _SLOTS
+    + claim_and_open(_NOW, _GO)
+    + " SELECT c.*, p.picked, p.guarded, 0 AS parked,"
+    " (SELECT count(*) FROM done) AS settled, (SELECT count(*) FROM target) AS found,"
+    f" {WOKEN} AS woken, (SELECT count(pg_notify(%(channel)s, q)) FROM (SELECT DISTINCT"
+    " queue AS q FROM back) b) AS handed"
+    " FROM (SELECT count(*) AS picked, coalesce(array_agg(id) FILTER (WHERE NOT free"
+    " AND id NOT IN (SELECT id FROM ranked)), '{}') AS guarded FROM cand) p"
+    " LEFT JOIN claimed c ON true"
+)

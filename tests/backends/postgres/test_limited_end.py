@@ -1,0 +1,91 @@
+"""The end of a job under a concurrency limit on PostgreSQL (stores/postgres/limited.py): one
+statement that gives the slot to the ender's next claim, and the rule it relies on, that every
+parking of a job writes its key's row."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import Any
+
+import psycopg
+
+from backends.postgres.kit import PostgresKit
+from conformance.helpers import W1, W2, job, new_job
+from tenure.core.guards import Guards
+from tenure.core.records import NewJob
+from tenure.stores import Store
+
+
+def limited(key: str, limit: int, **guards: Any) -> NewJob:
+    return replace(new_job(), guards=Guards(concurrency_key=key, concurrency_limit=limit, **guards))
+
+
+def key_row(store: Store, key: str) -> tuple[int, str]:
+    """(running, xmin) of the key's slot row: xmin changes with every write of the row."""
+    db: Any = store.db  # type: ignore[attr-defined]
+    with db.cursor() as cur:
+        row = cur.execute(
+            db.q("SELECT running, xmin::text AS v FROM {s}.tenure_concurrency WHERE key = %s"),
+            (key,),
+        ).fetchone()
+    return int(row["running"]), str(row["v"])
+
+
+def sent_by(fn: Any) -> int:
+    """How many statements the store sends while fn() runs."""
+    execute = psycopg.Cursor.execute
+    count = [0]
+
+    def counted(self: Any, *args: Any, **kwargs: Any) -> Any:
+        count[0] += 1
+        return execute(self, *args, **kwargs)
+
+    psycopg.Cursor.execute = counted  # type: ignore[method-assign]
+    try:
+        fn()
+    finally:
+        psycopg.Cursor.execute = execute  # type: ignore[method-assign]
+    return count[0]
+
+
+def test_a_saturated_keys_end_hands_its_oldest_parked_job_to_the_ender_in_one_statement(
+    store: Store,
+) -> None:
+    jobs = [limited("k", 1) for _ in range(3)]
+    store.enqueue_many(jobs)
+    [r] = store.reserve(queues=["default"], worker=W1, lease=30)
+    assert store.reserve(queues=["default"], worker=W2, lease=30) == []  # parks the rest
+    assert job(store, jobs[1].id).waiting_on == "k"
+    out: list[Any] = []
+
+    def end() -> None:
+        out.append(
+            store.end_attempt(
+                job_id=r.job_id, token=r.token, queues=["default"], worker=W1, lease=30
+            )
+        )
+
+    assert sent_by(end) == 1
+    [(ended, nxt)] = out
+    assert ended.accepted and nxt is not None and nxt.job_id == jobs[1].id  # FIFO
+    assert job(store, jobs[2].id).waiting_on == "k"  # the one slot is taken again
+    assert key_row(store, "k")[0] == 1
+
+
+def test_a_job_parked_by_the_slow_path_writes_its_keys_row(store: Store, kit: PostgresKit) -> None:
+    """A rate-limited job of a concurrency key is judged by `reserve`'s slow path
+    (guards.take_slot); parking it there must write the key's row, or an ending in one
+    statement whose snapshot predates the parking could miss the parked job."""
+    rate = {"rate_key": "r", "rate_limit": 100, "rate_window": 60.0}
+    first, second = limited("k", 1, **rate), limited("k", 1, **rate)
+    store.enqueue_many([first])
+    [r] = store.reserve(queues=["default"], worker=W1, lease=30)
+    store.enqueue_many([second])
+    _, before = key_row(store, "k")
+    assert store.reserve(queues=["default"], worker=W2, lease=30) == []
+    assert job(store, second.id).waiting_on == "k"
+    running, after = key_row(store, "k")
+    assert running == 1 and after != before
+    ended, _ = store.end_attempt(job_id=r.job_id, token=r.token)
+    assert ended.accepted
+    assert [x.job_id for x in store.reserve(queues=["default"], worker=W2, lease=30)] == [second.id]
