@@ -12,7 +12,7 @@ import psycopg
 from backends.postgres.kit import PostgresKit
 from conformance.helpers import W1, W2, job, new_job
 from tenure.core.guards import Guards
-from tenure.core.records import NewJob
+from tenure.core.records import Ending, NewJob
 from tenure.stores import Store
 
 
@@ -61,7 +61,7 @@ def test_a_saturated_keys_end_hands_its_oldest_parked_job_to_the_ender_in_one_st
     def end() -> None:
         out.append(
             store.end_attempt(
-                job_id=r.job_id, token=r.token, queues=["default"], worker=W1, lease=30
+                Ending(job_id=r.job_id, token=r.token), queues=["default"], worker=W1, lease=30
             )
         )
 
@@ -86,6 +86,6 @@ def test_a_job_parked_by_the_slow_path_writes_its_keys_row(store: Store, kit: Po
     assert job(store, second.id).waiting_on == "k"
     running, after = key_row(store, "k")
     assert running == 1 and after != before
-    ended, _ = store.end_attempt(job_id=r.job_id, token=r.token)
+    ended, _ = store.end_attempt(Ending(job_id=r.job_id, token=r.token))
     assert ended.accepted
     assert [x.job_id for x in store.reserve(queues=["default"], worker=W2, lease=30)] == [second.id]
