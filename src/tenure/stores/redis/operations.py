@@ -11,13 +11,14 @@ from typing import cast
 
 from tenure.core.records import JobRecord, KeyCounts, QueueCounts, WorkerRecord, ready_age
 from tenure.core.states import JOB_STATES
-from tenure.stores.redis.database import LIST_PAGE, RedisDatabase, clock_value
+from tenure.stores.redis.database import INDEXED_STATES, LIST_PAGE, RedisDatabase, clock_value
 from tenure.stores.redis.guards import effect_records
 from tenure.stores.redis.records import (
     attempt_records,
     job_record,
     to_int,
     to_opt_float,
+    with_open_attempt,
     worker_record,
 )
 
@@ -53,7 +54,11 @@ class RedisOperations(RedisDatabase):
             self._job_queue.pop(job_id, None)
             return None
         record = job_record(
-            job_id, queue, fields, clock_value(seconds, micros), attempt_records(job_id, attempts)
+            job_id,
+            queue,
+            fields,
+            clock_value(seconds, micros),
+            attempt_records(job_id, with_open_attempt(fields, attempts)),
         )
         if damage:
             note = f"the job's record in Redis is damaged: {'; '.join(damage)}"
@@ -77,7 +82,11 @@ class RedisOperations(RedisDatabase):
             return []
         if batch_id is not None:
             return self._list_members(batch_id, state, queue, limit)
-        index = "all" if state is None else "queued" if state == "scheduled" else state
+        # Finished jobs have an index per state; queued (and scheduled) ones are found among
+        # every job newest first, where a backlog's jobs are the newest; running ones in the
+        # lease zset, which holds no more than the workers' capacity (layout 3: the hot path
+        # keeps no index of its own for either).
+        index = state if state in INDEXED_STATES else "running" if state == "running" else "all"
         queues = [queue] if queue is not None else self._queues()
         now = self.now()
         found: list[tuple[float, int, JobRecord]] = []
@@ -121,9 +130,11 @@ class RedisOperations(RedisDatabase):
         self, queue: str, index: str, state: str | None, limit: int, now: float
     ) -> list[tuple[float, int, JobRecord]]:
         base = self._base(queue)
-        key = f"{base}:all" if index == "all" else f"{base}:idx:{index}"
+        key = f"{base}:idx:{index}" if index in INDEXED_STATES else f"{base}:{index}"
         out: list[tuple[float, int, JobRecord]] = []
         start = 0
+        if index == "running":  # by lease, not by sequence: read whole, sorted by the caller
+            limit = cast(int, self._redis.zcard(key))
         while len(out) < limit:
             ids = cast(list[str], self._redis.zrevrange(key, start, start + LIST_PAGE - 1))
             if not ids:

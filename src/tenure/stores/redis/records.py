@@ -82,6 +82,31 @@ def job_record(
     )
 
 
+# The attempt a running job is on, kept in the job's own hash until its end appends it to the
+# attempts hash (layout 3; lua/lib/prelude.lua's OPEN_FIELDS): job field -> attempt field.
+OPEN_ATTEMPT_FIELDS = {
+    "worker_id": "worker_id",
+    "cur.host": "host",
+    "cur.pid": "pid",
+    "cur.started_at": "started_at",
+    "cur.last_heartbeat_at": "last_heartbeat_at",
+    "cur.memory_mb": "memory_mb",
+}
+
+
+def with_open_attempt(job: dict[str, str], attempts: dict[str, str]) -> dict[str, str]:
+    """The attempts hash's fields, and a running job's open attempt as if it were there."""
+    number = job.get("attempt", "")
+    if job.get("state") != "running" or not number.isdigit() or f"{number}.outcome" in attempts:
+        return attempts
+    opened = {
+        f"{number}.{name}": job[field]
+        for field, name in OPEN_ATTEMPT_FIELDS.items()
+        if job.get(field)
+    }
+    return {**attempts, **opened}
+
+
 def attempt_records(job_id: str, fields: dict[str, str]) -> list[AttemptRecord]:
     grouped: dict[int, dict[str, str]] = {}
     for key, value in fields.items():

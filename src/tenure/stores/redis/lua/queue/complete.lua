@@ -6,7 +6,7 @@ local now_s, now = clock()
 local id = ARGV[3]
 local jk = job_key(id)
 local f = redis.call('HMGET', jk, 'state', 'attempt', 'seq', 'tries_used', 'batch_id', 'keep_s',
-  'keep_f', 'chain', 'concurrency_key')
+  'keep_f', 'chain', 'concurrency_key', unpack(OPEN_FIELDS))
 local n = tonumber(f[2])
 if f[1] ~= 'running' or n == nil or n ~= tonumber(ARGV[4]) then
   return refuse(id, ARGV[4], 'succeeded', now_s)
@@ -18,7 +18,7 @@ redis.call('HSET', jk, unpack(set))
 redis.call('HDEL', jk, 'lease_expires_at')
 redis.call('ZREM', RUNNING, id)
 move_index(id, num(f[3]), 'running', 'succeeded', {f[5], f[6], f[7], now_s})
-close_attempt(id, n, now_s, 'succeeded', false, false)
+close_attempt(id, n, now_s, 'succeeded', false, false, nil, open_at(f, 10))
 -- A chain's next link is queued in this same script; a chain in a batch is counted there once,
 -- when it ends (its last link), or as cancelled when its batch no longer runs new work.
 -- (Each of these reads the job's batch_id or chain first and does nothing without it.)

@@ -42,17 +42,15 @@ for _, queued in ipairs(queued_keys(base)) do
           local g = {overlap_key = f[8], overlap_delay = f[9], rate_key = f[10],
             rate_limit = f[11], rate_window = f[12]}
           local run_at, reason = guard_deferral(id, n, g, now)
-          local ak = att_key(id)
-          -- the attempt's start, and its end (deferred) or first beat, in one HSET
-          local started = {n .. '.worker_id', ARGV[5], n .. '.host', ARGV[6],
-            n .. '.pid', ARGV[7], n .. '.started_at', now_s}
           if run_at then
+            -- a deferred attempt starts and ends here: written whole to the attempts hash
             local at = fmt(run_at)
             redis.call('HSET', job_key(id), 'attempt', n, 'run_at', at)
             redis.call('ZADD', queued, at, member)
-            redis.call('HSET', ak, n .. '.ended_at', now_s, n .. '.outcome', 'deferred',
+            redis.call('HSET', att_key(id), n .. '.ended_at', now_s, n .. '.outcome', 'deferred',
               n .. '.error', reason .. string.format('; deferred %.1f s', math.max(run_at - now, 0)),
-              unpack(started))
+              n .. '.worker_id', ARGV[5], n .. '.host', ARGV[6], n .. '.pid', ARGV[7],
+              n .. '.started_at', now_s)
             seen[member] = true
             nseen = nseen + 1
           else
@@ -62,11 +60,13 @@ for _, queued in ipairs(queued_keys(base)) do
               redis.call('HSET', CONC_KEYS, f[13], tonumber(f[14]) or 1)
             end
             local expires = fmt(now + lease)
+            -- the job runs, and its attempt opens in the same hash (OPEN_FIELDS; memory_mb
+            -- emptied: a reading belongs to the attempt that took it)
             redis.call('HSET', job_key(id), 'state', 'running', 'attempt', n,
-              'lease_expires_at', expires, 'worker_id', ARGV[5])
+              'lease_expires_at', expires, 'worker_id', ARGV[5], 'cur.host', ARGV[6],
+              'cur.pid', ARGV[7], 'cur.started_at', now_s, 'cur.last_heartbeat_at', now_s,
+              'cur.memory_mb', '')
             redis.call('ZADD', RUNNING, expires, id)
-            move_index(id, num(f[3]), 'queued', 'running')
-            redis.call('HSET', ak, n .. '.last_heartbeat_at', now_s, unpack(started))
             out[#out + 1] = {id, f[4] or '', f[5] or '', f[6] or '', tostring(n), expires, f[7]}
           end
         end
