@@ -140,6 +140,10 @@ def fill(store: RedisStore) -> dict[str, Any]:
     ids["limited_running"] = take(store, "lim")
     assert store.reserve(queues=["lim"], worker=W1, lease=60, limit=1) == []
     ids["limited_parked"] = limited[1].id
+    # a paused queue holding a job
+    store.set_control(paused={"held": True})
+    store.enqueue_many([held := new("held")])
+    ids["held"] = held.id
     return ids
 
 
@@ -233,5 +237,11 @@ def test_a_layout_2_store_is_upgraded_in_place_and_nothing_is_lost(
         holder = ids["limited_running"]
         store.end_attempt(job_id=holder.job_id, token=holder.token)
         assert take(store, "lim", W2).job_id == ids["limited_parked"]
+
+        # the paused queue stays paused until resumed
+        assert counts["held"].paused and store.queue_counts()["held"].paused
+        assert store.reserve(queues=["held"], worker=W2, lease=60, limit=1) == []
+        store.set_control(paused={"held": False})
+        assert take(store, "held", W2).job_id == ids["held"]
     finally:
         store.close()

@@ -26,7 +26,7 @@ from tenure.stores.redis.scripts import LOST_CALLBACKS_MARK, global_scripts, que
 INDEXED_STATES = ("succeeded", "failed", "cancelled")
 # A queue script's KEYS, in order, after the queue's base key.
 QUEUE_KEYS: tuple[str, ...] = ("queued", "running", "notify", "seq", "all")
-QUEUE_KEYS += (*(f"idx:{state}" for state in INDEXED_STATES), "paused")
+QUEUE_KEYS += (*(f"idx:{state}" for state in INDEXED_STATES), "priorities")
 LIST_PAGE = 200
 
 BLOCK_CAP_S = 10.0

@@ -14,7 +14,7 @@ from tenure.core import batch as rules
 from tenure.core.records import AttemptRecord, BatchRecord, JobRecord, WorkerRecord
 from tenure.core.records import batch_record as stored_batch
 from tenure.core.retry import Policy
-from tenure.core.states import PARKED_AT, QUEUED, visible_state
+from tenure.core.states import PARKED_AT, QUEUED, RUNNING, visible_state
 
 PROGRESS_UNITS = 1_000_000  # a member's progress and a batch's `partial` are in millionths
 
@@ -69,7 +69,10 @@ def job_record(
         tries_used=to_int(fields.get("tries_used")),
         exceptions=to_int(fields.get("exceptions")),
         last_error=last_error,
-        lease_expires_at=to_opt_float(fields.get("lease_expires_at")),
+        # a finished job keeps its last lease in Redis (one HDEL fewer per job): not shown
+        lease_expires_at=(
+            to_opt_float(fields.get("lease_expires_at")) if stored == RUNNING else None
+        ),
         worker_id=fields.get("worker_id"),
         batch_id=fields.get("batch_id"),
         attempts=attempts,

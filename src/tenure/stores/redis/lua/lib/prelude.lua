@@ -25,8 +25,11 @@ local QUEUED, RUNNING, NOTIFY, SEQ, ALL = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KE
 -- them reads. Queued and running jobs have no such index (layout 3): their own structures,
 -- QUEUED (and its priorities) and RUNNING, already hold each of them once.
 local IDX = {succeeded = KEYS[6], failed = KEYS[7], cancelled = KEYS[8]}
--- Exists while the queue is paused (its value: when it was paused); reserve hands out nothing.
-local PAUSED = KEYS[9]
+-- The queue's reservation state (layout 3): a zset of the priorities that may hold queued jobs
+-- (score N, queued_keys) and, while the queue is paused, the member PAUSED_MEMBER scored -inf,
+-- so that reserve learns both from the one ZRANGE it needs anyway.
+local PRIORITIES = KEYS[9]
+local PAUSED_MEMBER = 'paused' 
 local FINAL = {succeeded = true, failed = true, cancelled = true}
 
 -- Read once per script call (a script is atomic, so one instant serves all of it): the end
@@ -81,19 +84,20 @@ local function add_queued(qbase, priority, run_at, member)
   if priority ~= 0 then redis.call('ZADD', qbase .. ':priorities', priority, priority) end
 end
 local function job_priority(jk) return tonumber(redis.call('HGET', jk, 'priority')) or 0 end
--- Every queued zset of the queue `qbase`, lowest priority first.
+-- Every queued zset of the queue `qbase`, lowest priority first, and whether it is paused.
 local function queued_keys(qbase)
-  local out, zero_placed = {}, false
+  local out, zero_placed, paused = {}, false, false
   for _, p in ipairs(redis.call('ZRANGE', qbase .. ':priorities', 0, -1)) do
-    local n = tonumber(p) or 0
-    if n > 0 and not zero_placed then
+    local n = tonumber(p)
+    if p == PAUSED_MEMBER then paused = true end
+    if n and n > 0 and not zero_placed then
       out[#out + 1] = qbase .. ':queued'
       zero_placed = true
     end
-    if n ~= 0 then out[#out + 1] = queued_key(qbase, n) end
+    if n and n ~= 0 then out[#out + 1] = queued_key(qbase, n) end
   end
   if not zero_placed then out[#out + 1] = qbase .. ':queued' end
-  return out
+  return out, paused
 end
 
 local function move_index(id, seq, from, to, known)
@@ -117,14 +121,15 @@ local function notify_at(qbase, n)
 end
 local function notify(n) notify_at(base, n) end
 
--- Whoever waits for this job's end (JobHandle.wait sets `base:waiter:ID`, see
--- RedisStore.wait_for_work) is woken by a token on `base:woken:ID`, which it pops. A job
--- nobody waits for costs its end one EXISTS.
-local function wake_waiters(id)
-  local waiter = base .. ':waiter:' .. id
-  if redis.call('EXISTS', waiter) == 1 then
+-- Whoever waits for this job's end (JobHandle.wait marks the job's field `waiter`, see
+-- queue/wait_end.lua and RedisStore.wait_for_work) is woken by a token on `base:woken:ID`,
+-- which it pops. `waiter`: the field as the caller read it with the rest of the job (so a job
+-- nobody waits for costs complete.lua no command at all), nil to read it here.
+local function wake_waiters(id, waiter)
+  if waiter == nil then waiter = redis.call('HGET', job_key(id), 'waiter') end
+  if waiter then
     local woken = base .. ':woken:' .. id
-    redis.call('DEL', waiter)
+    redis.call('HDEL', job_key(id), 'waiter')
     redis.call('LPUSH', woken, '1')
     redis.call('EXPIRE', woken, ENDED_TOKEN_TTL_S)
   end

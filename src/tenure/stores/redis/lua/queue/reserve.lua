@@ -4,14 +4,15 @@
 -- limit + RESERVE_LOOKAHEAD jobs are looked at, and none twice, so a deferral with no delay
 -- cannot make the script spin.
 -- A paused queue hands out nothing (complete_and_reserve runs this too).
-if redis.call('EXISTS', PAUSED) == 1 then return {} end
+local walk, paused = queued_keys(base)
+if paused then return {} end
 local now_s, now = clock()
 local limit = tonumber(ARGV[3])
 local lease = tonumber(ARGV[4])
 local out = {}
 local budget = limit + RESERVE_LOOKAHEAD
 -- Lowest priority first (prelude.lua's queued_keys); within one, by run_at then sequence.
-for _, queued in ipairs(queued_keys(base)) do
+for _, queued in ipairs(walk) do
   if #out >= limit or budget <= 0 then break end
   local seen, nseen, exhausted = {}, 0, false
   while #out < limit and budget > 0 do

@@ -30,7 +30,12 @@ for _, id in ipairs(running) do
     moved = moved + 1
   end
 end
--- 2. Layout 3 keeps no index of queued and running jobs: the queued zsets and RUNNING list them
+-- 2. A paused queue's flag joins its priorities (prelude's PRIORITIES): reserve reads both at once.
+if redis.call('EXISTS', base .. ':paused') == 1 then
+  redis.call('ZADD', PRIORITIES, '-inf', PAUSED_MEMBER)
+  redis.call('DEL', base .. ':paused')
+end
+-- 3. Layout 3 keeps no index of queued and running jobs: the queued zsets and RUNNING list them
 --    (operations.py reads those).
 redis.call('DEL', base .. ':idx:queued', base .. ':idx:running')
 return moved
