@@ -14,7 +14,7 @@ from tenure.core.errors import ConfigError
 from tenure.core.records import NewJob, WorkerRef
 from tenure.core.retry import Policy
 from tenure.stores.base import get_job
-from tenure.stores.redis import RedisStore
+from tenure.stores.redis import RedisStore, operations
 
 from servers import isolated_store_url
 
@@ -105,5 +105,33 @@ def test_a_priority_leaves_the_list_once_a_reserve_finds_it_empty(
         taken.append(store.reserve(queues=["default"], worker=worker, lease=30, limit=1))
         assert [len(t) for t in taken] == [2, 1, 0]
         assert client.zrange(listed, 0, -1) == ["3"]
+    finally:
+        store.close()
+
+
+@pytest.mark.parametrize("most", [10_000, 2])
+def test_queued_and_running_jobs_are_listed_newest_first_without_an_index(
+    url: str, most: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Layout 3 keeps no index of queued or running jobs: a listing reads them whole from the
+    queued zsets, parked lists and lease zset, or, past LISTED_READ_MAX of them, walks every
+    job newest first; both give the same answer."""
+    monkeypatch.setattr(operations, "LISTED_READ_MAX", most)
+    store = RedisStore(url)
+    worker = WorkerRef(id="w", host="h", pid=1)
+    try:
+        first, second, later, urgent = job(), job(), job(delay=3600), job(priority=-1)
+        store.enqueue_many([first, second, later, urgent])
+        (running,) = store.reserve(queues=["default"], worker=worker, lease=30, limit=1)
+        assert running.job_id == urgent.id
+        store.enqueue_many([newest := job()])
+
+        def ids(state: str) -> list[str]:
+            return [r.id for r in store.list_jobs(state=state, limit=10)]
+
+        assert ids("queued") == [newest.id, second.id, first.id]
+        assert [r.id for r in store.list_jobs(state="queued", limit=2)] == [newest.id, second.id]
+        assert ids("scheduled") == [later.id]
+        assert ids("running") == [urgent.id]
     finally:
         store.close()

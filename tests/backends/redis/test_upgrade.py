@@ -67,6 +67,14 @@ class Layout2Store(RedisStore):
     def _queue_keys(self, queue: str) -> list[str]:
         return [f"{self._base(queue)}:{name}" for name in LAYOUT2_QUEUE_KEYS]
 
+    def _id_pages(self, queue: str, index: str) -> Iterator[list[str]]:
+        """Layout 2's listing: an index per state, queued and running too."""
+        key = f"{self._base(queue)}:{'all' if index == 'all' else 'idx:' + index}"
+        start = 0
+        while ids := self._redis.zrevrange(key, start, start + 199):
+            start += len(ids)
+            yield ids
+
     def check_layout(self) -> None:
         self._redis.hsetnx(self._global_key("meta"), "layout", "2")
         self._functions = {}

@@ -5,7 +5,7 @@ heartbeat, jobs.py; restart requests, in the same `{g}` slot, by RedisStore.set_
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import replace
 from typing import cast
 
@@ -22,6 +22,9 @@ from tenure.stores.redis.records import (
     worker_record,
 )
 
+# Queued or running jobs of one queue read whole for a listing at most; past it, the listing
+# walks every job newest first (operations._id_pages).
+LISTED_READ_MAX = 10_000
 # The order of the figures the "counts" script returns after the clock.
 COUNTED_STATES = ("queued", "scheduled", "running", "succeeded", "failed", "cancelled")
 
@@ -82,11 +85,9 @@ class RedisOperations(RedisDatabase):
             return []
         if batch_id is not None:
             return self._list_members(batch_id, state, queue, limit)
-        # Finished jobs have an index per state; queued (and scheduled) ones are found among
-        # every job newest first, where a backlog's jobs are the newest; running ones in the
-        # lease zset, which holds no more than the workers' capacity (layout 3: the hot path
-        # keeps no index of its own for either).
-        index = state if state in INDEXED_STATES else "running" if state == "running" else "all"
+        # Finished jobs have an index per state; queued (and scheduled) and running ones are
+        # read where the hot path keeps them (layout 3 keeps no index of its own for either).
+        index = "queued" if state == "scheduled" else "all" if state is None else state
         queues = [queue] if queue is not None else self._queues()
         now = self.now()
         found: list[tuple[float, int, JobRecord]] = []
@@ -130,16 +131,8 @@ class RedisOperations(RedisDatabase):
         self, queue: str, index: str, state: str | None, limit: int, now: float
     ) -> list[tuple[float, int, JobRecord]]:
         base = self._base(queue)
-        key = f"{base}:idx:{index}" if index in INDEXED_STATES else f"{base}:{index}"
         out: list[tuple[float, int, JobRecord]] = []
-        start = 0
-        if index == "running":  # by lease, not by sequence: read whole, sorted by the caller
-            limit = cast(int, self._redis.zcard(key))
-        while len(out) < limit:
-            ids = cast(list[str], self._redis.zrevrange(key, start, start + LIST_PAGE - 1))
-            if not ids:
-                break
-            start += len(ids)
+        for ids in self._id_pages(queue, index):
             rows = self._hashes([f"{base}:job:{job_id}" for job_id in ids])
             for job_id, fields in zip(ids, rows, strict=True):
                 if not fields:
@@ -149,8 +142,28 @@ class RedisOperations(RedisDatabase):
                 if state is None or record.state == state:
                     out.append((record.created_at, to_int(fields.get("seq")), record))
                     if len(out) >= limit:
-                        break
+                        return out
         return out
+
+    def _id_pages(self, queue: str, index: str) -> Iterator[list[str]]:
+        """The ids `_list_queue` looks at, newest first, a page at a time: a final state's
+        index; or the queued or running jobs as the hot path keeps them (listed_ids.lua),
+        when there are few enough to read whole; else every job."""
+        base = self._base(queue)
+        if index in ("queued", "running"):
+            listed = self._run(self._qcall("listed_ids", queue, index, LISTED_READ_MAX))
+            if listed is not None:
+                for start in range(0, len(listed), LIST_PAGE):
+                    yield [str(job_id) for job_id in listed[start : start + LIST_PAGE]]
+                return
+        key = f"{base}:idx:{index}" if index in INDEXED_STATES else f"{base}:all"
+        start = 0
+        while True:
+            ids = cast(list[str], self._redis.zrevrange(key, start, start + LIST_PAGE - 1))
+            if not ids:
+                return
+            start += len(ids)
+            yield ids
 
     def queue_counts(self, *, keys: bool = False) -> dict[str, QueueCounts]:
         # Every state has a sorted set per queue, so each figure is a ZCARD (O(1)) or, for
