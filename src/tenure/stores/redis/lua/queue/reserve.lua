@@ -14,18 +14,27 @@ local budget = limit + RESERVE_LOOKAHEAD
 -- Lowest priority first (prelude.lua's queued_keys); within one, by run_at then sequence.
 for _, queued in ipairs(walk) do
   if #out >= limit or budget <= 0 then break end
-  local seen, nseen, exhausted = {}, 0, false
-  while #out < limit and budget > 0 do
-    local asked = limit - #out + nseen
-    local members = redis.call('ZRANGEBYSCORE', queued, '-inf', now_s, 'LIMIT', 0, asked)
-    exhausted = #members < asked
-    local fresh = 0
-    for _, member in ipairs(members) do
-      if #out >= limit or budget <= 0 then break end
-      if not seen[member] then
-        fresh = fresh + 1
+  -- exhausted: no ready job left in this zset; stop: this zset is done for this call
+  local seen, exhausted, stop = {}, false, false
+  while #out < limit and budget > 0 and not stop do
+    -- The earliest jobs, taken off the zset in one command (a range read and a ZREM each cost
+    -- one more per job, issue 32); the first one not due yet (or met again after its own
+    -- deferral), and every one after it, go back as they were.
+    local asked = math.min(limit - #out, budget)
+    local popped = redis.call('ZPOPMIN', queued, asked)
+    if #popped < 2 * asked then exhausted, stop = true, true end
+    local back = false
+    for i = 1, #popped, 2 do
+      local member, score = popped[i], popped[i + 1]
+      if not back and (tonumber(score) > now or seen[member]) then
+        back = true
+        stop = true
+        exhausted = tonumber(score) > now
+      end
+      if back then
+        redis.call('ZADD', queued, score, member)
+      else
         budget = budget - 1
-        redis.call('ZREM', queued, member)
         local id = string.match(member, '^%d+:(.*)$')
         local f = {}
         if id then
@@ -53,7 +62,6 @@ for _, queued in ipairs(walk) do
               n .. '.worker_id', ARGV[5], n .. '.host', ARGV[6], n .. '.pid', ARGV[7],
               n .. '.started_at', now_s)
             seen[member] = true
-            nseen = nseen + 1
           else
             if g.overlap_key then redis.call('HSET', OVERLAP, g.overlap_key, id) end
             if f[13] then
@@ -73,7 +81,6 @@ for _, queued in ipairs(walk) do
         end
       end
     end
-    if fresh == 0 then break end
   end
   -- A priority leaves the list once its zset is empty. Looked at only when the walk ran out of
   -- ready jobs, so a busy reserve pays no ZCARD; a zset emptied by taking its last job is
