@@ -35,6 +35,9 @@ SYSTEMS = ("tenure", "huey", "rq", "dramatiq")
 SCRIPT_COMMANDS = ("eval", "evalsha", "eval_ro", "evalsha_ro", "fcall", "fcall_ro")
 METER_COMMANDS = ("info", "ping", "flushdb", "client|setname", "client|setinfo", "hello")
 DRAIN_TIMEOUT_S = 300.0
+# The checkout's own tenure before any installed one: a worktree's bench measures its own code
+# (the project venv may have tenure installed editable from another checkout).
+PYTHONPATH = os.pathsep.join((str(ROOT / "src"), str(ROOT)))
 TIMES = "\u00d7"
 
 
@@ -109,7 +112,7 @@ def child(spec: dict[str, Any]) -> None:
     env = {
         **os.environ,
         **adapter.worker_env("one"),
-        "PYTHONPATH": str(ROOT),
+        "PYTHONPATH": PYTHONPATH,
         "BENCH_URL": spec["url"],
         "BENCH_ENGINE": "redis",
     }
@@ -146,7 +149,7 @@ def run_system(system: str, url: str, jobs: int, workdir: Path) -> dict[str, Any
         where = peers.VENVS[venv][0].relative_to(ROOT)
         return f"skipped: {where} does not exist (`python -m bench` installs it)"
     spec = {"system": system, "url": url, "jobs": jobs, "workdir": str(workdir)}
-    env = {**os.environ, "PYTHONPATH": str(ROOT), "BENCH_URL": url, "BENCH_ENGINE": "redis"}
+    env = {**os.environ, "PYTHONPATH": PYTHONPATH, "BENCH_URL": url, "BENCH_ENGINE": "redis"}
     env.pop("TENURE_URL", None)
     proc = subprocess.run(
         [python, "-m", "bench.redis_work", "--child", json.dumps(spec)],

@@ -14,7 +14,7 @@ from tenure.core.errors import ConfigError
 from tenure.core.records import NewJob, WorkerRef
 from tenure.core.retry import Policy
 from tenure.stores.base import get_job
-from tenure.stores.redis import RedisStore
+from tenure.stores.redis import RedisStore, operations
 
 from servers import isolated_store_url
 
@@ -48,20 +48,21 @@ def test_first_use_records_the_layout_without_migrate(url: str, client: redis.Re
     store = RedisStore(url)
     try:
         store.enqueue_many([job()])
-        assert client.hget(f"{store.prefix}:{{g}}:meta", "layout") == "2"
+        assert client.hget(f"{store.prefix}:{{g}}:meta", "layout") == "3"
     finally:
         store.close()
 
 
-def test_layout_1_keys_are_taken_over_and_marked_2(url: str, client: redis.Redis) -> None:
-    """Layout 2 added priorities beside layout 1's keys, which read the same; marking the
-    keys 2 makes an older tenure (layout 1) stop rather than miss jobs of other priorities."""
+def test_layout_1_keys_are_taken_over_and_marked_3(url: str, client: redis.Redis) -> None:
+    """Layout 2 added priorities beside layout 1's keys, which read the same, and layout 3
+    dropped indexes; marking the keys 3 makes an older tenure stop rather than miss jobs of
+    other priorities or list queued jobs from an index nobody keeps."""
     store = RedisStore(url)
     try:
         meta = f"{store.prefix}:{{g}}:meta"
         client.hset(meta, "layout", "1")
         (stored,) = store.enqueue_many([job()])
-        assert client.hget(meta, "layout") == "2"
+        assert client.hget(meta, "layout") == "3"
         assert get_job(store, stored) is not None
     finally:
         store.close()
@@ -69,7 +70,7 @@ def test_layout_1_keys_are_taken_over_and_marked_2(url: str, client: redis.Redis
 
 @pytest.mark.parametrize(
     ("stored", "message"),
-    [("3", "use layout 3, newer than this tenure understands"), ("v1", "got 'v1'")],
+    [("4", "use layout 4, newer than this tenure understands"), ("v1", "got 'v1'")],
 )
 def test_keys_in_another_layout_are_refused_before_any_write(
     url: str, client: redis.Redis, stored: str, message: str
@@ -104,5 +105,33 @@ def test_a_priority_leaves_the_list_once_a_reserve_finds_it_empty(
         taken.append(store.reserve(queues=["default"], worker=worker, lease=30, limit=1))
         assert [len(t) for t in taken] == [2, 1, 0]
         assert client.zrange(listed, 0, -1) == ["3"]
+    finally:
+        store.close()
+
+
+@pytest.mark.parametrize("most", [10_000, 2])
+def test_queued_and_running_jobs_are_listed_newest_first_without_an_index(
+    url: str, most: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Layout 3 keeps no index of queued or running jobs: a listing reads them whole from the
+    queued zsets, parked lists and lease zset, or, past LISTED_READ_MAX of them, walks every
+    job newest first; both give the same answer."""
+    monkeypatch.setattr(operations, "LISTED_READ_MAX", most)
+    store = RedisStore(url)
+    worker = WorkerRef(id="w", host="h", pid=1)
+    try:
+        first, second, later, urgent = job(), job(), job(delay=3600), job(priority=-1)
+        store.enqueue_many([first, second, later, urgent])
+        (running,) = store.reserve(queues=["default"], worker=worker, lease=30, limit=1)
+        assert running.job_id == urgent.id
+        store.enqueue_many([newest := job()])
+
+        def ids(state: str) -> list[str]:
+            return [r.id for r in store.list_jobs(state=state, limit=10)]
+
+        assert ids("queued") == [newest.id, second.id, first.id]
+        assert [r.id for r in store.list_jobs(state="queued", limit=2)] == [newest.id, second.id]
+        assert ids("scheduled") == [later.id]
+        assert ids("running") == [urgent.id]
     finally:
         store.close()

@@ -21,10 +21,12 @@ from tenure.stores.redis import functions
 from tenure.stores.redis.connection import SOCKET_TIMEOUT_S, connect
 from tenure.stores.redis.scripts import LOST_CALLBACKS_MARK, global_scripts, queue_scripts
 
-STORED_STATES = ("queued", "running", "succeeded", "failed", "cancelled")
+# The states whose jobs a per-queue index lists (layout 3: not queued and running, whose own
+# zsets `queued` and `running` list them already).
+INDEXED_STATES = ("succeeded", "failed", "cancelled")
 # A queue script's KEYS, in order, after the queue's base key.
 QUEUE_KEYS: tuple[str, ...] = ("queued", "running", "notify", "seq", "all")
-QUEUE_KEYS += (*(f"idx:{state}" for state in STORED_STATES), "paused")
+QUEUE_KEYS += (*(f"idx:{state}" for state in INDEXED_STATES), "priorities")
 LIST_PAGE = 200
 
 BLOCK_CAP_S = 10.0
@@ -36,10 +38,12 @@ JOB_CACHE_MAX = 100_000
 # The key layout this code reads and writes, kept in PREFIX:{g}:meta `layout`; a layout change
 # bumps it, so that an older tenure meeting newer keys stops instead of misreading them.
 # 2: priorities (queued:pN zsets beside `queued`, which keeps priority 0): an older tenure
-# would never see a job of another priority. Layout 1 keys read the same, so they are taken
-# over in place (UPGRADABLE_LAYOUTS) and marked 2.
-LAYOUT_VERSION = 2
-UPGRADABLE_LAYOUTS = ("1",)
+# would never see a job of another priority.
+# 3: the hot path writes only what a reader needs (issue 32): no idx:queued / idx:running.
+# Layouts 1 and 2 are upgraded in place (UPGRADABLE_LAYOUTS) by each queue's `upgrade` script,
+# then marked 3; the script is idempotent, so two processes upgrading at once do no harm.
+LAYOUT_VERSION = 3
+UPGRADABLE_LAYOUTS = ("1", "2")
 
 Call = tuple[Script, list[str], list[Any]]
 
@@ -227,16 +231,27 @@ class RedisDatabase:
                 f"the keys under prefix {self.prefix!r}: {meta} field layout expected a "
                 f"number, got {found!r}; they were edited by hand or are not tenure's"
             )
-        if found in UPGRADABLE_LAYOUTS:
-            self.client.hset(meta, "layout", LAYOUT_VERSION)
-            found = str(LAYOUT_VERSION)
         if int(found) > LAYOUT_VERSION:
             raise ConfigError(
                 f"the keys under prefix {self.prefix!r} use layout {found}, newer than this "
                 f"tenure understands ({LAYOUT_VERSION}); upgrade tenure on this host"
             )
         self._load_functions()
+        if found in UPGRADABLE_LAYOUTS:
+            self._upgrade(meta)
         self._layout_checked = True
+
+    def _upgrade(self, meta: str) -> None:
+        """Bring older keys to this layout in place, one queue's script at a time (each atomic,
+        each idempotent), and mark the layout only once every queue is done: a process that
+        stops half way leaves the old mark, and the next start finishes the work."""
+        self._layout_checked = True  # the upgrade's own scripts run through _run_many
+        try:
+            self.run_many([self.qcall("upgrade", queue) for queue in self.queues()])
+        except BaseException:
+            self._layout_checked = False
+            raise
+        self.client.hset(meta, "layout", LAYOUT_VERSION)
 
     # -- finding a job's queue -----------------------------------------------------------
     def queues(self) -> list[str]:

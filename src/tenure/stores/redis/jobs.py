@@ -358,19 +358,21 @@ class RedisJobs(RedisBatches):
         self.db.wait_for_token([f"{self.db.base(q)}:notify" for q in names], wait)
 
     def _wait_for_ends(self, job_ids: Sequence[str], wait: float) -> None:
-        """A waiter is a key `waiter:ID` beside the job (under its queue's hash tag); the
-        script that ends the job turns it into a token on `woken:ID` (prelude.lua's
+        """A waiter is the job's field `waiter` (wait_end.lua), read by the script that ends
+        the job with the rest of it and turned into a token on `woken:ID` (prelude.lua's
         wake_waiters), popped here. A waiter new on this call returns at once, for the caller
-        to read the job again: an end before the key existed woke nobody."""
+        to read the job again: an end before the mark woke nobody."""
         located = self.db.locate_many(job_ids)
         if not located:
             time.sleep(wait)  # no such job: the caller's read says so
             return
-        pipe = self.db.client.pipeline(transaction=False)
+        by_queue: dict[str, list[str]] = {}
         for job_id, queue in located.items():
-            # SET ... GET: the old value, None when the key is new; the TTL is renewed
-            pipe.set(f"{self.db.base(queue)}:waiter:{job_id}", "1", ex=int(wait) + 60, get=True)
-        if any(previous is None for previous in pipe.execute()):
+            by_queue.setdefault(queue, []).append(job_id)
+        marked = self.db.run_many(
+            [self.db.qcall("wait_end", q, *ids) for q, ids in by_queue.items()]
+        )
+        if not all(all(int(was) for was in reply) for reply in marked):
             return
         keys = [f"{self.db.base(q)}:woken:{job_id}" for job_id, q in located.items()]
         self.db.wait_for_token(keys, max(wait, MIN_BLOCK_S))

@@ -5,22 +5,26 @@ heartbeat, jobs.py; restart requests, in the same `{g}` slot, by RedisStore.set_
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import replace
 from typing import cast
 
 from tenure.core.records import JobRecord, KeyCounts, QueueCounts, WorkerRecord, ready_age
 from tenure.core.states import JOB_STATES
-from tenure.stores.redis.database import LIST_PAGE, RedisDatabase, clock_value
+from tenure.stores.redis.database import INDEXED_STATES, LIST_PAGE, RedisDatabase, clock_value
 from tenure.stores.redis.guards import effect_records
 from tenure.stores.redis.records import (
     attempt_records,
     job_record,
     to_int,
     to_opt_float,
+    with_open_attempt,
     worker_record,
 )
 
+# Queued or running jobs of one queue read whole for a listing at most; past it, the listing
+# walks every job newest first (operations._id_pages).
+LISTED_READ_MAX = 10_000
 # The order of the figures the "counts" script returns after the clock.
 COUNTED_STATES = ("queued", "scheduled", "running", "succeeded", "failed", "cancelled")
 
@@ -55,7 +59,11 @@ class RedisOperations:
             self.db.job_queue.pop(job_id, None)
             return None
         record = job_record(
-            job_id, queue, fields, clock_value(seconds, micros), attempt_records(job_id, attempts)
+            job_id,
+            queue,
+            fields,
+            clock_value(seconds, micros),
+            attempt_records(job_id, with_open_attempt(fields, attempts)),
         )
         if damage:
             note = f"the job's record in Redis is damaged: {'; '.join(damage)}"
@@ -79,7 +87,9 @@ class RedisOperations:
             return []
         if batch_id is not None:
             return self._list_members(batch_id, state, queue, limit)
-        index = "all" if state is None else "queued" if state == "scheduled" else state
+        # Finished jobs have an index per state; queued (and scheduled) and running ones are
+        # read where the hot path keeps them (layout 3 keeps no index of its own for either).
+        index = "queued" if state == "scheduled" else "all" if state is None else state
         queues = [queue] if queue is not None else self.db.queues()
         now = self.now()
         found: list[tuple[float, int, JobRecord]] = []
@@ -123,14 +133,8 @@ class RedisOperations:
         self, queue: str, index: str, state: str | None, limit: int, now: float
     ) -> list[tuple[float, int, JobRecord]]:
         base = self.db.base(queue)
-        key = f"{base}:all" if index == "all" else f"{base}:idx:{index}"
         out: list[tuple[float, int, JobRecord]] = []
-        start = 0
-        while len(out) < limit:
-            ids = cast(list[str], self.db.client.zrevrange(key, start, start + LIST_PAGE - 1))
-            if not ids:
-                break
-            start += len(ids)
+        for ids in self._id_pages(queue, index):
             rows = self.db.hashes([f"{base}:job:{job_id}" for job_id in ids])
             for job_id, fields in zip(ids, rows, strict=True):
                 if not fields:
@@ -140,8 +144,28 @@ class RedisOperations:
                 if state is None or record.state == state:
                     out.append((record.created_at, to_int(fields.get("seq")), record))
                     if len(out) >= limit:
-                        break
+                        return out
         return out
+
+    def _id_pages(self, queue: str, index: str) -> Iterator[list[str]]:
+        """The ids `_list_queue` looks at, newest first, a page at a time: a final state's
+        index; or the queued or running jobs as the hot path keeps them (listed_ids.lua),
+        when there are few enough to read whole; else every job."""
+        base = self.db.base(queue)
+        if index in ("queued", "running"):
+            listed = self.db.run(self.db.qcall("listed_ids", queue, index, LISTED_READ_MAX))
+            if listed is not None:
+                for start in range(0, len(listed), LIST_PAGE):
+                    yield [str(job_id) for job_id in listed[start : start + LIST_PAGE]]
+                return
+        key = f"{base}:idx:{index}" if index in INDEXED_STATES else f"{base}:all"
+        start = 0
+        while True:
+            ids = cast(list[str], self.db.client.zrevrange(key, start, start + LIST_PAGE - 1))
+            if not ids:
+                return
+            start += len(ids)
+            yield ids
 
     def queue_counts(self, *, keys: bool = False) -> dict[str, QueueCounts]:
         # Every state has a sorted set per queue, so each figure is a ZCARD (O(1)) or, for

@@ -14,7 +14,7 @@ from tenure.core import batch as rules
 from tenure.core.records import AttemptRecord, BatchRecord, JobRecord, WorkerRecord
 from tenure.core.records import batch_record as stored_batch
 from tenure.core.retry import Policy
-from tenure.core.states import PARKED_AT, QUEUED, visible_state
+from tenure.core.states import PARKED_AT, QUEUED, RUNNING, visible_state
 
 PROGRESS_UNITS = 1_000_000  # a member's progress and a batch's `partial` are in millionths
 
@@ -69,7 +69,10 @@ def job_record(
         tries_used=to_int(fields.get("tries_used")),
         exceptions=to_int(fields.get("exceptions")),
         last_error=last_error,
-        lease_expires_at=to_opt_float(fields.get("lease_expires_at")),
+        # a finished job keeps its last lease in Redis (one HDEL fewer per job): not shown
+        lease_expires_at=(
+            to_opt_float(fields.get("lease_expires_at")) if stored == RUNNING else None
+        ),
         worker_id=fields.get("worker_id"),
         batch_id=fields.get("batch_id"),
         attempts=attempts,
@@ -80,6 +83,31 @@ def job_record(
             fields.get("concurrency_key") if stored == QUEUED and run_at >= PARKED_AT else None
         ),
     )
+
+
+# The attempt a running job is on, kept in the job's own hash until its end appends it to the
+# attempts hash (layout 3; lua/lib/prelude.lua's OPEN_FIELDS): job field -> attempt field.
+OPEN_ATTEMPT_FIELDS = {
+    "worker_id": "worker_id",
+    "cur.host": "host",
+    "cur.pid": "pid",
+    "cur.started_at": "started_at",
+    "cur.last_heartbeat_at": "last_heartbeat_at",
+    "cur.memory_mb": "memory_mb",
+}
+
+
+def with_open_attempt(job: dict[str, str], attempts: dict[str, str]) -> dict[str, str]:
+    """The attempts hash's fields, and a running job's open attempt as if it were there."""
+    number = job.get("attempt", "")
+    if job.get("state") != "running" or not number.isdigit() or f"{number}.outcome" in attempts:
+        return attempts
+    opened = {
+        f"{number}.{name}": job[field]
+        for field, name in OPEN_ATTEMPT_FIELDS.items()
+        if job.get(field)
+    }
+    return {**attempts, **opened}
 
 
 def attempt_records(job_id: str, fields: dict[str, str]) -> list[AttemptRecord]:

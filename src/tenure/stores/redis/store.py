@@ -35,18 +35,22 @@ keys share the hash tag `{q:QUEUE}`, so each lives in one Redis Cluster slot and
 touches one slot only:
 
     PREFIX:{q:QUEUE}:job:ID       hash   the job (state stored as queued|running|succeeded|...;
-                                         field `result`: its stored result, deleted with it)
-    PREFIX:{q:QUEUE}:att:ID       hash   its attempts, fields "N.worker_id", "N.outcome", ...
+                                         field `result`: its stored result, deleted with it) and
+                                         the attempt it is running (worker_id, cur.host, ...);
+                                         field `waiter`: someone waits for its end (JobHandle)
+    PREFIX:{q:QUEUE}:att:ID       hash   its ended attempts, fields "N.worker_id", "N.outcome",
+                                         ..., each written once, at the attempt's end
     PREFIX:{q:QUEUE}:queued       zset   queued jobs of priority 0 by run_at ("scheduled" = run_at
                                          in future), members "SEQ:ID" (FIFO at one run_at)
     PREFIX:{q:QUEUE}:queued:pN    zset   the same for priority N (N != 0; field `priority`)
-    PREFIX:{q:QUEUE}:priorities   zset   the N that may have jobs, by N: reserve walks lowest first
+    PREFIX:{q:QUEUE}:priorities   zset   the N that may have jobs, by N: reserve walks lowest first;
+                                         member `paused` (score -inf) while the queue is paused
     PREFIX:{q:QUEUE}:running      zset   running jobs by lease expiry: rescue is a range query
-    PREFIX:{q:QUEUE}:idx:STATE    zset   job ids by sequence, for list_jobs newest first
+    PREFIX:{q:QUEUE}:idx:STATE    zset   finished job ids by sequence (succeeded, failed,
+                                         cancelled), for list_jobs newest first and counts
     PREFIX:{q:QUEUE}:all          zset   every job id by sequence
     PREFIX:{q:QUEUE}:seq          string the queue's sequence counter
     PREFIX:{q:QUEUE}:notify       list   wake-up tokens idle workers BLPOP
-    PREFIX:{q:QUEUE}:waiter:ID    string someone waits for job ID's end (JobHandle.wait; TTL)
     PREFIX:{q:QUEUE}:woken:ID     list   the token its end leaves for that waiter (TTL 60 s)
     PREFIX:{q:QUEUE}:uniq:KEY, :overlap, :rate:KEY, :once:ID   guards (see guards.py)
     PREFIX:{q:QUEUE}:periodic     hash   periodic jobs whose runs go to QUEUE (periodic.py)

@@ -64,8 +64,8 @@ local function enqueue_at(qbase, qname, id, name, payload, policy, delay, now_s,
   if priority ~= 0 then fields[#fields + 1] = 'priority'; fields[#fields + 1] = priority end
   redis.call('HSET', jk, unpack(fields))  -- one write for the whole new job
   add_queued(qbase, priority, run_at, queued_member(seq, id))
+  -- what lists every job newest first (operations.py); queued jobs have no index of their own
   redis.call('ZADD', qbase .. ':all', seq, id)
-  redis.call('ZADD', qbase .. ':idx:queued', seq, id)
   return 1
 end
 
@@ -143,7 +143,6 @@ local function b_cancel_queued(bbase, bid, c, now_s)
         local seq = num(f[2])
         redis.call('HSET', qbase .. ':job:' .. id, 'state', 'cancelled', 'finished_at', now_s)
         redis.call('ZREM', queued_key(qbase, tonumber(f[4]) or 0), queued_member(seq, id))
-        redis.call('ZREM', qbase .. ':idx:queued', id)
         redis.call('ZADD', qbase .. ':idx:cancelled', seq, id)
         on_member_cancelled(qbase .. ':job:' .. id, now_s)
         on_member_unqueued(qbase .. ':job:' .. id, now_s)

@@ -21,10 +21,15 @@
 local base = ARGV[1]
 local queue_name = ARGV[2]
 local QUEUED, RUNNING, NOTIFY, SEQ, ALL = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
-local IDX = {queued = KEYS[6], running = KEYS[7], succeeded = KEYS[8], failed = KEYS[9],
-              cancelled = KEYS[10]}
--- Exists while the queue is paused (its value: when it was paused); reserve hands out nothing.
-local PAUSED = KEYS[11]
+-- Finished jobs by sequence, one zset per final state: what lists them (newest first) and counts
+-- them reads. Queued and running jobs have no such index (layout 3): their own structures,
+-- QUEUED (and its priorities) and RUNNING, already hold each of them once.
+local IDX = {succeeded = KEYS[6], failed = KEYS[7], cancelled = KEYS[8]}
+-- The queue's reservation state (layout 3): a zset of the priorities that may hold queued jobs
+-- (score N, queued_keys) and, while the queue is paused, the member PAUSED_MEMBER scored -inf,
+-- so that reserve learns both from the one ZRANGE it needs anyway.
+local PRIORITIES = KEYS[9]
+local PAUSED_MEMBER = 'paused' 
 local FINAL = {succeeded = true, failed = true, cancelled = true}
 
 -- Read once per script call (a script is atomic, so one instant serves all of it): the end
@@ -63,8 +68,9 @@ local function retire(id, state, known)
   redis.call('ZADD', ENDED, fmt(finished + keep), id)
 end
 
--- Every change of a job's state moves it between the state indexes here, and a job that
--- reaches a final state is retired (or leaves ENDED when it comes back: a retry).
+-- Every change of a job's state into or out of a final state moves it between the final
+-- states' indexes here, and a job that reaches a final state is retired (or leaves ENDED when it
+-- comes back: a retry). Queued and running have no index to move between (IDX).
 -- A queue's queued jobs (ready and scheduled) are zsets by run_at, one per priority: `queued`
 -- holds priority 0 (the only one before priorities existed, so older keys read the same),
 -- `queued:pN` priority N, and `priorities` (score N) lists the other priorities that may hold
@@ -78,19 +84,20 @@ local function add_queued(qbase, priority, run_at, member)
   if priority ~= 0 then redis.call('ZADD', qbase .. ':priorities', priority, priority) end
 end
 local function job_priority(jk) return tonumber(redis.call('HGET', jk, 'priority')) or 0 end
--- Every queued zset of the queue `qbase`, lowest priority first.
+-- Every queued zset of the queue `qbase`, lowest priority first, and whether it is paused.
 local function queued_keys(qbase)
-  local out, zero_placed = {}, false
+  local out, zero_placed, paused = {}, false, false
   for _, p in ipairs(redis.call('ZRANGE', qbase .. ':priorities', 0, -1)) do
-    local n = tonumber(p) or 0
-    if n > 0 and not zero_placed then
+    local n = tonumber(p)
+    if p == PAUSED_MEMBER then paused = true end
+    if n and n > 0 and not zero_placed then
       out[#out + 1] = qbase .. ':queued'
       zero_placed = true
     end
-    if n ~= 0 then out[#out + 1] = queued_key(qbase, n) end
+    if n and n ~= 0 then out[#out + 1] = queued_key(qbase, n) end
   end
   if not zero_placed then out[#out + 1] = qbase .. ':queued' end
-  return out
+  return out, paused
 end
 
 local function move_index(id, seq, from, to, known)
@@ -114,14 +121,15 @@ local function notify_at(qbase, n)
 end
 local function notify(n) notify_at(base, n) end
 
--- Whoever waits for this job's end (JobHandle.wait sets `base:waiter:ID`, see
--- RedisStore.wait_for_work) is woken by a token on `base:woken:ID`, which it pops. A job
--- nobody waits for costs its end one EXISTS.
-local function wake_waiters(id)
-  local waiter = base .. ':waiter:' .. id
-  if redis.call('EXISTS', waiter) == 1 then
+-- Whoever waits for this job's end (JobHandle.wait marks the job's field `waiter`, see
+-- queue/wait_end.lua and RedisStore.wait_for_work) is woken by a token on `base:woken:ID`,
+-- which it pops. `waiter`: the field as the caller read it with the rest of the job (so a job
+-- nobody waits for costs complete.lua no command at all), nil to read it here.
+local function wake_waiters(id, waiter)
+  if waiter == nil then waiter = redis.call('HGET', job_key(id), 'waiter') end
+  if waiter then
     local woken = base .. ':woken:' .. id
-    redis.call('DEL', waiter)
+    redis.call('HDEL', job_key(id), 'waiter')
     redis.call('LPUSH', woken, '1')
     redis.call('EXPIRE', woken, ENDED_TOKEN_TTL_S)
   end
@@ -146,20 +154,35 @@ local function refuse(id, token, outcome, now_s)
   return {'refused', f[1], f[2], now_s}
 end
 
--- One HSET and at most one HDEL, whatever is set: every command a script runs costs the
--- server more than the fields it carries (issue 32).
-local function close_attempt(id, n, now_s, outcome, err, tb, cause)
-  local ak = att_key(id)
+-- The attempt a running job is on lives in the job's own hash (layout 3): these fields, set by
+-- the reservation's HSET of the job and renewed by the heartbeat's, so neither writes a second
+-- hash. Its end appends the whole attempt to `base:att:ID` in one HSET (close_attempt): the
+-- history is written once per attempt, when it is complete. OPEN_FIELDS[i] is the attempt's
+-- field ATTEMPT_NAMES[i]; tenure.stores.redis.records.OPEN_ATTEMPT_FIELDS is the reader's copy.
+local OPEN_FIELDS = {'worker_id', 'cur.host', 'cur.pid', 'cur.started_at',
+  'cur.last_heartbeat_at', 'cur.memory_mb'}
+local ATTEMPT_NAMES = {'worker_id', 'host', 'pid', 'started_at', 'last_heartbeat_at',
+  'memory_mb'}
+-- The OPEN_FIELDS values of an HMGET reply `f` that asked for them from position `at` on.
+local function open_at(f, at)
+  return {f[at], f[at + 1], f[at + 2], f[at + 3], f[at + 4], f[at + 5]}
+end
+
+-- The attempt's whole record in one HSET (`open`: its OPEN_FIELDS as read): every command a
+-- script runs costs the server more than the fields it carries (issue 32). Nothing of attempt
+-- `n` is in the attempts hash before this (a deferral writes its own, closed, attempt), so
+-- nothing needs deleting.
+local function close_attempt(id, n, now_s, outcome, err, tb, cause, open)
   local set = {n .. '.ended_at', now_s, n .. '.outcome', outcome}
-  local gone = {}
-  -- who ended its process (tenure.core.causes); kept when absent, as the SQL stores' coalesce
+  for i, name in ipairs(ATTEMPT_NAMES) do
+    local v = open[i]
+    if v and v ~= '' then set[#set + 1] = n .. '.' .. name; set[#set + 1] = v end
+  end
+  -- who ended its process (tenure.core.causes)
   if cause and cause ~= '' then set[#set + 1] = n .. '.cause'; set[#set + 1] = cause end
-  if err then set[#set + 1] = n .. '.error'; set[#set + 1] = err
-  else gone[#gone + 1] = n .. '.error' end
-  if tb then set[#set + 1] = n .. '.traceback'; set[#set + 1] = tb
-  else gone[#gone + 1] = n .. '.traceback' end
-  redis.call('HSET', ak, unpack(set))
-  if #gone > 0 then redis.call('HDEL', ak, unpack(gone)) end
+  if err then set[#set + 1] = n .. '.error'; set[#set + 1] = err end
+  if tb then set[#set + 1] = n .. '.traceback'; set[#set + 1] = tb end
+  redis.call('HSET', att_key(id), unpack(set))
 end
 
 -- Optional strings travel as '-' (none) or '+text'.

@@ -28,5 +28,5 @@ return {now_s, ready, scheduled,
   redis.call('ZCARD', IDX.succeeded),
   redis.call('ZCARD', IDX.failed),
   redis.call('ZCARD', IDX.cancelled),
-  redis.call('EXISTS', PAUSED),
+  redis.call('ZSCORE', PRIORITIES, PAUSED_MEMBER) and 1 or 0,
   oldest, waiting, per_key}

@@ -9,7 +9,7 @@ local now_s, now = clock()
 local id = ARGV[3]
 local jk = job_key(id)
 local f = redis.call('HMGET', jk, 'state', 'attempt', 'tries_used', 'exceptions',
-  'lease_expires_at', 'seq')
+  'lease_expires_at', 'seq', unpack(OPEN_FIELDS))
 local n = tonumber(f[2])
 if f[1] ~= 'running' or n == nil or n ~= tonumber(ARGV[4])
     or num(f[3]) ~= tonumber(ARGV[13]) or num(f[4]) ~= tonumber(ARGV[14]) then
@@ -19,25 +19,17 @@ end
 -- hand-edited lease could have moved.
 if ARGV[15] == 'rescue' and (tonumber(f[5]) or 0) >= now then return {'conflict'} end
 local seq = num(f[6])
-if ARGV[15] == 'forget' and ARGV[8] ~= 'c' then
-  local gone = {}
-  for _, name in ipairs({'worker_id', 'host', 'pid', 'started_at', 'ended_at', 'outcome',
-      'error', 'traceback', 'last_heartbeat_at', 'cause', 'memory_mb'}) do
-    gone[#gone + 1] = n .. '.' .. name
+-- 'forget': the attempt is not appended to the history at all (it lived only in the job hash)
+if ARGV[15] ~= 'forget' or ARGV[8] == 'c' then
+  local open = open_at(f, 7)
+  -- A rescued attempt crashed when its worker was last known alive: its last heartbeat (else
+  -- its start), not now; the job's own timing (retry, finished_at) stays at now.
+  local ended = now_s
+  if ARGV[15] == 'rescue' then
+    local at = open[5] or open[4]
+    if at and tonumber(at) and tonumber(at) > 0 and tonumber(at) <= now then ended = at end
   end
-  redis.call('HDEL', att_key(id), unpack(gone))
-else
-  close_attempt(id, n, now_s, ARGV[5], optional(ARGV[6]), optional(ARGV[7]), ARGV[16])
-end
--- A rescued attempt crashed when its worker was last known alive: its last heartbeat (else
--- its start), not now; the job's own timing (retry, finished_at) stays at now.
-if ARGV[15] == 'rescue' then
-  local ak = att_key(id)
-  local seen = redis.call('HMGET', ak, n .. '.last_heartbeat_at', n .. '.started_at')
-  local at = seen[1] or seen[2]
-  if at and tonumber(at) and tonumber(at) > 0 and tonumber(at) <= now then
-    redis.call('HSET', ak, n .. '.ended_at', at)
-  end
+  close_attempt(id, n, ended, ARGV[5], optional(ARGV[6]), optional(ARGV[7]), ARGV[16], open)
 end
 redis.call('ZREM', RUNNING, id)
 -- Cancelled while it ran, or its batch was cancelled or has failed (a retry would be wasted

@@ -14,10 +14,14 @@ for i = 4, #ARGV, 3 do
   if f[1] == 'running' and n ~= nil and n == tonumber(ARGV[i + 1])
       and (tonumber(f[3]) or -1) >= now then
     local expires = fmt(now + lease)
-    redis.call('HSET', jk, 'lease_expires_at', expires)
+    -- the lease and the open attempt's beat (prelude's OPEN_FIELDS) in one write
+    if ARGV[i + 2] ~= '' then
+      redis.call('HSET', jk, 'lease_expires_at', expires, 'cur.last_heartbeat_at', now_s,
+        'cur.memory_mb', ARGV[i + 2])
+    else
+      redis.call('HSET', jk, 'lease_expires_at', expires, 'cur.last_heartbeat_at', now_s)
+    end
     redis.call('ZADD', RUNNING, expires, id)
-    redis.call('HSET', att_key(id), n .. '.last_heartbeat_at', now_s)
-    if ARGV[i + 2] ~= '' then redis.call('HSET', att_key(id), n .. '.memory_mb', ARGV[i + 2]) end
     if f[4] then cancel[#cancel + 1] = id end
   else
     lost[#lost + 1] = id

@@ -8,7 +8,7 @@ local ids = redis.call('ZRANGEBYSCORE', RUNNING, '-inf', '(' .. now_s, 'LIMIT', 
   tonumber(ARGV[3]))
 for _, id in ipairs(ids) do
   local f = redis.call('HMGET', job_key(id), 'state', 'attempt', 'lease_expires_at', 'policy',
-    'tries_used', 'exceptions', 'cancel_requested_at')
+    'tries_used', 'exceptions', 'cancel_requested_at', unpack(OPEN_FIELDS))
   if f[1] ~= 'running' then
     -- RUNNING mirrors state = running; an entry without a running job is a leftover.
     redis.call('ZREM', RUNNING, id)
@@ -17,8 +17,7 @@ for _, id in ipairs(ids) do
     redis.call('ZADD', RUNNING, fmt(tonumber(f[3])), id)
   else
     local n = num(f[2])
-    local a = redis.call('HMGET', att_key(id), n .. '.worker_id', n .. '.host', n .. '.pid',
-      n .. '.started_at', n .. '.last_heartbeat_at', n .. '.memory_mb')
+    local a = open_at(f, 8)  -- the open attempt, in the job's hash (OPEN_FIELDS)
     out[#out + 1] = {id, tostring(n), f[3] or '0', f[4] or '', tostring(num(f[5])),
       tostring(num(f[6])), a[1], a[2], a[3], a[4], a[5], f[7] or '', a[6] or ''}
   end

@@ -4,27 +4,37 @@
 -- limit + RESERVE_LOOKAHEAD jobs are looked at, and none twice, so a deferral with no delay
 -- cannot make the script spin.
 -- A paused queue hands out nothing (complete_and_reserve runs this too).
-if redis.call('EXISTS', PAUSED) == 1 then return {} end
+local walk, paused = queued_keys(base)
+if paused then return {} end
 local now_s, now = clock()
 local limit = tonumber(ARGV[3])
 local lease = tonumber(ARGV[4])
 local out = {}
 local budget = limit + RESERVE_LOOKAHEAD
 -- Lowest priority first (prelude.lua's queued_keys); within one, by run_at then sequence.
-for _, queued in ipairs(queued_keys(base)) do
+for _, queued in ipairs(walk) do
   if #out >= limit or budget <= 0 then break end
-  local seen, nseen, exhausted = {}, 0, false
-  while #out < limit and budget > 0 do
-    local asked = limit - #out + nseen
-    local members = redis.call('ZRANGEBYSCORE', queued, '-inf', now_s, 'LIMIT', 0, asked)
-    exhausted = #members < asked
-    local fresh = 0
-    for _, member in ipairs(members) do
-      if #out >= limit or budget <= 0 then break end
-      if not seen[member] then
-        fresh = fresh + 1
+  -- exhausted: no ready job left in this zset; stop: this zset is done for this call
+  local seen, exhausted, stop = {}, false, false
+  while #out < limit and budget > 0 and not stop do
+    -- The earliest jobs, taken off the zset in one command (a range read and a ZREM each cost
+    -- one more per job, issue 32); the first one not due yet (or met again after its own
+    -- deferral), and every one after it, go back as they were.
+    local asked = math.min(limit - #out, budget)
+    local popped = redis.call('ZPOPMIN', queued, asked)
+    if #popped < 2 * asked then exhausted, stop = true, true end
+    local back = false
+    for i = 1, #popped, 2 do
+      local member, score = popped[i], popped[i + 1]
+      if not back and (tonumber(score) > now or seen[member]) then
+        back = true
+        stop = true
+        exhausted = tonumber(score) > now
+      end
+      if back then
+        redis.call('ZADD', queued, score, member)
+      else
         budget = budget - 1
-        redis.call('ZREM', queued, member)
         local id = string.match(member, '^%d+:(.*)$')
         local f = {}
         if id then
@@ -42,19 +52,16 @@ for _, queued in ipairs(queued_keys(base)) do
           local g = {overlap_key = f[8], overlap_delay = f[9], rate_key = f[10],
             rate_limit = f[11], rate_window = f[12]}
           local run_at, reason = guard_deferral(id, n, g, now)
-          local ak = att_key(id)
-          -- the attempt's start, and its end (deferred) or first beat, in one HSET
-          local started = {n .. '.worker_id', ARGV[5], n .. '.host', ARGV[6],
-            n .. '.pid', ARGV[7], n .. '.started_at', now_s}
           if run_at then
+            -- a deferred attempt starts and ends here: written whole to the attempts hash
             local at = fmt(run_at)
             redis.call('HSET', job_key(id), 'attempt', n, 'run_at', at)
             redis.call('ZADD', queued, at, member)
-            redis.call('HSET', ak, n .. '.ended_at', now_s, n .. '.outcome', 'deferred',
+            redis.call('HSET', att_key(id), n .. '.ended_at', now_s, n .. '.outcome', 'deferred',
               n .. '.error', reason .. string.format('; deferred %.1f s', math.max(run_at - now, 0)),
-              unpack(started))
+              n .. '.worker_id', ARGV[5], n .. '.host', ARGV[6], n .. '.pid', ARGV[7],
+              n .. '.started_at', now_s)
             seen[member] = true
-            nseen = nseen + 1
           else
             if g.overlap_key then redis.call('HSET', OVERLAP, g.overlap_key, id) end
             if f[13] then
@@ -62,17 +69,18 @@ for _, queued in ipairs(queued_keys(base)) do
               redis.call('HSET', CONC_KEYS, f[13], tonumber(f[14]) or 1)
             end
             local expires = fmt(now + lease)
+            -- the job runs, and its attempt opens in the same hash (OPEN_FIELDS; memory_mb
+            -- emptied: a reading belongs to the attempt that took it)
             redis.call('HSET', job_key(id), 'state', 'running', 'attempt', n,
-              'lease_expires_at', expires, 'worker_id', ARGV[5])
+              'lease_expires_at', expires, 'worker_id', ARGV[5], 'cur.host', ARGV[6],
+              'cur.pid', ARGV[7], 'cur.started_at', now_s, 'cur.last_heartbeat_at', now_s,
+              'cur.memory_mb', '')
             redis.call('ZADD', RUNNING, expires, id)
-            move_index(id, num(f[3]), 'queued', 'running')
-            redis.call('HSET', ak, n .. '.last_heartbeat_at', now_s, unpack(started))
             out[#out + 1] = {id, f[4] or '', f[5] or '', f[6] or '', tostring(n), expires, f[7]}
           end
         end
       end
     end
-    if fresh == 0 then break end
   end
   -- A priority leaves the list once its zset is empty. Looked at only when the walk ran out of
   -- ready jobs, so a busy reserve pays no ZCARD; a zset emptied by taking its last job is

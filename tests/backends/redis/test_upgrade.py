@@ -1,0 +1,271 @@
+"""A store written in key layout 2 (the release before layout 3) keeps working after the upgrade:
+`migrate` (or any first use) rewrites it in place, and every job is still there, shown, listed,
+counted and runnable as before.
+
+The layout-2 store is written by that release's own scripts, frozen in layout2/lua (a copy of
+src/tenure/stores/redis/lua as layout 2 shipped it), driven by this code's Python, whose calls
+to the scripts (ARGV and replies) did not change; only the KEYS did, and `Layout2Store` passes
+them as layout 2 did. Keys written by the real scripts, rather than by a fixture that spells
+them out, are what a store in production holds: the fixture would only repeat this session's
+idea of layout 2."""
+
+from __future__ import annotations
+
+import secrets
+from collections.abc import Iterator
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+import pytest
+import redis
+
+from tenure.core import chains
+from tenure.core.guards import Guards
+from tenure.core.records import Ending, JobRecord, NewBatch, NewJob, Reservation, WorkerRef
+from tenure.core.retry import Policy
+from tenure.stores.base import get_batch, get_job
+from tenure.stores.redis import RedisStore
+from tenure.stores.redis import scripts as current
+from tenure.stores.redis.database import RedisDatabase
+
+from servers import isolated_store_url
+
+FROZEN = Path(__file__).parent / "layout2" / "lua"
+LAYOUT2_QUEUE_KEYS = ("queued", "running", "notify", "seq", "all")
+LAYOUT2_QUEUE_KEYS += tuple(f"idx:{s}" for s in ("queued", "running", "succeeded", "failed"))
+LAYOUT2_QUEUE_KEYS += ("idx:cancelled", "paused")
+W1 = WorkerRef(id="w-old", host="old-host", pid=11)
+W2 = WorkerRef(id="w-new", host="new-host", pid=22)
+
+
+def _frozen(relative: str) -> str:
+    text = (FROZEN / relative).read_text("utf-8")
+    return current.INCLUDE.sub(lambda m: _frozen(m.group(1)), text)
+
+
+def _frozen_scripts(kind: str, libs: tuple[str, ...], *, wrap: bool) -> dict[str, str]:
+    prelude = "".join(_frozen(lib) for lib in libs)
+    out = {}
+    for path in sorted((FROZEN / kind).glob("*.lua")):
+        body = _frozen(f"{kind}/{path.name}")
+        if wrap:
+            body = f"local function body()\n{body}\nend\nreturn with_lost_callbacks(body())\n"
+        out[path.stem] = current.CONSTANTS + current._used(body, prelude) + body
+    return out
+
+
+class Layout2Database(RedisDatabase):
+    """This code's database over layout 2's scripts, run by EVALSHA, on keys marked layout 2."""
+
+    def __init__(self, url: str) -> None:
+        super().__init__(url)
+        queue = _frozen_scripts("queue", current.QUEUE_LIBS, wrap=True)
+        store_wide = _frozen_scripts("global", current.GLOBAL_LIBS, wrap=False)
+        self.q = {name: self.client.register_script(text) for name, text in queue.items()}
+        self.g = {name: self.client.register_script(text) for name, text in store_wide.items()}
+
+    def _queue_keys(self, queue: str) -> list[str]:
+        return [f"{self.base(queue)}:{name}" for name in LAYOUT2_QUEUE_KEYS]
+
+    def check_layout(self) -> None:
+        self.client.hsetnx(self.global_key("meta"), "layout", "2")
+        self._functions = {}
+        self._layout_checked = True
+
+
+class Layout2Store(RedisStore):
+    """This code's Python over layout 2's keys and scripts (Layout2Database)."""
+
+    def __init__(self, url: str) -> None:
+        super().__init__(url)
+        self.db.close()
+        self.db = Layout2Database(url)
+
+    def _id_pages(self, queue: str, index: str) -> Iterator[list[str]]:
+        """Layout 2's listing: an index per state, queued and running too."""
+        key = f"{self.db.base(queue)}:{'all' if index == 'all' else 'idx:' + index}"
+        start = 0
+        while ids := self.db.client.zrevrange(key, start, start + 199):
+            start += len(ids)
+            yield ids
+
+
+@pytest.fixture
+def url(redis_url: str, tmp_path: Path) -> Iterator[str]:
+    with isolated_store_url("redis", redis_url, tmp_path) as isolated:
+        yield isolated
+
+
+@pytest.fixture
+def client(redis_url: str) -> Iterator[redis.Redis]:
+    c = redis.Redis.from_url(redis_url, decode_responses=True)
+    yield c
+    c.close()
+
+
+def new(queue: str, **kw: Any) -> NewJob:
+    fields: dict[str, Any] = {"name": "j", "payload": "[]", "policy": Policy(tries=1), **kw}
+    return NewJob(id=secrets.token_hex(8), queue=queue, **fields)
+
+
+def take(store: RedisStore, queue: str, worker: WorkerRef = W1) -> Reservation:
+    got = store.reserve(queues=[queue], worker=worker, lease=60, limit=1)
+    assert len(got) == 1, f"nothing ready in {queue}"
+    return got[0]
+
+
+def fill(store: RedisStore) -> dict[str, Any]:
+    """One of every kind of job a store holds, in layout 2; returns their ids and tokens."""
+    ids: dict[str, Any] = {}
+    queued, scheduled, urgent = new("plain"), new("plain", delay=3600), new("plain", priority=-5)
+    store.enqueue_many([queued, scheduled, urgent])
+    ids |= {"queued": queued.id, "scheduled": scheduled.id, "urgent": urgent.id}
+    # running, with a beat and a memory reading on its open attempt
+    store.enqueue_many([new("run")])
+    running = take(store, "run")
+    store.heartbeat(
+        worker=W1, leases=[(running.job_id, running.token)], lease=60, memory={running.job_id: 12.5}
+    )
+    ids["running"] = (running.job_id, running.token)
+    # failed for good after one attempt, and succeeded with a result
+    store.enqueue_many([new("done"), new("done")])
+    failing, succeeding = take(store, "done"), take(store, "done")
+    store.end_attempt(
+        Ending(
+            job_id=failing.job_id,
+            token=failing.token,
+            outcome="failed",
+            error="boom",
+            permanent=True,
+        )
+    )
+    store.end_attempt(Ending(job_id=succeeding.job_id, token=succeeding.token, result='"r"'))
+    ids |= {"failed": failing.job_id, "succeeded": succeeding.job_id}
+    # a batch: one member running, one queued, and a `then` callback still to come
+    members = [new("bat"), new("bat")]
+    batch = NewBatch(id=secrets.token_hex(6), name="b", then=new("bat", name="after"))
+    store.enqueue_many(members, batch=batch)
+    ids |= {"batch": batch.id, "members": [m.id for m in members], "then": batch.then.id}  # type: ignore[union-attr]
+    ids["member_running"] = take(store, "bat")
+    # a chain of two links, its first one queued
+    links = [new("chain", name="first"), new("chain", name="second")]
+    chain_id = secrets.token_hex(6)
+    links = [replace(link, id=chains.link_id(chain_id, i)) for i, link in enumerate(links)]
+    store.enqueue_many(
+        [chains.first_link(chain_id, links, catch=None, finally_=None, pass_result=False)]
+    )
+    ids["chain"] = [link.id for link in links]
+    # two jobs of one concurrency key of one slot: one running, the other parked behind it
+    limited = [
+        new("lim", guards=Guards(concurrency_key="k", concurrency_limit=1)) for _ in range(2)
+    ]
+    store.enqueue_many(limited)
+    ids["limited_running"] = take(store, "lim")
+    assert store.reserve(queues=["lim"], worker=W1, lease=60, limit=1) == []
+    ids["limited_parked"] = limited[1].id
+    # a paused queue holding a job
+    store.set_control(paused={"held": True})
+    store.enqueue_many([held := new("held")])
+    ids["held"] = held.id
+    return ids
+
+
+def every_job(store: RedisStore) -> dict[str, JobRecord]:
+    return {record.id: record for record in store.list_jobs(limit=1000)}
+
+
+def listed(store: RedisStore) -> dict[str, set[str]]:
+    states = ("queued", "scheduled", "running", "succeeded", "failed", "cancelled")
+    return {s: {r.id for r in store.list_jobs(state=s, limit=1000)} for s in states}
+
+
+def test_a_layout_2_store_is_upgraded_in_place_and_nothing_is_lost(
+    url: str, client: redis.Redis
+) -> None:
+    old = Layout2Store(url)
+    try:
+        ids = fill(old)
+        before = {job_id: get_job(old, job_id) for job_id in every_job(old)}
+        lists, counts = listed(old), old.queue_counts()
+    finally:
+        old.close()
+    meta = f"{old.prefix}:{{g}}:meta"
+    assert client.hget(meta, "layout") == "2"
+    running_id, running_token = ids["running"]
+    att = f"{old.prefix}:{{q:run}}:att:{running_id}"
+    assert client.hget(att, "1.memory_mb") == "12.5"  # layout 2 kept the open attempt there
+
+    store = RedisStore(url)
+    try:
+        store.migrate()
+        store.migrate()  # idempotent
+        assert client.hget(meta, "layout") == "3"
+        assert not list(client.scan_iter(match=f"{old.prefix}:*:idx:queued"))
+        assert not list(client.scan_iter(match=f"{old.prefix}:*:idx:running"))
+        assert client.hlen(att) == 0  # the open attempt moved into the job's hash
+        # shown, listed and counted exactly as layout 2 showed them
+        after = {job_id: get_job(store, job_id) for job_id in before}
+        for job_id in before:
+            assert after[job_id] == before[job_id], (after[job_id], before[job_id])
+        assert listed(store) == lists
+        assert store.queue_counts() == counts
+        shown = get_job(store, running_id)
+        assert shown is not None and shown.state == "running"
+        (opened,) = shown.attempts
+        assert (opened.worker_id, opened.host, opened.memory_mb) == ("w-old", "old-host", 12.5)
+
+        # runnable: the running job's result is taken with its old token (fencing kept), and
+        # its attempt's history is the one layout 2 began
+        ended, _ = store.end_attempt(Ending(job_id=running_id, token=running_token, result="1"))
+        assert ended.accepted
+        record = get_job(store, running_id)
+        assert record is not None and record.state == "succeeded"
+        (closed,) = record.attempts
+        assert (closed.outcome, closed.worker_id, closed.memory_mb) == ("succeeded", "w-old", 12.5)
+        assert closed.started_at == opened.started_at
+        # a stale token is still refused
+        stale, _ = store.end_attempt(Ending(job_id=running_id, token=running_token, result="2"))
+        assert not stale.accepted
+
+        # priorities still order the plain queue; the scheduled job stays scheduled
+        first, second = take(store, "plain", W2), take(store, "plain", W2)
+        assert [first.job_id, second.job_id] == [ids["urgent"], ids["queued"]]
+        assert store.reserve(queues=["plain"], worker=W2, lease=60, limit=1) == []
+        # the failed job retries and runs
+        assert store.retry_job(ids["failed"])
+        again = take(store, "done", W2)
+        assert again.job_id == ids["failed"] and again.attempt == 2
+        store.end_attempt(Ending(job_id=again.job_id, token=again.token))
+        retried = get_job(store, ids["failed"])
+        assert retried is not None
+        assert [a.outcome for a in retried.attempts] == ["failed", "succeeded"]
+
+        # the batch: its running member (reserved in layout 2) and its queued one end, and its
+        # callback is queued
+        member = ids["member_running"]
+        store.end_attempt(Ending(job_id=member.job_id, token=member.token))
+        other = take(store, "bat", W2)
+        store.end_attempt(Ending(job_id=other.job_id, token=other.token))
+        settled = get_batch(store, ids["batch"])
+        assert settled is not None and settled.state == "succeeded"
+        assert take(store, "bat", W2).job_id == ids["then"]
+
+        # the chain goes on to its second link
+        link = take(store, "chain", W2)
+        assert link.job_id == ids["chain"][0]
+        store.end_attempt(Ending(job_id=link.job_id, token=link.token))
+        assert take(store, "chain", W2).job_id == ids["chain"][1]
+
+        # the concurrency slot frees when its layout-2 holder ends: the parked job runs
+        holder = ids["limited_running"]
+        store.end_attempt(Ending(job_id=holder.job_id, token=holder.token))
+        assert take(store, "lim", W2).job_id == ids["limited_parked"]
+
+        # the paused queue stays paused until resumed
+        assert counts["held"].paused and store.queue_counts()["held"].paused
+        assert store.reserve(queues=["held"], worker=W2, lease=60, limit=1) == []
+        store.set_control(paused={"held": False})
+        assert take(store, "held", W2).job_id == ids["held"]
+    finally:
+        store.close()
