@@ -27,7 +27,7 @@ from tenure.doctor.laravel.deploy import (
     expand,
     is_development_compose,
 )
-from tenure.doctor.model import Value
+from tenure.doctor.model import Source, Value
 from tenure.doctor.readers import compose, kubernetes
 from tenure.doctor.readers.common import ReadResult
 from tenure.doctor.readers.worker_command import interpolate
@@ -52,6 +52,7 @@ class Runner:
     image: str | None = None  # the image name, without tag
     builds: bool = False
     env: dict[str, tuple[str, str]] | None = None  # its own environment: name -> (value, where)
+    unit: Source | None = None  # its key line: where a finding about its grace belongs
 
 
 def tie(tree: Tree, workers: list[Worker], scripts: dict[str, str]) -> list[Worker]:
@@ -78,6 +79,7 @@ def tie(tree: Tree, workers: list[Worker], scripts: dict[str, str]) -> list[Work
         base = worker.name
         for copy, runner in zip(copies, running, strict=False):
             copy.platform_grace = runner.grace()
+            copy.unit = runner.unit
             copy.name = f"{base} (run by {runner.label})"
             _resolve_options(copy, _environment(runner, scripts))
         workers += copies[1:]
@@ -89,22 +91,30 @@ def tie(tree: Tree, workers: list[Worker], scripts: dict[str, str]) -> list[Work
             continue
         if own.amount is None or outer.amount < own.amount:
             worker.platform_grace = outer
+            worker.unit = image.unit
             worker.name = f"{worker.name} (in {image.label})"
     return workers
 
 
 def _distinct(runners: list[Runner]) -> list[Runner]:
     """One runner per name and grace: the same service in a second Compose variant of the
-    deployment (docker-compose.no-caddy.yml) is the same worker, said once."""
+    deployment (docker-compose.no-caddy.yml) is the same worker, said once, and said on the
+    base file (docker-compose.yml, compose.yaml) that the variants are cut from."""
     seen: set[tuple[str, float | None]] = set()
     out = []
-    for runner in runners:
+    for runner in sorted(runners, key=_variant):
         grace = runner.grace()
         key = (runner.label, grace.amount if grace is not None else None)
         if key not in seen:
             seen.add(key)
             out.append(runner)
     return out
+
+
+def _variant(runner: Runner) -> bool:
+    """False for a base Compose file, True for a variant or overlay of one."""
+    name = os.path.basename(runner.unit.path or "") if runner.unit else ""
+    return re.fullmatch(r"(docker-)?compose\.ya?ml", name) is None
 
 
 def _environment(runner: Runner, scripts: dict[str, str]) -> dict[str, tuple[str, str]]:
@@ -176,6 +186,7 @@ def _runners(path: str, document: object) -> Iterator[Runner]:
                 partial(compose._grace, path, service, {}, ReadResult()),
                 _dockerfile(path, service.get("build")), _image(service.get("image")),
                 builds="build" in service, env=_compose_env(path, name, service),
+                unit=Source(path, document["services"].line_of(name)),
             )  # fmt: skip
     elif kubernetes.is_manifest(document):
         assert isinstance(document, YMap)
@@ -191,6 +202,7 @@ def _runners(path: str, document: object) -> Iterator[Runner]:
                     partial(kubernetes._grace, path, pod, container, ReadResult()),
                     image=_image(container.get("image")),
                     env=_container_env(path, container),
+                    unit=Source(path, container.line),
                 )  # fmt: skip
 
 

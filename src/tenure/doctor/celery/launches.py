@@ -267,7 +267,7 @@ def check_launches(config: CeleryConfig, workers: list[CeleryWorker]) -> list[Fi
                 "mid-run, lost if acknowledged at start, repeated from the start with acks_late.",
                 f"raise the platform grace above {longest:g} s, or lower the time limit below "
                 f"{grace.amount:g} s and split longer work",
-                w.source,
+                w.stop_site(),
                 clocks=(Value("task time limit", longest, "s", _limit_source(config, w, longest)),
                         grace)))  # fmt: skip
     return out
@@ -322,7 +322,8 @@ def _memory(config: CeleryConfig, w: CeleryWorker) -> list[Finding]:
         "replaces a child.",
         f"set worker_max_memory_per_child below {int(limit.amount * 0.8 / children[0] * 1024)} "
         "(KB), or raise the memory limit",
-        per_child[1], clocks=(Value("max_memory_per_child", per_child[0] / 1024, "MB",
+        limit.source if limit.source.path else w.stop_site(),
+        clocks=(Value("max_memory_per_child", per_child[0] / 1024, "MB",
                                     per_child[1]), limit))]  # fmt: skip
 
 
@@ -377,7 +378,7 @@ def _unbounded(w: CeleryWorker, who: str, grace: Value, config: CeleryConfig) ->
         f"SIGTERM: a task still running at a deploy is killed mid-run and {fate}.",
         f"set task_time_limit (and task_soft_time_limit) below {grace.amount:g} s, or raise the "
         "platform grace above the longest task",
-        w.source,
+        w.stop_site(),
         clocks=(Value("task_time_limit", None, "s", Source(note="Celery default: none")), grace),
     )
 

@@ -235,7 +235,7 @@ def _grace(p: Project, all_runners: list[Runner]) -> list[Finding]:
                 "and started again after retry_after.",
                 f"raise the platform grace above {longest.amount or 0:g} s (+ margin), or shorten "
                 "the timeout",
-                w.source,
+                w.stop_site(),
                 clocks=(longest, grace),
             )
         )

@@ -15,7 +15,7 @@ from typing import Any
 from tenure.doctor.model import Skipped, Source, Value
 from tenure.doctor.readers import compose, kubernetes, supervisord
 from tenure.doctor.readers.common import ReadResult
-from tenure.doctor.readers.ini import read_ini
+from tenure.doctor.readers.ini import read_ini, section_line
 from tenure.doctor.readers.procfile import PLATFORM_GRACE_S
 from tenure.doctor.readers.systemd import DEFAULT_TIMEOUT_STOP_S
 from tenure.doctor.readers.units import UNBOUNDED, seconds, systemd_timespan
@@ -49,6 +49,17 @@ class ArtisanWorker:
     # Options whose value came from a variable: option -> "where it was read" (say it, never
     # hide it: a default of ${VAR:-300} is the value only while nobody sets VAR).
     option_notes: dict[str, str] = field(default_factory=dict)
+    # The unit the platform stops (a Compose service's key line, a container, `[program:x]`,
+    # `[Service]`); a script's worker gets its runner's when tie() finds one.
+    unit: Source | None = None
+
+    def stop_site(self) -> Source:
+        """Where a finding about this worker's stop grace belongs (CONVENTION.md): the line
+        that sets the grace, else the unit's key line, else the command."""
+        grace = self.platform_grace
+        if grace is not None and grace.source.path:
+            return grace.source
+        return self.unit or self.source
 
     @property
     def queues(self) -> tuple[str, ...] | None:
@@ -217,6 +228,7 @@ def _compose(
             "compose", name, at, found[0], found[1], found[2], grace, int(replicas or 1)
         )
         worker.memory_limit = compose._memory(path, service, env)
+        worker.unit = Source(path, document["services"].line_of(name))
         out.append(worker)
     return out
 
@@ -255,6 +267,7 @@ def _kubernetes(path: str, document: YMap, find: Finder) -> list[ArtisanWorker]:
             int(replicas or 1),
         )
         worker.memory_limit = kubernetes._memory(path, container)
+        worker.unit = Source(path, container.line)
         out.append(worker)
     return out
 
@@ -348,6 +361,7 @@ def _systemd(
             found[2],
             grace,
             option_notes=notes,
+            unit=Source(path, section_line(content, "Service")),
         )
     ]
 
@@ -372,6 +386,7 @@ def _supervisord(path: str, content: str, find: Finder) -> list[ArtisanWorker]:
                 found[1],
                 found[2],
                 supervisord._grace(path, keys),
+                unit=Source(path, section_line(content, f"program:{name}")),
             )
         )
     return out
