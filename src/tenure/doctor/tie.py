@@ -34,7 +34,7 @@ from tenure.doctor.readers.worker_command import interpolate
 from tenure.doctor.readers.yamlnodes import YamlProblem, YMap, get_path, load_documents
 from tenure.doctor.shell_dispatch import env_dispatch, reaching_labels
 from tenure.doctor.supervision import supervised
-from tenure.doctor.walk import Tree, decode, is_development_name
+from tenure.doctor.walk import Tree, decode, is_development_name, is_dockerfile
 
 Worker = ArtisanWorker
 
@@ -65,9 +65,12 @@ def tie(tree: Tree, workers: list[Worker], scripts: dict[str, str]) -> list[Work
         return workers
     runners = list(_all_runners(tree))
     built = {r.image: r.dockerfile for r in runners if r.builds and r.image and r.dockerfile}
+    labelled = _labelled_images(scripts)
     for runner in runners:
         if runner.dockerfile is None and runner.image in built:
             runner.dockerfile = built[runner.image]
+        elif runner.dockerfile is None and runner.image:
+            runner.dockerfile = labelled.get(_repository(runner.image))
     for worker in waiting:
         text = scripts.get(worker.source.path or "", "")
         running = _distinct([r for r in runners if _runs(r, worker, text, scripts)])
@@ -97,24 +100,23 @@ def tie(tree: Tree, workers: list[Worker], scripts: dict[str, str]) -> list[Work
 
 
 def _distinct(runners: list[Runner]) -> list[Runner]:
-    """One runner per name and grace: the same service in a second Compose variant of the
-    deployment (docker-compose.no-caddy.yml) is the same worker, said once, and said on the
-    base file (docker-compose.yml, compose.yaml) that the variants are cut from."""
-    seen: set[tuple[str, float | None]] = set()
+    """One runner per file, name and grace: a service that two Kubernetes documents or a
+    repeated YAML anchor yield twice is one worker. The same service in another Compose file
+    (docker-compose.prod.yml, compose.sqlite.yaml) is a deployment of its own that a user may
+    pick, so each file's service is checked and said on its own file (CONVENTION.md)."""
+    seen: set[tuple[str | None, str, float | None]] = set()
     out = []
-    for runner in sorted(runners, key=_variant):
+    for runner in runners:
         grace = runner.grace()
-        key = (runner.label, grace.amount if grace is not None else None)
+        key = (
+            runner.unit.path if runner.unit else None,
+            runner.label,
+            grace.amount if grace is not None else None,
+        )
         if key not in seen:
             seen.add(key)
             out.append(runner)
     return out
-
-
-def _variant(runner: Runner) -> bool:
-    """False for a base Compose file, True for a variant or overlay of one."""
-    name = os.path.basename(runner.unit.path or "") if runner.unit else ""
-    return re.fullmatch(r"(docker-)?compose\.ya?ml", name) is None
 
 
 def _environment(runner: Runner, scripts: dict[str, str]) -> dict[str, tuple[str, str]]:
@@ -239,6 +241,32 @@ def _dockerfile(compose_path: str, build: object) -> str | None:
         return None
     folder = os.path.dirname(compose_path)
     return os.path.normpath(os.path.join(folder, context, name))
+
+
+_SOURCE_LABEL = re.compile(
+    r"org\.opencontainers\.image\.(?:source|url)\s*=\s*[\"']?https?://[^/\s\"']+/"
+    r"([\w.-]+/[\w.-]+?)(?:\.git)?/?[\"'\s]"
+)
+
+
+def _labelled_images(scripts: dict[str, str]) -> dict[str, str]:
+    """owner/name -> the Dockerfile whose `LABEL org.opencontainers.image.source` names that
+    repository: the image published from it (`ghcr.io/owner/name:latest`) is that Dockerfile's
+    image, though no Compose service builds it. A repository two Dockerfiles claim is left out."""
+    claims: dict[str, list[str]] = {}
+    for path, text in scripts.items():
+        if not is_dockerfile(os.path.basename(path)):
+            continue
+        for _, word, rest in instructions(text):
+            if word == "LABEL":
+                for match in _SOURCE_LABEL.finditer(rest + " "):
+                    claims.setdefault(match.group(1).lower(), []).append(path)
+    return {repo: paths[0] for repo, paths in claims.items() if len(set(paths)) == 1}
+
+
+def _repository(image: str) -> str:
+    """`ghcr.io/owner/name` -> `owner/name`: an image's last two path parts, lowercased."""
+    return "/".join(image.lower().split("/")[-2:])
 
 
 def _image(value: object) -> str | None:

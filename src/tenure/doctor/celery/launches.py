@@ -25,7 +25,7 @@ from tenure.doctor.laravel.deploy import (
 )
 from tenure.doctor.model import Finding, Skipped, Source, Value
 from tenure.doctor.readers.worker_command import interpolate
-from tenure.doctor.rules import finding
+from tenure.doctor.rules import finding, once_per_unit
 from tenure.doctor.tie import tie
 from tenure.doctor.walk import (
     IGNORED_DIRS,
@@ -270,7 +270,7 @@ def check_launches(config: CeleryConfig, workers: list[CeleryWorker]) -> list[Fi
                 w.stop_site(),
                 clocks=(Value("task time limit", longest, "s", _limit_source(config, w, longest)),
                         grace)))  # fmt: skip
-    return out
+    return once_per_unit(out)
 
 
 def _longest_task(tasks: list[TaskDef], longest: float) -> str:

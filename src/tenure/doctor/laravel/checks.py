@@ -20,7 +20,7 @@ from tenure.doctor.laravel.project import (
     serves,
 )
 from tenure.doctor.model import Finding, Source, Value
-from tenure.doctor.rules import finding
+from tenure.doctor.rules import finding, once_per_unit
 from tenure.doctor.walk import is_development_name
 
 __all__ = ["Project", "check"]
@@ -31,7 +31,7 @@ def check(p: Project) -> list[Finding]:
     all_runners = runners(p)
     out += _retry_after(p, all_runners)
     out += _tries(p, all_runners)
-    out += _grace(p, all_runners)
+    out += once_per_unit(_grace(p, all_runners))
     out += _sync(p)
     out += batch_findings(p)
     out += http_findings(p, all_runners)
