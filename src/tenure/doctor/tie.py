@@ -23,6 +23,7 @@ from functools import partial
 from tenure.doctor.dockerfile import copied_files, env_settings, instructions
 from tenure.doctor.laravel.deploy import (
     ArtisanWorker,
+    _in_chart,
     _json_or_split,
     expand,
     is_development_compose,
@@ -34,7 +35,13 @@ from tenure.doctor.readers.worker_command import interpolate
 from tenure.doctor.readers.yamlnodes import YamlProblem, YMap, get_path, load_documents
 from tenure.doctor.shell_dispatch import env_dispatch, reaching_labels
 from tenure.doctor.supervision import supervised
-from tenure.doctor.walk import Tree, decode, is_development_name, is_dockerfile
+from tenure.doctor.walk import (
+    Tree,
+    decode,
+    is_development_name,
+    is_dockerfile,
+    is_foreign_template,
+)
 
 Worker = ArtisanWorker
 
@@ -163,7 +170,8 @@ def _copies(tree: Tree, runner: Runner, worker: Worker, scripts: dict[str, str])
 
 def _all_runners(tree: Tree) -> Iterator[Runner]:
     for found in tree.files["yaml"]:
-        if is_development_name(found.rel):
+        # Another application's Compose file in a catalogue of templates runs its own image.
+        if is_development_name(found.rel) or is_foreign_template(found.rel, _in_chart(found.path)):
             continue
         content = decode(found)
         try:
@@ -252,7 +260,9 @@ _SOURCE_LABEL = re.compile(
 def _labelled_images(scripts: dict[str, str]) -> dict[str, str]:
     """owner/name -> the Dockerfile whose `LABEL org.opencontainers.image.source` names that
     repository: the image published from it (`ghcr.io/owner/name:latest`) is that Dockerfile's
-    image, though no Compose service builds it. A repository two Dockerfiles claim is left out."""
+    image, though no Compose service builds it. When several Dockerfiles claim it (Dockerfile
+    and Dockerfile-legacy), the plain, shallowest `Dockerfile` is the published one; without
+    such a one, none is taken."""
     claims: dict[str, list[str]] = {}
     for path, text in scripts.items():
         if not is_dockerfile(os.path.basename(path)):
@@ -261,7 +271,16 @@ def _labelled_images(scripts: dict[str, str]) -> dict[str, str]:
             if word == "LABEL":
                 for match in _SOURCE_LABEL.finditer(rest + " "):
                     claims.setdefault(match.group(1).lower(), []).append(path)
-    return {repo: paths[0] for repo, paths in claims.items() if len(set(paths)) == 1}
+    out: dict[str, str] = {}
+    for repo, paths in claims.items():
+        ranked = sorted(set(paths), key=_plainness)
+        if len(ranked) == 1 or _plainness(ranked[0]) < _plainness(ranked[1]):
+            out[repo] = ranked[0]
+    return out
+
+
+def _plainness(path: str) -> tuple[int, bool]:
+    return path.count("/"), os.path.basename(path) != "Dockerfile"
 
 
 def _repository(image: str) -> str:
@@ -340,13 +359,18 @@ def _image_processes(text: str) -> list[tuple[str, int, list[str]]]:
     return list(last.values())
 
 
+# s6/runit service files: every service's is called so, and the image's supervisor starts it;
+# a command with the word `run` (`cloudflared tunnel run`) does not name it.
+SUPERVISED = {"run", "finish", "up", "down"}
+
+
 def _names(
     argv: list[str], path: str, script: str, own_entrypoint: bool, line: int | None = None
 ) -> bool:
     """argv runs the script at `path`: by its name or stem, or as the sub-command of an
     entrypoint script that dispatches on it; then the worker's `line` must be in that
     sub-command's branch (`web)` of the same script runs nginx, not the worker)."""
-    names = {os.path.basename(path), os.path.splitext(os.path.basename(path))[0]}
+    names = {os.path.basename(path), os.path.splitext(os.path.basename(path))[0]} - SUPERVISED
     tokens = expand(argv)
     for i, t in enumerate(tokens):
         if t and (os.path.basename(t) in names or os.path.splitext(os.path.basename(t))[0]
@@ -363,7 +387,11 @@ def _names(
 
 def _dispatches_to(script: str, line: int | None, args: list[str]) -> bool:
     """The script, given `args`, reaches the worker's line: always when that line is in no
-    `case` branch or no argument is seen, else when the first argument is its branch's label."""
+    `case` branch or no argument is seen, else when the first argument is its branch's label.
+    A branch chosen by an environment variable (`case "$LYCHEE_MODE" in worker)`) is not the
+    arguments' to choose: the runner's environment decides it (_runs)."""
+    if script and env_dispatch(script, line) is not None:
+        return True
     labels = reaching_labels(script, line) if script and line is not None else set()
     return not labels or not args or args[0] in labels
 
