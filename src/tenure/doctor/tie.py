@@ -25,6 +25,7 @@ from tenure.doctor.laravel.deploy import (
     ArtisanWorker,
     _in_chart,
     _json_or_split,
+    deployed,
     expand,
     is_development_compose,
 )
@@ -69,7 +70,7 @@ def tie(tree: Tree, workers: list[Worker], scripts: dict[str, str]) -> list[Work
     waiting = [w for w in workers if w.platform == "script" and w.platform_grace is None]
     inside = [w for w in workers if w.platform == "supervisord" and w.platform_grace is not None]
     if not waiting and not inside:
-        return workers
+        return deployed(workers)
     runners = list(_all_runners(tree))
     built = {r.image: r.dockerfile for r in runners if r.builds and r.image and r.dockerfile}
     labelled = _labelled_images(scripts)
@@ -103,7 +104,7 @@ def tie(tree: Tree, workers: list[Worker], scripts: dict[str, str]) -> list[Work
             worker.platform_grace = outer
             worker.unit = image.unit
             worker.name = f"{worker.name} (in {image.label})"
-    return workers
+    return deployed(workers)
 
 
 def _distinct(runners: list[Runner]) -> list[Runner]:

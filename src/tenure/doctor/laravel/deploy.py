@@ -52,6 +52,7 @@ class ArtisanWorker:
     # The unit the platform stops (a Compose service's key line, a container, `[program:x]`,
     # `[Service]`); a script's worker gets its runner's when tie() finds one.
     unit: Source | None = None
+    named_for_development: bool = False  # a script's worker whose file name says "local"...
 
     def stop_site(self) -> Source:
         """Where a finding about this worker's stop grace belongs (CONVENTION.md): the line
@@ -143,9 +144,18 @@ def read_workers(
         elif kind == "procfile":
             workers += _lines(found.rel, content, "procfile", find, procfile=True)
     for rel, content in scripts:
-        if not is_development_name(rel):
-            workers += _lines(rel, content, "script", find, procfile=False)
+        found_in = _lines(rel, content, "script", find, procfile=False)
+        # A script named like a development one (celery_local.sh) is a deployed worker only
+        # when a deployed service runs it: kept until tie() says, then dropped if none does.
+        for worker in found_in:
+            worker.named_for_development = is_development_name(rel)
+        workers += found_in
     return workers, skipped
+
+
+def deployed(workers: list[ArtisanWorker]) -> list[ArtisanWorker]:
+    """Workers without a script named for development that no deployed service runs."""
+    return [w for w in workers if not (w.named_for_development and w.platform_grace is None)]
 
 
 def _in_chart(path: str) -> bool:
@@ -429,17 +439,38 @@ def _process(line: str) -> str:
     return line.removeprefix("exec ")
 
 
+_ASSIGNMENT = re.compile(r"""(?:export\s+|local\s+)?([A-Za-z_]\w*)=("[^"`]*"|'[^']*'|[^\s;'"`]*)""")
+
+
+def _remember(line: str, assigned: dict[str, str]) -> bool:
+    """A script's `ARGUMENTS="-A app worker --time-limit=10000 -Q ${queues}"`: remembered, with
+    the variables already known expanded, so that a later `celery $ARGUMENTS` is read as the
+    command it runs. True when the line is such an assignment."""
+    match = _ASSIGNMENT.fullmatch(line.strip())
+    if match is None:
+        return False
+    value = match.group(2)
+    if value[:1] == "'":
+        assigned[match.group(1)] = value[1:-1]
+    else:
+        assigned[match.group(1)] = expand_known(value.strip('"'), assigned)
+    return True
+
+
 def _lines(
     path: str, content: str, platform: str, find: Finder, *, procfile: bool
 ) -> list[ArtisanWorker]:
     out = []
+    assigned: dict[str, str] = {}  # the script's own VAR="..." lines, in the order they run
     for number, stripped in logical_lines(content):
         if stripped.startswith("#"):
+            continue
+        if not procfile and _remember(stripped, assigned):
             continue
         name, command = (
             (stripped.partition(":")[0], stripped.partition(":")[2])
             if procfile
-            else (os.path.basename(path), _process(stripped))
+            else (os.path.basename(path), expand_known(_process(stripped), assigned))
         )
         found = find(_json_or_split(command.strip()))
         if found is None:
