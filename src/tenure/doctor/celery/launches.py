@@ -91,7 +91,20 @@ def _names(words: list[str]) -> int:
     return next((i for i, w in enumerate(words) if w.startswith("-")), len(words))
 
 
+# Programs that print, search or signal, or install: `celery` after them is an argument, not
+# their sub-command.
+NOT_LAUNCHERS = {"echo", "printf", "print", "log", "info", "warn", "error", "logger", "grep",
+                 "egrep", "pgrep", "pkill", "kill", "killall", "ps", "cat", "test", "which",
+                 "command", "type", "pip", "pip3", "apt-get", "apk", "yum", "man", "help",
+                 "docker", "kubectl", "show"}  # fmt: skip
+
+
 def _command_position(prefix: list[str]) -> bool:
+    """`celery` is a program here: after wrappers (exec, gosu USER, nice -n N, python -m,
+    newrelic-admin run-program), or as the sub-command of the project's own CLI that the last
+    word names (`hypothesis celery worker`, `invenio celery worker`)."""
+    if prefix and _cli(prefix[-1]) and _command_position(prefix[:-1]):
+        return True
     previous = ""
     for token in prefix:
         name = _name(token)
@@ -108,6 +121,15 @@ def _command_position(prefix: list[str]) -> bool:
             return False
         previous = name
     return True
+
+
+def _cli(token: str) -> bool:
+    name = _name(token)
+    return (
+        re.fullmatch(r"[a-z][\w.-]*", name) is not None
+        and name not in NOT_LAUNCHERS | WRAPPERS
+        and not name.startswith("python")
+    )
 
 
 def _name(token: str) -> str:
