@@ -56,3 +56,32 @@ def test_a_command_built_in_a_variable_is_the_worker(
     assert [f.split(" ")[1] for f in found] == expected
     if found:
         assert "up to 10000 s" in found[0]
+
+
+# Cut from mayan-edms/Mayan-EDMS docker/rootfs/usr/local/bin/run_worker.sh: the script defaults
+# its own environment (`export X=${X:-0}`) and uses it in a wrapper's option.
+MAYAN = (
+    "#!/bin/sh\nexport MAYAN_WORKER_NICE_LEVEL=${MAYAN_WORKER_NICE_LEVEL:-0}\n"
+    'su mayan --command "nice -n ${MAYAN_WORKER_NICE_LEVEL} '
+    '${MAYAN_PYTHON_BIN_DIR}celery -A mayan worker -Ofair"\n'
+)
+MAYAN_COMPOSE = """services:
+  worker_a:
+    build: .
+    command: run_worker.sh
+{grace}"""
+
+
+@pytest.mark.parametrize(
+    ("grace", "expected"), [("", ["docker-compose.yml:2"]), ("    stop_grace_period: 1m\n", [])]
+)
+def test_a_self_defaulted_variable_stays_a_variable(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, grace: str, expected: list[str]
+) -> None:
+    files = {"settings.py": SETTINGS + "CELERY_TASK_TIME_LIMIT = 30\n",
+             "docker/rootfs/usr/local/bin/run_worker.sh": MAYAN,
+             "Dockerfile": "FROM python:3.12\nCOPY docker/rootfs /\n",
+             "docker-compose.yml": MAYAN_COMPOSE.format(grace=grace)}  # fmt: skip
+    report = run_in(write(tmp_path, files), None, monkeypatch, history=False, celery="settings.py")
+    found = located(report, "celery-grace-below-time-limit")
+    assert [f.split(" ")[1] for f in found] == expected

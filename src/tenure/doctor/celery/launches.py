@@ -143,7 +143,7 @@ def _name(token: str) -> str:
 BIN_VARIABLE = re.compile(r"\$\{?CELERY_BIN\}?")
 
 
-VARIABLE = re.compile(r"\$\{?\w+\}?")
+VARIABLE = re.compile(r"\$\{\w+(?::?[-=+?][^}]*)?\}|\$\w+")
 
 
 def _subcommand(rest: list[str]) -> str | None:

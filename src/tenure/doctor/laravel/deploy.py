@@ -450,6 +450,8 @@ def _remember(line: str, assigned: dict[str, str]) -> bool:
     if match is None:
         return False
     value = match.group(2)
+    if re.search(rf"\$\{{?{match.group(1)}\b", value):
+        return True  # X=${X:-0}: the environment's value, defaulted; nothing to fix here
     if value[:1] == "'":
         assigned[match.group(1)] = value[1:-1]
     else:
