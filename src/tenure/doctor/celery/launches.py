@@ -105,7 +105,7 @@ def _command_position(prefix: list[str]) -> bool:
     word names (`hypothesis celery worker`, `invenio celery worker`)."""
     if prefix and _cli(prefix[-1]) and _command_position(prefix[:-1]):
         return True
-    previous = ""
+    previous, flag = "", False
     for token in prefix:
         name = _name(token)
         ok = (
@@ -116,10 +116,11 @@ def _command_position(prefix: list[str]) -> bool:
             or "=" in token
             or token.isdigit()
             or previous in TAKES_USER
+            or flag  # a wrapper's option value: watchmedo auto-restart -p '*.py' -- celery
         )
         if not ok:
             return False
-        previous = name
+        previous, flag = name, token.startswith("-") and token != "--" and "=" not in token
     return True
 
 
@@ -270,6 +271,11 @@ def check_launches(config: CeleryConfig, workers: list[CeleryWorker]) -> list[Fi
                     f"cannot see ({w.options.get('opaque') or '--time-limit'}): unknown, so "
                     "tasks without their own limit were not compared with its platform "
                     "grace")))  # fmt: skip
+            elif not unknown:  # a task's own limit is an expression (send_task(..., t))
+                config.skipped.append(Skipped(str(w.stop_site()), (
+                    f"{who}: a task's time limit is set where it is sent, to a value the doctor "
+                    "cannot resolve: unknown, so it was not compared with the platform grace, "
+                    "and not called unbounded either")))  # fmt: skip
             elif not said:
                 config.skipped.append(Skipped(str(w.source), (
                     f"the task time limit ({unknown[0].source}) is read from the environment: "
@@ -378,7 +384,13 @@ def _served(config: CeleryConfig, w: CeleryWorker) -> list[TaskDef]:
 
 
 def _task_limit(task: TaskDef, default: Any) -> Any:
-    """A task's own time_limit/soft_time_limit when it sets one, else the worker's."""
+    """A task's own time_limit/soft_time_limit when it sets one, else the worker's; UNKNOWN
+    when it sets one the doctor cannot resolve (never "no limit")."""
+    written = [task.options.get(key) for key in ("time_limit", "soft_time_limit")]
+    if any(o is not None and not o.known for o in written) and not any(
+        o is not None and o.known and isinstance(o.value, int | float) for o in written
+    ):
+        return UNKNOWN
     own = [
         o.value
         for key in ("time_limit", "soft_time_limit")

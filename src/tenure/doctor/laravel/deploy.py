@@ -215,7 +215,12 @@ def _argv(value: Any, env: Mapping[str, str]) -> list[str]:
     if isinstance(value, str):
         return split_command(interpolate(value, env) or value)
     if isinstance(value, list):
-        return [str(item) for item in value if item is not None]
+        items = [str(item) for item in value if item is not None]
+        # `command: ["watchmedo auto-restart -- celery -A app worker"]`: one word holding a
+        # whole command line, which only a shell entrypoint runs: read as that line.
+        if len(items) == 1 and " " in items[0].strip():
+            return split_command(items[0])
+        return items
     return []
 
 
