@@ -10,12 +10,18 @@ set, annotated after the first check set was spent; independent: the ten applica
 of every other set, annotated blind by a reader who never saw the doctor's code; check3: twelve
 more, annotated the same way after check2 was scored).
 
+The sets check, check2, independent and check3 were each scored once (their numbers stay in
+SCORES.md) and are SPENT since 2026-12-07: they are tuning material now, read and fixed against
+like the tuning set. The set that counts is the next one annotated blind and scored once.
+
 Each project's expected file, projects/NAME.toml, lists
-  [[finding]]  rule, file, line, why, confidence   what a correct analyzer must report
-  [[trap]]     rule ("*" for any), file, line?, why  places that look wrong but are not
+  [[finding]]  rule, file, line | lines, why, confidence   what a correct analyzer must report
+  [[trap]]     rule ("*" for any), file, line? | lines?, why  places that look wrong but are not
 A report matches a finding when rule, file and line agree (a finding without a line matches
-any line of its file). Precision counts every error and warning the doctor reports; infos are
-summaries, not claims, and are left out of it. A crash is a failed project.
+any line of its file; `lines = [first, last]` instead of `line` names a block, such as a whole
+Compose service, and a report on any line inside it matches). Where a finding belongs is
+written down in CONVENTION.md. Precision counts every error and warning the doctor reports;
+infos are summaries, not claims, and are left out of it. A crash is a failed project.
 """
 
 from __future__ import annotations
@@ -47,13 +53,20 @@ class Expected:
     file: str
     line: int | None
     why: str
+    # A block (a Compose service, a supervisor's array): a report on any line of it matches.
+    lines: tuple[int, int] | None = None
 
     def matches(self, rule: str, path: str | None, line: int | None) -> bool:
-        return (
-            self.rule in (rule, "*")
-            and self.file == path
-            and (self.line is None or self.line == line)
-        )
+        if self.rule not in (rule, "*") or self.file != path:
+            return False
+        if self.lines is not None:
+            return line is not None and self.lines[0] <= line <= self.lines[1]
+        return self.line is None or self.line == line
+
+    @property
+    def where(self) -> str:
+        at = f"{self.lines[0]}-{self.lines[1]}" if self.lines else self.line
+        return f"{self.file}:{at}"
 
 
 @dataclass
@@ -78,11 +91,26 @@ def load_expected(name: str) -> tuple[list[Expected], list[Expected]]:
 
     def entries(key: str) -> list[Expected]:
         return [
-            Expected(e["rule"], e["file"], e.get("line"), e.get("why", ""))
+            Expected(e["rule"], e["file"], e.get("line"), e.get("why", ""), span(e))
             for e in data.get(key, [])
         ]
 
     return entries("finding"), entries("trap")
+
+
+def span(entry: dict[str, object]) -> tuple[int, int] | None:
+    """An entry's `lines = [first, last]`, checked: a span and a `line` together are ambiguous."""
+    lines = entry.get("lines")
+    if lines is None:
+        return None
+    if "line" in entry or not (
+        isinstance(lines, list)
+        and len(lines) == 2
+        and all(isinstance(n, int) for n in lines)
+        and 0 < lines[0] <= lines[1]
+    ):
+        raise ValueError(f"{entry.get('file')}: lines must be [first, last] and replace line")
+    return (lines[0], lines[1])
 
 
 def score_project(project: Project) -> Score:
@@ -151,7 +179,7 @@ def print_table(scores: list[Score], *, show: bool) -> None:
         )
         if show and s.kind:
             for e in s.missed:
-                print(f"    missed    {e.rule} {e.file}:{e.line}")
+                print(f"    missed    {e.rule} {e.where}")
             for where in s.false_alarms:
                 print(f"    trap hit  {where}")
             for where in s.unexpected:

@@ -73,7 +73,7 @@ def test_json_output(monkeypatch: pytest.MonkeyPatch) -> None:
     assert code == 1
     (finding,) = data["findings"]
     assert finding["rule"] == "grace-not-below-platform"
-    assert finding["location"] == {"path": "k8s/worker.yaml", "line": 20, "note": ""}
+    assert finding["location"] == {"path": "k8s/worker.yaml", "line": 17, "note": ""}
     clocks = {c["label"]: c for c in finding["clocks"]}
     assert clocks["worker --grace"]["amount"] == 40
     assert clocks["Kubernetes terminationGracePeriodSeconds"]["source"]["note"] == (

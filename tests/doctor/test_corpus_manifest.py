@@ -17,7 +17,7 @@ import pytest
 CORPUS = Path(__file__).resolve().parents[2] / "bench" / "doctor_corpus"
 HELD_OUT = ("coolify", "pixelfed", "invoiceninja", "unit3d", "monica", "lychee", "saleor",
             "paperless", "plane", "defectdojo")  # fmt: skip
-RULE_FIELDS = {"rule", "file", "line", "why", "confidence"}
+RULE_FIELDS = {"rule", "file", "why", "confidence"}  # and line or lines (a block)
 
 
 def load(name: str, monkeypatch: pytest.MonkeyPatch) -> ModuleType:
@@ -59,6 +59,7 @@ def test_every_project_has_its_hand_written_expectations() -> None:
         assert findings or traps, project["name"]
         for entry in findings:
             assert set(entry) >= RULE_FIELDS, (project["name"], entry)
+            assert ("line" in entry) != ("lines" in entry), (project["name"], entry)
             assert entry["confidence"] in ("high", "medium", "low")
         for entry in traps:
             assert {"rule", "file", "why"} <= set(entry), (project["name"], entry)
@@ -72,6 +73,20 @@ def test_a_report_matches_by_rule_file_and_line(monkeypatch: pytest.MonkeyPatch)
     assert not exact.matches("laravel-queue-sync", ".env", 21)
     anywhere = score.Expected("*", "composer.json", None, "")
     assert anywhere.matches("celery-task-unbounded", "composer.json", 7)
+
+
+def test_a_span_matches_a_report_on_any_line_of_its_block(monkeypatch: pytest.MonkeyPatch) -> None:
+    score = load("score", monkeypatch)
+    entry = {"rule": "celery-grace-below-time-limit", "file": "compose.yaml", "lines": [12, 20]}
+    service = score.Expected(entry["rule"], "compose.yaml", None, "", score.span(entry))
+    assert service.matches("celery-grace-below-time-limit", "compose.yaml", 12)
+    assert service.matches("celery-grace-below-time-limit", "compose.yaml", 20)
+    assert not service.matches("celery-grace-below-time-limit", "compose.yaml", 21)
+    assert not service.matches("celery-grace-below-time-limit", "compose.yaml", None)
+    assert service.where == "compose.yaml:12-20"
+    for bad in ({**entry, "line": 12}, {**entry, "lines": [20, 12]}, {**entry, "lines": [3]}):
+        with pytest.raises(ValueError, match="lines must be"):
+            score.span(bad)
 
 
 def test_sparse_checkout_patterns_escape_glob_characters(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -58,7 +58,7 @@ def test_render_keeps_every_line_and_substitutes_values() -> None:
 
 @pytest.mark.parametrize(
     ("production", "found"),
-    [("", ["celery-grace-below-time-limit chart/templates/worker.yaml:15"]),
+    [("", ["celery-grace-below-time-limit chart/templates/worker.yaml:11"]),
      ("worker:\n  terminationGracePeriodSeconds: 900\n", [])],
 )  # fmt: skip
 def test_chart_worker_grace_from_values(

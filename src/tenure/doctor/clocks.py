@@ -98,7 +98,7 @@ def check_launch(launch: Launch, jobs: list[JobModel]) -> list[Finding]:
             f"instead of handed back, and wait a whole lease ({launch.lease.amount:g} s) "
             "as crashes before they run again.",
             f"set --grace {max(platform.amount - HANDBACK_S, 0):g} on the worker{raise_it}",
-            launch.source, clocks=(grace, platform)))  # fmt: skip
+            launch.stop_site(platform), clocks=(grace, platform)))  # fmt: skip
     signal = launch.stop_signal
     if signal is not None and signal.value not in GRACEFUL_SIGNALS:
         out.append(finding(
@@ -106,7 +106,7 @@ def check_launch(launch: Launch, jobs: list[JobModel]) -> list[Finding]:
             f"{who} is stopped with {signal.value}, which tenure does not treat as a shutdown "
             "request: running jobs die with the worker instead of finishing or being handed back.",
             "stop it with SIGTERM (remove the stop signal setting)",
-            signal.source if signal.source.path else launch.source, clocks=(signal,)))  # fmt: skip
+            launch.stop_site(signal), clocks=(signal,)))  # fmt: skip
     out += _lease(launch, who, jobs)
     out += _memory(launch, who)
     orphans = launch.orphans_children
@@ -121,7 +121,7 @@ def check_launch(launch: Launch, jobs: list[JobModel]) -> list[Finding]:
             f"{who}: when the platform's SIGKILL comes ({orphans.label} {orphans.value}), it "
             "reaches the worker but not its job processes, which keep running as orphans while "
             "the lease expires and another worker starts the same jobs.",
-            fix, orphans.source if orphans.source.path else launch.source,
+            fix, launch.stop_site(orphans),
             clocks=(orphans,)))  # fmt: skip
     out += _outlived_grace(launch, who, jobs)
     return out
@@ -155,7 +155,7 @@ def _outlived_grace(launch: Launch, who: str, jobs: list[JobModel]) -> list[Find
             f"they really run): {names}{more}.",
             "run the doctor against the store once the jobs have run (history decides), or "
             "keep jobs shorter than --grace",
-            launch.source if launch.source.path else first.source,
+            launch.stop_site(platform) if launch.source.path else first.source,
             clocks=(grace,) + ((platform,) if platform else ())))  # fmt: skip
     return out
 
@@ -214,7 +214,7 @@ def _memory(launch: Launch, who: str) -> list[Finding]:
             "grows gets the whole worker OOM-killed, crashing every job it runs.",
             f"add --memory {per_child} (MB per child, so {launch.concurrency} child(ren) stay "
             "under 80% of the limit)",
-            launch.source, clocks=(limit,))]  # fmt: skip
+            launch.stop_site(limit), clocks=(limit,))]  # fmt: skip
     budget = (launch.memory_mb.amount or 0) * launch.concurrency
     if budget >= limit.amount:
         per_child = int(limit.amount * 0.8 / launch.concurrency)
@@ -225,6 +225,5 @@ def _memory(launch: Launch, who: str) -> list[Finding]:
             "worker before tenure's own check can replace a child.",
             f"set --memory {per_child} (or raise the platform's memory limit above "
             f"{budget * 1.25:g} MB)",
-            launch.memory_mb.source if launch.memory_mb.source.path else launch.source,
-            clocks=(launch.memory_mb, limit))]  # fmt: skip
+            launch.stop_site(limit), clocks=(launch.memory_mb, limit))]  # fmt: skip
     return []

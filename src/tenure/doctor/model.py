@@ -82,6 +82,17 @@ class Launch:
     # Set when the platform's final SIGKILL reaches the worker but not its job processes.
     orphans_children: Setting | None = None
     problems: list[str] = field(default_factory=list)  # options the worker itself would refuse
+    # The unit the platform stops: a Compose service's key line, a container's `- name:`, a
+    # `[program:x]` or `[Service]` header. Deployment findings about a platform default go
+    # here (bench/doctor_corpus/CONVENTION.md); None: the command line is the unit.
+    unit: Source | None = None
+
+    def stop_site(self, value: Value | Setting | None) -> Source:
+        """Where a finding about the platform's `value` belongs: the line that sets it, else
+        the unit's key line, else the command."""
+        if value is not None and value.source.path:
+            return value.source
+        return self.unit or self.source
 
 
 @dataclass

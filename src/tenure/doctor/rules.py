@@ -200,3 +200,16 @@ def render_rules_markdown() -> str:
 
 if __name__ == "__main__":
     print(render_rules_markdown(), end="")
+
+
+def once_per_unit(findings: list[Finding]) -> list[Finding]:
+    """One finding per rule and unit: two workers the same unit starts (the two arms of an
+    `if` in its script, several programs of one supervisord) are one thing to change."""
+    seen: set[tuple[str, str | None, int | None]] = set()
+    out = []
+    for f in findings:
+        key = (f.rule, f.location.path, f.location.line)
+        if key not in seen:
+            seen.add(key)
+            out.append(f)
+    return out

@@ -101,6 +101,10 @@ def branch_labels(script: str, line: int) -> set[str]:
     `;;`, `esac` or `else` comes first, going up; a closed `if ... fi` is passed over)."""
     lines = script.splitlines()
     closed = 0  # `fi`s seen going up: their if-blocks hold other lines, not ours
+    # In the `else`/`elif` arm of an `if` on something else than $1 (an environment switch
+    # inside a `case` branch: `celery-exportworker) if [[ -n "$MINIMAL" ]]; ... else worker`):
+    # that `if` is passed over, and the branch around it is the line's.
+    arm = False
     for text in reversed(lines[: max(line - 1, 0)]):
         stripped = text.strip()
         if re.match(r"^fi\b", stripped):
@@ -111,12 +115,18 @@ def branch_labels(script: str, line: int) -> set[str]:
             closed -= 1 if re.match(r"^if\b", stripped) else 0
             continue
         if test and test.group(1):
-            return {test.group(1)}
+            # The else arm of `if [ "$1" = web ]` is every other word: the doctor cannot tell.
+            return set() if arm else {test.group(1)}
+        if stripped.startswith("else") or (test and stripped.startswith("elif")):
+            arm = True
+            continue
+        if arm and test and stripped.startswith("if"):
+            arm = False
+            continue
         if (
             stripped.endswith((";;", "{", "}"))
-            or stripped.startswith(("esac", "case ", "function ", "else"))
+            or stripped.startswith(("esac", "case ", "function "))
             or FUNCTION.match(stripped)
-            or (test and stripped.startswith("elif"))
         ):
             return set()  # no branch encloses the line, or it is in a function's body
         match = CASE_LABEL.match(text)

@@ -23,18 +23,26 @@ from functools import partial
 from tenure.doctor.dockerfile import copied_files, env_settings, instructions
 from tenure.doctor.laravel.deploy import (
     ArtisanWorker,
+    _in_chart,
     _json_or_split,
+    deployed,
     expand,
     is_development_compose,
 )
-from tenure.doctor.model import Value
+from tenure.doctor.model import Source, Value
 from tenure.doctor.readers import compose, kubernetes
 from tenure.doctor.readers.common import ReadResult
 from tenure.doctor.readers.worker_command import interpolate
 from tenure.doctor.readers.yamlnodes import YamlProblem, YMap, get_path, load_documents
 from tenure.doctor.shell_dispatch import env_dispatch, reaching_labels
 from tenure.doctor.supervision import supervised
-from tenure.doctor.walk import Tree, decode, is_development_name
+from tenure.doctor.walk import (
+    Tree,
+    decode,
+    is_development_name,
+    is_dockerfile,
+    is_foreign_template,
+)
 
 Worker = ArtisanWorker
 
@@ -52,6 +60,7 @@ class Runner:
     image: str | None = None  # the image name, without tag
     builds: bool = False
     env: dict[str, tuple[str, str]] | None = None  # its own environment: name -> (value, where)
+    unit: Source | None = None  # its key line: where a finding about its grace belongs
 
 
 def tie(tree: Tree, workers: list[Worker], scripts: dict[str, str]) -> list[Worker]:
@@ -61,12 +70,15 @@ def tie(tree: Tree, workers: list[Worker], scripts: dict[str, str]) -> list[Work
     waiting = [w for w in workers if w.platform == "script" and w.platform_grace is None]
     inside = [w for w in workers if w.platform == "supervisord" and w.platform_grace is not None]
     if not waiting and not inside:
-        return workers
+        return deployed(workers)
     runners = list(_all_runners(tree))
     built = {r.image: r.dockerfile for r in runners if r.builds and r.image and r.dockerfile}
+    labelled = _labelled_images(scripts)
     for runner in runners:
         if runner.dockerfile is None and runner.image in built:
             runner.dockerfile = built[runner.image]
+        elif runner.dockerfile is None and runner.image:
+            runner.dockerfile = labelled.get(_repository(runner.image))
     for worker in waiting:
         text = scripts.get(worker.source.path or "", "")
         running = _distinct([r for r in runners if _runs(r, worker, text, scripts)])
@@ -78,6 +90,7 @@ def tie(tree: Tree, workers: list[Worker], scripts: dict[str, str]) -> list[Work
         base = worker.name
         for copy, runner in zip(copies, running, strict=False):
             copy.platform_grace = runner.grace()
+            copy.unit = runner.unit
             copy.name = f"{base} (run by {runner.label})"
             _resolve_options(copy, _environment(runner, scripts))
         workers += copies[1:]
@@ -89,18 +102,25 @@ def tie(tree: Tree, workers: list[Worker], scripts: dict[str, str]) -> list[Work
             continue
         if own.amount is None or outer.amount < own.amount:
             worker.platform_grace = outer
+            worker.unit = image.unit
             worker.name = f"{worker.name} (in {image.label})"
-    return workers
+    return deployed(workers)
 
 
 def _distinct(runners: list[Runner]) -> list[Runner]:
-    """One runner per name and grace: the same service in a second Compose variant of the
-    deployment (docker-compose.no-caddy.yml) is the same worker, said once."""
-    seen: set[tuple[str, float | None]] = set()
+    """One runner per file, name and grace: a service that two Kubernetes documents or a
+    repeated YAML anchor yield twice is one worker. The same service in another Compose file
+    (docker-compose.prod.yml, compose.sqlite.yaml) is a deployment of its own that a user may
+    pick, so each file's service is checked and said on its own file (CONVENTION.md)."""
+    seen: set[tuple[str | None, str, float | None]] = set()
     out = []
     for runner in runners:
         grace = runner.grace()
-        key = (runner.label, grace.amount if grace is not None else None)
+        key = (
+            runner.unit.path if runner.unit else None,
+            runner.label,
+            grace.amount if grace is not None else None,
+        )
         if key not in seen:
             seen.add(key)
             out.append(runner)
@@ -151,7 +171,8 @@ def _copies(tree: Tree, runner: Runner, worker: Worker, scripts: dict[str, str])
 
 def _all_runners(tree: Tree) -> Iterator[Runner]:
     for found in tree.files["yaml"]:
-        if is_development_name(found.rel):
+        # Another application's Compose file in a catalogue of templates runs its own image.
+        if is_development_name(found.rel) or is_foreign_template(found.rel, _in_chart(found.path)):
             continue
         content = decode(found)
         try:
@@ -176,6 +197,7 @@ def _runners(path: str, document: object) -> Iterator[Runner]:
                 partial(compose._grace, path, service, {}, ReadResult()),
                 _dockerfile(path, service.get("build")), _image(service.get("image")),
                 builds="build" in service, env=_compose_env(path, name, service),
+                unit=Source(path, document["services"].line_of(name)),
             )  # fmt: skip
     elif kubernetes.is_manifest(document):
         assert isinstance(document, YMap)
@@ -191,6 +213,7 @@ def _runners(path: str, document: object) -> Iterator[Runner]:
                     partial(kubernetes._grace, path, pod, container, ReadResult()),
                     image=_image(container.get("image")),
                     env=_container_env(path, container),
+                    unit=Source(path, container.line),
                 )  # fmt: skip
 
 
@@ -227,6 +250,43 @@ def _dockerfile(compose_path: str, build: object) -> str | None:
         return None
     folder = os.path.dirname(compose_path)
     return os.path.normpath(os.path.join(folder, context, name))
+
+
+_SOURCE_LABEL = re.compile(
+    r"org\.opencontainers\.image\.(?:source|url)\s*=\s*[\"']?https?://[^/\s\"']+/"
+    r"([\w.-]+/[\w.-]+?)(?:\.git)?/?[\"'\s]"
+)
+
+
+def _labelled_images(scripts: dict[str, str]) -> dict[str, str]:
+    """owner/name -> the Dockerfile whose `LABEL org.opencontainers.image.source` names that
+    repository: the image published from it (`ghcr.io/owner/name:latest`) is that Dockerfile's
+    image, though no Compose service builds it. When several Dockerfiles claim it (Dockerfile
+    and Dockerfile-legacy), the plain, shallowest `Dockerfile` is the published one; without
+    such a one, none is taken."""
+    claims: dict[str, list[str]] = {}
+    for path, text in scripts.items():
+        if not is_dockerfile(os.path.basename(path)):
+            continue
+        for _, word, rest in instructions(text):
+            if word == "LABEL":
+                for match in _SOURCE_LABEL.finditer(rest + " "):
+                    claims.setdefault(match.group(1).lower(), []).append(path)
+    out: dict[str, str] = {}
+    for repo, paths in claims.items():
+        ranked = sorted(set(paths), key=_plainness)
+        if len(ranked) == 1 or _plainness(ranked[0]) < _plainness(ranked[1]):
+            out[repo] = ranked[0]
+    return out
+
+
+def _plainness(path: str) -> tuple[int, bool]:
+    return path.count("/"), os.path.basename(path) != "Dockerfile"
+
+
+def _repository(image: str) -> str:
+    """`ghcr.io/owner/name` -> `owner/name`: an image's last two path parts, lowercased."""
+    return "/".join(image.lower().split("/")[-2:])
 
 
 def _image(value: object) -> str | None:
@@ -300,13 +360,18 @@ def _image_processes(text: str) -> list[tuple[str, int, list[str]]]:
     return list(last.values())
 
 
+# s6/runit service files: every service's is called so, and the image's supervisor starts it;
+# a command with the word `run` (`cloudflared tunnel run`) does not name it.
+SUPERVISED = {"run", "finish", "up", "down"}
+
+
 def _names(
     argv: list[str], path: str, script: str, own_entrypoint: bool, line: int | None = None
 ) -> bool:
     """argv runs the script at `path`: by its name or stem, or as the sub-command of an
     entrypoint script that dispatches on it; then the worker's `line` must be in that
     sub-command's branch (`web)` of the same script runs nginx, not the worker)."""
-    names = {os.path.basename(path), os.path.splitext(os.path.basename(path))[0]}
+    names = {os.path.basename(path), os.path.splitext(os.path.basename(path))[0]} - SUPERVISED
     tokens = expand(argv)
     for i, t in enumerate(tokens):
         if t and (os.path.basename(t) in names or os.path.splitext(os.path.basename(t))[0]
@@ -323,7 +388,11 @@ def _names(
 
 def _dispatches_to(script: str, line: int | None, args: list[str]) -> bool:
     """The script, given `args`, reaches the worker's line: always when that line is in no
-    `case` branch or no argument is seen, else when the first argument is its branch's label."""
+    `case` branch or no argument is seen, else when the first argument is its branch's label.
+    A branch chosen by an environment variable (`case "$LYCHEE_MODE" in worker)`) is not the
+    arguments' to choose: the runner's environment decides it (_runs)."""
+    if script and env_dispatch(script, line) is not None:
+        return True
     labels = reaching_labels(script, line) if script and line is not None else set()
     return not labels or not args or args[0] in labels
 

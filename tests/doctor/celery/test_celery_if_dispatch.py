@@ -60,7 +60,7 @@ def test_elif_branch_run_by_the_service_naming_it(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     (found,) = run(tmp_path, WORKER, monkeypatch)
-    assert found.startswith("celery-task-unbounded docker/release/build/docker-entrypoint.sh:7 ")
+    assert found.startswith("celery-task-unbounded docker/release/docker-compose.yml:6 ")
     assert "run by Compose service timesketch-worker" in found
 
 

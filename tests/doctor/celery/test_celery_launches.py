@@ -65,8 +65,8 @@ def test_unbounded_tasks_under_compose_and_systemd(
         "contrib/systemd/bookwyrm-worker.service": BOOKWYRM_UNIT,
     }, monkeypatch)  # fmt: skip
     assert found == [
-        "celery-task-unbounded contrib/systemd/bookwyrm-worker.service:6",
-        "celery-task-unbounded docker-compose.yml:8",
+        "celery-task-unbounded contrib/systemd/bookwyrm-worker.service:4",
+        "celery-task-unbounded docker-compose.yml:5",
     ]
 
 
@@ -76,7 +76,7 @@ def test_a_time_limit_bounds_tasks_and_is_compared_with_the_grace(
     limited = SETTINGS + "CELERY_TASK_SOFT_TIME_LIMIT = 5 * 60\nCELERY_TASK_TIME_LIMIT = 6 * 60\n"
     found = run(tmp_path, {"settings.py": limited, "docker-compose.yml": BOOKWYRM_COMPOSE},
                 monkeypatch)  # fmt: skip
-    assert found == ["celery-grace-below-time-limit docker-compose.yml:8"]
+    assert found == ["celery-grace-below-time-limit docker-compose.yml:5"]
     graced = BOOKWYRM_COMPOSE.replace("    env_file: .env\n", "    stop_grace_period: 7m\n")
     found = run(tmp_path, {"settings.py": limited, "docker-compose.yml": graced}, monkeypatch)
     assert found == []
@@ -115,7 +115,7 @@ def test_entrypoint_script_gets_the_grace_of_the_service_running_it(
     assert alone == []  # no service runs it: its grace is unknown, so nothing is claimed
     found = run(tmp_path, {"docker/async_entrypoint.sh": script,
                            "deploy/docker-compose.yml": compose}, monkeypatch)  # fmt: skip
-    assert found == ["celery-task-unbounded docker/async_entrypoint.sh:4"]
+    assert found == ["celery-task-unbounded deploy/docker-compose.yml:5"]
 
 
 def test_echo_lines_help_texts_and_other_subcommands_are_not_workers() -> None:
@@ -153,7 +153,7 @@ spec:
 """
     found = run(tmp_path, {"kubernetes/run.sh": script,
                            "kubernetes/yamls/deployment.yml": deployment}, monkeypatch)  # fmt: skip
-    assert found == ["celery-task-unbounded kubernetes/run.sh:5"]
+    assert found == ["celery-task-unbounded kubernetes/yamls/deployment.yml:9"]
 
 
 def test_entrypoint_subcommand_and_script_stem(
@@ -181,8 +181,8 @@ def test_entrypoint_subcommand_and_script_stem(
                            "docker/rootfs/usr/local/bin/run_worker.sh": worker,
                            "docker-compose.yml": compose}, monkeypatch)  # fmt: skip
     assert found == [
-        "celery-task-unbounded backend/docker/docker-entrypoint.sh:3",
-        "celery-task-unbounded docker/rootfs/usr/local/bin/run_worker.sh:1",
+        "celery-task-unbounded docker-compose.yml:2",
+        "celery-task-unbounded docker-compose.yml:5",
     ]
 
 
@@ -212,8 +212,8 @@ def test_celery_multi_under_supervisord_with_limits_from_settings(
         "deploy/docker/supervisord/supervisord-celery_long.conf": long,
     }, monkeypatch)  # fmt: skip
     assert found == [
-        "celery-grace-below-time-limit deploy/docker/supervisord/supervisord-celery_long.conf:2",
-        "celery-grace-below-time-limit deploy/docker/supervisord/supervisord-celery_short.conf:3",
+        "celery-grace-below-time-limit deploy/docker/supervisord/supervisord-celery_long.conf:1",
+        "celery-grace-below-time-limit deploy/docker/supervisord/supervisord-celery_short.conf:1",
     ]
     assert find_celery(["celery", "multi", "start", "w1", "w2", "-Q", "q"]) == (
         "worker",
@@ -240,6 +240,6 @@ def test_memory_per_child_against_the_container_limit(
           memory: 2g
 """
     found = run(tmp_path, {"settings.py": settings, "docker-compose.yml": compose}, monkeypatch)
-    assert found == ["celery-memory-per-child-over-limit settings.py:3"]
+    assert found == ["celery-memory-per-child-over-limit docker-compose.yml:8"]
     fits = compose.replace("--concurrency 8", "-c 4")
     assert run(tmp_path, {"settings.py": settings, "docker-compose.yml": fits}, monkeypatch) == []

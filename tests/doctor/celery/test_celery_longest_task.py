@@ -57,7 +57,7 @@ def test_one_finding_per_worker_naming_the_longest_task(
 ) -> None:
     found = findings(tmp_path, monkeypatch, "")
     assert len(found) == 1, found
-    assert found[0].startswith("celery-grace-below-time-limit production.yml:10 ")
+    assert found[0].startswith("celery-grace-below-time-limit production.yml:7 ")
     assert "up to 86400 s (task game_worker_task's time_limit)" in found[0]
 
 

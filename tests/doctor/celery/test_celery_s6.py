@@ -53,7 +53,7 @@ def test_an_s6_service_gets_the_grace_of_the_container_running_its_image(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     (found,) = findings(tmp_path, monkeypatch)
-    assert found.startswith(f"celery-grace-below-time-limit {WORKER}:3 ")
+    assert found.startswith("celery-grace-below-time-limit docker-compose.yml:2 ")
     assert "run by Compose service fetcharr" in found and "10 s after SIGTERM" in found
 
 

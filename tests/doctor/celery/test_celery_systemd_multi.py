@@ -70,7 +70,7 @@ def test_options_from_the_environment_file_against_the_default_stop_timeout(
     found, _ = run(tmp_path, {"deploy/celery.service": UNIT.format(stop=""),
                               "deploy/celery.conf": CONF}, monkeypatch)  # fmt: skip
     (line,) = found
-    assert line.startswith("celery-grace-below-time-limit deploy/celery.service:11 ")
+    assert line.startswith("celery-grace-below-time-limit deploy/celery.service:5 ")
     assert "task time limit 300 s" in line and "systemd TimeoutStopSec 90 s" in line
     assert "from the unit's environment (deploy/celery.conf)" in line
 

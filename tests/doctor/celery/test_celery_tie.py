@@ -54,7 +54,7 @@ def test_dockerfile_cmd_gets_the_grace_of_the_service_building_it(
         {"docker/worker/Dockerfile": WORKER_DOCKERFILE, "docker-compose.yml": BUILD_COMPOSE},
         monkeypatch,
     )
-    assert found == [f"{UNBOUNDED} docker/worker/Dockerfile:5"]
+    assert found == [f"{UNBOUNDED} docker-compose.yml:9"]
 
 
 def test_dockerfile_cmd_quiet_when_the_service_runs_its_own_command(
@@ -103,9 +103,7 @@ def test_script_the_image_runs_gets_the_service_grace(
         "compose/production/django/start-celeryworker": ENTRY_SCRIPT,
         "production.yml": ENTRY_COMPOSE.format(extra=""),
     }
-    assert run(tmp_path, files, monkeypatch) == [
-        f"{UNBOUNDED} compose/production/django/start-celeryworker:6"
-    ]
+    assert run(tmp_path, files, monkeypatch) == [f"{UNBOUNDED} production.yml:7"]
 
 
 def test_script_quiet_when_the_service_replaces_the_entrypoint(
@@ -148,7 +146,7 @@ def test_kubernetes_container_running_the_built_image_by_name(
         "docker-compose.yml": IMAGE_COMPOSE,
         "k8s/worker.yaml": K8S.format(image="registry.example.com/shop/app:1.4.2"),
     }
-    assert run(tmp_path, files, monkeypatch) == [f"{UNBOUNDED} Dockerfile:5"]
+    assert run(tmp_path, files, monkeypatch) == [f"{UNBOUNDED} k8s/worker.yaml:8"]
 
 
 def test_kubernetes_container_of_another_image_quiet_twin(
@@ -181,7 +179,7 @@ LIMITED = SETTINGS + "CELERY_TASK_TIME_LIMIT = 300\n"
 @pytest.mark.parametrize(
     ("grace", "found"),
     [
-        ("", ["celery-grace-below-time-limit deploy/supervisord.conf:5"]),
+        ("", ["celery-grace-below-time-limit docker-compose.yml:2"]),
         ("    stop_grace_period: 11m\n", []),
     ],
 )

@@ -79,7 +79,7 @@ def test_limit_from_the_running_service_environment_is_compared_and_named(
 ) -> None:
     found, _ = run(tmp_path, monkeypatch, limits=LIMITS, limit="${CELERY_TASK_TIME_LIMIT}")
     (line,) = found
-    assert line.startswith("celery-grace-below-time-limit worker/start.sh:5 ")
+    assert line.startswith("celery-grace-below-time-limit docker-compose.yml:6 ")
     assert "3600 s" in line
     assert "CELERY_TASK_TIME_LIMIT=3600 (docker-compose.yml, service worker)" in line
 
@@ -99,7 +99,9 @@ def test_default_of_an_unset_variable_is_the_value_and_said_to_be_one(
 ) -> None:
     found, _ = run(tmp_path, monkeypatch, limits="", limit="${CELERY_TASK_TIME_LIMIT:-600}")
     (line,) = found
-    assert line.startswith("celery-grace-below-time-limit worker/start.sh:5 ") and "600 s" in line
+    assert (
+        line.startswith("celery-grace-below-time-limit docker-compose.yml:6 ") and "600 s" in line
+    )
     assert "the default of ${CELERY_TASK_TIME_LIMIT:-600}" in line
 
 

@@ -85,7 +85,7 @@ def test_entrypoint_worker_branch_gets_the_grace_of_the_service_choosing_it(
 ) -> None:
     # The web service's long grace must not be taken for the worker's: `web)` runs nginx.
     (found,) = run(tmp_path, COMPOSE.format(web="5m", worker_grace=""), monkeypatch)
-    assert found.startswith("laravel-grace-below-job-timeout docker/entrypoint.sh:9 ")
+    assert found.startswith("laravel-grace-below-job-timeout docker-compose.yml:9 ")
     assert "run by Compose service worker" in found and "10 s after SIGTERM" in found
 
 
@@ -158,7 +158,7 @@ APP_COMPOSE = """services:
 
 @pytest.mark.parametrize(
     ("grace", "expected"),
-    [("", ["laravel-grace-below-job-timeout docker/supervisord.conf:13"]),
+    [("", ["laravel-grace-below-job-timeout docker-compose.yml:2"]),
      ("    stop_grace_period: 90s\n", [])],
 )  # fmt: skip
 def test_supervisord_worker_program_inside_the_image_gets_the_container_grace(
@@ -225,7 +225,7 @@ ROLE_COMPOSE = """services:
 
 @pytest.mark.parametrize(
     ("role", "expected"),
-    [("queue", [f"{GRACE} docker/start.sh:16 (run by Compose service queue)"]),
+    [("queue", [f"{GRACE} docker-compose.yml:8 (run by Compose service queue)"]),
      ("scheduler", [])],
 )  # fmt: skip
 def test_role_chosen_by_the_service_environment(

@@ -60,7 +60,7 @@ def test_one_finding_per_worker_naming_the_longest_job(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     (found,) = grace_findings(tmp_path, monkeypatch, "")
-    assert found.startswith("docker-compose.yml:4 ")
+    assert found.startswith("docker-compose.yml:2 ")
     assert "jobs of up to 1800 s (job DatabaseBackupJob)" in found
 
 

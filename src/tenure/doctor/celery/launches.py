@@ -25,7 +25,7 @@ from tenure.doctor.laravel.deploy import (
 )
 from tenure.doctor.model import Finding, Skipped, Source, Value
 from tenure.doctor.readers.worker_command import interpolate
-from tenure.doctor.rules import finding
+from tenure.doctor.rules import finding, once_per_unit
 from tenure.doctor.tie import tie
 from tenure.doctor.walk import (
     IGNORED_DIRS,
@@ -91,8 +91,21 @@ def _names(words: list[str]) -> int:
     return next((i for i, w in enumerate(words) if w.startswith("-")), len(words))
 
 
+# Programs that print, search or signal, or install: `celery` after them is an argument, not
+# their sub-command.
+NOT_LAUNCHERS = {"echo", "printf", "print", "log", "info", "warn", "error", "logger", "grep",
+                 "egrep", "pgrep", "pkill", "kill", "killall", "ps", "cat", "test", "which",
+                 "command", "type", "pip", "pip3", "apt-get", "apk", "yum", "man", "help",
+                 "docker", "kubectl", "show"}  # fmt: skip
+
+
 def _command_position(prefix: list[str]) -> bool:
-    previous = ""
+    """`celery` is a program here: after wrappers (exec, gosu USER, nice -n N, python -m,
+    newrelic-admin run-program), or as the sub-command of the project's own CLI that the last
+    word names (`hypothesis celery worker`, `invenio celery worker`)."""
+    if prefix and _cli(prefix[-1]) and _command_position(prefix[:-1]):
+        return True
+    previous, flag = "", False
     for token in prefix:
         name = _name(token)
         ok = (
@@ -103,11 +116,21 @@ def _command_position(prefix: list[str]) -> bool:
             or "=" in token
             or token.isdigit()
             or previous in TAKES_USER
+            or flag  # a wrapper's option value: watchmedo auto-restart -p '*.py' -- celery
         )
         if not ok:
             return False
-        previous = name
+        previous, flag = name, token.startswith("-") and token != "--" and "=" not in token
     return True
+
+
+def _cli(token: str) -> bool:
+    name = _name(token)
+    return (
+        re.fullmatch(r"[a-z][\w.-]*", name) is not None
+        and name not in NOT_LAUNCHERS | WRAPPERS
+        and not name.startswith("python")
+    )
 
 
 def _name(token: str) -> str:
@@ -121,7 +144,7 @@ def _name(token: str) -> str:
 BIN_VARIABLE = re.compile(r"\$\{?CELERY_BIN\}?")
 
 
-VARIABLE = re.compile(r"\$\{?\w+\}?")
+VARIABLE = re.compile(r"\$\{\w+(?::?[-=+?][^}]*)?\}|\$\w+")
 
 
 def _subcommand(rest: list[str]) -> str | None:
@@ -248,6 +271,11 @@ def check_launches(config: CeleryConfig, workers: list[CeleryWorker]) -> list[Fi
                     f"cannot see ({w.options.get('opaque') or '--time-limit'}): unknown, so "
                     "tasks without their own limit were not compared with its platform "
                     "grace")))  # fmt: skip
+            elif not unknown:  # a task's own limit is an expression (send_task(..., t))
+                config.skipped.append(Skipped(str(w.stop_site()), (
+                    f"{who}: a task's time limit is set where it is sent, to a value the doctor "
+                    "cannot resolve: unknown, so it was not compared with the platform grace, "
+                    "and not called unbounded either")))  # fmt: skip
             elif not said:
                 config.skipped.append(Skipped(str(w.source), (
                     f"the task time limit ({unknown[0].source}) is read from the environment: "
@@ -267,10 +295,10 @@ def check_launches(config: CeleryConfig, workers: list[CeleryWorker]) -> list[Fi
                 "mid-run, lost if acknowledged at start, repeated from the start with acks_late.",
                 f"raise the platform grace above {longest:g} s, or lower the time limit below "
                 f"{grace.amount:g} s and split longer work",
-                w.source,
+                w.stop_site(),
                 clocks=(Value("task time limit", longest, "s", _limit_source(config, w, longest)),
                         grace)))  # fmt: skip
-    return out
+    return once_per_unit(out)
 
 
 def _longest_task(tasks: list[TaskDef], longest: float) -> str:
@@ -322,7 +350,8 @@ def _memory(config: CeleryConfig, w: CeleryWorker) -> list[Finding]:
         "replaces a child.",
         f"set worker_max_memory_per_child below {int(limit.amount * 0.8 / children[0] * 1024)} "
         "(KB), or raise the memory limit",
-        per_child[1], clocks=(Value("max_memory_per_child", per_child[0] / 1024, "MB",
+        limit.source if limit.source.path else w.stop_site(),
+        clocks=(Value("max_memory_per_child", per_child[0] / 1024, "MB",
                                     per_child[1]), limit))]  # fmt: skip
 
 
@@ -355,7 +384,13 @@ def _served(config: CeleryConfig, w: CeleryWorker) -> list[TaskDef]:
 
 
 def _task_limit(task: TaskDef, default: Any) -> Any:
-    """A task's own time_limit/soft_time_limit when it sets one, else the worker's."""
+    """A task's own time_limit/soft_time_limit when it sets one, else the worker's; UNKNOWN
+    when it sets one the doctor cannot resolve (never "no limit")."""
+    written = [task.options.get(key) for key in ("time_limit", "soft_time_limit")]
+    if any(o is not None and not o.known for o in written) and not any(
+        o is not None and o.known and isinstance(o.value, int | float) for o in written
+    ):
+        return UNKNOWN
     own = [
         o.value
         for key in ("time_limit", "soft_time_limit")
@@ -377,7 +412,7 @@ def _unbounded(w: CeleryWorker, who: str, grace: Value, config: CeleryConfig) ->
         f"SIGTERM: a task still running at a deploy is killed mid-run and {fate}.",
         f"set task_time_limit (and task_soft_time_limit) below {grace.amount:g} s, or raise the "
         "platform grace above the longest task",
-        w.source,
+        w.stop_site(),
         clocks=(Value("task_time_limit", None, "s", Source(note="Celery default: none")), grace),
     )
 

@@ -90,6 +90,8 @@ class CeleryConfig:
     settings: dict[str, Setting] = field(default_factory=dict)
     tasks: list[TaskDef] = field(default_factory=list)
     delays: list[Delay] = field(default_factory=list)
+    # Limits given where a task is sent (`send_task("run", soft_time_limit=t)`): name -> key -> all
+    call_limits: dict[str, dict[str, list[Setting]]] = field(default_factory=dict)
     skipped: list[Skipped] = field(default_factory=list)
     # What non-literal values are evaluated with: names bound earlier in the module being
     # read and the project's .env files (`60 * 60`, `env("LIMIT", 600)` are values).

@@ -9,13 +9,19 @@ from __future__ import annotations
 import ast
 
 from tenure.doctor.celery.settings import CeleryConfig, Setting, TaskDef, _callee, _setting
+from tenure.doctor.celery.values import UNKNOWN
 from tenure.doctor.model import Source
 
 OPTIONS = ("time_limit", "soft_time_limit", "acks_late", "queue", "reject_on_worker_lost")
 
 
+LIMITS = ("time_limit", "soft_time_limit")
+
+
 def read_tasks(config: CeleryConfig, tree: ast.AST, rel: str) -> None:
     for node in ast.walk(tree):
+        if isinstance(node, ast.Call):
+            _call_limits(config, node, rel)
         if isinstance(node, ast.ClassDef) and any(_is_task_base(b) for b in node.bases):
             options = {
                 target.id: _setting(item.value, rel, config.scope)
@@ -40,6 +46,25 @@ def read_tasks(config: CeleryConfig, tree: ast.AST, rel: str) -> None:
                 config.tasks.append(TaskDef(node.name, Source(rel, node.lineno), options))
             elif _bare_task(decorator):  # @shared_task, @app.task: the defaults
                 config.tasks.append(TaskDef(node.name, Source(rel, node.lineno)))
+
+
+def _call_limits(config: CeleryConfig, node: ast.Call, rel: str) -> None:
+    """`app.send_task("compute_worker_run", soft_time_limit=t)` and `run.apply_async(...,
+    time_limit=t)`: the limit the task runs with when sent so, a value or UNKNOWN."""
+    func = node.func
+    if not isinstance(func, ast.Attribute) or func.attr not in ("send_task", "apply_async"):
+        return
+    if func.attr == "send_task":
+        first = node.args[0] if node.args else None
+        if not (isinstance(first, ast.Constant) and isinstance(first.value, str)):
+            return
+        name = first.value.rsplit(".", 1)[-1]
+    else:
+        name = _dotted(func.value).rsplit(".", 1)[-1]
+    for k in node.keywords:
+        if k.arg in LIMITS and name:
+            by_key = config.call_limits.setdefault(name, {})
+            by_key.setdefault(k.arg, []).append(_setting(k.value, rel, config.scope))
 
 
 def settle(config: CeleryConfig) -> None:
@@ -74,6 +99,16 @@ def settle(config: CeleryConfig) -> None:
                 if key in parent.options and key not in task.options:
                     task.options[key] = parent.options[key]
             base = parent.options.get("base")
+    for task in config.tasks:
+        own = task.options.get("name")
+        for name in {task.name, own.value.rsplit(".", 1)[-1] if own and isinstance(own.value, str)
+                     else task.name}:  # fmt: skip
+            for key, sent in config.call_limits.get(name, {}).items():
+                if key not in task.options:
+                    # Sent with a limit it cannot know (an expression): unknown, not "none".
+                    known = [s for s in sent if s.known and isinstance(s.value, int | float)]
+                    task.options[key] = max(known, key=lambda s: s.value) if len(known) == len(
+                        sent) else Setting(UNKNOWN, sent[0].source)  # fmt: skip
     annotations = config.settings.get("task_annotations")
     value = annotations.value if annotations is not None else None
     for mapping in value if isinstance(value, list | tuple) else [value]:

@@ -13,6 +13,7 @@ from __future__ import annotations
 import ast
 import operator
 import os
+import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -128,7 +129,8 @@ def _call(node: ast.Call, scope: Scope) -> Any:
             return CASTS[name](inner) if inner is not UNKNOWN and inner is not None else inner
         except (TypeError, ValueError):
             return UNKNOWN
-    if name not in ENV_READERS or not node.args:
+    helper = name not in ENV_READERS and _env_helper(name, node)
+    if (name not in ENV_READERS and not helper) or not node.args:
         return UNKNOWN
     if name == "get" and not _is_getter(func):
         return UNKNOWN
@@ -144,6 +146,8 @@ def _call(node: ast.Call, scope: Scope) -> Any:
     cast = CASTS.get(name if name != "as_int" else "int") or (
         CASTS.get(cast_node.id) if isinstance(cast_node, ast.Name) else None
     )
+    if helper:  # get_int_from_env: the type its name says, else the value as written
+        cast = next((CASTS[t] for t in ("int", "float") if t in name.lower()), None)
     if key.value in scope.env:
         raw = scope.env[key.value]
         if cast is None:
@@ -165,6 +169,23 @@ def _call(node: ast.Call, scope: Scope) -> Any:
         except ValueError:
             return UNKNOWN
     return value
+
+
+_ENV_KEY = re.compile(r"[A-Z][A-Z0-9_]*")
+
+
+def _env_helper(name: str, node: ast.Call) -> bool:
+    """A project's own environment helper, `get_int_from_env("PAPERLESS_WORKER_TIMEOUT", 1800)`
+    or `env_int("LIMIT", 600)`: "env" in its name, an environment-style key first, and a
+    default (second, or default=) that is the value while the deployment does not set it."""
+    if "env" not in name.lower() or not node.args:
+        return False
+    key = node.args[0]
+    if not (isinstance(key, ast.Constant) and isinstance(key.value, str)):
+        return False
+    return _ENV_KEY.fullmatch(key.value) is not None and (
+        len(node.args) > 1 or any(k.arg == "default" for k in node.keywords)
+    )
 
 
 def _is_getter(func: ast.expr) -> bool:

@@ -10,7 +10,7 @@ from tenure.doctor.budget.check import check as check_budget
 from tenure.doctor.budget.php_reader import read_php
 from tenure.doctor.laravel.checks import Project, check
 from tenure.doctor.laravel.config import read_config
-from tenure.doctor.laravel.deploy import ArtisanWorker, read_workers
+from tenure.doctor.laravel.deploy import ArtisanWorker, deployed, read_workers
 from tenure.doctor.laravel.jobs import CodeScan, resolve, scan_classes
 from tenure.doctor.laravel.php import EnvFiles, parse
 from tenure.doctor.laravel.runtime_env import compose_environments, dockerfile_environments
@@ -132,7 +132,7 @@ def _tie(
     the image that runs `entrypoint.sh worker` names no artisan itself. Paths are relative to
     the doctor's PATH, so a project audited with --laravel elsewhere keeps its own graces."""
     if os.path.realpath(base) != os.path.realpath(tree.root):
-        return workers
+        return deployed(workers)
     texts = dict(scripts)
     for path, data in files:
         if is_dockerfile(os.path.basename(path)):

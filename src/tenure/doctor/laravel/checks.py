@@ -20,7 +20,7 @@ from tenure.doctor.laravel.project import (
     serves,
 )
 from tenure.doctor.model import Finding, Source, Value
-from tenure.doctor.rules import finding
+from tenure.doctor.rules import finding, once_per_unit
 from tenure.doctor.walk import is_development_name
 
 __all__ = ["Project", "check"]
@@ -31,7 +31,7 @@ def check(p: Project) -> list[Finding]:
     all_runners = runners(p)
     out += _retry_after(p, all_runners)
     out += _tries(p, all_runners)
-    out += _grace(p, all_runners)
+    out += once_per_unit(_grace(p, all_runners))
     out += _sync(p)
     out += batch_findings(p)
     out += http_findings(p, all_runners)
@@ -98,7 +98,10 @@ def _retry_after(p: Project, all_runners: list[Runner]) -> list[Finding]:
     for r in all_runners:
         connection = p.config.connections.get(r.connection)
         if r.timeout_known:
-            out += _compare(r.timeout, connection, f"worker {r.name}", r.source, None)
+            # A Horizon supervisor's finding goes on its 'timeout' line when it sets one.
+            horizon = r.name.startswith("Horizon ") and r.timeout.source.path == r.source.path
+            at = r.timeout.source if horizon else r.source
+            out += _compare(r.timeout, connection, f"worker {r.name}", at, None)
         if r.once and not r.timeout.source.is_default:
             out.append(
                 finding(
@@ -235,7 +238,7 @@ def _grace(p: Project, all_runners: list[Runner]) -> list[Finding]:
                 "and started again after retry_after.",
                 f"raise the platform grace above {longest.amount or 0:g} s (+ margin), or shorten "
                 "the timeout",
-                w.source,
+                w.stop_site(),
                 clocks=(longest, grace),
             )
         )
@@ -316,25 +319,35 @@ def _sync_by_default(p: Project) -> list[Finding]:
 
 def _horizon_below_jobs(p: Project, all_runners: list[Runner]) -> list[Finding]:
     """A job's own $timeout replaces queue:work's --timeout, but not a Horizon supervisor's:
-    Horizon kills its workers at the supervisor's timeout on scale-down and terminate."""
+    Horizon kills its workers at the supervisor's timeout on scale-down and terminate. One
+    finding per supervisor, on its timeout (or its key when it sets none), naming the longest
+    job: the supervisor's timeout is what to change (CONVENTION.md)."""
     out: list[Finding] = []
     for r in all_runners:
         if not r.name.startswith("Horizon ") or r.timeout.amount is None:
             continue
-        for job in p.jobs:
-            own = own_timeout(job)
-            if not serves(r, p, job) or own is None:
-                continue
-            if own.amount is None or own.amount > r.timeout.amount:
-                runs = "has no timeout" if own.amount is None else f"may run {own.amount:g} s"
-                out.append(finding(
-                    "laravel-horizon-timeout-below-job",
-                    f"job {job.name} {runs}, but {r.name} kills its workers after "
-                    f"{r.timeout.amount:g} s when Horizon scales down or terminates: the job is "
-                    "killed mid-run at every deploy that finds it running.",
-                    f"raise the supervisor's timeout above {own.amount or 0:g} s (and "
-                    "retry_after above that), or run long jobs on a supervisor of their own",
-                    own.source, clocks=(own, r.timeout), job=job.name))  # fmt: skip
+        longer = [
+            (own, job.name)
+            for job in p.jobs
+            for own in [own_timeout(job)]
+            if serves(r, p, job)
+            and own is not None
+            and (own.amount is None or own.amount > r.timeout.amount)
+        ]
+        if not longer:
+            continue
+        own, name = max(longer, key=lambda o: float("inf") if o[0].amount is None else o[0].amount)
+        runs = "has no timeout" if own.amount is None else f"may run {own.amount:g} s"
+        more = f" ({len(longer) - 1} more job(s) run past it too)" if len(longer) > 1 else ""
+        at = r.timeout.source if r.timeout.source.path == r.source.path else r.source
+        out.append(finding(
+            "laravel-horizon-timeout-below-job",
+            f"job {name} {runs}, but {r.name} kills its workers after {r.timeout.amount:g} s "
+            f"when Horizon scales down or terminates: the job is killed mid-run at every deploy "
+            f"that finds it running{more}.",
+            f"raise the supervisor's timeout above {own.amount or 0:g} s (and retry_after above "
+            "that), or run long jobs on a supervisor of their own",
+            at, clocks=(own, r.timeout), job=name))  # fmt: skip
     return out
 
 

@@ -118,8 +118,14 @@ def _read_queue(root: str, base: str, env: EnvFiles) -> Config:
     array, rel = loaded
     ev = Evaluator(env, rel)
     default_node = array_get(array, "default")
-    default = ev.eval(default_node) if default_node is not None else Resolved("sync", Source(rel))
-    config = Config(default, _env_key(default_node), queue_source=Source(rel, 1))
+    # Laravel 11+ merges the framework's config/queue.php under the project's: a file without
+    # 'default' (or without a connection a worker names) has the framework's.
+    framework = _framework_queue(env)
+    if default_node is None:
+        config = Config(framework.default, "QUEUE_CONNECTION", queue_source=Source(rel, 1))
+    else:
+        default = ev.eval(default_node)
+        config = Config(default, _env_key(default_node), queue_source=Source(rel, 1))
     connections = array_get(array, "connections")
     for name, node, at in array_items(connections) if connections is not None else []:
         if name is None or node.type != "array_creation_expression":
@@ -154,6 +160,8 @@ def _read_queue(root: str, base: str, env: EnvFiles) -> Config:
                 else:
                     connection.unresolved = resolved.source.note or text(retry)
         config.connections[name] = connection
+    for name, connection in framework.connections.items():
+        config.connections.setdefault(name, connection)
     batching = array_get(array, "batching")
     if batching is not None:
         table = string_value(array_get(batching, "table"))

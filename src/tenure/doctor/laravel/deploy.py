@@ -15,7 +15,7 @@ from typing import Any
 from tenure.doctor.model import Skipped, Source, Value
 from tenure.doctor.readers import compose, kubernetes, supervisord
 from tenure.doctor.readers.common import ReadResult
-from tenure.doctor.readers.ini import read_ini
+from tenure.doctor.readers.ini import read_ini, section_line
 from tenure.doctor.readers.procfile import PLATFORM_GRACE_S
 from tenure.doctor.readers.systemd import DEFAULT_TIMEOUT_STOP_S
 from tenure.doctor.readers.units import UNBOUNDED, seconds, systemd_timespan
@@ -49,6 +49,18 @@ class ArtisanWorker:
     # Options whose value came from a variable: option -> "where it was read" (say it, never
     # hide it: a default of ${VAR:-300} is the value only while nobody sets VAR).
     option_notes: dict[str, str] = field(default_factory=dict)
+    # The unit the platform stops (a Compose service's key line, a container, `[program:x]`,
+    # `[Service]`); a script's worker gets its runner's when tie() finds one.
+    unit: Source | None = None
+    named_for_development: bool = False  # a script's worker whose file name says "local"...
+
+    def stop_site(self) -> Source:
+        """Where a finding about this worker's stop grace belongs (CONVENTION.md): the line
+        that sets the grace, else the unit's key line, else the command."""
+        grace = self.platform_grace
+        if grace is not None and grace.source.path:
+            return grace.source
+        return self.unit or self.source
 
     @property
     def queues(self) -> tuple[str, ...] | None:
@@ -132,9 +144,18 @@ def read_workers(
         elif kind == "procfile":
             workers += _lines(found.rel, content, "procfile", find, procfile=True)
     for rel, content in scripts:
-        if not is_development_name(rel):
-            workers += _lines(rel, content, "script", find, procfile=False)
+        found_in = _lines(rel, content, "script", find, procfile=False)
+        # A script named like a development one (celery_local.sh) is a deployed worker only
+        # when a deployed service runs it: kept until tie() says, then dropped if none does.
+        for worker in found_in:
+            worker.named_for_development = is_development_name(rel)
+        workers += found_in
     return workers, skipped
+
+
+def deployed(workers: list[ArtisanWorker]) -> list[ArtisanWorker]:
+    """Workers without a script named for development that no deployed service runs."""
+    return [w for w in workers if not (w.named_for_development and w.platform_grace is None)]
 
 
 def _in_chart(path: str) -> bool:
@@ -194,7 +215,12 @@ def _argv(value: Any, env: Mapping[str, str]) -> list[str]:
     if isinstance(value, str):
         return split_command(interpolate(value, env) or value)
     if isinstance(value, list):
-        return [str(item) for item in value if item is not None]
+        items = [str(item) for item in value if item is not None]
+        # `command: ["watchmedo auto-restart -- celery -A app worker"]`: one word holding a
+        # whole command line, which only a shell entrypoint runs: read as that line.
+        if len(items) == 1 and " " in items[0].strip():
+            return split_command(items[0])
+        return items
     return []
 
 
@@ -217,6 +243,7 @@ def _compose(
             "compose", name, at, found[0], found[1], found[2], grace, int(replicas or 1)
         )
         worker.memory_limit = compose._memory(path, service, env)
+        worker.unit = Source(path, document["services"].line_of(name))
         out.append(worker)
     return out
 
@@ -255,6 +282,7 @@ def _kubernetes(path: str, document: YMap, find: Finder) -> list[ArtisanWorker]:
             int(replicas or 1),
         )
         worker.memory_limit = kubernetes._memory(path, container)
+        worker.unit = Source(path, container.line)
         out.append(worker)
     return out
 
@@ -348,6 +376,7 @@ def _systemd(
             found[2],
             grace,
             option_notes=notes,
+            unit=Source(path, section_line(content, "Service")),
         )
     ]
 
@@ -372,6 +401,7 @@ def _supervisord(path: str, content: str, find: Finder) -> list[ArtisanWorker]:
                 found[1],
                 found[2],
                 supervisord._grace(path, keys),
+                unit=Source(path, section_line(content, f"program:{name}")),
             )
         )
     return out
@@ -414,17 +444,40 @@ def _process(line: str) -> str:
     return line.removeprefix("exec ")
 
 
+_ASSIGNMENT = re.compile(r"""(?:export\s+|local\s+)?([A-Za-z_]\w*)=("[^"`]*"|'[^']*'|[^\s;'"`]*)""")
+
+
+def _remember(line: str, assigned: dict[str, str]) -> bool:
+    """A script's `ARGUMENTS="-A app worker --time-limit=10000 -Q ${queues}"`: remembered, with
+    the variables already known expanded, so that a later `celery $ARGUMENTS` is read as the
+    command it runs. True when the line is such an assignment."""
+    match = _ASSIGNMENT.fullmatch(line.strip())
+    if match is None:
+        return False
+    value = match.group(2)
+    if re.search(rf"\$\{{?{match.group(1)}\b", value):
+        return True  # X=${X:-0}: the environment's value, defaulted; nothing to fix here
+    if value[:1] == "'":
+        assigned[match.group(1)] = value[1:-1]
+    else:
+        assigned[match.group(1)] = expand_known(value.strip('"'), assigned)
+    return True
+
+
 def _lines(
     path: str, content: str, platform: str, find: Finder, *, procfile: bool
 ) -> list[ArtisanWorker]:
     out = []
+    assigned: dict[str, str] = {}  # the script's own VAR="..." lines, in the order they run
     for number, stripped in logical_lines(content):
         if stripped.startswith("#"):
+            continue
+        if not procfile and _remember(stripped, assigned):
             continue
         name, command = (
             (stripped.partition(":")[0], stripped.partition(":")[2])
             if procfile
-            else (os.path.basename(path), _process(stripped))
+            else (os.path.basename(path), expand_known(_process(stripped), assigned))
         )
         found = find(_json_or_split(command.strip()))
         if found is None:

@@ -47,6 +47,7 @@ def read_compose(path: str, document: YMap, env: Mapping[str, str]) -> ReadResul
                 platform_grace=_grace(path, service, env, result),
                 stop_signal=_signal(path, service, env),
                 memory_limit=_memory(path, service, env),
+                unit=Source(path, services.line_of(name)),
             )
         )
     return result

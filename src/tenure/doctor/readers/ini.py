@@ -17,6 +17,20 @@ class Entry:
     line: int
 
 
+def section_line(text: str, section: str) -> int | None:
+    """The line of `[section]`: where a unit's findings go when none of its keys sets the
+    value they are about (the platform's default applies to the whole section)."""
+    for number, raw in enumerate(text.splitlines(), start=1):
+        stripped = raw.strip()
+        if (
+            stripped.startswith("[")
+            and stripped.endswith("]")
+            and stripped[1:-1].strip() == section
+        ):
+            return number
+    return None
+
+
 def read_ini(text: str, *, backslash_continues: bool) -> list[Entry]:
     """Entries in file order. systemd continues a line ending in `\\`; supervisord (like
     configparser) continues a line that starts with whitespace."""

@@ -64,6 +64,7 @@ def read_manifest(path: str, document: YMap) -> ReadResult:
                 platform_grace=_grace(path, pod, container, result),
                 stop_signal=_signal(path, container),
                 memory_limit=_memory(path, container),
+                unit=Source(path, container.line),
             )
         )
     return result

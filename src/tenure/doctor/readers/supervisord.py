@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from tenure.doctor.model import Setting, Source, Value
 from tenure.doctor.readers.common import ReadResult
-from tenure.doctor.readers.ini import Entry, read_ini
+from tenure.doctor.readers.ini import Entry, read_ini, section_line
 from tenure.doctor.readers.units import seconds, signal_name
 from tenure.doctor.readers.worker_command import find_worker, make_launch, split_command
 
@@ -41,6 +41,7 @@ def read_supervisord(path: str, text: str) -> ReadResult:
                 platform_grace=_grace(path, keys),
                 stop_signal=_signal(path, keys),
                 orphans_children=_orphans(path, keys),
+                unit=Source(path, section_line(text, f"program:{name}")),
             )
         )
     return result

@@ -6,7 +6,7 @@ import os
 
 from tenure.doctor.model import Setting, Skipped, Source, Value
 from tenure.doctor.readers.common import ReadResult
-from tenure.doctor.readers.ini import read_ini
+from tenure.doctor.readers.ini import read_ini, section_line
 from tenure.doctor.readers.units import UNBOUNDED, memory_mb, signal_name, systemd_timespan
 from tenure.doctor.readers.worker_command import find_worker, make_launch, split_command
 
@@ -69,6 +69,7 @@ def read_unit(path: str, text: str) -> ReadResult:
             stop_signal=stop_signal,
             memory_limit=memory_limit,
             orphans_children=orphans,
+            unit=Source(path, section_line(text, "Service")),
         )
     )
     return result

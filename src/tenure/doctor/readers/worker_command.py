@@ -112,6 +112,7 @@ def make_launch(
     stop_signal: Setting | None = None,
     memory_limit: Value | None = None,
     orphans_children: Setting | None = None,
+    unit: Source | None = None,
 ) -> Launch:
     """A Launch whose worker options carry the command's source, or the CLI default's."""
     default = Source(note="tenure worker default")
@@ -155,4 +156,5 @@ def make_launch(
         memory_limit=memory_limit,
         orphans_children=orphans_children,
         problems=problems,
+        unit=unit,
     )
