@@ -1,14 +1,16 @@
 """Score `tenure doctor` against the corpus: recall of the hand-written findings, false alarms
 on the traps, and precision over every error and warning it reports.
 
-    .venv/bin/python -m bench doctor-corpus [--set tuning|check|check2|check3|independent|all]
-                                            [--mirror DIR] [--only NAME,...] [--show]
+    .venv/bin/python -m bench doctor-corpus
+        [--set tuning|check|check2|check3|check4|independent|all]
+        [--mirror DIR] [--only NAME,...] [--show]
 
 --set picks the projects (manifest.toml `set`): the tuning set (the default) is what the readers
 are fixed against; the check sets are annotated by hand first and scored once (check2: a fresh
 set, annotated after the first check set was spent; independent: the ten applications kept out
 of every other set, annotated blind by a reader who never saw the doctor's code; check3: twelve
-more, annotated the same way after check2 was scored).
+more, annotated the same way after check2 was scored; check4: twelve more, annotated blind
+for issue 29).
 
 The sets check, check2, independent and check3 were each scored once (their numbers stay in
 SCORES.md) and are SPENT since 2026-12-07: they are tuning material now, read and fixed against
