@@ -326,8 +326,11 @@ def _stream_call(
         seconds = float(setting.group(1))
         where = Source(at.path, at.line, "ini_set default_socket_timeout")
     else:
-        seconds = SOCKET_DEFAULT_S
-        where = Source(note="PHP default_socket_timeout 60 s, per socket read")
+        # The default bounds each socket read, not the transfer: a server that trickles bytes
+        # keeps the call alive until the job is killed, so no timeout is set (FACTS.md).
+        return HttpCall(shown, Value("default_socket_timeout", None, "s", Source(
+            note=f"PHP default_socket_timeout {SOCKET_DEFAULT_S:g} s bounds each read only")),
+            at, function)  # fmt: skip
     clock = Value("default_socket_timeout", seconds, "s", where)
     return HttpCall(shown, clock, at, function)
 
