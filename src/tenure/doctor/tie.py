@@ -104,8 +104,8 @@ def _inside_images(
 ) -> list[Worker]:
     """A supervisord program in an image that several services run (compose.sample.yaml,
     compose.host.sample.yaml): each service's grace is a clock of its own, said on its own
-    file. The program keeps its own stop wait when that is the shorter; a service whose grace
-    is shorter replaces it."""
+    file, unless it equals the program's own. The program keeps its own stop wait when that
+    is the shorter; a service whose grace is shorter replaces it."""
     switch = _autostart_variable(tree, worker)
     images = _distinct([r for r in runners if _copies(tree, r, worker, scripts)
                         and not _switched_off(r, switch, scripts)])  # fmt: skip
@@ -114,8 +114,8 @@ def _inside_images(
     out: list[Worker] = []
     for image in images:
         outer = image.grace()
-        if outer is None or outer.amount is None or own is None:
-            continue
+        if outer is None or outer.amount is None or own is None or outer.amount == own.amount:
+            continue  # the same clock twice is said once, on the program
         if not replaced and (own.amount is None or outer.amount < own.amount):
             copy, replaced = worker, True
         else:

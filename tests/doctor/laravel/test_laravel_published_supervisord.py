@@ -114,3 +114,10 @@ def test_an_image_cloned_from_another_repository_is_not_the_services(
 ) -> None:
     found = run(tmp_path, monkeypatch, "", "someone/else")
     assert found == [".docker/supervisor/supervisord.conf:8"]
+
+
+def test_a_service_grace_equal_to_the_programs_is_said_once_on_the_program(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    found = run(tmp_path, monkeypatch, "    stop_grace_period: 3s\n", "owner/Panel")
+    assert found == [".docker/supervisor/supervisord.conf:8"]
