@@ -339,11 +339,13 @@ def _stream_call(
 # one in the same code holds a local path.
 LOCAL_ONLY = ("file_exists", "is_file", "is_dir", "is_writable", "filesize", "filemtime",
               "file_put_contents", "unlink", "touch", "mkdir", "realpath")  # fmt: skip
-PATH_NAME = re.compile(r"^\$\w*(path|file|filename|dir|directory)$", re.IGNORECASE)
+# `$zip_path`, and a property so named (`$this->file`: the upload a job was given).
+PATH_NAME = re.compile(r"^\$(this->)?\w*(path|file|filename|dir|directory)$", re.IGNORECASE)
 
 
 def _local(written: str, body: str) -> bool:
-    """`$file` after `file_exists($file)`, or a variable named for a path (`$zip_path`)."""
+    """`$file` after `file_exists($file)`, or a variable or property named for a path
+    (`$zip_path`, `$this->file`)."""
     if not re.fullmatch(r"\$[\w>-]+", written):
         return False
     if PATH_NAME.match(written) and not written.lower().endswith(("url", "uri")):
