@@ -313,6 +313,10 @@ def _stream_call(
         return None  # a literal (or resolved) local path
     if value is None and (any(marker in written for marker in LOCAL) or _local(written, body)):
         return None
+    # 'public/css/app_' . $id . '.css': a literal start that is no URL's is a relative path.
+    prefix = re.match(r"""^(['"])([^'"$]+)\1\s*\.""", written)
+    if value is None and prefix and not prefix.group(2).lower().startswith(("http", "ftp")):
+        return None
     if function == "fopen" and len(args) > 1:
         mode = ev.eval(args[1])
         if isinstance(mode.value, str) and mode.value.strip("bt") not in ("r", ""):
