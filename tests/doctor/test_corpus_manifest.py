@@ -104,6 +104,7 @@ def test_every_project_names_its_set(monkeypatch: pytest.MonkeyPatch) -> None:
     blind = fetch.in_set(projects, "independent")  # the ten kept out, scored once
     third = fetch.in_set(projects, "check3")  # issue 29: annotated after check2 was scored
     sizes = len(tuning) + len(check) + len(fetch.in_set(projects, "check2")) + len(third)
+    sizes += len(fetch.in_set(projects, "check4"))  # the fifth held-out set, spent
     assert sizes + len(blind) == len(projects)
     assert len(fetch.in_set(projects, "all")) == len(projects)
     assert len(tuning) >= 18  # the entries the readers were fixed against
@@ -136,7 +137,7 @@ def test_a_project_without_a_set_or_an_unknown_set_is_refused(
 
 def test_the_score_defaults_to_the_tuning_set(monkeypatch: pytest.MonkeyPatch) -> None:
     score = load("score", monkeypatch)
-    assert "--set tuning|check|check2|check3|independent|all" in (score.__doc__ or "")
+    assert "--set tuning|check|check2|check3|check4|independent|all" in (score.__doc__ or "")
     with pytest.raises(SystemExit):
         score.main(["--set", "holdout"])
 

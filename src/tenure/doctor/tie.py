@@ -95,16 +95,37 @@ def tie(tree: Tree, workers: list[Worker], scripts: dict[str, str]) -> list[Work
             _resolve_options(copy, _environment(runner, scripts))
         workers += copies[1:]
     for worker in inside:
-        image = next((r for r in runners if _copies(tree, r, worker, scripts)), None)
-        outer = image.grace() if image is not None else None
-        own = worker.platform_grace
-        if image is None or outer is None or outer.amount is None or own is None:
-            continue
-        if own.amount is None or outer.amount < own.amount:
-            worker.platform_grace = outer
-            worker.unit = image.unit
-            worker.name = f"{worker.name} (in {image.label})"
+        workers += _inside_images(tree, worker, runners, scripts)
     return deployed(workers)
+
+
+def _inside_images(
+    tree: Tree, worker: Worker, runners: list[Runner], scripts: dict[str, str]
+) -> list[Worker]:
+    """A supervisord program in an image that several services run (compose.sample.yaml,
+    compose.host.sample.yaml): each service's grace is a clock of its own, said on its own
+    file, unless it equals the program's own. The program keeps its own stop wait when that
+    is the shorter; a service whose grace is shorter replaces it."""
+    switch = _autostart_variable(tree, worker)
+    images = _distinct([r for r in runners if _copies(tree, r, worker, scripts)
+                        and not _switched_off(r, switch, scripts)])  # fmt: skip
+    own = worker.platform_grace
+    base, replaced = worker.name, False
+    out: list[Worker] = []
+    for image in images:
+        outer = image.grace()
+        if outer is None or outer.amount is None or own is None or outer.amount == own.amount:
+            continue  # the same clock twice is said once, on the program
+        if not replaced and (own.amount is None or outer.amount < own.amount):
+            copy, replaced = worker, True
+        else:
+            copy = replace(worker, options=dict(worker.options),
+                           option_notes=dict(worker.option_notes))  # fmt: skip
+            out.append(copy)
+        copy.platform_grace = outer
+        copy.unit = image.unit
+        copy.name = f"{base} (in {image.label})"
+    return out
 
 
 def _distinct(runners: list[Runner]) -> list[Runner]:
@@ -125,6 +146,32 @@ def _distinct(runners: list[Runner]) -> list[Runner]:
             seen.add(key)
             out.append(runner)
     return out
+
+
+_AUTOSTART = re.compile(r"^\s*autostart\s*=\s*%\(ENV_(\w+)\)s\s*$", re.MULTILINE)
+
+
+def _autostart_variable(tree: Tree, worker: Worker) -> str | None:
+    """`autostart=%(ENV_ENABLE_HORIZON)s` in the worker's [program:x]: the container's
+    environment decides whether supervisord starts it at all."""
+    found = next((f for f in tree.files["supervisord"] if f.rel == worker.source.path), None)
+    text = decode(found) if found is not None else None
+    if not isinstance(text, str) or worker.source.line is None:
+        return None
+    lines = text.splitlines()
+    start = max((i for i in range(worker.source.line) if lines[i].lstrip().startswith("[")),
+                default=0)  # fmt: skip
+    end = next((i for i in range(start + 1, len(lines)) if lines[i].lstrip().startswith("[")),
+               len(lines))  # fmt: skip
+    match = _AUTOSTART.search("\n".join(lines[start:end]))
+    return match.group(1) if match else None
+
+
+def _switched_off(runner: Runner, variable: str | None, scripts: dict[str, str]) -> bool:
+    if variable is None:
+        return False
+    value = _environment(runner, scripts).get(variable)
+    return value is not None and value[0].strip().lower() in ("false", "0", "no", "off")
 
 
 def _environment(runner: Runner, scripts: dict[str, str]) -> dict[str, tuple[str, str]]:
@@ -272,12 +319,32 @@ def _labelled_images(scripts: dict[str, str]) -> dict[str, str]:
             if word == "LABEL":
                 for match in _SOURCE_LABEL.finditer(rest + " "):
                     claims.setdefault(match.group(1).lower(), []).append(path)
+            elif word in ("ARG", "ENV"):
+                repo = _cloned_repository(rest, text)
+                if repo is not None:
+                    claims.setdefault(repo, []).append(path)
     out: dict[str, str] = {}
     for repo, paths in claims.items():
         ranked = sorted(set(paths), key=_plainness)
         if len(ranked) == 1 or _plainness(ranked[0]) < _plainness(ranked[1]):
             out[repo] = ranked[0]
     return out
+
+
+_REPOSITORY_ARG = re.compile(
+    r"^(\w+)=[\"']?https?://[^/\s\"']+/([\w.-]+/[\w.-]+?)(?:\.git)?/?[\"']?$"
+)
+
+
+def _cloned_repository(assignment: str, text: str) -> str | None:
+    """`ARG REPO_URL=https://github.com/owner/name` that the Dockerfile then `git clone`s: the
+    image is built from that repository, so it is the one published under its name."""
+    match = _REPOSITORY_ARG.match(assignment.strip())
+    if match is None:
+        return None
+    name = match.group(1)
+    cloned = re.search(r"git\s+clone\b[^\n]*\$\{?" + name + r"\b", text)
+    return match.group(2).lower() if cloned else None
 
 
 def _plainness(path: str) -> tuple[int, bool]:

@@ -282,7 +282,8 @@ def check_launches(config: CeleryConfig, workers: list[CeleryWorker]) -> list[Fi
                     "unknown, so tasks without their own limit were not compared with this "
                     "worker's platform grace")))  # fmt: skip
                 said = True
-        elif None in limits or (not limits and default is None):
+        # A task with no limit at all is unbounded whatever another task's unresolved one is.
+        if None in limits or (not limits and default is None):
             out.append(_unbounded(w, who, grace, config))
         known = [v for v in [*limits, default] if isinstance(v, int | float)]
         longest = max(known, default=None)

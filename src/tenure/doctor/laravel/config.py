@@ -40,7 +40,9 @@ FRAMEWORK_CONNECTIONS = {
 }
 RETRY_AFTER_DEFAULT_S = 90.0
 RETRY_AFTER_ABSENT_S = 60.0  # the queue classes' own fallback when the key is missing
-LEASED_DRIVERS = {"database", "redis", "beanstalkd"}
+# mongodb (mongodb/laravel-mongodb's MongoQueue) leases like the database driver; its
+# connector reads the lease from 'expire', with the same 60 s fallback (FACTS.md).
+LEASED_DRIVERS = {"database", "redis", "beanstalkd", "mongodb"}
 HORIZON_TIMEOUT_DEFAULT_S = 60.0
 LOCAL_ENVS = {"local", "testing", "development", "dev"}
 
@@ -142,6 +144,8 @@ def _read_queue(root: str, base: str, env: EnvFiles) -> Config:
             Source(rel, at),
         )
         retry = array_get(node, "retry_after")
+        if retry is None and connection.driver == "mongodb":
+            retry = array_get(node, "expire")
         if connection.driver in LEASED_DRIVERS:
             if retry is None:
                 connection.retry_after = Value(

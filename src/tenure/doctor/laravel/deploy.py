@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from tenure.doctor.model import Skipped, Source, Value
-from tenure.doctor.readers import compose, kubernetes, supervisord
+from tenure.doctor.readers import cloudfoundry, compose, kubernetes, roadrunner, supervisord
 from tenure.doctor.readers.common import ReadResult
 from tenure.doctor.readers.ini import read_ini, section_line
 from tenure.doctor.readers.procfile import PLATFORM_GRACE_S
@@ -193,6 +193,38 @@ def _yaml(
             out += _compose(path, document, env, skipped, find)
         elif kubernetes.is_manifest(document):
             out += _kubernetes(path, document, find)
+        elif cloudfoundry.is_cf_manifest(document):
+            out += _cloud_foundry(path, document, env, find)
+        elif roadrunner.is_rr_config(document):
+            out += _roadrunner(path, document, env, find)
+    return out
+
+
+def _roadrunner(
+    path: str, document: YMap, env: Mapping[str, str], find: Finder
+) -> list[ArtisanWorker]:
+    out = []
+    for service in roadrunner.services(path, document):
+        found = find(_argv(service.command, env))
+        if found is not None:
+            worker = ArtisanWorker("roadrunner", service.name, service.command_at, *found,
+                                   service.grace, service.processes)  # fmt: skip
+            worker.unit = service.unit
+            out.append(worker)
+    return out
+
+
+def _cloud_foundry(
+    path: str, document: YMap, env: Mapping[str, str], find: Finder
+) -> list[ArtisanWorker]:
+    out = []
+    for app in cloudfoundry.apps(path, document):
+        found = find(_argv(app.command, env))
+        if found is not None:
+            worker = ArtisanWorker("cloudfoundry", app.name, app.command_at, *found,
+                                   cloudfoundry.grace(), app.instances)  # fmt: skip
+            worker.memory_limit, worker.unit = app.memory_limit, app.unit
+            out.append(worker)
     return out
 
 

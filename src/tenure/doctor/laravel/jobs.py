@@ -313,6 +313,10 @@ def _stream_call(
         return None  # a literal (or resolved) local path
     if value is None and (any(marker in written for marker in LOCAL) or _local(written, body)):
         return None
+    # 'public/css/app_' . $id . '.css': a literal start that is no URL's is a relative path.
+    prefix = re.match(r"""^(['"])([^'"$]+)\1\s*\.""", written)
+    if value is None and prefix and not prefix.group(2).lower().startswith(("http", "ftp")):
+        return None
     if function == "fopen" and len(args) > 1:
         mode = ev.eval(args[1])
         if isinstance(mode.value, str) and mode.value.strip("bt") not in ("r", ""):
@@ -326,8 +330,11 @@ def _stream_call(
         seconds = float(setting.group(1))
         where = Source(at.path, at.line, "ini_set default_socket_timeout")
     else:
-        seconds = SOCKET_DEFAULT_S
-        where = Source(note="PHP default_socket_timeout 60 s, per socket read")
+        # The default bounds each socket read, not the transfer: a server that trickles bytes
+        # keeps the call alive until the job is killed, so no timeout is set (FACTS.md).
+        return HttpCall(shown, Value("default_socket_timeout", None, "s", Source(
+            note=f"PHP default_socket_timeout {SOCKET_DEFAULT_S:g} s bounds each read only")),
+            at, function)  # fmt: skip
     clock = Value("default_socket_timeout", seconds, "s", where)
     return HttpCall(shown, clock, at, function)
 
@@ -336,11 +343,13 @@ def _stream_call(
 # one in the same code holds a local path.
 LOCAL_ONLY = ("file_exists", "is_file", "is_dir", "is_writable", "filesize", "filemtime",
               "file_put_contents", "unlink", "touch", "mkdir", "realpath")  # fmt: skip
-PATH_NAME = re.compile(r"^\$\w*(path|file|filename|dir|directory)$", re.IGNORECASE)
+# `$zip_path`, and a property so named (`$this->file`: the upload a job was given).
+PATH_NAME = re.compile(r"^\$(this->)?\w*(path|file|filename|dir|directory)$", re.IGNORECASE)
 
 
 def _local(written: str, body: str) -> bool:
-    """`$file` after `file_exists($file)`, or a variable named for a path (`$zip_path`)."""
+    """`$file` after `file_exists($file)`, or a variable or property named for a path
+    (`$zip_path`, `$this->file`)."""
     if not re.fullmatch(r"\$[\w>-]+", written):
         return False
     if PATH_NAME.match(written) and not written.lower().endswith(("url", "uri")):
