@@ -23,7 +23,7 @@ HERE = Path(__file__).resolve().parent
 CACHE = HERE / ".cache"
 MANIFEST = HERE / "manifest.toml"
 DEFAULT_MIRROR = "/work/.mirror"
-SETS = ("tuning", "check", "check2", "independent", "check3", "check4")
+SETS = ("tuning", "check", "check2", "independent", "check3", "check4", "check5")
 
 
 @dataclass(frozen=True)
