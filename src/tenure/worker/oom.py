@@ -34,13 +34,18 @@ def _cgroup_memory_events() -> str | None:
 _EVENTS: list[str | None] = []
 
 
+def _events_path() -> str | None:
+    """_cgroup_memory_events(), found once per process (a worker's cgroup does not change)."""
+    if not _EVENTS:
+        _EVENTS.append(_cgroup_memory_events())
+    return _EVENTS[0]
+
+
 def oom_kills() -> int | None:
     """How many processes the kernel's OOM killer killed in this worker's cgroup so far; None
     where no cgroup's memory events can be read (then an outside SIGKILL is not confirmed as
     OOM)."""
-    if not _EVENTS:
-        _EVENTS.append(_cgroup_memory_events())
-    path = _EVENTS[0]
+    path = _events_path()
     if path is None:
         return None
     with contextlib.suppress(OSError, ValueError), open(path) as f:
@@ -53,14 +58,14 @@ def oom_kills() -> int | None:
 
 def counted_in() -> str:
     """The file that counted the kills, as a reader of the attempt would look for it."""
-    path = _EVENTS[0] if _EVENTS else _cgroup_memory_events()
+    path = _events_path()
     return os.path.basename(path) if path else "memory.events"
 
 
 def memory_limit_mb() -> int | None:
     """The memory limit of this worker's cgroup (v2 memory.max, v1 memory.limit_in_bytes), in
     MB; None where there is none (v1 writes "no limit" as a number near 2**63)."""
-    path = _EVENTS[0] if _EVENTS else _cgroup_memory_events()
+    path = _events_path()
     if path is None:
         return None
     directory = os.path.dirname(path)
