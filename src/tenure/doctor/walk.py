@@ -169,11 +169,23 @@ def _take_copied(tree: Tree, root: str, dockerfiles: list[str]) -> None:
         for path in copied_files(root, dockerfile, text):
             if path not in taken:
                 taken.add(path)
-                _take(tree, root, path)
+                _take(tree, root, path, kind_of(untemplated(os.path.basename(path))))
 
 
-def _take(tree: Tree, root: str, path: str) -> None:
-    kind = kind_of(os.path.basename(path))
+# A config an image renders before it starts (`horizon.conf.tpl` through envsubst): read as
+# the config it becomes, when a Dockerfile copies it in.
+TEMPLATE_SUFFIXES = (".tpl", ".tmpl", ".template", ".j2")
+
+
+def untemplated(name: str) -> str:
+    for suffix in TEMPLATE_SUFFIXES:
+        if name.endswith(suffix) and len(name) > len(suffix):
+            return name[: -len(suffix)]
+    return name
+
+
+def _take(tree: Tree, root: str, path: str, kind: str | None = None) -> None:
+    kind = kind or kind_of(os.path.basename(path))
     if kind is None:
         return
     rel = os.path.relpath(path, root)
