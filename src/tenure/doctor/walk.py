@@ -30,6 +30,8 @@ KINDS = {
     "supervisord": ("*.conf", "*.ini"),
     "procfile": ("Procfile", "Procfile.*"),
     "dotenv": (".env",),
+    # pm2's JavaScript/JSON process files (its YAML ones are read with the YAML).
+    "pm2": ("ecosystem*.js", "ecosystem*.cjs", "ecosystem*.json", "pm2*.json", "pm2*.js"),
 }
 
 

@@ -16,6 +16,7 @@ from tenure.doctor.laravel.units import (
     _unit_environment,
     _yaml,
     is_development_compose,
+    pm2_workers,
 )
 from tenure.doctor.laravel.worker import (
     SEPARATORS,
@@ -26,6 +27,7 @@ from tenure.doctor.laravel.worker import (
     find_artisan,
 )
 from tenure.doctor.model import Skipped, Source, Value
+from tenure.doctor.readers import pm2
 from tenure.doctor.readers.procfile import PLATFORM_GRACE_S
 from tenure.doctor.readers.worker_command import split_command
 from tenure.doctor.walk import (
@@ -65,6 +67,8 @@ def read_workers(
             workers += _systemd(found.rel, content, find, *_unit_environment(tree, found, content))
         elif kind == "supervisord" and "[program:" in content:
             workers += _supervisord(found.rel, content, find)
+        elif kind == "pm2":
+            workers += pm2_workers(pm2.text_apps(found.rel, content), find)
         elif kind == "procfile":
             workers += _lines(found.rel, content, "procfile", find, procfile=True)
     for rel, content in scripts:
@@ -90,7 +94,7 @@ def _in_chart(path: str) -> bool:
 
 
 def _deployment_files(tree: Tree, needle: str) -> Iterator[tuple[str, FoundFile, str]]:
-    for kind in ("yaml", "systemd", "supervisord", "procfile"):
+    for kind in ("yaml", "systemd", "supervisord", "procfile", "pm2"):
         for found in tree.files[kind]:
             if is_development_name(found.rel) or is_foreign_template(
                 found.rel, _in_chart(found.path)

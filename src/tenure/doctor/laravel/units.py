@@ -6,12 +6,12 @@ and replicas from the platform reader that knows its defaults (readers/)."""
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 from tenure.doctor.laravel.worker import ArtisanWorker, Finder, expand_known
 from tenure.doctor.model import Skipped, Source, Value
-from tenure.doctor.readers import cloudfoundry, compose, kubernetes, roadrunner, supervisord
+from tenure.doctor.readers import cloudfoundry, compose, kubernetes, pm2, roadrunner, supervisord
 from tenure.doctor.readers.common import ReadResult
 from tenure.doctor.readers.ini import read_ini, section_line
 from tenure.doctor.readers.systemd import DEFAULT_TIMEOUT_STOP_S
@@ -45,6 +45,20 @@ def _yaml(
             out += _cloud_foundry(path, document, env, find)
         elif roadrunner.is_rr_config(document):
             out += _roadrunner(path, document, env, find)
+        elif pm2.is_pm2(document):
+            out += pm2_workers(pm2.yaml_apps(path, document), find)
+    return out
+
+
+def pm2_workers(apps: Iterable[pm2.App], find: Finder) -> list[ArtisanWorker]:
+    out = []
+    for app in apps:
+        found = find(app.argv)
+        if found is not None:
+            worker = ArtisanWorker("pm2", app.name, app.command_at, *found, app.grace,
+                                   app.instances)  # fmt: skip
+            worker.unit = app.unit
+            out.append(worker)
     return out
 
 
