@@ -11,7 +11,15 @@ from typing import Any
 
 from tenure.doctor.laravel.worker import ArtisanWorker, Finder, expand_known
 from tenure.doctor.model import Skipped, Source, Value
-from tenure.doctor.readers import cloudfoundry, compose, kubernetes, pm2, roadrunner, supervisord
+from tenure.doctor.readers import (
+    cloudfoundry,
+    compose,
+    kubernetes,
+    pm2,
+    roadrunner,
+    supervisord,
+    toolforge,
+)
 from tenure.doctor.readers.common import ReadResult
 from tenure.doctor.readers.ini import read_ini, section_line
 from tenure.doctor.readers.systemd import DEFAULT_TIMEOUT_STOP_S
@@ -47,6 +55,8 @@ def _yaml(
             out += _roadrunner(path, document, env, find)
         elif pm2.is_pm2(document):
             out += pm2_workers(pm2.yaml_apps(path, document), find)
+        elif toolforge.is_jobs_file(document):
+            out += _toolforge(path, document, env, find)
     return out
 
 
@@ -90,19 +100,47 @@ def _cloud_foundry(
     return out
 
 
+def _toolforge(
+    path: str, document: list[YMap], env: Mapping[str, str], find: Finder
+) -> list[ArtisanWorker]:
+    out = []
+    for job in toolforge.jobs(path, document):
+        found = find(_argv(job.command, env))
+        if found is not None:
+            worker = ArtisanWorker("toolforge", job.name, job.command_at, *found,
+                                   toolforge.grace(), job.replicas)  # fmt: skip
+            worker.memory_limit, worker.unit = job.memory_limit, job.unit
+            out.append(worker)
+    return out
+
+
 # Commands only development setups run: a Compose file with one is a development file.
 DEVELOPMENT_COMMANDS = ("manage.py runserver", "artisan serve", "flask run", "--reload")
 
 
 def is_development_compose(document: YMap) -> bool:
     """Misago's docker-compose.yaml runs `manage.py runserver` next to its Celery worker: the
-    file is the development setup, whatever its name."""
+    file is the development setup, whatever its name. So is a Laravel Sail stack (a service
+    with LARAVEL_SAIL in its environment, or a `sail-*` image): Sail is Laravel's local
+    development environment."""
     for service in document["services"].values():
-        command = service.get("command") if isinstance(service, YMap) else None
+        if not isinstance(service, YMap):
+            continue
+        command = service.get("command")
         text = " ".join(map(str, command)) if isinstance(command, list) else str(command or "")
-        if any(marker in text for marker in DEVELOPMENT_COMMANDS):
+        if any(marker in text for marker in DEVELOPMENT_COMMANDS) or _is_sail(service):
             return True
     return False
+
+
+def _is_sail(service: YMap) -> bool:
+    environment = service.get("environment")
+    names = (
+        list(environment) if isinstance(environment, dict)
+        else [str(e).partition("=")[0] for e in environment] if isinstance(environment, list)
+        else []
+    )  # fmt: skip
+    return "LARAVEL_SAIL" in names or str(service.get("image") or "").startswith("sail-")
 
 
 def _argv(value: Any, env: Mapping[str, str]) -> list[str]:

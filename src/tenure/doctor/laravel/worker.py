@@ -54,10 +54,19 @@ def find_artisan(argv: list[str]) -> tuple[str, str | None, dict[str, str]] | No
     """(command, connection, options) of the first `artisan queue:work|horizon` in argv."""
     tokens = expand(argv)
     for i, token in enumerate(tokens[:-1]):
-        if os.path.basename(token) == "artisan" and tokens[i + 1] in COMMANDS:
+        if os.path.basename(token) == "artisan" and (command := _command(tokens[i + 1])):
             connection, options = _options(tokens[i + 2 :])
-            return tokens[i + 1], connection, options
+            return command, connection, options
     return None
+
+
+def _command(word: str) -> str | None:
+    """A worker command, or a project's wrapper named after one (`queue:work-resilient`,
+    `queue:work:tenants`): read as the command it wraps, whose options it takes."""
+    if word in COMMANDS:
+        return word
+    base = next((c for c in COMMANDS if c.startswith("queue:") and word.startswith(c)), None)
+    return base if base and word[len(base) : len(base) + 1] in ("-", ":") else None
 
 
 def expand(tokens: list[str]) -> list[str]:
