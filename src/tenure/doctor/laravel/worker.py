@@ -15,6 +15,7 @@ from tenure.doctor.model import Source, Value
 COMMANDS = ("queue:work", "queue:listen", "horizon")
 FLAGS = {"once", "stop-when-empty", "force", "quiet", "verbose", "no-interaction"}
 SEPARATORS = {"&&", "||", ";", "|", "&"}
+REDIRECTION = re.compile(r"^\d*(?:>>?|<|>&)")
 
 
 @dataclass
@@ -88,6 +89,8 @@ def _options(tokens: list[str]) -> tuple[str | None, dict[str, str]]:
     i = 0
     while i < len(tokens) and tokens[i] not in SEPARATORS:
         token = tokens[i]
+        if REDIRECTION.match(token):
+            break  # `>/proc/1/fd/1 2>&1`: the shell's, not the command's
         if token.startswith("--"):
             name, eq, value = token[2:].partition("=")
             if (
