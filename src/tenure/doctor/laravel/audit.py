@@ -98,8 +98,14 @@ def audit(root: str, base: str, tree: Tree) -> Audit:
         for job in jobs
         for call in job.unfollowed
     ]
-    workers, skipped = read_workers(tree, scripts)
+    workers, skipped = read_workers(tree, scripts, unread=True)
     workers = _tie(tree, base, workers, scripts, files)
+    unread = "its stop grace could not be read, so it was not compared with the jobs' timeouts"
+    skipped += [
+        Skipped(str(w.source), f"worker started here ({w.command}): {unread}")
+        for w in workers
+        if w.platform_grace is None
+    ]
     workers += scheduled
     result.skipped += skipped
     result.jobs, result.workers = len(jobs), len(workers)

@@ -45,12 +45,19 @@ __all__ = ["SEPARATORS", "ArtisanWorker", "deployed", "expand", "find_artisan",
 
 
 def read_workers(
-    tree: Tree, scripts: list[tuple[str, str]], find: Finder | None = None, needle: str = "artisan"
+    tree: Tree,
+    scripts: list[tuple[str, str]],
+    find: Finder | None = None,
+    needle: str = "artisan",
+    *,
+    unread: bool = False,
 ) -> tuple[list[ArtisanWorker], list[Skipped]]:
     """Workers from Compose, Kubernetes, systemd, supervisord, Procfile and shell scripts.
     `find` recognises the worker command (artisan's by default; Celery's for --celery), and
     `needle` is a word its files must contain. Files named for development or tests (a
-    docker-compose.dev.yml) are not the deployment."""
+    docker-compose.dev.yml) are not the deployment. `unread`: a deployment file no reader
+    understands (a process manager's own format) still gives the workers its lines start,
+    with no grace: their timeouts are compared, their stop grace is said to be unread."""
     find = find or find_artisan
     workers: list[ArtisanWorker] = []
     skipped: list[Skipped] = []
@@ -60,6 +67,7 @@ def read_workers(
         if isinstance(content, str):
             env_by_dir[os.path.dirname(found.path)] = read_dotenv(content)
     for kind, found, content in _deployment_files(tree, needle):
+        before = len(workers)
         if kind == "yaml" and "{{" not in content:
             env = env_by_dir.get(os.path.dirname(found.path), {})
             workers += _yaml(found.rel, content, env, skipped, find)
@@ -71,6 +79,8 @@ def read_workers(
             workers += pm2_workers(pm2.text_apps(found.rel, content), find)
         elif kind == "procfile":
             workers += _lines(found.rel, content, "procfile", find, procfile=True)
+        if unread and len(workers) == before:
+            workers += _unread(found.rel, content, find, needle)
     for rel, content in scripts:
         found_in = _lines(rel, content, "script", find, procfile=False)
         # A script named like a development one (celery_local.sh) is a deployed worker only
@@ -79,6 +89,23 @@ def read_workers(
             worker.named_for_development = is_development_name(rel)
         workers += found_in
     return workers, skipped
+
+
+def _unread(path: str, content: str, find: Finder, needle: str) -> list[ArtisanWorker]:
+    """Each line of a file no reader understood that starts a worker: the command read from
+    the word naming `needle` to the end of the line or its closing quote (`command:
+    "./artisan queue:listen --timeout=600",` in a process manager's config)."""
+    command = re.compile(rf"\S*{re.escape(needle)}\b[^\"'\n]*")
+    out = []
+    for number, line in logical_lines(content):
+        if line.lstrip().startswith("#"):
+            continue
+        match = command.search(line)
+        found = find(split_command(match.group(0))) if match else None
+        if found is not None:
+            out.append(ArtisanWorker("unread", os.path.basename(path), Source(path, number),
+                                     *found))  # fmt: skip
+    return out
 
 
 def deployed(workers: list[ArtisanWorker]) -> list[ArtisanWorker]:

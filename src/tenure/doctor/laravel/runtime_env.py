@@ -97,10 +97,11 @@ def _environment(service: YMap, rel: str) -> dict[str, EnvEntry]:
                 out[key] = EnvEntry(text, Source(rel, raw.line_of(key), f"{key}={text}"))
     elif isinstance(raw, list):
         line = getattr(raw, "line", 0) or service.line_of("environment")
-        for item in raw:
+        lines = getattr(raw, "item_lines", None) or [line] * len(raw)
+        for item, at in zip(raw, lines, strict=False):
             key, eq, value = str(item).partition("=")
             if eq:
-                out[key] = EnvEntry(value, Source(rel, line, f"{key}={value}"))
+                out[key] = EnvEntry(value, Source(rel, at, f"{key}={value}"))
     return out
 
 
