@@ -76,7 +76,11 @@ def runners(p: Project) -> list[Runner]:
                 timeout_known=raw is None or amount is not None,
             )
         )
-    for s in p.config.supervisors:
+    # Horizon's supervisors run jobs when Horizon runs: when a deployment starts `horizon`,
+    # or when none was found to say what runs. Workers found, none of them Horizon: its
+    # config is installed but not what works the queues.
+    horizon_runs = not p.workers or any(w.command == "horizon" for w in p.workers)
+    for s in p.config.supervisors if horizon_runs else []:
         timeout = s.timeout or Value(f"Horizon {s.name} timeout", None, "s", s.source)
         if s.timeout is None:
             p.config.skipped.append(Skipped(str(s.source), (
