@@ -38,7 +38,7 @@ KINDS = {
 # Words in a file's path that mark a development, test or CI environment: not production.
 NOT_PRODUCTION = {"dusk", "ci", "travis", "dev", "devel", "develop", "development", "local", "sail",
                   "github", "gitlab", "circleci", "drone", "buildkite", "jenkins",
-                  "appveyor", "e2e"}  # fmt: skip
+                  "appveyor", "e2e", "homestead", "vagrant"}  # fmt: skip
 CI_FILES = {"bitbucket-pipelines.yml", "azure-pipelines.yml", "jenkinsfile"}
 
 
@@ -95,7 +95,7 @@ def is_foreign_template(rel: str, has_chart: bool = False) -> bool:
 # as a whole: Pterodactyl's Dockerfile copies `.github/docker/supervisord.conf` into its image.
 CI_WORDS = {"ci", "circleci", "buildkite", "workflows"}
 DEVELOPMENT_FOLDERS = {"dev", "development", "ci", "test", "tests", "testing", "local_testing",
-                       "e2e"}  # fmt: skip
+                       "e2e", "homestead", "vagrant"}  # fmt: skip
 
 
 @dataclass

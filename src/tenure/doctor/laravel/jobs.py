@@ -266,11 +266,15 @@ def http_calls(method: Node, rel: str, ev: Evaluator, guzzle: bool) -> list[Http
                     "Guzzle",
                 )
             )
-    for call in walk(method, frozenset({"function_call_expression"})):
+    calls = list(walk(method, frozenset({"function_call_expression"})))
+    # A curl handle's timeout is set on the handle curl_init() makes: the finding goes there.
+    inits = [line(c) for c in calls if name_of(c.child_by_field_name("function")) == "curl_init"]
+    for call in calls:
         function = name_of(call.child_by_field_name("function"))
         at = Source(rel, line(call))
         if function == "curl_exec" and "CURLOPT_TIMEOUT" not in body:
-            found.append(HttpCall("curl_exec()", _unbounded("curl"), at, "curl"))
+            made = max((n for n in inits if n <= line(call)), default=line(call))
+            found.append(HttpCall("curl_exec()", _unbounded("curl"), Source(rel, made), "curl"))
         elif function in STREAM_READERS:
             stream = stream_call(call, function, body, ev, at)
             if stream is not None:
