@@ -76,6 +76,24 @@ def test_quiet_twin_timeout_below_retry_after(
     assert unread(report) == ["docker/run.tasks.conf:9"]
 
 
+SAIL = """services:
+  laravel.queue:
+    image: 'sail-8.4/app'
+    command: 'php artisan queue:work --sleep=10 --timeout=0 --tries=3'
+    environment:
+      LARAVEL_SAIL: 1
+"""
+
+
+def test_quiet_a_development_compose_file_is_read_not_unread(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Cut from a Sail stack repeating the image's worker: understood, and development."""
+    report = run(tmp_path, monkeypatch, {"docker-compose.yml": SAIL})
+    assert located(report, "laravel-timeout-not-below-retry-after") == []
+    assert unread(report) == []
+
+
 def test_a_list_form_environment_entry_is_located_on_its_item(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

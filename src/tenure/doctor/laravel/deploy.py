@@ -16,6 +16,7 @@ from tenure.doctor.laravel.units import (
     _unit_environment,
     _yaml,
     is_development_compose,
+    is_known_yaml,
     pm2_workers,
 )
 from tenure.doctor.laravel.worker import (
@@ -79,7 +80,8 @@ def read_workers(
             workers += pm2_workers(pm2.text_apps(found.rel, content), find)
         elif kind == "procfile":
             workers += _lines(found.rel, content, "procfile", find, procfile=True)
-        if unread and len(workers) == before:
+        understood = (kind == "yaml" and is_known_yaml(content)) or "[program:" in content
+        if unread and len(workers) == before and kind in UNREAD_KINDS and not understood:
             workers += _unread(found.rel, content, find, needle)
     for rel, content in scripts:
         found_in = _lines(rel, content, "script", find, procfile=False)
@@ -89,6 +91,11 @@ def read_workers(
             worker.named_for_development = is_development_name(rel)
         workers += found_in
     return workers, skipped
+
+
+# Kinds whose files may be a format no reader knows (a process manager's .conf, a platform's
+# YAML spec); a systemd unit, a Procfile or a pm2 file is always read by its own reader.
+UNREAD_KINDS = ("yaml", "supervisord")
 
 
 def _unread(path: str, content: str, find: Finder, needle: str) -> list[ArtisanWorker]:

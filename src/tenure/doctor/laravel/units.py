@@ -60,6 +60,18 @@ def _yaml(
     return out
 
 
+def is_known_yaml(content: str) -> bool:
+    """Some document of the file is a format a reader understands (a Compose file read and
+    found to be development is understood, not unread)."""
+    try:
+        documents = load_documents(content)
+    except YamlProblem:
+        return False
+    detectors = (compose.is_compose, kubernetes.is_manifest, cloudfoundry.is_cf_manifest,
+                 roadrunner.is_rr_config, pm2.is_pm2, toolforge.is_jobs_file)  # fmt: skip
+    return any(detect(d) for d in documents for detect in detectors)
+
+
 def pm2_workers(apps: Iterable[pm2.App], find: Finder) -> list[ArtisanWorker]:
     out = []
     for app in apps:
