@@ -222,7 +222,9 @@ def _constructor_settings(method: Node, ev: Evaluator, job: JobClass) -> None:
 
 
 def reachable(methods: dict[str, Node], start: str) -> list[Node]:
-    """handle() and the class's own methods it calls through $this->name(...)."""
+    """handle() and the class's own methods it calls through $this->name(...). A call by a
+    computed name (`$this->{$method}($data)`, an import dispatching on its sections) may reach
+    any method of the class: all are taken."""
     seen: list[str] = []
     todo = [start]
     while todo:
@@ -231,9 +233,22 @@ def reachable(methods: dict[str, Node], start: str) -> list[Node]:
             continue
         seen.append(name)
         for call in walk(methods[name], frozenset({"member_call_expression"})):
-            if text(call.child_by_field_name("object")) == "$this":
-                todo.append(text(call.child_by_field_name("name")))
+            if not _on_this(call.child_by_field_name("object")):
+                continue
+            called = call.child_by_field_name("name")
+            if called is not None and called.type != "name":
+                todo += [m for m in methods if m != "__construct"]
+            else:
+                todo.append(text(called))
     return [methods[n] for n in seen]
+
+
+def _on_this(target: Node | None) -> bool:
+    """`$this`, or a fluent chain on it (`$this->preFlightChecks()->importData()`: the class's
+    own methods returning `$this`)."""
+    while target is not None and target.type == "member_call_expression":
+        target = target.child_by_field_name("object")
+    return target is not None and text(target) == "$this"
 
 
 def http_calls(method: Node, rel: str, ev: Evaluator, guzzle: bool) -> list[HttpCall]:
