@@ -56,6 +56,7 @@ class JobClass:
     method_nodes: dict[str, Node] = field(default_factory=dict)
     evaluator: Evaluator | None = None
     guzzle: bool = False
+    builders: dict[str, list[Node]] = field(default_factory=dict)  # see http_builders()
     namespace: str = ""
     imports: dict[str, str] = field(default_factory=dict)
 
@@ -169,8 +170,9 @@ def _class(node: Node, rel: str, env: EnvFiles, guzzle: bool) -> JobClass | None
         job.middleware_text += text(methods["middleware"])
     if "__construct" in methods:
         _constructor_settings(methods["__construct"], ev, job)
+    job.builders = http_builders(methods)
     for method in reachable(methods, "handle"):
-        job.calls += http_calls(method, rel, ev, guzzle)
+        job.calls += http_calls(method, rel, ev, guzzle, job.builders)
     if "handle" in methods:
         job.unfollowed = _unfollowed(methods["handle"], reachable(methods, "handle"))
     return job
@@ -251,10 +253,53 @@ def _on_this(target: Node | None) -> bool:
     return target is not None and text(target) == "$this"
 
 
-def http_calls(method: Node, rel: str, ev: Evaluator, guzzle: bool) -> list[HttpCall]:
-    """`guzzle`: the file imports GuzzleHttp\\Client, so a bare `new Client` is Guzzle's."""
+def http_builders(methods: dict[str, Node]) -> dict[str, list[Node]]:
+    """`$this->http = Http::timeout(30)->retry(3, 1000)->withHeaders([...])` in the constructor:
+    the property's builder chain (the `Http::` call first), which `$this->http->get()` sends."""
+    construct = methods.get("__construct")
+    out: dict[str, list[Node]] = {}
+    for assignment in walk(construct, frozenset({"assignment_expression"})) if construct else []:
+        left = text(assignment.child_by_field_name("left"))
+        right = assignment.child_by_field_name("right")
+        scoped = _http_call_in(right) if right is not None else None
+        if not left.startswith("$this->") or scoped is None:
+            continue
+        chain = [scoped]
+        while (
+            chain[-1] != right
+            and chain[-1].parent is not None
+            and (chain[-1].parent.type == "member_call_expression")
+        ):
+            chain.append(chain[-1].parent)
+        out[left[7:]] = chain
+    return out
+
+
+def _http_call_in(node: Node) -> Node | None:
+    scopes = walk(node, frozenset({"scoped_call_expression"}))
+    return next((n for n in scopes if name_of(n.child_by_field_name("scope")) == "Http"), None)
+
+
+def http_calls(
+    method: Node,
+    rel: str,
+    ev: Evaluator,
+    guzzle: bool,
+    builders: dict[str, list[Node]] | None = None,
+) -> list[HttpCall]:
+    """`guzzle`: the file imports GuzzleHttp\\Client, so a bare `new Client` is Guzzle's;
+    `builders`: the class's properties holding an Http builder (http_builders())."""
     found: list[HttpCall] = []
     body = text(method)
+    for call in walk(method, frozenset({"member_call_expression"})) if builders else []:
+        held = text(call.child_by_field_name("object")).removeprefix("$this->")
+        verb = text(call.child_by_field_name("name"))
+        if builders and held in builders and verb in HTTP_VERBS:
+            chain = builders[held]
+            names = [text(n.child_by_field_name("name")) for n in chain]
+            at = Source(rel, line(call))
+            timeout = _http_timeout(chain, names, ev, at)
+            found.append(HttpCall(f"$this->{held}->{verb}()", timeout, at, "Http"))
     for scoped in walk(method, frozenset({"scoped_call_expression"})):
         if name_of(scoped.child_by_field_name("scope")) != "Http":
             continue

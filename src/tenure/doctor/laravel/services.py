@@ -122,7 +122,7 @@ def _calls_of(service: JobClass, method: str) -> list[HttpCall]:
         return []
     out: list[HttpCall] = []
     for node in reachable(service.method_nodes, method):
-        out += http_calls(node, service.rel, service.evaluator, service.guzzle)
+        out += http_calls(node, service.rel, service.evaluator, service.guzzle, service.builders)
     return out
 
 
