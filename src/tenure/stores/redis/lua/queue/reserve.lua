@@ -49,9 +49,12 @@ for _, queued in ipairs(walk) do
           park(id, f[13], tonumber(f[14]) or 1)
         elseif f[1] == 'queued' then
           local n = num(f[2]) + 1
-          local g = {overlap_key = f[8], overlap_delay = f[9], rate_key = f[10],
-            rate_limit = f[11], rate_window = f[12]}
-          local run_at, reason = guard_deferral(id, n, g, now)
+          -- a job with no overlap or rate key (most) has no guard to ask, nor a table to build
+          local run_at, reason
+          if f[8] or f[10] then
+            run_at, reason = guard_deferral(id, n, {overlap_key = f[8], overlap_delay = f[9],
+              rate_key = f[10], rate_limit = f[11], rate_window = f[12]}, now)
+          end
           if run_at then
             -- a deferred attempt starts and ends here: written whole to the attempts hash
             local at = fmt(run_at)
@@ -63,20 +66,21 @@ for _, queued in ipairs(walk) do
               n .. '.started_at', now_s)
             seen[member] = true
           else
-            if g.overlap_key then redis.call('HSET', OVERLAP, g.overlap_key, id) end
+            if f[8] then redis.call('HSET', OVERLAP, f[8], id) end
             if f[13] then
               redis.call('SADD', conc_key(f[13]), id)
               redis.call('HSET', CONC_KEYS, f[13], tonumber(f[14]) or 1)
             end
             local expires = fmt(now + lease)
+            local attempt = tostring(n)  -- formatted once, for the HSET and the reply
             -- the job runs, and its attempt opens in the same hash (OPEN_FIELDS; memory_mb
             -- emptied: a reading belongs to the attempt that took it)
-            redis.call('HSET', job_key(id), 'state', 'running', 'attempt', n,
+            redis.call('HSET', job_key(id), 'state', 'running', 'attempt', attempt,
               'lease_expires_at', expires, 'worker_id', ARGV[5], 'cur.host', ARGV[6],
               'cur.pid', ARGV[7], 'cur.started_at', now_s, 'cur.last_heartbeat_at', now_s,
               'cur.memory_mb', '')
             redis.call('ZADD', RUNNING, expires, id)
-            out[#out + 1] = {id, f[4] or '', f[5] or '', f[6] or '', tostring(n), expires, f[7]}
+            out[#out + 1] = {id, f[4] or '', f[5] or '', f[6] or '', attempt, expires, f[7]}
           end
         end
       end
