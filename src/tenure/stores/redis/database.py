@@ -83,6 +83,10 @@ class RedisDatabase:
         # right or names a job that no longer exists anywhere.
         self.job_queue: dict[str, str] = {}
         self.registered_queues: set[str] = set()  # by this client, in the queue registry
+        # queue -> (monotonic time, server now, earliest future run_at or None) as the last
+        # reserve that found nothing there answered it (reserve.lua): the wait that follows
+        # sleeps by it instead of asking the server again (RedisJobs.wait_for_work)
+        self.idle: dict[str, tuple[float, float, float | None]] = {}
         self._layout_checked = False
 
     # -- keys ----------------------------------------------------------------------------

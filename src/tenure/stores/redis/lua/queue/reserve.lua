@@ -1,11 +1,25 @@
--- ARGV[3..7]: limit, lease seconds, worker id, host, pid.
+-- ARGV[3..7]: limit, lease seconds, worker id, host, pid; ARGV[8] '1': a worker's own reserve,
+-- answered, when it hands out nothing, {'idle', now, the earliest future run_at or false} (what
+-- next_due.lua answers), so that the wait that follows needs no request of its own (issue 32:
+-- every request costs the server more than a small script's commands). complete_and_reserve
+-- sends no ARGV[8]: a worker that just ended a job asks again before it waits.
 -- A ready job whose overlap or rate guard says not now is deferred instead: a `deferred`
 -- attempt records why, run_at moves to when it may run, no try is used. At most
 -- limit + RESERVE_LOOKAHEAD jobs are looked at, and none twice, so a deferral with no delay
 -- cannot make the script spin.
 -- A paused queue hands out nothing (complete_and_reserve runs this too).
 local walk, paused = queued_keys(base)
-if paused then return {} end
+local function idle()
+  if ARGV[8] ~= '1' then return {} end
+  local now_s = clock()
+  local due = false
+  for _, key in ipairs(walk) do
+    local first = redis.call('ZRANGEBYSCORE', key, '(' .. now_s, '+inf', 'WITHSCORES', 'LIMIT', 0, 1)
+    if first[2] and ((not due) or tonumber(first[2]) < tonumber(due)) then due = first[2] end
+  end
+  return {'idle', now_s, due}
+end
+if paused then return idle() end
 local now_s, now = clock()
 local limit = tonumber(ARGV[3])
 local lease = tonumber(ARGV[4])
@@ -93,4 +107,5 @@ for _, queued in ipairs(walk) do
     redis.call('ZREM', base .. ':priorities', string.match(queued, ':p(-?%d+)$'))
   end
 end
+if #out == 0 then return idle() end
 return out
