@@ -49,9 +49,14 @@ CONSTANTS = (
     f" ENDED_TOKEN_TTL_S = {NOTIFY_MAX}, {RESERVE_LOOKAHEAD}, {MEMBER_FIELDS},"
     f" {len(CALLBACK_FIELDS)}, {ENDED_TOKEN_TTL_S}\n"
     f"local LOST_CALLBACKS_MARK = '{LOST_CALLBACKS_MARK}'\n"
+)
+# Tables only lib/enqueue.lua reads: a library builds them once, but an EVALSHA script on every
+# call, so only the scripts that read them get them there (_scripts).
+ENQUEUE_CONSTANTS = (
     "local ENQ = {" + ", ".join(f"{name} = {k}" for k, name in enumerate(ENQUEUE_ORDER, 1)) + "}\n"
     f"local ENQUEUE_DEFAULTS = {{{', '.join(repr(value) for value in ENQUEUE_DEFAULTS)}}}\n"
 )
+ENQUEUE_WORDS = re.compile(r"\b(?:ENQ|ENQUEUE_DEFAULTS)\b")
 # Scripts on one queue's keys see the queue prelude; store-wide ones ({g} tag) a small one.
 QUEUE_LIBS = (
     "lib/prelude.lua",
@@ -118,7 +123,12 @@ def _bodies(kind: str, *, wrap: bool = False) -> dict[str, str]:
 def _scripts(kind: str, libs: tuple[str, ...], *, wrap: bool = False) -> dict[str, str]:
     prelude = "".join(read_lua(lib) for lib in libs)
     bodies = _bodies(kind, wrap=wrap)
-    return {name: CONSTANTS + _used(text, prelude) + text for name, text in bodies.items()}
+    out = {}
+    for name, text in bodies.items():
+        used = _used(text, prelude)
+        enqueues = ENQUEUE_WORDS.search(used + text) is not None
+        out[name] = CONSTANTS + (ENQUEUE_CONSTANTS if enqueues else "") + used + text
+    return out
 
 
 @functools.cache
@@ -220,7 +230,7 @@ def _library(
     names, once, per_call, functions = _split_prelude(prelude, "".join(bodies.values()))
     digest = hashlib.sha1(prelude.encode() + repr(sorted(bodies.items())).encode()).hexdigest()
     tag = f"tenure_{kind}_{digest[:16]}"
-    head = [f"#!lua name={tag}", "local KEYS, ARGV", CONSTANTS]
+    head = [f"#!lua name={tag}", "local KEYS, ARGV", CONSTANTS, ENQUEUE_CONSTANTS]
     if names:
         head.append(f"local {', '.join(names)}")
     setup = ["local function setup(keys, args)", "KEYS, ARGV = keys, args", *per_call, "end"]
