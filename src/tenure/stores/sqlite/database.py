@@ -20,29 +20,6 @@ ROW_ERRORS = (sqlite3.Error, ValueError, TypeError, KeyError, OverflowError)
 UNIX_EPOCH_MS = 210_866_760_000_000  # 1970-01-01 in Julian milliseconds, as SQLite's unix VFS
 
 
-class _Write:
-    """SQLiteDatabase.write's transaction: a class, not a generator-based context manager,
-    since a busy worker opens one per job and the generator's frames cost a tenth of the
-    store's own Python on that path."""
-
-    __slots__ = ("conn", "db")
-
-    def __init__(self, db: SQLiteDatabase) -> None:
-        self.db = db
-
-    def __enter__(self) -> tuple[sqlite3.Connection, float]:
-        conn = self.conn = self.db.checked_conn()
-        conn.execute("BEGIN IMMEDIATE")
-        try:
-            return conn, self.db.clock(conn)
-        except BaseException:
-            conn.execute("ROLLBACK")
-            raise
-
-    def __exit__(self, kind: type[BaseException] | None, *_: object) -> None:
-        self.conn.execute("ROLLBACK" if kind is not None else "COMMIT")
-
-
 def sqlite_now() -> float:
     """CLOCK_SQL's value without a statement: SQLite's 'now' is the host's real-time clock
     (the unix VFS's xCurrentTimeInt64: gettimeofday, cut to the millisecond) in this very
@@ -107,10 +84,17 @@ class SQLiteDatabase:
             ) from None
         return conn
 
-    def write(self) -> _Write:
-        """A write transaction holding the lock from its start, with the store's now:
-        `with db.write() as (conn, now):`, committed at the end, rolled back on an error."""
-        return _Write(self)
+    @contextmanager
+    def write(self) -> Iterator[tuple[sqlite3.Connection, float]]:
+        """A write transaction holding the lock from its start, with the store's now."""
+        conn = self.checked_conn()
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            yield conn, self.clock(conn)
+        except BaseException:
+            conn.execute("ROLLBACK")
+            raise
+        conn.execute("COMMIT")
 
     def checked_conn(self) -> sqlite3.Connection:
         """The file at the path must still be the one this connection opened: a connection to

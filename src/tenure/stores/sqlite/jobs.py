@@ -23,21 +23,124 @@ from tenure.core.records import (
     batch_target,
     reservation,
 )
-from tenure.stores.sql import batches, endings
+from tenure.core.retry import parse_policy
+from tenure.stores.sql import batches, control, endings
 from tenure.stores.sql import guards as sql_guards
 from tenure.stores.sql.dialect import Dialect
-from tenure.stores.sqlite import guards, hot
+from tenure.stores.sqlite import guards
 from tenure.stores.sqlite.database import ROW_ERRORS, SQLiteDatabase
-from tenure.stores.sqlite.hot import NEXT_ATTEMPT, OPEN, OPEN_UNDER
 from tenure.stores.sqlite.inserts import insert_jobs
 
 # a queue's queued jobs, in the ready index (sql.guards.place_fairly)
 FAIR_READY = "queue = %s AND state = 'queued'"
 
+# Past every attempt row the job has: a stray row (a restore, a hand edit) must not make the
+# next attempt's number collide, which would fail the whole reservation for the queue.
+NEXT_ATTEMPT = (
+    "max(attempt, (SELECT coalesce(max(number), 0) FROM tenure_attempts"
+    " WHERE job_id = tenure_jobs.id)) + 1"
+)
+# the shared clause in SQLite's words (what SQLiteDialect.q does): no schema, `?` parameters
+NOT_PAUSED = control.not_paused("?").replace("{s}.", "")
+
+# A success, fenced by its token in the same statement. A result of None leaves the column
+# alone (it is NULL until a success writes one): the worker's hot path pays nothing for it.
+COMPLETE, COMPLETE_WITH_RESULT = (
+    "UPDATE tenure_jobs SET state = 'succeeded', finished_at = ?, lease_expires_at = NULL,"
+    f" tries_used = tries_used + 1{result} WHERE id = ? AND attempt = ? AND state = 'running'"
+    " RETURNING batch_id, chain, queue, concurrency_key, concurrency_limit"
+    for result in ("", ", result = ?")
+)
+COMPLETED_COLUMNS = ("batch_id", "chain", "queue", "concurrency_key", "concurrency_limit")
+# endings.close_attempt for a success, as SQLite runs it
+CLOSE_SUCCEEDED = (
+    "UPDATE tenure_attempts SET ended_at = ?, outcome = 'succeeded', error = NULL,"
+    " traceback = NULL WHERE job_id = ? AND number = ?"
+)
+# A queue's ready head with what its guards need. INDEXED BY: left to itself the planner takes
+# tenure_jobs_ready for the run_at range and sorts the queue's ready jobs by priority (a temp
+# B-tree: 20 ms a call at 50,000 queued); the head of (queue, state, priority, run_at, rowid).
+READY = (
+    "SELECT id, overlap_key, overlap_delay, rate_key, rate_limit, rate_window,"
+    " concurrency_key, concurrency_limit"
+    " FROM tenure_jobs INDEXED BY tenure_jobs_ready_by_priority"
+    " WHERE queue = ? AND state = 'queued' AND run_at <= ?"
+    + NOT_PAUSED
+    + " ORDER BY priority, run_at, rowid LIMIT ?"
+)
+# a ready job's claim (its attempt row follows); OPEN_UNDER: only while its concurrency key
+# has a free slot (counted in the key's index: unary + keeps the planner off the lease index,
+# every running job of every key; sql.guards' _LIVE_LEASE)
+OPEN, OPEN_UNDER = (
+    f"UPDATE tenure_jobs SET state = 'running', attempt = {NEXT_ATTEMPT},"
+    f" lease_expires_at = ?, worker_id = ? WHERE id = ?{under}"
+    " RETURNING id, name, queue, payload, policy, attempt, lease_expires_at, batch_id"
+    for under in (
+        "",
+        " AND (SELECT count(*) FROM tenure_jobs WHERE concurrency_key = ?"
+        " AND state = 'running' AND +lease_expires_at >= ?) < ?",
+    )
+)
+ATTEMPT_ROW = (
+    "INSERT INTO tenure_attempts (job_id, number, worker_id, host, pid, started_at,"
+    " last_heartbeat_at) VALUES (?, ?, ?, ?, ?, ?, ?)"
+)
+
+# The busy worker's statements read on plain tuples (_cursor): a sqlite3.Row and its look-ups
+# by name cost more than these narrow rows' own step, so the success (_complete) and the claim
+# of an unguarded head (_head, _open_hot) run on one cursor without a row factory; a batch, a
+# chain, a concurrency key or a guard goes on to the general path with what they returned.
+
+
+def _cursor(conn: sqlite3.Connection) -> sqlite3.Cursor:
+    """One cursor for a transaction's statements, its rows plain tuples."""
+    cur = conn.cursor()
+    cur.row_factory = None
+    return cur
+
+
+def _complete(
+    cur: sqlite3.Cursor, job_id: str, token: int, now: float, result: str | None
+) -> tuple[Any, ...] | None:
+    """The success of `job_id`/`token` and its attempt closed; its COMPLETED_COLUMNS, or None
+    when the token is stale (nothing written: the caller refuses it)."""
+    row: tuple[Any, ...] | None = cur.execute(
+        COMPLETE if result is None else COMPLETE_WITH_RESULT,
+        (now, job_id, token) if result is None else (now, result, job_id, token),
+    ).fetchone()
+    if row is not None:
+        cur.execute(CLOSE_SUCCEEDED, (now, job_id, token))
+    return row
+
+
+def _head(cur: sqlite3.Cursor, queue: str, now: float) -> tuple[Any, ...] | None:
+    """The ready job `queue` would hand out now (READY's columns), or None."""
+    row: tuple[Any, ...] | None = cur.execute(READY, (queue, now, queue, 1)).fetchone()
+    return row
+
+
+def _unguarded(row: tuple[Any, ...]) -> bool:
+    """Whether READY's `row` has no guard: no overlap, rate or concurrency key (the other
+    columns are their settings, some with defaults)."""
+    return row[1] is None and row[3] is None and row[6] is None
+
+
+def _open_hot(
+    cur: sqlite3.Cursor, job_id: str, worker: WorkerRef, now: float, lease: float
+) -> Reservation:
+    """Claim the ready job `job_id` (no guard of its own) and open its attempt. Two statements
+    where PostgreSQL's hot path claims in one (claims.CLAIM, FOR UPDATE SKIP LOCKED), which
+    SQLite's single writer has no need of."""
+    got = cur.execute(OPEN, (now + lease, worker.id, job_id)).fetchone()
+    number = got[5]
+    cur.execute(ATTEMPT_ROW, (job_id, number, worker.id, worker.host, worker.pid, now, now))
+    return Reservation(
+        got[0], got[1], got[2], got[3], parse_policy(got[4]), number, number, got[6], got[7]
+    )
+
+
 # What a damaged job row raises while it is claimed: it fails alone (sql/endings.isolated).
 DAMAGE = ROW_ERRORS
-
-
 # what every accepted success returns (frozen: one for all)
 SUCCEEDED = EndResult(accepted=True, state="succeeded")
 
@@ -176,18 +279,17 @@ class SQLiteJobs:
         lease: float,
     ) -> Reservation | None:
         """The next job of `queues` claimed, no savepoint (a damaged row raises _Damaged): on
-        plain tuples (hot.py) while the head of a queue has no guard, else the general path
-        from that queue on."""
-        cur = hot.cursor(conn)
+        tuples while a queue's head has no guard, else the general path from that queue on."""
+        cur = _cursor(conn)
         for i, queue in enumerate(queues):
-            row = hot.head(cur, queue, now)
+            row = _head(cur, queue, now)
             if row is None:
                 continue
-            if not hot.unguarded(row):
+            if not _unguarded(row):
                 claimed = self._reserve_on(conn, now, queues[i:], worker, lease, 1, False)
                 return claimed[0] if claimed else None
             try:
-                return hot.open_attempt(cur, str(row[0]), worker, now, lease)
+                return _open_hot(cur, str(row[0]), worker, now, lease)
             except DAMAGE as exc:
                 raise _Damaged() from exc
         return None
@@ -294,7 +396,7 @@ class SQLiteJobs:
 
     @staticmethod
     def _ready(conn: sqlite3.Connection, queue: str, now: float, limit: int) -> list[Any]:
-        return conn.execute(hot.READY, (queue, now, queue, limit)).fetchall()
+        return conn.execute(READY, (queue, now, queue, limit)).fetchall()
 
     def _guard_deferral(
         self, conn: sqlite3.Connection, row: Any, now: float
@@ -347,10 +449,7 @@ class SQLiteJobs:
     def _open_attempt(
         self, conn: sqlite3.Connection, job_id: str, worker: WorkerRef, now: float, lease: float
     ) -> Reservation:
-        # Two statements, as in _defer; PostgreSQL's hot path claims in one (claims.CLAIM,
-        # FOR UPDATE SKIP LOCKED), which SQLite's single writer has no need of.
-        row = conn.execute(OPEN, (now + lease, worker.id, job_id)).fetchone()
-        return self._opened(conn, row, worker, now)
+        return _open_hot(_cursor(conn), job_id, worker, now, lease)
 
     def _open_under(
         self, conn: sqlite3.Connection, job: Any, worker: WorkerRef, now: float, lease: float
@@ -374,9 +473,7 @@ class SQLiteJobs:
     @staticmethod
     def _opened(conn: sqlite3.Connection, row: Any, worker: WorkerRef, now: float) -> Reservation:
         conn.execute(
-            "INSERT INTO tenure_attempts (job_id, number, worker_id, host, pid, started_at,"
-            " last_heartbeat_at) VALUES (?, ?, ?, ?, ?, ?, ?)",
-            (row["id"], row["attempt"], worker.id, worker.host, worker.pid, now, now),
+            ATTEMPT_ROW, (row["id"], row["attempt"], worker.id, worker.host, worker.pid, now, now)
         )
         return reservation(row)
 
@@ -390,7 +487,7 @@ class SQLiteJobs:
     ) -> EndResult:
         # The fencing check and the update are one statement: no row means the token is stale,
         # and then its result is not written either.
-        row = hot.complete(hot.cursor(conn), job_id, token, now, result)
+        row = _complete(_cursor(conn), job_id, token, now, result)
         if row is None:
             return endings.refuse(self.dialect, conn, job_id, token, "succeeded", now)
         batch_id, chain, _, key, _ = row
@@ -400,6 +497,6 @@ class SQLiteJobs:
             endings.after_success(self.dialect, conn, job_id, batch_id, chain, now, result)
         if key is not None:
             sql_guards.release(
-                self.dialect, conn, dict(zip(hot.COMPLETED_COLUMNS, row, strict=True)), now
+                self.dialect, conn, dict(zip(COMPLETED_COLUMNS, row, strict=True)), now
             )
         return SUCCEEDED
