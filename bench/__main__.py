@@ -11,6 +11,7 @@
     .venv/bin/python -m bench rawloops [--jobs N]      (raw engine loop, store loop, worker)
     .venv/bin/python -m bench redis-work [--jobs N]    (Redis server work per job, all systems)
     .venv/bin/python -m bench walpages [--jobs N]      (SQLite WAL pages per job, by B-tree)
+    .venv/bin/python -m bench perjob [--callgrind]     (SQLite statements, VM steps, instructions)
 
 Installs the peers into bench/.venv-peers (and arq into bench/.venv-peers-arq), then for each
 engine runs every system on the same workloads, round after round, in A B ... B A order so
@@ -157,6 +158,10 @@ def main() -> int:
         from bench.wal_pages import main as walpages
 
         return walpages(sys.argv[2:])
+    if sys.argv[1:2] == ["perjob"]:  # SQLite's statements, VM steps, instructions a job (35)
+        from bench.per_job import main as perjob
+
+        return perjob(sys.argv[2:])
     if sys.argv[1:2] == ["redis-work"]:  # the Redis server's work per job (issue 32)
         from bench.redis_work import main as redis_work
 

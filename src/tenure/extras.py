@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import functools
 import json
-from importlib.metadata import PackageNotFoundError, distribution
 from urllib.parse import unquote, urlparse
 
 # Import name -> the name PyPI knows it by: `pip install yaml` installs nothing useful.
@@ -44,6 +43,10 @@ def install_line(extra: str) -> str:
 def installed_from() -> tuple[str, bool] | None:
     """(directory, editable) when this tenure was installed from a local directory, per the
     `direct_url.json` pip records (PEP 610); None for an index install or no metadata."""
+    # imported here: only a missing extra's message needs it, and importlib.metadata (with
+    # email, zipfile, csv) is a fifth of the start-up of every process that imports tenure
+    from importlib.metadata import PackageNotFoundError, distribution
+
     try:
         text = distribution("tenure").read_text("direct_url.json")
     except PackageNotFoundError:

@@ -45,11 +45,14 @@ class JsonFormatter(logging.Formatter):
         return _ENCODE(data)
 
     def fields(self, created: float, msecs: int, level: str, logger: str) -> dict[str, Any]:
+        return {"ts": self.stamp(created, msecs), "level": level.lower(), "logger": logger}
+
+    def stamp(self, created: float, msecs: int) -> str:
         second = int(created)
         if second != self._second:
             self._stamp = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(second))
             self._second = second
-        return {"ts": f"{self._stamp}.{msecs:03d}Z", "level": level.lower(), "logger": logger}
+        return f"{self._stamp}.{msecs:03d}Z"
 
 
 class Spool(Protocol):
@@ -102,8 +105,24 @@ def quick_info(logger: logging.Logger, msg: str, fields: dict[str, Any]) -> bool
     handler: the same line logging writes, written and flushed at once under the handler's
     lock (in a worker's child: gathered in its spool, see spool_lines), without a LogRecord
     and the handler chain (most of a line's cost, and the worker writes one per job). Only
-    when nothing else could see the record: INFO enabled, no filter on the logger, no handler
-    but that one on the way to the root. False: use logging."""
+    when nothing else could see the record (_quick). False: use logging."""
+    if not _quick(logger):
+        return False
+    now = time.time()
+    data = _Quick.formatter.fields(now, int((now - int(now)) * 1000), "INFO", logger.name)
+    data["msg"] = msg
+    for key in JOB_FIELDS:
+        if key in fields:
+            data[key] = fields[key]
+    try:
+        return _write_quick(_ENCODE(data))
+    except Exception:
+        return False  # logging writes it, or reports why it cannot
+
+
+def _quick(logger: logging.Logger) -> bool:
+    """Whether tenure's JSON handler alone would see `logger`'s INFO record: INFO enabled, no
+    filter on the logger, no handler but that one on the way to the root."""
     handler = _Quick.handler
     root = logging.root
     if handler is None or root.handlers != [handler] or not logger.isEnabledFor(logging.INFO):
@@ -115,28 +134,62 @@ def quick_info(logger: logging.Logger, msg: str, fields: dict[str, Any]) -> bool
         if node.handlers or not node.propagate:
             return False
         node = node.parent
-    now = time.time()
-    data = _Quick.formatter.fields(now, int((now - int(now)) * 1000), "INFO", logger.name)
-    data["msg"] = msg
-    for key in JOB_FIELDS:
-        if key in fields:
-            data[key] = fields[key]
-    try:
-        line = _ENCODE(data) + handler.terminator
-        spool = _Quick.spool
-        if spool is not None:  # a worker's child: written with the others, soon
-            spool.add(line)
-            return True
-        with handler.lock or contextlib.nullcontext():
-            handler.stream.write(line)
-            handler.stream.flush()
-    except Exception:
-        return False  # logging writes it, or reports why it cannot
     return True
+
+
+def _write_quick(text: str) -> bool:
+    """Write one JSON line through tenure's handler (in a worker's child: into its spool)."""
+    handler = _Quick.handler
+    if handler is None:
+        return False
+    line = text + handler.terminator
+    spool = _Quick.spool
+    if spool is not None:  # a worker's child: written with the others, soon
+        spool.add(line)
+        return True
+    with handler.lock or contextlib.nullcontext():
+        handler.stream.write(line)
+        handler.stream.flush()
+    return True
+
+
+def success_line(res: Reservation, duration: float, worker_id: str) -> str:
+    """log_end's line for a success, as JsonFormatter writes it (same keys, order and
+    escaping), put together from strings: no dict and no encoder walk per job, the part of
+    the worker's per-job line that cost the most. Numbers as the encoder writes them: an
+    int's and a finite float's repr."""
+    now = time.time()
+    ts = _Quick.formatter.stamp(now, int((now - int(now)) * 1000))
+    msg = f"job {res.job_id} {res.name} attempt {res.attempt} succeeded in {duration:.2f} s"
+    return "".join(
+        (
+            '{"ts": "',
+            ts,
+            '", "level": "info", "logger": ',
+            _quote(log.name),
+            ', "msg": ',
+            _quote(msg),
+            ', "job_id": ',
+            _quote(res.job_id),
+            ', "job": ',
+            _quote(res.name),
+            ', "attempt": ',
+            str(res.attempt),
+            ', "outcome": "succeeded", "queue": ',
+            _quote(res.queue),
+            ', "worker": ',
+            _quote(worker_id),
+            ', "duration_s": ',
+            repr(round(duration, 4)),  # finite: a monotonic clock's difference
+            "}",
+        )
+    )
 
 
 # json.dumps(data, default=str) without building an encoder for every line
 _ENCODE = json.JSONEncoder(default=str).encode
+# a string as _ENCODE writes it (ASCII, escaped), without the encoder's walk
+_quote = json.encoder.encode_basestring_ascii
 
 
 def setup_logging(level: str = "INFO") -> None:
@@ -185,6 +238,13 @@ def log_end(
     res: Reservation, ended: Ending, duration: float, result: EndResult | None, worker_id: str
 ) -> None:
     """The line that says how an attempt ended: written by whoever recorded the end."""
+    succeeded = result is not None and result.accepted and ended.outcome == "succeeded"
+    if succeeded and _quick(log):
+        try:
+            if _write_quick(success_line(res, duration, worker_id)):
+                return
+        except Exception:
+            pass  # logging writes it, or reports why it cannot
     where = f"job {res.job_id} {res.name} attempt {res.attempt}"
     fields = job_fields(res, outcome=ended.outcome, worker=worker_id, duration_s=round(duration, 4))
     if result is None:
@@ -204,9 +264,8 @@ def log_end(
             duration,
             extra=fields,
         )
-    elif ended.outcome == "succeeded":
-        if not quick_info(log, f"{where} succeeded in {duration:.2f} s", fields):
-            log.info("%s succeeded in %.2f s", where, duration, extra=fields)
+    elif succeeded:
+        log.info("%s succeeded in %.2f s", where, duration, extra=fields)
     else:
         log.warning(
             "%s %s in %.2f s: %s; %s -> %s",

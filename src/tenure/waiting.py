@@ -4,7 +4,6 @@ a busy loop."""
 
 from __future__ import annotations
 
-import asyncio
 import functools
 import time
 from dataclasses import dataclass
@@ -46,6 +45,8 @@ def wait(app: WaitingApp, job_id: str, timeout: float | None) -> Any:
 async def wait_async(app: WaitingApp, job_id: str, timeout: float | None) -> Any:
     """`wait` for asyncio callers: the store's calls run in a thread, a step at a time, so the
     event loop never blocks and cancelling the task ends the wait within one step."""
+    import asyncio  # loaded already in any caller (a coroutine); a sync process never pays it
+
     deadline = _deadline(timeout)
     while True:
         step = _look(await asyncio.to_thread(app.get_job, job_id), deadline, timeout)

@@ -123,3 +123,32 @@ def test_with_tenure_s_handler_alone_the_line_skips_logging(stderr: io.StringIO)
         "a line",
         "j1",
     )
+
+
+@pytest.mark.parametrize(
+    ("name", "queue", "worker"),
+    [("send_invoice", "billing", "w-1"), ("envoyer_façture", 'q"uoted\\', "w-ü\n")],
+)
+def test_the_success_line_is_byte_for_byte_the_formatter_s(
+    stderr: io.StringIO, name: str, queue: str, worker: str
+) -> None:
+    alone()
+    res = Reservation("j-\u00e9", name, queue, "[]", Policy(), 7, 7, 0.0, None)
+    log_end(res, SUCCEEDED, 0.123456, OK, worker)
+    record = logging.LogRecord("tenure.worker", logging.INFO, __file__, 1, "m", None, None)
+    record.msg = f"job j-\u00e9 {name} attempt 7 succeeded in 0.12 s"
+    record.__dict__.update(
+        job_id="j-\u00e9",
+        job=name,
+        attempt=7,
+        outcome="succeeded",
+        queue=queue,
+        worker=worker,
+        duration_s=0.1235,
+    )
+    assert _Quick.handler is not None
+    expected = _Quick.handler.format(record)
+    (written,) = stderr.getvalue().splitlines()
+    # the same text but for the time stamp, which each line reads itself
+    assert written[written.index('", "level"') :] == expected[expected.index('", "level"') :]
+    assert json.loads(written)["queue"] == queue

@@ -7,7 +7,6 @@ doctor, a PostgreSQL or Redis store) load anyway and name the `pip install` that
 from __future__ import annotations
 
 import os
-from importlib.metadata import PackageNotFoundError, version
 from typing import Annotated
 
 import typer
@@ -40,6 +39,9 @@ register_doctor(cli)
 
 
 def installed_version() -> str:
+    # imported here: only --version needs it, and every `tenure worker` would pay its import
+    from importlib.metadata import PackageNotFoundError, version
+
     try:
         return version("tenure")
     except PackageNotFoundError:  # running from a source tree that was never installed

@@ -8,7 +8,6 @@ ends only it can see (a killed child, a hard timeout), the test helpers record t
 
 from __future__ import annotations
 
-import asyncio
 import signal
 import sys
 import traceback
@@ -219,7 +218,7 @@ def execute(
             hooks = hooks_of(app)
             with hooks.around(ctx) if hooks.attempt else NO_HOOK:
                 value = job.fn(*arguments.args, **arguments.kwargs)
-                if run is not None and asyncio.iscoroutine(value):
+                if run is not None and _coroutine(value):
                     value = run(value)
         finally:
             # a soft timeout landing here, after the job returned, is still the job's
@@ -254,6 +253,14 @@ def execute(
     ended = _finish_transaction(ctx, stored)
     span.end(_span_outcome(ended))
     return ended
+
+
+def _coroutine(value: Any) -> bool:
+    """asyncio.iscoroutine, for the callers that run coroutines (asyncio is loaded there): a
+    worker's child, which runs none, never imports asyncio."""
+    import asyncio
+
+    return asyncio.iscoroutine(value)
 
 
 def stored_result(app: Any, job: Job[..., Any], value: Any) -> str | Ended | None:
@@ -350,6 +357,8 @@ async def run_coroutine(
     job: Job[..., Any], arguments: payload.Arguments, ctx: JobContext, res: Reservation
 ) -> Ended:
     """Run an async job under its timeout, inside the task, and say how it ended."""
+    import asyncio  # loaded already (this runs on an event loop); a worker's child never pays it
+
     timeout = res.policy.timeout
     loop = asyncio.get_running_loop()
     began = loop.time()

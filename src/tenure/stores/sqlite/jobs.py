@@ -23,6 +23,7 @@ from tenure.core.records import (
     batch_target,
     reservation,
 )
+from tenure.core.retry import parse_policy
 from tenure.stores.sql import batches, control, endings
 from tenure.stores.sql import guards as sql_guards
 from tenure.stores.sql.dialect import Dialect
@@ -30,32 +31,47 @@ from tenure.stores.sqlite import guards
 from tenure.stores.sqlite.database import ROW_ERRORS, SQLiteDatabase
 from tenure.stores.sqlite.inserts import insert_jobs
 
+# a queue's queued jobs, in the ready index (sql.guards.place_fairly)
+FAIR_READY = "queue = %s AND state = 'queued'"
+
 # Past every attempt row the job has: a stray row (a restore, a hand edit) must not make the
 # next attempt's number collide, which would fail the whole reservation for the queue.
 NEXT_ATTEMPT = (
     "max(attempt, (SELECT coalesce(max(number), 0) FROM tenure_attempts"
     " WHERE job_id = tenure_jobs.id)) + 1"
 )
-
-# a queue's queued jobs, in the ready index (sql.guards.place_fairly)
-FAIR_READY = "queue = %s AND state = 'queued'"
-
 # the shared clause in SQLite's words (what SQLiteDialect.q does): no schema, `?` parameters
 NOT_PAUSED = control.not_paused("?").replace("{s}.", "")
 
-
 # A success, fenced by its token in the same statement. A result of None leaves the column
 # alone (it is NULL until a success writes one): the worker's hot path pays nothing for it.
-_COMPLETE, _COMPLETE_WITH_RESULT = (
+COMPLETE, COMPLETE_WITH_RESULT = (
     "UPDATE tenure_jobs SET state = 'succeeded', finished_at = ?, lease_expires_at = NULL,"
     f" tries_used = tries_used + 1{result} WHERE id = ? AND attempt = ? AND state = 'running'"
     " RETURNING batch_id, chain, queue, concurrency_key, concurrency_limit"
     for result in ("", ", result = ?")
 )
-# a ready job's claim (its attempt row follows); _OPEN_UNDER: only while its concurrency key
+COMPLETED_COLUMNS = ("batch_id", "chain", "queue", "concurrency_key", "concurrency_limit")
+# endings.close_attempt for a success, as SQLite runs it
+CLOSE_SUCCEEDED = (
+    "UPDATE tenure_attempts SET ended_at = ?, outcome = 'succeeded', error = NULL,"
+    " traceback = NULL WHERE job_id = ? AND number = ?"
+)
+# A queue's ready head with what its guards need. INDEXED BY: left to itself the planner takes
+# tenure_jobs_ready for the run_at range and sorts the queue's ready jobs by priority (a temp
+# B-tree: 20 ms a call at 50,000 queued); the head of (queue, state, priority, run_at, rowid).
+READY = (
+    "SELECT id, overlap_key, overlap_delay, rate_key, rate_limit, rate_window,"
+    " concurrency_key, concurrency_limit"
+    " FROM tenure_jobs INDEXED BY tenure_jobs_ready_by_priority"
+    " WHERE queue = ? AND state = 'queued' AND run_at <= ?"
+    + NOT_PAUSED
+    + " ORDER BY priority, run_at, rowid LIMIT ?"
+)
+# a ready job's claim (its attempt row follows); OPEN_UNDER: only while its concurrency key
 # has a free slot (counted in the key's index: unary + keeps the planner off the lease index,
 # every running job of every key; sql.guards' _LIVE_LEASE)
-_OPEN, _OPEN_UNDER = (
+OPEN, OPEN_UNDER = (
     f"UPDATE tenure_jobs SET state = 'running', attempt = {NEXT_ATTEMPT},"
     f" lease_expires_at = ?, worker_id = ? WHERE id = ?{under}"
     " RETURNING id, name, queue, payload, policy, attempt, lease_expires_at, batch_id"
@@ -65,15 +81,68 @@ _OPEN, _OPEN_UNDER = (
         " AND state = 'running' AND +lease_expires_at >= ?) < ?",
     )
 )
-# endings.close_attempt for a success, as SQLite runs it
-_CLOSE_SUCCEEDED = (
-    "UPDATE tenure_attempts SET ended_at = ?, outcome = 'succeeded', error = NULL,"
-    " traceback = NULL WHERE job_id = ? AND number = ?"
+ATTEMPT_ROW = (
+    "INSERT INTO tenure_attempts (job_id, number, worker_id, host, pid, started_at,"
+    " last_heartbeat_at) VALUES (?, ?, ?, ?, ?, ?, ?)"
 )
+
+# The busy worker's statements read on plain tuples (_cursor): a sqlite3.Row and its look-ups
+# by name cost more than these narrow rows' own step, so the success (_complete) and the claim
+# of an unguarded head (_head, _open_hot) run on one cursor without a row factory; a batch, a
+# chain, a concurrency key or a guard goes on to the general path with what they returned.
+
+
+def _cursor(conn: sqlite3.Connection) -> sqlite3.Cursor:
+    """One cursor for a transaction's statements, its rows plain tuples."""
+    cur = conn.cursor()
+    cur.row_factory = None
+    return cur
+
+
+def _complete(
+    cur: sqlite3.Cursor, job_id: str, token: int, now: float, result: str | None
+) -> tuple[Any, ...] | None:
+    """The success of `job_id`/`token` and its attempt closed; its COMPLETED_COLUMNS, or None
+    when the token is stale (nothing written: the caller refuses it)."""
+    row: tuple[Any, ...] | None = cur.execute(
+        COMPLETE if result is None else COMPLETE_WITH_RESULT,
+        (now, job_id, token) if result is None else (now, result, job_id, token),
+    ).fetchone()
+    if row is not None:
+        cur.execute(CLOSE_SUCCEEDED, (now, job_id, token))
+    return row
+
+
+def _head(cur: sqlite3.Cursor, queue: str, now: float) -> tuple[Any, ...] | None:
+    """The ready job `queue` would hand out now (READY's columns), or None."""
+    row: tuple[Any, ...] | None = cur.execute(READY, (queue, now, queue, 1)).fetchone()
+    return row
+
+
+def _unguarded(row: tuple[Any, ...]) -> bool:
+    """Whether READY's `row` has no guard: no overlap, rate or concurrency key (the other
+    columns are their settings, some with defaults)."""
+    return row[1] is None and row[3] is None and row[6] is None
+
+
+def _open_hot(
+    cur: sqlite3.Cursor, job_id: str, worker: WorkerRef, now: float, lease: float
+) -> Reservation:
+    """Claim the ready job `job_id` (no guard of its own) and open its attempt. Two statements
+    where PostgreSQL's hot path claims in one (claims.CLAIM, FOR UPDATE SKIP LOCKED), which
+    SQLite's single writer has no need of."""
+    got = cur.execute(OPEN, (now + lease, worker.id, job_id)).fetchone()
+    number = got[5]
+    cur.execute(ATTEMPT_ROW, (job_id, number, worker.id, worker.host, worker.pid, now, now))
+    return Reservation(
+        got[0], got[1], got[2], got[3], parse_policy(got[4]), number, number, got[6], got[7]
+    )
 
 
 # What a damaged job row raises while it is claimed: it fails alone (sql/endings.isolated).
 DAMAGE = ROW_ERRORS
+# what every accepted success returns (frozen: one for all)
+SUCCEEDED = EndResult(accepted=True, state="succeeded")
 
 
 class _Damaged(Exception):
@@ -193,11 +262,37 @@ class SQLiteJobs:
                         ended = endings.end_attempt(self.dialect, conn, lambda: now, ending)
                     if worker is None or not queues:
                         return ended, None
-                    claimed = self._reserve_on(conn, now, queues, worker, lease, 1, careful)
-                return ended, claimed[0] if claimed else None
+                    if careful:
+                        claimed = self._reserve_on(conn, now, queues, worker, lease, 1)
+                        return ended, claimed[0] if claimed else None
+                    return ended, self._claim_next(conn, now, queues, worker, lease)
             except _Damaged:
                 continue
         raise AssertionError("unreachable: the careful claim isolates every row")
+
+    def _claim_next(
+        self,
+        conn: sqlite3.Connection,
+        now: float,
+        queues: Sequence[str],
+        worker: WorkerRef,
+        lease: float,
+    ) -> Reservation | None:
+        """The next job of `queues` claimed, no savepoint (a damaged row raises _Damaged): on
+        tuples while a queue's head has no guard, else the general path from that queue on."""
+        cur = _cursor(conn)
+        for i, queue in enumerate(queues):
+            row = _head(cur, queue, now)
+            if row is None:
+                continue
+            if not _unguarded(row):
+                claimed = self._reserve_on(conn, now, queues[i:], worker, lease, 1, False)
+                return claimed[0] if claimed else None
+            try:
+                return _open_hot(cur, str(row[0]), worker, now, lease)
+            except DAMAGE as exc:
+                raise _Damaged() from exc
+        return None
 
     def _reserve_on(
         self,
@@ -277,7 +372,7 @@ class SQLiteJobs:
         this transaction; they stay full, since no attempt ends inside it."""
         key = row["concurrency_key"]
         if key is not None and row["overlap_key"] is None and row["rate_key"] is None:
-            # a limit alone: the count and the claim in one statement (_OPEN_UNDER)
+            # a limit alone: the count and the claim in one statement (OPEN_UNDER)
             claimed = None if key in full else self._open_under(conn, row, worker, now, lease)
             if claimed is None:
                 full.add(key)
@@ -301,18 +396,7 @@ class SQLiteJobs:
 
     @staticmethod
     def _ready(conn: sqlite3.Connection, queue: str, now: float, limit: int) -> list[Any]:
-        # INDEXED BY: left to itself the planner takes tenure_jobs_ready for the run_at range
-        # and sorts every ready job of the queue by priority (a temp B-tree: 20 ms per call at
-        # 50,000 queued); the head of (queue, state, priority, run_at, rowid) is the answer.
-        return conn.execute(
-            "SELECT id, overlap_key, overlap_delay, rate_key, rate_limit, rate_window,"
-            " concurrency_key, concurrency_limit"
-            " FROM tenure_jobs INDEXED BY tenure_jobs_ready_by_priority"
-            " WHERE queue = ? AND state = 'queued' AND run_at <= ?"
-            + NOT_PAUSED
-            + " ORDER BY priority, run_at, rowid LIMIT ?",
-            (queue, now, queue, limit),
-        ).fetchall()
+        return conn.execute(READY, (queue, now, queue, limit)).fetchall()
 
     def _guard_deferral(
         self, conn: sqlite3.Connection, row: Any, now: float
@@ -365,10 +449,7 @@ class SQLiteJobs:
     def _open_attempt(
         self, conn: sqlite3.Connection, job_id: str, worker: WorkerRef, now: float, lease: float
     ) -> Reservation:
-        # Two statements, as in _defer; PostgreSQL's hot path claims in one (claims.CLAIM,
-        # FOR UPDATE SKIP LOCKED), which SQLite's single writer has no need of.
-        row = conn.execute(_OPEN, (now + lease, worker.id, job_id)).fetchone()
-        return self._opened(conn, row, worker, now)
+        return _open_hot(_cursor(conn), job_id, worker, now, lease)
 
     def _open_under(
         self, conn: sqlite3.Connection, job: Any, worker: WorkerRef, now: float, lease: float
@@ -377,7 +458,7 @@ class SQLiteJobs:
         (the key's running attempts with a live lease counted in the same statement, as
         sql.guards.running_under counts them); None when the key is full."""
         row = conn.execute(
-            _OPEN_UNDER,
+            OPEN_UNDER,
             (
                 now + lease,
                 worker.id,
@@ -392,9 +473,7 @@ class SQLiteJobs:
     @staticmethod
     def _opened(conn: sqlite3.Connection, row: Any, worker: WorkerRef, now: float) -> Reservation:
         conn.execute(
-            "INSERT INTO tenure_attempts (job_id, number, worker_id, host, pid, started_at,"
-            " last_heartbeat_at) VALUES (?, ?, ?, ?, ?, ?, ?)",
-            (row["id"], row["attempt"], worker.id, worker.host, worker.pid, now, now),
+            ATTEMPT_ROW, (row["id"], row["attempt"], worker.id, worker.host, worker.pid, now, now)
         )
         return reservation(row)
 
@@ -408,18 +487,16 @@ class SQLiteJobs:
     ) -> EndResult:
         # The fencing check and the update are one statement: no row means the token is stale,
         # and then its result is not written either.
-        row = conn.execute(
-            _COMPLETE if result is None else _COMPLETE_WITH_RESULT,
-            (now, job_id, token) if result is None else (now, result, job_id, token),
-        ).fetchone()
+        row = _complete(_cursor(conn), job_id, token, now, result)
         if row is None:
             return endings.refuse(self.dialect, conn, job_id, token, "succeeded", now)
-        batch_id = row["batch_id"]
-        conn.execute(_CLOSE_SUCCEEDED, (now, job_id, token))
-        if batch_id is not None or row["chain"] is not None:
+        batch_id, chain, _, key, _ = row
+        if batch_id is not None or chain is not None:
             # a chain's next link in this same transaction: a kill before the commit loses
             # neither the success nor the link
-            endings.after_success(self.dialect, conn, job_id, batch_id, row["chain"], now, result)
-        if row["concurrency_key"] is not None:
-            sql_guards.release(self.dialect, conn, row, now)
-        return EndResult(accepted=True, state="succeeded")
+            endings.after_success(self.dialect, conn, job_id, batch_id, chain, now, result)
+        if key is not None:
+            sql_guards.release(
+                self.dialect, conn, dict(zip(COMPLETED_COLUMNS, row, strict=True)), now
+            )
+        return SUCCEEDED
