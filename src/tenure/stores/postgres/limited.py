@@ -87,25 +87,36 @@ _SHARE = f"least(w.n, greatest(w.clim + w.rel - {held_slots('c', 'w.clim + w.rel
 
 # Each key's row written once: the ended key's slot given back (`rel`) and, for the candidate's
 # key, a slot taken if one is free; a limited candidate goes if granted, is parked if its key's
-# row was taken and is full, and is left to `reserve` (among the guarded) if its row was busy
+# row was taken and is full, and is left to `reserve` (among the guarded) if its row was busy.
+# `passes`: the candidate is of the ended attempt's own key, whose row counts no more than its
+# limit (so no lapsed holder need be counted): the slot passes straight from the ended attempt
+# to the claim, `running` is unchanged, and the row, locked already (`held`), is not written at
+# all (a row version and its WAL record less per job of a saturated key). No parking happens,
+# so the row's version need not change (the one-statement end's guard, above, looks for
+# parkings only). `settled`: each key's row as this claim leaves it, written or not.
 _SLOTS = (
+    " passes AS MATERIALIZED (SELECT h.key, h.running, h.lim FROM held h JOIN cand c"
+    " ON c.ckey = h.key AND c.limited WHERE h.running <= h.lim),"
     " wanted AS MATERIALIZED (SELECT key, max(lim) AS clim, sum(n) AS n, sum(rel) AS rel"
     " FROM (SELECT ckey AS key, clim AS lim, 1 AS n, 0 AS rel FROM cand WHERE limited"
-    " UNION ALL SELECT key, lim, 0, 1 FROM held) w GROUP BY key),"
+    " UNION ALL SELECT key, lim, 0, 1 FROM held) w"
+    " WHERE NOT EXISTS (SELECT 1 FROM passes) GROUP BY key),"
     " slots AS MATERIALIZED (SELECT key FROM {s}.tenure_concurrency"
     " WHERE key = ANY(ARRAY(SELECT key FROM wanted)) FOR UPDATE SKIP LOCKED),"
     f" granted AS (UPDATE {{s}}.tenure_concurrency c SET running = c.running - w.rel + {_SHARE},"
     f" granted = {_SHARE} FROM wanted w"
     " WHERE c.key = w.key AND c.key IN (SELECT key FROM slots)"
     " RETURNING c.key, c.granted, c.running, w.clim),"
+    " settled AS MATERIALIZED (SELECT key, granted, running, clim FROM granted"
+    " UNION ALL SELECT key, 1, running, lim FROM passes),"
     " ranked AS MATERIALIZED (SELECT c.id, g.granted > 0 AS go, c.back"
-    " FROM cand c JOIN granted g ON g.key = c.ckey WHERE c.limited),"
+    " FROM cand c JOIN settled g ON g.key = c.ckey WHERE c.limited),"
     " parked AS (UPDATE {s}.tenure_jobs SET run_at = "
     f"{_PARKED} WHERE id = (SELECT id FROM ranked WHERE NOT go AND NOT back)),"
     # the key's free slots left, after this claim's, hand back its oldest parked jobs
     " back AS (UPDATE {s}.tenure_jobs SET run_at = clock.now FROM clock"
     " WHERE id = ANY(ARRAY(SELECT b.id FROM backlog b WHERE b.id NOT IN (SELECT id FROM cand)"
-    " ORDER BY b.run_at, b.seq LIMIT (SELECT greatest(g.clim - g.running, 0) FROM granted g"
+    " ORDER BY b.run_at, b.seq LIMIT (SELECT greatest(g.clim - g.running, 0) FROM settled g"
     " WHERE g.key = (SELECT key FROM held))))"
     # true of every backlog row: it makes the key's index answer `id = ANY`, which a generic
     # plan made on a new install answered by a Seq Scan
