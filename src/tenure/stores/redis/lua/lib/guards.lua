@@ -119,6 +119,13 @@ local function conc_running(key, now)
   return n
 end
 
+-- Whether the key has no free slot: a set smaller than the limit has one (a lapsed holder still
+-- in it only counts against the claim), one SCARD; a full set is counted holder by holder.
+local function conc_full(key, limit, now)
+  if redis.call('SCARD', conc_key(key)) < limit then return false end
+  return conc_running(key, now) >= limit
+end
+
 local function park(id, key, limit)
   redis.call('HSET', job_key(id), 'run_at', PARKED_AT)
   redis.call('RPUSH', parked_key(key), id)
