@@ -110,15 +110,47 @@ def one_drain(engine: str, case: str, url: str, args: argparse.Namespace) -> dic
         jobs = [new_job(guards(case, i, args)) for i in range(args.jobs)]
         for at in range(0, len(jobs), 500):
             store.enqueue_many(jobs[at : at + 500])
+        if engine == "postgres":  # the enqueue's backends go, and their statistics with them
+            store.close()
+            store = open_store(url)
+            blocks_before = settled_blocks(url)
         before, after = measure(engine, store, url)
         b = before()
         _, sent = drain(store, args.jobs, args.slots)
         a = after()
         out = {name: (a[name] - b[name]) / args.jobs for name in a}
         out["statements"] = sent
+        if engine == "postgres":
+            store.close()
+            out["buffers"] = (settled_blocks(url) - blocks_before) / args.jobs
         return out
     finally:
         store.close()
+
+
+def settled_blocks(url: str) -> int:
+    """Shared buffers read or hit in the run's database (pg_stat_database), once every backend
+    that used them has left: a backend sends its statistics at exit at the latest. The
+    database is this run's own, so no other client is counted; unlike time, a load-free count
+    of the executor's page visits."""
+    database = url.split("?", 1)[0].rsplit("/", 1)[1]
+    with psycopg.connect(
+        url.split("?", 1)[0].rsplit("/", 1)[0] + "/postgres", autocommit=True
+    ) as admin:
+        deadline = time.monotonic() + 10
+        while (
+            admin.execute(
+                "SELECT count(*) FROM pg_stat_activity WHERE datname = %s", (database,)
+            ).fetchone()[0]
+            and time.monotonic() < deadline
+        ):  # type: ignore[index]
+            time.sleep(0.05)
+        time.sleep(0.2)  # an exiting backend reports just before it is gone
+        admin.execute("SELECT pg_stat_clear_snapshot()")
+        row = admin.execute(
+            "SELECT blks_hit + blks_read FROM pg_stat_database WHERE datname = %s", (database,)
+        ).fetchone()
+        return int(row[0]) if row else 0
 
 
 def measure(engine: str, store: Any, url: str) -> tuple[Meter, Meter]:
@@ -140,7 +172,10 @@ def measure(engine: str, store: Any, url: str) -> tuple[Meter, Meter]:
         return sqlite_before, sqlite_after
     if engine == "postgres":
         database = url.split("?", 1)[0].rsplit("/", 1)[1]
-        admin = psycopg.connect(url.split("?", 1)[0].rsplit("/", 1)[0] + "/postgres")
+        # autocommit: a transaction would read pg_stat_activity once, as it was at first
+        admin = psycopg.connect(
+            url.split("?", 1)[0].rsplit("/", 1)[0] + "/postgres", autocommit=True
+        )
 
         def pg() -> dict[str, float]:
             return {"server cpu µs": backend_cpu_ns(admin, database) / 1e3}
