@@ -9,6 +9,7 @@
     .venv/bin/python -m bench retention [--jobs N]     (size and throughput while pruning)
     .venv/bin/python -m bench flow [--jobs N]          (concurrency= drain against plain)
     .venv/bin/python -m bench rawloops [--jobs N]      (raw engine loop, store loop, worker)
+    .venv/bin/python -m bench flow-work [--jobs N]     (the same, counted: statements, WAL, CPU)
     .venv/bin/python -m bench redis-work [--jobs N]    (Redis server work per job, all systems)
     .venv/bin/python -m bench walpages [--jobs N]      (SQLite WAL pages per job, by B-tree)
     .venv/bin/python -m bench perjob [--callgrind]     (SQLite statements, VM steps, instructions)
@@ -162,6 +163,10 @@ def main() -> int:
         from bench.per_job import main as perjob
 
         return perjob(sys.argv[2:])
+    if sys.argv[1:2] == ["flow-work"]:  # flow control's work per job, counted (issue 31)
+        from bench.flow_work import main as flow_work
+
+        return flow_work(sys.argv[2:])
     if sys.argv[1:2] == ["redis-work"]:  # the Redis server's work per job (issue 32)
         from bench.redis_work import main as redis_work
 

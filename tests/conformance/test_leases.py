@@ -116,6 +116,20 @@ def test_rescue_reports_what_it_did(store: Store) -> None:
     assert store.sweep(prune=False).rescued == []  # once only
 
 
+def test_a_sweep_says_when_the_earliest_running_lease_lapses(store: Store) -> None:
+    """Swept.next_lapse_in: the worker sweeps again then, so a crashed holder is rescued (and
+    the jobs parked behind its concurrency slot handed back) as its lease lapses."""
+    assert store.sweep(prune=False).next_lapse_in is None  # nothing runs
+    enqueue(store, new_job(), new_job())
+    reserve_one(store, lease=60)
+    lapse = store.sweep(prune=False).next_lapse_in
+    assert lapse is not None and 50 < lapse <= 60
+    reserve_one(store, lease=20, worker=W2)
+    lapse = store.sweep(prune=False).next_lapse_in
+    assert lapse is not None and 10 < lapse <= 20  # the earlier of the two
+    assert store.sweep(rescue=False, prune=False).next_lapse_in is None  # no rescue, no read
+
+
 def test_a_rescued_job_retries_after_its_backoff(store: Store) -> None:
     (job_id,) = enqueue(store, new_job(policy=Policy(tries=3, backoff=30)))
     reserve_one(store, lease=0.3)

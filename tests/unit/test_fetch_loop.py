@@ -15,7 +15,9 @@ from pathlib import Path
 import pytest
 
 from tenure.app import App
-from tenure.core.records import WorkerRef
+from tenure.core.guards import Guards
+from tenure.core.records import NewJob, WorkerRef
+from tenure.core.retry import Policy
 from tenure.settings import WorkerOptions
 from tenure.testing import freeze
 from tenure.worker.leases import PRUNE_EVERY_S, LeaseKeeper, Sweeper
@@ -23,6 +25,7 @@ from tenure.worker.supervisor import Then, Worker
 
 DEAD = WorkerRef(id="w-dead", host="elsewhere", pid=1)
 T0 = 1000.0  # any monotonic time: the steps read no clock of their own
+PAYLOAD = '{"args":[],"kwargs":{}}'
 
 
 @pytest.fixture
@@ -85,6 +88,28 @@ def test_the_rescue_sweep_runs_on_the_first_pass_then_every_interval(
     assert app.get_job(job.id).state == "running"
     worker.fetch_once(T0 + 1.0)
     assert [a.outcome for a in app.get_job(job.id).attempts] == ["crashed"]
+
+
+def test_a_crashed_holders_parked_jobs_are_handed_back_as_its_lease_lapses(
+    app: App, make_worker: Callable[..., Worker]
+) -> None:
+    """The sweep learns when the earliest lease lapses (Swept.next_lapse_in) and runs again
+    then, not a sweep interval later: a crashed holder of a concurrency slot is rescued, and
+    the job parked behind it handed back, within the holder's lease."""
+    worker = make_worker(lease=30.0)  # a sweep every 5 s (lease/3, at most 5 s)
+    limited = Guards(concurrency_key="k", concurrency_limit=1)
+    parked_jobs = [
+        NewJob(f"lim{i}", "orphan", "elsewhere", PAYLOAD, Policy(), guards=limited)
+        for i in range(2)
+    ]
+    app.store.enqueue_many(parked_jobs)
+    [held] = app.store.reserve(queues=["elsewhere"], worker=DEAD, lease=0.3, limit=2)
+    assert app.get_job("lim1").waiting_on == "k"  # parked behind the dead worker's slot
+    assert worker.fetch_once(T0) is Then.WAIT_FOR_WORK  # swept: the lease lapses in 0.3 s
+    wait_until(lambda: app.store.now() > held.lease_expires_at, "the dead worker's lease to end")
+    worker.fetch_once(T0 + 0.4)  # a sweep is due at the lapse, 4.6 s before the interval's
+    assert [a.outcome for a in app.get_job(held.job_id).attempts] == ["crashed"]
+    assert app.get_job("lim1").waiting_on is None  # handed back: ready to run
 
 
 def test_the_periodic_tick_rides_on_the_pass_s_clock_once_a_second(

@@ -163,10 +163,15 @@ class Rescued:
 
 @dataclass(frozen=True)
 class Swept:
-    """What one `Store.sweep` did: the expired attempts it rescued, the rows it pruned."""
+    """What one `Store.sweep` did: the expired attempts it rescued, the rows it pruned, and
+    (when it rescued) in how many seconds the earliest lease still running ends, on the
+    store's clock: None when nothing runs. A worker sweeps again then, so a crashed holder's
+    attempt is rescued, and the jobs parked behind its concurrency slot handed back, as its
+    lease lapses rather than up to a sweep interval later."""
 
     rescued: list[Rescued] = field(default_factory=list)
     pruned: Pruned = field(default_factory=Pruned)
+    next_lapse_in: float | None = None
 
 
 @dataclass(frozen=True)

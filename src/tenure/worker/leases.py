@@ -166,8 +166,9 @@ class Sweeper:
         self._stopped = threading.Event()
         self._thread: threading.Thread | None = None
 
-    def tick(self, now: float | None = None) -> None:
-        """Rescue, and prune if due at `now` (monotonic seconds; None: the clock's now)."""
+    def tick(self, now: float | None = None) -> float | None:
+        """Rescue, and prune if due at `now` (monotonic seconds; None: the clock's now).
+        Returns the sweep's Swept.next_lapse_in (None also when the store failed)."""
         started = time.monotonic()
         at = started if now is None else now  # the time the prune's due time is read against
         prune = at >= self.next_prune
@@ -182,7 +183,7 @@ class Sweeper:
                 pruned = pruned + self.store.sweep(rescue=False, limit=self.chunk).pruned
         except Exception as exc:
             log.warning("could not check for expired leases or prune: %s", exc)
-            return
+            return None
         if prune:
             self.next_prune = at + (0.0 if pruned.more else PRUNE_EVERY_S)
             self._pruned(pruned, time.monotonic() - chunk_at)
@@ -191,6 +192,7 @@ class Sweeper:
             if any(done.kinds().values()):
                 kinds = ", ".join(f"{n} {kind}" for kind, n in done.kinds().items() if n)
                 log.info("retention: pruned %s", kinds)
+        return swept.next_lapse_in
 
     def stop(self) -> None:
         """The worker is going: no further catch-up chunk starts."""

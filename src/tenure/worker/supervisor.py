@@ -42,6 +42,9 @@ log = logging.getLogger("tenure.worker")
 T = TypeVar("T")
 
 IDLE_WAIT_S = 1.0
+# A sweep due at a lease's lapse runs this much after it: the store rescues a lease that ended
+# before its clock's now, not at it.
+LAPSE_MARGIN_S = 0.05
 
 
 class Then(enum.Enum):
@@ -242,7 +245,13 @@ class Worker:
             return Then.STOP
         if now >= self._next_rescue:
             self._next_rescue = now + self._rescue_interval()
-            self._rescue(now)
+            lapse = self._rescue(now)
+            if lapse is not None and lapse > 0:
+                # the earliest lease lapses before the next interval's sweep: sweep then, so a
+                # crashed holder's attempt is rescued, and the jobs parked behind its
+                # concurrency slot handed back, within its lease (a live holder's heartbeat
+                # keeps its lease two thirds ahead, so a healthy worker sweeps no more often)
+                self._next_rescue = min(self._next_rescue, now + lapse + LAPSE_MARGIN_S)
             if self._store_file_gone():
                 return Then.STOP
         # about once a second; each due time claimed in the store. Checked here too, so a pass
@@ -280,7 +289,7 @@ class Worker:
     def _wait_for_work(self) -> bool:
         """The store's wait for new work (LISTEN, BLPOP, a poll); False if it refused us."""
         try:
-            self.store.wait_for_work(queues=self.options.queues, timeout=IDLE_WAIT_S)
+            self.store.wait_for_work(queues=self.options.queues, timeout=self._idle_wait())
         except REFUSALS as exc:
             self._refused(exc)
             return False
@@ -317,7 +326,7 @@ class Worker:
     def _wait_for_free_slot(self) -> None:
         with self._idle_changed:
             if not self._idle and not self.stopping.is_set():
-                self._idle_changed.wait(timeout=IDLE_WAIT_S)
+                self._idle_changed.wait(timeout=self._idle_wait())
 
     def _hand_out(self, res: Reservation, reserved_at: float) -> None:
         with self._idle_changed:
@@ -330,10 +339,15 @@ class Worker:
             self._idle.append(slot)
             self._idle_changed.notify_all()
 
-    def _rescue(self, now: float) -> None:
+    def _rescue(self, now: float) -> float | None:
+        """Sweep; in how many seconds the earliest lease left lapses (None: none runs)."""
         if self._sweeper is None or self._sweeper.store is not self.store:
             self._sweeper = Sweeper(self.store)
-        self._sweeper.tick(now)
+        return self._sweeper.tick(now)
+
+    def _idle_wait(self) -> float:
+        """How long an idle pass may wait: at most IDLE_WAIT_S, less when a sweep is due."""
+        return min(IDLE_WAIT_S, max(self._next_rescue - time.monotonic(), 0.01))
 
     def _store_trouble(self, what: str, exc: Exception) -> None:
         self._failures += 1

@@ -72,6 +72,67 @@ def test_a_saturated_keys_end_hands_its_oldest_parked_job_to_the_ender_in_one_st
     assert key_row(store, "k")[0] == 1
 
 
+def test_a_slot_passed_straight_to_the_enders_claim_leaves_the_keys_row_unwritten(
+    store: Store,
+) -> None:
+    """The end's claim takes a job of the ended attempt's own key: the slot passes from one to
+    the other, the count is unchanged, and the key's row is not written (its xmin stays). A
+    claim of another key's job, or none, writes it."""
+    jobs = [limited("k", 2) for _ in range(4)]
+    store.enqueue_many(jobs)
+    first, second = store.reserve(queues=["default"], worker=W1, lease=30, limit=2)
+    running, version = key_row(store, "k")
+    assert running == 2
+    ended, nxt = store.end_attempt(
+        Ending(job_id=first.job_id, token=first.token), queues=["default"], worker=W1, lease=30
+    )
+    assert ended.accepted and nxt is not None and nxt.job_id == jobs[2].id
+    assert key_row(store, "k") == (2, version)  # passed: unwritten
+    # the last job of the key passes too; then an end with nothing left to claim frees a slot
+    _, last = store.end_attempt(
+        Ending(job_id=second.job_id, token=second.token), queues=["default"], worker=W1, lease=30
+    )
+    assert last is not None and last.job_id == jobs[3].id
+    assert key_row(store, "k") == (2, version)
+    _, none = store.end_attempt(
+        Ending(job_id=nxt.job_id, token=nxt.token), queues=["default"], worker=W1, lease=30
+    )
+    assert none is None
+    running, later = key_row(store, "k")
+    assert (running, later != version) == (1, True)
+    store.end_attempt(Ending(job_id=last.job_id, token=last.token))
+    assert key_row(store, "k")[0] == 0
+
+
+def test_a_parked_job_the_head_comes_before_is_read_not_locked(store: Store) -> None:
+    """The end reads the key's oldest parked job to compare it with the queue's head; when the
+    head comes first (queued before the parked job was handed back would be), the parked job
+    stays parked and its row is not locked (its xmax unchanged, no WAL record): a saturated
+    key's backlog is read by every end."""
+    first, parked = limited("k", 1), limited("k", 1)
+    store.enqueue_many([first, parked])
+    [r] = store.reserve(queues=["default"], worker=W1, lease=30)
+    assert store.reserve(queues=["default"], worker=W2, lease=30) == []  # parks `parked`
+    db: Any = store.db  # type: ignore[attr-defined]
+
+    def locker() -> str:  # xmax: the last transaction that locked or updated the row
+        with db.cursor() as cur:
+            row = cur.execute(
+                db.q("SELECT xmax::text AS x FROM {s}.tenure_jobs WHERE id = %s"), (parked.id,)
+            ).fetchone()
+        return str(row["x"])
+
+    before = locker()  # the parking's own
+    head = limited("k", 1)
+    store.enqueue_many([head])  # ready, and older than a hand-back at the end's now
+    ended, nxt = store.end_attempt(
+        Ending(job_id=r.job_id, token=r.token), queues=["default"], worker=W1, lease=30
+    )
+    assert ended.accepted and nxt is not None and nxt.job_id == head.id
+    assert job(store, parked.id).waiting_on == "k"
+    assert locker() == before
+
+
 def test_a_job_parked_by_the_slow_path_writes_its_keys_row(store: Store, kit: PostgresKit) -> None:
     """A rate-limited job of a concurrency key is judged by `reserve`'s slow path
     (guards.take_slot); parking it there must write the key's row, or an ending in one

@@ -47,6 +47,16 @@ EXPECTED = {
     "WHERE state = ? AND lease_expires_at < ?": (
         "tenure_jobs_lease (state=? AND lease_expires_at<?)"
     ),
+    # a key's running attempts with a live lease, counted by a claim (migration 0016)
+    "SELECT count(*) FROM tenure_jobs WHERE concurrency_key = ? AND state = ? AND +": (
+        "COVERING INDEX tenure_jobs_slots (concurrency_key=? AND state=?)"
+    ),
+    # an end hands back its key's oldest parked jobs
+    "SELECT id FROM tenure_jobs WHERE concurrency_key = ? AND state = ? AND run_at >= ?": (
+        "tenure_jobs_parked (concurrency_key=? AND run_at>?)"
+    ),
+    # the counts per concurrency key: its running and its parked jobs
+    "SELECT queue, key, max(lim) AS lim": "tenure_jobs_parked (concurrency_key>?)",
     # scheduled, and parked by a concurrency key (run_at from states.PARKED_AT on)
     "(WHERE run_at >= ?) FROM tenure_jobs WHERE queue = ? AND state = ? AND run_at > ?": (
         "COVERING INDEX tenure_jobs_ready (queue=? AND state=? AND run_at>?)"
@@ -123,9 +133,36 @@ def test_a_job_is_in_the_state_index_only_once_finished_and_then_in_a_prune_inde
         "tenure_jobs_lease": 1,
         "tenure_jobs_batch": 0,
         "tenure_jobs_overlap": 0,
-        "tenure_jobs_concurrency": 0,
+        "tenure_jobs_slots": 0,
+        "tenure_jobs_parked": 0,
         "tenure_jobs_debounce": 0,
     }
+
+
+def test_a_limited_job_is_in_a_concurrency_index_only_while_it_runs_or_is_parked(
+    tmp_path: Path,
+) -> None:
+    """Migration 0016: one entry for each running attempt of a key and each parked job, none
+    for a limited job queued and not parked, or finished."""
+    store = SQLiteStore(f"sqlite:///{tmp_path / 'limited.db'}")
+    try:
+        limited = Guards(concurrency_key="k", concurrency_limit=2)
+        store.enqueue_many([replace(new_job(), guards=limited) for _ in range(4)])
+        taken = store.reserve(queues=["default"], worker=W1, lease=30.0, limit=2)
+        assert len(taken) == 2
+        # 2 run; 2 are queued and not parked (no claim met them at a full key)
+        entries = index_entries(tmp_path / "limited.db")
+        assert (entries["tenure_jobs_slots"], entries["tenure_jobs_parked"]) == (2, 0)
+        assert store.end_attempt(Ending(job_id=taken[0].job_id, token=taken[0].token))[0].accepted
+        # 1 runs; the succeeded one is in neither
+        entries = index_entries(tmp_path / "limited.db")
+        assert (entries["tenure_jobs_slots"], entries["tenure_jobs_parked"]) == (1, 0)
+        assert len(store.reserve(queues=["default"], worker=W2, lease=30.0, limit=9)) == 1
+        # 2 run, and the last met the full key: parked
+        entries = index_entries(tmp_path / "limited.db")
+        assert (entries["tenure_jobs_slots"], entries["tenure_jobs_parked"]) == (2, 1)
+    finally:
+        store.close()
 
 
 def test_every_statement_on_the_jobs_finds_them_by_key_or_index_range(tmp_path: Path) -> None:
@@ -181,6 +218,17 @@ def walk(store: SQLiteStore) -> list[str]:
             Ending(job_id=res.job_id, token=res.token, outcome="failed", permanent=True)
         )
         drain(store)
+        limited = Guards(concurrency_key="k", concurrency_limit=1)
+        store.enqueue_many([replace(new_job(), guards=limited, keep=DUE) for _ in range(3)])
+        [held] = store.reserve(queues=["default"], worker=W1, lease=30.0, limit=3)  # 2 parked
+        store.queue_counts(keys=True)
+        while held is not None:  # each end hands back the next, and claims it
+            held = store.end_attempt(
+                Ending(job_id=held.job_id, token=held.token),
+                queues=["default"],
+                worker=W1,
+                lease=30.0,
+            )[1]
         rescued = new_job(queue="lost")
         store.enqueue_many([rescued])
         store.reserve(queues=["lost"], worker=W2, lease=0.0)

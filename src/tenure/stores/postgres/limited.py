@@ -58,8 +58,16 @@ _HELD = (
 )
 
 # `head`: the queue's first ready job (as claims' pick); `backlog`: the key's oldest parked
-# jobs, as many as it has free slots once the ended attempt's is back; `handoff`: the first of
-# them in this queue, if it comes before the head
+# jobs, as many as it has free slots once the ended attempt's is back, read but not locked (a
+# saturated key's oldest parked job is read by every end, and mostly stays parked: the head
+# comes first); `handoff`: the first of them in this queue, if it comes before the head, locked
+# (tried: a cancel may hold it) and checked again as it is now. Only `held`'s holder hands
+# parked jobs of the key back, so the snapshot's backlog is the key's, less what a cancel took.
+# (`IS TRUE`, and no key: the primary key is the one index that can answer the handoff's
+# `id = `; with the key named, the planner walked the key's parked range instead)
+_STILL_PARKED = (
+    f" AND (j.state = 'queued') IS TRUE AND j.run_at >= {_PARKED} FOR UPDATE SKIP LOCKED"
+)
 _CANDIDATES = (
     " head AS MATERIALIZED (SELECT id, priority, run_at, seq, concurrency_key AS ckey,"
     " coalesce(concurrency_limit, 1) AS clim, overlap_key IS NULL AND rate_key IS NULL AS bare"
@@ -70,11 +78,12 @@ _CANDIDATES = (
     " backlog AS MATERIALIZED (SELECT id, queue, priority, run_at, seq FROM {s}.tenure_jobs"
     " WHERE concurrency_key = (SELECT key FROM held) AND state = 'queued'"
     f" AND run_at >= {_PARKED} ORDER BY run_at, seq"
-    " LIMIT (SELECT greatest(lim - running + 1, 0) FROM held) FOR UPDATE SKIP LOCKED),"
-    " handoff AS MATERIALIZED (SELECT b.id, b.priority, b.seq FROM backlog b"
+    " LIMIT (SELECT greatest(lim - running + 1, 0) FROM held)),"
+    " handoff AS MATERIALIZED (SELECT j.id, j.priority, j.seq FROM {s}.tenure_jobs j"
+    " WHERE j.id = (SELECT b.id FROM backlog b"
     f" WHERE b.queue = %(queue)s{not_paused('%(queue)s')} AND NOT EXISTS (SELECT 1 FROM head h"
     f" WHERE (h.priority, h.run_at, h.seq) <= (b.priority, {_NOW}, b.seq))"
-    " ORDER BY b.priority, b.seq LIMIT 1),"
+    f" ORDER BY b.priority, b.seq LIMIT 1){_STILL_PARKED}),"
     # the one job this claim may take, with its guards
     " cand AS MATERIALIZED (SELECT h.id, h.priority, h.run_at, h.seq, h.ckey, h.clim,"
     " h.bare AND h.ckey IS NULL AS free, h.bare AND h.ckey IS NOT NULL AS limited, false AS back"
@@ -87,26 +96,44 @@ _SHARE = f"least(w.n, greatest(w.clim + w.rel - {held_slots('c', 'w.clim + w.rel
 
 # Each key's row written once: the ended key's slot given back (`rel`) and, for the candidate's
 # key, a slot taken if one is free; a limited candidate goes if granted, is parked if its key's
-# row was taken and is full, and is left to `reserve` (among the guarded) if its row was busy
+# row was taken and is full, and is left to `reserve` (among the guarded) if its row was busy.
+# `passes`: the candidate is of the ended attempt's own key, whose row counts no more than its
+# limit (so no lapsed holder need be counted): the slot passes straight from the ended attempt
+# to the claim, `running` is unchanged, and the row, locked already (`held`), is not written at
+# all (a row version and its WAL record less per job of a saturated key). No parking happens,
+# so the row's version need not change (the one-statement end's guard, above, looks for
+# parkings only). `settled`: each key's row as this claim leaves it, written or not.
 _SLOTS = (
+    " passes AS MATERIALIZED (SELECT h.key, h.running, h.lim FROM held h JOIN cand c"
+    " ON c.ckey = h.key AND c.limited WHERE h.running <= h.lim),"
     " wanted AS MATERIALIZED (SELECT key, max(lim) AS clim, sum(n) AS n, sum(rel) AS rel"
     " FROM (SELECT ckey AS key, clim AS lim, 1 AS n, 0 AS rel FROM cand WHERE limited"
-    " UNION ALL SELECT key, lim, 0, 1 FROM held) w GROUP BY key),"
+    " UNION ALL SELECT key, lim, 0, 1 FROM held) w"
+    " WHERE NOT EXISTS (SELECT 1 FROM passes) GROUP BY key),"
     " slots AS MATERIALIZED (SELECT key FROM {s}.tenure_concurrency"
     " WHERE key = ANY(ARRAY(SELECT key FROM wanted)) FOR UPDATE SKIP LOCKED),"
     f" granted AS (UPDATE {{s}}.tenure_concurrency c SET running = c.running - w.rel + {_SHARE},"
     f" granted = {_SHARE} FROM wanted w"
     " WHERE c.key = w.key AND c.key IN (SELECT key FROM slots)"
     " RETURNING c.key, c.granted, c.running, w.clim),"
+    " settled AS MATERIALIZED (SELECT key, granted, running, clim FROM granted"
+    " UNION ALL SELECT key, 1, running, lim FROM passes),"
     " ranked AS MATERIALIZED (SELECT c.id, g.granted > 0 AS go, c.back"
-    " FROM cand c JOIN granted g ON g.key = c.ckey WHERE c.limited),"
+    " FROM cand c JOIN settled g ON g.key = c.ckey WHERE c.limited),"
     " parked AS (UPDATE {s}.tenure_jobs SET run_at = "
     f"{_PARKED} WHERE id = (SELECT id FROM ranked WHERE NOT go AND NOT back)),"
-    # the key's free slots left, after this claim's, hand back its oldest parked jobs
-    " back AS (UPDATE {s}.tenure_jobs SET run_at = clock.now FROM clock"
-    " WHERE id = ANY(ARRAY(SELECT b.id FROM backlog b WHERE b.id NOT IN (SELECT id FROM cand)"
-    " ORDER BY b.run_at, b.seq LIMIT (SELECT greatest(g.clim - g.running, 0) FROM granted g"
+    # the key's free slots left, after this claim's, hand back its oldest parked jobs (each
+    # locked first, tried, as `handoff` is)
+    # (only when the key has a free slot left, a one-time filter: a saturated key's end reads
+    # nothing here; the key named, as in `back`, for the reason given there)
+    " freed AS MATERIALIZED (SELECT j.id FROM {s}.tenure_jobs j WHERE EXISTS (SELECT 1"
+    " FROM settled g WHERE g.key = (SELECT key FROM held) AND g.clim > g.running)"
+    " AND j.id = ANY(ARRAY(SELECT b.id FROM backlog b WHERE b.id NOT IN (SELECT id FROM cand)"
+    " ORDER BY b.run_at, b.seq LIMIT (SELECT greatest(g.clim - g.running, 0) FROM settled g"
     " WHERE g.key = (SELECT key FROM held))))"
+    f" AND j.concurrency_key = (SELECT key FROM held){_STILL_PARKED}),"
+    " back AS (UPDATE {s}.tenure_jobs SET run_at = clock.now FROM clock"
+    " WHERE EXISTS (SELECT 1 FROM freed) AND id = ANY(ARRAY(SELECT id FROM freed))"
     # true of every backlog row: it makes the key's index answer `id = ANY`, which a generic
     # plan made on a new install answered by a Seq Scan
     " AND concurrency_key = (SELECT key FROM held) AND state = 'queued'"

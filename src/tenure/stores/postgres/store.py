@@ -167,18 +167,21 @@ class PostgresStore(PostgresJobs, SQLStore):
                 now = self.db.clock(cur)
                 due = retention.count_due(self.dialect, cur, now)
                 return Swept(pruned=replace(due, waiters=waiters.count_lapsed(self.db, cur, now)))
-        rescued = self._rescue_expired() if rescue else []
+        rescued, lapse = self._rescue_expired() if rescue else ([], None)
         if not prune:
-            return Swept(rescued=rescued)
+            return Swept(rescued=rescued, next_lapse_in=lapse)
         with self.db.transaction() as cur:
             now = self.db.clock(cur)
             pruned = retention.prune(self.dialect, cur, now, limit)
             gone = waiters.prune(self.db, cur, now, limit)
         return Swept(
-            rescued=rescued, pruned=replace(pruned, waiters=gone, more=pruned.more or gone >= limit)
+            rescued=rescued,
+            pruned=replace(pruned, waiters=gone, more=pruned.more or gone >= limit),
+            next_lapse_in=lapse,
         )
 
-    def _rescue_expired(self) -> list[Rescued]:
+    def _rescue_expired(self) -> tuple[list[Rescued], float | None]:
+        """The rescued attempts, and in how many seconds the earliest lease left ends."""
         rescued: list[Rescued] = []
         with self.db.transaction() as cur:
             now = self.db.clock(cur)
@@ -220,7 +223,7 @@ class PostgresStore(PostgresJobs, SQLStore):
                 cause = causes.of_rescue(stopping_at)
                 with endings.isolated(self.dialect, cur, row["id"], now, "rescue"):
                     rescued.append(endings.rescue(self.dialect, cur, row, error, now, cause))
-        return rescued
+            return rescued, endings.next_lapse_in(self.dialect, cur, now)
 
     def wait_for_work(
         self, *, queues: Sequence[str], timeout: float, ended: Sequence[str] = ()

@@ -156,14 +156,14 @@ class RedisStore(RedisJobs, RedisGuards, RedisPeriodic, RedisOperations):
     ) -> Swept:
         if dry_run:
             return Swept(pruned=self._count_due(limit))
-        rescued = self._rescue_expired() if rescue else []
+        rescued, lapse = self._rescue_expired() if rescue else ([], None)
         pruned = Pruned()
         if prune:
             for queue in self.db.queues():
                 pruned = pruned + self._prune(queue, limit, dry_run=False, offset=0)
                 if pruned.more:
                     break  # the rest next tick: one bounded chunk per sweep
-        return Swept(rescued=rescued, pruned=pruned)
+        return Swept(rescued=rescued, pruned=pruned, next_lapse_in=lapse)
 
     def _prune(self, queue: str, limit: int, *, dry_run: bool, offset: int) -> Pruned:
         reply = self.db.run(
@@ -195,20 +195,26 @@ class RedisStore(RedisJobs, RedisGuards, RedisPeriodic, RedisOperations):
                     break
         return total
 
-    def _rescue_expired(self) -> list[Rescued]:
+    def _rescue_expired(self) -> tuple[list[Rescued], float | None]:
+        """The rescued attempts, and in how many seconds the earliest lease left ends."""
         rescued: list[Rescued] = []
+        lapses: list[float] = []
         for queue in self.db.queues():
             # Bounded: each round closes or skips every job it read, so a later round only
             # sees leases that expired meanwhile.
             for _ in range(1000):
-                now, *entries = self.db.run(self.db.qcall("rescue_read", queue, RESCUE_CHUNK))
+                now, upcoming, *entries = self.db.run(
+                    self.db.qcall("rescue_read", queue, RESCUE_CHUNK)
+                )
+                if upcoming:
+                    lapses.append(float(upcoming) - float(now))
                 for entry in entries:
                     found = self._rescue(queue, float(now), entry)
                     if found is not None:
                         rescued.append(found)
                 if len(entries) < RESCUE_CHUNK:
                     break
-        return rescued
+        return rescued, min(lapses, default=None)
 
     def _rescue(self, queue: str, now: float, entry: Sequence[Any]) -> Rescued | None:
         """End one expired attempt as crashed and decide; None when the worker's own result

@@ -154,6 +154,15 @@ def rescue(
     return Rescued(job["id"], job["attempt"], ended)
 
 
+def next_lapse_in(d: Dialect, cur: Cursor, now: float) -> float | None:
+    """Seconds from `now` until the earliest lease of a running job ends (None: nothing runs),
+    read from the end of the lease index: when the sweep is next due (Swept.next_lapse_in)."""
+    row = cur.execute(
+        d.q("SELECT min(lease_expires_at) AS at FROM {s}.tenure_jobs WHERE state = 'running'")
+    ).fetchone()
+    return None if row is None or row["at"] is None else float(row["at"]) - now
+
+
 def apply_decision(
     d: Dialect,
     cur: Cursor,

@@ -60,6 +60,9 @@ def park(d: Dialect, cur: Cursor, job_id: str) -> None:
 # counted in its concurrency index; SQLite's planner, left to itself, took the lease index,
 # which holds every running job of every key.
 _LIVE_LEASE = "+lease_expires_at >= %s"
+# A parked job, in the words of SQLite's index of parked jobs (its migration 0016): a partial
+# index is used only by a statement that states its condition, the literal included.
+PARKED = f"state = 'queued' AND run_at >= {PARKED_AT!r}"
 
 
 def running_under(d: Dialect, cur: Cursor, key: str, now: float) -> int:
@@ -90,12 +93,12 @@ def release(d: Dialect, cur: Cursor, job: Row, now: float, *, held: bool = True)
     woke = cur.execute(
         d.q(
             "UPDATE {s}.tenure_jobs SET run_at = %s WHERE id IN (SELECT id FROM {s}.tenure_jobs"
-            " WHERE concurrency_key = %s AND state = 'queued' AND run_at >= %s"
+            f" WHERE concurrency_key = %s AND {PARKED}"
             f" ORDER BY run_at, {d.creation_order} LIMIT (SELECT {d.greatest}(%s - count(*), 0)"
             " FROM {s}.tenure_jobs WHERE concurrency_key = %s AND state = 'running'"
-            f" AND {_LIVE_LEASE})) AND state = 'queued' AND run_at >= %s"
+            f" AND {_LIVE_LEASE})) AND {PARKED}"
         ),
-        (now, key, PARKED_AT, int(limit), key, now, PARKED_AT),
+        (now, key, int(limit), key, now),
     ).rowcount
     if woke:
         d.wake(cur, job["queue"])
@@ -117,16 +120,16 @@ def hand_back_past(d: Dialect, cur: Cursor, cancelled: list[Row], now: float) ->
 
 def add_key_counts(d: Dialect, cur: Cursor, out: dict[str, QueueCounts]) -> None:
     """queue_counts(keys=True): each queue's concurrency keys in use, read from their live
-    jobs (the concurrency index: a key's running and parked jobs)."""
+    jobs: a key's running ones and its parked ones, each set in its own index range."""
     rows = cur.execute(
         d.q(
-            "SELECT queue, concurrency_key AS key, max(concurrency_limit) AS lim,"
-            " sum(CASE WHEN state = 'running' THEN 1 ELSE 0 END) AS running,"
-            " sum(CASE WHEN state = 'queued' AND run_at >= %s THEN 1 ELSE 0 END) AS waiting"
-            " FROM {s}.tenure_jobs WHERE concurrency_key IS NOT NULL"
-            " AND state IN ('queued', 'running') GROUP BY queue, concurrency_key"
-        ),
-        (PARKED_AT,),
+            "SELECT queue, key, max(lim) AS lim, sum(running) AS running,"
+            " sum(waiting) AS waiting FROM (SELECT queue, concurrency_key AS key,"
+            " concurrency_limit AS lim, 1 AS running, 0 AS waiting FROM {s}.tenure_jobs"
+            " WHERE concurrency_key IS NOT NULL AND state = 'running' UNION ALL"
+            " SELECT queue, concurrency_key, concurrency_limit, 0, 1 FROM {s}.tenure_jobs"
+            f" WHERE concurrency_key IS NOT NULL AND {PARKED}) live GROUP BY queue, key"
+        )
     ).fetchall()
     for counts in out.values():
         counts.by_key = {}

@@ -144,14 +144,16 @@ class SQLiteStore(SQLiteJobs, SQLStore):
         if dry_run:
             with self.db.read() as conn:
                 return Swept(pruned=retention.count_due(SQLITE, conn, self.db.clock(conn)))
-        rescued = self._rescue_expired() if rescue else []
+        rescued, lapse = self._rescue_expired() if rescue else ([], None)
         if not prune:
-            return Swept(rescued=rescued)
+            return Swept(rescued=rescued, next_lapse_in=lapse)
         # its own short transaction: reservations get the lock between a rescue and a chunk
         with self.db.write() as (conn, now):
-            return Swept(rescued=rescued, pruned=retention.prune(SQLITE, conn, now, limit))
+            pruned = retention.prune(SQLITE, conn, now, limit)
+        return Swept(rescued=rescued, pruned=pruned, next_lapse_in=lapse)
 
-    def _rescue_expired(self) -> list[Rescued]:
+    def _rescue_expired(self) -> tuple[list[Rescued], float | None]:
+        """The rescued attempts, and in how many seconds the earliest lease left ends."""
         rescued: list[Rescued] = []
         with self.db.write() as (conn, now):
             rows = conn.execute(
@@ -162,7 +164,7 @@ class SQLiteStore(SQLiteJobs, SQLStore):
             for row in rows:
                 with endings.isolated(SQLITE, conn, row["id"], now, "rescue"):
                     rescued.append(self._rescue_one(conn, row, now))
-        return rescued
+            return rescued, endings.next_lapse_in(SQLITE, conn, now)
 
     def _rescue_one(self, conn: sqlite3.Connection, row: Any, now: float) -> Rescued:
         found = conn.execute(

@@ -101,15 +101,29 @@ local function parked_key(key) return base .. ':parked:' .. key end
 local CONC_KEYS = base .. ':conc_keys'
 
 -- The key's running attempts with a live lease (a slot follows its holder's lease); holders
--- no longer running or past their lease leave the set.
+-- no longer running or past their lease leave the set. Their leases are read from RUNNING,
+-- which mirrors state = running with each lease as its score (reserve, heartbeat, every end):
+-- one ZMSCORE for the whole set instead of an HMGET per holder, two commands a count whatever
+-- the limit (each claim and each end of a limited job counts once).
 local function conc_running(key, now)
   local ck, n = conc_key(key), 0
-  for _, holder in ipairs(redis.call('SMEMBERS', ck)) do
-    local h = redis.call('HMGET', job_key(holder), 'state', 'lease_expires_at')
-    if h[1] == 'running' and (tonumber(h[2]) or -1) >= now then n = n + 1
-    else redis.call('SREM', ck, holder) end
+  local holders = redis.call('SMEMBERS', ck)
+  for at = 1, #holders, 500 do  -- bounded arguments per call, for a very large limit
+    local part = {unpack(holders, at, math.min(at + 499, #holders))}
+    local leases = redis.call('ZMSCORE', RUNNING, unpack(part))
+    for i, holder in ipairs(part) do
+      local lease = leases[i] and tonumber(leases[i])
+      if lease and lease >= now then n = n + 1 else redis.call('SREM', ck, holder) end
+    end
   end
   return n
+end
+
+-- Whether the key has no free slot: a set smaller than the limit has one (a lapsed holder still
+-- in it only counts against the claim), one SCARD; a full set is counted holder by holder.
+local function conc_full(key, limit, now)
+  if redis.call('SCARD', conc_key(key)) < limit then return false end
+  return conc_running(key, now) >= limit
 end
 
 local function park(id, key, limit)
@@ -130,15 +144,17 @@ end
 
 -- An attempt of the job `jk` ended (finished, retried, cancelled, rescued): free its slot and
 -- hand back its key's oldest parked jobs (a parked job cancelled or gone meanwhile is passed).
-local function release_slot(jk, id, now_s, now)
-  local g = redis.call('HMGET', jk, 'concurrency_key', 'concurrency_limit')
+-- `g`: the job's {concurrency_key, concurrency_limit} when the caller read them already.
+local function release_slot(jk, id, now_s, now, g)
+  g = g or redis.call('HMGET', jk, 'concurrency_key', 'concurrency_limit')
   if not g[1] then return end
   redis.call('SREM', conc_key(g[1]), id)
-  local free = (tonumber(g[2]) or 1) - conc_running(g[1], now)
-  local woke = 0
+  local running = conc_running(g[1], now)
+  local free = (tonumber(g[2]) or 1) - running
+  local woke, drained = 0, false
   while free > 0 do
     local next_id = redis.call('LPOP', parked_key(g[1]))
-    if not next_id then break end
+    if not next_id then drained = true; break end
     local nk = job_key(next_id)
     local f = redis.call('HMGET', nk, 'state', 'run_at', 'seq')
     if f[1] == 'queued' and f[2] == PARKED_AT then
@@ -148,7 +164,9 @@ local function release_slot(jk, id, now_s, now)
     end
   end
   notify(woke)
-  if redis.call('EXISTS', conc_key(g[1]), parked_key(g[1])) == 0 then
+  -- the key is out of use once nothing runs under it (conc_running left only live holders in
+  -- its set) and nothing is parked: known without another command when the list ran dry
+  if running == 0 and (drained or redis.call('EXISTS', parked_key(g[1])) == 0) then
     redis.call('HDEL', CONC_KEYS, g[1])
   end
 end

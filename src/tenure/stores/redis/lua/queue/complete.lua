@@ -6,7 +6,7 @@ local now_s, now = clock()
 local id = ARGV[3]
 local jk = job_key(id)
 local f = redis.call('HMGET', jk, 'state', 'attempt', 'seq', 'tries_used', 'batch_id', 'keep_s',
-  'keep_f', 'chain', 'concurrency_key', 'waiter', unpack(OPEN_FIELDS))
+  'keep_f', 'chain', 'concurrency_key', 'waiter', 'concurrency_limit', unpack(OPEN_FIELDS))
 local n = tonumber(f[2])
 if f[1] ~= 'running' or n == nil or n ~= tonumber(ARGV[4]) then
   return refuse(id, ARGV[4], 'succeeded', now_s)
@@ -19,7 +19,7 @@ if result then set[#set + 1] = 'result'; set[#set + 1] = result end
 redis.call('HSET', jk, unpack(set))
 redis.call('ZREM', RUNNING, id)
 move_index(id, f[3] or '0', 'running', 'succeeded', {f[5], f[6], f[7], now_s})
-close_attempt(id, n, now_s, 'succeeded', false, false, nil, open_at(f, 11))
+close_attempt(id, n, now_s, 'succeeded', false, false, nil, open_at(f, 12))
 -- A chain's next link is queued in this same script; a chain in a batch is counted there once,
 -- when it ends (its last link), or as cancelled when its batch no longer runs new work.
 -- (Each of these reads the job's batch_id or chain first and does nothing without it.)
@@ -34,7 +34,6 @@ if f[5] or f[8] then
     chain_link_end(jk, 'succeeded', now_s, now)
   end
 end
--- (release_slot reads the job's concurrency key first and does nothing without it)
-if f[9] then release_slot(jk, id, now_s, now) end
+if f[9] then release_slot(jk, id, now_s, now, {f[9], f[11]}) end
 wake_waiters(id, f[10])
 return {'ok', 'succeeded'}

@@ -1,9 +1,11 @@
--- Jobs whose lease expired before now, with what describe_crash and decide need.
+-- Jobs whose lease expired before now, with what describe_crash and decide need, after now and
+-- the earliest lease of the queue that has not expired ('' when none: the sweep's next due).
 -- ARGV[3]: how many at most. Each entry: id, attempt, lease_expires_at, policy, tries_used,
 -- exceptions, then the attempt's ATTEMPT_FIELDS, then cancel_requested_at ('' when none), then
 -- the attempt's last memory reading ('' when none).
 local now_s, now = clock()
-local out = {now_s}
+local upcoming = redis.call('ZRANGEBYSCORE', RUNNING, now_s, '+inf', 'WITHSCORES', 'LIMIT', 0, 1)
+local out = {now_s, upcoming[2] or ''}
 local ids = redis.call('ZRANGEBYSCORE', RUNNING, '-inf', '(' .. now_s, 'LIMIT', 0,
   tonumber(ARGV[3]))
 for _, id in ipairs(ids) do

@@ -58,8 +58,7 @@ for _, queued in ipairs(walk) do
         end
         -- A member whose job is gone or not queued is a leftover (a damaged or hand-edited
         -- record); dropping it keeps one bad entry from blocking the queue.
-        if f[1] == 'queued' and f[13]
-            and conc_running(f[13], now) >= (tonumber(f[14]) or 1) then
+        if f[1] == 'queued' and f[13] and conc_full(f[13], tonumber(f[14]) or 1, now) then
           park(id, f[13], tonumber(f[14]) or 1)
         elseif f[1] == 'queued' then
           local n = num(f[2]) + 1
