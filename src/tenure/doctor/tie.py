@@ -27,11 +27,11 @@ from tenure.doctor.laravel.deploy import (
     _json_or_split,
     deployed,
     expand,
-    is_development_compose,
 )
 from tenure.doctor.model import Source, Value
 from tenure.doctor.readers import compose, kubernetes
 from tenure.doctor.readers.common import ReadResult
+from tenure.doctor.readers.development import is_development_compose, is_development_service
 from tenure.doctor.readers.worker_command import interpolate
 from tenure.doctor.readers.yamlnodes import YamlProblem, YMap, get_path, load_documents
 from tenure.doctor.shell_dispatch import env_dispatch, reaching_labels
@@ -227,16 +227,16 @@ def _all_runners(tree: Tree) -> Iterator[Runner]:
         except YamlProblem:
             continue
         for document in documents:
-            yield from _runners(found.rel, document)
+            yield from _runners(found.rel, document, os.path.dirname(found.path))
 
 
-def _runners(path: str, document: object) -> Iterator[Runner]:
+def _runners(path: str, document: object, folder: str | None = None) -> Iterator[Runner]:
     if compose.is_compose(document):
         assert isinstance(document, YMap)
         if is_development_compose(document):
             return
         for name, service in document["services"].items():
-            if not isinstance(service, YMap):
+            if not isinstance(service, YMap) or is_development_service(name, service, folder):
                 continue
             argv = _words(service.get("entrypoint")) + _words(service.get("command"))
             yield Runner(

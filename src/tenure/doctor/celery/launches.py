@@ -24,6 +24,7 @@ from tenure.doctor.laravel.deploy import (
     read_workers,
 )
 from tenure.doctor.model import Finding, Skipped, Source, Value
+from tenure.doctor.readers.development import development_units
 from tenure.doctor.readers.worker_command import interpolate
 from tenure.doctor.rules import finding, once_per_unit
 from tenure.doctor.tie import tie
@@ -234,7 +235,15 @@ def read_launches(tree: Tree) -> tuple[list[CeleryWorker], list[Skipped]]:
     skipped: list[Skipped] = []
     scripts = find_scripts(tree.root, skipped)
     workers, more = read_workers(tree, scripts, find=find_celery, needle="celery")
+    # A development Compose service (a `celery-dev` with the source mounted) is no deployment.
+    composed = {w.unit.path for w in workers if w.platform == "compose" and w.unit is not None}
+    development = development_units(tree, {p for p in composed if p})
+    workers = [w for w in workers if not _in(w.unit, development)]
     return tie(tree, workers, dict(scripts)), skipped + more
+
+
+def _in(unit: Source | None, units: set[tuple[str, int]]) -> bool:
+    return unit is not None and (unit.path or "", unit.line or 0) in units
 
 
 def check_launches(config: CeleryConfig, workers: list[CeleryWorker]) -> list[Finding]:
