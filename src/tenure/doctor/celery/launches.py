@@ -215,8 +215,26 @@ def find_scripts(root: str, skipped: list[Skipped]) -> list[tuple[str, str]]:
             found.append((os.path.relpath(path, root), text))
             paths += [p for p in copied_files(root, path, text) if p not in seen]
         elif b"celery" in data:
-            found.append((os.path.relpath(path, root), text))
+            found.append((os.path.relpath(path, root), expand_arrays(text)))
     return found
+
+
+_ARRAY = re.compile(r"^[ \t]*(\w+)(\+?)=\(([^)]*)\)", re.MULTILINE)
+_ARRAY_USE = re.compile(r"\"?\$\{(\w+)\[[@*]\]\}\"?")
+
+
+def expand_arrays(text: str) -> str:
+    """`celery "${CELERY_ARGS[@]}"` with `CELERY_ARGS=( -A engine worker ... )` (and `+=(...)`
+    lines) above it: the array's words written in its place, on the same line, so the command
+    is read as the shell runs it. Words added under a condition are taken as added."""
+    if "[@]}" not in text and "[*]}" not in text:
+        return text
+    arrays: dict[str, list[str]] = {}
+    for match in _ARRAY.finditer(text):
+        name, more, body = match.groups()
+        words = [w for line in body.splitlines() for w in [line.split("#", 1)[0].strip()] if w]
+        arrays[name] = (arrays.get(name, []) if more else []) + words
+    return _ARRAY_USE.sub(lambda m: " ".join(arrays.get(m.group(1), [m.group(0)])), text)
 
 
 def _read(root: str, path: str, skipped: list[Skipped]) -> bytes | None:
