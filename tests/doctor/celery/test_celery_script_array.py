@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from doctor.conftest import located, run_in, write
-from tenure.doctor.celery.launches import expand_arrays, find_celery
+from tenure.doctor.celery.launches import expand_arrays, expand_evaluated, find_celery
 
 SETTINGS = "CELERY_BROKER_URL = 'redis://redis:6379/0'\n"
 SCRIPT = """#!/bin/bash
@@ -57,3 +57,41 @@ def test_array_worker_run_by_a_compose_service(
                      "engine/celery_with_exporter.sh": SCRIPT.format(limit=limit)})  # fmt: skip
     report = run_in(tmp_path, None, monkeypatch, history=False, celery="settings.py")
     assert [" ".join(f.split()[:2]) for f in located(report)] == found
+
+
+# Cut from a scanner's celery-entrypoint.sh: worker lines gathered in a string, then eval'd.
+EVALUATED = """#!/bin/bash
+commands=""
+if [ "$DEBUG" == "1" ]; then
+    commands+="watchmedo auto-restart -- celery -A scans.tasks worker -Q main{limit} &"$'\\n'
+else
+    commands+="celery -A scans.tasks worker --loglevel=$loglevel -Q main{limit} &"$'\\n'
+fi
+commands="${{commands%&}}"
+eval "$commands"
+"""
+EVAL_COMPOSE = """services:
+  celery:
+    build:
+      context: ./web
+    entrypoint: /usr/src/app/celery-entrypoint.sh
+"""
+
+
+@pytest.mark.parametrize(
+    ("limit", "found"),
+    [("", ["celery-task-unbounded docker-compose.yml:2"]), (" --time-limit=5", [])],
+)
+def test_worker_lines_gathered_in_a_string_then_evaluated(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, limit: str, found: list[str]
+) -> None:
+    write(tmp_path, {"settings.py": SETTINGS, "docker-compose.yml": EVAL_COMPOSE,
+                     "web/Dockerfile": "FROM python:3.12\nCOPY . /usr/src/app\n",
+                     "web/celery-entrypoint.sh": EVALUATED.format(limit=limit)})  # fmt: skip
+    report = run_in(tmp_path, None, monkeypatch, history=False, celery="settings.py")
+    assert [" ".join(f.split()[:2]) for f in located(report)] == found
+
+
+def test_a_string_never_evaluated_is_not_a_command() -> None:
+    text = 'msg="celery -A app worker"\necho "$msg"\n'
+    assert expand_evaluated(text) == text

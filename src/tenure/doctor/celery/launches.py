@@ -215,12 +215,29 @@ def find_scripts(root: str, skipped: list[Skipped]) -> list[tuple[str, str]]:
             found.append((os.path.relpath(path, root), text))
             paths += [p for p in copied_files(root, path, text) if p not in seen]
         elif b"celery" in data:
-            found.append((os.path.relpath(path, root), expand_arrays(text)))
+            found.append((os.path.relpath(path, root), expand_evaluated(expand_arrays(text))))
     return found
 
 
 _ARRAY = re.compile(r"^[ \t]*(\w+)(\+?)=\(([^)]*)\)", re.MULTILINE)
 _ARRAY_USE = re.compile(r"\"?\$\{(\w+)\[[@*]\]\}\"?")
+
+
+_EVAL = re.compile(r"\beval\s+\"?\$\{?(\w+)")
+
+
+def expand_evaluated(text: str) -> str:
+    """`commands+="celery -A app worker -Q scans &"$'\\n'` lines of a variable the script later
+    runs with `eval "$commands"`: each assignment's string is the command line it runs, read
+    on its own line."""
+    evaluated = set(_EVAL.findall(text))
+    if not evaluated:
+        return text
+    names = "|".join(map(re.escape, sorted(evaluated)))
+    assignment = re.compile(
+        rf"^([ \t]*)(?:{names})\+?=\"((?:[^\"\\]|\\.)*)\"(?:\$'\\n')?[ \t]*$", re.MULTILINE
+    )
+    return assignment.sub(lambda m: m.group(1) + m.group(2).replace('\\"', '"'), text)
 
 
 def expand_arrays(text: str) -> str:
