@@ -34,7 +34,7 @@ from tenure.doctor.readers.common import ReadResult
 from tenure.doctor.readers.development import is_development_compose, is_development_service
 from tenure.doctor.readers.worker_command import interpolate
 from tenure.doctor.readers.yamlnodes import YamlProblem, YMap, get_path, load_documents
-from tenure.doctor.shell_dispatch import env_dispatch, reaching_labels
+from tenure.doctor.shell_dispatch import env_dispatch, env_dispatch_chain, reaching_labels
 from tenure.doctor.supervision import supervised
 from tenure.doctor.walk import (
     Tree,
@@ -374,13 +374,14 @@ def _runs(runner: Runner, worker: Worker, script: str, scripts: dict[str, str]) 
     `elif [ "$role" = "queue" ]`), the runner's environment picks the worker's branch."""
     if not _starts(runner, worker, script, scripts):
         return False
-    chosen = env_dispatch(script, worker.source.line) if script else None
-    if chosen is None:
-        return True
-    variable, default, labels = chosen
-    value = _environment(runner, scripts).get(variable, (default, ""))[0]
-    # Set nowhere the doctor sees (a ConfigMap, a secret): may be the worker's, as before.
-    return value is None or value in labels
+    chain = env_dispatch_chain(script, worker.source.line) if script else []
+    environment = _environment(runner, scripts)
+    for variable, default, labels in chain:
+        value = environment.get(variable, (default, ""))[0]
+        # Set nowhere the doctor sees (a ConfigMap, a secret): may be the worker's, as before.
+        if value is not None and value not in labels:
+            return False
+    return True
 
 
 def _starts(runner: Runner, worker: Worker, script: str, scripts: dict[str, str]) -> bool:

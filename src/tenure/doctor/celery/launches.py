@@ -294,6 +294,7 @@ def check_launches(config: CeleryConfig, workers: list[CeleryWorker]) -> list[Fi
     global_limit = UNKNOWN if unknown else (max(bounds) if bounds else None)
     said = False
     for w in workers:
+        _open_opaque(w)
         out += _memory(config, w)
         grace = w.platform_grace
         if grace is None or grace.amount is None:
@@ -344,6 +345,17 @@ def check_launches(config: CeleryConfig, workers: list[CeleryWorker]) -> list[Fi
                 clocks=(Value("task time limit", longest, "s", _limit_source(config, w, longest)),
                         grace)))  # fmt: skip
     return once_per_unit(out)
+
+
+def _open_opaque(w: CeleryWorker) -> None:
+    """`$OPENWISP_CELERY_COMMAND_FLAGS` that the runner's environment resolved (tie) to
+    `--concurrency=1`: its options are read, and it hides no time limit any more."""
+    raw = w.options.get("opaque")
+    if raw is None or "$" in raw:
+        return
+    del w.options["opaque"]
+    for key, value in _options(raw.split()).items():
+        w.options.setdefault(key, value)
 
 
 def _longest_task(tasks: list[TaskDef], longest: float) -> str:
