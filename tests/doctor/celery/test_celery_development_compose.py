@@ -124,3 +124,39 @@ def test_quiet_twin_debug_on_with_a_data_mount_is_deployed(
     compose = DEBUG_MOUNTED.replace("./app:/usr/src/app/app", "./media:/usr/src/app/media")
     files = {"docker-compose.yml": compose, "media/logo.png": ""}
     assert run(tmp_path, files, monkeypatch) == ["celery-task-unbounded docker-compose.yml:10"]
+
+
+# Cut from a patient portal's docker/: a base file defines the worker service, a production
+# overlay changes its command (nice, queues) and leaves its stop grace alone.
+BASE = """services:
+  celeryworker:
+    image: "${IMAGE_NAMESPACE:-portal}/portal:${DOCKER_IMAGE_TAG:-latest}"
+    command: celery --app portal.celery_worker.celery worker --loglevel info
+"""
+OVERLAY = """services:
+  celeryworker:
+    restart: unless-stopped
+    environment:
+      CELERYD_MAX_TASKS_PER_CHILD: 10
+    command: sh -c 'nice celery --app portal.celery_worker.celery worker --loglevel debug'
+"""
+
+
+def test_an_overlay_that_changes_only_the_command_is_the_base_files_unit(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    files = {"docker/docker-compose.yaml": BASE, "docker/docker-compose.prod.yaml": OVERLAY}
+    assert run(tmp_path, files, monkeypatch) == [
+        "celery-task-unbounded docker/docker-compose.yaml:2"
+    ]
+
+
+def test_quiet_twin_an_overlay_that_sets_its_own_grace_is_a_unit_of_its_own(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    overlay = OVERLAY.replace("    restart:", "    stop_grace_period: 30s\n    restart:")
+    files = {"docker/docker-compose.yaml": BASE, "docker/docker-compose.prod.yaml": overlay}
+    assert run(tmp_path, files, monkeypatch) == [
+        "celery-task-unbounded docker/docker-compose.prod.yaml:3",
+        "celery-task-unbounded docker/docker-compose.yaml:2",
+    ]

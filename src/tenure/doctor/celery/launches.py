@@ -24,7 +24,7 @@ from tenure.doctor.laravel.deploy import (
     read_workers,
 )
 from tenure.doctor.model import Finding, Skipped, Source, Value
-from tenure.doctor.readers.development import development_units
+from tenure.doctor.readers.development import development_units, overlay_units
 from tenure.doctor.readers.worker_command import interpolate
 from tenure.doctor.rules import finding, once_per_unit
 from tenure.doctor.tie import tie
@@ -274,11 +274,30 @@ def read_launches(tree: Tree) -> tuple[list[CeleryWorker], list[Skipped]]:
     composed = {w.unit.path for w in workers if w.platform == "compose" and w.unit is not None}
     development = development_units(tree, {p for p in composed if p})
     workers = [w for w in workers if not _in(w.unit, development)]
+    workers = _without_overlays(tree, workers, {p for p in composed if p})
     return tie(tree, workers, dict(scripts)), skipped + more
 
 
-def _in(unit: Source | None, units: set[tuple[str, int]]) -> bool:
+def _in(unit: Source | None, units: set[tuple[str, int]] | dict[tuple[str, int], Any]) -> bool:
     return unit is not None and (unit.path or "", unit.line or 0) in units
+
+
+def _without_overlays(
+    tree: Tree, workers: list[CeleryWorker], paths: set[str]
+) -> list[CeleryWorker]:
+    """An overlay's service that only changes the worker's command is the base file's unit:
+    its worker is dropped when the base file's same service is a worker too."""
+    overlays = overlay_units(tree, paths)
+    if not overlays:
+        return workers
+    composed = [(w, _key(w.unit)) for w in workers if w.platform == "compose" and w.unit]
+    based = {(os.path.dirname(k[0]), w.name) for w, k in composed if k not in overlays}
+    dropped = {id(w) for w, k in composed if overlays.get(k) in based}
+    return [w for w in workers if id(w) not in dropped]
+
+
+def _key(unit: Source) -> tuple[str, int]:
+    return unit.path or "", unit.line or 0
 
 
 def check_launches(config: CeleryConfig, workers: list[CeleryWorker]) -> list[Finding]:

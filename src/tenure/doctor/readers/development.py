@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import os
 import re
+from collections.abc import Iterator
 
 from tenure.doctor.readers.yamlnodes import YamlProblem, YMap, load_documents
 from tenure.doctor.walk import Tree, decode, is_development_name
@@ -115,25 +116,47 @@ def _is_source(folder: str, host: str) -> bool:
     return any(n in SOURCE_MARKERS or n.endswith((".py", ".php")) for n in names)
 
 
-def development_units(tree: Tree, paths: set[str]) -> set[tuple[str, int]]:
-    """(file, line of the service's name) of every Compose service in the files `paths` names
-    that is a development setup: for readers that took the file for a deployment."""
-    out: set[tuple[str, int]] = set()
+def _compose_services(tree: Tree, paths: set[str]) -> Iterator[tuple[str, str, YMap, bool]]:
+    """(file, folder, services, whole file is development) of each Compose document in `paths`."""
     for found in tree.files["yaml"]:
         content = decode(found) if found.rel in paths else None
         try:
             documents = load_documents(content) if isinstance(content, str) else []
         except YamlProblem:
             continue
-        folder = os.path.dirname(found.path)
         for document in documents:
             services = document.get("services") if isinstance(document, YMap) else None
-            if not isinstance(services, YMap):
-                continue
-            whole = is_development_compose(document)
-            for name, service in services.items():
-                if isinstance(service, YMap) and (
-                    whole or is_development_service(str(name), service, folder)
-                ):
-                    out.add((found.rel, services.line_of(name)))
+            if isinstance(services, YMap):
+                folder = os.path.dirname(found.path)
+                yield found.rel, folder, services, is_development_compose(document)
+
+
+def development_units(tree: Tree, paths: set[str]) -> set[tuple[str, int]]:
+    """(file, line of the service's name) of every Compose service in the files `paths` names
+    that is a development setup: for readers that took the file for a deployment."""
+    out: set[tuple[str, int]] = set()
+    for rel, folder, services, whole in _compose_services(tree, paths):
+        for name, service in services.items():
+            if isinstance(service, YMap) and (
+                whole or is_development_service(str(name), service, folder)
+            ):
+                out.add((rel, services.line_of(name)))
     return out
+
+
+def overlay_units(tree: Tree, paths: set[str]) -> dict[tuple[str, int], tuple[str, str]]:
+    """Services of an overlay (docker-compose.prod.yaml over docker-compose.yaml) that change
+    the command or environment of a service another Compose file of the same folder defines
+    (with its `image:` or `build:`) and leave its stop grace alone: the unit the platform
+    stops is the base file's (CONVENTION.md). (file, line) -> (folder, service name)."""
+    defined: set[tuple[str, str]] = set()
+    partial: dict[tuple[str, int], tuple[str, str]] = {}
+    for rel, _, services, _ in _compose_services(tree, paths):
+        for name, service in services.items():
+            if not isinstance(service, YMap):
+                continue
+            if "image" in service or "build" in service:
+                defined.add((os.path.dirname(rel), str(name)))
+            elif "stop_grace_period" not in service:
+                partial[(rel, services.line_of(name))] = (os.path.dirname(rel), str(name))
+    return {unit: key for unit, key in partial.items() if key in defined}
