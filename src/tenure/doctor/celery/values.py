@@ -32,6 +32,8 @@ ARITHMETIC: dict[type[ast.operator], Callable[[Any, Any], Any]] = {
 ENV_READERS = {"env", "getenv", "get", "config", "int", "str", "bool", "float", "as_int"}
 # Receivers whose .get(KEY, default) reads the environment or a settings store (dynaconf).
 GETTERS = {"environ", "settings", "env", "dynaconf"}
+# Names of objects whose methods read the environment (cfenv's `env.get_credential`).
+ENV_OBJECTS = {"env", "environ", "environment"}
 SETTINGS_BASES = {"BaseSettings", "Settings"}  # pydantic(-settings)
 CASTS: dict[str, Callable[[Any], Any]] = {"int": int, "float": float, "str": str}
 
@@ -178,7 +180,10 @@ def _env_helper(name: str, node: ast.Call) -> bool:
     """A project's own environment helper, `get_int_from_env("PAPERLESS_WORKER_TIMEOUT", 1800)`
     or `env_int("LIMIT", 600)`: "env" in its name, an environment-style key first, and a
     default (second, or default=) that is the value while the deployment does not set it."""
-    if "env" not in name.lower() or not node.args:
+    receiver = node.func.value if isinstance(node.func, ast.Attribute) else None
+    # `env.get_credential("DOWNLOAD_HARD_LIMIT", 300)`: a method of an environment object.
+    on_env = isinstance(receiver, ast.Name) and receiver.id.lower() in ENV_OBJECTS
+    if ("env" not in name.lower() and not on_env) or not node.args:
         return False
     key = node.args[0]
     if not (isinstance(key, ast.Constant) and isinstance(key.value, str)):
