@@ -9,7 +9,8 @@ from pathlib import Path
 import pytest
 
 from doctor.conftest import located, run_in, write
-from tenure.doctor.celery.launches import expand_arrays, expand_evaluated, find_celery
+from tenure.doctor.celery.commands import expand_arrays, expand_evaluated
+from tenure.doctor.celery.launches import find_celery
 
 SETTINGS = "CELERY_BROKER_URL = 'redis://redis:6379/0'\n"
 SCRIPT = """#!/bin/bash

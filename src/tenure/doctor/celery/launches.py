@@ -14,6 +14,7 @@ import re
 import stat
 from typing import Any
 
+from tenure.doctor.celery.commands import expand_arrays, expand_evaluated, management_finder
 from tenure.doctor.celery.settings import CeleryConfig, TaskDef
 from tenure.doctor.celery.values import UNKNOWN
 from tenure.doctor.dockerfile import copied_files
@@ -219,41 +220,6 @@ def find_scripts(root: str, skipped: list[Skipped]) -> list[tuple[str, str]]:
     return found
 
 
-_ARRAY = re.compile(r"^[ \t]*(\w+)(\+?)=\(([^)]*)\)", re.MULTILINE)
-_ARRAY_USE = re.compile(r"\"?\$\{(\w+)\[[@*]\]\}\"?")
-
-
-_EVAL = re.compile(r"\beval\s+\"?\$\{?(\w+)")
-
-
-def expand_evaluated(text: str) -> str:
-    """`commands+="celery -A app worker -Q scans &"$'\\n'` lines of a variable the script later
-    runs with `eval "$commands"`: each assignment's string is the command line it runs, read
-    on its own line."""
-    evaluated = set(_EVAL.findall(text))
-    if not evaluated:
-        return text
-    names = "|".join(map(re.escape, sorted(evaluated)))
-    assignment = re.compile(
-        rf"^([ \t]*)(?:{names})\+?=\"((?:[^\"\\]|\\.)*)\"(?:\$'\\n')?[ \t]*$", re.MULTILINE
-    )
-    return assignment.sub(lambda m: m.group(1) + m.group(2).replace('\\"', '"'), text)
-
-
-def expand_arrays(text: str) -> str:
-    """`celery "${CELERY_ARGS[@]}"` with `CELERY_ARGS=( -A engine worker ... )` (and `+=(...)`
-    lines) above it: the array's words written in its place, on the same line, so the command
-    is read as the shell runs it. Words added under a condition are taken as added."""
-    if "[@]}" not in text and "[*]}" not in text:
-        return text
-    arrays: dict[str, list[str]] = {}
-    for match in _ARRAY.finditer(text):
-        name, more, body = match.groups()
-        words = [w for line in body.splitlines() for w in [line.split("#", 1)[0].strip()] if w]
-        arrays[name] = (arrays.get(name, []) if more else []) + words
-    return _ARRAY_USE.sub(lambda m: " ".join(arrays.get(m.group(1), [m.group(0)])), text)
-
-
 def _read(root: str, path: str, skipped: list[Skipped]) -> bytes | None:
     try:
         info = os.stat(path)
@@ -269,7 +235,8 @@ def _read(root: str, path: str, skipped: list[Skipped]) -> bytes | None:
 def read_launches(tree: Tree) -> tuple[list[CeleryWorker], list[Skipped]]:
     skipped: list[Skipped] = []
     scripts = find_scripts(tree.root, skipped)
-    workers, more = read_workers(tree, scripts, find=find_celery, needle="celery")
+    find = management_finder(tree, find_celery)
+    workers, more = read_workers(tree, scripts, find=find, needle="celery")
     # A development Compose service (a `celery-dev` with the source mounted) is no deployment.
     composed = {w.unit.path for w in workers if w.platform == "compose" and w.unit is not None}
     development = development_units(tree, {p for p in composed if p})
