@@ -31,12 +31,19 @@ MISSING: Any = object()
 
 
 def chart_root(path: str) -> str | None:
-    """The chart folder when `path` is one of its templates (`chart/templates/x.yaml`)."""
+    """The chart folder when `path` is one of its templates (`chart/templates/x.yaml`, or in a
+    sub-folder, `chart/templates/celery/deployment.yaml`)."""
     folder = os.path.dirname(path)
-    if os.path.basename(folder) != "templates":
-        return None
-    chart = os.path.dirname(folder)
-    return chart if os.path.isfile(os.path.join(chart, "Chart.yaml")) else None
+    for _ in range(4):
+        if os.path.basename(folder) == "templates":
+            chart = os.path.dirname(folder)
+            if os.path.isfile(os.path.join(chart, "Chart.yaml")):
+                return chart
+        parent = os.path.dirname(folder)
+        if parent == folder:
+            break
+        folder = parent
+    return None
 
 
 def chart_values(chart: str) -> dict[str, Any]:

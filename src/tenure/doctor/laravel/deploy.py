@@ -12,6 +12,7 @@ from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from tenure.doctor import helm
 from tenure.doctor.model import Skipped, Source, Value
 from tenure.doctor.readers import cloudfoundry, compose, kubernetes, roadrunner, supervisord
 from tenure.doctor.readers.common import ReadResult
@@ -159,10 +160,7 @@ def deployed(workers: list[ArtisanWorker]) -> list[ArtisanWorker]:
 
 
 def _in_chart(path: str) -> bool:
-    folder = os.path.dirname(path)
-    return os.path.basename(folder) == "templates" and os.path.isfile(
-        os.path.join(os.path.dirname(folder), "Chart.yaml")
-    )
+    return helm.chart_root(path) is not None  # templates/ or a folder inside it
 
 
 def _deployment_files(tree: Tree, needle: str) -> Iterator[tuple[str, FoundFile, str]]:
