@@ -288,3 +288,31 @@ def test_a_feature_space_manifest_is_not_a_deployment(
              "manifests/manifest_celery_worker_feature.yml": CF_MANIFEST}  # fmt: skip
     findings, _ = run(tmp_path, files, monkeypatch)
     assert findings == []
+
+
+# Cut from a security-findings manager's settings.dist.py: django-environ's scheme gives the
+# default, the setting reads the key without one of its own.
+SCHEME = """import environ
+
+env = environ.FileAwareEnv(
+    DD_CELERY_BROKER_URL=(str, "redis://valkey:6379/0"),
+    DD_CELERY_TASK_TIME_LIMIT=(int, {limit}),  # default: 12 hours
+)
+CELERY_BROKER_URL = env("DD_CELERY_BROKER_URL")
+if env("DD_CELERY_TASK_TIME_LIMIT") > 0:
+    CELERY_TASK_TIME_LIMIT = env("DD_CELERY_TASK_TIME_LIMIT")
+"""
+SCHEME_COMPOSE = """services:
+  celeryworker:
+    image: "dojo/django:latest"
+    command: celery --app=dojo worker --loglevel=INFO
+"""
+
+
+@pytest.mark.parametrize(("limit", "rules"), [(43200, ["celery-grace-below-time-limit"]), (5, [])])
+def test_django_environ_scheme_default_is_the_value(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, limit: int, rules: list[str]
+) -> None:
+    files = {"settings.py": SCHEME.format(limit=limit), "docker-compose.yml": SCHEME_COMPOSE}
+    findings, _ = run(tmp_path, files, monkeypatch)
+    assert [f.rule for f in findings if f.rule.startswith("celery-grace")] == rules

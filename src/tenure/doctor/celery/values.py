@@ -49,6 +49,28 @@ class Scope:
     defaults: list[str] = field(default_factory=list)
     # Names bound to such a default (`LIMIT = int(os.getenv("LIMIT", 600))`): name -> key.
     defaulted: dict[str, str] = field(default_factory=dict)
+    # django-environ's scheme, `environ.Env(LIMIT=(int, 43200))`: key -> (cast, default).
+    scheme: dict[str, tuple[str | None, ast.expr]] = field(default_factory=dict)
+
+
+def env_scheme(tree: ast.AST) -> dict[str, tuple[str | None, ast.expr]]:
+    """`env = environ.Env(DD_CELERY_TASK_TIME_LIMIT=(int, 43200), ...)` (or FileAwareEnv): the
+    default (and cast) that a later `env("DD_CELERY_TASK_TIME_LIMIT")` without one returns."""
+    out: dict[str, tuple[str | None, ast.expr]] = {}
+    for node in ast.walk(tree):
+        if not (isinstance(node, ast.Call) and _callee_name(node).endswith("Env")):
+            continue
+        for keyword in node.keywords:
+            value = keyword.value
+            if keyword.arg and isinstance(value, ast.Tuple) and len(value.elts) == 2:
+                cast, default = value.elts
+                out[keyword.arg] = (cast.id if isinstance(cast, ast.Name) else None, default)
+    return out
+
+
+def _callee_name(node: ast.Call) -> str:
+    func = node.func
+    return func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
 
 
 def read_env_files(folder: str) -> tuple[dict[str, str], str]:
@@ -145,6 +167,9 @@ def _call(node: ast.Call, scope: Scope) -> Any:
         else next((k.value for k in node.keywords if k.arg == "default"), None)
     )
     cast_node = next((k.value for k in node.keywords if k.arg == "cast"), None)
+    if default_node is None and key.value in scope.scheme:
+        scheme_cast, default_node = scope.scheme[key.value]
+        cast_node = ast.Name(scheme_cast) if scheme_cast and cast_node is None else cast_node
     cast = CASTS.get(name if name != "as_int" else "int") or (
         CASTS.get(cast_node.id) if isinstance(cast_node, ast.Name) else None
     )
