@@ -37,6 +37,27 @@ def env_dispatch_chain(script: str, line: int | None) -> list[Dispatch]:
     return out
 
 
+def env_dispatch_alternatives(script: str, line: int, depth: int = 0) -> list[list[Dispatch]]:
+    """The chains of environment tests that reach `line`, one per way in: the line's own, or,
+    in a function's body, those of each call (`worker) start_worker` and `all) start_api;
+    start_worker`). Empty when some way in passes no test at all."""
+    chain = env_dispatch_chain(script, line)
+    if chain:
+        return [chain]
+    function = _enclosing_function(script, line)
+    if function is None or depth > 3:
+        return []
+    call = re.compile(rf"(^|[\s;&|(]){re.escape(function)}($|[\s;&|)])")
+    alternatives: list[list[Dispatch]] = []
+    for number, text in enumerate(script.splitlines(), start=1):
+        if call.search(text) and not FUNCTION.match(text.strip()):
+            ways = env_dispatch_alternatives(script, number, depth + 1)
+            if not ways:
+                return []
+            alternatives += ways
+    return alternatives
+
+
 def _chain_start(lines: list[str], index: int) -> int | None:
     """The `if` line that opens the chain an `if`/`elif` test at `index` belongs to; None for a
     `case` branch (its header is not followed further)."""
