@@ -160,3 +160,24 @@ def test_quiet_twin_an_overlay_that_sets_its_own_grace_is_a_unit_of_its_own(
         "celery-task-unbounded docker/docker-compose.prod.yaml:3",
         "celery-task-unbounded docker/docker-compose.yaml:2",
     ]
+
+
+# Cut from a threat-intel platform's docker/multi-queue.override.yml: a worker named for the
+# "local" queue it serves, with a folder of configuration files (some of them .py) mounted.
+LOCAL_QUEUE = """services:
+  celery_worker_local:
+    image: intelowl/intelowl:v6
+    restart: unless-stopped
+    volumes:
+      - ../configuration:/opt/deploy/app/configuration
+    command: celery -A app worker -Q local
+"""
+
+
+def test_quiet_twin_a_queue_named_local_and_a_config_mount_is_deployed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    files = {"docker/multi-queue.override.yml": LOCAL_QUEUE,
+             "configuration/ldap_config.py": "AUTH_LDAP_SERVER_URI = ''\n"}  # fmt: skip
+    found = run(tmp_path, files, monkeypatch)
+    assert found == ["celery-task-unbounded docker/multi-queue.override.yml:2"]

@@ -24,13 +24,18 @@ from tenure.doctor.walk import Tree, decode, is_development_name
 DEVELOPMENT_COMMAND = re.compile(
     r"\brunserver(?:_plus)?\b|--reload\b|\bflask\s+run\b|\bartisan\s+serve\b"
 )
-DEVELOPMENT_WORDS = {"dev", "devel", "develop", "development", "local", "test", "testing"}
+NAME_WORDS = {"dev", "devel", "develop", "development", "test", "testing"}
+# "local" says development in an environment value (settings.local) but not in a service's
+# name, where it is often a queue's (`celery_worker_local` serves the "local" queue).
+DEVELOPMENT_WORDS = NAME_WORDS | {"local"}
 # Environment keys whose value names the environment the service runs as.
 ENVIRONMENT_KEY = re.compile(r"(?:^|_)(?:ENV|ENVIRONMENT|CONFIGURATION|MODE|STAGE|SETTINGS)\w*$")
 DEBUG_KEY = re.compile(r"(?:^|_)DEBUG$")
 ON = {"1", "true", "yes", "on"}
-# A folder holding one of these (or a .py / .php file) is the project's source.
-SOURCE_MARKERS = {"manage.py", "pyproject.toml", "setup.py", "composer.json", "artisan"}
+# A folder holding one of these (or .php files) is the project's source; a folder of config
+# files that happen to be Python (ldap_config.py) is not.
+SOURCE_MARKERS = {"manage.py", "pyproject.toml", "setup.py", "composer.json", "artisan",
+                  "__init__.py"}  # fmt: skip
 
 
 def is_development_compose(document: YMap) -> bool:
@@ -71,8 +76,10 @@ def _named(name: str, service: YMap) -> bool:
     build = service.get("build")
     target = build.get("target") if isinstance(build, YMap) else None
     said = [name, str(service.get("image") or ""), str(target or "")]
-    said += [v for k, v in _environment(service).items() if ENVIRONMENT_KEY.search(k.upper())]
-    if any(_words(text) & DEVELOPMENT_WORDS for text in said):
+    if any(_words(text) & NAME_WORDS for text in said):
+        return True
+    values = [v for k, v in _environment(service).items() if ENVIRONMENT_KEY.search(k.upper())]
+    if any(_words(text) & DEVELOPMENT_WORDS for text in values):
         return True
     env_files = service.get("env_file")
     files = env_files if isinstance(env_files, list) else [env_files]
@@ -113,7 +120,7 @@ def _is_source(folder: str, host: str) -> bool:
         names = os.listdir(path)
     except OSError:
         return False  # a file (a config mounted read-only), or nothing there yet
-    return any(n in SOURCE_MARKERS or n.endswith((".py", ".php")) for n in names)
+    return any(n in SOURCE_MARKERS or n.endswith(".php") for n in names)
 
 
 def _compose_services(tree: Tree, paths: set[str]) -> Iterator[tuple[str, str, YMap, bool]]:
