@@ -22,6 +22,15 @@ def test_ci_files_and_folders_are_not_production() -> None:
         assert not is_development_name(rel), rel
 
 
+def test_development_vms_are_not_production() -> None:
+    """Laravel Homestead and Vagrant boxes are local machines: a supervisord program under
+    `homestead/etc/supervisor/conf.d/` (cut from a BPM platform's repository) is no deployment;
+    the same file under `docker/` is."""
+    assert is_development_name("homestead/etc/supervisor/conf.d/processmaker-horizon.conf")
+    assert is_development_name("vagrant/provision/worker.conf")
+    assert not is_development_name("docker/etc/supervisor/conf.d/processmaker-horizon.conf")
+
+
 QUEUE = """<?php
 return [
     'default' => env('QUEUE_CONNECTION', 'database'),

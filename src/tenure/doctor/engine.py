@@ -129,30 +129,18 @@ def _foreign(report: Report, tree: Tree, base: str, laravel: str | None, celery:
     from tenure.doctor.celery.checks import CannotLoad
     from tenure.doctor.celery.checks import audit as audit_celery
     from tenure.doctor.celery.detect import find_celery_settings
-
-    def is_laravel(folder: str) -> bool:
-        return all(os.path.isfile(os.path.join(folder, f)) for f in ("artisan", "composer.json"))
+    from tenure.doctor.laravel.discover import is_laravel, laravel_apps
 
     ran = False
-    project = os.path.abspath(laravel) if laravel else None
-    if project is not None and not is_laravel(project):
+    projects = [os.path.abspath(laravel)] if laravel else []
+    if laravel and not is_laravel(projects[0]):
         raise CannotRun(f"--laravel {laravel}: no artisan and composer.json there")
-    if project is None and detect and os.path.isdir(report.root) and is_laravel(report.root):
-        project = report.root
-    if project is not None:
-        try:  # tree-sitter is the `doctor` extra's: only Laravel audits need it
-            from tenure.doctor.laravel.audit import audit as audit_laravel
-        except ImportError as exc:
-            raise CannotRun(f"auditing {project} as Laravel needs {exc.name}: "
-                            f"{install_line('doctor')}") from exc  # fmt: skip
-        found = audit_laravel(project, base, tree if project == report.root else scan(project))
-        report.findings += found.findings
-        report.skipped += found.skipped
-        report.files_read += found.files_read
-        report.notes.append(f"Laravel: {found.jobs} queued job class(es), {found.workers} "
-                            "worker command(s) found")  # fmt: skip
+    if not projects and detect and os.path.isdir(report.root):
+        projects = laravel_apps(report.root)  # the root, or `backend/`, `api/`...
+    for project in projects:
+        _audit_laravel(report, tree, base, project)
         ran = True
-    if not celery and detect and project is None and not report.jobs:
+    if not celery and detect and report.root not in projects and not report.jobs:
         settings = find_celery_settings(tree.files["python"])
         if settings is not None:  # said in the report, so a wrong guess is visible
             celery = settings.path
@@ -172,6 +160,24 @@ def _foreign(report: Report, tree: Tree, base: str, laravel: str | None, celery:
                             f"command(s) found{': ' + shown if shown else ''}")  # fmt: skip
         ran = True
     return ran
+
+
+def _audit_laravel(report: Report, tree: Tree, base: str, project: str) -> None:
+    try:  # tree-sitter is the `doctor` extra's: only Laravel audits need it
+        from tenure.doctor.laravel.audit import audit as audit_laravel
+    except ImportError as exc:
+        raise CannotRun(f"auditing {project} as Laravel needs {exc.name}: "
+                        f"{install_line('doctor')}") from exc  # fmt: skip
+    # An application under PATH (`backend/`) keeps PATH's tree: its deployment files (the
+    # Compose file, the worker's image) sit beside it, not inside it.
+    inside = project == report.root or project.startswith(report.root + os.sep)
+    found = audit_laravel(project, base, tree if inside else scan(project))
+    report.findings += found.findings
+    report.skipped += found.skipped
+    report.files_read += found.files_read
+    where = "" if project == report.root else f" ({os.path.relpath(project, report.root)})"
+    report.notes.append(f"Laravel{where}: {found.jobs} queued job class(es), {found.workers} "
+                        "worker command(s) found")  # fmt: skip
 
 
 def load_app(spec: str, root: str) -> LoadedApp:

@@ -30,13 +30,15 @@ KINDS = {
     "supervisord": ("*.conf", "*.ini"),
     "procfile": ("Procfile", "Procfile.*"),
     "dotenv": (".env",),
+    # pm2's JavaScript/JSON process files (its YAML ones are read with the YAML).
+    "pm2": ("ecosystem*.js", "ecosystem*.cjs", "ecosystem*.json", "pm2*.json", "pm2*.js"),
 }
 
 
 # Words in a file's path that mark a development, test or CI environment: not production.
 NOT_PRODUCTION = {"dusk", "ci", "travis", "dev", "devel", "develop", "development", "local", "sail",
                   "github", "gitlab", "circleci", "drone", "buildkite", "jenkins",
-                  "appveyor", "e2e", "feature"}  # fmt: skip
+                  "appveyor", "e2e", "homestead", "vagrant", "feature"}  # fmt: skip
 # ("feature": a feature-branch space or preview stack, manifest_celery_worker_feature.yml)
 CI_FILES = {"bitbucket-pipelines.yml", "azure-pipelines.yml", "jenkinsfile"}
 
@@ -94,7 +96,7 @@ def is_foreign_template(rel: str, has_chart: bool = False) -> bool:
 # as a whole: Pterodactyl's Dockerfile copies `.github/docker/supervisord.conf` into its image.
 CI_WORDS = {"ci", "circleci", "buildkite", "workflows"}
 DEVELOPMENT_FOLDERS = {"dev", "development", "ci", "test", "tests", "testing", "local_testing",
-                       "e2e"}  # fmt: skip
+                       "e2e", "homestead", "vagrant"}  # fmt: skip
 
 
 @dataclass
@@ -170,11 +172,23 @@ def _take_copied(tree: Tree, root: str, dockerfiles: list[str]) -> None:
         for path in copied_files(root, dockerfile, text):
             if path not in taken:
                 taken.add(path)
-                _take(tree, root, path)
+                _take(tree, root, path, kind_of(untemplated(os.path.basename(path))))
 
 
-def _take(tree: Tree, root: str, path: str) -> None:
-    kind = kind_of(os.path.basename(path))
+# A config an image renders before it starts (`horizon.conf.tpl` through envsubst): read as
+# the config it becomes, when a Dockerfile copies it in.
+TEMPLATE_SUFFIXES = (".tpl", ".tmpl", ".template", ".j2")
+
+
+def untemplated(name: str) -> str:
+    for suffix in TEMPLATE_SUFFIXES:
+        if name.endswith(suffix) and len(name) > len(suffix):
+            return name[: -len(suffix)]
+    return name
+
+
+def _take(tree: Tree, root: str, path: str, kind: str | None = None) -> None:
+    kind = kind or kind_of(os.path.basename(path))
     if kind is None:
         return
     rel = os.path.relpath(path, root)

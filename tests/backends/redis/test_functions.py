@@ -11,7 +11,7 @@ import redis
 
 from tenure.core.records import Ending, NewJob, WorkerRef
 from tenure.core.retry import Policy
-from tenure.stores.redis import RedisStore
+from tenure.stores.redis import RedisStore, scripts
 from tenure.stores.redis.scripts import global_library, global_scripts, queue_library, queue_scripts
 
 from servers import ThrowawayRedis
@@ -61,6 +61,30 @@ def store(redis_url: str) -> Iterator[RedisStore]:
         client.delete(*keys)
     client.close()
     s.close()
+
+
+def test_a_prelude_constant_is_built_once_and_what_a_call_fills_on_every_call() -> None:
+    # a library's constants are built at FUNCTION LOAD; a value that reads this call's
+    # arguments, an accumulator ({}), or a table some script writes into stays per call
+    prelude = (
+        "local base = ARGV[1]\n"
+        "local FINAL = {succeeded = true, failed = true}\n"
+        "local PARKED_AT = '253402214400.000000'  -- a comment naming base\n"
+        "local LOST = {}\n"
+        "local SEEN = {'a'}\n"
+        "local ENDED = base .. ':ended'\n"
+        "local clock_text\n"
+        "local function mark() SEEN[1] = 'b' end\n"
+    )
+    body = "table.insert(FINAL, 1)\n"
+    for lua, built_once in (("", ["FINAL", "PARKED_AT"]), (body, ["PARKED_AT"])):
+        names, once, per_call, functions = scripts._split_prelude(prelude, lua)
+        assert names == ["base", "FINAL", "PARKED_AT", "LOST", "SEEN", "ENDED", "clock_text"]
+        assert [text.split(" =")[0] for text in once] == built_once
+        assert [text.split(" =")[0] for text in per_call] == [
+            n for n in names if n not in built_once
+        ]
+        assert len(functions) == 1
 
 
 def test_every_script_is_a_function_of_a_library_named_by_its_text() -> None:

@@ -4,10 +4,10 @@ counted and runnable as before.
 
 The layout-2 store is written by that release's own scripts, frozen in layout2/lua (a copy of
 src/tenure/stores/redis/lua as layout 2 shipped it), driven by this code's Python, whose calls
-to the scripts (ARGV and replies) did not change; only the KEYS did, and `Layout2Store` passes
-them as layout 2 did. Keys written by the real scripts, rather than by a fixture that spells
-them out, are what a store in production holds: the fixture would only repeat this session's
-idea of layout 2."""
+to the scripts (ARGV and replies) did not change but for the KEYS and an enqueued job's ARGV
+group, which `Layout2Database` passes as layout 2 did. Keys written by the real scripts, rather
+than by a fixture that spells them out, are what a store in production holds: the fixture would
+only repeat this session's idea of layout 2."""
 
 from __future__ import annotations
 
@@ -35,6 +35,13 @@ FROZEN = Path(__file__).parent / "layout2" / "lua"
 LAYOUT2_QUEUE_KEYS = ("queued", "running", "notify", "seq", "all")
 LAYOUT2_QUEUE_KEYS += tuple(f"idx:{s}" for s in ("queued", "running", "succeeded", "failed"))
 LAYOUT2_QUEUE_KEYS += ("idx:cancelled", "paused")
+# Layout 2's enqueue group: every field of a job, in this order (the current code sends a
+# counted group in scripts.ENQUEUE_ORDER that stops at its last field not at its default).
+LAYOUT2_ENQUEUE_ORDER = ("id", "name", "payload", "policy", "delay", "batch_id", "unique_key")
+LAYOUT2_ENQUEUE_ORDER += ("unique_until", "unique_for", "overlap_key", "overlap_delay")
+LAYOUT2_ENQUEUE_ORDER += ("rate_key", "rate_limit", "rate_window", "keep_s", "keep_f", "priority")
+LAYOUT2_ENQUEUE_ORDER += ("chain", "concurrency_key", "concurrency_limit", "debounce_key")
+LAYOUT2_ENQUEUE_ORDER += ("fair_key", "fair_weight")
 W1 = WorkerRef(id="w-old", host="old-host", pid=11)
 W2 = WorkerRef(id="w-new", host="new-host", pid=22)
 
@@ -51,7 +58,21 @@ def _frozen_scripts(kind: str, libs: tuple[str, ...], *, wrap: bool) -> dict[str
         body = _frozen(f"{kind}/{path.name}")
         if wrap:
             body = f"local function body()\n{body}\nend\nreturn with_lost_callbacks(body())\n"
-        out[path.stem] = current.CONSTANTS + current._used(body, prelude) + body
+        constants = f"local ENQUEUE_FIELDS = {len(LAYOUT2_ENQUEUE_ORDER)}\n" + current.CONSTANTS
+        out[path.stem] = constants + current._used(body, prelude) + body
+    return out
+
+
+def _layout2_groups(args: list[Any]) -> list[Any]:
+    """The current enqueue groups (database.enqueue_args) as layout 2's scripts read them."""
+    out: list[Any] = []
+    i = 0
+    while i < len(args):
+        sent = int(args[i])
+        values = [*args[i + 1 : i + 1 + sent], *current.ENQUEUE_DEFAULTS[sent:]]
+        fields = dict(zip(current.ENQUEUE_ORDER, values, strict=True))
+        out += [fields[name] for name in LAYOUT2_ENQUEUE_ORDER]
+        i += 1 + sent
     return out
 
 
@@ -67,6 +88,13 @@ class Layout2Database(RedisDatabase):
 
     def _queue_keys(self, queue: str) -> list[str]:
         return [f"{self.base(queue)}:{name}" for name in LAYOUT2_QUEUE_KEYS]
+
+    def qcall(self, script: str, queue: str, *args: Any) -> Any:
+        if script == "enqueue":
+            args = tuple(_layout2_groups(list(args)))
+        elif script == "claim_periodic" and len(args) > 2:  # name, due, then the run's group
+            args = (*args[:2], *_layout2_groups(list(args[2:])))
+        return super().qcall(script, queue, *args)
 
     def check_layout(self) -> None:
         self.client.hsetnx(self.global_key("meta"), "layout", "2")

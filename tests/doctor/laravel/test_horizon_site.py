@@ -82,3 +82,32 @@ def test_a_supervisor_timeout_past_retry_after_is_said_on_its_timeout(
     report = diagnose(None, ".", history=False)
     found = located(report, "laravel-timeout-not-below-retry-after")
     assert [f.split(" ")[1] for f in found] == expected
+
+
+COMPOSE = """services:
+  worker:
+    image: app
+    command: php artisan {command}
+"""
+
+
+@pytest.mark.parametrize(
+    ("command", "expected"),
+    [("horizon", ["config/horizon.php:11"]),
+     ("queue:work --timeout=3650", [])],  # Horizon installed, queue:work deployed: quiet twin
+)  # fmt: skip
+def test_horizon_supervisors_count_only_when_horizon_is_what_runs(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, command: str, expected: list[str]
+) -> None:
+    """Cut from a Laravel API whose config/horizon.php ships the stub's supervisor (60 s) while
+    its Compose worker service runs queue:work: Horizon's supervisors kill nothing there."""
+    write(tmp_path, {
+        "artisan": "<?php\n", "composer.json": "{}\n", "config/queue.php": QUEUE,
+        "config/horizon.php": HORIZON.format(timeout=""),
+        "app/Jobs/ExportLedger.php": JOB.format(name="ExportLedger", timeout=3600),
+        "docker-compose.yml": COMPOSE.format(command=command),
+    })  # fmt: skip
+    monkeypatch.chdir(tmp_path)
+    report = diagnose(None, ".", history=False)
+    found = located(report, "laravel-horizon-timeout-below-job")
+    assert [f.split(" ")[1] for f in found] == expected

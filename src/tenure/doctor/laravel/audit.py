@@ -56,7 +56,7 @@ def audit(root: str, base: str, tree: Tree) -> Audit:
     deployment files doctor already found under its PATH."""
     result = Audit()
     env = EnvFiles(root, base)
-    files = _files(root, result)
+    files = _files(root, result) + _beside(root, tree.root, result)
     dockerfiles = [
         (os.path.relpath(path, base), data.decode("utf-8", "replace"))
         for path, data in files
@@ -98,8 +98,14 @@ def audit(root: str, base: str, tree: Tree) -> Audit:
         for job in jobs
         for call in job.unfollowed
     ]
-    workers, skipped = read_workers(tree, scripts)
+    workers, skipped = read_workers(tree, scripts, unread=True)
     workers = _tie(tree, base, workers, scripts, files)
+    unread = "its stop grace could not be read, so it was not compared with the jobs' timeouts"
+    skipped += [
+        Skipped(str(w.source), f"worker started here ({w.command}): {unread}")
+        for w in workers
+        if w.platform_grace is None
+    ]
     workers += scheduled
     result.skipped += skipped
     result.jobs, result.workers = len(jobs), len(workers)
@@ -138,6 +144,19 @@ def _tie(
         if is_dockerfile(os.path.basename(path)):
             texts.setdefault(os.path.relpath(path, base), data.decode("utf-8", "replace"))
     return tie(tree, workers, texts)
+
+
+def _beside(root: str, top: str, result: Audit) -> list[tuple[str, bytes]]:
+    """An application in a sub-folder (`backend/`) is deployed by scripts and Dockerfiles
+    beside it (`backend-worker.dockerfile`, `backend-worker/init.sh`): those, not its PHP."""
+    if not root.startswith(top.rstrip(os.sep) + os.sep):
+        return []
+    inside = root + os.sep
+    return [
+        (path, data)
+        for path, data in _files(top, result)
+        if not path.endswith(".php") and not path.startswith(inside)
+    ]
 
 
 def _files(root: str, result: Audit) -> list[tuple[str, bytes]]:

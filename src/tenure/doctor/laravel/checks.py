@@ -5,6 +5,8 @@ about job code are in code_checks.py; the project model and its runners in proje
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from tenure.doctor.laravel.code_checks import batch_findings, http_findings, unique_findings
 from tenure.doctor.laravel.config import Connection
 from tenure.doctor.laravel.php import as_number
@@ -96,7 +98,7 @@ def _compare(
 def _retry_after(p: Project, all_runners: list[Runner]) -> list[Finding]:
     out: list[Finding] = []
     for r in all_runners:
-        connection = p.config.connections.get(r.connection)
+        connection = _lease_holder(p, r)
         if r.timeout_known:
             # A Horizon supervisor's finding goes on its 'timeout' line when it sets one.
             horizon = r.name.startswith("Horizon ") and r.timeout.source.path == r.source.path
@@ -119,6 +121,23 @@ def _retry_after(p: Project, all_runners: list[Runner]) -> list[Finding]:
             connection = p.config.connections.get(job_connection(p, job))
             out += _compare(timeout, connection, f"job {job.name}", timeout.source, job.name)
     return out
+
+
+def _lease_holder(p: Project, r: Runner) -> Connection | None:
+    """The connection whose retry_after bounds the runner. A worker command whose connection
+    reads as `sync` (an env file's default beside a worker) cannot be serving it: whichever
+    real connection the deployment gives it, when they all hold jobs for the same retry_after,
+    that is the lease it runs against."""
+    connection = p.config.connections.get(r.connection)
+    deployed = r.source.path and not r.name.startswith("Horizon ")
+    if not deployed or connection is None or connection.driver != "sync":
+        return connection
+    real = [c for c in p.config.connections.values()
+            if c.retry_after is not None and c.retry_after.amount is not None]  # fmt: skip
+    if len({c.retry_after.amount for c in real if c.retry_after}) != 1:
+        return connection
+    names = "/".join(c.name for c in real)
+    return replace(real[0], name=f"{names}' (the default '{r.connection}' is no queue to work")
 
 
 def _tries(p: Project, all_runners: list[Runner]) -> list[Finding]:

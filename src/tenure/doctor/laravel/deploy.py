@@ -1,27 +1,37 @@
 """`php artisan queue:work` and `php artisan horizon` in deployment files, with the platform's
 grace around each. The platform readers' own pieces (YAML with lines, INI, grace defaults) are
-reused; only the command they look for differs."""
+reused; only the command they look for differs. The worker's shape is worker.py's, each
+platform's unit units.py's; this module reads the files and the scripts."""
 
 from __future__ import annotations
 
 import json
 import os
 import re
-import shlex
-from collections.abc import Callable, Iterator, Mapping
-from dataclasses import dataclass, field
-from typing import Any
+from collections.abc import Iterator
 
 from tenure.doctor import helm
+from tenure.doctor.laravel.units import (
+    _supervisord,
+    _systemd,
+    _unit_environment,
+    _yaml,
+    is_development_compose,
+    is_known_yaml,
+    pm2_workers,
+)
+from tenure.doctor.laravel.worker import (
+    SEPARATORS,
+    ArtisanWorker,
+    Finder,
+    expand,
+    expand_known,
+    find_artisan,
+)
 from tenure.doctor.model import Skipped, Source, Value
-from tenure.doctor.readers import cloudfoundry, compose, kubernetes, roadrunner, supervisord
-from tenure.doctor.readers.common import ReadResult
-from tenure.doctor.readers.ini import read_ini, section_line
+from tenure.doctor.readers import pm2
 from tenure.doctor.readers.procfile import PLATFORM_GRACE_S
-from tenure.doctor.readers.systemd import DEFAULT_TIMEOUT_STOP_S
-from tenure.doctor.readers.units import UNBOUNDED, seconds, systemd_timespan
-from tenure.doctor.readers.worker_command import interpolate, split_command
-from tenure.doctor.readers.yamlnodes import YamlProblem, YMap, get_path, load_documents
+from tenure.doctor.readers.worker_command import split_command
 from tenure.doctor.walk import (
     FoundFile,
     Tree,
@@ -31,101 +41,25 @@ from tenure.doctor.walk import (
     read_dotenv,
 )
 
-COMMANDS = ("queue:work", "queue:listen", "horizon")
-FLAGS = {"once", "stop-when-empty", "force", "quiet", "verbose", "no-interaction"}
-SEPARATORS = {"&&", "||", ";", "|", "&"}
-
-
-@dataclass
-class ArtisanWorker:
-    platform: str  # compose | kubernetes | systemd | supervisord | procfile | script
-    name: str
-    source: Source
-    command: str  # queue:work | queue:listen | horizon
-    connection: str | None
-    options: dict[str, str] = field(default_factory=dict)
-    platform_grace: Value | None = None
-    containers: int = 1  # replicas: how many hosts (containers) run it
-    memory_limit: Value | None = None  # the container's hard memory limit (MB)
-    # Options whose value came from a variable: option -> "where it was read" (say it, never
-    # hide it: a default of ${VAR:-300} is the value only while nobody sets VAR).
-    option_notes: dict[str, str] = field(default_factory=dict)
-    # The unit the platform stops (a Compose service's key line, a container, `[program:x]`,
-    # `[Service]`); a script's worker gets its runner's when tie() finds one.
-    unit: Source | None = None
-    named_for_development: bool = False  # a script's worker whose file name says "local"...
-
-    def stop_site(self) -> Source:
-        """Where a finding about this worker's stop grace belongs (CONVENTION.md): the line
-        that sets the grace, else the unit's key line, else the command."""
-        grace = self.platform_grace
-        if grace is not None and grace.source.path:
-            return grace.source
-        return self.unit or self.source
-
-    @property
-    def queues(self) -> tuple[str, ...] | None:
-        raw = self.options.get("queue")
-        return tuple(q.strip() for q in raw.split(",") if q.strip()) if raw else None
-
-
-def find_artisan(argv: list[str]) -> tuple[str, str | None, dict[str, str]] | None:
-    """(command, connection, options) of the first `artisan queue:work|horizon` in argv."""
-    tokens = expand(argv)
-    for i, token in enumerate(tokens[:-1]):
-        if os.path.basename(token) == "artisan" and tokens[i + 1] in COMMANDS:
-            connection, options = _options(tokens[i + 2 :])
-            return tokens[i + 1], connection, options
-    return None
-
-
-def expand(tokens: list[str]) -> list[str]:
-    out: list[str] = []
-    for token in tokens:
-        if any(c.isspace() for c in token.strip()):
-            try:
-                out.extend(expand(shlex.split(token, comments=True)))
-            except ValueError:
-                out.extend(token.split())
-        else:
-            out.append(token)
-    return out
-
-
-def _options(tokens: list[str]) -> tuple[str | None, dict[str, str]]:
-    connection = None
-    options: dict[str, str] = {}
-    i = 0
-    while i < len(tokens) and tokens[i] not in SEPARATORS:
-        token = tokens[i]
-        if token.startswith("--"):
-            name, eq, value = token[2:].partition("=")
-            if (
-                not eq
-                and name not in FLAGS
-                and i + 1 < len(tokens)
-                and not tokens[i + 1].startswith("-")
-            ):
-                value = tokens[i + 1]
-                i += 1
-            options[name] = value
-        elif not token.startswith("-") and connection is None:
-            connection = token
-        i += 1
-    return connection, options
-
-
-Found = tuple[str, str | None, dict[str, str]]
-Finder = Callable[[list[str]], Found | None]
+# Where the tie and the Celery reader have always found these.
+__all__ = ["SEPARATORS", "ArtisanWorker", "deployed", "expand", "find_artisan",
+           "is_development_compose", "logical_lines", "read_workers"]  # fmt: skip
 
 
 def read_workers(
-    tree: Tree, scripts: list[tuple[str, str]], find: Finder | None = None, needle: str = "artisan"
+    tree: Tree,
+    scripts: list[tuple[str, str]],
+    find: Finder | None = None,
+    needle: str = "artisan",
+    *,
+    unread: bool = False,
 ) -> tuple[list[ArtisanWorker], list[Skipped]]:
     """Workers from Compose, Kubernetes, systemd, supervisord, Procfile and shell scripts.
     `find` recognises the worker command (artisan's by default; Celery's for --celery), and
     `needle` is a word its files must contain. Files named for development or tests (a
-    docker-compose.dev.yml) are not the deployment."""
+    docker-compose.dev.yml) are not the deployment. `unread`: a deployment file no reader
+    understands (a process manager's own format) still gives the workers its lines start,
+    with no grace: their timeouts are compared, their stop grace is said to be unread."""
     find = find or find_artisan
     workers: list[ArtisanWorker] = []
     skipped: list[Skipped] = []
@@ -135,6 +69,7 @@ def read_workers(
         if isinstance(content, str):
             env_by_dir[os.path.dirname(found.path)] = read_dotenv(content)
     for kind, found, content in _deployment_files(tree, needle):
+        before = len(workers)
         if kind == "yaml" and "{{" not in content:
             env = env_by_dir.get(os.path.dirname(found.path), {})
             workers += _yaml(found.rel, content, env, skipped, find)
@@ -142,8 +77,13 @@ def read_workers(
             workers += _systemd(found.rel, content, find, *_unit_environment(tree, found, content))
         elif kind == "supervisord" and "[program:" in content:
             workers += _supervisord(found.rel, content, find)
+        elif kind == "pm2":
+            workers += pm2_workers(pm2.text_apps(found.rel, content), find)
         elif kind == "procfile":
             workers += _lines(found.rel, content, "procfile", find, procfile=True)
+        understood = (kind == "yaml" and is_known_yaml(content)) or "[program:" in content
+        if unread and len(workers) == before and kind in UNREAD_KINDS and not understood:
+            workers += _unread(found.rel, content, find, needle)
     for rel, content in scripts:
         found_in = _lines(rel, content, "script", find, procfile=False)
         # A script named like a development one (celery_local.sh) is a deployed worker only
@@ -152,6 +92,28 @@ def read_workers(
             worker.named_for_development = is_development_name(rel)
         workers += found_in
     return workers, skipped
+
+
+# Kinds whose files may be a format no reader knows (a process manager's .conf, a platform's
+# YAML spec); a systemd unit, a Procfile or a pm2 file is always read by its own reader.
+UNREAD_KINDS = ("yaml", "supervisord")
+
+
+def _unread(path: str, content: str, find: Finder, needle: str) -> list[ArtisanWorker]:
+    """Each line of a file no reader understood that starts a worker: the command read from
+    the word naming `needle` to the end of the line or its closing quote (`command:
+    "./artisan queue:listen --timeout=600",` in a process manager's config)."""
+    command = re.compile(rf"\S*{re.escape(needle)}\b[^\"'\n]*")
+    out = []
+    for number, line in logical_lines(content):
+        if line.lstrip().startswith("#"):
+            continue
+        match = command.search(line)
+        found = find(split_command(match.group(0))) if match else None
+        if found is not None:
+            out.append(ArtisanWorker("unread", os.path.basename(path), Source(path, number),
+                                     *found))  # fmt: skip
+    return out
 
 
 def deployed(workers: list[ArtisanWorker]) -> list[ArtisanWorker]:
@@ -164,7 +126,7 @@ def _in_chart(path: str) -> bool:
 
 
 def _deployment_files(tree: Tree, needle: str) -> Iterator[tuple[str, FoundFile, str]]:
-    for kind in ("yaml", "systemd", "supervisord", "procfile"):
+    for kind in ("yaml", "systemd", "supervisord", "procfile", "pm2"):
         for found in tree.files[kind]:
             if is_development_name(found.rel) or is_foreign_template(
                 found.rel, _in_chart(found.path)
@@ -173,268 +135,6 @@ def _deployment_files(tree: Tree, needle: str) -> Iterator[tuple[str, FoundFile,
             content = decode(found)
             if isinstance(content, str) and needle in content:
                 yield kind, found, content
-
-
-def _yaml(
-    path: str, content: str, env: Mapping[str, str], skipped: list[Skipped], find: Finder
-) -> list[ArtisanWorker]:
-    try:
-        documents = load_documents(content)
-    except YamlProblem as exc:
-        skipped.append(Skipped(path, str(exc)))
-        return []
-    out: list[ArtisanWorker] = []
-    for document in documents:
-        if compose.is_compose(document) and is_development_compose(document):
-            continue
-        if compose.is_compose(document):
-            out += _compose(path, document, env, skipped, find)
-        elif kubernetes.is_manifest(document):
-            out += _kubernetes(path, document, find)
-        elif cloudfoundry.is_cf_manifest(document):
-            out += _cloud_foundry(path, document, env, find)
-        elif roadrunner.is_rr_config(document):
-            out += _roadrunner(path, document, env, find)
-    return out
-
-
-def _roadrunner(
-    path: str, document: YMap, env: Mapping[str, str], find: Finder
-) -> list[ArtisanWorker]:
-    out = []
-    for service in roadrunner.services(path, document):
-        found = find(_argv(service.command, env))
-        if found is not None:
-            worker = ArtisanWorker("roadrunner", service.name, service.command_at, *found,
-                                   service.grace, service.processes)  # fmt: skip
-            worker.unit = service.unit
-            out.append(worker)
-    return out
-
-
-def _cloud_foundry(
-    path: str, document: YMap, env: Mapping[str, str], find: Finder
-) -> list[ArtisanWorker]:
-    out = []
-    for app in cloudfoundry.apps(path, document):
-        found = find(_argv(app.command, env))
-        if found is not None:
-            worker = ArtisanWorker("cloudfoundry", app.name, app.command_at, *found,
-                                   cloudfoundry.grace(), app.instances)  # fmt: skip
-            worker.memory_limit, worker.unit = app.memory_limit, app.unit
-            out.append(worker)
-    return out
-
-
-# Commands only development setups run: a Compose file with one is a development file.
-DEVELOPMENT_COMMANDS = ("manage.py runserver", "artisan serve", "flask run", "--reload")
-
-
-def is_development_compose(document: YMap) -> bool:
-    """Misago's docker-compose.yaml runs `manage.py runserver` next to its Celery worker: the
-    file is the development setup, whatever its name."""
-    for service in document["services"].values():
-        command = service.get("command") if isinstance(service, YMap) else None
-        text = " ".join(map(str, command)) if isinstance(command, list) else str(command or "")
-        if any(marker in text for marker in DEVELOPMENT_COMMANDS):
-            return True
-    return False
-
-
-def _argv(value: Any, env: Mapping[str, str]) -> list[str]:
-    if isinstance(value, str):
-        return split_command(interpolate(value, env) or value)
-    if isinstance(value, list):
-        items = [str(item) for item in value if item is not None]
-        # `command: ["watchmedo auto-restart -- celery -A app worker"]`: one word holding a
-        # whole command line, which only a shell entrypoint runs: read as that line.
-        if len(items) == 1 and " " in items[0].strip():
-            return split_command(items[0])
-        return items
-    return []
-
-
-def _compose(
-    path: str, document: YMap, env: Mapping[str, str], skipped: list[Skipped], find: Finder
-) -> list[ArtisanWorker]:
-    out = []
-    for name, service in document["services"].items():
-        if not isinstance(service, YMap):
-            continue
-        found = find(_argv(service.get("entrypoint"), env) + _argv(service.get("command"), env))
-        if found is None:
-            continue
-        result = ReadResult()
-        grace = compose._grace(path, service, env, result)  # the Compose reader's own default
-        skipped += result.skipped
-        replicas = seconds(get_path(service, "deploy", "replicas") or service.get("scale") or 1)
-        at = Source(path, service.line_of("command") if "command" in service else service.line)
-        worker = ArtisanWorker(
-            "compose", name, at, found[0], found[1], found[2], grace, int(replicas or 1)
-        )
-        worker.memory_limit = compose._memory(path, service, env)
-        worker.unit = Source(path, document["services"].line_of(name))
-        out.append(worker)
-    return out
-
-
-def _kubernetes(path: str, document: YMap, find: Finder) -> list[ArtisanWorker]:
-    spec_path = kubernetes.POD_SPEC_PATHS.get(str(document.get("kind")))
-    pod = get_path(document, *spec_path) if spec_path else None
-    if not isinstance(pod, YMap):
-        return []
-    name = str(get_path(document, "metadata", "name") or document.get("kind"))
-    replicas = seconds(get_path(document, "spec", "replicas") or 1)
-    out = []
-    containers = pod.get("containers")
-    for container in containers if isinstance(containers, list) else []:
-        if not isinstance(container, YMap):
-            continue
-        argv = [
-            str(v)
-            for key in ("command", "args")
-            for v in (container.get(key) or [])
-            if isinstance(container.get(key), list)
-        ]
-        found = find(argv)
-        if found is None:
-            continue
-        grace = kubernetes._grace(path, pod, container, ReadResult())
-        at = Source(path, container.line_of("args" if "args" in container else "command"))
-        worker = ArtisanWorker(
-            "kubernetes",
-            f"{name}/{container.get('name', '?')}",
-            at,
-            found[0],
-            found[1],
-            found[2],
-            grace,
-            int(replicas or 1),
-        )
-        worker.memory_limit = kubernetes._memory(path, container)
-        worker.unit = Source(path, container.line)
-        out.append(worker)
-    return out
-
-
-def _unit_environment(tree: Tree, found: FoundFile, content: str) -> tuple[dict[str, str], str]:
-    """A unit's `Environment=` and the `EnvironmentFile=` it names, when the project holds a
-    file of that name (Celery's daemonizing guide: /etc/conf.d/celery kept as celery.conf);
-    with where they were read."""
-    env: dict[str, str] = {}
-    where: list[str] = []
-    for entry in read_ini(content, backslash_continues=True):
-        if entry.section != "Service":
-            continue
-        if entry.key == "EnvironmentFile":
-            read, rel = _environment_file(tree, found, entry.value.strip().lstrip("-"))
-            env.update(read)
-            where += [rel] if rel else []
-        elif entry.key == "Environment":
-            for word in split_command(entry.value):
-                key, eq, value = word.partition("=")
-                if eq:
-                    env[key] = value
-            where.append(f"{found.rel}:{entry.line}")
-    return env, ", ".join(where)
-
-
-def _environment_file(tree: Tree, unit: FoundFile, target: str) -> tuple[dict[str, str], str]:
-    name = os.path.basename(target)
-    names = {name, f"{name}.conf", f"{name}.env", f"{os.path.splitext(name)[0]}.conf"}
-    folders = {os.path.dirname(unit.path), os.path.dirname(os.path.dirname(unit.path))}
-    candidates = [os.path.join(folder, n) for folder in sorted(folders) for n in sorted(names)]
-    candidates += [f.path for files in tree.files.values() for f in files
-                   if os.path.basename(f.path) in names]  # fmt: skip
-    for path in candidates:
-        if os.path.isfile(path) and not os.path.islink(path):
-            try:
-                with open(path, encoding="utf-8", errors="replace") as handle:
-                    text = handle.read(256 * 1024)
-            except OSError:
-                continue
-            return read_dotenv(text), os.path.relpath(path, tree.root)
-    return {}, ""
-
-
-_VARIABLE = re.compile(r"\$\{(\w+)\}|\$(\w+)")
-
-
-def expand_known(text: str, env: Mapping[str, str]) -> str:
-    """${X} and $X replaced where `env` has X; the rest left as written."""
-    return _VARIABLE.sub(lambda m: env.get(m.group(1) or m.group(2), m.group(0)), text)
-
-
-def _systemd(
-    path: str, content: str, find: Finder, env: Mapping[str, str] | None = None, where: str = ""
-) -> list[ArtisanWorker]:
-    last = {e.key: e for e in read_ini(content, backslash_continues=True) if e.section == "Service"}
-    start = last.get("ExecStart")
-    raw = start.value.lstrip("-@+!:") if start else ""
-    found = find(split_command(expand_known(raw, env or {}))) if start else None
-    if start is None or found is None:
-        return []
-    written = find(split_command(raw))
-    notes = {k: f"from the unit's environment ({where})" for k, v in found[2].items()
-             if where and (written is None or written[2].get(k) != v)}  # fmt: skip
-    stop = last.get("TimeoutStopSec") or last.get("TimeoutSec")
-    grace: Value | None = Value(
-        "systemd TimeoutStopSec",
-        DEFAULT_TIMEOUT_STOP_S,
-        "s",
-        Source(note="systemd DefaultTimeoutStopSec"),
-    )
-    if stop is not None and stop.value:
-        amount = systemd_timespan(stop.value)
-        grace = (
-            None
-            if amount is None
-            else Value(
-                f"systemd {stop.key}",
-                None if amount == UNBOUNDED else amount,
-                "s",
-                Source(path, stop.line),
-            )
-        )
-    return [
-        ArtisanWorker(
-            "systemd",
-            os.path.basename(path),
-            Source(path, start.line),
-            found[0],
-            found[1],
-            found[2],
-            grace,
-            option_notes=notes,
-            unit=Source(path, section_line(content, "Service")),
-        )
-    ]
-
-
-def _supervisord(path: str, content: str, find: Finder) -> list[ArtisanWorker]:
-    programs: dict[str, dict[str, Any]] = {}
-    for entry in read_ini(content, backslash_continues=False):
-        if entry.section.startswith("program:"):
-            programs.setdefault(entry.section[len("program:") :], {})[entry.key] = entry
-    out = []
-    for name, keys in programs.items():
-        command = keys.get("command")
-        found = find(split_command(command.value)) if command else None
-        if command is None or found is None:
-            continue
-        out.append(
-            ArtisanWorker(
-                "supervisord",
-                name,
-                Source(path, command.line),
-                found[0],
-                found[1],
-                found[2],
-                supervisord._grace(path, keys),
-                unit=Source(path, section_line(content, f"program:{name}")),
-            )
-        )
-    return out
 
 
 def _json_or_split(command: str) -> list[str]:

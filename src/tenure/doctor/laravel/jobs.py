@@ -21,6 +21,7 @@ from tenure.doctor.laravel.php import (
     text,
     walk,
 )
+from tenure.doctor.laravel.streams import STREAM_READERS, HttpCall, stream_call
 from tenure.doctor.model import Source, Value
 
 QUEUED = {"ShouldQueue", "ShouldBeUnique", "ShouldBeUniqueUntilProcessing", "ShouldBeEncrypted"}
@@ -30,14 +31,6 @@ BATCH_CALLBACKS = {"then", "catch", "finally", "progress", "before"}
 CLOSURES = frozenset({"anonymous_function", "arrow_function"})
 SCOPES = frozenset({"class_declaration", "anonymous_class", "function_definition"})
 CRASH_COUNTING = "CountCrashesAsExceptions"
-
-
-@dataclass
-class HttpCall:
-    call: str  # as written, shortened
-    timeout: Value  # amount None: nothing bounds it
-    source: Source
-    library: str  # Http | Guzzle | curl | file_get_contents, fopen... (PHP's stream functions)
 
 
 @dataclass
@@ -63,6 +56,7 @@ class JobClass:
     method_nodes: dict[str, Node] = field(default_factory=dict)
     evaluator: Evaluator | None = None
     guzzle: bool = False
+    builders: dict[str, list[Node]] = field(default_factory=dict)  # see http_builders()
     namespace: str = ""
     imports: dict[str, str] = field(default_factory=dict)
 
@@ -176,8 +170,9 @@ def _class(node: Node, rel: str, env: EnvFiles, guzzle: bool) -> JobClass | None
         job.middleware_text += text(methods["middleware"])
     if "__construct" in methods:
         _constructor_settings(methods["__construct"], ev, job)
+    job.builders = http_builders(methods)
     for method in reachable(methods, "handle"):
-        job.calls += http_calls(method, rel, ev, guzzle)
+        job.calls += http_calls(method, rel, ev, guzzle, job.builders)
     if "handle" in methods:
         job.unfollowed = _unfollowed(methods["handle"], reachable(methods, "handle"))
     return job
@@ -229,7 +224,9 @@ def _constructor_settings(method: Node, ev: Evaluator, job: JobClass) -> None:
 
 
 def reachable(methods: dict[str, Node], start: str) -> list[Node]:
-    """handle() and the class's own methods it calls through $this->name(...)."""
+    """handle() and the class's own methods it calls through $this->name(...). A call by a
+    computed name (`$this->{$method}($data)`, an import dispatching on its sections) may reach
+    any method of the class: all are taken."""
     seen: list[str] = []
     todo = [start]
     while todo:
@@ -238,15 +235,71 @@ def reachable(methods: dict[str, Node], start: str) -> list[Node]:
             continue
         seen.append(name)
         for call in walk(methods[name], frozenset({"member_call_expression"})):
-            if text(call.child_by_field_name("object")) == "$this":
-                todo.append(text(call.child_by_field_name("name")))
+            if not _on_this(call.child_by_field_name("object")):
+                continue
+            called = call.child_by_field_name("name")
+            if called is not None and called.type != "name":
+                todo += [m for m in methods if m != "__construct"]
+            else:
+                todo.append(text(called))
     return [methods[n] for n in seen]
 
 
-def http_calls(method: Node, rel: str, ev: Evaluator, guzzle: bool) -> list[HttpCall]:
-    """`guzzle`: the file imports GuzzleHttp\\Client, so a bare `new Client` is Guzzle's."""
+def _on_this(target: Node | None) -> bool:
+    """`$this`, or a fluent chain on it (`$this->preFlightChecks()->importData()`: the class's
+    own methods returning `$this`)."""
+    while target is not None and target.type == "member_call_expression":
+        target = target.child_by_field_name("object")
+    return target is not None and text(target) == "$this"
+
+
+def http_builders(methods: dict[str, Node]) -> dict[str, list[Node]]:
+    """`$this->http = Http::timeout(30)->retry(3, 1000)->withHeaders([...])` in the constructor:
+    the property's builder chain (the `Http::` call first), which `$this->http->get()` sends."""
+    construct = methods.get("__construct")
+    out: dict[str, list[Node]] = {}
+    for assignment in walk(construct, frozenset({"assignment_expression"})) if construct else []:
+        left = text(assignment.child_by_field_name("left"))
+        right = assignment.child_by_field_name("right")
+        scoped = _http_call_in(right) if right is not None else None
+        if not left.startswith("$this->") or scoped is None:
+            continue
+        chain = [scoped]
+        while (
+            chain[-1] != right
+            and chain[-1].parent is not None
+            and (chain[-1].parent.type == "member_call_expression")
+        ):
+            chain.append(chain[-1].parent)
+        out[left[7:]] = chain
+    return out
+
+
+def _http_call_in(node: Node) -> Node | None:
+    scopes = walk(node, frozenset({"scoped_call_expression"}))
+    return next((n for n in scopes if name_of(n.child_by_field_name("scope")) == "Http"), None)
+
+
+def http_calls(
+    method: Node,
+    rel: str,
+    ev: Evaluator,
+    guzzle: bool,
+    builders: dict[str, list[Node]] | None = None,
+) -> list[HttpCall]:
+    """`guzzle`: the file imports GuzzleHttp\\Client, so a bare `new Client` is Guzzle's;
+    `builders`: the class's properties holding an Http builder (http_builders())."""
     found: list[HttpCall] = []
     body = text(method)
+    for call in walk(method, frozenset({"member_call_expression"})) if builders else []:
+        held = text(call.child_by_field_name("object")).removeprefix("$this->")
+        verb = text(call.child_by_field_name("name"))
+        if builders and held in builders and verb in HTTP_VERBS:
+            chain = builders[held]
+            names = [text(n.child_by_field_name("name")) for n in chain]
+            at = Source(rel, line(call))
+            timeout = _http_timeout(chain, names, ev, at)
+            found.append(HttpCall(f"$this->{held}->{verb}()", timeout, at, "Http"))
     for scoped in walk(method, frozenset({"scoped_call_expression"})):
         if name_of(scoped.child_by_field_name("scope")) != "Http":
             continue
@@ -273,89 +326,20 @@ def http_calls(method: Node, rel: str, ev: Evaluator, guzzle: bool) -> list[Http
                     "Guzzle",
                 )
             )
-    for call in walk(method, frozenset({"function_call_expression"})):
+    calls = list(walk(method, frozenset({"function_call_expression"})))
+    # A curl handle's timeout is set on the handle curl_init() makes: the finding goes there.
+    inits = [line(c) for c in calls if name_of(c.child_by_field_name("function")) == "curl_init"]
+    for call in calls:
         function = name_of(call.child_by_field_name("function"))
         at = Source(rel, line(call))
         if function == "curl_exec" and "CURLOPT_TIMEOUT" not in body:
-            found.append(HttpCall("curl_exec()", _unbounded("curl"), at, "curl"))
+            made = max((n for n in inits if n <= line(call)), default=line(call))
+            found.append(HttpCall("curl_exec()", _unbounded("curl"), Source(rel, made), "curl"))
         elif function in STREAM_READERS:
-            stream = _stream_call(call, function, body, ev, at)
+            stream = stream_call(call, function, body, ev, at)
             if stream is not None:
                 found.append(stream)
     return found
-
-
-# PHP's URL-aware file functions and the argument that is the stream context, if any.
-STREAM_READERS = {"file_get_contents": 2, "fopen": 3, "file": 2, "get_headers": 2,
-                  "simplexml_load_file": None, "readfile": 2}  # fmt: skip
-# What makes an argument a local path: the framework's path helpers, __DIR__, php:// streams.
-LOCAL = ("storage_path(", "base_path(", "public_path(", "resource_path(", "app_path(",
-         "database_path(", "config_path(", "__DIR__", "__FILE__", "sys_get_temp_dir(",
-         "tempnam(", "php://", "Storage::", "->getRealPath(", "->getPathname(",
-         "->path(")  # fmt: skip
-SOCKET_DEFAULT_S = 60.0
-
-
-def _stream_call(
-    call: Node, function: str, body: str, ev: Evaluator, at: Source
-) -> HttpCall | None:
-    """`file_get_contents($url)` and its kin on anything but a literal local path: a URL, a
-    variable, a concatenation, `config()`/`env()`, a method's return. PHP bounds each socket
-    read by default_socket_timeout (60 s unless ini_set or a stream context says otherwise)."""
-    args = call_args(call)
-    if not args:
-        return None
-    target = args[0]
-    written = text(target)
-    resolved = ev.eval(target)
-    value = resolved.value if resolved.known and isinstance(resolved.value, str) else None
-    if value is not None and not value.startswith(("http://", "https://", "ftp://", "ftps://")):
-        return None  # a literal (or resolved) local path
-    if value is None and (any(marker in written for marker in LOCAL) or _local(written, body)):
-        return None
-    # 'public/css/app_' . $id . '.css': a literal start that is no URL's is a relative path.
-    prefix = re.match(r"""^(['"])([^'"$]+)\1\s*\.""", written)
-    if value is None and prefix and not prefix.group(2).lower().startswith(("http", "ftp")):
-        return None
-    if function == "fopen" and len(args) > 1:
-        mode = ev.eval(args[1])
-        if isinstance(mode.value, str) and mode.value.strip("bt") not in ("r", ""):
-            return None  # the http:// wrapper only reads: a writable mode opens a local file
-    index = STREAM_READERS[function]
-    shown = f"{function}({written[:40]})"
-    if (index is not None and len(args) > index) or "stream_context_set_default" in body:
-        return None  # a stream context decides, and may set its own timeout
-    setting = re.search(r"ini_set\(\s*['\"]default_socket_timeout['\"]\s*,\s*['\"]?(\d+)", body)
-    if setting:
-        seconds = float(setting.group(1))
-        where = Source(at.path, at.line, "ini_set default_socket_timeout")
-    else:
-        # The default bounds each socket read, not the transfer: a server that trickles bytes
-        # keeps the call alive until the job is killed, so no timeout is set (FACTS.md).
-        return HttpCall(shown, Value("default_socket_timeout", None, "s", Source(
-            note=f"PHP default_socket_timeout {SOCKET_DEFAULT_S:g} s bounds each read only")),
-            at, function)  # fmt: skip
-    clock = Value("default_socket_timeout", seconds, "s", where)
-    return HttpCall(shown, clock, at, function)
-
-
-# Functions that only work on local files (http:// has no stat, no write): a variable passed to
-# one in the same code holds a local path.
-LOCAL_ONLY = ("file_exists", "is_file", "is_dir", "is_writable", "filesize", "filemtime",
-              "file_put_contents", "unlink", "touch", "mkdir", "realpath")  # fmt: skip
-# `$zip_path`, and a property so named (`$this->file`: the upload a job was given).
-PATH_NAME = re.compile(r"^\$(this->)?\w*(path|file|filename|dir|directory)$", re.IGNORECASE)
-
-
-def _local(written: str, body: str) -> bool:
-    """`$file` after `file_exists($file)`, or a variable or property named for a path
-    (`$zip_path`, `$this->file`)."""
-    if not re.fullmatch(r"\$[\w>-]+", written):
-        return False
-    if PATH_NAME.match(written) and not written.lower().endswith(("url", "uri")):
-        return True
-    used = rf"\b({'|'.join(LOCAL_ONLY)})\(\s*{re.escape(written)}\s*[,)]"
-    return re.search(used, body) is not None
 
 
 def _sends(creation: Node, body: str) -> bool:

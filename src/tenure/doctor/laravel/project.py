@@ -52,6 +52,8 @@ def runners(p: Project) -> list[Runner]:
         queue = p.config.connections.get(connection)
         queues = w.queues or ((queue.queue if queue else "default"),)
         raw = w.options.get("timeout")
+        if raw is not None:
+            raw = resolve_variable(p, w, raw)
         amount = as_number(raw) if raw is not None else WORKER_TIMEOUT_DEFAULT_S
         timeout = Value(
             f"{w.command} --timeout",
@@ -70,9 +72,15 @@ def runners(p: Project) -> list[Runner]:
                 timeout,
                 tries,
                 "once" in w.options,
+                # `--timeout=$SOMETHING` nobody sets: unknown, never "no timeout".
+                timeout_known=raw is None or amount is not None,
             )
         )
-    for s in p.config.supervisors:
+    # Horizon's supervisors run jobs when Horizon runs: when a deployment starts `horizon`,
+    # or when none was found to say what runs. Workers found, none of them Horizon: its
+    # config is installed but not what works the queues.
+    horizon_runs = not p.workers or any(w.command == "horizon" for w in p.workers)
+    for s in p.config.supervisors if horizon_runs else []:
         timeout = s.timeout or Value(f"Horizon {s.name} timeout", None, "s", s.source)
         if s.timeout is None:
             p.config.skipped.append(Skipped(str(s.source), (
@@ -105,7 +113,26 @@ def runners(p: Project) -> list[Runner]:
     return out
 
 
-VARIABLE = re.compile(r"^\$\{?(\w+)(?::?-([^}]*))?\}?$")
+VARIABLE = re.compile(r"^\$[{(]?(\w+)(?::?-([^})]*))?[})]?$")
+
+
+def resolve_variable(p: Project, w: ArtisanWorker, raw: str) -> str:
+    """`${X:-d}` (or a process manager's `$(X:-d)`) as the worker's environment, then the
+    project's, sets X, else d; a value that is itself such a variable is resolved in turn (a
+    Compose `QUEUE_CONNECTION=${QUEUE_CONNECTION:-database}`). Anything else as written."""
+    own = _own_environment(p, w)
+    for _ in range(3):
+        match = VARIABLE.match(raw)
+        if match is None:
+            return raw
+        entry = own.get(match.group(1)) or p.env.get(match.group(1))
+        if entry is not None and entry.value != raw:
+            raw = entry.value
+        elif match.group(2) is not None:
+            return match.group(2)
+        else:
+            return raw
+    return raw
 
 
 def worker_connection(p: Project, w: ArtisanWorker, default: str) -> str:
@@ -114,15 +141,12 @@ def worker_connection(p: Project, w: ArtisanWorker, default: str) -> str:
     environment (its Compose service or Kubernetes container) sets it, else the project's."""
     own = _own_environment(p, w)
     if w.connection:
-        match = VARIABLE.match(w.connection)
-        if match is None:
-            return w.connection
-        entry = own.get(match.group(1)) or p.env.get(match.group(1))
-        return entry.value if entry is not None else (match.group(2) or default)
+        resolved = resolve_variable(p, w, w.connection)
+        return default if VARIABLE.match(resolved) else resolved
     key = p.config.default_key
     if key and key in own and own[key].value:
-        return own[key].value
-    return default
+        return resolve_variable(p, w, own[key].value)
+    return resolve_variable(p, w, default)
 
 
 def _own_environment(p: Project, w: ArtisanWorker) -> dict[str, EnvEntry]:

@@ -12,8 +12,9 @@ from tenure.doctor.dockerfile import env_settings
 from tenure.doctor.laravel.php import EnvEntry, read_env
 from tenure.doctor.model import Source
 from tenure.doctor.readers import compose, kubernetes
+from tenure.doctor.readers.worker_command import interpolate
 from tenure.doctor.readers.yamlnodes import YamlProblem, YMap, get_path, load_documents
-from tenure.doctor.walk import Tree, decode, is_development_name, is_foreign_template
+from tenure.doctor.walk import Tree, decode, is_development_name, is_foreign_template, read_dotenv
 
 Sources = list[tuple[str, dict[str, EnvEntry]]]
 
@@ -29,13 +30,18 @@ def compose_environments(tree: Tree, base: str) -> Sources:
         for rel, d in documents
         if d.get("kind") == "ConfigMap" and isinstance(d.get("data"), YMap)
     }
+    dotenvs = {os.path.dirname(f.rel): f for f in tree.files["dotenv"]}
     for rel, document in documents:
         if compose.is_compose(document):
+            # Compose interpolates `${X:-d}` in values from the .env beside the file.
+            dotenv = dotenvs.get(os.path.dirname(rel))
+            text = decode(dotenv) if dotenv is not None else ""
+            beside = read_dotenv(text) if isinstance(text, str) else {}
             for name, service in document["services"].items():
                 if not isinstance(service, YMap):
                     continue
                 entries = _env_files(service, os.path.join(tree.root, rel), base)
-                entries.update(_environment(service, rel))
+                entries.update(_environment(service, rel, beside))
                 if entries:
                     out.append((f"{rel} (service {name})", entries))
         elif kubernetes.is_manifest(document):
@@ -87,20 +93,23 @@ def _pod_environments(
     return out
 
 
-def _environment(service: YMap, rel: str) -> dict[str, EnvEntry]:
+def _environment(service: YMap, rel: str, beside: dict[str, str]) -> dict[str, EnvEntry]:
     raw = service.get("environment")
     out: dict[str, EnvEntry] = {}
     if isinstance(raw, YMap):
         for key, value in raw.items():
             if value is not None and not isinstance(value, dict | list):
                 text = str(value).lower() if isinstance(value, bool) else str(value)
+                text = interpolate(text, beside) or text
                 out[key] = EnvEntry(text, Source(rel, raw.line_of(key), f"{key}={text}"))
     elif isinstance(raw, list):
         line = getattr(raw, "line", 0) or service.line_of("environment")
-        for item in raw:
+        lines = getattr(raw, "item_lines", None) or [line] * len(raw)
+        for item, at in zip(raw, lines, strict=False):
             key, eq, value = str(item).partition("=")
             if eq:
-                out[key] = EnvEntry(value, Source(rel, line, f"{key}={value}"))
+                value = interpolate(value, beside) or value
+                out[key] = EnvEntry(value, Source(rel, at, f"{key}={value}"))
     return out
 
 

@@ -25,9 +25,11 @@ from tenure.doctor.laravel.jobs import (
 from tenure.doctor.laravel.php import text, walk
 
 CONTAINED = re.compile(
-    r"(?:app|resolve|App::make|\\?Illuminate\\Support\\Facades\\App::make|\$this->app->make)"
-    r"\(\s*\\?([\w\\]+)::class\s*\)"
+    r"(?:app|resolve|App::make|\\?Illuminate\\Support\\Facades\\App::make|\$this->app->make"
+    r"|app\(\)->make)"
+    r"\(\s*(?:\\?([\w\\]+)::class|['\"]\\?([\w\\]+)['\"])\s*\)"
 )
+CREATED = re.compile(r"new\s+(\\?[\w\\]+)\s*(?:\(.*\))?", re.DOTALL)
 PARAMETERS = frozenset({"simple_parameter", "property_promotion_parameter"})
 
 
@@ -38,14 +40,16 @@ def follow(job: JobClass, scan: CodeScan) -> None:
         return
     properties = _property_types(job)
     parameters = _typed(job.method_nodes["handle"])
+    methods = reachable(job.method_nodes, "handle")
+    _assigned(methods, properties, parameters)
     seen = {(c.source.path, c.source.line, c.call) for c in job.calls}
-    for method in reachable(job.method_nodes, "handle"):
+    for method in methods:
         for call in walk(method, frozenset({"member_call_expression"})):
-            target = text(call.child_by_field_name("object"))
+            target = call.child_by_field_name("object")
             called = call.child_by_field_name("name")
-            if called is None or called.type != "name":
+            if target is None or called is None or called.type != "name":
                 continue
-            kind = _receiver_type(target, properties, parameters)
+            kind = _type_of(target, properties, parameters, job, scan)
             found = lookup(scan, qualify(kind, job.namespace, job.imports) or "") if kind else None
             if found is None or found is job or text(called) not in found.method_nodes:
                 continue
@@ -66,8 +70,51 @@ def _receiver_type(
         return properties[target[7:]]
     if target in parameters:
         return parameters[target]
-    contained = CONTAINED.fullmatch(target)
-    return contained.group(1) if contained else None
+    return _made(target)
+
+
+def _made(expression: str) -> str | None:
+    """The class an expression makes: `app(X::class)`, `app()->make('App\\X')`, `new X(...)`
+    (a class named in a string is always written in full)."""
+    contained = CONTAINED.fullmatch(expression.strip())
+    if contained:
+        return contained.group(1) or "\\" + contained.group(2)
+    created = CREATED.fullmatch(expression.strip())
+    return created.group(1) if created else None
+
+
+def _type_of(
+    target: Node,
+    properties: dict[str, str],
+    parameters: dict[str, str],
+    job: JobClass,
+    scan: CodeScan,
+) -> str | None:
+    """The receiver's class; through a fluent call (`$this->discord->user($u)->addRoles()`)
+    when the service method it goes through returns `$this`."""
+    if target.type != "member_call_expression":
+        return _receiver_type(text(target), properties, parameters)
+    inner = target.child_by_field_name("object")
+    name = target.child_by_field_name("name")
+    kind = _type_of(inner, properties, parameters, job, scan) if inner is not None else None
+    found = lookup(scan, qualify(kind, job.namespace, job.imports) or "") if kind else None
+    method = found.method_nodes.get(text(name)) if found is not None and name else None
+    return kind if method is not None and "return $this;" in text(method) else None
+
+
+def _assigned(methods: list[Node], properties: dict[str, str], parameters: dict[str, str]) -> None:
+    """`$this->discord = app()->make(DiscordService::class)` and `$sms = new SmsService()` in
+    the methods handle() reaches: the property's or the variable's class from then on."""
+    for method in methods:
+        for assignment in walk(method, frozenset({"assignment_expression"})):
+            left = text(assignment.child_by_field_name("left"))
+            kind = _made(text(assignment.child_by_field_name("right")))
+            if kind is None:
+                continue
+            if left.startswith("$this->"):
+                properties.setdefault(left[7:], kind)
+            elif left.startswith("$"):
+                parameters.setdefault(left, kind)
 
 
 def _calls_of(service: JobClass, method: str) -> list[HttpCall]:
@@ -75,7 +122,7 @@ def _calls_of(service: JobClass, method: str) -> list[HttpCall]:
         return []
     out: list[HttpCall] = []
     for node in reachable(service.method_nodes, method):
-        out += http_calls(node, service.rel, service.evaluator, service.guzzle)
+        out += http_calls(node, service.rel, service.evaluator, service.guzzle, service.builders)
     return out
 
 

@@ -28,6 +28,7 @@ class YMap(dict[str, Any]):
 
 class YList(list[Any]):
     line: int = 0
+    item_lines: list[int]  # each item's first line (`- QUEUE_CONNECTION=sync`)
 
 
 def load_documents(text: str) -> list[Any]:
@@ -72,6 +73,7 @@ def _convert(node: yaml.Node, seen: dict[int, Any]) -> Any:
     if isinstance(node, yaml.SequenceNode):
         items = YList()
         items.line = line
+        items.item_lines = [child.start_mark.line + 1 for child in node.value]
         seen[id(node)] = items
         items.extend(_convert(child, seen) for child in node.value)
         return items

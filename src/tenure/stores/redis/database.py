@@ -19,14 +19,20 @@ from tenure.core.words import log_lost_callback
 from tenure.stores.redis import cluster as on_cluster
 from tenure.stores.redis import functions
 from tenure.stores.redis.connection import SOCKET_TIMEOUT_S, connect
-from tenure.stores.redis.scripts import LOST_CALLBACKS_MARK, global_scripts, queue_scripts
+from tenure.stores.redis.scripts import (
+    ENQUEUE_DEFAULTS,
+    LOST_CALLBACKS_MARK,
+    global_scripts,
+    queue_scripts,
+)
 
 # The states whose jobs a per-queue index lists (layout 3: not queued and running, whose own
 # zsets `queued` and `running` list them already).
 INDEXED_STATES = ("succeeded", "failed", "cancelled")
-# A queue script's KEYS, in order, after the queue's base key.
-QUEUE_KEYS: tuple[str, ...] = ("queued", "running", "notify", "seq", "all")
-QUEUE_KEYS += (*(f"idx:{state}" for state in INDEXED_STATES), "priorities")
+# A queue script's KEYS, after the queue's base key: the one a cluster client routes the call by;
+# the scripts name the queue's other keys from the base (prelude.lua), since every key sent costs
+# the server more than naming it there (issue 32).
+QUEUE_KEYS: tuple[str, ...] = ("queued",)
 LIST_PAGE = 200
 
 BLOCK_CAP_S = 10.0
@@ -77,6 +83,10 @@ class RedisDatabase:
         # right or names a job that no longer exists anywhere.
         self.job_queue: dict[str, str] = {}
         self.registered_queues: set[str] = set()  # by this client, in the queue registry
+        # queue -> (monotonic time, server now, earliest future run_at or None) as the last
+        # reserve that found nothing there answered it (reserve.lua): the wait that follows
+        # sleeps by it instead of asking the server again (RedisJobs.wait_for_work)
+        self.idle: dict[str, tuple[float, float, float | None]] = {}
         self._layout_checked = False
 
     # -- keys ----------------------------------------------------------------------------
@@ -306,32 +316,42 @@ def optional(value: str | None) -> str:
 
 
 def enqueue_args(job: NewJob) -> list[Any]:
-    """One job's ARGV group for the enqueue script (scripts.ENQUEUE_FIELDS long)."""
+    """One job's ARGV group for the enqueue script (lib/enqueue.lua): how many fields follow,
+    then its fields in scripts.ENQUEUE_ORDER up to the last one that is not at its default. A
+    guard's value goes only with its key (else its default), so an unguarded job's group ends
+    after its priority: each argument costs the server work (issue 32)."""
     g = job.guards
-    return [
+    rate = g.rate_key if g.rate_limit is not None and g.rate_window else None
+    slots = g.concurrency_key if g.concurrency_limit is not None else None
+    fair = g.fair_key if job.delay <= 0 else None
+    fields = [
         job.id,
         job.name,
         job.payload,
         job.policy.text,
         repr(float(job.delay)),
-        optional(job.batch_id),
-        optional(g.unique_key),
-        g.unique_until,
-        optional(None if g.unique_for is None else repr(float(g.unique_for))),
-        optional(g.overlap_key),
-        repr(float(g.overlap_delay)),
-        optional(g.rate_key if g.rate_limit is not None and g.rate_window else None),
-        str(int(g.rate_limit or 0)),
-        repr(float(g.rate_window or 0.0)),
         *keep_args(job.keep),
         str(int(job.priority)),
+        optional(job.batch_id),
         optional(job.chain),
-        optional(g.concurrency_key if g.concurrency_limit is not None else None),
-        str(int(g.concurrency_limit or 0)),
+        optional(g.unique_key),
+        g.unique_until if g.unique_key is not None else "",
+        optional(None if g.unique_for is None else repr(float(g.unique_for))),
+        optional(g.overlap_key),
+        repr(float(g.overlap_delay)) if g.overlap_key is not None else "0.0",
+        optional(rate),
+        str(int(g.rate_limit or 0)) if rate is not None else "0",
+        repr(float(g.rate_window or 0.0)) if rate is not None else "0.0",
+        optional(slots),
+        str(int(g.concurrency_limit or 0)) if slots is not None else "0",
         optional(g.debounce_key),
-        optional(g.fair_key if job.delay <= 0 else None),
-        repr(float(g.fair_weight)),
+        optional(fair),
+        repr(float(g.fair_weight)) if fair is not None else "1.0",
     ]
+    sent = len(fields)
+    while sent > 1 and fields[sent - 1] == ENQUEUE_DEFAULTS[sent - 1]:
+        sent -= 1
+    return [sent, *fields[:sent]]
 
 
 def keep_args(keep: Keep) -> list[str]:

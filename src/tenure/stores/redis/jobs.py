@@ -39,6 +39,9 @@ ENQUEUE_CHUNK = 500  # jobs per script call: keeps one script from blocking Redi
 # a late result); the next read sees that change and settles it, so this bound is never reached
 # in practice; it only turns a bug into an error instead of a hang.
 MAX_CAS_ROUNDS = 50
+# How long a reserve's "nothing here, next due then" (db.idle) stands in for next_due: the wait
+# follows its reserve at once in a worker's loop; an older answer is asked again.
+IDLE_FRESH_S = 1.0
 
 
 class RedisJobs(RedisBatches):
@@ -120,11 +123,8 @@ class RedisJobs(RedisBatches):
         for queue in dict.fromkeys(queues):  # priority order: drain earlier queues first
             if len(out) >= limit:
                 break
-            rows = self.db.run(
-                self.db.qcall(
-                    "reserve", queue, *self._reserve_args(limit - len(out), worker, lease)
-                )
-            )
+            args = self._reserve_args(limit - len(out), worker, lease)
+            rows = self.db.run(self.db.qcall("reserve", queue, *args, "1"))
             out += self._reservations(queue, rows)
         return out
 
@@ -133,6 +133,10 @@ class RedisJobs(RedisBatches):
         return limit, repr(float(lease)), worker.id, worker.host, worker.pid
 
     def _reservations(self, queue: str, rows: Sequence[Any]) -> list[Reservation]:
+        if rows and rows[0] == "idle":  # nothing to hand out; kept for the wait that follows
+            _, now_text, due = rows
+            self.db.idle[queue] = (time.monotonic(), float(now_text), to_opt_float(due))
+            return []
         out = []
         for job_id, name, payload, policy, attempt, expires, batch_id in rows:
             self.db.remember(job_id, queue)
@@ -350,8 +354,16 @@ class RedisJobs(RedisBatches):
             time.sleep(wait)
             return
         # Sleep no longer than until the earliest delayed job is due: nothing pushes a wake-up
-        # when a run_at merely passes.
-        for now_text, due in self.db.run_many([self.db.qcall("next_due", q) for q in names]):
+        # when a run_at merely passes. A reserve that just found a queue idle said when (its
+        # reply, db.idle); another queue is asked. (A job enqueued since pushes a wake-up.)
+        asked = []
+        for queue in names:
+            seen = self.db.idle.pop(queue, None)
+            if seen is None or time.monotonic() - seen[0] > IDLE_FRESH_S:
+                asked.append(queue)
+            elif seen[2] is not None:
+                wait = min(wait, seen[2] - seen[1] - (time.monotonic() - seen[0]) + 0.002)
+        for now_text, due in self.db.run_many([self.db.qcall("next_due", q) for q in asked]):
             if due is not None:
                 wait = min(wait, float(due) - float(now_text) + 0.002)
         wait = max(wait, MIN_BLOCK_S)

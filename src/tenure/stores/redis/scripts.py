@@ -22,8 +22,15 @@ from importlib import resources
 # Kept small: a burst of 10,000 jobs must not leave 10,000 wake-ups behind for idle workers to
 # chew through one by one; 32 is enough to wake every idle worker of a typical deployment.
 NOTIFY_MAX = 32
-# Fields per job in enqueue.lua's ARGV, after the two common ones (base, queue name).
-ENQUEUE_FIELDS = 23
+# A job's fields in enqueue.lua's ARGV group, in the order sent: those every job has first, so
+# that a group stops at its last field that differs from its default (database.enqueue_args).
+ENQUEUE_ORDER: tuple[str, ...] = ("id", "name", "payload", "policy", "delay", "keep_s", "keep_f")
+ENQUEUE_ORDER += ("priority", "batch_id", "chain", "unique_key", "unique_until", "unique_for")
+ENQUEUE_ORDER += ("overlap_key", "overlap_delay", "rate_key", "rate_limit", "rate_window")
+ENQUEUE_ORDER += ("concurrency_key", "concurrency_limit", "debounce_key", "fair_key", "fair_weight")
+# What the script assumes of a field not sent ('-': none, an optional's absence).
+ENQUEUE_DEFAULTS: tuple[str, ...] = ("", "", "", "", "0.0", "-", "-", "0", "-", "-", "-", "")
+ENQUEUE_DEFAULTS += ("-", "-", "0.0", "-", "0", "0.0", "-", "0", "-", "-", "1.0")
 # Ready jobs a reservation looks at beyond `limit`: guarded jobs in front may be deferred.
 RESERVE_LOOKAHEAD = 32
 # Fields per batch member in ARGV: base, queue, id, name, payload, policy, delay, guards.
@@ -38,11 +45,18 @@ CALLBACK_FIELDS = ("id", "base", "queue", "name", "payload", "policy", "delay", 
 LOST_CALLBACKS_MARK = "tenure:lost-callbacks"
 
 CONSTANTS = (
-    "local NOTIFY_MAX, ENQUEUE_FIELDS, RESERVE_LOOKAHEAD, MEMBER_FIELDS, CALLBACK_FIELDS,"
-    f" ENDED_TOKEN_TTL_S = {NOTIFY_MAX}, {ENQUEUE_FIELDS}, {RESERVE_LOOKAHEAD}, {MEMBER_FIELDS},"
+    "local NOTIFY_MAX, RESERVE_LOOKAHEAD, MEMBER_FIELDS, CALLBACK_FIELDS,"
+    f" ENDED_TOKEN_TTL_S = {NOTIFY_MAX}, {RESERVE_LOOKAHEAD}, {MEMBER_FIELDS},"
     f" {len(CALLBACK_FIELDS)}, {ENDED_TOKEN_TTL_S}\n"
     f"local LOST_CALLBACKS_MARK = '{LOST_CALLBACKS_MARK}'\n"
 )
+# Tables only lib/enqueue.lua reads: a library builds them once, but an EVALSHA script on every
+# call, so only the scripts that read them get them there (_scripts).
+ENQUEUE_CONSTANTS = (
+    "local ENQ = {" + ", ".join(f"{name} = {k}" for k, name in enumerate(ENQUEUE_ORDER, 1)) + "}\n"
+    f"local ENQUEUE_DEFAULTS = {{{', '.join(repr(value) for value in ENQUEUE_DEFAULTS)}}}\n"
+)
+ENQUEUE_WORDS = re.compile(r"\b(?:ENQ|ENQUEUE_DEFAULTS)\b")
 # Scripts on one queue's keys see the queue prelude; store-wide ones ({g} tag) a small one.
 QUEUE_LIBS = (
     "lib/prelude.lua",
@@ -109,7 +123,12 @@ def _bodies(kind: str, *, wrap: bool = False) -> dict[str, str]:
 def _scripts(kind: str, libs: tuple[str, ...], *, wrap: bool = False) -> dict[str, str]:
     prelude = "".join(read_lua(lib) for lib in libs)
     bodies = _bodies(kind, wrap=wrap)
-    return {name: CONSTANTS + _used(text, prelude) + text for name, text in bodies.items()}
+    out = {}
+    for name, text in bodies.items():
+        used = _used(text, prelude)
+        enqueues = ENQUEUE_WORDS.search(used + text) is not None
+        out[name] = CONSTANTS + (ENQUEUE_CONSTANTS if enqueues else "") + used + text
+    return out
 
 
 @functools.cache
@@ -139,17 +158,43 @@ def global_library() -> tuple[str, dict[str, str]]:
 # -- Redis 7 functions ------------------------------------------------------------------------
 # The same scripts as one FUNCTION LOAD library per kind: the preludes' functions are built once,
 # when the library loads, instead of on every EVALSHA call (issue 32: that was 7-13 µs of the
-# server's CPU per drained job). A prelude's other top-level statements (the keys of this call,
-# the memoised clock) run again at the start of every call, in `setup`. The library and its
-# functions are named by the text's hash, so two tenure versions on one server never replace
-# each other's code.
+# server's CPU per drained job). So are the preludes' constants (a value made of literals only,
+# never written to by a script). Their other top-level statements (the keys of this call, the
+# memoised clock, an accumulator) run again at the start of every call, in `setup`. The library
+# and its functions are named by the text's hash, so two tenure versions on one server never
+# replace each other's code.
 DECLARED = re.compile(r"^local\s+([A-Za-z_]\w*(?:\s*,\s*[A-Za-z_]\w*)*)\s*(=)?")
+# What a constant's value may hold besides literals: these words, and names built once before it.
+LITERAL_WORDS = frozenset({"true", "false", "nil", "and", "or", "not"})
+# Dropped before a value's words are read: comments, strings, numbers, a constructor's field names.
+NOT_A_NAME = re.compile(r"--[^\n]*|'[^'\n]*'|\"[^\"\n]*\"|\b\d[\w.]*|\b[A-Za-z_]\w*\s*=(?!=)")
+EMPTY_TABLE = re.compile(r"\s*\{\s*\}\s*")
 
 
-def _split_prelude(prelude: str) -> tuple[list[str], list[str], list[str]]:
-    """(names the per-call statements declare, those statements as assignments, functions)."""
+def _constant(value: str, constants: set[str]) -> bool:
+    """Whether a top-level value is built of literals (and earlier constants) only. An empty table
+    is not: a script fills it (LOST_CALLBACKS), so each call needs its own."""
+    code = NOT_A_NAME.sub(" ", value)
+    if EMPTY_TABLE.fullmatch(code):
+        return False
+    return all(w in LITERAL_WORDS or w in constants for w in WORD.findall(code))
+
+
+def _written(name: str, lua: str) -> bool:
+    """Whether any of `lua` writes into the table `name` (so it cannot be shared across calls)."""
+    into = rf"\b{name}\s*(?:\[[^\]]*\]|\.\w+)\s*=(?!=)|table\.(?:insert|remove|sort)\(\s*{name}\b"
+    return re.search(into, lua) is not None
+
+
+def _split_prelude(
+    prelude: str, lua: str = ""
+) -> tuple[list[str], list[str], list[str], list[str]]:
+    """(names the top-level statements declare, the constants' assignments, the per-call
+    statements as assignments, functions). `lua`: every text that may write a constant table."""
     _head, *statements = STATEMENT.split(prelude)
     names: list[str] = []
+    constants: set[str] = set()
+    once: list[str] = []
     per_call: list[str] = []
     functions: list[str] = []
     for text in statements:
@@ -163,11 +208,18 @@ def _split_prelude(prelude: str) -> tuple[list[str], list[str], list[str]]:
         declared = [n.strip() for n in m.group(1).split(",")]
         names += declared
         rest = text[m.end() :]
-        if m.group(2):
+        if (
+            m.group(2)
+            and _constant(rest, constants)
+            and not any(_written(n, prelude + lua) for n in declared)
+        ):
+            constants.update(declared)
+            once.append(f"{', '.join(declared)} ={rest}")
+        elif m.group(2):
             per_call.append(f"{', '.join(declared)} ={rest}")
         else:  # `local a, b`: reset to nil on every call, as a fresh script would have them
             per_call.append(f"{', '.join(declared)} = {', '.join('nil' for _ in declared)}{rest}")
-    return names, per_call, functions
+    return names, once, per_call, functions
 
 
 def _library(
@@ -175,10 +227,10 @@ def _library(
 ) -> tuple[str, dict[str, str]]:
     """The library's text and, per script name, the name of its function."""
     prelude = "".join(read_lua(lib) for lib in libs)
-    names, per_call, functions = _split_prelude(prelude)
+    names, once, per_call, functions = _split_prelude(prelude, "".join(bodies.values()))
     digest = hashlib.sha1(prelude.encode() + repr(sorted(bodies.items())).encode()).hexdigest()
     tag = f"tenure_{kind}_{digest[:16]}"
-    head = [f"#!lua name={tag}", "local KEYS, ARGV", CONSTANTS]
+    head = [f"#!lua name={tag}", "local KEYS, ARGV", CONSTANTS, ENQUEUE_CONSTANTS]
     if names:
         head.append(f"local {', '.join(names)}")
     setup = ["local function setup(keys, args)", "KEYS, ARGV = keys, args", *per_call, "end"]
@@ -189,4 +241,4 @@ def _library(
             f"redis.register_function('{calls[name]}', function(keys, args)\n"
             f"setup(keys, args)\n{text}\nend)"
         )
-    return "\n".join([*head, *functions, *setup, *registered]) + "\n", calls
+    return "\n".join([*head, *once, *functions, *setup, *registered]) + "\n", calls

@@ -20,9 +20,17 @@ local function with_lost_callbacks(reply)
 end
 -- A queue base read back from a record must be one of this store's: a damaged record must not
 -- make a script write keys of another prefix (or no prefix at all).
-local OUR_PREFIX = string.match(base, '^(.*:){q:') or base
-local OUR_BASES = '^' .. string.gsub(OUR_PREFIX, '%W', '%%%0') .. '{q:.*}$'
-local function ours(qbase) return qbase ~= nil and string.find(qbase, OUR_BASES) ~= nil end
+-- The pattern of this store's bases, made on the first use in a call (most calls never ask,
+-- and a match and a gsub on every call were server work for nothing).
+local OUR_BASES
+local function ours(qbase)
+  if qbase == nil then return false end
+  if not OUR_BASES then
+    local prefix = string.match(base, '^(.*:){q:') or base
+    OUR_BASES = '^' .. string.gsub(prefix, '%W', '%%%0') .. '{q:.*}$'
+  end
+  return string.find(qbase, OUR_BASES) ~= nil
+end
 local function open_key(bbase, bid) return bbase .. ':bopen:' .. bid end
 -- every member, settled or not (id -> its queue base): what pruning the batch deletes
 local function members_key(bbase, bid) return bbase .. ':bmembers:' .. bid end
@@ -49,12 +57,14 @@ local function enqueue_at(qbase, qname, id, name, payload, policy, delay, now_s,
     priority)
   local jk = qbase .. ':job:' .. id
   if redis.call('EXISTS', jk) == 1 then return 0 end
-  local seq = redis.call('INCR', qbase .. ':seq')
-  if delay < 0 then delay = 0 end
-  local run_at = fmt(now + delay)
+  -- Numbers go to redis.call as text made once: Redis formats a Lua number argument with
+  -- sprintf on every use (issue 32: the server's CPU per job).
+  local seq = tostring(redis.call('INCR', qbase .. ':seq'))
+  -- now_s is now as text already (clock() formats it as fmt would)
+  local run_at = delay > 0 and fmt(now + delay) or now_s
   local fields = {'id', id, 'name', name, 'queue', qname, 'payload', payload,
-    'state', 'queued', 'policy', policy, 'created_at', now_s, 'run_at', run_at, 'attempt', 0,
-    'tries_used', 0, 'exceptions', 0, 'seq', seq}
+    'state', 'queued', 'policy', policy, 'created_at', now_s, 'run_at', run_at, 'attempt', '0',
+    'tries_used', '0', 'exceptions', '0', 'seq', seq}
   -- keep: a callback's retention, "+S +F" as keep_args writes them (members go with the batch)
   local keep_s, keep_f = string.match(keep or '', '^(%S+) (%S+)$')
   keep_s, keep_f = keep_s and optional(keep_s), keep_f and optional(keep_f)

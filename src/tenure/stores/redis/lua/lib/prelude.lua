@@ -6,7 +6,7 @@
 -- lease?") and the change it guards can never be split by another client: the same guarantee
 -- SQLite's BEGIN IMMEDIATE and PostgreSQL's row locks give the other stores.
 --
--- Every queue script receives the same KEYS (see `RedisDatabase._queue_keys`), all under the
+-- Every queue script receives the same KEYS (see `RedisDatabase._queue_keys`), under the
 -- queue's hash tag, and ARGV[1] = the queue's key base (job and attempt hashes are
 -- `base:job:ID` and `base:att:ID`, built inside the script because their ids are only known
 -- there; they carry the same hash tag, so a script never leaves its queue's Redis Cluster
@@ -20,15 +20,21 @@
 -- seconds to 0.1 ms and make a stored lease differ from the one compared against.
 local base = ARGV[1]
 local queue_name = ARGV[2]
-local QUEUED, RUNNING, NOTIFY, SEQ, ALL = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
+-- A call declares one key, KEYS[1] = base:queued, which a cluster client routes it by (every key
+-- a script touches carries the queue's hash tag, so all are in that slot); the queue's other
+-- keys are named here from the base: each key sent costs the server more than naming it in Lua
+-- (issue 32: about a thousand instructions an argument, against a few hundred a concatenation).
+local QUEUED, RUNNING, NOTIFY = KEYS[1], base .. ':running', base .. ':notify'
+local SEQ, ALL = base .. ':seq', base .. ':all'
 -- Finished jobs by sequence, one zset per final state: what lists them (newest first) and counts
 -- them reads. Queued and running jobs have no such index (layout 3): their own structures,
 -- QUEUED (and its priorities) and RUNNING, already hold each of them once.
-local IDX = {succeeded = KEYS[6], failed = KEYS[7], cancelled = KEYS[8]}
+local IDX = {succeeded = base .. ':idx:succeeded', failed = base .. ':idx:failed',
+  cancelled = base .. ':idx:cancelled'}
 -- The queue's reservation state (layout 3): a zset of the priorities that may hold queued jobs
 -- (score N, queued_keys) and, while the queue is paused, the member PAUSED_MEMBER scored -inf,
 -- so that reserve learns both from the one ZRANGE it needs anyway.
-local PRIORITIES = KEYS[9]
+local PRIORITIES = base .. ':priorities'
 local PAUSED_MEMBER = 'paused' 
 local FINAL = {succeeded = true, failed = true, cancelled = true}
 
@@ -38,7 +44,10 @@ local clock_text, clock_value
 local function clock()
   if not clock_text then
     local t = redis.call('TIME')
-    clock_text = t[1] .. '.' .. string.format('%06d', tonumber(t[2]))
+    -- the microseconds zero-padded as text: no number made and formatted back (sprintf)
+    local us = t[2]
+    if #us < 6 then us = string.rep('0', 6 - #us) .. us end
+    clock_text = t[1] .. '.' .. us
     clock_value = tonumber(clock_text)
   end
   return clock_text, clock_value
@@ -63,7 +72,8 @@ local function retire(id, state, known)
   if f[1] then return end
   local keep = tonumber(state == 'succeeded' and f[2] or f[3])
   if not keep then return end
-  local finished = tonumber(f[4])
+  -- the script's own clock as a number already (clock()): no second parse of its text
+  local finished = (f[4] == clock_text and clock_value) or tonumber(f[4])
   if not finished then local _, now = clock(); finished = now end
   redis.call('ZADD', ENDED, fmt(finished + keep), id)
 end
@@ -173,15 +183,17 @@ end
 -- `n` is in the attempts hash before this (a deferral writes its own, closed, attempt), so
 -- nothing needs deleting.
 local function close_attempt(id, n, now_s, outcome, err, tb, cause, open)
-  local set = {n .. '.ended_at', now_s, n .. '.outcome', outcome}
+  -- the field prefix made once: a number in a concatenation is formatted (sprintf) each time
+  local p = n .. '.'
+  local set = {p .. 'ended_at', now_s, p .. 'outcome', outcome}
   for i, name in ipairs(ATTEMPT_NAMES) do
     local v = open[i]
-    if v and v ~= '' then set[#set + 1] = n .. '.' .. name; set[#set + 1] = v end
+    if v and v ~= '' then set[#set + 1] = p .. name; set[#set + 1] = v end
   end
   -- who ended its process (tenure.core.causes)
-  if cause and cause ~= '' then set[#set + 1] = n .. '.cause'; set[#set + 1] = cause end
-  if err then set[#set + 1] = n .. '.error'; set[#set + 1] = err end
-  if tb then set[#set + 1] = n .. '.traceback'; set[#set + 1] = tb end
+  if cause and cause ~= '' then set[#set + 1] = p .. 'cause'; set[#set + 1] = cause end
+  if err then set[#set + 1] = p .. 'error'; set[#set + 1] = err end
+  if tb then set[#set + 1] = p .. 'traceback'; set[#set + 1] = tb end
   redis.call('HSET', att_key(id), unpack(set))
 end
 

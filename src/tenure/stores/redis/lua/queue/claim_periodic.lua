@@ -2,7 +2,7 @@
 -- Store.claim_periodic). The state is a field of this queue's `periodic` hash, so it shares
 -- the slot of the queue its runs go to: "LAST_DUE LAST_JOB_ID" (the id '' before a run).
 -- ARGV[3]: the periodic job's name, ARGV[4]: the due time, ARGV[5..]: the run's
--- ENQUEUE_FIELDS (see lib/enqueue.lua), absent when the due time is to be skipped.
+-- group (see lib/enqueue.lua), absent when the due time is to be skipped.
 --#include lib/enqueue.lua
 local PERIODIC = base .. ':periodic'
 local name, due = ARGV[3], tonumber(ARGV[4])

@@ -18,7 +18,7 @@ if result then set[#set + 1] = 'result'; set[#set + 1] = result end
 -- records.job_record read it; deleting it was a command per job)
 redis.call('HSET', jk, unpack(set))
 redis.call('ZREM', RUNNING, id)
-move_index(id, num(f[3]), 'running', 'succeeded', {f[5], f[6], f[7], now_s})
+move_index(id, f[3] or '0', 'running', 'succeeded', {f[5], f[6], f[7], now_s})
 close_attempt(id, n, now_s, 'succeeded', false, false, nil, open_at(f, 11))
 -- A chain's next link is queued in this same script; a chain in a batch is counted there once,
 -- when it ends (its last link), or as cancelled when its batch no longer runs new work.

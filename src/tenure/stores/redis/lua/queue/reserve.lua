@@ -1,11 +1,25 @@
--- ARGV[3..7]: limit, lease seconds, worker id, host, pid.
+-- ARGV[3..7]: limit, lease seconds, worker id, host, pid; ARGV[8] '1': a worker's own reserve,
+-- answered, when it hands out nothing, {'idle', now, the earliest future run_at or false} (what
+-- next_due.lua answers), so that the wait that follows needs no request of its own (issue 32:
+-- every request costs the server more than a small script's commands). complete_and_reserve
+-- sends no ARGV[8]: a worker that just ended a job asks again before it waits.
 -- A ready job whose overlap or rate guard says not now is deferred instead: a `deferred`
 -- attempt records why, run_at moves to when it may run, no try is used. At most
 -- limit + RESERVE_LOOKAHEAD jobs are looked at, and none twice, so a deferral with no delay
 -- cannot make the script spin.
 -- A paused queue hands out nothing (complete_and_reserve runs this too).
 local walk, paused = queued_keys(base)
-if paused then return {} end
+local function idle()
+  if ARGV[8] ~= '1' then return {} end
+  local now_s = clock()
+  local due = false
+  for _, key in ipairs(walk) do
+    local first = redis.call('ZRANGEBYSCORE', key, '(' .. now_s, '+inf', 'WITHSCORES', 'LIMIT', 0, 1)
+    if first[2] and ((not due) or tonumber(first[2]) < tonumber(due)) then due = first[2] end
+  end
+  return {'idle', now_s, due}
+end
+if paused then return idle() end
 local now_s, now = clock()
 local limit = tonumber(ARGV[3])
 local lease = tonumber(ARGV[4])
@@ -49,9 +63,12 @@ for _, queued in ipairs(walk) do
           park(id, f[13], tonumber(f[14]) or 1)
         elseif f[1] == 'queued' then
           local n = num(f[2]) + 1
-          local g = {overlap_key = f[8], overlap_delay = f[9], rate_key = f[10],
-            rate_limit = f[11], rate_window = f[12]}
-          local run_at, reason = guard_deferral(id, n, g, now)
+          -- a job with no overlap or rate key (most) has no guard to ask, nor a table to build
+          local run_at, reason
+          if f[8] or f[10] then
+            run_at, reason = guard_deferral(id, n, {overlap_key = f[8], overlap_delay = f[9],
+              rate_key = f[10], rate_limit = f[11], rate_window = f[12]}, now)
+          end
           if run_at then
             -- a deferred attempt starts and ends here: written whole to the attempts hash
             local at = fmt(run_at)
@@ -63,20 +80,21 @@ for _, queued in ipairs(walk) do
               n .. '.started_at', now_s)
             seen[member] = true
           else
-            if g.overlap_key then redis.call('HSET', OVERLAP, g.overlap_key, id) end
+            if f[8] then redis.call('HSET', OVERLAP, f[8], id) end
             if f[13] then
               redis.call('SADD', conc_key(f[13]), id)
               redis.call('HSET', CONC_KEYS, f[13], tonumber(f[14]) or 1)
             end
             local expires = fmt(now + lease)
+            local attempt = tostring(n)  -- formatted once, for the HSET and the reply
             -- the job runs, and its attempt opens in the same hash (OPEN_FIELDS; memory_mb
             -- emptied: a reading belongs to the attempt that took it)
-            redis.call('HSET', job_key(id), 'state', 'running', 'attempt', n,
+            redis.call('HSET', job_key(id), 'state', 'running', 'attempt', attempt,
               'lease_expires_at', expires, 'worker_id', ARGV[5], 'cur.host', ARGV[6],
               'cur.pid', ARGV[7], 'cur.started_at', now_s, 'cur.last_heartbeat_at', now_s,
               'cur.memory_mb', '')
             redis.call('ZADD', RUNNING, expires, id)
-            out[#out + 1] = {id, f[4] or '', f[5] or '', f[6] or '', tostring(n), expires, f[7]}
+            out[#out + 1] = {id, f[4] or '', f[5] or '', f[6] or '', attempt, expires, f[7]}
           end
         end
       end
@@ -89,4 +107,5 @@ for _, queued in ipairs(walk) do
     redis.call('ZREM', base .. ':priorities', string.match(queued, ':p(-?%d+)$'))
   end
 end
+if #out == 0 then return idle() end
 return out
