@@ -78,3 +78,68 @@ def test_render_of_missing_values_and_unknown_actions_is_empty_not_a_crash() -> 
     """Cut from baserow's chart: toYaml/quote of values the chart does not set."""
     text = "a: {{ toYaml .Values.nope }}\nb: {{ quote .Values.nope }}\n{{ toJson .Values.x.y }}\n"
     assert render(text, {}) == "a: \nb: \n\n"
+
+
+# Cut from a chart whose worker Deployments come from a list in values.yaml: a `range` over
+# the workers, each container's args written by `with $worker.args` + `toYaml .`.
+RANGE_TEMPLATE = """{{- range $worker := .Values.backend.celeryWorkers }}
+---
+apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: app-celery-{{ $worker.name }}
+spec:
+  replicas: {{ $worker.replicas }}
+  template:
+    spec:
+      containers:
+        - name: {{ $.Chart.Name }}
+          image: "{{ $.Values.image.repository }}:latest"
+          {{- with $worker.command }}
+          command:
+            {{- toYaml . | nindent 12 }}
+          {{- end }}
+          {{- with $worker.args }}
+          args:
+            {{- toYaml . | nindent 12 }}
+          {{- end }}
+{{- end }}
+"""
+RANGE_VALUES = """image:
+  repository: registry.example.com/shop/app
+backend:
+  celeryWorkers:
+    - name: default
+      replicas: 1
+      command: []
+      args: ["celery", "-A", "shop.celery_app", "worker", "-l", "INFO"{limit}]
+"""
+UNBOUNDED_SETTINGS = 'CELERY_BROKER_URL = "redis://redis:6379/0"\n'
+
+
+def test_render_binds_range_variables_and_with_dot_and_skips_empty_blocks() -> None:
+    import yaml
+
+    values = yaml.safe_load(RANGE_VALUES.format(limit=""))
+    rendered = render(RANGE_TEMPLATE, values).split("\n")
+    assert rendered.count("") >= 6 and len(rendered) == RANGE_TEMPLATE.count("\n") + 1
+    assert rendered[7] == "  replicas: 1"
+    assert "command:" not in "\n".join(rendered)  # `with []` is skipped, as Helm does
+    assert rendered[19] == '            ["celery", "-A", "shop.celery_app", "worker", "-l", "INFO"]'
+
+
+@pytest.mark.parametrize(
+    ("limit", "found"),
+    [("", ["celery-task-unbounded chart/templates/worker.yaml:12"]),
+     (', "--time-limit=20"', [])],
+)  # fmt: skip
+def test_chart_workers_from_a_values_list(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, limit: str, found: list[str]
+) -> None:
+    files = {"settings.py": UNBOUNDED_SETTINGS, "chart/Chart.yaml": "name: app\nversion: 1\n",
+             "chart/values.yaml": RANGE_VALUES.format(limit=limit),
+             "chart/templates/worker.yaml": RANGE_TEMPLATE}  # fmt: skip
+    write(tmp_path, files)
+    monkeypatch.chdir(tmp_path)
+    report = diagnose(None, ".", history=False, celery="settings.py")
+    assert [f"{f.rule} {f.location}" for f in report.findings] == found

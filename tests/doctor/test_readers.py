@@ -170,3 +170,38 @@ def test_other_files_are_reported_not_read(tmp_path: Path) -> None:
     assert "template" in reasons["chart/templates/deploy.yaml"]
     skipped_dirs = {s.path for s in scan(str(tmp_path)).skipped}
     assert "tests" in skipped_dirs
+
+
+# Cut from a GIS platform's install/supervisor_celery_setup/*-celeryd.conf: every key of the
+# program indented alike under its header, as supervisord (configparser) reads them.
+INDENTED_PROGRAM = """[program:celery]
+    command=/venv/bin/celery -A app.celery worker  --loglevel=INFO
+    directory=/srv/app
+
+    ; Increase this if you have very long running tasks.
+    stopwaitsecs = 600
+    stopasgroup=true
+"""
+# The quiet twin: a command continued on a deeper-indented line is still one value.
+CONTINUED_PROGRAM = """[program:celery]
+command=/venv/bin/celery -A app.celery worker
+    --loglevel=INFO
+stopwaitsecs=600
+"""
+
+
+def test_supervisord_keys_indented_alike_are_keys_not_continuations() -> None:
+    from tenure.doctor.readers.ini import read_ini
+
+    entries = read_ini(INDENTED_PROGRAM, backslash_continues=False)
+    assert [(e.key, e.value, e.line) for e in entries] == [
+        ("command", "/venv/bin/celery -A app.celery worker  --loglevel=INFO", 2),
+        ("directory", "/srv/app", 3),
+        ("stopwaitsecs", "600", 6),
+        ("stopasgroup", "true", 7),
+    ]
+    continued = read_ini(CONTINUED_PROGRAM, backslash_continues=False)
+    assert [(e.key, e.value) for e in continued] == [
+        ("command", "/venv/bin/celery -A app.celery worker --loglevel=INFO"),
+        ("stopwaitsecs", "600"),
+    ]

@@ -95,3 +95,20 @@ def env_settings(rel: str, text: str) -> list[EnvSetting]:
             if eq:
                 out.append(EnvSetting(key, value, Source(rel, number, f"ENV {key}={value}")))
     return out
+
+
+def image_stem(name: str) -> str:
+    """`ghcr.io/owner/App_Backend` -> `app-backend`: the folder an image is named after."""
+    return name.lower().rsplit("/", 1)[-1].replace("_", "-")
+
+
+def named_images(root: str, scripts: dict[str, str]) -> dict[str, str]:
+    """The project's own image published under its folder's name (`ghcr.io/owner/app-backend`
+    built from `app_backend/Dockerfile`, `owner/app` from the root Dockerfile of `app/`):
+    folder name -> the plain `Dockerfile` there, when one folder alone has that name."""
+    claims: dict[str, list[str]] = {}
+    for path in scripts:
+        if os.path.basename(path) == "Dockerfile":
+            folder = os.path.dirname(path) or os.path.basename(os.path.abspath(root))
+            claims.setdefault(image_stem(os.path.basename(folder)), []).append(path)
+    return {stem: paths[0] for stem, paths in claims.items() if len(paths) == 1}

@@ -15,6 +15,7 @@ from __future__ import annotations
 import json
 import os
 import re
+from dataclasses import dataclass
 from typing import Any
 
 import yaml
@@ -24,17 +25,25 @@ _Loader: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 ACTION = re.compile(r"\{\{-?\s*(.*?)\s*-?\}\}")
 VALUES_PATH = re.compile(r"^\.Values((?:\.[A-Za-z_][\w-]*)*)$")
 CONTROL = ("if ", "else", "end", "range ", "with ", "define ", "template ", "include ",
-           "block ", "/*", "$")  # fmt: skip
+           "block ", "/*")  # fmt: skip
+ASSIGNMENT = re.compile(r"^\$\w*\s*:?=")
 MISSING: Any = object()
 
 
 def chart_root(path: str) -> str | None:
-    """The chart folder when `path` is one of its templates (`chart/templates/x.yaml`)."""
+    """The chart folder when `path` is one of its templates (`chart/templates/x.yaml`, or in a
+    sub-folder, `chart/templates/celery/deployment.yaml`)."""
     folder = os.path.dirname(path)
-    if os.path.basename(folder) != "templates":
-        return None
-    chart = os.path.dirname(folder)
-    return chart if os.path.isfile(os.path.join(chart, "Chart.yaml")) else None
+    for _ in range(4):
+        if os.path.basename(folder) == "templates":
+            chart = os.path.dirname(folder)
+            if os.path.isfile(os.path.join(chart, "Chart.yaml")):
+                return chart
+        parent = os.path.dirname(folder)
+        if parent == folder:
+            break
+        folder = parent
+    return None
 
 
 def chart_values(chart: str) -> dict[str, Any]:
@@ -52,46 +61,107 @@ def chart_values(chart: str) -> dict[str, Any]:
     return merged
 
 
+@dataclass
+class _Scope:
+    """What `.` and the `$variables` are inside a `with` or `range` block; `live` is False in a
+    block Helm skips (a `with` of an empty value, a `range` over an empty list)."""
+
+    dot: Any
+    variables: dict[str, Any]
+    live: bool = True
+
+
 def render(text: str, values: dict[str, Any]) -> str:
     lines = text.split("\n")
     out = []
+    scopes = [_Scope(values, {"$": values})]
     for raw in lines:
         actions = list(ACTION.finditer(raw))
         if not actions:
-            out.append(raw)
+            out.append(raw if scopes[-1].live else "")
             continue
         alone = ACTION.sub("", raw).strip() == "" and len(actions) == 1
-        if alone:
-            out.append(_alone(raw, actions[0].group(1), values))
+        if (alone and _block(actions[0].group(1), scopes)) or not scopes[-1].live:
+            out.append("")
+        elif alone:
+            out.append(_alone(raw, actions[0].group(1), values, scopes[-1]))
         else:
-            out.append(ACTION.sub(lambda m: _inline(m.group(1), values), raw))
+            # Blocks opened or closed inside a line (`{{- if .x }}a: 1`) still nest.
+            out.append(ACTION.sub(lambda m: _piece(m.group(1), values, scopes), raw))
     return "\n".join(out)
 
 
-def _alone(raw: str, action: str, values: dict[str, Any]) -> str:
+def _piece(action: str, values: dict[str, Any], scopes: list[_Scope]) -> str:
+    return "" if _block(action, scopes) else _inline(action, values, scopes[-1])
+
+
+_RANGE = re.compile(r"^range\s+(?:\$(\w+)\s*(?:,\s*\$(\w+)\s*)?:=\s*)?(.+)$")
+
+
+def _block(action: str, scopes: list[_Scope]) -> bool:
+    """Open or close a `with` / `range` / `if` block on `scopes`; True for a control action."""
+    outer = scopes[-1]
+    if action.startswith("end"):
+        if len(scopes) > 1:
+            scopes.pop()
+        return True
+    if action.startswith("with "):
+        value = _term(action[5:].strip(), outer.variables["$"], outer)
+        scopes.append(_Scope(value if value is not MISSING else MISSING, dict(outer.variables),
+                             outer.live and not _empty(value)))  # fmt: skip
+        return True
+    match = _RANGE.match(action)
+    if match is not None:
+        # Every item renders on the same lines: the first stands for them (a chart's list of
+        # workers usually holds one), so the reader sees one container with its values.
+        first, second, expression = match.groups()
+        value = _term(expression.strip(), outer.variables["$"], outer)
+        items = list(value.values()) if isinstance(value, dict) else value
+        item = items[0] if isinstance(items, list) and items else MISSING
+        variables = dict(outer.variables)
+        if first is not None:
+            variables[second or first] = item
+        scopes.append(_Scope(item, variables, outer.live and not _empty(value)))
+        return True
+    if action.startswith(("if ", "define ", "block ")):
+        scopes.append(_Scope(outer.dot, dict(outer.variables), outer.live))
+        return True
+    return _control(action) or "include" in action
+
+
+def _control(action: str) -> bool:
+    return action.startswith(CONTROL) or ASSIGNMENT.match(action) is not None
+
+
+def _empty(value: Any) -> bool:
+    """Helm skips a `with`/`range` block on these; an unknown value (MISSING) is rendered."""
+    return value is not MISSING and (value is None or value is False or value in ("", [], {}))
+
+
+def _alone(raw: str, action: str, values: dict[str, Any], scope: _Scope) -> str:
     """A line holding one action only: a control line is blank; `toYaml .Values.x | nindent N`
     is the value as a flow collection at the line's indentation."""
     indent = raw[: len(raw) - len(raw.lstrip())]
     words = action.split("|")[0].split()
     if len(words) == 2 and words[0] in ("toYaml", "toJson"):
-        value = _lookup(words[1], values)
+        value = _term(words[1], values, scope)
         return indent + json.dumps(value) if value is not MISSING else ""
-    if action.startswith(CONTROL) or "include" in action:
+    if _control(action) or "include" in action:
         return ""
-    return indent + _inline(action, values)
+    return indent + _inline(action, values, scope)
 
 
-def _inline(action: str, values: dict[str, Any]) -> str:
-    if action.startswith(CONTROL):
+def _inline(action: str, values: dict[str, Any], scope: _Scope | None = None) -> str:
+    if _control(action):
         return ""
     stages = [s.strip() for s in action.split("|")]
-    value = _term(stages[0], values)
+    value = _term(stages[0], values, scope)
     for stage in stages[1:]:
         words = stage.split(None, 1)
         if not words:
             continue
         if words[0] == "default" and len(words) == 2 and value in (MISSING, None, ""):
-            value = _term(words[1], values)
+            value = _term(words[1], values, scope)
         elif words[0] == "quote" and value is not MISSING:
             value = json.dumps(_scalar(value))
         elif words[0] in ("toYaml", "toJson") and value is not MISSING:
@@ -99,13 +169,13 @@ def _inline(action: str, values: dict[str, Any]) -> str:
     return "" if value in (MISSING, None) else _scalar(value)
 
 
-def _term(term: str, values: dict[str, Any]) -> Any:
+def _term(term: str, values: dict[str, Any], scope: _Scope | None = None) -> Any:
     words = term.split()
     if len(words) == 3 and words[0] == "default":  # default X .Values.a
-        value = _lookup(words[2], values)
-        return value if value not in (MISSING, None, "") else _term(words[1], values)
+        value = _term(words[2], values, scope)
+        return value if value not in (MISSING, None, "") else _term(words[1], values, scope)
     if len(words) == 2 and words[0] in ("quote", "int", "toString", "toYaml", "toJson"):
-        value = _lookup(words[1], values)
+        value = _term(words[1], values, scope)
         if value is MISSING:
             return MISSING
         if words[0] == "quote":
@@ -114,12 +184,39 @@ def _term(term: str, values: dict[str, Any]) -> Any:
     if len(words) == 1:
         word = words[0]
         if word.startswith(".Values"):
-            return _lookup(word, values)
+            return _lookup(word, scope.variables["$"] if scope else values)
+        if word.startswith(("$", ".")) and scope is not None:
+            return _scoped(word, scope)
         if re.fullmatch(r"-?\d+(\.\d+)?", word):
             return word
         if len(word) >= 2 and word[0] == word[-1] == '"':
             return word[1:-1]
     return MISSING
+
+
+def _scoped(word: str, scope: _Scope) -> Any:
+    """`.`, `.name` (the `with`/`range` value's field), `$.Values.x`, `$worker.args`."""
+    match = re.fullmatch(r"(\$\w*|)((?:\.[A-Za-z_][\w-]*)*)\.?", word)
+    if match is None:
+        return MISSING
+    head, path = match.groups()
+    if head == "$":
+        node: Any = scope.variables["$"]
+        if path.startswith(".Values"):
+            path = path[len(".Values") :]
+        else:
+            return MISSING
+    elif head:
+        node = scope.variables.get(head[1:], MISSING)
+    else:
+        if path.startswith((".Values", ".Release", ".Chart", ".Capabilities", ".Template")):
+            return MISSING
+        node = scope.dot
+    for key in filter(None, path.split(".")):
+        if not isinstance(node, dict) or key not in node:
+            return MISSING
+        node = node[key]
+    return node
 
 
 def _lookup(path: str, values: dict[str, Any]) -> Any:

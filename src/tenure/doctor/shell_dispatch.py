@@ -13,13 +13,75 @@ ENV_TEST = re.compile(
 CASE_ON = re.compile(r"^case\s+\"?\$\{?([A-Za-z_]\w*)\}?\"?\s+in\b")
 
 
-def env_dispatch(script: str, line: int | None) -> tuple[str, str | None, set[str]] | None:
+Dispatch = tuple[str, str | None, set[str]]
+
+
+def env_dispatch(script: str, line: int | None) -> Dispatch | None:
     """(VARIABLE, its default, labels) when the worker's line is in an `if`/`elif` test or a
     `case` branch on a variable of the environment rather than on the script's arguments."""
-    if line is None:
-        return None
+    return _env_dispatch(script, line)[0]
+
+
+def env_dispatch_chain(script: str, line: int | None) -> list[Dispatch]:
+    """Every environment test around the worker's line, innermost first: `elif [ "$MODULE" =
+    'celery_monitoring' ]` around `if [[ "$USE_MONITORING" == "True" ]]` around the worker."""
+    out: list[Dispatch] = []
     lines = script.splitlines()
-    subject, labels = None, set()
+    while line is not None and len(out) < 8:
+        found, index = _env_dispatch(script, line)
+        if found is None or index is None or any(found[0] == seen[0] for seen in out):
+            break  # a test on a variable already tested: a sibling branch, not an outer one
+        out.append(found)
+        start = _chain_start(lines, index)
+        line = start + 1 if start is not None and start + 1 < line else None
+    return out
+
+
+def env_dispatch_alternatives(script: str, line: int, depth: int = 0) -> list[list[Dispatch]]:
+    """The chains of environment tests that reach `line`, one per way in: the line's own, or,
+    in a function's body, those of each call (`worker) start_worker` and `all) start_api;
+    start_worker`). Empty when some way in passes no test at all."""
+    chain = env_dispatch_chain(script, line)
+    if chain:
+        return [chain]
+    function = _enclosing_function(script, line)
+    if function is None or depth > 3:
+        return []
+    call = re.compile(rf"(^|[\s;&|(]){re.escape(function)}($|[\s;&|)])")
+    alternatives: list[list[Dispatch]] = []
+    for number, text in enumerate(script.splitlines(), start=1):
+        if call.search(text) and not FUNCTION.match(text.strip()):
+            ways = env_dispatch_alternatives(script, number, depth + 1)
+            if not ways:
+                return []
+            alternatives += ways
+    return alternatives
+
+
+def _chain_start(lines: list[str], index: int) -> int | None:
+    """The `if` line that opens the chain an `if`/`elif` test at `index` belongs to; None for a
+    `case` branch (its header is not followed further)."""
+    if not re.match(r"^(?:el)?if\b", lines[index].strip()):
+        return None
+    if lines[index].strip().startswith("if"):
+        return index
+    closed = 0
+    for j in range(index - 1, -1, -1):
+        stripped = lines[j].strip()
+        if re.match(r"^fi\b", stripped):
+            closed += 1
+        elif re.match(r"^if\b", stripped) and not re.search(r"\bfi\s*;?\s*$", stripped):
+            if not closed:
+                return j
+            closed -= 1
+    return None
+
+
+def _env_dispatch(script: str, line: int | None) -> tuple[Dispatch | None, int | None]:
+    if line is None:
+        return None, None
+    lines = script.splitlines()
+    subject, labels, at = None, set(), None
     closed = 0
     for index in range(min(line - 1, len(lines)) - 1, -1, -1):
         stripped = lines[index].strip()
@@ -31,21 +93,23 @@ def env_dispatch(script: str, line: int | None) -> tuple[str, str | None, set[st
             continue
         test = ENV_TEST.match(stripped)
         if test:
-            subject, labels = test.group(1), {test.group(2)}
+            subject, labels, at = test.group(1), {test.group(2)}, index
             break
         if stripped.startswith(("else", ";;", "esac")) or stripped.endswith(";;"):
-            return None
+            return None, None
         label = CASE_LABEL.match(lines[index])
         if label:
             labels = {w.strip().strip("\"'") for w in label.group(1).split("|")}
             header = next((CASE_ON.match(t.strip()) for t in reversed(lines[:index])
                            if t.strip().startswith("case ")), None)  # fmt: skip
-            subject = header.group(1) if header else None
+            subject, at = (header.group(1) if header else None), index
             break
     if subject is None or subject.isdigit():
-        return None
+        return None, None
     chosen = _alias(script, subject, labels)
-    return None if chosen[0].isdigit() else chosen  # `DEPLOYMENT=${1:-api}`: an argument
+    if chosen[0].isdigit():  # `DEPLOYMENT=${1:-api}`: an argument
+        return None, None
+    return chosen, at
 
 
 def _alias(script: str, name: str, labels: set[str]) -> tuple[str, str | None, set[str]]:

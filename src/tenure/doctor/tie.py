@@ -20,21 +20,32 @@ from collections.abc import Iterator
 from dataclasses import dataclass, replace
 from functools import partial
 
-from tenure.doctor.dockerfile import copied_files, env_settings, instructions
+from tenure.doctor.dockerfile import (
+    copied_files,
+    env_settings,
+    image_stem,
+    instructions,
+    named_images,
+)
 from tenure.doctor.laravel.deploy import (
     ArtisanWorker,
     _in_chart,
     _json_or_split,
     deployed,
     expand,
-    is_development_compose,
 )
 from tenure.doctor.model import Source, Value
 from tenure.doctor.readers import compose, kubernetes
 from tenure.doctor.readers.common import ReadResult
+from tenure.doctor.readers.development import is_development_compose, is_development_service
 from tenure.doctor.readers.worker_command import interpolate
 from tenure.doctor.readers.yamlnodes import YamlProblem, YMap, get_path, load_documents
-from tenure.doctor.shell_dispatch import env_dispatch, reaching_labels
+from tenure.doctor.shell_dispatch import (
+    Dispatch,
+    env_dispatch,
+    env_dispatch_alternatives,
+    reaching_labels,
+)
 from tenure.doctor.supervision import supervised
 from tenure.doctor.walk import (
     Tree,
@@ -74,11 +85,14 @@ def tie(tree: Tree, workers: list[Worker], scripts: dict[str, str]) -> list[Work
     runners = list(_all_runners(tree))
     built = {r.image: r.dockerfile for r in runners if r.builds and r.image and r.dockerfile}
     labelled = _labelled_images(scripts)
+    named = named_images(tree.root, scripts)
     for runner in runners:
         if runner.dockerfile is None and runner.image in built:
             runner.dockerfile = built[runner.image]
         elif runner.dockerfile is None and runner.image:
-            runner.dockerfile = labelled.get(_repository(runner.image))
+            runner.dockerfile = labelled.get(
+                _repository(runner.image), named.get(image_stem(runner.image))
+            )
     for worker in waiting:
         text = scripts.get(worker.source.path or "", "")
         running = _distinct([r for r in runners if _runs(r, worker, text, scripts)])
@@ -227,16 +241,16 @@ def _all_runners(tree: Tree) -> Iterator[Runner]:
         except YamlProblem:
             continue
         for document in documents:
-            yield from _runners(found.rel, document)
+            yield from _runners(found.rel, document, os.path.dirname(found.path))
 
 
-def _runners(path: str, document: object) -> Iterator[Runner]:
+def _runners(path: str, document: object, folder: str | None = None) -> Iterator[Runner]:
     if compose.is_compose(document):
         assert isinstance(document, YMap)
         if is_development_compose(document):
             return
         for name, service in document["services"].items():
-            if not isinstance(service, YMap):
+            if not isinstance(service, YMap) or is_development_service(name, service, folder):
                 continue
             argv = _words(service.get("entrypoint")) + _words(service.get("command"))
             yield Runner(
@@ -374,13 +388,19 @@ def _runs(runner: Runner, worker: Worker, script: str, scripts: dict[str, str]) 
     `elif [ "$role" = "queue" ]`), the runner's environment picks the worker's branch."""
     if not _starts(runner, worker, script, scripts):
         return False
-    chosen = env_dispatch(script, worker.source.line) if script else None
-    if chosen is None:
-        return True
-    variable, default, labels = chosen
-    value = _environment(runner, scripts).get(variable, (default, ""))[0]
-    # Set nowhere the doctor sees (a ConfigMap, a secret): may be the worker's, as before.
-    return value is None or value in labels
+    line = worker.source.line
+    ways = env_dispatch_alternatives(script, line) if script and line is not None else []
+    environment = _environment(runner, scripts)
+    return not ways or any(_passes(chain, environment) for chain in ways)
+
+
+def _passes(chain: list[Dispatch], environment: dict[str, tuple[str, str]]) -> bool:
+    for variable, default, labels in chain:
+        value = environment.get(variable, (default, ""))[0]
+        # Set nowhere the doctor sees (a ConfigMap, a secret): may be the worker's, as before.
+        if value is not None and value not in labels:
+            return False
+    return True
 
 
 def _starts(runner: Runner, worker: Worker, script: str, scripts: dict[str, str]) -> bool:

@@ -38,7 +38,8 @@ KINDS = {
 # Words in a file's path that mark a development, test or CI environment: not production.
 NOT_PRODUCTION = {"dusk", "ci", "travis", "dev", "devel", "develop", "development", "local", "sail",
                   "github", "gitlab", "circleci", "drone", "buildkite", "jenkins",
-                  "appveyor", "e2e", "homestead", "vagrant"}  # fmt: skip
+                  "appveyor", "e2e", "homestead", "vagrant", "feature"}  # fmt: skip
+# ("feature": a feature-branch space or preview stack, manifest_celery_worker_feature.yml)
 CI_FILES = {"bitbucket-pipelines.yml", "azure-pipelines.yml", "jenkinsfile"}
 
 

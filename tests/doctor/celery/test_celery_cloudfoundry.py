@@ -36,7 +36,7 @@ TASKS = """from celery import shared_task
 
 from webservices import env
 
-HARD_LIMIT = int(env.get_credential("DOWNLOAD_HARD_LIMIT", 300))
+HARD_LIMIT = int(env.get_credential("DOWNLOAD_HARD_LIMIT"))  # no default: unknown
 
 
 @shared_task(time_limit={limit})

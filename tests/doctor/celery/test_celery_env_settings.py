@@ -247,3 +247,72 @@ def test_class_tasks_base_and_annotations_quiet_twin(
 ) -> None:
     findings, _ = run(tmp_path, depth(45, 50, 55), monkeypatch)
     assert findings == []
+
+
+# Cut from a campaign-finance API: the download task's limit read through a Cloud Foundry
+# environment object (cfenv's `env.get_credential`) with a default, run on a CF manifest (10 s).
+CF_TASKS = """from celery import shared_task
+from webservices.env import env
+
+DOWNLOAD_HARD_LIMIT = int(env.get_credential("DOWNLOAD_HARD_LIMIT", {limit}))
+
+
+@shared_task(time_limit=DOWNLOAD_HARD_LIMIT)
+def export_query(query):
+    pass
+"""
+CF_MANIFEST = """---
+applications:
+  - name: celery-worker
+    instances: 2
+    command: celery --app webservices.tasks worker --concurrency 3
+"""
+
+
+@pytest.mark.parametrize(("limit", "rules"), [(300, ["celery-grace-below-time-limit"]), (5, [])])
+def test_an_environment_objects_method_with_a_default_is_the_value(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, limit: int, rules: list[str]
+) -> None:
+    files = {"settings.py": "broker_url = 'redis://redis:6379/0'\n",
+             "webservices/tasks/download.py": CF_TASKS.format(limit=limit),
+             "manifests/manifest_celery_worker_prod.yml": CF_MANIFEST}  # fmt: skip
+    findings, _ = run(tmp_path, files, monkeypatch)
+    assert [f.rule for f in findings] == rules
+
+
+def test_a_feature_space_manifest_is_not_a_deployment(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    files = {"settings.py": "broker_url = 'redis://redis:6379/0'\n",
+             "webservices/tasks/download.py": CF_TASKS.format(limit=300),
+             "manifests/manifest_celery_worker_feature.yml": CF_MANIFEST}  # fmt: skip
+    findings, _ = run(tmp_path, files, monkeypatch)
+    assert findings == []
+
+
+# Cut from a security-findings manager's settings.dist.py: django-environ's scheme gives the
+# default, the setting reads the key without one of its own.
+SCHEME = """import environ
+
+env = environ.FileAwareEnv(
+    DD_CELERY_BROKER_URL=(str, "redis://valkey:6379/0"),
+    DD_CELERY_TASK_TIME_LIMIT=(int, {limit}),  # default: 12 hours
+)
+CELERY_BROKER_URL = env("DD_CELERY_BROKER_URL")
+if env("DD_CELERY_TASK_TIME_LIMIT") > 0:
+    CELERY_TASK_TIME_LIMIT = env("DD_CELERY_TASK_TIME_LIMIT")
+"""
+SCHEME_COMPOSE = """services:
+  celeryworker:
+    image: "dojo/django:latest"
+    command: celery --app=dojo worker --loglevel=INFO
+"""
+
+
+@pytest.mark.parametrize(("limit", "rules"), [(43200, ["celery-grace-below-time-limit"]), (5, [])])
+def test_django_environ_scheme_default_is_the_value(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, limit: int, rules: list[str]
+) -> None:
+    files = {"settings.py": SCHEME.format(limit=limit), "docker-compose.yml": SCHEME_COMPOSE}
+    findings, _ = run(tmp_path, files, monkeypatch)
+    assert [f.rule for f in findings if f.rule.startswith("celery-grace")] == rules

@@ -14,6 +14,7 @@ import re
 import stat
 from typing import Any
 
+from tenure.doctor.celery.commands import expand_arrays, expand_evaluated, management_finder
 from tenure.doctor.celery.settings import CeleryConfig, TaskDef
 from tenure.doctor.celery.values import UNKNOWN
 from tenure.doctor.dockerfile import copied_files
@@ -24,6 +25,7 @@ from tenure.doctor.laravel.deploy import (
     read_workers,
 )
 from tenure.doctor.model import Finding, Skipped, Source, Value
+from tenure.doctor.readers.development import development_units, overlay_units
 from tenure.doctor.readers.worker_command import interpolate
 from tenure.doctor.rules import finding, once_per_unit
 from tenure.doctor.tie import tie
@@ -214,7 +216,7 @@ def find_scripts(root: str, skipped: list[Skipped]) -> list[tuple[str, str]]:
             found.append((os.path.relpath(path, root), text))
             paths += [p for p in copied_files(root, path, text) if p not in seen]
         elif b"celery" in data:
-            found.append((os.path.relpath(path, root), text))
+            found.append((os.path.relpath(path, root), expand_evaluated(expand_arrays(text))))
     return found
 
 
@@ -233,8 +235,36 @@ def _read(root: str, path: str, skipped: list[Skipped]) -> bytes | None:
 def read_launches(tree: Tree) -> tuple[list[CeleryWorker], list[Skipped]]:
     skipped: list[Skipped] = []
     scripts = find_scripts(tree.root, skipped)
-    workers, more = read_workers(tree, scripts, find=find_celery, needle="celery")
+    find = management_finder(tree, find_celery)
+    workers, more = read_workers(tree, scripts, find=find, needle="celery")
+    # A development Compose service (a `celery-dev` with the source mounted) is no deployment.
+    composed = {w.unit.path for w in workers if w.platform == "compose" and w.unit is not None}
+    development = development_units(tree, {p for p in composed if p})
+    workers = [w for w in workers if not _in(w.unit, development)]
+    workers = _without_overlays(tree, workers, {p for p in composed if p})
     return tie(tree, workers, dict(scripts)), skipped + more
+
+
+def _in(unit: Source | None, units: set[tuple[str, int]] | dict[tuple[str, int], Any]) -> bool:
+    return unit is not None and (unit.path or "", unit.line or 0) in units
+
+
+def _without_overlays(
+    tree: Tree, workers: list[CeleryWorker], paths: set[str]
+) -> list[CeleryWorker]:
+    """An overlay's service that only changes the worker's command is the base file's unit:
+    its worker is dropped when the base file's same service is a worker too."""
+    overlays = overlay_units(tree, paths)
+    if not overlays:
+        return workers
+    composed = [(w, _key(w.unit)) for w in workers if w.platform == "compose" and w.unit]
+    based = {(os.path.dirname(k[0]), w.name) for w, k in composed if k not in overlays}
+    dropped = {id(w) for w, k in composed if overlays.get(k) in based}
+    return [w for w in workers if id(w) not in dropped]
+
+
+def _key(unit: Source) -> tuple[str, int]:
+    return unit.path or "", unit.line or 0
 
 
 def check_launches(config: CeleryConfig, workers: list[CeleryWorker]) -> list[Finding]:
@@ -250,6 +280,7 @@ def check_launches(config: CeleryConfig, workers: list[CeleryWorker]) -> list[Fi
     global_limit = UNKNOWN if unknown else (max(bounds) if bounds else None)
     said = False
     for w in workers:
+        _open_opaque(w)
         out += _memory(config, w)
         grace = w.platform_grace
         if grace is None or grace.amount is None:
@@ -300,6 +331,17 @@ def check_launches(config: CeleryConfig, workers: list[CeleryWorker]) -> list[Fi
                 clocks=(Value("task time limit", longest, "s", _limit_source(config, w, longest)),
                         grace)))  # fmt: skip
     return once_per_unit(out)
+
+
+def _open_opaque(w: CeleryWorker) -> None:
+    """`$OPENWISP_CELERY_COMMAND_FLAGS` that the runner's environment resolved (tie) to
+    `--concurrency=1`: its options are read, and it hides no time limit any more."""
+    raw = w.options.get("opaque")
+    if raw is None or "$" in raw:
+        return
+    del w.options["opaque"]
+    for key, value in _options(raw.split()).items():
+        w.options.setdefault(key, value)
 
 
 def _longest_task(tasks: list[TaskDef], longest: float) -> str:

@@ -16,7 +16,14 @@ import sys
 from dataclasses import dataclass, field
 from typing import Any
 
-from tenure.doctor.celery.values import UNKNOWN, Scope, collect_constants, evaluate, read_env_files
+from tenure.doctor.celery.values import (
+    UNKNOWN,
+    Scope,
+    collect_constants,
+    env_scheme,
+    evaluate,
+    read_env_files,
+)
 from tenure.doctor.model import Skipped, Source
 
 KEYS = (
@@ -155,6 +162,7 @@ def read_source(config: CeleryConfig, path: str, base: str) -> None:
 def read_tree(config: CeleryConfig, tree: ast.AST, rel: str, *, settings: bool) -> None:
     """Settings (when `settings`) and countdown/eta calls in one module; its tasks are
     tenure.doctor.celery.tasks' to read."""
+    config.scope.scheme.update(env_scheme(tree))
     config.scope.constants = collect_constants(tree, config.scope)
     if settings:  # the settings file: task modules read its names as settings.NAME
         config.scope.settings = dict(config.scope.constants)

@@ -32,6 +32,8 @@ ARITHMETIC: dict[type[ast.operator], Callable[[Any, Any], Any]] = {
 ENV_READERS = {"env", "getenv", "get", "config", "int", "str", "bool", "float", "as_int"}
 # Receivers whose .get(KEY, default) reads the environment or a settings store (dynaconf).
 GETTERS = {"environ", "settings", "env", "dynaconf"}
+# Names of objects whose methods read the environment (cfenv's `env.get_credential`).
+ENV_OBJECTS = {"env", "environ", "environment"}
 SETTINGS_BASES = {"BaseSettings", "Settings"}  # pydantic(-settings)
 CASTS: dict[str, Callable[[Any], Any]] = {"int": int, "float": float, "str": str}
 
@@ -47,6 +49,28 @@ class Scope:
     defaults: list[str] = field(default_factory=list)
     # Names bound to such a default (`LIMIT = int(os.getenv("LIMIT", 600))`): name -> key.
     defaulted: dict[str, str] = field(default_factory=dict)
+    # django-environ's scheme, `environ.Env(LIMIT=(int, 43200))`: key -> (cast, default).
+    scheme: dict[str, tuple[str | None, ast.expr]] = field(default_factory=dict)
+
+
+def env_scheme(tree: ast.AST) -> dict[str, tuple[str | None, ast.expr]]:
+    """`env = environ.Env(DD_CELERY_TASK_TIME_LIMIT=(int, 43200), ...)` (or FileAwareEnv): the
+    default (and cast) that a later `env("DD_CELERY_TASK_TIME_LIMIT")` without one returns."""
+    out: dict[str, tuple[str | None, ast.expr]] = {}
+    for node in ast.walk(tree):
+        if not (isinstance(node, ast.Call) and _callee_name(node).endswith("Env")):
+            continue
+        for keyword in node.keywords:
+            value = keyword.value
+            if keyword.arg and isinstance(value, ast.Tuple) and len(value.elts) == 2:
+                cast, default = value.elts
+                out[keyword.arg] = (cast.id if isinstance(cast, ast.Name) else None, default)
+    return out
+
+
+def _callee_name(node: ast.Call) -> str:
+    func = node.func
+    return func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
 
 
 def read_env_files(folder: str) -> tuple[dict[str, str], str]:
@@ -143,6 +167,9 @@ def _call(node: ast.Call, scope: Scope) -> Any:
         else next((k.value for k in node.keywords if k.arg == "default"), None)
     )
     cast_node = next((k.value for k in node.keywords if k.arg == "cast"), None)
+    if default_node is None and key.value in scope.scheme:
+        scheme_cast, default_node = scope.scheme[key.value]
+        cast_node = ast.Name(scheme_cast) if scheme_cast and cast_node is None else cast_node
     cast = CASTS.get(name if name != "as_int" else "int") or (
         CASTS.get(cast_node.id) if isinstance(cast_node, ast.Name) else None
     )
@@ -178,7 +205,10 @@ def _env_helper(name: str, node: ast.Call) -> bool:
     """A project's own environment helper, `get_int_from_env("PAPERLESS_WORKER_TIMEOUT", 1800)`
     or `env_int("LIMIT", 600)`: "env" in its name, an environment-style key first, and a
     default (second, or default=) that is the value while the deployment does not set it."""
-    if "env" not in name.lower() or not node.args:
+    receiver = node.func.value if isinstance(node.func, ast.Attribute) else None
+    # `env.get_credential("DOWNLOAD_HARD_LIMIT", 300)`: a method of an environment object.
+    on_env = isinstance(receiver, ast.Name) and receiver.id.lower() in ENV_OBJECTS
+    if ("env" not in name.lower() and not on_env) or not node.args:
         return False
     key = node.args[0]
     if not (isinstance(key, ast.Constant) and isinstance(key.value, str)):

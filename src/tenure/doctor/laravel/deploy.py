@@ -10,6 +10,7 @@ import os
 import re
 from collections.abc import Iterator
 
+from tenure.doctor import helm
 from tenure.doctor.laravel.units import (
     _supervisord,
     _systemd,
@@ -121,10 +122,7 @@ def deployed(workers: list[ArtisanWorker]) -> list[ArtisanWorker]:
 
 
 def _in_chart(path: str) -> bool:
-    folder = os.path.dirname(path)
-    return os.path.basename(folder) == "templates" and os.path.isfile(
-        os.path.join(os.path.dirname(folder), "Chart.yaml")
-    )
+    return helm.chart_root(path) is not None  # templates/ or a folder inside it
 
 
 def _deployment_files(tree: Tree, needle: str) -> Iterator[tuple[str, FoundFile, str]]:

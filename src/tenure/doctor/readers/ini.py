@@ -33,9 +33,11 @@ def section_line(text: str, section: str) -> int | None:
 
 def read_ini(text: str, *, backslash_continues: bool) -> list[Entry]:
     """Entries in file order. systemd continues a line ending in `\\`; supervisord (like
-    configparser) continues a line that starts with whitespace."""
+    configparser) continues a line indented deeper than its key's line, so a program whose
+    keys are all indented alike (`    command=...` then `    stopwaitsecs = 600`) keeps them."""
     entries: list[Entry] = []
     section = ""
+    key_indent: int | None = None  # the last key's indentation; None after a section header
     pending: tuple[str, str, int] | None = None
     for number, raw in enumerate(text.splitlines(), start=1):
         line = raw.rstrip()
@@ -51,12 +53,13 @@ def read_ini(text: str, *, backslash_continues: bool) -> list[Entry]:
         stripped = line.strip()
         if not stripped or stripped[0] in "#;":
             continue
-        if not backslash_continues and raw[:1] in " \t" and entries:
+        indent = len(raw) - len(raw.lstrip())
+        if not backslash_continues and key_indent is not None and indent > key_indent:
             last = entries[-1]
             entries[-1] = Entry(last.section, last.key, f"{last.value} {stripped}", last.line)
             continue
         if stripped.startswith("[") and stripped.endswith("]"):
-            section = stripped[1:-1].strip()
+            section, key_indent = stripped[1:-1].strip(), None
             continue
         if "=" not in stripped:
             continue
@@ -68,6 +71,7 @@ def read_ini(text: str, *, backslash_continues: bool) -> list[Entry]:
             pending = (key.strip(), value[:-1].rstrip(), number)
             continue
         entries.append(Entry(section, key.strip(), value, number))
+        key_indent = indent
     if pending is not None:
         entries.append(Entry(section, pending[0], pending[1].strip(), pending[2]))
     return entries

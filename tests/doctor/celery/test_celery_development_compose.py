@@ -1,0 +1,183 @@
+"""A development Compose service is not a deployment: decided from a reviewer's evidence (a
+development-only command in the file, or two hints on the service), with quiet twins where a
+deployed file carries one hint only."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from tenure.doctor import diagnose
+
+SETTINGS = "CELERY_BROKER_URL = 'redis://redis:6379/0'\n"
+TASKS = "from celery import shared_task\n\n\n@shared_task\ndef mail():\n    pass\n"
+
+
+def run(tmp_path: Path, files: dict[str, str], monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    for name, text in {"settings.py": SETTINGS, "app/tasks.py": TASKS, **files}.items():
+        target = tmp_path / name
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(text)
+    monkeypatch.chdir(tmp_path)
+    report = diagnose(None, ".", history=False, celery="settings.py")
+    return sorted(f"{f.rule} {f.location.path}:{f.location.line}" for f in report.findings)
+
+
+# Cut from a Django app's docker-compose.yml: the web service is Django's own dev server,
+# started through django-admin rather than manage.py.
+RUNSERVER = """services:
+  app:
+    build: .
+    command: >
+      /bin/bash -c "
+        django-admin migrate &&
+        django-admin runserver 0.0.0.0:8000
+      "
+  celery:
+    build: .
+    command: celery --app=app.celery:app worker -l INFO --concurrency=3
+"""
+GUNICORN = RUNSERVER.replace("django-admin runserver 0.0.0.0:8000", "gunicorn app.wsgi")
+
+
+def test_runserver_by_any_launcher_makes_the_file_development(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    assert run(tmp_path, {"docker-compose.yml": RUNSERVER}, monkeypatch) == []
+
+
+def test_quiet_twin_the_same_file_serving_with_gunicorn_is_deployed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    found = run(tmp_path, {"docker-compose.yml": GUNICORN}, monkeypatch)
+    assert found == ["celery-task-unbounded docker-compose.yml:9"]
+
+
+# Cut from a suite of Django apps' compose.yaml: a `celery-dev` service on the development
+# image, its env files under env.d/development, the backend source mounted over /app.
+NAMED = """services:
+  celery-dev:
+    image: drive:backend-development
+    command: ["celery", "-A", "app.celery_app", "worker", "-l", "DEBUG"]
+    environment:
+      - DJANGO_CONFIGURATION=Development
+    env_file:
+      - env.d/development/common
+    volumes:
+      - ./src/backend:/app
+"""
+# The quiet twin: a self-hosting file that mounts the source for easy updates (one hint).
+MOUNTED = """services:
+  site_worker:
+    image: site-worker
+    command: ["celery", "-A", "app.celery_app", "worker", "-l", "info"]
+    env_file: .env
+    volumes:
+      - ./src/backend:/app
+"""
+
+
+def test_a_service_named_and_mounted_for_development_is_not_deployed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    files = {"compose.yaml": NAMED, "src/backend/manage.py": ""}
+    assert run(tmp_path, files, monkeypatch) == []
+
+
+def test_quiet_twin_a_source_mount_alone_is_still_a_deployment(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    files = {"compose.yaml": MOUNTED, "src/backend/manage.py": ""}
+    assert run(tmp_path, files, monkeypatch) == ["celery-task-unbounded compose.yaml:2"]
+
+
+# Cut from an event-management app's docker-compose.yml: the package mounted into the image's
+# source tree and DEBUG on, through a shared anchor.
+DEBUG_MOUNTED = """services:
+  backend:
+    build: .
+    command: python manage.py docker_start
+    volumes: &volumes
+      - ./app:/usr/src/app/app
+    environment: &environment
+      DEBUG: 1
+      BROKER_URL: redis://redis/1
+  celery:
+    build: .
+    command: celery -A app.celery_app:app worker
+    volumes: *volumes
+    environment: *environment
+"""
+
+
+def test_debug_on_and_the_package_mounted_is_development(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    files = {"docker-compose.yml": DEBUG_MOUNTED, "app/__init__.py": ""}
+    assert run(tmp_path, files, monkeypatch) == []
+
+
+def test_quiet_twin_debug_on_with_a_data_mount_is_deployed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    compose = DEBUG_MOUNTED.replace("./app:/usr/src/app/app", "./media:/usr/src/app/media")
+    files = {"docker-compose.yml": compose, "media/logo.png": ""}
+    assert run(tmp_path, files, monkeypatch) == ["celery-task-unbounded docker-compose.yml:10"]
+
+
+# Cut from a patient portal's docker/: a base file defines the worker service, a production
+# overlay changes its command (nice, queues) and leaves its stop grace alone.
+BASE = """services:
+  celeryworker:
+    image: "${IMAGE_NAMESPACE:-portal}/portal:${DOCKER_IMAGE_TAG:-latest}"
+    command: celery --app portal.celery_worker.celery worker --loglevel info
+"""
+OVERLAY = """services:
+  celeryworker:
+    restart: unless-stopped
+    environment:
+      CELERYD_MAX_TASKS_PER_CHILD: 10
+    command: sh -c 'nice celery --app portal.celery_worker.celery worker --loglevel debug'
+"""
+
+
+def test_an_overlay_that_changes_only_the_command_is_the_base_files_unit(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    files = {"docker/docker-compose.yaml": BASE, "docker/docker-compose.prod.yaml": OVERLAY}
+    assert run(tmp_path, files, monkeypatch) == [
+        "celery-task-unbounded docker/docker-compose.yaml:2"
+    ]
+
+
+def test_quiet_twin_an_overlay_that_sets_its_own_grace_is_a_unit_of_its_own(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    overlay = OVERLAY.replace("    restart:", "    stop_grace_period: 30s\n    restart:")
+    files = {"docker/docker-compose.yaml": BASE, "docker/docker-compose.prod.yaml": overlay}
+    assert run(tmp_path, files, monkeypatch) == [
+        "celery-task-unbounded docker/docker-compose.prod.yaml:3",
+        "celery-task-unbounded docker/docker-compose.yaml:2",
+    ]
+
+
+# Cut from a threat-intel platform's docker/multi-queue.override.yml: a worker named for the
+# "local" queue it serves, with a folder of configuration files (some of them .py) mounted.
+LOCAL_QUEUE = """services:
+  celery_worker_local:
+    image: intelowl/intelowl:v6
+    restart: unless-stopped
+    volumes:
+      - ../configuration:/opt/deploy/app/configuration
+    command: celery -A app worker -Q local
+"""
+
+
+def test_quiet_twin_a_queue_named_local_and_a_config_mount_is_deployed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    files = {"docker/multi-queue.override.yml": LOCAL_QUEUE,
+             "configuration/ldap_config.py": "AUTH_LDAP_SERVER_URI = ''\n"}  # fmt: skip
+    found = run(tmp_path, files, monkeypatch)
+    assert found == ["celery-task-unbounded docker/multi-queue.override.yml:2"]
