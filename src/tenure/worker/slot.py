@@ -1,40 +1,30 @@
 """One slot of a worker: a thread that watches the child process running the slot's sync
 attempts (the child runs and records them itself, see child.py), or runs an async attempt on
-the worker's event loop. The watchdog's part: the clocks of each attempt the child names in
-its attempt slot (hard timeout, memory cap, a lost lease, a hard stop, a cancel) and, when the
-child dies or is killed, the end of the attempt it held, recorded at once. The slot is read on
-the watch's tick (POLL_S), when a message comes, before a kill and after a death.
+the worker's event loop (see async_attempt.py; what a slot needs of its worker: slot_host.py).
+The watchdog's part: the clocks of each attempt the child names in its attempt slot (hard
+timeout, memory cap, a lost lease, a hard stop, a cancel) and, when the child dies or is
+killed, the end of the attempt it held, recorded at once. The slot is read on the watch's tick
+(POLL_S), when a message comes, before a kill and after a death.
 """
 
 from __future__ import annotations
 
-import asyncio
-import concurrent.futures
 import logging
 import queue
 import threading
 import time
-from typing import Any, Protocol
+from typing import Any
 
-from tenure.app import App
 from tenure.core import causes
 from tenure.core.records import Reservation
 from tenure.job import Job
 from tenure.logs import job_fields
-from tenure.settings import WorkerOptions
 from tenure.worker import messages
+from tenure.worker.async_attempt import run_async_attempt
 from tenure.worker.child_process import ChildDied, ChildProcess
-from tenure.worker.execute import (
-    Ended,
-    arguments_of,
-    context,
-    definition,
-    error_text,
-    run_coroutine,
-)
-from tenure.worker.metrics import Metrics
+from tenure.worker.execute import Ended, arguments_of, definition, error_text
 from tenure.worker.process_tree import memory_note
-from tenure.worker.shutdown import Shutdown
+from tenure.worker.slot_host import SlotHost
 
 # The cause of an attempt the worker itself stopped, by the outcome it records (_problem and
 # _memory_overrun: a memory overrun is the one 'crashed' the worker decides).
@@ -55,42 +45,8 @@ MEMORY_CHECK_S = 0.5
 LOST_LEASE_CONFIRM_S = 0.05
 
 
-class SlotHost(Protocol):
-    """What a slot needs of the worker it belongs to (the supervisor's Worker)."""
-
-    app: App
-    options: WorkerOptions
-    needs_children: bool
-    metrics: Metrics
-    shutdown: Shutdown
-    hard_stop: threading.Event
-
-    @property
-    def where(self) -> str: ...
-
-    def child_config(self) -> dict[str, Any]: ...
-
-    def may_chain(self) -> bool: ...
-
-    def unknown_job(self, res: Reservation) -> Ended: ...
-
-    def keep_memory_reading(self, res: Reservation, mb: float) -> None: ...
-
-    def count_start(self) -> None: ...
-
-    def attempt_recorded(self, name: str, outcome: str, duration: float) -> None: ...
-
-    def report(
-        self, res: Reservation, ended: Ended, duration: float, *, chain: bool = False
-    ) -> Reservation | None: ...
-
-    def slot_freed(self, slot: Slot) -> None: ...
-
-    def event_loop(self) -> asyncio.AbstractEventLoop: ...
-
-
 class Slot:
-    def __init__(self, worker: SlotHost, index: int) -> None:
+    def __init__(self, worker: SlotHost[Slot], index: int) -> None:
         self.worker = worker
         self.index = index
         self.inbox: queue.Queue[Reservation | None] = queue.Queue()
@@ -487,33 +443,18 @@ class Slot:
         arguments = arguments_of(res, self.worker.app)
         if isinstance(arguments, Ended):
             return self.worker.report(res, arguments, 0.0, chain=True)
-        ctx = context(self.worker.app, res, job, self.lease_ok, lambda: self._cancel is res)
-        loop = self.worker.event_loop()
-        future = asyncio.run_coroutine_threadsafe(run_coroutine(job, arguments, ctx, res), loop)
-        hard_at = started + res.policy.timeout + res.policy.kill_after
-        while True:
-            done, _ = concurrent.futures.wait([future], timeout=POLL_S)
-            if done:
-                ended = _async_result(future)
-                break
-            stop = self._interruption()
-            if stop is None and self._cancel is res:
-                stop = Ended(
-                    "cancelled",
-                    f"async job {res.name!r} was cancelled while it ran; CancelledError was "
-                    "raised inside it",
-                    cause=causes.CANCEL,
-                )
-            if stop is not None or time.monotonic() >= hard_at:
-                future.cancel()
-                ended = stop or Ended(
-                    "timed_out",
-                    f"async job {res.name!r} did not end at its {res.policy.timeout:g} s "
-                    "timeout and was abandoned: it swallows CancelledError or blocks the event "
-                    "loop (time.sleep, requests...; an async job cannot be killed)",
-                    cause=causes.TIMEOUT,
-                )
-                break
+        ended = run_async_attempt(
+            self.worker.app,
+            self.worker.event_loop(),
+            res,
+            job,
+            arguments,
+            started=started,
+            poll_s=POLL_S,
+            lease_ok=self.lease_ok,
+            cancelled=lambda: self._cancel is res,
+            interruption=self._interruption,
+        )
         claimed_at = time.monotonic()
         following = self.worker.report(res, ended, claimed_at - started, chain=True)
         if following is not None:
@@ -521,10 +462,3 @@ class Slot:
         else:
             self.current = None
         return following
-
-
-def _async_result(future: concurrent.futures.Future[Ended]) -> Ended:
-    try:
-        return future.result()
-    except BaseException as exc:  # cancelled, or an error outside the job's own code
-        return Ended("failed", error_text(exc))
