@@ -52,6 +52,10 @@ def profile(engine_names: list[str], *, smoke: bool, workdir: Path) -> dict[str,
     return {"lines": lines}
 
 
+# The worker's slot loop, since slot.py was split (async attempts and the host protocol apart)
+SLOT_LOOP_FILES = ("slot.py", "slot_host.py", "async_attempt.py", "supervisor.py")
+
+
 def classify(stack: list[str]) -> str:
     text = ";".join(stack)
     leaf = stack[-1] if stack else ""
@@ -73,7 +77,7 @@ def classify(stack: list[str]) -> str:
         return "supervisor: pipe to the child (json + write + select/read)"
     if "payload" in text:
         return "supervisor: payload.decode"
-    if "slot.py" in text or "supervisor.py" in text:
+    if any(name in text for name in SLOT_LOOP_FILES):
         return "supervisor: slot/fetch loop bookkeeping (threads, queues, conditions)"
     return "other (interpreter start-up, imports, exit)"
 
