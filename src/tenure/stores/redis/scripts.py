@@ -173,6 +173,10 @@ LITERAL_WORDS = frozenset({"true", "false", "nil", "and", "or", "not"})
 # Dropped before a value's words are read: comments, strings, numbers, a constructor's field names.
 NOT_A_NAME = re.compile(r"--[^\n]*|'[^'\n]*'|\"[^\"\n]*\"|\b\d[\w.]*|\b[A-Za-z_]\w*\s*=(?!=)")
 EMPTY_TABLE = re.compile(r"\s*\{\s*\}\s*")
+# `local NAME = {} --#library`: a table the library builds once and keeps across calls (a cache
+# of what every call would make again: prelude.lua's KEY_NAMES); an EVALSHA script makes it
+# afresh on every call, which a cache allows.
+LIBRARY_TABLE = re.compile(r"\s*\{\s*\}\s*--#library\b")
 
 
 def _constant(value: str, constants: set[str]) -> bool:
@@ -212,7 +216,9 @@ def _split_prelude(
         declared = [n.strip() for n in m.group(1).split(",")]
         names += declared
         rest = text[m.end() :]
-        if (
+        if m.group(2) and LIBRARY_TABLE.match(rest):  # a cache kept across calls
+            once.append(f"{', '.join(declared)} ={rest}")
+        elif (
             m.group(2)
             and _constant(rest, constants)
             and not any(_written(n, prelude + lua) for n in declared)

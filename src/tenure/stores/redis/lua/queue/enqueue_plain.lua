@@ -15,7 +15,7 @@ for i = 3, #ARGV, PLAIN_FIELDS do
     -- the sequence as text made once (a number passed to redis.call is formatted each time)
     local seq_text = string.format('%d', seq)
     local delay = ARGV[i + 4]
-    local run_at = (delay == '0' and now_s) or fmt(now + (tonumber(delay) or 0))
+    local run_at = (delay == '0' and now_s) or after(tonumber(delay) or 0)
     -- no attempt, tries_used nor exceptions of 0: every reader reads a missing one as 0
     local keep_s, keep_f, priority = ARGV[i + 5], ARGV[i + 6], ARGV[i + 7]
     if keep_s ~= '' and keep_f ~= '' and priority == '0' then  -- the usual job: one fixed write
