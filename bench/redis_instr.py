@@ -1,7 +1,7 @@
 """The Redis server's instructions per job under callgrind (issue 32), a count a loaded machine
 does not change, where `redis-work`'s server CPU µs does:
 
-    .venv/bin/python -m bench.redis_instr [--jobs N] [--rounds R]
+    .venv/bin/python -m bench redis-instr [--jobs N] [--rounds R] [--keep]
 
 Starts a private redis-server under `valgrind --tool=callgrind` (--hz 1, so its timer adds
 little), then in this process: N no-op jobs dispatched one by one, then drained as a busy worker
@@ -114,11 +114,15 @@ def measure(jobs: int, workdir: Path) -> tuple[float, float]:
 
 
 def main(argv: list[str]) -> int:
-    parser = argparse.ArgumentParser(prog="python -m bench.redis_instr", description=__doc__)
+    parser = argparse.ArgumentParser(prog="python -m bench redis-instr", description=__doc__)
     parser.add_argument("--jobs", type=int, default=1000)
     parser.add_argument("--rounds", type=int, default=1)
     parser.add_argument("--keep", action="store_true", help="keep the dumps (callgrind_annotate)")
     args = parser.parse_args(argv)
+    # the checkout's own tenure before any installed one (as redis-work's child runs it)
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
+    if "tenure" in sys.modules:
+        raise SystemExit("redis_instr: tenure was imported before its path was set")
     if shutil.which("valgrind") is None:
         raise SystemExit("redis_instr: needs valgrind")
     for _ in range(args.rounds):
