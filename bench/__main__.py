@@ -11,6 +11,7 @@
     .venv/bin/python -m bench rawloops [--jobs N]      (raw engine loop, store loop, worker)
     .venv/bin/python -m bench flow-work [--jobs N]     (the same, counted: statements, WAL, CPU)
     .venv/bin/python -m bench redis-work [--jobs N]    (Redis server work per job, all systems)
+    .venv/bin/python -m bench redis-instr [--jobs N]   (Redis server instructions a job, callgrind)
     .venv/bin/python -m bench walpages [--jobs N]      (SQLite WAL pages per job, by B-tree)
     .venv/bin/python -m bench perjob [--callgrind]     (SQLite statements, VM steps, instructions)
 
@@ -167,6 +168,10 @@ def main() -> int:
         from bench.flow_work import main as flow_work
 
         return flow_work(sys.argv[2:])
+    if sys.argv[1:2] == ["redis-instr"]:  # the Redis server's instructions a job (issue 32)
+        from bench.redis_instr import main as redis_instr
+
+        return redis_instr(sys.argv[2:])
     if sys.argv[1:2] == ["redis-work"]:  # the Redis server's work per job (issue 32)
         from bench.redis_work import main as redis_work
 

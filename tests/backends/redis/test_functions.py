@@ -87,6 +87,21 @@ def test_a_prelude_constant_is_built_once_and_what_a_call_fills_on_every_call() 
         assert len(functions) == 1
 
 
+def test_a_library_table_is_built_once_though_calls_write_into_it() -> None:
+    # `--#library`: a cache the library keeps across calls (prelude.lua's KEY_NAMES), though
+    # a function fills it; an ordinary empty table is still made afresh on every call
+    prelude = (
+        "local base = ARGV[1]\n"
+        "local NAMES = {} --#library\n"
+        "local LOST = {}\n"
+        "local function named(b) NAMES[b] = NAMES[b] or b .. ':x'; return NAMES[b] end\n"
+    )
+    names, once, per_call, _ = scripts._split_prelude(prelude, "")
+    assert names == ["base", "NAMES", "LOST"]
+    assert [text.split(" =")[0] for text in once] == ["NAMES"]
+    assert [text.split(" =")[0] for text in per_call] == ["base", "LOST"]
+
+
 def test_every_script_is_a_function_of_a_library_named_by_its_text() -> None:
     assert set(queue_library()[1]) == set(queue_scripts())
     assert set(global_library()[1]) == set(global_scripts())

@@ -27,9 +27,9 @@ def test_every_script_compiles_on_the_server(redis_url: str) -> None:
 
 
 def test_includes_are_expanded() -> None:
-    text = read_lua("queue/complete_and_reserve.lua")
+    text = read_lua("queue/enqueue.lua")
     assert "--#include" not in text
-    assert read_lua("queue/complete.lua") in text and read_lua("queue/reserve.lua") in text
+    assert read_lua("lib/enqueue.lua") in text
 
 
 def test_no_python_module_of_the_stores_carries_lua_in_a_string() -> None:

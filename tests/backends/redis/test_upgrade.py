@@ -42,6 +42,8 @@ LAYOUT2_ENQUEUE_ORDER += ("unique_until", "unique_for", "overlap_key", "overlap_
 LAYOUT2_ENQUEUE_ORDER += ("rate_key", "rate_limit", "rate_window", "keep_s", "keep_f", "priority")
 LAYOUT2_ENQUEUE_ORDER += ("chain", "concurrency_key", "concurrency_limit", "debounce_key")
 LAYOUT2_ENQUEUE_ORDER += ("fair_key", "fair_weight")
+# Layout 2's libraries (the frozen copy has no later ones).
+LAYOUT2_QUEUE_LIBS = tuple(lib for lib in current.QUEUE_LIBS if (FROZEN / lib).exists())
 W1 = WorkerRef(id="w-old", host="old-host", pid=11)
 W2 = WorkerRef(id="w-new", host="new-host", pid=22)
 
@@ -76,20 +78,65 @@ def _layout2_groups(args: list[Any]) -> list[Any]:
     return out
 
 
+def _generic_groups(args: list[Any]) -> list[Any]:
+    """enqueue_plain.lua's groups as enqueue.lua's (database.enqueue_args) would carry them."""
+    out: list[Any] = []
+    for i in range(0, len(args), current.PLAIN_FIELDS):
+        job_id, name, payload, policy, delay, keep_s, keep_f, priority = args[i : i + 8]
+        fields = [job_id, name, payload, policy, repr(float(delay))]
+        fields += [f"+{keep}" if keep else "-" for keep in (keep_s, keep_f)]
+        fields += [priority, *current.ENQUEUE_DEFAULTS[len(fields) + 1 :]]
+        out += [len(fields), *fields]
+    return out
+
+
+def _flat_claims(rows: list[Any]) -> list[Any]:
+    """Layout 2's reserve reply (rows, or ['idle', now, due]) as reserve answers now."""
+    if rows and rows[0] == "idle":
+        return [0, *rows[1:]]
+    return [len(rows), *(field for row in rows for field in row)]
+
+
 class Layout2Database(RedisDatabase):
     """This code's database over layout 2's scripts, run by EVALSHA, on keys marked layout 2."""
 
     def __init__(self, url: str) -> None:
         super().__init__(url)
-        queue = _frozen_scripts("queue", current.QUEUE_LIBS, wrap=True)
+        queue = _frozen_scripts("queue", LAYOUT2_QUEUE_LIBS, wrap=True)
         store_wide = _frozen_scripts("global", current.GLOBAL_LIBS, wrap=False)
         self.q = {name: self.client.register_script(text) for name, text in queue.items()}
         self.g = {name: self.client.register_script(text) for name, text in store_wide.items()}
+        self._names = {script.sha: name for name, script in self.q.items()}
+
+    # Layout 2's hot path answered in nested lists; this code reads one flat list
+    # (lib/hot_path.lua): its replies are read as this code's scripts would have answered.
+    def run(self, call: Any) -> Any:
+        return self._flattened(call, super().run(call))
+
+    def _send_scripts(self, calls: Any) -> list[Any]:
+        results = super()._send_scripts(calls)
+        return [
+            r if isinstance(r, Exception) else self._flattened(c, r)
+            for c, r in zip(calls, results, strict=True)
+        ]
+
+    def _flattened(self, call: Any, reply: Any) -> Any:
+        name = self._names.get(call[0].sha)
+        if name == "reserve":
+            return _flat_claims(reply)
+        if name == "complete":
+            return reply[:1] if reply[0] == "ok" else reply
+        if name == "complete_and_reserve":
+            ended, claimed = reply
+            return [*(ended[:1] if ended[0] == "ok" else ended), *_flat_claims(claimed)]
+        return reply
 
     def _queue_keys(self, queue: str) -> list[str]:
         return [f"{self.base(queue)}:{name}" for name in LAYOUT2_QUEUE_KEYS]
 
     def qcall(self, script: str, queue: str, *args: Any) -> Any:
+        if script == "enqueue_plain":  # layout 2 had one enqueue script for every job
+            script, args = "enqueue", tuple(_generic_groups(list(args)))
         if script == "enqueue":
             args = tuple(_layout2_groups(list(args)))
         elif script == "claim_periodic" and len(args) > 2:  # name, due, then the run's group

@@ -13,6 +13,7 @@ from redis.commands.core import Script
 from redis.exceptions import NoScriptError
 
 from tenure.core.errors import ConfigError, StoreMisconfigured, StoreUnavailable
+from tenure.core.guards import NO_GUARDS
 from tenure.core.records import NewJob
 from tenure.core.retention import Keep
 from tenure.core.words import log_lost_callback
@@ -352,6 +353,29 @@ def enqueue_args(job: NewJob) -> list[Any]:
     while sent > 1 and fields[sent - 1] == ENQUEUE_DEFAULTS[sent - 1]:
         sent -= 1
     return [sent, *fields[:sent]]
+
+
+def plain(job: NewJob) -> bool:
+    """Whether enqueue_plain.lua may create `job`: no guard of any kind (its definition declared
+    none, so its guards are the shared NO_GUARDS: decided once per job definition, not looked
+    into per dispatch), no batch and no chain."""
+    return job.guards is NO_GUARDS and job.batch_id is None and job.chain is None
+
+
+def plain_args(job: NewJob) -> tuple[Any, ...]:
+    """A plain job's PLAIN_FIELDS for enqueue_plain.lua: a delay of '0' is now; a keep of ''
+    is forever."""
+    keep = job.keep
+    return (
+        job.id,
+        job.name,
+        job.payload,
+        job.policy.text,
+        "0" if job.delay <= 0 else repr(float(job.delay)),
+        "" if keep.succeeded is None else repr(float(keep.succeeded)),
+        "" if keep.failed is None else repr(float(keep.failed)),
+        str(int(job.priority)) if job.priority else "0",
+    )
 
 
 def keep_args(keep: Keep) -> list[str]:

@@ -30,7 +30,14 @@ from tenure.core.retry import Counters, cancelled_ending, decide, parse_policy
 from tenure.core.states import visible_state
 from tenure.stores import texts
 from tenure.stores.redis.batches import RedisBatches
-from tenure.stores.redis.database import MIN_BLOCK_S, Call, enqueue_args, optional
+from tenure.stores.redis.database import (
+    MIN_BLOCK_S,
+    Call,
+    enqueue_args,
+    optional,
+    plain,
+    plain_args,
+)
 from tenure.stores.redis.records import to_float, to_opt_float
 
 STALE = "stale token: lease taken over"
@@ -42,6 +49,10 @@ MAX_CAS_ROUNDS = 50
 # How long a reserve's "nothing here, next due then" (db.idle) stands in for next_due: the wait
 # follows its reserve at once in a worker's loop; an older answer is asked again.
 IDLE_FRESH_S = 1.0
+# A claimed job in a reserve's flat reply: id, name, payload, policy, attempt, expiry, batch id.
+CLAIM_FIELDS = 7
+# A refused end's reply: 'refused', the job's state, its run_at, the server's now.
+REFUSED_FIELDS = 4
 
 
 class RedisJobs(RedisBatches):
@@ -101,6 +112,12 @@ class RedisJobs(RedisBatches):
             for start in range(0, len(indexes), ENQUEUE_CHUNK):
                 chunk = indexes[start : start + ENQUEUE_CHUNK]
                 args: list[Any] = []
+                if all(plain(jobs[i]) for i in chunk):  # the usual dispatch: the short script
+                    for i in chunk:
+                        args += plain_args(jobs[i])
+                    calls.append(self.db.qcall("enqueue_plain", queue, *args))
+                    positions.append([])  # its reply is a count: each job keeps its own id
+                    continue
                 for i in chunk:
                     args += enqueue_args(jobs[i])
                 calls.append(self.db.qcall("enqueue", queue, *args))
@@ -110,6 +127,8 @@ class RedisJobs(RedisBatches):
         results = [self.db.run(calls[0])] if len(calls) == 1 else self.db.run_many(calls)
         self.db.registered_queues.update(unregistered)
         for chunk, stored in zip(positions, results[len(calls) - len(positions) :], strict=True):
+            if not chunk:  # enqueue_plain's count
+                continue
             for i, job_id in zip(chunk, stored, strict=True):
                 ids[i] = str(job_id)
         for job, job_id in zip(jobs, ids, strict=True):
@@ -132,13 +151,22 @@ class RedisJobs(RedisBatches):
     def _reserve_args(limit: int, worker: WorkerRef, lease: float) -> tuple[Any, ...]:
         return limit, repr(float(lease)), worker.id, worker.host, worker.pid
 
-    def _reservations(self, queue: str, rows: Sequence[Any]) -> list[Reservation]:
-        if rows and rows[0] == "idle":  # nothing to hand out; kept for the wait that follows
-            _, now_text, due = rows
-            self.db.idle[queue] = (time.monotonic(), float(now_text), to_opt_float(due))
+    def _reservations(self, queue: str, rows: Sequence[Any], at: int = 0) -> list[Reservation]:
+        """A reserve's flat reply from position `at` (lib/hot_path.lua's reserve_into): how many
+        jobs were claimed, then CLAIM_FIELDS per job; none claimed by a worker's own reserve:
+        then the server's now and the earliest future run_at, kept for the wait that follows."""
+        claimed = int(rows[at])
+        if not claimed:
+            if len(rows) > at + 1:
+                now_text, due = rows[at + 1], rows[at + 2]
+                self.db.idle[queue] = (time.monotonic(), float(now_text), to_opt_float(due))
             return []
         out = []
-        for job_id, name, payload, policy, attempt, expires, batch_id in rows:
+        first = at + 1
+        for start in range(first, first + claimed * CLAIM_FIELDS, CLAIM_FIELDS):
+            job_id, name, payload, policy, attempt, expires, batch_id = rows[
+                start : start + CLAIM_FIELDS
+            ]
             self.db.remember(job_id, queue)
             out.append(
                 Reservation(
@@ -199,17 +227,20 @@ class RedisJobs(RedisBatches):
             return _ended(reply), None
         ending, claim = (job_id, int(token)), self._reserve_args(1, worker, lease)
         if queue == order[0]:
+            # one flat reply: the end's ('ok', or 'refused' and 3 fields), then the claim's
             call = self.db.qcall("complete_and_reserve", queue, *ending, *claim, optional(result))
-            reply, rows = self.db.run(call)
+            reply = rows = self.db.run(call)
+            at = 1 if reply[0] == "ok" else REFUSED_FIELDS
         else:
             completion = self.db.qcall("complete", queue, *ending, optional(result))
             reply, rows = self.db.run_many([completion, self.db.qcall("reserve", order[0], *claim)])
+            at = 0
         ended = _ended(reply)
         if guessed and ended.state == "missing":  # not in that queue: completed where it is
             ended, _ = self._succeed(job_id, token, (), None, lease, result)
         elif guessed:
             self.db.remember(job_id, queue)
-        claimed = self._reservations(order[0], rows)
+        claimed = self._reservations(order[0], rows, at)
         if not claimed and len(order) > 1:
             claimed = self.reserve(queues=order[1:], worker=worker, lease=lease, limit=1)
         return ended, claimed[0] if claimed else None
@@ -391,7 +422,7 @@ class RedisJobs(RedisBatches):
 
 
 def _refused(reply: list[Any]) -> EndResult:
-    _, state, run_at, now_text = reply
+    _, state, run_at, now_text = reply[:REFUSED_FIELDS]
     shown = "missing" if state is None else visible_state(state, to_float(run_at), float(now_text))
     return EndResult(accepted=False, state=shown, reason=STALE)
 

@@ -31,6 +31,9 @@ ENQUEUE_ORDER += ("concurrency_key", "concurrency_limit", "debounce_key", "fair_
 # What the script assumes of a field not sent ('-': none, an optional's absence).
 ENQUEUE_DEFAULTS: tuple[str, ...] = ("", "", "", "", "0.0", "-", "-", "0", "-", "-", "-", "")
 ENQUEUE_DEFAULTS += ("-", "-", "0.0", "-", "0", "0.0", "-", "0", "-", "-", "1.0")
+# A plain job's fields in enqueue_plain.lua's ARGV: id, name, payload, policy, delay, keep_s,
+# keep_f, priority (database.plain_args).
+PLAIN_FIELDS = 8
 # Ready jobs a reservation looks at beyond `limit`: guarded jobs in front may be deferred.
 RESERVE_LOOKAHEAD = 32
 # Fields per batch member in ARGV: base, queue, id, name, payload, policy, delay, guards.
@@ -46,8 +49,8 @@ LOST_CALLBACKS_MARK = "tenure:lost-callbacks"
 
 CONSTANTS = (
     "local NOTIFY_MAX, RESERVE_LOOKAHEAD, MEMBER_FIELDS, CALLBACK_FIELDS,"
-    f" ENDED_TOKEN_TTL_S = {NOTIFY_MAX}, {RESERVE_LOOKAHEAD}, {MEMBER_FIELDS},"
-    f" {len(CALLBACK_FIELDS)}, {ENDED_TOKEN_TTL_S}\n"
+    f" ENDED_TOKEN_TTL_S, PLAIN_FIELDS = {NOTIFY_MAX}, {RESERVE_LOOKAHEAD}, {MEMBER_FIELDS},"
+    f" {len(CALLBACK_FIELDS)}, {ENDED_TOKEN_TTL_S}, {PLAIN_FIELDS}\n"
     f"local LOST_CALLBACKS_MARK = '{LOST_CALLBACKS_MARK}'\n"
 )
 # Tables only lib/enqueue.lua reads: a library builds them once, but an EVALSHA script on every
@@ -64,6 +67,7 @@ QUEUE_LIBS = (
     "lib/batch_io.lua",
     "lib/chain_io.lua",
     "lib/guards.lua",
+    "lib/hot_path.lua",
 )
 GLOBAL_LIBS = ("lib/global_prelude.lua",)
 INCLUDE = re.compile(r"^--#include (\S+)$", re.MULTILINE)
@@ -169,6 +173,10 @@ LITERAL_WORDS = frozenset({"true", "false", "nil", "and", "or", "not"})
 # Dropped before a value's words are read: comments, strings, numbers, a constructor's field names.
 NOT_A_NAME = re.compile(r"--[^\n]*|'[^'\n]*'|\"[^\"\n]*\"|\b\d[\w.]*|\b[A-Za-z_]\w*\s*=(?!=)")
 EMPTY_TABLE = re.compile(r"\s*\{\s*\}\s*")
+# `local NAME = {} --#library`: a table the library builds once and keeps across calls (a cache
+# of what every call would make again: prelude.lua's KEY_NAMES); an EVALSHA script makes it
+# afresh on every call, which a cache allows.
+LIBRARY_TABLE = re.compile(r"\s*\{\s*\}\s*--#library\b")
 
 
 def _constant(value: str, constants: set[str]) -> bool:
@@ -208,7 +216,9 @@ def _split_prelude(
         declared = [n.strip() for n in m.group(1).split(",")]
         names += declared
         rest = text[m.end() :]
-        if (
+        if m.group(2) and LIBRARY_TABLE.match(rest):  # a cache kept across calls
+            once.append(f"{', '.join(declared)} ={rest}")
+        elif (
             m.group(2)
             and _constant(rest, constants)
             and not any(_written(n, prelude + lua) for n in declared)
@@ -228,7 +238,9 @@ def _library(
     """The library's text and, per script name, the name of its function."""
     prelude = "".join(read_lua(lib) for lib in libs)
     names, once, per_call, functions = _split_prelude(prelude, "".join(bodies.values()))
-    digest = hashlib.sha1(prelude.encode() + repr(sorted(bodies.items())).encode()).hexdigest()
+    # the constants too: two versions differing only in one must not share a name
+    named = CONSTANTS + ENQUEUE_CONSTANTS + prelude + repr(sorted(bodies.items()))
+    digest = hashlib.sha1(named.encode()).hexdigest()
     tag = f"tenure_{kind}_{digest[:16]}"
     head = [f"#!lua name={tag}", "local KEYS, ARGV", CONSTANTS, ENQUEUE_CONSTANTS]
     if names:

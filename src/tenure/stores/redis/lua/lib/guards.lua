@@ -2,7 +2,7 @@
 -- once() claims. See guards.py for the key layout and what holds on Redis Cluster.
 -- Every guard key is built inside the script from the queue's base, so it carries the queue's
 -- hash tag and a script never leaves its queue's slot.
-local OVERLAP = base .. ':overlap'
+local OVERLAP = NAMES.overlap
 local function unique_key(key) return base .. ':uniq:' .. key end
 local function rate_key(key) return base .. ':rate:' .. key end
 local function once_key(id) return base .. ':once:' .. id end
@@ -98,7 +98,7 @@ local PARKED_AT = '253402214400.000000'  -- states.PARKED_AT, 9999-12-31 UTC
 local function conc_key(key) return base .. ':conc:' .. key end
 local function parked_key(key) return base .. ':parked:' .. key end
 -- the queue's concurrency keys in use (key -> limit), for `tenure queues --keys` (counts.lua)
-local CONC_KEYS = base .. ':conc_keys'
+local CONC_KEYS = NAMES.conc_keys
 
 -- The key's running attempts with a live lease (a slot follows its holder's lease); holders
 -- no longer running or past their lease leave the set. Their leases are read from RUNNING,

@@ -24,23 +24,43 @@ local queue_name = ARGV[2]
 -- a script touches carries the queue's hash tag, so all are in that slot); the queue's other
 -- keys are named here from the base: each key sent costs the server more than naming it in Lua
 -- (issue 32: about a thousand instructions an argument, against a few hundred a concatenation).
-local QUEUED, RUNNING, NOTIFY = KEYS[1], base .. ':running', base .. ':notify'
-local SEQ, ALL = base .. ':seq', base .. ':all'
--- Finished jobs by sequence, one zset per final state: what lists them (newest first) and counts
--- them reads. Queued and running jobs have no such index (layout 3): their own structures,
--- QUEUED (and its priorities) and RUNNING, already hold each of them once.
-local IDX = {succeeded = base .. ':idx:succeeded', failed = base .. ':idx:failed',
-  cancelled = base .. ':idx:cancelled'}
+-- Those names are made once per queue base and kept, in a function library, across calls
+-- (scripts.py keeps a `--#library` table; an EVALSHA script makes it afresh): a concatenation
+-- per name per call was a tenth of the Lua work of a small call (issue 32). Bounded: a server
+-- serving more queues than KEY_NAMES_MAX starts the table again.
+local KEY_NAMES = {} --#library
+local KEY_NAMES_MAX = 1000
+local function key_names(b)
+  local n = KEY_NAMES[b]
+  if n == nil then
+    if (KEY_NAMES.count or 0) >= KEY_NAMES_MAX then KEY_NAMES = {} end
+    -- Finished jobs by sequence, one zset per final state (IDX): what lists them (newest
+    -- first) and counts them reads. Queued and running jobs have no such index (layout 3):
+    -- their own structures, QUEUED (and its priorities) and RUNNING, already hold each once.
+    n = {running = b .. ':running', notify = b .. ':notify', seq = b .. ':seq', all = b .. ':all',
+      idx = {succeeded = b .. ':idx:succeeded', failed = b .. ':idx:failed',
+        cancelled = b .. ':idx:cancelled'},
+      priorities = b .. ':priorities', ended = b .. ':ended', overlap = b .. ':overlap',
+      conc_keys = b .. ':conc_keys', queued = b .. ':queued'}
+    KEY_NAMES[b] = n
+    KEY_NAMES.count = (KEY_NAMES.count or 0) + 1
+  end
+  return n
+end
+local NAMES = key_names(base)
+local QUEUED, RUNNING, NOTIFY = KEYS[1], NAMES.running, NAMES.notify
+local SEQ, ALL = NAMES.seq, NAMES.all
+local IDX = NAMES.idx
 -- The queue's reservation state (layout 3): a zset of the priorities that may hold queued jobs
 -- (score N, queued_keys) and, while the queue is paused, the member PAUSED_MEMBER scored -inf,
 -- so that reserve learns both from the one ZRANGE it needs anyway.
-local PRIORITIES = base .. ':priorities'
+local PRIORITIES = NAMES.priorities
 local PAUSED_MEMBER = 'paused' 
 local FINAL = {succeeded = true, failed = true, cancelled = true}
 
 -- Read once per script call (a script is atomic, so one instant serves all of it): the end
 -- and the claim of complete_and_reserve share it, one TIME fewer per job.
-local clock_text, clock_value
+local clock_text, clock_value, clock_seconds, clock_micros
 local function clock()
   if not clock_text then
     local t = redis.call('TIME')
@@ -49,10 +69,22 @@ local function clock()
     if #us < 6 then us = string.rep('0', 6 - #us) .. us end
     clock_text = t[1] .. '.' .. us
     clock_value = tonumber(clock_text)
+    clock_seconds, clock_micros = t[1], us
   end
   return clock_text, clock_value
 end
 local function fmt(x) return string.format('%.6f', x) end
+-- Now plus `seconds` (a number), as fmt(now + seconds) writes it. A whole number of seconds (a
+-- lease, a retention: nearly always) is added to the clock's seconds and formatted as an
+-- integer: '%.6f' of a float is the costliest formatting there is (issue 32), and the sum of a
+-- whole number and the clock's microseconds is exact, so both texts are the same.
+local function after(seconds)
+  local _, now = clock()
+  if seconds >= 0 and seconds < 1e9 and seconds == math.floor(seconds) then
+    return string.format('%d', tonumber(clock_seconds) + seconds) .. '.' .. clock_micros
+  end
+  return fmt(now + seconds)
+end
 local function num(x) return tonumber(x) or 0 end
 local function job_key(id) return base .. ':job:' .. id end
 local function att_key(id) return base .. ':att:' .. id end
@@ -64,7 +96,7 @@ local function queued_member(seq, id) return string.format('%016d', seq) .. ':' 
 -- member (members go with their batch) is entered here, scored by when it may be pruned
 -- (finished_at + its keep_s or keep_f), by the same script that finishes it; a job that is
 -- kept forever has no entry. prune.lua reads the due ones as a range of this set.
-local ENDED = base .. ':ended'
+local ENDED = NAMES.ended
 -- `known`: those four fields as the caller already read them (complete.lua), else read here.
 local function retire(id, state, known)
   local f = known or redis.call('HMGET', job_key(id), 'batch_id', 'keep_s', 'keep_f',
@@ -97,16 +129,17 @@ local function job_priority(jk) return tonumber(redis.call('HGET', jk, 'priority
 -- Every queued zset of the queue `qbase`, lowest priority first, and whether it is paused.
 local function queued_keys(qbase)
   local out, zero_placed, paused = {}, false, false
-  for _, p in ipairs(redis.call('ZRANGE', qbase .. ':priorities', 0, -1)) do
+  local names = key_names(qbase)
+  for _, p in ipairs(redis.call('ZRANGE', names.priorities, '0', '-1')) do
     local n = tonumber(p)
     if p == PAUSED_MEMBER then paused = true end
     if n and n > 0 and not zero_placed then
-      out[#out + 1] = qbase .. ':queued'
+      out[#out + 1] = names.queued
       zero_placed = true
     end
     if n and n ~= 0 then out[#out + 1] = queued_key(qbase, n) end
   end
-  if not zero_placed then out[#out + 1] = qbase .. ':queued' end
+  if not zero_placed then out[#out + 1] = names.queued end
   return out, paused
 end
 

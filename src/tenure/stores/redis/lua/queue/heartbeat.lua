@@ -13,7 +13,7 @@ for i = 4, #ARGV, 3 do
   -- deciding about it right now, and a lease must not come back to life.
   if f[1] == 'running' and n ~= nil and n == tonumber(ARGV[i + 1])
       and (tonumber(f[3]) or -1) >= now then
-    local expires = fmt(now + lease)
+    local expires = after(lease)
     -- the lease and the open attempt's beat (prelude's OPEN_FIELDS) in one write
     if ARGV[i + 2] ~= '' then
       redis.call('HSET', jk, 'lease_expires_at', expires, 'cur.last_heartbeat_at', now_s,

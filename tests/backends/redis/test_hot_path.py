@@ -1,0 +1,95 @@
+"""The Redis store's hot path (issue 32): a plain job goes through the short enqueue script, a
+guarded one through the generic one, and both read back alike; the combined end-and-claim call
+answers flat and still refuses a stale token."""
+
+from __future__ import annotations
+
+import secrets
+from collections.abc import Iterator
+
+import pytest
+import redis
+
+from tenure.core.guards import NO_GUARDS, Guards
+from tenure.core.records import Ending, NewJob, WorkerRef
+from tenure.core.retention import Keep
+from tenure.core.retry import Policy
+from tenure.stores.base import get_job
+from tenure.stores.redis import RedisStore
+from tenure.stores.redis.database import plain
+
+WORKER = WorkerRef(id="w-hot", host="host-h", pid=7)
+
+
+@pytest.fixture
+def store(redis_url: str) -> Iterator[RedisStore]:
+    s = RedisStore(f"{redis_url}{'&' if '?' in redis_url else '?'}prefix=t_{secrets.token_hex(6)}")
+    yield s
+    client = redis.Redis.from_url(redis_url.split("?")[0])
+    keys = list(client.scan_iter(match=s.db.key_pattern(), count=1000))
+    if keys:
+        client.delete(*keys)
+    client.close()
+    s.close()
+
+
+def new(job_id: str, **kw: object) -> NewJob:
+    fields: dict[str, object] = {"name": "n", "payload": "[1]", "policy": Policy(tries=2), **kw}
+    return NewJob(id=job_id, queue="default", **fields)  # type: ignore[arg-type]
+
+
+def test_only_a_job_with_no_guard_batch_or_chain_is_plain() -> None:
+    assert plain(new("a"))
+    assert plain(new("a", delay=5.0, priority=-3, keep=Keep(succeeded=60.0, failed=None)))
+    assert not plain(new("a", guards=Guards(unique_key="k")))
+    # an empty Guards that is not the shared NO_GUARDS: the generic script, which is as right
+    assert not plain(new("a", guards=Guards())) and Guards() == NO_GUARDS
+    assert not plain(new("a", batch_id="b"))
+    assert not plain(new("a", chain="{}"))
+
+
+def test_plain_and_generic_enqueues_write_jobs_that_read_back_alike(store: RedisStore) -> None:
+    kw: dict[str, object] = {
+        "delay": 30.0,
+        "priority": 4,
+        "keep": Keep(succeeded=60.0, failed=None),
+    }
+    store.enqueue_many([new("plain", **kw)])
+    store.enqueue_many([new("generic", guards=Guards(), **kw)])
+    a, b = get_job(store, "plain"), get_job(store, "generic")
+    assert a is not None and b is not None
+    assert (a.state, a.priority, a.tries_used, a.exceptions) == ("scheduled", 4, 0, 0)
+    same = ("name", "queue", "payload", "state", "priority", "tries_used", "exceptions", "policy")
+    assert all(getattr(a, f) == getattr(b, f) for f in same)
+    assert a.run_at - a.created_at == pytest.approx(30.0, abs=1e-5)
+
+
+def test_a_plain_id_sent_twice_is_created_once(store: RedisStore) -> None:
+    assert store.enqueue_many([new("once", payload="[1]")]) == ["once"]
+    assert store.enqueue_many([new("once", payload="[2]")]) == ["once"]
+    got = store.reserve(queues=["default"], worker=WORKER, lease=30, limit=5)
+    assert [(r.job_id, r.payload) for r in got] == [("once", "[1]")]
+
+
+def test_end_and_claim_answers_flat_and_fences_a_stale_token(store: RedisStore) -> None:
+    store.enqueue_many([new("first"), new("second"), new("third")])
+    (held,) = store.reserve(queues=["default"], worker=WORKER, lease=30)
+    ended, following = store.end_attempt(
+        Ending(job_id=held.job_id, token=held.token, result='"r"'),
+        queues=["default"],
+        worker=WORKER,
+        lease=30,
+    )
+    assert ended.accepted and following is not None and following.job_id == "second"
+    assert (following.attempt, following.payload, following.batch_id) == (1, "[1]", None)
+    # the same token again: refused, and the claim that rode with it still happens
+    stale, claimed = store.end_attempt(
+        Ending(job_id=held.job_id, token=held.token), queues=["default"], worker=WORKER, lease=30
+    )
+    assert (stale.accepted, stale.state) == (False, "succeeded")
+    assert claimed is not None and claimed.job_id == "third"
+    record = get_job(store, "first")
+    assert record is not None and record.result_text == '"r"'
+    assert [(a.number, a.outcome, a.worker_id, a.host, a.pid) for a in record.attempts] == [
+        (1, "succeeded", "w-hot", "host-h", 7)
+    ]
