@@ -7,7 +7,11 @@ new attempt row: stores/sqlite/jobs.py's own constants) run on plain sqlite3 in 
 shape (bench/raw_loops.py), on a store that tenure made and filled, so tenure's Python is out
 of the count and only the engine's work is left. Each variant changes one thing:
 
-- **tenure**: as the store runs them today.
+- **tenure**: the statements the store ran before this pass (jobs.py's general path still
+  runs them: COMPLETE and OPEN, each with a RETURNING).
+- **hot**: the busy worker's statements now: the plain success counted by its row count
+  (COMPLETE_PLAIN), the claim's columns and next attempt number read with the head (HEAD) and
+  the claim without RETURNING (CLAIM_HEAD).
 - **narrow row**: the job row holds only the columns the claim, the success and the guards
   read (19 of 31); name, payload, policy and the rest in a side table, read by id at the claim.
   The lead of the previous pass: each UPDATE decodes and rewrites a ~30-column record.
@@ -38,7 +42,8 @@ from bench.per_job import COUNT_FROM_HERE, _callgrind, _counted, _env
 ROOT = Path(__file__).resolve().parents[1]
 
 VARIANTS = {
-    "tenure": "tenure's statements and schema",
+    "tenure": "tenure's statements and schema (before)",
+    "hot": "tenure's hot path now (no RETURNING, jobs.py)",
     "narrow": "narrow row (19 columns; the rest read by id at the claim)",
     "success-plain": "success without RETURNING",
     "no-returning": "no RETURNING at all",
@@ -93,6 +98,8 @@ if variant == "no-returning":
     OPEN = OPEN.split(" RETURNING")[0]
     READ_BACK = ("SELECT id, name, queue, payload, policy, attempt, lease_expires_at, batch_id"
                  " FROM tenure_jobs WHERE id = ?")
+if variant == "hot":
+    READY, OPEN, COMPLETE = J.HEAD, J.CLAIM_HEAD, J.COMPLETE_PLAIN
 if variant == "one-ready":
     c.execute("DROP INDEX tenure_jobs_ready")
 if variant == "raw-indexes":
@@ -104,6 +111,10 @@ def claim(t):
     row = c.execute(READY, ("default", t, "default", 1)).fetchone()
     if row is None:
         return None
+    if variant == "hot":
+        c.execute(OPEN, (row[12], t + 30, "w", row[0]))
+        c.execute(ATTEMPT, (row[0], row[12], "w", "h", 1, t, t))
+        return row[0], row[12]
     got = c.execute(OPEN, (t + 30, "w", row[0])).fetchone()
     if READ_BACK is not None:
         back = c.execute(READ_BACK, (row[0],)).fetchone()

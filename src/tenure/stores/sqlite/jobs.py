@@ -52,6 +52,16 @@ COMPLETE, COMPLETE_WITH_RESULT = (
     for result in ("", ", result = ?")
 )
 COMPLETED_COLUMNS = ("batch_id", "chain", "queue", "concurrency_key", "concurrency_limit")
+# The success of a plain job (no batch, chain or concurrency key: what follows its end is
+# nothing), fenced alike and counted by its row count. No RETURNING: SQLite runs one as a
+# trigger program that buffers its rows in an ephemeral table before the first comes back,
+# some 40,000 instructions a job (bench/row_shape.py). A job with any of the three matches
+# nothing here, and COMPLETE (with RETURNING) follows; so does a stale token.
+PLAIN = " AND batch_id IS NULL AND chain IS NULL AND concurrency_key IS NULL"
+COMPLETE_PLAIN, COMPLETE_PLAIN_WITH_RESULT = (
+    done.split(" RETURNING")[0] + PLAIN for done in (COMPLETE, COMPLETE_WITH_RESULT)
+)
+PLAIN_COMPLETED = (None, None, None, None, None)  # COMPLETED_COLUMNS of a plain job
 # endings.close_attempt for a success, as SQLite runs it
 CLOSE_SUCCEEDED = (
     "UPDATE tenure_attempts SET ended_at = ?, outcome = 'succeeded', error = NULL,"
@@ -67,6 +77,20 @@ READY = (
     " WHERE queue = ? AND state = 'queued' AND run_at <= ?"
     + NOT_PAUSED
     + " ORDER BY priority, run_at, rowid LIMIT ?"
+)
+# The busy worker's head: READY's columns, then what the claim hands out (name, payload,
+# policy, batch_id) and the next attempt's number, read with the row READY reads anyway, so
+# that CLAIM_HEAD needs no RETURNING (see COMPLETE_PLAIN). The write lock is held from the
+# head to the claim: the row cannot change between them.
+HEAD = READY.replace(
+    " FROM tenure_jobs INDEXED BY",
+    f", name, payload, policy, batch_id, {NEXT_ATTEMPT} AS next_attempt"
+    " FROM tenure_jobs INDEXED BY",
+    1,
+)
+CLAIM_HEAD = (
+    "UPDATE tenure_jobs SET state = 'running', attempt = ?, lease_expires_at = ?, worker_id = ?"
+    " WHERE id = ?"
 )
 # a ready job's claim (its attempt row follows); OPEN_UNDER: only while its concurrency key
 # has a free slot (counted in the key's index: unary + keeps the planner off the lease index,
@@ -104,18 +128,19 @@ def _complete(
 ) -> tuple[Any, ...] | None:
     """The success of `job_id`/`token` and its attempt closed; its COMPLETED_COLUMNS, or None
     when the token is stale (nothing written: the caller refuses it)."""
-    row: tuple[Any, ...] | None = cur.execute(
-        COMPLETE if result is None else COMPLETE_WITH_RESULT,
-        (now, job_id, token) if result is None else (now, result, job_id, token),
-    ).fetchone()
+    params = (now, job_id, token) if result is None else (now, result, job_id, token)
+    plain = COMPLETE_PLAIN if result is None else COMPLETE_PLAIN_WITH_RESULT
+    row: tuple[Any, ...] | None = PLAIN_COMPLETED
+    if cur.execute(plain, params).rowcount != 1:
+        row = cur.execute(COMPLETE if result is None else COMPLETE_WITH_RESULT, params).fetchone()
     if row is not None:
         cur.execute(CLOSE_SUCCEEDED, (now, job_id, token))
     return row
 
 
 def _head(cur: sqlite3.Cursor, queue: str, now: float) -> tuple[Any, ...] | None:
-    """The ready job `queue` would hand out now (READY's columns), or None."""
-    row: tuple[Any, ...] | None = cur.execute(READY, (queue, now, queue, 1)).fetchone()
+    """The ready job `queue` would hand out now (HEAD's columns), or None."""
+    row: tuple[Any, ...] | None = cur.execute(HEAD, (queue, now, queue, 1)).fetchone()
     return row
 
 
@@ -136,6 +161,24 @@ def _open_hot(
     cur.execute(ATTEMPT_ROW, (job_id, number, worker.id, worker.host, worker.pid, now, now))
     return Reservation(
         got[0], got[1], got[2], got[3], parse_policy(got[4]), number, number, got[6], got[7]
+    )
+
+
+def _claim_head(
+    cur: sqlite3.Cursor,
+    queue: str,
+    head: tuple[Any, ...],
+    worker: WorkerRef,
+    now: float,
+    lease: float,
+) -> Reservation:
+    """Claim the unguarded ready job of `queue` that HEAD read as `head` and open its attempt:
+    _open_hot's work without a RETURNING, the claim's columns read with the head."""
+    job_id, (name, payload, policy, batch_id, number) = head[0], head[8:]
+    cur.execute(CLAIM_HEAD, (number, now + lease, worker.id, job_id))
+    cur.execute(ATTEMPT_ROW, (job_id, number, worker.id, worker.host, worker.pid, now, now))
+    return Reservation(
+        job_id, name, queue, payload, parse_policy(policy), number, number, now + lease, batch_id
     )
 
 
@@ -289,7 +332,7 @@ class SQLiteJobs:
                 claimed = self._reserve_on(conn, now, queues[i:], worker, lease, 1, False)
                 return claimed[0] if claimed else None
             try:
-                return _open_hot(cur, str(row[0]), worker, now, lease)
+                return _claim_head(cur, queue, row, worker, now, lease)
             except DAMAGE as exc:
                 raise _Damaged() from exc
         return None
