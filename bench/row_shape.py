@@ -7,11 +7,11 @@ new attempt row: stores/sqlite/jobs.py's own constants) run on plain sqlite3 in 
 shape (bench/raw_loops.py), on a store that tenure made and filled, so tenure's Python is out
 of the count and only the engine's work is left. Each variant changes one thing:
 
-- **tenure**: the statements the store ran before this pass (jobs.py's general path still
-  runs them: COMPLETE and OPEN, each with a RETURNING).
+- **tenure**: the statements the store ran before this pass (COMPLETE, which jobs.py still
+  runs for a job with a batch, chain or concurrency key, and OPEN, each with a RETURNING).
 - **hot**: the busy worker's statements now: the plain success counted by its row count
-  (COMPLETE_PLAIN), the claim's columns and next attempt number read with the head (HEAD) and
-  the claim without RETURNING (CLAIM_HEAD).
+  (COMPLETE_PLAIN), the claim's columns and next attempt number read with the head (READY)
+  and the claim without RETURNING (CLAIM).
 - **narrow row**: the job row holds only the columns the claim, the success and the guards
   read (19 of 31); name, payload, policy and the rest in a side table, read by id at the claim.
   The lead of the previous pass: each UPDATE decodes and rewrites a ~30-column record.
@@ -63,8 +63,16 @@ noop.dispatch_many([(i,) for i in range(n)])
 app.close()
 c = sqlite3.connect(path, isolation_level=None)
 c.execute("PRAGMA synchronous=NORMAL")
-READY, OPEN, ATTEMPT = J.READY, J.OPEN, J.ATTEMPT_ROW
-COMPLETE, CLOSE = J.COMPLETE, J.CLOSE_SUCCEEDED
+# the ready head, the claim and the success as the store ran them before this pass (de25d4d^)
+READY = ("SELECT id, overlap_key, overlap_delay, rate_key, rate_limit, rate_window,"
+         " concurrency_key, concurrency_limit FROM tenure_jobs"
+         " INDEXED BY tenure_jobs_ready_by_priority"
+         " WHERE queue = ? AND state = 'queued' AND run_at <= ?" + J.NOT_PAUSED
+         + " ORDER BY priority, run_at, rowid LIMIT ?")
+OPEN = (f"UPDATE tenure_jobs SET state = 'running', attempt = {J.NEXT_ATTEMPT},"
+        " lease_expires_at = ?, worker_id = ? WHERE id = ?"
+        " RETURNING id, name, queue, payload, policy, attempt, lease_expires_at, batch_id")
+ATTEMPT, COMPLETE, CLOSE = J.ATTEMPT_ROW, J.COMPLETE, J.CLOSE_SUCCEEDED
 READ_BACK = None  # a SELECT by id after the claim, where the claim has no RETURNING
 if variant == "narrow":
     HOT = ("id, queue, state, priority, run_at, finished_at, attempt, tries_used,"
@@ -99,7 +107,7 @@ if variant == "no-returning":
     READ_BACK = ("SELECT id, name, queue, payload, policy, attempt, lease_expires_at, batch_id"
                  " FROM tenure_jobs WHERE id = ?")
 if variant == "hot":
-    READY, OPEN, COMPLETE = J.HEAD, J.CLAIM_HEAD, J.COMPLETE_PLAIN
+    READY, OPEN, COMPLETE = J.READY, J.CLAIM, J.COMPLETE_PLAIN
 if variant == "one-ready":
     c.execute("DROP INDEX tenure_jobs_ready")
 if variant == "raw-indexes":
@@ -112,9 +120,9 @@ def claim(t):
     if row is None:
         return None
     if variant == "hot":
-        c.execute(OPEN, (row[12], t + 30, "w", row[0]))
-        c.execute(ATTEMPT, (row[0], row[12], "w", "h", 1, t, t))
-        return row[0], row[12]
+        c.execute(OPEN, (row[13], t + 30, "w", row[0]))
+        c.execute(ATTEMPT, (row[0], row[13], "w", "h", 1, t, t))
+        return row[0], row[13]
     got = c.execute(OPEN, (t + 30, "w", row[0])).fetchone()
     if READ_BACK is not None:
         back = c.execute(READ_BACK, (row[0],)).fetchone()
