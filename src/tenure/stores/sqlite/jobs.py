@@ -82,6 +82,12 @@ READY = (
     + NOT_PAUSED
     + " ORDER BY priority, run_at, rowid LIMIT ?"
 )
+# Whether a queue has a ready job, from the ready index alone (it covers the condition): the
+# poll before a reservation reads no row, no payload and no next attempt number.
+ANY_READY = (
+    "SELECT 1 FROM tenure_jobs INDEXED BY tenure_jobs_ready_by_priority"
+    " WHERE queue = ? AND state = 'queued' AND run_at <= ?" + NOT_PAUSED + " LIMIT 1"
+)
 # a ready job's claim (its attempt row follows), counted by its row count; CLAIM_UNDER: only
 # while its concurrency key has a free slot (counted in the key's index: unary + keeps the
 # planner off the lease index, every running job of every key; sql.guards' _LIVE_LEASE)
@@ -252,7 +258,7 @@ class SQLiteJobs:
         # often, and each BEGIN IMMEDIATE would queue behind the one writer).
         conn = self.db.checked_conn()
         now = self.db.clock(conn)
-        if not any(self._ready(conn, queue, now, 1) for queue in queues):
+        if not any(conn.execute(ANY_READY, (queue, now, queue)).fetchone() for queue in queues):
             return []
         with self.db.write() as (conn, now):
             return self._reserve_on(conn, now, queues, worker, lease, limit)
