@@ -14,6 +14,7 @@
     .venv/bin/python -m bench redis-instr [--jobs N]   (Redis server instructions a job, callgrind)
     .venv/bin/python -m bench walpages [--jobs N]      (SQLite WAL pages per job, by B-tree)
     .venv/bin/python -m bench perjob [--callgrind]     (SQLite statements, VM steps, instructions)
+    .venv/bin/python -m bench rowshape [--callgrind]   (SQLite's per-job cost, one change at a time)
 
 Installs the peers into bench/.venv-peers (and arq into bench/.venv-peers-arq), then for each
 engine runs every system on the same workloads, round after round, in A B ... B A order so
@@ -164,6 +165,10 @@ def main() -> int:
         from bench.per_job import main as perjob
 
         return perjob(sys.argv[2:])
+    if sys.argv[1:2] == ["rowshape"]:  # SQLite's per-job cost, one suspect at a time (35)
+        from bench.row_shape import main as rowshape
+
+        return rowshape(sys.argv[2:])
     if sys.argv[1:2] == ["flow-work"]:  # flow control's work per job, counted (issue 31)
         from bench.flow_work import main as flow_work
 

@@ -52,6 +52,17 @@ COUNT_FROM_HERE = (
     "import subprocess as _sp, os as _os\n"
     "_sp.run(['callgrind_control', '-i', 'on', str(_os.getpid())], capture_output=True)\n"
 )
+# `tenure worker ...`, its child given time to start: valgrind on a loaded machine takes
+# minutes over what the supervisor waits for natively (child_process.STARTUP_TIMEOUT_S), and a
+# child killed before it said Ready crashes attempts and spoils the count. "tenure" is the
+# command's first word naming tenure, as _counted reads it.
+WORKER = (
+    "import runpy, sys, tenure\n"
+    "import tenure.worker.child_process as started\n"
+    "started.STARTUP_TIMEOUT_S = 1800.0\n"
+    "sys.argv = ['tenure', *sys.argv[1:]]\n"
+    "runpy.run_module('tenure', run_name='__main__')\n"
+)
 DRAIN_START = {"raw": "start, cpu =", "store": "start, done, cpu ="}
 CONN = {"raw": "c", "store": "store.db.conn()"}
 
@@ -153,7 +164,7 @@ def instructions(jobs: int, workdir: Path) -> list[str]:
             f"app.store.migrate(); noop.dispatch_many([(i,) for i in range({n})]); app.close()\n"
         )
         subprocess.run([sys.executable, "-c", enqueue], env=env, cwd=ROOT, check=True)
-        command = [sys.executable, "-m", "tenure", "worker", "--app"]
+        command = [sys.executable, "-c", WORKER, "worker", "--app"]
         command += ["bench.systems.tenure_sys:app", "--burst", "--concurrency", "1"]
         prefix = workdir / f"cg-worker-{n}"
         _callgrind(command, prefix, at_start=True, env=env)

@@ -5,10 +5,12 @@ and a damaged row on the way still fails alone, without the success or the next 
 from __future__ import annotations
 
 import sqlite3
+from dataclasses import replace
 from pathlib import Path
 
 from conformance.helpers import W1, enqueue, job, new_job, reserve_one
-from tenure.core.records import Ending
+from tenure.core.guards import Guards
+from tenure.core.records import Ending, EndResult, Reservation
 from tenure.stores.sqlite import SQLiteStore
 from tenure.stores.sqlite.database import CLOCK_SQL, sqlite_now
 
@@ -40,6 +42,65 @@ def test_a_success_and_the_next_claim_are_the_raw_loops_seven_statements(
     ], seen
     assert job(store, held.job_id).state == "succeeded"
     assert job(store, following.job_id).attempts[0].outcome is None
+
+
+def _traced_end(
+    store: SQLiteStore, held: Reservation
+) -> tuple[list[str], EndResult, Reservation | None]:
+    """end_attempt of `held`'s success, claiming the next job, and the statements it ran."""
+    seen: list[str] = []
+    store.db.conn().set_trace_callback(seen.append)
+    ended, following = store.end_attempt(
+        Ending(job_id=held.job_id, token=held.token),
+        queues=["default"],
+        worker=W1,
+        lease=30,
+    )
+    store.db.conn().set_trace_callback(None)
+    return seen, ended, following
+
+
+def test_a_plain_jobs_success_and_the_next_claim_run_no_returning(tmp_path: Path) -> None:
+    # SQLite runs a RETURNING as a trigger program over an ephemeral table: ~40,000
+    # instructions a statement (bench/row_shape.py), which a plain job has no use for
+    store = SQLiteStore(f"sqlite:///{tmp_path / 'plain.db'}")
+    enqueue(store, new_job(), new_job(payload='{"args":[7],"kwargs":{}}'))
+    held = reserve_one(store)
+    seen, ended, following = _traced_end(store, held)
+    assert ended.accepted and following is not None
+    assert not [s for s in seen if "RETURNING" in s], seen
+    stored = job(store, following.job_id)
+    # the claim handed out what the row holds, its attempt row opened under the same number
+    assert following.payload == '{"args":[7],"kwargs":{}}'
+    assert following.token == 1
+    assert [a.number for a in stored.attempts] == [1] and stored.worker_id == W1.id
+    assert stored.lease_expires_at == following.lease_expires_at
+
+
+def test_a_limited_jobs_success_still_frees_its_slot_for_a_parked_one(tmp_path: Path) -> None:
+    # the quiet twin: a job with a concurrency key matches nothing in the plain success and
+    # takes the one with RETURNING, which hands its slot to the key's parked job
+    store = SQLiteStore(f"sqlite:///{tmp_path / 'limited.db'}")
+    limited = Guards(concurrency_key="k", concurrency_limit=1)
+    first, second = (replace(new_job(), guards=limited) for _ in range(2))
+    enqueue(store, first, second)
+    held = reserve_one(store)
+    # the second is parked behind the key's one slot
+    assert store.reserve(queues=["default"], worker=W1, lease=30) == []
+    seen, ended, following = _traced_end(store, held)
+    assert ended.accepted
+    assert [s for s in seen if "RETURNING batch_id" in s], seen
+    assert job(store, held.job_id).state == "succeeded"
+    assert following is not None and following.job_id == second.id
+
+
+def test_a_stale_tokens_success_writes_nothing(tmp_path: Path) -> None:
+    store = SQLiteStore(f"sqlite:///{tmp_path / 'stale.db'}")
+    enqueue(store, new_job())
+    held = reserve_one(store)
+    ended, _ = store.end_attempt(Ending(job_id=held.job_id, token=held.token + 1))
+    assert not ended.accepted
+    assert job(store, held.job_id).state == "running"
 
 
 def test_a_damaged_row_met_by_the_claim_fails_alone_and_the_success_stays(

@@ -21,7 +21,6 @@ from tenure.core.records import (
     Reservation,
     WorkerRef,
     batch_target,
-    reservation,
 )
 from tenure.core.retry import parse_policy
 from tenure.stores.sql import batches, control, endings
@@ -52,29 +51,49 @@ COMPLETE, COMPLETE_WITH_RESULT = (
     for result in ("", ", result = ?")
 )
 COMPLETED_COLUMNS = ("batch_id", "chain", "queue", "concurrency_key", "concurrency_limit")
+# The success of a plain job (no batch, chain or concurrency key: what follows its end is
+# nothing), fenced alike and counted by its row count. No RETURNING: SQLite runs one as a
+# trigger program that buffers its rows in an ephemeral table before the first comes back,
+# some 40,000 instructions a job (bench/row_shape.py). A job with any of the three matches
+# nothing here, and COMPLETE (with RETURNING) follows; so does a stale token.
+PLAIN = " AND batch_id IS NULL AND chain IS NULL AND concurrency_key IS NULL"
+COMPLETE_PLAIN, COMPLETE_PLAIN_WITH_RESULT = (
+    done.split(" RETURNING")[0] + PLAIN for done in (COMPLETE, COMPLETE_WITH_RESULT)
+)
+PLAIN_COMPLETED = (None, None, None, None, None)  # COMPLETED_COLUMNS of a plain job
 # endings.close_attempt for a success, as SQLite runs it
 CLOSE_SUCCEEDED = (
     "UPDATE tenure_attempts SET ended_at = ?, outcome = 'succeeded', error = NULL,"
     " traceback = NULL WHERE job_id = ? AND number = ?"
 )
-# A queue's ready head with what its guards need. INDEXED BY: left to itself the planner takes
-# tenure_jobs_ready for the run_at range and sorts the queue's ready jobs by priority (a temp
-# B-tree: 20 ms a call at 50,000 queued); the head of (queue, state, priority, run_at, rowid).
+# A queue's ready head with what its guards need, then what its claim hands out (name, queue,
+# payload, policy, batch_id) and the number its next attempt takes: read with the row the
+# head reads anyway, so that the claim needs no RETURNING (see COMPLETE_PLAIN). The write
+# lock is held from this read to the claim: the row cannot change between them. INDEXED BY:
+# left to itself the planner takes tenure_jobs_ready for the run_at range and sorts the
+# queue's ready jobs by priority (a temp B-tree: 20 ms a call at 50,000 queued); the head of
+# (queue, state, priority, run_at, rowid).
 READY = (
     "SELECT id, overlap_key, overlap_delay, rate_key, rate_limit, rate_window,"
-    " concurrency_key, concurrency_limit"
+    " concurrency_key, concurrency_limit, name, queue, payload, policy, batch_id,"
+    f" {NEXT_ATTEMPT} AS next_attempt"
     " FROM tenure_jobs INDEXED BY tenure_jobs_ready_by_priority"
     " WHERE queue = ? AND state = 'queued' AND run_at <= ?"
     + NOT_PAUSED
     + " ORDER BY priority, run_at, rowid LIMIT ?"
 )
-# a ready job's claim (its attempt row follows); OPEN_UNDER: only while its concurrency key
-# has a free slot (counted in the key's index: unary + keeps the planner off the lease index,
-# every running job of every key; sql.guards' _LIVE_LEASE)
-OPEN, OPEN_UNDER = (
-    f"UPDATE tenure_jobs SET state = 'running', attempt = {NEXT_ATTEMPT},"
-    f" lease_expires_at = ?, worker_id = ? WHERE id = ?{under}"
-    " RETURNING id, name, queue, payload, policy, attempt, lease_expires_at, batch_id"
+# Whether a queue has a ready job, from the ready index alone (it covers the condition): the
+# poll before a reservation reads no row, no payload and no next attempt number.
+ANY_READY = (
+    "SELECT 1 FROM tenure_jobs INDEXED BY tenure_jobs_ready_by_priority"
+    " WHERE queue = ? AND state = 'queued' AND run_at <= ?" + NOT_PAUSED + " LIMIT 1"
+)
+# a ready job's claim (its attempt row follows), counted by its row count; CLAIM_UNDER: only
+# while its concurrency key has a free slot (counted in the key's index: unary + keeps the
+# planner off the lease index, every running job of every key; sql.guards' _LIVE_LEASE)
+CLAIM, CLAIM_UNDER = (
+    "UPDATE tenure_jobs SET state = 'running', attempt = ?, lease_expires_at = ?,"
+    f" worker_id = ? WHERE id = ?{under}"
     for under in (
         "",
         " AND (SELECT count(*) FROM tenure_jobs WHERE concurrency_key = ?"
@@ -88,7 +107,7 @@ ATTEMPT_ROW = (
 
 # The busy worker's statements read on plain tuples (_cursor): a sqlite3.Row and its look-ups
 # by name cost more than these narrow rows' own step, so the success (_complete) and the claim
-# of an unguarded head (_head, _open_hot) run on one cursor without a row factory; a batch, a
+# of an unguarded head (_head, _open) run on one cursor without a row factory; a batch, a
 # chain, a concurrency key or a guard goes on to the general path with what they returned.
 
 
@@ -104,10 +123,11 @@ def _complete(
 ) -> tuple[Any, ...] | None:
     """The success of `job_id`/`token` and its attempt closed; its COMPLETED_COLUMNS, or None
     when the token is stale (nothing written: the caller refuses it)."""
-    row: tuple[Any, ...] | None = cur.execute(
-        COMPLETE if result is None else COMPLETE_WITH_RESULT,
-        (now, job_id, token) if result is None else (now, result, job_id, token),
-    ).fetchone()
+    params = (now, job_id, token) if result is None else (now, result, job_id, token)
+    plain = COMPLETE_PLAIN if result is None else COMPLETE_PLAIN_WITH_RESULT
+    row: tuple[Any, ...] | None = PLAIN_COMPLETED
+    if cur.execute(plain, params).rowcount != 1:
+        row = cur.execute(COMPLETE if result is None else COMPLETE_WITH_RESULT, params).fetchone()
     if row is not None:
         cur.execute(CLOSE_SUCCEEDED, (now, job_id, token))
     return row
@@ -125,17 +145,20 @@ def _unguarded(row: tuple[Any, ...]) -> bool:
     return row[1] is None and row[3] is None and row[6] is None
 
 
-def _open_hot(
-    cur: sqlite3.Cursor, job_id: str, worker: WorkerRef, now: float, lease: float
-) -> Reservation:
-    """Claim the ready job `job_id` (no guard of its own) and open its attempt. Two statements
-    where PostgreSQL's hot path claims in one (claims.CLAIM, FOR UPDATE SKIP LOCKED), which
-    SQLite's single writer has no need of."""
-    got = cur.execute(OPEN, (now + lease, worker.id, job_id)).fetchone()
-    number = got[5]
+def _open(
+    cur: Any, row: Any, worker: WorkerRef, now: float, lease: float, under: tuple[Any, ...] = ()
+) -> Reservation | None:
+    """Claim the ready job READY read as `row` and open its attempt; with `under` (its key,
+    now, the key's limit), only while its concurrency key has a free slot: None when it has
+    none. Two statements where PostgreSQL's hot path claims in one (claims.CLAIM, FOR UPDATE
+    SKIP LOCKED), which SQLite's single writer has no need of."""
+    job_id, (name, queue, payload, policy, batch_id, number) = row[0], tuple(row)[8:]
+    claim = CLAIM_UNDER if under else CLAIM
+    if cur.execute(claim, (number, now + lease, worker.id, job_id, *under)).rowcount != 1:
+        return None
     cur.execute(ATTEMPT_ROW, (job_id, number, worker.id, worker.host, worker.pid, now, now))
     return Reservation(
-        got[0], got[1], got[2], got[3], parse_policy(got[4]), number, number, got[6], got[7]
+        job_id, name, queue, payload, parse_policy(policy), number, number, now + lease, batch_id
     )
 
 
@@ -235,7 +258,7 @@ class SQLiteJobs:
         # often, and each BEGIN IMMEDIATE would queue behind the one writer).
         conn = self.db.checked_conn()
         now = self.db.clock(conn)
-        if not any(self._ready(conn, queue, now, 1) for queue in queues):
+        if not any(conn.execute(ANY_READY, (queue, now, queue)).fetchone() for queue in queues):
             return []
         with self.db.write() as (conn, now):
             return self._reserve_on(conn, now, queues, worker, lease, limit)
@@ -289,7 +312,7 @@ class SQLiteJobs:
                 claimed = self._reserve_on(conn, now, queues[i:], worker, lease, 1, False)
                 return claimed[0] if claimed else None
             try:
-                return _open_hot(cur, str(row[0]), worker, now, lease)
+                return _open(cur, row, worker, now, lease)
             except DAMAGE as exc:
                 raise _Damaged() from exc
         return None
@@ -373,7 +396,8 @@ class SQLiteJobs:
         key = row["concurrency_key"]
         if key is not None and row["overlap_key"] is None and row["rate_key"] is None:
             # a limit alone: the count and the claim in one statement (OPEN_UNDER)
-            claimed = None if key in full else self._open_under(conn, row, worker, now, lease)
+            limit = (key, now, row["concurrency_limit"] or 1)
+            claimed = None if key in full else _open(conn, row, worker, now, lease, limit)
             if claimed is None:
                 full.add(key)
                 sql_guards.park(self.dialect, conn, row["id"])
@@ -392,7 +416,9 @@ class SQLiteJobs:
         if deferral is not None:
             self._defer(conn, row["id"], worker, now, *deferral)
         else:
-            out.append(self._open_attempt(conn, row["id"], worker, now, lease))
+            opened = _open(conn, row, worker, now, lease)
+            if opened is not None:  # (it is: nothing else claims it under the write lock)
+                out.append(opened)
 
     @staticmethod
     def _ready(conn: sqlite3.Connection, queue: str, now: float, limit: int) -> list[Any]:
@@ -445,37 +471,6 @@ class SQLiteJobs:
                 sql_guards.deferral_note(reason, run_at, now),
             ),
         )
-
-    def _open_attempt(
-        self, conn: sqlite3.Connection, job_id: str, worker: WorkerRef, now: float, lease: float
-    ) -> Reservation:
-        return _open_hot(_cursor(conn), job_id, worker, now, lease)
-
-    def _open_under(
-        self, conn: sqlite3.Connection, job: Any, worker: WorkerRef, now: float, lease: float
-    ) -> Reservation | None:
-        """_open_attempt of a job under a concurrency limit alone, if its key has a free slot
-        (the key's running attempts with a live lease counted in the same statement, as
-        sql.guards.running_under counts them); None when the key is full."""
-        row = conn.execute(
-            OPEN_UNDER,
-            (
-                now + lease,
-                worker.id,
-                job["id"],
-                job["concurrency_key"],
-                now,
-                job["concurrency_limit"] or 1,
-            ),
-        ).fetchone()
-        return None if row is None else self._opened(conn, row, worker, now)
-
-    @staticmethod
-    def _opened(conn: sqlite3.Connection, row: Any, worker: WorkerRef, now: float) -> Reservation:
-        conn.execute(
-            ATTEMPT_ROW, (row["id"], row["attempt"], worker.id, worker.host, worker.pid, now, now)
-        )
-        return reservation(row)
 
     def _complete_on(
         self,
