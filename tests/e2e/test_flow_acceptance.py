@@ -91,6 +91,8 @@ def test_batch_members_and_the_callback_keep_their_jobs_concurrency(flow: Projec
     wait_until(lambda: flow.app.counts()["succeeded"] == 13, 180, "12 members and the callback")
     ran = spans(flow, "start", "end")
     assert len(ran) == 12
-    assert most_at_once(ran) == 2
+    # never over the limit; whether it reached 2 depends on timing (one Redis run of four
+    # under load 8 ran them one at a time) and is test_flow_e2e's concurrency=2 check
+    assert most_at_once(ran) <= 2
     settled_at = max(at for *_, event, at in flow.ledger.lines() if event == "settled")
     assert settled_at >= max(end for _, end in ran)
