@@ -43,11 +43,11 @@ def main(argv: list[str]) -> int:
     while batch := store.reserve(queues=["default"], worker=WORKER, lease=600, limit=500):
         order += [r.job_id for r in batch]
     rate = len(order) / (time.perf_counter() - start)
-    at = sorted(i + 1 for i, job_id in enumerate(order) if job_id in ids)
-    p99 = at[min(len(at) - 1, len(at) * 99 // 100)]
+    where = sorted(i + 1 for i, job_id in enumerate(order) if job_id in ids)
+    p99 = where[min(len(where) - 1, len(where) * 99 // 100)]
     print(
         f"fair_key {tenants} x {per} + {small_n}: small tenant's positions p50"
-        f" {at[len(at) // 2]:,}, p99 {p99:,}, max {at[-1]:,} of {total:,} (reserved"
+        f" {where[len(where) // 2]:,}, p99 {p99:,}, max {where[-1]:,} of {total:,} (reserved"
         f" {len(order):,}); dispatched at {dispatched:,.0f} jobs/s, reserved at {rate:,.0f} jobs/s"
     )
     store.close()
