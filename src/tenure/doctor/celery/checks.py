@@ -8,6 +8,7 @@ import os
 from dataclasses import dataclass
 
 from tenure.doctor.celery.launches import check_launches, read_launches
+from tenure.doctor.celery.routing import resolve
 from tenure.doctor.celery.settings import (
     CannotLoad,
     CeleryConfig,
@@ -28,7 +29,8 @@ VISIBILITY_DEFAULT_S = {"redis": 3600.0, "sqs": 1800.0}
 PREFETCH_DEFAULT = 4
 MARKERS = (b"countdown", b"eta=", b"acks_late", b"time_limit", b"shared_task", b".task(",
            b".task\n", b"(Task)", b".Task)", b"TASK_ANNOTATIONS", b"task_annotations",
-           b"config_from_object(")  # fmt: skip
+           b"config_from_object(", b"send_task(", b"apply_async(", b"\"task\":",
+           b"'task':")  # fmt: skip
 TRANSPORTS = {
     "redis": "redis",
     "rediss": "redis",
@@ -78,6 +80,7 @@ def audit(spec: str, base: str, tree: Tree) -> CeleryAudit:
         except (OSError, SyntaxError, ValueError, RecursionError):
             pass  # said by load() already
     settle(config)
+    resolve(config, tree)
     workers, skipped = read_launches(tree)
     findings = check(config) + check_launches(config, workers)
     places = [f"{w.source} ({w.platform})" for w in workers]
