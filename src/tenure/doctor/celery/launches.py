@@ -346,6 +346,10 @@ def check_launches(config: CeleryConfig, workers: list[CeleryWorker]) -> list[Fi
 def _open_opaque(w: CeleryWorker) -> None:
     """`$OPENWISP_CELERY_COMMAND_FLAGS` that the runner's environment resolved (tie) to
     `--concurrency=1`: its options are read, and it hides no time limit any more."""
+    passed = w.options.pop("passed", None)
+    if passed:  # the arguments a shell function's call gives its `celery ... "$@"`
+        for key, value in _options(passed.split()).items():
+            w.options.setdefault(key, value)
     raw = w.options.get("opaque")
     if raw is None or "$" in raw:
         return
