@@ -110,6 +110,7 @@ class CeleryConfig:
     # None for a send without queue=; and the class constants they name (`Queues.HEAVY`).
     sent_queues: dict[str, list[str | None]] = field(default_factory=dict)
     class_constants: dict[str, str] = field(default_factory=dict)
+    unresolved: dict[str, str] = field(default_factory=dict)  # setting -> its source text
     # What non-literal values are evaluated with: names bound earlier in the module being
     # read and the project's .env files (`60 * 60`, `env("LIMIT", 600)` are values).
     scope: Scope = field(default_factory=Scope)
@@ -249,6 +250,8 @@ def _put(config: CeleryConfig, key: str, node: ast.AST, rel: str) -> None:
         name = key.removeprefix("CELERY_").lower()  # Django: namespace='CELERY'
     if name in KEYS:
         config.settings[name] = _setting(node, rel, config.scope)
+        if not config.settings[name].known:  # what it is built from, for the transport's name
+            config.unresolved[name] = ast.unparse(node)
 
 
 def _assignment(config: CeleryConfig, node: ast.Assign | ast.AnnAssign, rel: str) -> None:

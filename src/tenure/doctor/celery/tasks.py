@@ -51,9 +51,9 @@ def read_tasks(config: CeleryConfig, tree: ast.AST, rel: str) -> None:
                             # `queue=Queues.HEAVY`: routing.resolve reads the class constant.
                             source = Source(rel, k.value.lineno)
                             options[f"{k.arg}_expr"] = Setting(ast.unparse(k.value), source)
-                config.tasks.append(TaskDef(node.name, Source(rel, node.lineno), options))
+                config.tasks.append(TaskDef(node.name, Source(rel, decorator.lineno), options))
             elif _bare_task(decorator):  # @shared_task, @app.task: the defaults
-                config.tasks.append(TaskDef(node.name, Source(rel, node.lineno)))
+                config.tasks.append(TaskDef(node.name, Source(rel, decorator.lineno)))
 
 
 def _call_limits(config: CeleryConfig, node: ast.Call, rel: str) -> None:
