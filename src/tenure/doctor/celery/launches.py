@@ -14,6 +14,7 @@ import re
 import stat
 from typing import Any
 
+from tenure.doctor.celery.coldstop import cold_stops
 from tenure.doctor.celery.commands import expand_arrays, expand_evaluated, management_finder
 from tenure.doctor.celery.routing import served
 from tenure.doctor.celery.settings import CeleryConfig, TaskDef
@@ -243,7 +244,9 @@ def read_launches(tree: Tree) -> tuple[list[CeleryWorker], list[Skipped]]:
     development = development_units(tree, {p for p in composed if p})
     workers = [w for w in workers if not _in(w.unit, development)]
     workers = _without_overlays(tree, workers, {p for p in composed if p})
-    return tie(tree, workers, dict(scripts)), skipped + more
+    tied = tie(tree, workers, dict(scripts))
+    cold_stops(tree.root, tied)
+    return tied, skipped + more
 
 
 def _in(unit: Source | None, units: set[tuple[str, int]] | dict[tuple[str, int], Any]) -> bool:
