@@ -118,3 +118,36 @@ def test_a_worker_whose_queues_no_project_task_reaches_is_said_not_judged(
     found = [" ".join(f.split(" ")[:2]) for f in located(report) if "unbounded" in f]
     assert found == ["celery-task-unbounded docker-compose.yml:2"]
     assert any("no task of the project is seen" in s.reason for s in report.skipped)
+
+
+# Cut from a Pyramid app whose Celery app module sets the default queue in conf.update (not the
+# settings file the doctor reads) and a Procfile worker reading that queue.
+APP = """def includeme(config):
+    config.registry["celery.app"].conf.update(
+        task_default_queue={queue!r},
+        task_serializer="json",
+    )
+"""
+PROCFILE = "worker: celery -A app worker --concurrency=1 -Q default -l info\n"
+ACKS_LATE = """from app.celery import task
+
+@task(bind=True, acks_late=True)
+def reindex(self):
+    pass
+"""
+
+
+@pytest.mark.parametrize(
+    ("queue", "expected"),
+    [("default", ["celery-task-unbounded Procfile:1"]),
+     ("other", [])],  # the quiet twin: unrouted tasks go to a queue the worker does not read
+)  # fmt: skip
+def test_the_default_queue_set_in_an_app_module(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, queue: str, expected: list[str]
+) -> None:
+    files = {"app/config.py": SETTINGS, "app/tasks.py": APP.format(queue=queue),
+             "app/search.py": ACKS_LATE, "Procfile": PROCFILE}  # fmt: skip
+    report = run_in(write(tmp_path, files), None, monkeypatch, history=False,
+                    celery="app/config.py")  # fmt: skip
+    found = [" ".join(f.split(" ")[:2]) for f in located(report) if "unbounded" in f]
+    assert found == expected

@@ -31,7 +31,7 @@ PREFETCH_DEFAULT = 4
 MARKERS = (b"countdown", b"eta=", b"acks_late", b"time_limit", b"shared_task", b".task(",
            b".task\n", b"(Task)", b".Task)", b"TASK_ANNOTATIONS", b"task_annotations",
            b"config_from_object(", b"send_task(", b"apply_async(", b"\"task\":",
-           b"'task':")  # fmt: skip
+           b"'task':", b"DEFAULT_QUEUE", b"default_queue")  # fmt: skip
 TRANSPORTS = {
     "redis": "redis",
     "rediss": "redis",
@@ -142,10 +142,11 @@ def check(config: CeleryConfig) -> list[Finding]:
         t for t in config.tasks if t.options.get("acks_late", Setting(None, Source())).value is True
     ]
     if acks_late.value is True and hard.known:
-        # With no global limit, tasks whose own limit passes the timeout are the concrete
-        # finding (on their decorator); "every task has no limit" is said only without them.
+        # "No time limit" says nothing of how long tasks run (celery-task-unbounded speaks to
+        # that where a deploy makes it matter): only a limit past the timeout is a finding,
+        # the global one or, without it, a task's own (on its time_limit line).
         over = [t for t in config.tasks if _own_limit_over(t, limit) and _late_task(t)]
-        every = [] if limit.amount is None and over else _late(
+        every = [] if limit.amount is None else _late(
             limit, visibility, "every task (task_acks_late)", _where(config, acks_late, home)
         )  # fmt: skip
         out += every
@@ -161,7 +162,7 @@ def check(config: CeleryConfig) -> list[Finding]:
         if own and isinstance(own.value, int | float):
             task_limit = Value(f"{task.name} time_limit", own.value, "s", own.source)
             at = own.source if own.source.line else at  # the limit that passes the timeout
-        elif hard.known:
+        elif hard.known and limit.amount is not None:
             task_limit = limit
         else:
             continue

@@ -43,6 +43,24 @@ def read_beat_entry(config: CeleryConfig, node: ast.Dict) -> None:
     config.sent_queues.setdefault(name, []).append(ast.unparse(queue) if queue else None)
 
 
+DEFAULT_QUEUE_NAMES = {"task_default_queue", "CELERY_TASK_DEFAULT_QUEUE", "CELERY_DEFAULT_QUEUE"}
+
+
+def read_default_queue(config: CeleryConfig, node: ast.AST) -> None:
+    """`conf.update(task_default_queue="default")` or `CELERY_TASK_DEFAULT_QUEUE = "default"` in
+    a module other than the settings read: where unrouted tasks go."""
+    value = None
+    if (isinstance(node, ast.keyword) and node.arg in DEFAULT_QUEUE_NAMES) or (
+        isinstance(node, ast.Assign)
+        and any(
+            getattr(t, "id", getattr(t, "attr", None)) in DEFAULT_QUEUE_NAMES for t in node.targets
+        )
+    ):
+        value = node.value
+    if isinstance(value, ast.Constant) and isinstance(value.value, str):
+        config.default_queues.add(value.value)
+
+
 def read_sent_queue(config: CeleryConfig, node: ast.Call, rel: str) -> None:
     """`x.apply_async(..., queue=Q)` and `app.send_task(NAME, ..., queue=Q)`: the queue (or the
     unresolved expression) the task named so is sent to."""
@@ -181,6 +199,8 @@ def _routed(config: CeleryConfig, task: TaskDef, names: list[str]) -> set[str] |
     default = config.settings.get("task_default_queue")
     if default is not None and not isinstance(default.value, str):
         return UNDECIDED
+    if default is None and config.default_queues:
+        return set(config.default_queues)
     return {default.value if default is not None else "celery"}
 
 

@@ -111,6 +111,8 @@ class CeleryConfig:
     sent_queues: dict[str, list[str | None]] = field(default_factory=dict)
     class_constants: dict[str, str] = field(default_factory=dict)
     unresolved: dict[str, str] = field(default_factory=dict)  # setting -> its source text
+    # task_default_queue written anywhere in the project (an app module's conf.update)
+    default_queues: set[str] = field(default_factory=set)
     # What non-literal values are evaluated with: names bound earlier in the module being
     # read and the project's .env files (`60 * 60`, `env("LIMIT", 600)` are values).
     scope: Scope = field(default_factory=Scope)

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import ast
 
-from tenure.doctor.celery.routing import read_beat_entry, read_sent_queue
+from tenure.doctor.celery.routing import read_beat_entry, read_default_queue, read_sent_queue
 from tenure.doctor.celery.settings import CeleryConfig, Setting, TaskDef, _callee, _setting
 from tenure.doctor.celery.values import UNKNOWN
 from tenure.doctor.model import Source
@@ -26,6 +26,8 @@ def read_tasks(config: CeleryConfig, tree: ast.AST, rel: str) -> None:
             read_sent_queue(config, node, rel)
         elif isinstance(node, ast.Dict):
             read_beat_entry(config, node)
+        elif isinstance(node, ast.keyword | ast.Assign):
+            read_default_queue(config, node)
         if isinstance(node, ast.ClassDef) and any(_is_task_base(b) for b in node.bases):
             options = {
                 target.id: _setting(item.value, rel, config.scope)
