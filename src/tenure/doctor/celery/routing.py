@@ -34,8 +34,7 @@ def read_beat_entry(config: CeleryConfig, node: ast.Dict) -> None:
     task, options = entry.get("task"), entry.get("options")
     if task is None or "schedule" not in entry:
         return
-    literal = isinstance(task, ast.Constant) and isinstance(task.value, str)
-    name = task.value.rsplit(".", 1)[-1] if literal else ast.unparse(task)
+    name = _task_name(task)
     queue = None
     if isinstance(options, ast.Dict):
         queue = next((v for k, v in zip(options.keys, options.values, strict=True)
@@ -61,6 +60,13 @@ def read_default_queue(config: CeleryConfig, node: ast.AST) -> None:
         config.default_queues.add(value.value)
 
 
+def _task_name(node: ast.expr) -> str:
+    """A task named by a string (its last dotted part) or by an expression (its source)."""
+    if isinstance(node, ast.Constant) and isinstance(node.value, str):
+        return node.value.rsplit(".", 1)[-1]
+    return ast.unparse(node)
+
+
 def read_sent_queue(config: CeleryConfig, node: ast.Call, rel: str) -> None:
     """`x.apply_async(..., queue=Q)` and `app.send_task(NAME, ..., queue=Q)`: the queue (or the
     unresolved expression) the task named so is sent to."""
@@ -71,9 +77,7 @@ def read_sent_queue(config: CeleryConfig, node: ast.Call, rel: str) -> None:
     if func.attr == "send_task":
         if not node.args:
             return
-        first = node.args[0]
-        literal = isinstance(first, ast.Constant) and isinstance(first.value, str)
-        name = first.value.rsplit(".", 1)[-1] if literal else ast.unparse(first)
+        name = _task_name(node.args[0])
     else:
         name = ast.unparse(func.value).rsplit(".", 1)[-1]
     config.sent_queues.setdefault(name, []).append(
