@@ -181,20 +181,6 @@ def check(config: CeleryConfig) -> list[Finding]:
                     clocks=(Value("countdown/eta", delay.seconds, "s", delay.source), visibility),
                 )
             )
-        elif delay.grows:
-            out.append(
-                finding(
-                    "celery-eta-beyond-visibility",
-                    f"{delay.call} staggers a fan-out: the delay is a multiple of the loop's "
-                    "counter, so it grows with the number of items, and nothing caps it; past "
-                    f"{visibility.amount:g} s the waiting messages are redelivered and their "
-                    "tasks run once per redelivery.",
-                    f"cap the delay below {visibility.amount:g} s (min(), or batches sent by "
-                    "beat), or raise visibility_timeout above the longest delay",
-                    delay.source,
-                    clocks=(Value("countdown/eta", None, "s", delay.source), visibility),
-                )
-            )
     multiplier = prefetch.value if isinstance(prefetch.value, int) else PREFETCH_DEFAULT
     # With no time limit and early acks, how long tasks run is unknown: celery-task-unbounded
     # speaks to that where a deploy makes it matter; guessing here made every app a finding.

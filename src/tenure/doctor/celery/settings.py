@@ -16,7 +16,6 @@ import sys
 from dataclasses import dataclass, field
 from typing import Any
 
-from tenure.doctor.celery.staggered import growing_delays
 from tenure.doctor.celery.values import (
     UNKNOWN,
     Scope,
@@ -93,7 +92,6 @@ class Delay:
     call: str
     seconds: float | None
     source: Source
-    grows: bool = False  # a multiple of a loop counter: unbounded with the number of items
 
 
 @dataclass
@@ -211,16 +209,11 @@ def read_tree(config: CeleryConfig, tree: ast.AST, rel: str, *, settings: bool) 
     config.scope.constants = collect_constants(tree, config.scope)
     if settings:  # the settings file: task modules read its names as settings.NAME
         config.scope.settings = dict(config.scope.constants)
-    before = len(config.delays)
     for node in ast.walk(tree):
         if settings and isinstance(node, ast.Assign | ast.AnnAssign):
             _assignment(config, node, rel)
         elif isinstance(node, ast.Call):
             _call(config, node, rel, settings=settings)
-    if len(config.delays) > before:
-        growing = growing_delays(tree)
-        for delay in config.delays[before:]:
-            delay.grows = delay.seconds is None and delay.source.line in growing
 
 
 def _callee(call: ast.Call) -> str:
