@@ -204,3 +204,53 @@ def branch_labels(script: str, line: int) -> set[str]:
 IF_TEST = re.compile(
     r"^(?:el)?if\s+(?:\[\[?\s*\"?\$\{?1\}?\"?\s*==?\s*[\"']?([\w.\-]+)[\"']?\s*\]\]?|.*)"
 )
+
+
+PASSED = re.compile(r"\"?\$\{?@(?::\d+)?\}?\"?")
+
+
+def function_arguments(
+    script: str, line: int, argv: list[str], environment: dict[str, tuple[str, str]]
+) -> list[str] | None:
+    """The words a shell function running `celery ... "$@"` at `line` is called with, in the
+    branch the runner's command picks (`celery-worker) start_celery_worker -Q celery`): the
+    worker's queues and options live at the call, not in the function. A call in the `then`
+    arm of `if [[ -n "$VAR" ]]` is left out when the runner's environment does not set VAR.
+    None when the line passes no arguments on, or no call is seen."""
+    lines = script.splitlines()
+    if not 0 < line <= len(lines) or not PASSED.search(lines[line - 1]):
+        return None
+    function = _enclosing_function(script, line)
+    if function is None:
+        return None
+    call = re.compile(rf"(?:^|[\s;&|(]){re.escape(function)}(?=$|[\s;&|)])")
+    words: list[str] = []
+    found = False
+    for number, text in enumerate(lines, start=1):
+        match = call.search(text)
+        if not match or FUNCTION.match(text.strip()) or text.strip().startswith("#"):
+            continue
+        labels = branch_labels(script, number)
+        if labels and not labels & set(argv[:1]):
+            continue
+        if _unset_arm(lines, number, environment):
+            continue
+        found = True
+        rest = text[match.end() :].split("#")[0].split(";")[0].split()
+        words += [w for w in rest if not PASSED.fullmatch(w)]
+    return words if found else None
+
+
+def _unset_arm(lines: list[str], number: int, environment: dict[str, tuple[str, str]]) -> bool:
+    """The call sits in the `then` arm of `if [[ -n "$VAR" ... ]]` and VAR is set nowhere the
+    runner's environment shows."""
+    for text in reversed(lines[: number - 1]):
+        stripped = text.strip()
+        if stripped.startswith(("else", "fi", ";;")) or stripped.endswith(")"):
+            return False
+        test = re.match(r"^(?:el)?if\s+\[\[?\s+-n\s+\"?\$\{?(\w+)", stripped)
+        if test:
+            return test.group(1) not in environment
+        if stripped.startswith(("if", "elif")):
+            return False
+    return False

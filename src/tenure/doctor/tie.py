@@ -44,6 +44,7 @@ from tenure.doctor.shell_dispatch import (
     Dispatch,
     env_dispatch,
     env_dispatch_alternatives,
+    function_arguments,
     reaching_labels,
 )
 from tenure.doctor.supervision import supervised
@@ -107,6 +108,10 @@ def tie(tree: Tree, workers: list[Worker], scripts: dict[str, str]) -> list[Work
             copy.unit = runner.unit
             copy.name = f"{base} (run by {runner.label})"
             _resolve_options(copy, _environment(runner, scripts))
+            passed = function_arguments(text, worker.source.line or 0, expand(runner.argv),
+                                        _environment(runner, scripts))  # fmt: skip
+            if passed:  # `start_worker -Q export "$@"`: read with the worker's own options
+                copy.options["passed"] = " ".join(passed)
         workers += copies[1:]
     for worker in inside:
         workers += _inside_images(tree, worker, runners, scripts)

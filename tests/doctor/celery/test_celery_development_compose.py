@@ -177,7 +177,9 @@ LOCAL_QUEUE = """services:
 def test_quiet_twin_a_queue_named_local_and_a_config_mount_is_deployed(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    files = {"docker/multi-queue.override.yml": LOCAL_QUEUE,
+    # The analyzers' task is routed to the `local` queue the worker reads.
+    analyzer = "from celery import shared_task\n\n@shared_task(queue='local')\ndef run(): ...\n"
+    files = {"docker/multi-queue.override.yml": LOCAL_QUEUE, "app/analyzers.py": analyzer,
              "configuration/ldap_config.py": "AUTH_LDAP_SERVER_URI = ''\n"}  # fmt: skip
     found = run(tmp_path, files, monkeypatch)
     assert found == ["celery-task-unbounded docker/multi-queue.override.yml:2"]

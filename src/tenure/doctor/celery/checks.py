@@ -5,9 +5,11 @@ from __future__ import annotations
 
 import ast
 import os
+import re
 from dataclasses import dataclass
 
 from tenure.doctor.celery.launches import check_launches, read_launches
+from tenure.doctor.celery.routing import resolve
 from tenure.doctor.celery.settings import (
     CannotLoad,
     CeleryConfig,
@@ -28,7 +30,8 @@ VISIBILITY_DEFAULT_S = {"redis": 3600.0, "sqs": 1800.0}
 PREFETCH_DEFAULT = 4
 MARKERS = (b"countdown", b"eta=", b"acks_late", b"time_limit", b"shared_task", b".task(",
            b".task\n", b"(Task)", b".Task)", b"TASK_ANNOTATIONS", b"task_annotations",
-           b"config_from_object(")  # fmt: skip
+           b"config_from_object(", b"send_task(", b"apply_async(", b"\"task\":",
+           b"'task':", b"DEFAULT_QUEUE", b"default_queue")  # fmt: skip
 TRANSPORTS = {
     "redis": "redis",
     "rediss": "redis",
@@ -78,6 +81,7 @@ def audit(spec: str, base: str, tree: Tree) -> CeleryAudit:
         except (OSError, SyntaxError, ValueError, RecursionError):
             pass  # said by load() already
     settle(config)
+    resolve(config, tree)
     workers, skipped = read_launches(tree)
     findings = check(config) + check_launches(config, workers)
     places = [f"{w.source} ({w.platform})" for w in workers]
@@ -138,28 +142,31 @@ def check(config: CeleryConfig) -> list[Finding]:
         t for t in config.tasks if t.options.get("acks_late", Setting(None, Source())).value is True
     ]
     if acks_late.value is True and hard.known:
-        every = _late(
+        # "No time limit" says nothing of how long tasks run (celery-task-unbounded speaks to
+        # that where a deploy makes it matter): only a limit past the timeout is a finding,
+        # the global one or, without it, a task's own (on its time_limit line).
+        over = [t for t in config.tasks if _own_limit_over(t, limit) and _late_task(t)]
+        every = [] if limit.amount is None else _late(
             limit, visibility, "every task (task_acks_late)", _where(config, acks_late, home)
-        )
+        )  # fmt: skip
         out += every
         # A task's own time_limit replaces the global one: a longer one is checked by itself
         # (once the global limit is already past the visibility timeout, that says it all).
-        late_tasks = [] if every else [
-            t for t in config.tasks if _own_limit_over(t, limit) and
-            (t.options.get("acks_late") is None or t.options["acks_late"].value is not False)
-        ]  # fmt: skip
+        late_tasks = [] if every else over
     elif acks_late.value is True:
         late_tasks = [t for t in config.tasks if t.options.get("acks_late") is None or
                       t.options["acks_late"].value is not False]  # fmt: skip
     for task in late_tasks:
         own = task.options.get("time_limit")
+        at = task.source
         if own and isinstance(own.value, int | float):
             task_limit = Value(f"{task.name} time_limit", own.value, "s", own.source)
-        elif hard.known:
+            at = own.source if own.source.line else at  # the limit that passes the timeout
+        elif hard.known and limit.amount is not None:
             task_limit = limit
         else:
             continue
-        out += _late(task_limit, visibility, f"task {task.name} (acks_late=True)", task.source)
+        out += _late(task_limit, visibility, f"task {task.name} (acks_late=True)", at)
     for delay in config.delays:
         if delay.seconds is not None and delay.seconds >= (visibility.amount or 0):
             out.append(
@@ -180,10 +187,8 @@ def check(config: CeleryConfig) -> list[Finding]:
     if (
         multiplier > 1
         and hard.known
-        and (
-            (limit.amount is None and acks_late.value is True)
-            or (limit.amount is not None and multiplier * limit.amount >= (visibility.amount or 0))
-        )
+        and limit.amount is not None
+        and multiplier * limit.amount >= (visibility.amount or 0)
     ):
         waits = (
             "tasks with no time limit"
@@ -220,6 +225,8 @@ def _visibility(config: CeleryConfig, home: str | None) -> Value | None:
         if options and isinstance(options.value, dict)
         else None
     )
+    if transport is None and broker is not None:
+        transport = _redis_by_shape(config, options)
     if transport in ("rabbitmq", "other"):
         return None  # no visibility timeout: unacked messages return when the connection drops
     if written is UNKNOWN:
@@ -247,11 +254,35 @@ def _visibility(config: CeleryConfig, home: str | None) -> Value | None:
     )
 
 
+# Options only kombu's Redis transport reads: a project that sets them runs on Redis.
+REDIS_ONLY = {"queue_order_strategy", "sep", "priority_steps", "global_keyprefix",
+              "health_check_interval", "fanout_prefix", "fanout_patterns"}  # fmt: skip
+
+
+def _redis_by_shape(config: CeleryConfig, options: Setting | None) -> str | None:
+    """The broker URL is built where the doctor cannot read it (an f-string of settings, an
+    environment read) but says what it is: built from REDIS_* names or a `redis://` literal,
+    or given transport options only the Redis transport knows."""
+    text = config.unresolved.get("broker_url", "")
+    if re.search(r"redis", text, re.IGNORECASE) and not re.search(
+        r"amqp|sqs|rabbit", text, re.IGNORECASE
+    ):
+        return "redis"
+    if options is not None and isinstance(options.value, dict) and REDIS_ONLY & set(options.value):
+        return "redis"
+    return None
+
+
+def _late_task(task: TaskDef) -> bool:
+    """Acknowledged late under task_acks_late: unless it turns acks_late off itself."""
+    return task.options.get("acks_late") is None or task.options["acks_late"].value is not False
+
+
 def _own_limit_over(task: TaskDef, limit: Value) -> bool:
     own = task.options.get("time_limit")
     if own is None or not isinstance(own.value, int | float) or isinstance(own.value, bool):
         return False
-    return limit.amount is not None and own.value > limit.amount
+    return limit.amount is None or own.value > limit.amount
 
 
 def _late(limit: Value, visibility: Value, who: str, at: Source) -> list[Finding]:

@@ -14,7 +14,9 @@ import re
 import stat
 from typing import Any
 
+from tenure.doctor.celery.coldstop import cold_stops
 from tenure.doctor.celery.commands import expand_arrays, expand_evaluated, management_finder
+from tenure.doctor.celery.routing import served
 from tenure.doctor.celery.settings import CeleryConfig, TaskDef
 from tenure.doctor.celery.values import UNKNOWN
 from tenure.doctor.dockerfile import copied_files
@@ -242,7 +244,9 @@ def read_launches(tree: Tree) -> tuple[list[CeleryWorker], list[Skipped]]:
     development = development_units(tree, {p for p in composed if p})
     workers = [w for w in workers if not _in(w.unit, development)]
     workers = _without_overlays(tree, workers, {p for p in composed if p})
-    return tie(tree, workers, dict(scripts)), skipped + more
+    tied = tie(tree, workers, dict(scripts))
+    cold_stops(tree.root, tied)
+    return tied, skipped + more
 
 
 def _in(unit: Source | None, units: set[tuple[str, int]] | dict[tuple[str, int], Any]) -> bool:
@@ -293,8 +297,17 @@ def check_launches(config: CeleryConfig, workers: list[CeleryWorker]) -> list[Fi
             not numbers
         )
         default = UNKNOWN if unresolved else max(numbers, default=global_limit)
-        limits = [_task_limit(t, default) for t in _served(config, w)]
+        tasks, undecided = served(config, w)
         who = f"Celery worker {w.platform} {w.name}"
+        if not tasks and config.tasks and w.options.get("queues") and default is None:
+            # Bound to queues no task of the project is seen to reach: its tasks come from
+            # elsewhere (an installed package) or by routing the doctor cannot follow.
+            config.skipped.append(Skipped(str(w.source), (
+                f"{who} reads queues {w.options['queues']}: no task of the project is seen "
+                f"to reach them ({undecided} tasks' routing not followed), so it was not "
+                "called unbounded: its tasks' limits are not known")))  # fmt: skip
+            continue
+        limits = [_task_limit(t, default) for t in tasks]
         if UNKNOWN in limits or (not limits and default is UNKNOWN):
             if unresolved:
                 config.skipped.append(Skipped(str(w.source), (
@@ -319,7 +332,7 @@ def check_launches(config: CeleryConfig, workers: list[CeleryWorker]) -> list[Fi
         known = [v for v in [*limits, default] if isinstance(v, int | float)]
         longest = max(known, default=None)
         if longest is not None and longest > grace.amount:
-            by = _longest_task(_served(config, w), longest)
+            by = _longest_task(tasks, longest)
             out.append(finding(
                 "celery-grace-below-time-limit",
                 f"{who} lets tasks run up to {longest:g} s ({by}), but the platform kills "
@@ -336,6 +349,10 @@ def check_launches(config: CeleryConfig, workers: list[CeleryWorker]) -> list[Fi
 def _open_opaque(w: CeleryWorker) -> None:
     """`$OPENWISP_CELERY_COMMAND_FLAGS` that the runner's environment resolved (tie) to
     `--concurrency=1`: its options are read, and it hides no time limit any more."""
+    passed = w.options.pop("passed", None)
+    if passed:  # the arguments a shell function's call gives its `celery ... "$@"`
+        for key, value in _options(passed.split()).items():
+            w.options.setdefault(key, value)
     raw = w.options.get("opaque")
     if raw is None or "$" in raw:
         return
@@ -408,22 +425,6 @@ def _setting_number(
     if setting is not None and isinstance(setting.value, int | float):
         return float(setting.value), setting.source
     return None
-
-
-def _served(config: CeleryConfig, w: CeleryWorker) -> list[TaskDef]:
-    """The tasks a worker runs, by the queue= on their decorator when it reads named queues
-    (-Q); every task when it does not say, or a task does not."""
-    queues = {q.strip() for q in w.options.get("queues", "").split(",") if q.strip()}
-    if not queues:
-        return config.tasks
-    served = []
-    for task in config.tasks:
-        queue = task.options.get("queue")
-        if queue is None or not queue.known or not isinstance(queue.value, str):
-            served.append(task)  # routed elsewhere (task_routes) or unknown: may be here
-        elif queue.value in queues:
-            served.append(task)
-    return served
 
 
 def _task_limit(task: TaskDef, default: Any) -> Any:

@@ -41,6 +41,8 @@ KEYS = (
     "result_serializer",
     "result_accept_content",
     "task_annotations",
+    "task_routes",
+    "task_default_queue",
 )
 OLD_NAMES = {
     "BROKER_URL": "broker_url",
@@ -56,6 +58,8 @@ OLD_NAMES = {
     "CELERY_TASK_SERIALIZER": "task_serializer",
     "CELERY_RESULT_SERIALIZER": "result_serializer",
     "CELERY_ANNOTATIONS": "task_annotations",
+    "CELERY_ROUTES": "task_routes",
+    "CELERY_DEFAULT_QUEUE": "task_default_queue",
 }
 # Flask's documented layout: the Celery settings as one mapping in the app's config,
 # `CELERY = dict(broker_url=...)`, `app.config.from_mapping(CELERY={...})`.
@@ -100,6 +104,13 @@ class CeleryConfig:
     # Limits given where a task is sent (`send_task("run", soft_time_limit=t)`): name -> key -> all
     call_limits: dict[str, dict[str, list[Setting]]] = field(default_factory=dict)
     skipped: list[Skipped] = field(default_factory=list)
+    # The queues each task is sent to (`send_task(NAME, queue=Q)`): name -> Q's source text,
+    # None for a send without queue=; and the class constants they name (`Queues.HEAVY`).
+    sent_queues: dict[str, list[str | None]] = field(default_factory=dict)
+    class_constants: dict[str, str] = field(default_factory=dict)
+    unresolved: dict[str, str] = field(default_factory=dict)  # setting -> its source text
+    # task_default_queue written anywhere in the project (an app module's conf.update)
+    default_queues: set[str] = field(default_factory=set)
     # What non-literal values are evaluated with: names bound earlier in the module being
     # read and the project's .env files (`60 * 60`, `env("LIMIT", 600)` are values).
     scope: Scope = field(default_factory=Scope)
@@ -148,7 +159,7 @@ def _import(spec: str, base: str) -> CeleryConfig:
     return config
 
 
-def read_source(config: CeleryConfig, path: str, base: str) -> None:
+def read_source(config: CeleryConfig, path: str, base: str, seen: tuple[str, ...] = ()) -> None:
     rel = os.path.relpath(path, base)
     try:
         with open(path, "rb") as handle:
@@ -156,7 +167,39 @@ def read_source(config: CeleryConfig, path: str, base: str) -> None:
     except (OSError, SyntaxError, ValueError) as exc:
         config.skipped.append(Skipped(rel, f"cannot parse: {exc}"))
         return
+    if len(seen) < 5:
+        # Django's split settings, `from config.settings.common import *` at the top of
+        # docker.py: the common module's settings hold unless this one sets them again.
+        for parent in _star_imports(tree, path, base):
+            if parent not in seen and os.path.realpath(parent) != os.path.realpath(path):
+                read_source(config, parent, base, (*seen, path))
     read_tree(config, tree, rel, settings=True)
+
+
+def _star_imports(tree: ast.Module, path: str, base: str) -> list[str]:
+    """The project files a module star-imports at its top level."""
+    found = []
+    for node in tree.body:
+        if not (isinstance(node, ast.ImportFrom) and [a.name for a in node.names] == ["*"]):
+            continue
+        parts = (node.module or "").split(".") if node.module else []
+        if node.level:
+            folder = os.path.dirname(path)
+            for _ in range(node.level - 1):
+                folder = os.path.dirname(folder)
+            roots = [folder]
+        else:
+            roots = [base, os.path.dirname(path)]
+        for root in roots:
+            candidate = os.path.join(root, *parts)
+            for name in (candidate + ".py", os.path.join(candidate, "__init__.py")):
+                if parts and os.path.isfile(name):
+                    found.append(name)
+                    break
+            else:
+                continue
+            break
+    return found
 
 
 def read_tree(config: CeleryConfig, tree: ast.AST, rel: str, *, settings: bool) -> None:
@@ -202,6 +245,8 @@ def _put(config: CeleryConfig, key: str, node: ast.AST, rel: str) -> None:
         name = key.removeprefix("CELERY_").lower()  # Django: namespace='CELERY'
     if name in KEYS:
         config.settings[name] = _setting(node, rel, config.scope)
+        if not config.settings[name].known:  # what it is built from, for the transport's name
+            config.unresolved[name] = ast.unparse(node)
 
 
 def _assignment(config: CeleryConfig, node: ast.Assign | ast.AnnAssign, rel: str) -> None:

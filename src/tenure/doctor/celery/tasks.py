@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import ast
 
+from tenure.doctor.celery.routing import read_beat_entry, read_default_queue, read_sent_queue
 from tenure.doctor.celery.settings import CeleryConfig, Setting, TaskDef, _callee, _setting
 from tenure.doctor.celery.values import UNKNOWN
 from tenure.doctor.model import Source
@@ -22,6 +23,11 @@ def read_tasks(config: CeleryConfig, tree: ast.AST, rel: str) -> None:
     for node in ast.walk(tree):
         if isinstance(node, ast.Call):
             _call_limits(config, node, rel)
+            read_sent_queue(config, node, rel)
+        elif isinstance(node, ast.Dict):
+            read_beat_entry(config, node)
+        elif isinstance(node, ast.keyword | ast.Assign):
+            read_default_queue(config, node)
         if isinstance(node, ast.ClassDef) and any(_is_task_base(b) for b in node.bases):
             options = {
                 target.id: _setting(item.value, rel, config.scope)
@@ -43,9 +49,13 @@ def read_tasks(config: CeleryConfig, tree: ast.AST, rel: str) -> None:
                         options["base"] = Setting(_dotted(k.value), Source(rel, node.lineno))
                     elif k.arg:
                         options[k.arg] = _setting(k.value, rel, config.scope)
-                config.tasks.append(TaskDef(node.name, Source(rel, node.lineno), options))
+                        if k.arg in ("queue", "name") and not options[k.arg].known:
+                            # `queue=Queues.HEAVY`: routing.resolve reads the class constant.
+                            source = Source(rel, k.value.lineno)
+                            options[f"{k.arg}_expr"] = Setting(ast.unparse(k.value), source)
+                config.tasks.append(TaskDef(node.name, Source(rel, decorator.lineno), options))
             elif _bare_task(decorator):  # @shared_task, @app.task: the defaults
-                config.tasks.append(TaskDef(node.name, Source(rel, node.lineno)))
+                config.tasks.append(TaskDef(node.name, Source(rel, decorator.lineno)))
 
 
 def _call_limits(config: CeleryConfig, node: ast.Call, rel: str) -> None:
