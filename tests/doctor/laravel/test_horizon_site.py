@@ -111,39 +111,3 @@ def test_horizon_supervisors_count_only_when_horizon_is_what_runs(
     report = diagnose(None, ".", history=False)
     found = located(report, "laravel-horizon-timeout-below-job")
     assert [f.split(" ")[1] for f in found] == expected
-
-
-# Cut from a CRM's import package: the job puts itself on the supervisor's queue in its
-# constructor, with a timeout no longer than the supervisor's.
-QUEUED_JOB = """<?php
-namespace Vendor\\ImportWizard\\Jobs;
-use Illuminate\\Contracts\\Queue\\ShouldQueue;
-final class ExecuteImportJob implements ShouldQueue
-{{
-    public int $timeout = 300;
-    public function __construct()
-    {{
-        $this->onQueue('{queue}');
-    }}
-    public function handle(): void {{}}
-}}
-"""
-PACKAGE_JOB = "packages/ImportWizard/src/Jobs/ExecuteImportJob.php"
-
-
-@pytest.mark.parametrize(
-    ("queue", "expected"),
-    [("default", ["config/horizon.php:13"]),  # the supervisor's finding covers the job
-     ("imports", ["config/horizon.php:13", f"{PACKAGE_JOB}:6"])],
-)  # fmt: skip
-def test_a_job_on_a_flagged_supervisors_queue_is_not_said_again(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, queue: str, expected: list[str]
-) -> None:
-    write(tmp_path, {"artisan": "<?php\n", "composer.json": "{}\n",
-                     "config/queue.php": QUEUE.replace("3700", "90"),
-                     "config/horizon.php": HORIZON.format(timeout=" " * 16 + "'timeout' => 300,\n"),
-                     PACKAGE_JOB: QUEUED_JOB.format(queue=queue)})  # fmt: skip
-    monkeypatch.chdir(tmp_path)
-    report = diagnose(None, ".", history=False)
-    found = located(report, "laravel-timeout-not-below-retry-after")
-    assert [f.split(" ")[1] for f in found] == expected

@@ -11,7 +11,7 @@ from dataclasses import replace
 
 from tenure.doctor.laravel.code_checks import batch_findings, http_findings, unique_findings
 from tenure.doctor.laravel.config import Connection
-from tenure.doctor.laravel.jobs import JobClass, prop_string
+from tenure.doctor.laravel.jobs import prop_string
 from tenure.doctor.laravel.php import EnvEntry, as_number
 from tenure.doctor.laravel.project import (
     MARGIN_S,
@@ -104,16 +104,13 @@ def _compare(
 
 def _retry_after(p: Project, all_runners: list[Runner]) -> list[Finding]:
     out: list[Finding] = []
-    flagged: list[Runner] = []  # runners already said to outlive their lease
     for r in all_runners:
         connection = _lease_holder(p, r)
         if r.timeout_known:
             # A Horizon supervisor's finding goes on its 'timeout' line when it sets one.
             horizon = r.name.startswith("Horizon ") and r.timeout.source.path == r.source.path
             at = r.timeout.source if horizon else r.source
-            said = _compare(r.timeout, connection, f"worker {r.name}", at, None)
-            flagged += [r] if said else []
-            out += said
+            out += _compare(r.timeout, connection, f"worker {r.name}", at, None)
         if r.once and not r.timeout.source.is_default:
             out.append(
                 finding(
@@ -127,7 +124,7 @@ def _retry_after(p: Project, all_runners: list[Runner]) -> list[Finding]:
             )
     for job in p.jobs:
         timeout = own_timeout(job)
-        if timeout is not None and not _covered(p, job, timeout, flagged):
+        if timeout is not None:
             connection = p.config.connections.get(job_connection(p, job))
             if prop_string(job, "connection") is None:
                 # A job that sets its own timeout is written to be queued; a `sync` it reads
@@ -135,21 +132,6 @@ def _retry_after(p: Project, all_runners: list[Runner]) -> list[Finding]:
                 connection = _real_lease(p, connection)
             out += _compare(timeout, connection, f"job {job.name}", timeout.source, job.name)
     return out
-
-
-def _covered(p: Project, job: JobClass, timeout: Value, flagged: list[Runner]) -> bool:
-    """A job whose queue a flagged Horizon supervisor serves, with a timeout no longer than the
-    supervisor's: its finding already names that lease and a clock at least as long, and the
-    supervisor is where Horizon's clocks are set (one finding per supervisor, CONVENTION.md).
-    A queue:work's --timeout is replaced by the job's own, so there the job keeps its finding."""
-    if timeout.amount is None:
-        return False
-    return any(
-        r.name.startswith("Horizon ")
-        and serves(r, p, job)
-        and (r.timeout.amount is None or r.timeout.amount >= timeout.amount)
-        for r in flagged
-    )
 
 
 def _lease_holder(p: Project, r: Runner) -> Connection | None:
