@@ -86,3 +86,12 @@ def test_job_timeout_below_the_shared_lease_quiet_twin(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     assert run(tmp_path, 300, monkeypatch) == []
+
+
+def test_sync_an_env_file_sets_is_no_fallback_quiet_twin(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """invoiceninja's .env.example writes QUEUE_CONNECTION=sync itself (that is the sync
+    finding): the job's lease is not guessed from the other connections."""
+    write(tmp_path, {".env": "APP_ENV=production\nQUEUE_DRIVER=sync\n"})
+    assert run(tmp_path, 36000, monkeypatch) == []

@@ -126,12 +126,19 @@ def _retry_after(p: Project, all_runners: list[Runner]) -> list[Finding]:
         timeout = own_timeout(job)
         if timeout is not None:
             connection = p.config.connections.get(job_connection(p, job))
-            if prop_string(job, "connection") is None:
+            if prop_string(job, "connection") is None and _fallback_default(p):
                 # A job that sets its own timeout is written to be queued; a `sync` it reads
                 # only from the config's fallback is not where production runs it.
                 connection = _real_lease(p, connection)
             out += _compare(timeout, connection, f"job {job.name}", timeout.source, job.name)
     return out
+
+
+def _fallback_default(p: Project) -> bool:
+    """The default connection is config/queue.php's env() fallback: no env source sets it."""
+    key = p.config.default_key
+    note = p.config.default.source.note
+    return key is not None and note.startswith(f"env('{key}') default") and p.env.get(key) is None
 
 
 def _lease_holder(p: Project, r: Runner) -> Connection | None:
