@@ -94,7 +94,7 @@ def test_env_variants_at_any_depth(monkeypatch: pytest.MonkeyPatch) -> None:
     report = diagnose(None, ".", history=False)
     where = sorted(str(f.location) for f in report.findings if f.rule == "laravel-queue-sync")
     assert where == [
-        ".env.docker:6 (QUEUE_DRIVER=sync)",
+        ".env.docker:6 (QUEUE_CONNECTION=sync)",
         "docker/.env.production:2 (QUEUE_CONNECTION=sync)",
     ]
 

@@ -121,3 +121,75 @@ def test_local_env_file_without_the_connection_quiet_twin(
 ) -> None:
     env = "APP_NAME=BookStack\nAPP_ENV=local\nDB_HOST=localhost\n"
     assert run(tmp_path, {".env.example": env}, monkeypatch) == []
+
+
+# crater-invoice's .env.example: the old key beside a config that reads the new one.
+OLD_KEY = "APP_ENV=production\nAPP_DEBUG=true\nBROADCAST_DRIVER=log\nQUEUE_DRIVER=sync\n"
+
+
+def test_old_key_in_env_file_is_read_by_nothing_the_default_is_the_finding(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (found,) = run(tmp_path, {".env.example": OLD_KEY}, monkeypatch)
+    assert found.startswith("laravel-queue-sync config/queue.php:5 ")
+    assert ".env.example writes QUEUE_DRIVER=sync, a name config/queue.php does not read" in found
+
+
+def test_old_key_beside_the_read_key_quiet_twin(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    env = OLD_KEY + "QUEUE_CONNECTION=redis\n"
+    assert run(tmp_path, {".env.example": env}, monkeypatch) == []
+
+
+# linkace's .env.docker.production: a deployed env file that writes no APP_ENV runs as
+# config/app.php's default, production.
+DEPLOYED = "DB_CONNECTION=mysql\nDB_HOST=db\nREDIS_HOST=redis\n"
+
+
+def test_deployed_env_file_without_app_env_runs_as_production(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (found,) = run(tmp_path, {".env.docker.production": DEPLOYED}, monkeypatch)
+    assert found.startswith("laravel-queue-sync config/queue.php:5 ")
+    assert ".env.docker.production runs as APP_ENV=production" in found
+
+
+def test_example_env_file_without_app_env_quiet_twin(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    assert run(tmp_path, {".env.example": DEPLOYED}, monkeypatch) == []
+
+
+# osu-web's compose.yaml: a browser-test service (named for it, the source bind-mounted) that
+# sets APP_ENV=dusk.local is no production for the sync default to run in.
+DUSK = """services:
+  php{suffix}:
+    image: osu-web-php
+    volumes:
+      - .:/app
+    environment:
+      APP_ENV: {app_env}
+"""
+
+
+def test_development_service_environment_is_no_production(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    compose = DUSK.format(suffix="-dusk", app_env="dusk.local")
+    assert run(tmp_path, {"compose.yaml": compose}, monkeypatch) == []
+
+
+def test_deployed_service_environment_is_production_twin(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    compose = DUSK.format(suffix="", app_env="staging")
+    (found,) = run(tmp_path, {"compose.yaml": compose}, monkeypatch)
+    assert found.startswith("laravel-queue-sync config/queue.php:5 ")
+
+
+def test_old_key_in_a_local_env_file_quiet_twin(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    env = OLD_KEY.replace("APP_ENV=production", "APP_ENV=local")
+    assert run(tmp_path, {".env.example": env}, monkeypatch) == []

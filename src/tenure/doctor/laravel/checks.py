@@ -5,11 +5,14 @@ about job code are in code_checks.py; the project model and its runners in proje
 
 from __future__ import annotations
 
+import os
+import re
 from dataclasses import replace
 
 from tenure.doctor.laravel.code_checks import batch_findings, http_findings, unique_findings
 from tenure.doctor.laravel.config import Connection
-from tenure.doctor.laravel.php import as_number
+from tenure.doctor.laravel.jobs import prop_string
+from tenure.doctor.laravel.php import EnvEntry, as_number
 from tenure.doctor.laravel.project import (
     MARGIN_S,
     Project,
@@ -26,6 +29,10 @@ from tenure.doctor.rules import finding, once_per_unit
 from tenure.doctor.walk import is_development_name
 
 __all__ = ["Project", "check"]
+
+QUEUE_KEYS = ("QUEUE_CONNECTION", "QUEUE_DRIVER")  # the current name, and Laravel <= 5.6's
+# Words naming an env file a template to copy rather than the running configuration.
+TEMPLATE_WORDS = {"example", "sample", "dist", "template", "default", "defaults"}
 
 
 def check(p: Project) -> list[Finding]:
@@ -119,8 +126,19 @@ def _retry_after(p: Project, all_runners: list[Runner]) -> list[Finding]:
         timeout = own_timeout(job)
         if timeout is not None:
             connection = p.config.connections.get(job_connection(p, job))
+            if prop_string(job, "connection") is None and _fallback_default(p):
+                # A job that sets its own timeout is written to be queued; a `sync` it reads
+                # only from the config's fallback is not where production runs it.
+                connection = _real_lease(p, connection)
             out += _compare(timeout, connection, f"job {job.name}", timeout.source, job.name)
     return out
+
+
+def _fallback_default(p: Project) -> bool:
+    """The default connection is config/queue.php's env() fallback: no env source sets it."""
+    key = p.config.default_key
+    note = p.config.default.source.note
+    return key is not None and note.startswith(f"env('{key}') default") and p.env.get(key) is None
 
 
 def _lease_holder(p: Project, r: Runner) -> Connection | None:
@@ -130,14 +148,23 @@ def _lease_holder(p: Project, r: Runner) -> Connection | None:
     that is the lease it runs against."""
     connection = p.config.connections.get(r.connection)
     deployed = r.source.path and not r.name.startswith("Horizon ")
-    if not deployed or connection is None or connection.driver != "sync":
+    return _real_lease(p, connection) if deployed else connection
+
+
+def _real_lease(p: Project, connection: Connection | None) -> Connection | None:
+    """For a connection that reads as `sync`: the real connections' retry_after, when they
+    all agree on one (whichever the deployment picks, that is the lease)."""
+    if connection is None or connection.driver != "sync":
         return connection
+    # The project's own connections: those merged in from the framework's config (a
+    # beanstalkd the project never wrote) are not candidates.
     real = [c for c in p.config.connections.values()
-            if c.retry_after is not None and c.retry_after.amount is not None]  # fmt: skip
+            if c.retry_after is not None and c.retry_after.amount is not None
+            and c.retry_after.source.path is not None]  # fmt: skip
     if len({c.retry_after.amount for c in real if c.retry_after}) != 1:
         return connection
     names = "/".join(c.name for c in real)
-    return replace(real[0], name=f"{names}' (the default '{r.connection}' is no queue to work")
+    return replace(real[0], name=f"{names}' (the default '{connection.name}' is no queue")
 
 
 def _tries(p: Project, all_runners: list[Runner]) -> list[Finding]:
@@ -266,11 +293,18 @@ def _grace(p: Project, all_runners: list[Runner]) -> list[Finding]:
 
 def _sync(p: Project) -> list[Finding]:
     out: list[Finding] = []
+    stale: list[tuple[str, EnvEntry]] = []  # sync written under a key the config does not read
     key = p.config.default_key
     for name, entries in p.env.files.items():
         app_env = entries["APP_ENV"].value if "APP_ENV" in entries else "production"
-        keys = [k for k in (key, "QUEUE_CONNECTION", "QUEUE_DRIVER") if k and k in entries]
-        if not keys or is_local(app_env) or is_development_name(name):
+        # The key config/queue.php reads; an old name beside it (QUEUE_DRIVER=sync where the
+        # config reads QUEUE_CONNECTION) is read by nothing, and the default applies instead.
+        keys = [k for k in ((key,) if key else QUEUE_KEYS) if k in entries]
+        if is_local(app_env) or is_development_name(name):
+            continue
+        if not keys:
+            unread = [e for k in QUEUE_KEYS if k in entries for e in [entries[k]]]
+            stale += [(name, e) for e in unread if e.value.lower() == "sync"]
             continue
         entry = entries[keys[0]]
         # A Compose env_file is read both as itself and as the service's environment.
@@ -284,8 +318,8 @@ def _sync(p: Project) -> list[Finding]:
                     entry.source,
                 )
             )
-    if not out:  # an env file writing sync (even under an old key) already says it
-        out += _sync_by_default(p)
+    if not out:  # an env file writing sync already says it
+        out += _sync_by_default(p, stale)
     default = p.config.default
     if key is None and default.known and default.value == "sync" and default.source.path:
         out.append(
@@ -300,27 +334,34 @@ def _sync(p: Project) -> list[Finding]:
     return out
 
 
-def _sync_by_default(p: Project) -> list[Finding]:
+def _sync_by_default(p: Project, stale: list[tuple[str, EnvEntry]]) -> list[Finding]:
     """`'default' => env('QUEUE_CONNECTION', 'sync')` that no env source sets (deployment
     environments first, then .env files, as Laravel ranks them): the default is what runs. Said
     only with jobs to run and a production to run them in: a deployed worker, or an env source
-    that names a non-local APP_ENV; an example file without APP_ENV is no such evidence."""
+    that names a non-local APP_ENV; an example file without APP_ENV is no such evidence. A
+    production env file writing sync under the old key (`stale`, QUEUE_DRIVER where the config
+    reads QUEUE_CONNECTION) shows a queue is meant to be used: the default is the finding."""
     key, default = p.config.default_key, p.config.default
-    if key is None or not p.jobs or not default.known or default.value != "sync":
+    if key is None or not (p.jobs or stale) or not default.known or default.value != "sync":
         return []
     if not default.source.note.startswith(f"env('{key}') default") or p.env.get(key) is not None:
         return []
-    named = {name: entries["APP_ENV"].value for name, entries in p.env.files.items()
-             if "APP_ENV" in entries and not is_development_name(name)}  # fmt: skip
+    named = {name: app_env for name, entries in p.env.files.items()
+             if not is_development_name(name)
+             for app_env in [_app_env(name, entries)] if app_env is not None}  # fmt: skip
     production = [name for name, app_env in named.items() if not is_local(app_env)]
     workers = [w for w in p.workers if not is_development_name(w.source.path or "")]
     # Every APP_ENV written says local: a development setup, where sync is the usual choice.
     if not production and (not workers or named):
         return []
     evidence = (
-        f"{workers[0].platform} {workers[0].name} runs {workers[0].command}"
+        f"{stale[0][0]} writes {stale[0][1].source.note}, a name config/queue.php does not read"
+        if stale
+        else f"{workers[0].platform} {workers[0].name} runs {workers[0].command}"
         if workers
-        else f"{production[0]} sets APP_ENV={p.env.files[production[0]]['APP_ENV'].value}"
+        else f"{production[0]} sets APP_ENV={named[production[0]]}"
+        if "APP_ENV" in p.env.files[production[0]]
+        else f"{production[0]} runs as APP_ENV=production (it sets none)"
     )
     return [
         finding(
@@ -334,6 +375,18 @@ def _sync_by_default(p: Project) -> list[Finding]:
             default.source,
         )
     ]
+
+
+def _app_env(name: str, entries: dict[str, EnvEntry]) -> str | None:
+    """The APP_ENV an env source runs as: the one it writes; for a deployed env file that
+    writes none (`.env.docker.production`), config/app.php's default, production. An example
+    or template without APP_ENV says nothing about where it runs."""
+    if "APP_ENV" in entries:
+        return entries["APP_ENV"].value
+    base = os.path.basename(name.split(" (")[0]).lower()
+    if not base.startswith(".env") or TEMPLATE_WORDS & set(re.split(r"[._-]+", base)):
+        return None
+    return "production"
 
 
 def _horizon_below_jobs(p: Project, all_runners: list[Runner]) -> list[Finding]:

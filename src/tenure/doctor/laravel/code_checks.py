@@ -56,9 +56,14 @@ def http_findings(p: Project, all_runners: list[Runner]) -> list[Finding]:
             served = [r.timeout for r in known if serves(r, p, job)]
             pick = min if served else max
             served = served or [r.timeout for r in known]
+            # A worker whose timeout is written but unresolved (`'timeout' => min(max(env(..),
+            # ..), ..)`) bounds its jobs at a clock nobody can read: not queue:work's 60 s.
+            unread = not served and any(not r.timeout_known for r in all_runners)
             bound = (
                 pick(served, key=lambda v: v.amount or float("inf"))
                 if served
+                else Value("worker timeout", None, "s", Source(note="written, not resolved"))
+                if unread
                 else Value(
                     "queue:work --timeout",
                     WORKER_TIMEOUT_DEFAULT_S,

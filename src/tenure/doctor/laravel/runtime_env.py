@@ -12,6 +12,7 @@ from tenure.doctor.dockerfile import env_settings
 from tenure.doctor.laravel.php import EnvEntry, read_env
 from tenure.doctor.model import Source
 from tenure.doctor.readers import compose, kubernetes
+from tenure.doctor.readers.development import is_development_compose, is_development_service
 from tenure.doctor.readers.worker_command import interpolate
 from tenure.doctor.readers.yamlnodes import YamlProblem, YMap, get_path, load_documents
 from tenure.doctor.walk import Tree, decode, is_development_name, is_foreign_template, read_dotenv
@@ -37,8 +38,16 @@ def compose_environments(tree: Tree, base: str) -> Sources:
             dotenv = dotenvs.get(os.path.dirname(rel))
             text = decode(dotenv) if dotenv is not None else ""
             beside = read_dotenv(text) if isinstance(text, str) else {}
+            whole = is_development_compose(document)
+            folder = os.path.dirname(os.path.join(tree.root, rel))
             for name, service in document["services"].items():
-                if not isinstance(service, YMap):
+                # A development service's environment (a browser-test runner's
+                # APP_ENV=dusk.local) is not what production runs with.
+                if (
+                    not isinstance(service, YMap)
+                    or whole
+                    or is_development_service(str(name), service, folder)
+                ):
                     continue
                 entries = _env_files(service, os.path.join(tree.root, rel), base)
                 entries.update(_environment(service, rel, beside))
