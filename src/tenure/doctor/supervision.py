@@ -14,6 +14,9 @@ from tenure.doctor.dockerfile import copied_sources, instructions
 
 SUPERVISORS = {"init", "s6-svscan", "runsvdir", "my_init", "runit", "s6-overlay-suexec"}
 SERVICE_DIRS = {"s6-rc.d", "services.d", "service", "sv"}
+# A last stage that copies s6 services in and sets no process of its own runs on a base image
+# whose ENTRYPOINT is s6-overlay's /init: nothing else would start those services.
+_S6_DESTINATION = re.compile(r"\s/etc/(?:s6-overlay|services\.d)(?:/\S*)?\s*$")
 
 
 def supervised(dockerfile: str, text: str, worker: str, scripts: dict[str, str]) -> bool:
@@ -25,11 +28,16 @@ def supervised(dockerfile: str, text: str, worker: str, scripts: dict[str, str])
 def _runs_supervisor(text: str, scripts: dict[str, str]) -> bool:
     """The last stage's CMD or ENTRYPOINT is a supervisor, or a project script that execs one."""
     last: dict[str, str] = {}
+    into_s6 = False
     for _, word, rest in instructions(text):
         if word == "FROM":
-            last = {}
+            last, into_s6 = {}, False
         elif word in ("CMD", "ENTRYPOINT"):
             last[word] = rest
+        elif word in ("COPY", "ADD"):
+            into_s6 = into_s6 or bool(_S6_DESTINATION.search(rest))
+    if into_s6 and not last:  # the base image's own /init (serversideup/php's -fpm-nginx)
+        return True
     for rest in last.values():
         words = re.findall(r"[\w./${}-]+", rest)
         if any(os.path.basename(w) in SUPERVISORS for w in words):

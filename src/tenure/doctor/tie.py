@@ -55,6 +55,7 @@ from tenure.doctor.walk import (
     is_dockerfile,
     is_foreign_template,
 )
+from tenure.doctor.workflows import published_images
 
 Worker = ArtisanWorker
 
@@ -87,12 +88,14 @@ def tie(tree: Tree, workers: list[Worker], scripts: dict[str, str]) -> list[Work
     built = {r.image: r.dockerfile for r in runners if r.builds and r.image and r.dockerfile}
     labelled = _labelled_images(scripts)
     named = named_images(tree.root, scripts)
+    published = {r: f for r, f in published_images(tree.root).items() if f in scripts}
     for runner in runners:
         if runner.dockerfile is None and runner.image in built:
             runner.dockerfile = built[runner.image]
         elif runner.dockerfile is None and runner.image:
-            runner.dockerfile = labelled.get(
-                _repository(runner.image), named.get(image_stem(runner.image))
+            repository = _repository(runner.image)
+            runner.dockerfile = published.get(repository) or labelled.get(
+                repository, named.get(image_stem(runner.image))
             )
     for worker in waiting:
         text = scripts.get(worker.source.path or "", "")
@@ -376,15 +379,21 @@ def _repository(image: str) -> str:
 
 
 def _image(value: object) -> str | None:
-    """`registry.example/shop/app:1.2@sha256:...` -> `registry.example/shop/app`; a name made
-    of variables only is no name."""
-    if not isinstance(value, str) or not value.strip() or value.strip().startswith("$"):
+    """`registry.example/shop/app:1.2@sha256:...` -> `registry.example/shop/app`; a registry
+    left to a variable (`${REGISTRY_URL:-docker.io}/owner/app`) is dropped; a name made of
+    variables only is no name."""
+    if not isinstance(value, str) or not value.strip():
         return None
-    name = value.strip().split("@", 1)[0]
+    name = _VARIABLE_REGISTRY.sub("", value.strip()).split("@", 1)[0]
+    if name.startswith("$"):
+        return None
     last = name.rsplit("/", 1)
     if ":" in last[-1]:
         name = name[: len(name) - len(last[-1])] + last[-1].split(":", 1)[0]
     return name
+
+
+_VARIABLE_REGISTRY = re.compile(r"^\$\{[^}/]*\}/(?=[\w.-]+/[\w.-]+)")
 
 
 def _runs(runner: Runner, worker: Worker, script: str, scripts: dict[str, str]) -> bool:
