@@ -92,3 +92,61 @@ def test_delays_below_the_visibility_timeout_are_quiet(
 ) -> None:
     # The same forms, each short enough that the broker never restores the waiting message.
     assert eta_findings(tmp_path, monkeypatch, countdown=5, factor=3, backoff=2) == []
+
+
+# Cut from kpi (kobo/apps/subsequences/models.py, kobo/settings/base.py): one send per item,
+# each `index * delay_between_jobs` later, behind a Redis visibility timeout of 6000 s.
+KPI_SETTINGS = """CELERY_BROKER_URL = "redis://localhost:6379/1"
+CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": 6000}
+"""
+
+KPI_MODELS = """class SubsequenceBulkAction(models.Model):
+    def _schedule_batch_tasks(self) -> None:
+        from .tasks import start_bulk_item_job
+
+        delay_between_jobs = self._get_delay_between_jobs()
+        item_ids = list(self.items.values_list('pk', flat=True))
+
+        for index, item_id in enumerate(item_ids):
+            countdown = {countdown}
+            start_bulk_item_job.apply_async(
+                args=(item_id,),
+                countdown=countdown,
+            )
+"""
+
+
+def loop_findings(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, countdown: str) -> list[str]:
+    write(tmp_path, {
+        "kobo/settings/base.py": KPI_SETTINGS,
+        "kobo/apps/subsequences/models.py": KPI_MODELS.format(countdown=countdown),
+    })  # fmt: skip
+    monkeypatch.chdir(tmp_path)
+    report = diagnose(None, ".", history=False, celery="kobo/settings/base.py")
+    return [
+        f"{f.location.path}:{f.location.line} " + " / ".join(c.text() for c in f.clocks)
+        for f in report.findings
+        if f.rule == RULE
+    ]
+
+
+def test_a_countdown_spread_over_a_loop_without_a_cap_passes_the_visibility_timeout(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    countdown = "(index * delay_between_jobs) if delay_between_jobs else 0"
+    (found,) = loop_findings(tmp_path, monkeypatch, countdown)
+    assert found.startswith("kobo/apps/subsequences/models.py:10 countdown/eta unbounded"), found
+
+
+@pytest.mark.parametrize(
+    "countdown",
+    [
+        # notifications-api's stagger over a fixed five minutes, and a capped spread.
+        "(index / len(item_ids)) * 300",
+        "min(index * delay_between_jobs, 600)",
+    ],
+)
+def test_a_stagger_over_a_fixed_period_or_a_capped_spread_is_quiet(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, countdown: str
+) -> None:
+    assert loop_findings(tmp_path, monkeypatch, countdown) == []

@@ -16,6 +16,7 @@ import sys
 from dataclasses import dataclass, field
 from typing import Any
 
+from tenure.doctor.celery.growth import growing_delays
 from tenure.doctor.celery.values import (
     UNKNOWN,
     Scope,
@@ -92,6 +93,7 @@ class Delay:
     call: str
     seconds: float | None
     source: Source
+    grows: str = ""  # the product that grows with a loop's index (`index * delay`), no cap
 
 
 @dataclass
@@ -209,11 +211,12 @@ def read_tree(config: CeleryConfig, tree: ast.AST, rel: str, *, settings: bool) 
     config.scope.constants = collect_constants(tree, config.scope)
     if settings:  # the settings file: task modules read its names as settings.NAME
         config.scope.settings = dict(config.scope.constants)
+    grows = growing_delays(tree)
     for node in ast.walk(tree):
         if settings and isinstance(node, ast.Assign | ast.AnnAssign):
             _assignment(config, node, rel)
         elif isinstance(node, ast.Call):
-            _call(config, node, rel, settings=settings)
+            _call(config, node, rel, settings=settings, grows=grows)
 
 
 def _callee(call: ast.Call) -> str:
@@ -302,7 +305,9 @@ def _is_conf(node: ast.AST) -> bool:
     return isinstance(node, ast.Attribute) and node.attr == "conf"
 
 
-def _call(config: CeleryConfig, node: ast.Call, rel: str, *, settings: bool) -> None:
+def _call(
+    config: CeleryConfig, node: ast.Call, rel: str, *, settings: bool, grows: dict[int, str]
+) -> None:
     callee = _callee(node)
     if settings and callee in ("from_mapping", "update"):
         for keyword in node.keywords:
@@ -334,6 +339,7 @@ def _call(config: CeleryConfig, node: ast.Call, rel: str, *, settings: bool) -> 
                         f"{callee}({keyword.arg}=...)",
                         _delay_seconds(keyword.value, config.scope),
                         Source(rel, node.lineno),
+                        grows.get(id(keyword.value), ""),
                     )
                 )
 
