@@ -95,9 +95,13 @@ def test_delays_below_the_visibility_timeout_are_quiet(
 
 
 # Cut from kpi (kobo/apps/subsequences/models.py, kobo/settings/base.py): one send per item,
-# each `index * delay_between_jobs` later, behind a Redis visibility timeout of 6000 s.
+# each `index * delay_between_jobs` later, behind a Redis visibility timeout of 60 * (10**2) s.
 KPI_SETTINGS = """CELERY_BROKER_URL = "redis://localhost:6379/1"
-CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": 6000}
+CELERY_BROKER_TRANSPORT_OPTIONS = {
+    'fanout_patterns': True,
+    'fanout_prefix': True,
+    'visibility_timeout': 60 * (10**2),  # Longest ETA for RestService (seconds)
+}
 """
 
 KPI_MODELS = """class SubsequenceBulkAction(models.Model):
@@ -136,6 +140,7 @@ def test_a_countdown_spread_over_a_loop_without_a_cap_passes_the_visibility_time
     countdown = "(index * delay_between_jobs) if delay_between_jobs else 0"
     (found,) = loop_findings(tmp_path, monkeypatch, countdown)
     assert found.startswith("kobo/apps/subsequences/models.py:10 countdown/eta unbounded"), found
+    assert "visibility_timeout 6000 s" in found, found
 
 
 @pytest.mark.parametrize(
