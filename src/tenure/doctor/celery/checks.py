@@ -13,6 +13,7 @@ from tenure.doctor.celery.routing import resolve
 from tenure.doctor.celery.settings import (
     CannotLoad,
     CeleryConfig,
+    Delay,
     Setting,
     TaskDef,
     load,
@@ -168,6 +169,8 @@ def check(config: CeleryConfig) -> list[Finding]:
             continue
         out += _late(task_limit, visibility, f"task {task.name} (acks_late=True)", at)
     for delay in config.delays:
+        if delay.seconds is None and delay.grows and visibility.amount:
+            out.append(_growing_delay(delay, visibility))
         if delay.seconds is not None and delay.seconds >= (visibility.amount or 0):
             out.append(
                 finding(
@@ -328,3 +331,19 @@ def _pickle(config: CeleryConfig, home: str | None) -> list[Finding]:
                 )
             )
     return out
+
+
+def _growing_delay(delay: Delay, visibility: Value) -> Finding:
+    """A countdown spread over a loop's items (`index * delay`) with no cap: a long enough
+    list passes the visibility timeout, and every send past it runs once per redelivery."""
+    return finding(
+        "celery-eta-beyond-visibility",
+        f"{delay.call} delays each item of a loop by {delay.grows}, with no cap: once the list is "
+        f"long enough the delay passes the broker's visibility timeout of "
+        f"{visibility.amount:g} s, and those messages are redelivered and run once per "
+        "redelivery.",
+        f"cap the countdown below {visibility.amount:g} s (min(...)), or throttle with a "
+        "rate_limit instead of spreading the sends",
+        delay.source,
+        clocks=(Value("countdown/eta", None, "s", delay.source), visibility),
+    )

@@ -16,6 +16,7 @@ import sys
 from dataclasses import dataclass, field
 from typing import Any
 
+from tenure.doctor.celery.growth import growing_delays
 from tenure.doctor.celery.values import (
     UNKNOWN,
     Scope,
@@ -92,6 +93,7 @@ class Delay:
     call: str
     seconds: float | None
     source: Source
+    grows: str = ""  # the product that grows with a loop's index (`index * delay`), no cap
 
 
 @dataclass
@@ -209,11 +211,12 @@ def read_tree(config: CeleryConfig, tree: ast.AST, rel: str, *, settings: bool) 
     config.scope.constants = collect_constants(tree, config.scope)
     if settings:  # the settings file: task modules read its names as settings.NAME
         config.scope.settings = dict(config.scope.constants)
+    grows = growing_delays(tree)
     for node in ast.walk(tree):
         if settings and isinstance(node, ast.Assign | ast.AnnAssign):
             _assignment(config, node, rel)
         elif isinstance(node, ast.Call):
-            _call(config, node, rel, settings=settings)
+            _call(config, node, rel, settings=settings, grows=grows)
 
 
 def _callee(call: ast.Call) -> str:
@@ -302,7 +305,9 @@ def _is_conf(node: ast.AST) -> bool:
     return isinstance(node, ast.Attribute) and node.attr == "conf"
 
 
-def _call(config: CeleryConfig, node: ast.Call, rel: str, *, settings: bool) -> None:
+def _call(
+    config: CeleryConfig, node: ast.Call, rel: str, *, settings: bool, grows: dict[int, str]
+) -> None:
     callee = _callee(node)
     if settings and callee in ("from_mapping", "update"):
         for keyword in node.keywords:
@@ -332,24 +337,45 @@ def _call(config: CeleryConfig, node: ast.Call, rel: str, *, settings: bool) -> 
                 config.delays.append(
                     Delay(
                         f"{callee}({keyword.arg}=...)",
-                        _delay_seconds(keyword.value),
+                        _delay_seconds(keyword.value, config.scope),
                         Source(rel, node.lineno),
+                        grows.get(id(keyword.value), ""),
                     )
                 )
 
 
-def _delay_seconds(node: ast.AST) -> float | None:
-    """A literal number of seconds, timedelta(...) or now() + timedelta(...)."""
+def _delay_seconds(node: ast.AST, scope: Scope | None = None) -> float | None:
+    """A number of seconds: literal, a module constant or `settings.NAME`, timedelta(...),
+    now() + timedelta(...), or a backoff scaled by the retry count."""
     if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add):
-        return _delay_seconds(node.right) or _delay_seconds(node.left)
+        # The whole sum when it is known (LOCKOUT_TIME + 60), else the part that is (now() + d)
+        whole = _setting(node, "", scope).value
+        if isinstance(whole, int | float) and not isinstance(whole, bool):
+            return float(whole)
+        return _delay_seconds(node.right, scope) or _delay_seconds(node.left, scope)
+    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Mult):
+        backoff = _retry_backoff(node, scope)
+        if backoff is not None:
+            return backoff
     if isinstance(node, ast.Call) and _callee(node) == "timedelta":
         scale = {"weeks": 604800, "days": 86400, "hours": 3600, "minutes": 60, "seconds": 1}
         total = 0.0
         for keyword in node.keywords:
-            value = _setting(keyword.value, "").value
+            value = _setting(keyword.value, "", scope).value
             if keyword.arg not in scale or not isinstance(value, int | float):
                 return None
             total += value * scale[keyword.arg]
         return total
-    value = _setting(node, "").value
+    value = _setting(node, "", scope).value
     return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else None
+
+
+def _retry_backoff(node: ast.BinOp, scope: Scope | None) -> float | None:
+    """`countdown=60 * self.request.retries`: 0 s on the first retry, the factor on the
+    second (max_retries defaults to 3), and more after; the factor is what the broker sees."""
+    for factor, count in ((node.left, node.right), (node.right, node.left)):
+        if isinstance(count, ast.Attribute) and count.attr == "retries":
+            seconds = _delay_seconds(factor, scope)
+            if seconds:
+                return seconds
+    return None

@@ -27,6 +27,7 @@ ARITHMETIC: dict[type[ast.operator], Callable[[Any, Any], Any]] = {
     ast.Mult: operator.mul,
     ast.Div: operator.truediv,
     ast.FloorDiv: operator.floordiv,
+    ast.Pow: lambda base, exp: base**exp if isinstance(exp, int) and 0 <= exp <= 64 else UNKNOWN,
 }
 # env("K", d), env.int("K", d), os.getenv("K", d), os.environ.get("K", d), config("K", default=d)
 ENV_READERS = {"env", "getenv", "get", "config", "int", "str", "bool", "float", "as_int"}
