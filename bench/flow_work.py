@@ -37,7 +37,7 @@ import psycopg
 from tenure.stores import open_store
 
 from bench.flow import counting, drain, guards, new_job
-from bench.redis_work import METER_COMMANDS, free_port, snapshot
+from bench.redis_work import METER_COMMANDS, free_port, snapshot, wait_until_answering
 
 CASES = ("plain", "limited", "per key")
 Meter = Callable[[], dict[str, float]]
@@ -65,15 +65,7 @@ def private_redis(workdir: Path) -> Iterator[str]:
         import redis
 
         client = redis.Redis(port=port)
-        deadline = time.monotonic() + 10
-        while True:
-            try:
-                client.ping()
-                break
-            except redis.ConnectionError:
-                if time.monotonic() > deadline:
-                    raise
-                time.sleep(0.05)
+        wait_until_answering(client, timeout_s=10, poll_s=0.05)
         client.close()
         yield f"redis://127.0.0.1:{port}/0"
     finally:

@@ -22,7 +22,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from bench.redis_work import free_port
+from bench.redis_work import free_port, wait_until_answering
 
 WARM_JOBS = 200
 SUMMARY = re.compile(r"^(?:summary|totals):\s*(\d+)", re.M)
@@ -65,15 +65,7 @@ def measure(jobs: int, workdir: Path) -> tuple[float, float]:
     url = f"redis://127.0.0.1:{port}/0"
     try:
         client = redis.Redis.from_url(url)
-        deadline = time.monotonic() + 60
-        while True:
-            try:
-                client.ping()
-                break
-            except redis.ConnectionError:
-                if time.monotonic() > deadline:
-                    raise
-                time.sleep(0.2)
+        wait_until_answering(client, timeout_s=60, poll_s=0.2)
         app = tenure.App(url)
 
         @app.job

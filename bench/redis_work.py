@@ -41,6 +41,21 @@ PYTHONPATH = os.pathsep.join((str(ROOT / "src"), str(ROOT)))
 TIMES = "\u00d7"
 
 
+def wait_until_answering(client: Any, timeout_s: float, poll_s: float) -> None:
+    """Ping a freshly started redis-server until it answers (ConnectionError after timeout_s)."""
+    import redis
+
+    deadline = time.monotonic() + timeout_s
+    while True:
+        try:
+            client.ping()
+            return
+        except redis.ConnectionError:
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(poll_s)
+
+
 def free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
@@ -185,15 +200,7 @@ def measure(jobs: int, rounds: int, systems: list[str]) -> dict[str, Any]:
     results: dict[str, Any] = {"jobs": jobs, "rounds": rounds, "systems": {}, "skipped": {}}
     try:
         client = redis.Redis.from_url(url)
-        deadline = time.monotonic() + 10
-        while True:
-            try:
-                client.ping()
-                break
-            except redis.ConnectionError:
-                if time.monotonic() > deadline:
-                    raise
-                time.sleep(0.05)
+        wait_until_answering(client, timeout_s=10, poll_s=0.05)
         results["server"] = client.info("server")["redis_version"]
         order = [s for r in range(rounds) for s in (systems if r % 2 == 0 else systems[::-1])]
         results["load"] = []
