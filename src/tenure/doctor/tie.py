@@ -27,6 +27,7 @@ from tenure.doctor.dockerfile import (
     instructions,
     named_images,
 )
+from tenure.doctor.images import built_dockerfile, image_name, image_repository, labelled_images
 from tenure.doctor.laravel.deploy import (
     ArtisanWorker,
     _in_chart,
@@ -52,7 +53,6 @@ from tenure.doctor.walk import (
     Tree,
     decode,
     is_development_name,
-    is_dockerfile,
     is_foreign_template,
 )
 from tenure.doctor.workflows import published_images
@@ -86,14 +86,14 @@ def tie(tree: Tree, workers: list[Worker], scripts: dict[str, str]) -> list[Work
         return deployed(workers)
     runners = list(_all_runners(tree))
     built = {r.image: r.dockerfile for r in runners if r.builds and r.image and r.dockerfile}
-    labelled = _labelled_images(scripts)
+    labelled = labelled_images(scripts)
     named = named_images(tree.root, scripts)
     published = {r: f for r, f in published_images(tree.root).items() if f in scripts}
     for runner in runners:
         if runner.dockerfile is None and runner.image in built:
             runner.dockerfile = built[runner.image]
         elif runner.dockerfile is None and runner.image:
-            repository = _repository(runner.image)
+            repository = image_repository(runner.image)
             runner.dockerfile = published.get(repository) or labelled.get(
                 repository, named.get(image_stem(runner.image))
             )
@@ -264,7 +264,7 @@ def _runners(path: str, document: object, folder: str | None = None) -> Iterator
             yield Runner(
                 f"Compose service {name}", argv, "entrypoint" in service, "command" in service,
                 partial(compose._grace, path, service, {}, ReadResult()),
-                _dockerfile(path, service.get("build")), _image(service.get("image")),
+                built_dockerfile(path, service.get("build")), image_name(service.get("image")),
                 builds="build" in service, env=_compose_env(path, name, service),
                 unit=Source(path, document["services"].line_of(name)),
             )  # fmt: skip
@@ -280,7 +280,7 @@ def _runners(path: str, document: object, folder: str | None = None) -> Iterator
                     f"Kubernetes container {container.get('name', '?')}", argv,
                     "command" in container, "args" in container,
                     partial(kubernetes._grace, path, pod, container, ReadResult()),
-                    image=_image(container.get("image")),
+                    image=image_name(container.get("image")),
                     env=_container_env(path, container),
                     unit=Source(path, container.line),
                 )  # fmt: skip
@@ -304,96 +304,6 @@ def _container_env(path: str, container: YMap) -> dict[str, tuple[str, str]]:
     where = f"{path}, container {container.get('name', '?')}"
     items = [i for i in container.get("env") or [] if isinstance(i, YMap) and "name" in i]
     return {str(i["name"]): (str(i["value"]), where) for i in items if i.get("value") is not None}
-
-
-def _dockerfile(compose_path: str, build: object) -> str | None:
-    """The Dockerfile a Compose `build:` names, relative to the project root."""
-    if isinstance(build, str):
-        context, name = build, "Dockerfile"
-    elif isinstance(build, dict):  # YMap is a dict
-        context = str(build.get("context", "."))
-        name = str(build.get("dockerfile", "Dockerfile"))
-    else:
-        return None
-    if "://" in context or "$" in context:
-        return None
-    folder = os.path.dirname(compose_path)
-    return os.path.normpath(os.path.join(folder, context, name))
-
-
-_SOURCE_LABEL = re.compile(
-    r"org\.opencontainers\.image\.(?:source|url)\s*=\s*[\"']?https?://[^/\s\"']+/"
-    r"([\w.-]+/[\w.-]+?)(?:\.git)?/?[\"'\s]"
-)
-
-
-def _labelled_images(scripts: dict[str, str]) -> dict[str, str]:
-    """owner/name -> the Dockerfile whose `LABEL org.opencontainers.image.source` names that
-    repository: the image published from it (`ghcr.io/owner/name:latest`) is that Dockerfile's
-    image, though no Compose service builds it. When several Dockerfiles claim it (Dockerfile
-    and Dockerfile-legacy), the plain, shallowest `Dockerfile` is the published one; without
-    such a one, none is taken."""
-    claims: dict[str, list[str]] = {}
-    for path, text in scripts.items():
-        if not is_dockerfile(os.path.basename(path)):
-            continue
-        for _, word, rest in instructions(text):
-            if word == "LABEL":
-                for match in _SOURCE_LABEL.finditer(rest + " "):
-                    claims.setdefault(match.group(1).lower(), []).append(path)
-            elif word in ("ARG", "ENV"):
-                repo = _cloned_repository(rest, text)
-                if repo is not None:
-                    claims.setdefault(repo, []).append(path)
-    out: dict[str, str] = {}
-    for repo, paths in claims.items():
-        ranked = sorted(set(paths), key=_plainness)
-        if len(ranked) == 1 or _plainness(ranked[0]) < _plainness(ranked[1]):
-            out[repo] = ranked[0]
-    return out
-
-
-_REPOSITORY_ARG = re.compile(
-    r"^(\w+)=[\"']?https?://[^/\s\"']+/([\w.-]+/[\w.-]+?)(?:\.git)?/?[\"']?$"
-)
-
-
-def _cloned_repository(assignment: str, text: str) -> str | None:
-    """`ARG REPO_URL=https://github.com/owner/name` that the Dockerfile then `git clone`s: the
-    image is built from that repository, so it is the one published under its name."""
-    match = _REPOSITORY_ARG.match(assignment.strip())
-    if match is None:
-        return None
-    name = match.group(1)
-    cloned = re.search(r"git\s+clone\b[^\n]*\$\{?" + name + r"\b", text)
-    return match.group(2).lower() if cloned else None
-
-
-def _plainness(path: str) -> tuple[int, bool]:
-    return path.count("/"), os.path.basename(path) != "Dockerfile"
-
-
-def _repository(image: str) -> str:
-    """`ghcr.io/owner/name` -> `owner/name`: an image's last two path parts, lowercased."""
-    return "/".join(image.lower().split("/")[-2:])
-
-
-def _image(value: object) -> str | None:
-    """`registry.example/shop/app:1.2@sha256:...` -> `registry.example/shop/app`; a registry
-    left to a variable (`${REGISTRY_URL:-docker.io}/owner/app`) is dropped; a name made of
-    variables only is no name."""
-    if not isinstance(value, str) or not value.strip():
-        return None
-    name = _VARIABLE_REGISTRY.sub("", value.strip()).split("@", 1)[0]
-    if name.startswith("$"):
-        return None
-    last = name.rsplit("/", 1)
-    if ":" in last[-1]:
-        name = name[: len(name) - len(last[-1])] + last[-1].split(":", 1)[0]
-    return name
-
-
-_VARIABLE_REGISTRY = re.compile(r"^\$\{[^}/]*\}/(?=[\w.-]+/[\w.-]+)")
 
 
 def _runs(runner: Runner, worker: Worker, script: str, scripts: dict[str, str]) -> bool:
