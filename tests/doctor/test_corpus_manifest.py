@@ -117,7 +117,7 @@ def test_every_project_names_its_set(monkeypatch: pytest.MonkeyPatch) -> None:
     assert len(sixth) >= 10 and {p.kind for p in sixth} == {"laravel", "celery"}
     assert not {p.repo for p in sixth} & {p.repo for p in earlier + fifth}
     assert not {p.name for p in sixth} & {p.name for p in earlier + fifth}
-    assert len(seventh) >= 3  # grows to ten or more, both kinds, as the set is annotated
+    assert len(seventh) >= 10 and {p.kind for p in seventh} == {"laravel", "celery"}
     assert not {p.repo for p in seventh} & {p.repo for p in earlier + fifth + sixth}
     assert not {p.name for p in seventh} & {p.name for p in earlier + fifth + sixth}
     assert len(fetch.in_set(projects, "all")) == len(projects)
