@@ -78,17 +78,17 @@ def running_under(d: Dialect, cur: Cursor, key: str, now: float) -> int:
     return int(row["n"])
 
 
-def release(d: Dialect, cur: Cursor, job: Row, now: float, *, held: bool = True) -> None:
+def release(d: Dialect, cur: Cursor, job: Row, now: float, *, held: bool = True) -> int:
     """An attempt of `job` (concurrency_key, concurrency_limit, queue) ended (finished,
     retried, cancelled, rescued; `held`), or a queued job that may have been its key's next
     was cancelled (not `held`): hand back its key's oldest parked jobs, as many as the key
     has free slots, in the transaction of that end. On PostgreSQL the key's slot row is
     locked first (waited for; Dialect.end_slot), so a reservation parking a job of the key
     right now has committed before the parked jobs are read; the count and the hand-back
-    are then one statement."""
+    are then one statement. How many were handed back."""
     key, limit = job["concurrency_key"], job["concurrency_limit"]
     if key is None or limit is None:
-        return
+        return 0
     d.end_slot(cur, key, held=held)
     woke = cur.execute(
         d.q(
@@ -102,6 +102,7 @@ def release(d: Dialect, cur: Cursor, job: Row, now: float, *, held: bool = True)
     ).rowcount
     if woke:
         d.wake(cur, job["queue"])
+    return int(woke)
 
 
 def hand_back_past(d: Dialect, cur: Cursor, cancelled: list[Row], now: float) -> None:

@@ -61,6 +61,20 @@ COMPLETE_PLAIN, COMPLETE_PLAIN_WITH_RESULT = (
     done.split(" RETURNING")[0] + PLAIN for done in (COMPLETE, COMPLETE_WITH_RESULT)
 )
 PLAIN_COMPLETED = (None, None, None, None, None)  # COMPLETED_COLUMNS of a plain job
+# The success of a job this store claimed under a concurrency key with no other guard, no
+# batch and no chain (SQLiteJobs._under remembers its key, limit and queue): fenced alike and
+# by those very columns, so a row count of one says what COMPLETE's RETURNING would have.
+# A hint that no longer matches (another process claimed it, a hand edit) matches nothing,
+# and COMPLETE follows.
+UNDER = (
+    " AND batch_id IS NULL AND chain IS NULL AND concurrency_key = ?"
+    " AND concurrency_limit IS ? AND queue = ?"
+)
+COMPLETE_UNDER, COMPLETE_UNDER_WITH_RESULT = (
+    done.split(" RETURNING")[0] + UNDER for done in (COMPLETE, COMPLETE_WITH_RESULT)
+)
+# the claims remembered for COMPLETE_UNDER at most; past it they are forgotten (a hint only)
+UNDER_HINTS = 4096
 # endings.close_attempt for a success, as SQLite runs it
 CLOSE_SUCCEEDED = (
     "UPDATE tenure_attempts SET ended_at = ?, outcome = 'succeeded', error = NULL,"
@@ -119,14 +133,26 @@ def _cursor(conn: sqlite3.Connection) -> sqlite3.Cursor:
 
 
 def _complete(
-    cur: sqlite3.Cursor, job_id: str, token: int, now: float, result: str | None
+    cur: sqlite3.Cursor,
+    job_id: str,
+    token: int,
+    now: float,
+    result: str | None,
+    under: tuple[str, Any, str] | None = None,
 ) -> tuple[Any, ...] | None:
     """The success of `job_id`/`token` and its attempt closed; its COMPLETED_COLUMNS, or None
-    when the token is stale (nothing written: the caller refuses it)."""
+    when the token is stale (nothing written: the caller refuses it). `under`: the key,
+    limit and queue it was claimed under with no other guard (COMPLETE_UNDER), else None."""
     params = (now, job_id, token) if result is None else (now, result, job_id, token)
-    plain = COMPLETE_PLAIN if result is None else COMPLETE_PLAIN_WITH_RESULT
     row: tuple[Any, ...] | None = PLAIN_COMPLETED
-    if cur.execute(plain, params).rowcount != 1:
+    if under is None:
+        first = COMPLETE_PLAIN if result is None else COMPLETE_PLAIN_WITH_RESULT
+        fenced = params
+    else:
+        first = COMPLETE_UNDER if result is None else COMPLETE_UNDER_WITH_RESULT
+        fenced, (key, limit, queue) = (*params, *under), under
+        row = (None, None, queue, key, limit)
+    if cur.execute(first, fenced).rowcount != 1:
         row = cur.execute(COMPLETE if result is None else COMPLETE_WITH_RESULT, params).fetchone()
     if row is not None:
         cur.execute(CLOSE_SUCCEEDED, (now, job_id, token))
@@ -143,6 +169,11 @@ def _unguarded(row: tuple[Any, ...]) -> bool:
     """Whether READY's `row` has no guard: no overlap, rate or concurrency key (the other
     columns are their settings, some with defaults)."""
     return row[1] is None and row[3] is None and row[6] is None
+
+
+def _limited(row: tuple[Any, ...]) -> bool:
+    """Whether READY's `row` has a concurrency key as its only guard."""
+    return row[1] is None and row[3] is None and row[6] is not None
 
 
 def _open(
@@ -178,6 +209,14 @@ class SQLiteJobs:
 
     db: SQLiteDatabase
     dialect: Dialect  # the store's SQLITE (dialect.py builds on this module)
+    # the jobs this store claimed under a concurrency key and no other guard: id -> (key,
+    # limit, queue), for their success's COMPLETE_UNDER (SQLiteStore sets it: a dict of its own)
+    _under: dict[str, tuple[str, Any, str]]
+
+    def _remember(self, job_id: str, key: str, limit: Any, queue: str) -> None:
+        if len(self._under) >= UNDER_HINTS:
+            self._under.clear()  # jobs ended elsewhere (failed, rescued): only hints
+        self._under[job_id] = (key, limit, queue)
 
     def enqueue_many(
         self,
@@ -274,21 +313,32 @@ class SQLiteJobs:
         # One write transaction for the end and the next claim: the hot path of a busy worker.
         # The claim runs without a savepoint; a row that fails to claim (damaged) rolls the
         # whole transaction back, and it runs again with each claim in its own savepoint.
+        # A success's concurrency slot is handed back after the next claim: when that claim
+        # took a slot of the same key, the key's free slots are what they were before the end,
+        # and no parked job has one to take (nothing to hand back, no statement).
         for careful in (False, True):
             try:
                 with self.db.write() as (conn, now):
+                    held = None
                     if ending.outcome == "succeeded":
-                        ended = self._complete_on(
+                        ended, held = self._succeed(
                             conn, ending.job_id, ending.token, now, ending.result
                         )
                     else:
                         ended = endings.end_attempt(self.dialect, conn, lambda: now, ending)
-                    if worker is None or not queues:
-                        return ended, None
-                    if careful:
+                    if worker is None or not queues or careful:
+                        if held is not None:
+                            self._release(conn, held, now)
+                        if worker is None or not queues:
+                            return ended, None
                         claimed = self._reserve_on(conn, now, queues, worker, lease, 1)
                         return ended, claimed[0] if claimed else None
-                    return ended, self._claim_next(conn, now, queues, worker, lease)
+                    following, key = self._claim_next(conn, now, queues, worker, lease)
+                    if held is not None and (key is None or key != held[3]):
+                        # a parked job handed back may be this worker's next
+                        if self._release(conn, held, now) and following is None:
+                            following, _ = self._claim_next(conn, now, queues, worker, lease)
+                    return ended, following
             except _Damaged:
                 continue
         raise AssertionError("unreachable: the careful claim isolates every row")
@@ -300,22 +350,32 @@ class SQLiteJobs:
         queues: Sequence[str],
         worker: WorkerRef,
         lease: float,
-    ) -> Reservation | None:
-        """The next job of `queues` claimed, no savepoint (a damaged row raises _Damaged): on
-        tuples while a queue's head has no guard, else the general path from that queue on."""
+    ) -> tuple[Reservation | None, str | None]:
+        """The next job of `queues` claimed, no savepoint (a damaged row raises _Damaged), and
+        the concurrency key it took a slot of on the way here (else None): on tuples while a
+        queue's head has no guard but perhaps a concurrency limit (CLAIM_UNDER counts and
+        claims in one statement; a full key's head is parked, and the rest of the queue is
+        looked at), else the general path from that queue on."""
         cur = _cursor(conn)
         for i, queue in enumerate(queues):
             row = _head(cur, queue, now)
             if row is None:
                 continue
-            if not _unguarded(row):
-                claimed = self._reserve_on(conn, now, queues[i:], worker, lease, 1, False)
-                return claimed[0] if claimed else None
-            try:
-                return _open(cur, row, worker, now, lease)
-            except DAMAGE as exc:
-                raise _Damaged() from exc
-        return None
+            if _unguarded(row) or _limited(row):
+                key = row[6]
+                try:
+                    if key is None:
+                        return _open(cur, row, worker, now, lease), None
+                    claimed = _open(cur, row, worker, now, lease, (key, now, row[7] or 1))
+                    if claimed is not None:
+                        self._remember(claimed.job_id, key, row[7], claimed.queue)
+                        return claimed, key
+                    sql_guards.park(self.dialect, cur, row[0])  # over its limit: not reserved
+                except DAMAGE as exc:
+                    raise _Damaged() from exc
+            rest = self._reserve_on(conn, now, queues[i:], worker, lease, 1, False)
+            return (rest[0] if rest else None), None
+        return None, None
 
     def _reserve_on(
         self,
@@ -403,6 +463,7 @@ class SQLiteJobs:
                 sql_guards.park(self.dialect, conn, row["id"])
             else:
                 out.append(claimed)
+                self._remember(claimed.job_id, key, row["concurrency_limit"], claimed.queue)
             return
         if key is not None and (
             key in full
@@ -480,18 +541,30 @@ class SQLiteJobs:
         now: float,
         result: str | None = None,
     ) -> EndResult:
+        ended, held = self._succeed(conn, job_id, token, now, result)
+        if held is not None:
+            self._release(conn, held, now)
+        return ended
+
+    def _succeed(
+        self, conn: sqlite3.Connection, job_id: str, token: int, now: float, result: str | None
+    ) -> tuple[EndResult, tuple[Any, ...] | None]:
+        """The success and what follows it, but the hand-back of its concurrency slot: that
+        is left to the caller (_release), with the COMPLETED_COLUMNS returned (else None)."""
         # The fencing check and the update are one statement: no row means the token is stale,
         # and then its result is not written either.
-        row = _complete(_cursor(conn), job_id, token, now, result)
+        row = _complete(_cursor(conn), job_id, token, now, result, self._under.pop(job_id, None))
         if row is None:
-            return endings.refuse(self.dialect, conn, job_id, token, "succeeded", now)
+            return endings.refuse(self.dialect, conn, job_id, token, "succeeded", now), None
         batch_id, chain, _, key, _ = row
         if batch_id is not None or chain is not None:
             # a chain's next link in this same transaction: a kill before the commit loses
             # neither the success nor the link
             endings.after_success(self.dialect, conn, job_id, batch_id, chain, now, result)
-        if key is not None:
-            sql_guards.release(
-                self.dialect, conn, dict(zip(COMPLETED_COLUMNS, row, strict=True)), now
-            )
-        return SUCCEEDED
+        return SUCCEEDED, (row if key is not None else None)
+
+    def _release(self, conn: sqlite3.Connection, held: tuple[Any, ...], now: float) -> int:
+        """The key of a success's COMPLETED_COLUMNS `held` has a free slot: its parked jobs
+        handed back (sql.guards.release); how many."""
+        job = dict(zip(COMPLETED_COLUMNS, held, strict=True))
+        return sql_guards.release(self.dialect, conn, job, now)

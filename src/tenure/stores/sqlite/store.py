@@ -65,6 +65,7 @@ class SQLiteStore(SQLiteJobs, SQLStore):
         self.url = url
         self.db = SQLiteDatabase(url)
         self.path = self.db.path
+        self._under = {}
 
     def now(self) -> float:
         return self.db.now()
