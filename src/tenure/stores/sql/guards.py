@@ -170,23 +170,20 @@ def debounced(d: Dialect, cur: Cursor, job: NewJob, now: float) -> str | None:
 
 
 # -- fair share: ready jobs round robin across fair keys ------------------------------------
-def place_fairly(d: Dialect, cur: Cursor, job: NewJob, ready: str) -> None:
+def place_fairly(d: Dialect, cur: Cursor, job: NewJob) -> None:
     """Give the just stored `job` (due now, with a fair_key) its virtual start for a run_at:
     its key's next turn, but not before the queue's virtual now (the head of its fair jobs,
     or the largest start handed out when none is queued), so a new or idle tenant starts now
     and a busy one queues behind its own backlog. The next turn of its key is 1/weight
     later. Reservation is unchanged: the ready index orders run_at, so an O(log n) lookup
-    finds the next job whatever the number of keys. `ready` selects the queue's queued jobs
-    (`%s`: the queue) in the engine's ready index. Fair enqueues of one queue take turns
+    finds the next job whatever the number of keys. The head is read from the engine's
+    ready index (Dialect.fair_head). Fair enqueues of one queue take turns
     (its lock, on PostgreSQL)."""
     key = job.guards.fair_key
     if key is None or job.delay > 0:
         return  # a delayed job keeps its time: fairness orders what is due at dispatch
     d.lock_key(cur, "fair:" + job.queue)
-    head = cur.execute(
-        d.q(f"SELECT min(run_at) AS head FROM {{s}}.tenure_jobs WHERE {ready} AND run_at < %s"),
-        (job.queue, FAIR_BEFORE),
-    ).fetchone()["head"]
+    head = cur.execute(d.q(d.fair_head), (job.queue, FAIR_BEFORE)).fetchone()["head"]
     turns = {
         row["key"]: float(row["next_vt"])
         for row in cur.execute(

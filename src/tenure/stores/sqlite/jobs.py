@@ -30,8 +30,29 @@ from tenure.stores.sqlite import guards
 from tenure.stores.sqlite.database import ROW_ERRORS, SQLiteDatabase
 from tenure.stores.sqlite.inserts import insert_jobs
 
-# a queue's queued jobs, in the ready index (sql.guards.place_fairly)
-FAIR_READY = "queue = %s AND state = 'queued'"
+# A queue's priorities that have queued jobs (`?1`: the queue), one seek each in the ready
+# index the claim reads (a loose index scan): what a second ready index on (queue, state,
+# run_at) answered until migration 0017 is read per priority from this one, so its cost is
+# the number of priorities in use times a seek, whatever the number of jobs.
+PRIORITIES = (
+    "WITH RECURSIVE p(pr) AS (SELECT (SELECT min(priority) FROM tenure_jobs"
+    " WHERE queue = ?1 AND state = 'queued') UNION ALL SELECT (SELECT min(priority)"
+    " FROM tenure_jobs WHERE queue = ?1 AND state = 'queued' AND priority > p.pr)"
+    " FROM p WHERE p.pr IS NOT NULL) "
+)
+# the earliest run_at before `?2` of the queue's queued jobs (the fair-share head, the oldest)
+FAIR_HEAD = PRIORITIES + (
+    "SELECT min((SELECT min(run_at) FROM tenure_jobs WHERE queue = ?1 AND state = 'queued'"
+    " AND priority = p.pr AND run_at < ?2)) AS head FROM p WHERE p.pr IS NOT NULL"
+)
+# the queue's scheduled jobs (run_at after `?2`, the clock, before `?3`, states.PARKED_AT)
+# and its parked ones (from `?3` on), counted per priority
+SCHEDULED = PRIORITIES + (
+    "SELECT coalesce(sum((SELECT count(*) FROM tenure_jobs WHERE queue = ?1"
+    " AND state = 'queued' AND priority = p.pr AND run_at > ?2 AND run_at < ?3)), 0),"
+    " coalesce(sum((SELECT count(*) FROM tenure_jobs WHERE queue = ?1 AND state = 'queued'"
+    " AND priority = p.pr AND run_at >= ?3)), 0) FROM p WHERE p.pr IS NOT NULL"
+)
 
 # Past every attempt row the job has: a stray row (a restore, a hand edit) must not make the
 # next attempt's number collide, which would fail the whole reservation for the queue.
@@ -258,7 +279,7 @@ class SQLiteJobs:
         insert_jobs(conn, fresh, now, skip_existing=True)
         for job, stored in zip(jobs, ids, strict=True):
             if job.guards.fair_key is not None and stored == job.id:
-                sql_guards.place_fairly(self.dialect, conn, job, self.dialect.fair_ready)
+                sql_guards.place_fairly(self.dialect, conn, job)
         return ids
 
     @contextmanager
@@ -334,10 +355,11 @@ class SQLiteJobs:
                         claimed = self._reserve_on(conn, now, queues, worker, lease, 1)
                         return ended, claimed[0] if claimed else None
                     following, key = self._claim_next(conn, now, queues, worker, lease)
-                    if held is not None and (key is None or key != held[3]):
-                        # a parked job handed back may be this worker's next
-                        if self._release(conn, held, now) and following is None:
-                            following, _ = self._claim_next(conn, now, queues, worker, lease)
+                    if held is None or key == held[3]:
+                        return ended, following
+                    # a parked job handed back may be this worker's next
+                    if self._release(conn, held, now) and following is None:
+                        following, _ = self._claim_next(conn, now, queues, worker, lease)
                     return ended, following
             except _Damaged:
                 continue
