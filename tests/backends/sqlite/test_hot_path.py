@@ -181,3 +181,29 @@ def test_the_clock_read_in_python_is_sqlites_own_now(tmp_path: Path) -> None:
         # the same clock, cut to the same millisecond by the same arithmetic
         assert before <= stored <= after
     conn.close()
+
+
+def test_a_full_keys_head_met_by_the_hot_claim_is_parked_and_the_next_job_taken(
+    tmp_path: Path,
+) -> None:
+    # no head-of-line blocking on the busy worker's path: the head's key has no free slot,
+    # so it waits parked (no attempt, no try) and the job behind it is claimed
+    store = SQLiteStore(f"sqlite:///{tmp_path / 'full.db'}")
+    limited = Guards(concurrency_key="k", concurrency_limit=1)
+    (plain_first,) = enqueue(store, new_job())
+    holder, waiting = (replace(new_job(), guards=limited) for _ in range(2))
+    enqueue(store, holder, waiting)
+    (behind,) = enqueue(store, new_job())
+    first, held = store.reserve(queues=["default"], worker=W1, lease=30, limit=2)
+    assert (first.job_id, held.job_id) == (plain_first, holder.id)
+    seen, ended, following = _traced_end(store, first)
+    assert ended.accepted and following is not None and following.job_id == behind
+    assert not [s for s in seen if "SAVEPOINT" in s], seen  # the hot path, not the careful one
+    parked = job(store, waiting.id)
+    assert parked.state == "queued" and parked.attempts == []
+    assert store.queue_counts()["default"].waiting == 1
+    # the holder's end hands the slot on: the parked job is its next
+    ended, following = store.end_attempt(
+        Ending(job_id=held.job_id, token=held.token), queues=["default"], worker=W1, lease=30
+    )
+    assert ended.accepted and following is not None and following.job_id == waiting.id
