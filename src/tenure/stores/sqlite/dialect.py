@@ -10,7 +10,7 @@ from collections.abc import Sequence
 
 from tenure.stores.sqlite.database import CLOCK_SQL, ROW_ERRORS
 from tenure.stores.sqlite.inserts import insert_jobs
-from tenure.stores.sqlite.jobs import FAIR_HEAD
+from tenure.stores.sqlite.ready import FAIR_HEAD
 
 
 class SQLiteDialect:

@@ -1,18 +1,17 @@
 """A job through its life on SQLite, the hot path: enqueued, reserved, completed (and the next
 one claimed in the same transaction), over the one insert every enqueue path shares
 (inserts.py). The statements and the transaction they run in sit in one module (on database.py's
-connections), so that the walk does not hop from layer to layer. The rest of the store (rescue,
-heartbeats, batches, reading) is store.py and stores/sql/."""
+connections), so that the walk does not hop from layer to layer; off the busy worker's path,
+the overlap and rate guards' deferral is guards.py, the application's own transaction
+database.py. The rest of the store (rescue, heartbeats, batches, reading) is store.py,
+ready.py and stores/sql/."""
 
 from __future__ import annotations
 
-import os
 import sqlite3
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Sequence
 from typing import Any
 
-from tenure.core.errors import ConfigError
 from tenure.core.records import (
     Ending,
     EndResult,
@@ -28,38 +27,9 @@ from tenure.stores.sql import guards as sql_guards
 from tenure.stores.sql.dialect import Dialect
 from tenure.stores.sqlite import guards
 from tenure.stores.sqlite.database import ROW_ERRORS, SQLiteDatabase
+from tenure.stores.sqlite.guards import NEXT_ATTEMPT
 from tenure.stores.sqlite.inserts import insert_jobs
 
-# A queue's priorities that have queued jobs (`?1`: the queue), one seek each in the ready
-# index the claim reads (a loose index scan): what a second ready index on (queue, state,
-# run_at) answered until migration 0017 is read per priority from this one, so its cost is
-# the number of priorities in use times a seek, whatever the number of jobs.
-PRIORITIES = (
-    "WITH RECURSIVE p(pr) AS (SELECT (SELECT min(priority) FROM tenure_jobs"
-    " WHERE queue = ?1 AND state = 'queued') UNION ALL SELECT (SELECT min(priority)"
-    " FROM tenure_jobs WHERE queue = ?1 AND state = 'queued' AND priority > p.pr)"
-    " FROM p WHERE p.pr IS NOT NULL) "
-)
-# the earliest run_at before `?2` of the queue's queued jobs (the fair-share head, the oldest)
-FAIR_HEAD = PRIORITIES + (
-    "SELECT min((SELECT min(run_at) FROM tenure_jobs WHERE queue = ?1 AND state = 'queued'"
-    " AND priority = p.pr AND run_at < ?2)) AS head FROM p WHERE p.pr IS NOT NULL"
-)
-# the queue's scheduled jobs (run_at after `?2`, the clock, before `?3`, states.PARKED_AT)
-# and its parked ones (from `?3` on), counted per priority
-SCHEDULED = PRIORITIES + (
-    "SELECT coalesce(sum((SELECT count(*) FROM tenure_jobs WHERE queue = ?1"
-    " AND state = 'queued' AND priority = p.pr AND run_at > ?2 AND run_at < ?3)), 0),"
-    " coalesce(sum((SELECT count(*) FROM tenure_jobs WHERE queue = ?1 AND state = 'queued'"
-    " AND priority = p.pr AND run_at >= ?3)), 0) FROM p WHERE p.pr IS NOT NULL"
-)
-
-# Past every attempt row the job has: a stray row (a restore, a hand edit) must not make the
-# next attempt's number collide, which would fail the whole reservation for the queue.
-NEXT_ATTEMPT = (
-    "max(attempt, (SELECT coalesce(max(number), 0) FROM tenure_attempts"
-    " WHERE job_id = tenure_jobs.id)) + 1"
-)
 # the shared clause in SQLite's words (what SQLiteDialect.q does): no schema, `?` parameters
 NOT_PAUSED = control.not_paused("?").replace("{s}.", "")
 
@@ -248,7 +218,7 @@ class SQLiteJobs:
         into_batch: str | None = None,
     ) -> list[str]:
         target = None if batch is None and into_batch is None else batch_target(batch, into_batch)
-        with self.db.write() if conn is None else self._caller_transaction(conn) as (cur, now):
+        with self.db.write() if conn is None else self.db.caller_transaction(conn) as (cur, now):
             if target is not None:
                 return batches.enqueue(self.dialect, cur, target, jobs, now)
             return self._enqueue(cur, jobs, now)
@@ -281,32 +251,6 @@ class SQLiteJobs:
             if job.guards.fair_key is not None and stored == job.id:
                 sql_guards.place_fairly(self.dialect, conn, job)
         return ids
-
-    @contextmanager
-    def _caller_transaction(self, conn: Any) -> Iterator[tuple[sqlite3.Connection, float]]:
-        """The application's own connection to this store's file, inside its transaction (one
-        is opened if none is): nothing here commits, the caller's commit or rollback decides,
-        so a rollback leaves no job and workers see them only once the application commits."""
-        if not isinstance(conn, sqlite3.Connection):
-            raise ConfigError(
-                f"conn=: the SQLite store takes a sqlite3.Connection, got {type(conn).__name__}"
-            )
-        files = {row[2] for row in conn.execute("PRAGMA database_list") if row[2]}
-        if os.path.realpath(self.db.path) not in {os.path.realpath(f) for f in files}:
-            raise ConfigError(
-                f"conn=: that connection is not to this store's file {self.db.path!r}; enqueueing "
-                "in a transaction needs the same database"
-            )
-        if not self.db.migrated:
-            self.db.conn()  # a new connection migrates the file first
-        saved = conn.row_factory
-        conn.row_factory = sqlite3.Row
-        try:
-            if not conn.in_transaction:
-                conn.execute("BEGIN")  # the caller's commit or rollback decides, not us
-            yield conn, self.db.clock(conn)
-        finally:
-            conn.row_factory = saved
 
     def reserve(
         self, *, queues: Sequence[str], worker: WorkerRef, lease: float, limit: int = 1
@@ -495,9 +439,9 @@ class SQLiteJobs:
             full.add(key)
             sql_guards.park(self.dialect, conn, row["id"])
             return
-        deferral = self._guard_deferral(conn, row, now)
+        deferral = guards.deferral(conn, row, now)
         if deferral is not None:
-            self._defer(conn, row["id"], worker, now, *deferral)
+            guards.defer(conn, row["id"], worker, now, *deferral)
         else:
             opened = _open(conn, row, worker, now, lease)
             if opened is not None:  # (it is: nothing else claims it under the write lock)
@@ -506,54 +450,6 @@ class SQLiteJobs:
     @staticmethod
     def _ready(conn: sqlite3.Connection, queue: str, now: float, limit: int) -> list[Any]:
         return conn.execute(READY, (queue, now, queue, limit)).fetchall()
-
-    def _guard_deferral(
-        self, conn: sqlite3.Connection, row: Any, now: float
-    ) -> tuple[float, str] | None:
-        """(run_at, reason) if the job's overlap or rate guard says not now."""
-        if row["overlap_key"] is not None:
-            holder = guards.overlap_holder(conn, row["overlap_key"], row["id"], now)
-            if holder is not None:
-                return sql_guards.overlap_deferral(row, holder, now)
-        if row["rate_key"] is not None:
-            free_at = guards.rate_free_at(
-                conn, row["rate_key"], row["rate_limit"], row["rate_window"], now
-            )
-            if free_at is not None:
-                return sql_guards.rate_deferral(row, free_at)
-        return None
-
-    def _defer(
-        self,
-        conn: sqlite3.Connection,
-        job_id: str,
-        worker: WorkerRef,
-        now: float,
-        run_at: float,
-        reason: str,
-    ) -> None:
-        """Not now, and not the job's fault: a `deferred` attempt, no try used. Two
-        statements where PostgreSQL writes one (a data-modifying CTE, which SQLite lacks; in
-        process, a second statement costs no round trip)."""
-        number = conn.execute(
-            f"UPDATE tenure_jobs SET attempt = {NEXT_ATTEMPT}, run_at = ? WHERE id = ?"
-            " RETURNING attempt",
-            (run_at, job_id),
-        ).fetchone()["attempt"]
-        conn.execute(
-            "INSERT INTO tenure_attempts (job_id, number, worker_id, host, pid, started_at,"
-            " ended_at, outcome, error) VALUES (?, ?, ?, ?, ?, ?, ?, 'deferred', ?)",
-            (
-                job_id,
-                number,
-                worker.id,
-                worker.host,
-                worker.pid,
-                now,
-                now,
-                sql_guards.deferral_note(reason, run_at, now),
-            ),
-        )
 
     def _complete_on(
         self,

@@ -35,7 +35,8 @@ from tenure.stores.sql.rows import attempt_record, effect_record, job_record
 from tenure.stores.sql.store import Clock, SQLStore
 from tenure.stores.sqlite.database import SQLiteDatabase, sqlite_path
 from tenure.stores.sqlite.dialect import SQLITE
-from tenure.stores.sqlite.jobs import FAIR_HEAD, SCHEDULED, SQLiteJobs
+from tenure.stores.sqlite.jobs import SQLiteJobs
+from tenure.stores.sqlite.ready import FAIR_HEAD, SCHEDULED
 from tenure.stores.sqlite.transaction import SQLiteJobTransaction
 from tenure.stores.sqlite.wake import FileWatch
 
@@ -272,7 +273,7 @@ class SQLiteStore(SQLiteJobs, SQLStore):
                 out.setdefault(queue, QueueCounts()).paused = True
             # Scheduled = queued with run_at in the future: a range of the ready index per
             # queue and priority; the oldest ready job is the first of the queue's priorities'
-            # heads (jobs.SCHEDULED, jobs.FAIR_HEAD: migration 0017 left one ready index).
+            # heads (ready.py: migration 0017 left one ready index).
             for queue, counts in out.items():
                 if counts["queued"]:
                     scheduled, waiting = conn.execute(SCHEDULED, (queue, now, PARKED_AT)).fetchone()

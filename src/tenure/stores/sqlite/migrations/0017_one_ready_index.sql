@@ -7,8 +7,8 @@
 -- tenure_jobs_ready_by_priority (queue, state, priority, run_at); what the dropped index
 -- answered is now read from that one, per priority in use (a loose index scan: one seek for
 -- each priority, then the range or the first entry within it): the fair-share head and the
--- oldest queued job (jobs.FAIR_HEAD), the scheduled and parked counts per queue
--- (jobs.SCHEDULED). The counts of queued jobs scan the priority index (covering), and the
+-- oldest queued job (ready.FAIR_HEAD), the scheduled and parked counts per queue
+-- (ready.SCHEDULED). The counts of queued jobs scan the priority index (covering), and the
 -- listing of queued or scheduled jobs reads it by queue.
 --
 -- tenure_jobs_state (state, queue) and tenure_jobs_prune_failed (state, finished_at +
