@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import signal
 import sys
 import time
 from pathlib import Path
@@ -123,7 +124,16 @@ def cmd_aof_window(args: argparse.Namespace) -> int:
     return 0
 
 
+def _exit_on(signum: int, _frame: object) -> None:
+    # Python's default for SIGTERM/SIGHUP ends the process without unwinding, so the runs'
+    # `finally` blocks that kill their workers (harness.project) would never run and the
+    # workers, each in a session of its own, would outlive the run.
+    raise SystemExit(128 + signum)
+
+
 def main(argv: list[str] | None = None) -> int:
+    for signum in (signal.SIGTERM, signal.SIGHUP):
+        signal.signal(signum, _exit_on)
     parser = argparse.ArgumentParser(
         prog="python -m chaos",
         description=__doc__,

@@ -109,13 +109,17 @@ def test_every_project_names_its_set(monkeypatch: pytest.MonkeyPatch) -> None:
     sizes += len(fetch.in_set(projects, "check4"))  # the fifth held-out set, spent
     fifth = fetch.in_set(projects, "check5")  # the sixth, annotated blind after check4 was scored
     sixth = fetch.in_set(projects, "check6")  # the seventh, annotated blind after check5
-    assert sizes + len(fifth) + len(sixth) + len(blind) == len(projects)
+    seventh = fetch.in_set(projects, "check7")  # the eighth, annotated blind after check6
+    assert sizes + len(fifth) + len(sixth) + len(seventh) + len(blind) == len(projects)
     assert len(fifth) >= 10 and {p.kind for p in fifth} == {"laravel", "celery"}
     earlier = tuning + check + fresh_sets(fetch, projects) + blind
     assert not {p.repo for p in fifth} & {p.repo for p in earlier}
     assert len(sixth) >= 10 and {p.kind for p in sixth} == {"laravel", "celery"}
     assert not {p.repo for p in sixth} & {p.repo for p in earlier + fifth}
     assert not {p.name for p in sixth} & {p.name for p in earlier + fifth}
+    assert len(seventh) >= 10 and {p.kind for p in seventh} == {"laravel", "celery"}
+    assert not {p.repo for p in seventh} & {p.repo for p in earlier + fifth + sixth}
+    assert not {p.name for p in seventh} & {p.name for p in earlier + fifth + sixth}
     assert len(fetch.in_set(projects, "all")) == len(projects)
     assert len(tuning) >= 18  # the entries the readers were fixed against
     assert not {p.repo for p in tuning} & {p.repo for p in check}
@@ -185,7 +189,9 @@ def lines_at(source: Path, commit: str, paths: list[str]) -> dict[str, int | str
     return out
 
 
-@pytest.mark.parametrize("which", ["check", "check2", "check3", "check6", "tuning", "independent"])
+@pytest.mark.parametrize(
+    "which", ["check", "check2", "check3", "check6", "check7", "tuning", "independent"]
+)
 def test_every_annotated_file_and_line_exists_at_the_pinned_commit(
     which: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:

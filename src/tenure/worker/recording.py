@@ -32,6 +32,33 @@ def store_attempts(lease: float) -> int:
     return max(3, int(lease / STORE_RETRY_MAX_S) + 2)
 
 
+def back_off(failures: int) -> float:
+    """The wait after the store failed `failures` times in a row: doubling, at most
+    STORE_RETRY_MAX_S."""
+    return min(STORE_RETRY_MAX_S, 0.2 * 2.0**failures)
+
+
+class Outage:
+    """The fetch loop's count of the store's failures in a row, and the back-off they earn:
+    each failure is said once, with the wait it brings; a call that works ends the outage."""
+
+    def __init__(self) -> None:
+        self.failures = 0
+
+    def failed(self, what: str, exc: Exception) -> None:
+        self.failures += 1
+        log.warning(
+            "store unavailable during %s (%s: %s); retrying in %.1f s",
+            what, type(exc).__name__, exc, self.delay(),
+        )  # fmt: skip
+
+    def delay(self) -> float:
+        return back_off(self.failures)
+
+    def over(self) -> None:
+        self.failures = 0
+
+
 def retrying(
     call: Callable[[], T],
     *,
@@ -53,7 +80,7 @@ def retrying(
             if failures >= attempts or interrupt.is_set():
                 log.error("store call failed %d times: %s", failures, exc)
                 return None
-            delay = min(STORE_RETRY_MAX_S, 0.2 * 2**failures)
+            delay = back_off(failures)
             log.warning(
                 "store unavailable (%s: %s); retrying in %.1f s", type(exc).__name__, exc, delay
             )

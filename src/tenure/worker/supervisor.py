@@ -31,7 +31,7 @@ from tenure.worker.execute import Ended
 from tenure.worker.leases import LeaseKeeper, Sweeper
 from tenure.worker.messages import Pulse
 from tenure.worker.metrics import Metrics, serve
-from tenure.worker.recording import REFUSALS, STORE_RETRY_MAX_S, Recorder, log_end, retrying
+from tenure.worker.recording import REFUSALS, Outage, Recorder, log_end, retrying
 from tenure.worker.shutdown import Shutdown
 from tenure.worker.slot import Slot
 from tenure.worker.store_file import StoreFile, sqlite_path, store_label
@@ -91,7 +91,7 @@ class Worker:
         # the fetch loop's clocks, on the time its passes are given (fetch_once)
         self._fetch_started: float | None = None  # the first pass: --max-time counts from it
         self._next_rescue = 0.0  # the first pass sweeps
-        self._failures = 0  # the store's failures in a row (the back-off grows with them)
+        self._outage = Outage()  # the store's failures in a row (the back-off grows with them)
 
     @property
     def store(self) -> Store:
@@ -229,7 +229,7 @@ class Worker:
             if then is Then.WAIT_FOR_SLOT:
                 self._wait_for_free_slot()
             elif then is Then.BACK_OFF:
-                self.stopping.wait(self._retry_delay())
+                self.stopping.wait(self._outage.delay())
             elif then is Then.WAIT_FOR_WORK and not self._wait_for_work():
                 break
 
@@ -268,12 +268,12 @@ class Worker:
             jobs = self.store.reserve(
                 queues=opts.queue_order(self._rng), worker=self.ref, lease=opts.lease, limit=free
             )
-            self._failures = 0
+            self._outage.over()
         except REFUSALS as exc:
             self._refused(exc)
             return Then.STOP
         except Exception as exc:
-            self._store_trouble("reserve", exc)
+            self._outage.failed("reserve", exc)
             return Then.BACK_OFF
         for res in jobs:
             self._hand_out(res, reserved_at)
@@ -294,8 +294,8 @@ class Worker:
             self._refused(exc)
             return False
         except Exception as exc:
-            self._store_trouble("wait", exc)
-            self.stopping.wait(self._retry_delay())
+            self._outage.failed("wait", exc)
+            self.stopping.wait(self._outage.delay())
         return True
 
     def _rescue_interval(self) -> float:
@@ -348,20 +348,6 @@ class Worker:
     def _idle_wait(self) -> float:
         """How long an idle pass may wait: at most IDLE_WAIT_S, less when a sweep is due."""
         return min(IDLE_WAIT_S, max(self._next_rescue - time.monotonic(), 0.01))
-
-    def _store_trouble(self, what: str, exc: Exception) -> None:
-        self._failures += 1
-        log.warning(
-            "store unavailable during %s (%s: %s); retrying in %.1f s",
-            what,
-            type(exc).__name__,
-            exc,
-            self._retry_delay(),
-        )
-
-    def _retry_delay(self) -> float:
-        """The back-off after the store failed `_failures` times in a row."""
-        return min(STORE_RETRY_MAX_S, 0.2 * 2.0**self._failures)
 
     # -- ending attempts ---------------------------------------------------------------
     @property

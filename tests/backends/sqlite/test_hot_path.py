@@ -78,8 +78,8 @@ def test_a_plain_jobs_success_and_the_next_claim_run_no_returning(tmp_path: Path
 
 
 def test_a_limited_jobs_success_still_frees_its_slot_for_a_parked_one(tmp_path: Path) -> None:
-    # the quiet twin: a job with a concurrency key matches nothing in the plain success and
-    # takes the one with RETURNING, which hands its slot to the key's parked job
+    # the quiet twin: the store remembers the key a job was claimed under, its success is
+    # fenced by that key too (no RETURNING), and the slot goes to the key's parked job
     store = SQLiteStore(f"sqlite:///{tmp_path / 'limited.db'}")
     limited = Guards(concurrency_key="k", concurrency_limit=1)
     first, second = (replace(new_job(), guards=limited) for _ in range(2))
@@ -89,9 +89,52 @@ def test_a_limited_jobs_success_still_frees_its_slot_for_a_parked_one(tmp_path: 
     assert store.reserve(queues=["default"], worker=W1, lease=30) == []
     seen, ended, following = _traced_end(store, held)
     assert ended.accepted
-    assert [s for s in seen if "RETURNING batch_id" in s], seen
+    assert not [s for s in seen if "RETURNING" in s], seen
     assert job(store, held.job_id).state == "succeeded"
     assert following is not None and following.job_id == second.id
+
+
+def test_a_limited_jobs_success_unknown_to_this_store_is_read_back(tmp_path: Path) -> None:
+    # claimed by another process (another store object here): no hint, so the success
+    # takes COMPLETE's RETURNING, and the parked job still gets the slot
+    url = f"sqlite:///{tmp_path / 'elsewhere.db'}"
+    store, other = SQLiteStore(url), SQLiteStore(url)
+    limited = Guards(concurrency_key="k", concurrency_limit=1)
+    first, second = (replace(new_job(), guards=limited) for _ in range(2))
+    enqueue(store, first, second)
+    held = reserve_one(other)
+    assert store.reserve(queues=["default"], worker=W1, lease=30) == []
+    seen, ended, following = _traced_end(store, held)
+    assert ended.accepted
+    assert [s for s in seen if "RETURNING batch_id" in s], seen
+    assert following is not None and following.job_id == second.id
+
+
+def test_a_limited_backlog_hands_its_slot_on_in_the_plain_jobs_seven_statements(
+    tmp_path: Path,
+) -> None:
+    # a success under a key whose next job takes the freed slot in the same transaction:
+    # the key's free slots are what they were, nothing to hand back, no extra statement
+    store = SQLiteStore(f"sqlite:///{tmp_path / 'backlog.db'}")
+    limited = Guards(concurrency_key="k", concurrency_limit=2)
+    enqueue(store, *(replace(new_job(), guards=limited) for _ in range(5)))
+    held = store.reserve(queues=["default"], worker=W1, lease=30, limit=2)
+    assert len(held) == 2
+    seen, ended, following = _traced_end(store, held[0])
+    assert ended.accepted and following is not None
+    assert [" ".join(s.split()[:2]) for s in seen] == [
+        "BEGIN IMMEDIATE",
+        "UPDATE tenure_jobs",
+        "UPDATE tenure_attempts",
+        "SELECT id,",
+        "UPDATE tenure_jobs",
+        "INSERT INTO",
+        "COMMIT",
+    ], seen
+    running = [j for j in (job(store, r.job_id) for r in (held[1], following))]
+    assert [j.state for j in running] == ["running", "running"]
+    # still two at most: the next end's claim under the full key parks, takes none
+    assert store.reserve(queues=["default"], worker=W1, lease=30) == []
 
 
 def test_a_stale_tokens_success_writes_nothing(tmp_path: Path) -> None:
@@ -138,3 +181,29 @@ def test_the_clock_read_in_python_is_sqlites_own_now(tmp_path: Path) -> None:
         # the same clock, cut to the same millisecond by the same arithmetic
         assert before <= stored <= after
     conn.close()
+
+
+def test_a_full_keys_head_met_by_the_hot_claim_is_parked_and_the_next_job_taken(
+    tmp_path: Path,
+) -> None:
+    # no head-of-line blocking on the busy worker's path: the head's key has no free slot,
+    # so it waits parked (no attempt, no try) and the job behind it is claimed
+    store = SQLiteStore(f"sqlite:///{tmp_path / 'full.db'}")
+    limited = Guards(concurrency_key="k", concurrency_limit=1)
+    (plain_first,) = enqueue(store, new_job())
+    holder, waiting = (replace(new_job(), guards=limited) for _ in range(2))
+    enqueue(store, holder, waiting)
+    (behind,) = enqueue(store, new_job())
+    first, held = store.reserve(queues=["default"], worker=W1, lease=30, limit=2)
+    assert (first.job_id, held.job_id) == (plain_first, holder.id)
+    seen, ended, following = _traced_end(store, first)
+    assert ended.accepted and following is not None and following.job_id == behind
+    assert not [s for s in seen if "SAVEPOINT" in s], seen  # the hot path, not the careful one
+    parked = job(store, waiting.id)
+    assert parked.state == "queued" and parked.attempts == []
+    assert store.queue_counts()["default"].waiting == 1
+    # the holder's end hands the slot on: the parked job is its next
+    ended, following = store.end_attempt(
+        Ending(job_id=held.job_id, token=held.token), queues=["default"], worker=W1, lease=30
+    )
+    assert ended.accepted and following is not None and following.job_id == waiting.id

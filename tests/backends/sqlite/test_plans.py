@@ -20,23 +20,22 @@ from tenure.stores.sqlite import SQLiteStore
 
 DUE = Keep(succeeded=0.0, failed=0.0)
 # Scans of tenure_jobs that are the statement's nature: the counts read every job (each
-# state from the index that holds it, migrations 0013 and 0015: the queued ones from the ready
-# index, the succeeded ones from retention's succeeded index, the failed and cancelled ones
-# from the state index, which holds nothing else), a listing without a state reads the table.
+# state from the index that holds it, migrations 0013, 0015 and 0017: the queued ones from the
+# ready index, the succeeded ones from retention's succeeded index, the failed and cancelled
+# ones from the state index, which holds nothing else), a listing without a state reads the
+# table.
 SCANS = {
     "SELECT queue, ? AS state, count(*)": (
-        "SCAN tenure_jobs USING COVERING INDEX tenure_jobs_ready",
-        "SCAN tenure_jobs USING COVERING INDEX tenure_jobs_succeeded",
-        "SCAN tenure_jobs USING COVERING INDEX tenure_jobs_state",
+        "SCAN tenure_jobs USING COVERING INDEX tenure_jobs_ready_by_priority",
     ),
     "SELECT *, ? AS now FROM tenure_jobs WHERE ? = ? AND queue = ?": ("SCAN tenure_jobs",),
     "SELECT *, ? AS now FROM tenure_jobs WHERE ? = ? ORDER BY": ("SCAN tenure_jobs",),
     # ready or scheduled jobs of every queue: the ready index holds the queued ones only
     "SELECT *, ? AS now FROM tenure_jobs WHERE ? = ? AND state = ? AND run_at <= ? ORDER": (
-        "SCAN tenure_jobs USING INDEX tenure_jobs_ready",
+        "SCAN tenure_jobs USING INDEX tenure_jobs_ready_by_priority",
     ),
     "SELECT *, ? AS now FROM tenure_jobs WHERE ? = ? AND state = ? AND run_at > ? ORDER": (
-        "SCAN tenure_jobs USING INDEX tenure_jobs_ready",
+        "SCAN tenure_jobs USING INDEX tenure_jobs_ready_by_priority",
     ),
 }
 # The statements of the hot path and of maintenance, and the index each must take.
@@ -57,18 +56,25 @@ EXPECTED = {
     ),
     # the counts per concurrency key: its running and its parked jobs
     "SELECT queue, key, max(lim) AS lim": "tenure_jobs_parked (concurrency_key>?)",
-    # scheduled, and parked by a concurrency key (run_at from states.PARKED_AT on)
-    "(WHERE run_at >= ?) FROM tenure_jobs WHERE queue = ? AND state = ? AND run_at > ?": (
-        "COVERING INDEX tenure_jobs_ready (queue=? AND state=? AND run_at>?)"
+    # since migration 0017 one ready index: a queue's priorities in use, one seek each (a
+    # loose index scan), then per priority: scheduled, and parked by a concurrency key
+    # (run_at from states.PARKED_AT on); the head (fair share, the oldest queued job)
+    "AND priority > p.pr)": (
+        "COVERING INDEX tenure_jobs_ready_by_priority (queue=? AND state=? AND priority>?)"
     ),
-    "SELECT run_at FROM tenure_jobs WHERE queue = ? AND state = ? ORDER BY run_at": (
-        "COVERING INDEX tenure_jobs_ready (queue=? AND state=?)"
+    "AND priority = p.pr AND run_at > ? AND run_at < ?": (
+        "COVERING INDEX tenure_jobs_ready_by_priority"
+        " (queue=? AND state=? AND priority=? AND run_at>? AND run_at<?)"
+    ),
+    "AND priority = p.pr AND run_at < ?)) AS head": (
+        "COVERING INDEX tenure_jobs_ready_by_priority"
+        " (queue=? AND state=? AND priority=? AND run_at<?)"
     ),
     "SELECT j.id AS k FROM tenure_jobs j WHERE j.state = ?": (
         "tenure_jobs_succeeded (state=? AND <expr><?)"
     ),
     "SELECT j.id AS k FROM tenure_jobs j WHERE j.state IN": (
-        "tenure_jobs_prune_failed (state=? AND <expr><?)"
+        "tenure_jobs_state (state=? AND <expr><?)"
     ),
     "SELECT id FROM tenure_jobs WHERE batch_id IN": "tenure_jobs_batch (batch_id=? AND state=?)",
     "WHERE batch_id = ? AND state = ? RETURNING chain": (
@@ -90,11 +96,9 @@ EXPECTED = {
     "SELECT *, ? AS now FROM tenure_jobs WHERE ? = ? AND state = ? AND state IN (?, ?) ORDER": (
         "tenure_jobs_state (state=?)"
     ),
-    "WHERE ? = ? AND state = ? AND state IN (?, ?) AND queue = ?": (
-        "tenure_jobs_state (state=? AND queue=?)"
-    ),
+    "WHERE ? = ? AND state = ? AND state IN (?, ?) AND queue = ?": "tenure_jobs_state (state=?)",
     "SELECT *, ? AS now FROM tenure_jobs WHERE ? = ? AND state = ? AND run_at <= ? AND queue": (
-        "tenure_jobs_ready (queue=? AND state=? AND run_at<?)"
+        "tenure_jobs_ready_by_priority (queue=? AND state=?)"
     ),
 }
 
@@ -122,13 +126,12 @@ def test_a_job_is_in_the_state_index_only_once_finished_and_then_in_a_prune_inde
         store.close()
     # 3 succeeded, 1 failed, 1 running, 1 ready, 1 scheduled; since migration 0015 the state
     # index holds the failed and cancelled ones only (the live ones are in the ready and lease
-    # indexes, the succeeded ones in retention's succeeded index)
+    # indexes, the succeeded ones in retention's succeeded index), and since 0017 it is
+    # retention's index of them too, and there is one ready index
     assert index_entries(tmp_path / "entries.db") == {
         "sqlite_autoindex_tenure_jobs_1": 7,
         "tenure_jobs_state": 1,
         "tenure_jobs_succeeded": 3,
-        "tenure_jobs_prune_failed": 1,
-        "tenure_jobs_ready": 2,
         "tenure_jobs_ready_by_priority": 2,
         "tenure_jobs_lease": 1,
         "tenure_jobs_batch": 0,
@@ -280,7 +283,7 @@ def plans_of(path: Path, statements: list[str]) -> dict[str, list[str]]:
     out: dict[str, list[str]] = {}
     with sqlite3.connect(path) as conn:
         for sql in statements:
-            if not sql.lstrip().upper().startswith(("SELECT", "UPDATE", "DELETE")):
+            if not sql.lstrip().upper().startswith(("SELECT", "UPDATE", "DELETE", "WITH")):
                 continue
             key = re.sub(r"'[^']*'|\b\d+(\.\d+)?(e[-+]?\d+)?\b", "?", sql.strip())
             if key not in out:

@@ -19,7 +19,9 @@ class PostgresDialect:
     lock_rows = " FOR UPDATE"
     creation_order = "seq"
     clock_sql = CLOCK
-    fair_ready = "ready_queue = %s"
+    fair_head = (
+        "SELECT min(run_at) AS head FROM {s}.tenure_jobs WHERE ready_queue = %s AND run_at < %s"
+    )
     slot_rows = True  # migration 0017
     statement_clock_sql = NOW  # now(): the transaction's start, one value for the statement
     # a value out of its column's range or type (DataError), a broken constraint; not

@@ -110,7 +110,7 @@ class PostgresJobs:
         )
         for job, stored in zip(jobs, ids, strict=True):
             if job.guards.fair_key is not None and stored == job.id:
-                place_fairly(self.dialect, cur, job, self.dialect.fair_ready)
+                place_fairly(self.dialect, cur, job)
         return ids
 
     def reserve(

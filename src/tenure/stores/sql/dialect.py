@@ -24,7 +24,9 @@ class Dialect(Protocol):
     lock_rows: str  # appended to a SELECT of rows about to be changed: "" or " FOR UPDATE"
     creation_order: str  # a column that orders rows (jobs, batches) made in the same instant
     clock_sql: str  # the server's clock as epoch seconds, inside a statement
-    fair_ready: str  # a queue's (`%s`) queued jobs, as its ready index answers it
+    # the earliest run_at (`head`) before a bound (`%s`) of a queue's (`%s`) queued jobs, in
+    # the engine's ready index: the fair-share head (guards.place_fairly)
+    fair_head: str
     slot_rows: bool  # concurrency slots are counted in rows (tenure_concurrency), not jobs
     statement_clock_sql: str  # the same, read once for the whole statement
     # what a damaged row makes a statement or its reading raise (endings.isolated fails that

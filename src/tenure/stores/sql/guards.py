@@ -78,17 +78,17 @@ def running_under(d: Dialect, cur: Cursor, key: str, now: float) -> int:
     return int(row["n"])
 
 
-def release(d: Dialect, cur: Cursor, job: Row, now: float, *, held: bool = True) -> None:
+def release(d: Dialect, cur: Cursor, job: Row, now: float, *, held: bool = True) -> int:
     """An attempt of `job` (concurrency_key, concurrency_limit, queue) ended (finished,
     retried, cancelled, rescued; `held`), or a queued job that may have been its key's next
     was cancelled (not `held`): hand back its key's oldest parked jobs, as many as the key
     has free slots, in the transaction of that end. On PostgreSQL the key's slot row is
     locked first (waited for; Dialect.end_slot), so a reservation parking a job of the key
     right now has committed before the parked jobs are read; the count and the hand-back
-    are then one statement."""
+    are then one statement. How many were handed back."""
     key, limit = job["concurrency_key"], job["concurrency_limit"]
     if key is None or limit is None:
-        return
+        return 0
     d.end_slot(cur, key, held=held)
     woke = cur.execute(
         d.q(
@@ -102,6 +102,7 @@ def release(d: Dialect, cur: Cursor, job: Row, now: float, *, held: bool = True)
     ).rowcount
     if woke:
         d.wake(cur, job["queue"])
+    return int(woke)
 
 
 def hand_back_past(d: Dialect, cur: Cursor, cancelled: list[Row], now: float) -> None:
@@ -169,23 +170,20 @@ def debounced(d: Dialect, cur: Cursor, job: NewJob, now: float) -> str | None:
 
 
 # -- fair share: ready jobs round robin across fair keys ------------------------------------
-def place_fairly(d: Dialect, cur: Cursor, job: NewJob, ready: str) -> None:
+def place_fairly(d: Dialect, cur: Cursor, job: NewJob) -> None:
     """Give the just stored `job` (due now, with a fair_key) its virtual start for a run_at:
     its key's next turn, but not before the queue's virtual now (the head of its fair jobs,
     or the largest start handed out when none is queued), so a new or idle tenant starts now
     and a busy one queues behind its own backlog. The next turn of its key is 1/weight
     later. Reservation is unchanged: the ready index orders run_at, so an O(log n) lookup
-    finds the next job whatever the number of keys. `ready` selects the queue's queued jobs
-    (`%s`: the queue) in the engine's ready index. Fair enqueues of one queue take turns
+    finds the next job whatever the number of keys. The head is read from the engine's
+    ready index (Dialect.fair_head). Fair enqueues of one queue take turns
     (its lock, on PostgreSQL)."""
     key = job.guards.fair_key
     if key is None or job.delay > 0:
         return  # a delayed job keeps its time: fairness orders what is due at dispatch
     d.lock_key(cur, "fair:" + job.queue)
-    head = cur.execute(
-        d.q(f"SELECT min(run_at) AS head FROM {{s}}.tenure_jobs WHERE {ready} AND run_at < %s"),
-        (job.queue, FAIR_BEFORE),
-    ).fetchone()["head"]
+    head = cur.execute(d.q(d.fair_head), (job.queue, FAIR_BEFORE)).fetchone()["head"]
     turns = {
         row["key"]: float(row["next_vt"])
         for row in cur.execute(

@@ -192,11 +192,7 @@ def _fair_queues(d: Dialect, cur: Cursor) -> list[tuple[str, float]]:
 
 
 def _virtual_now(d: Dialect, cur: Cursor, queue: str, largest: float) -> float:
-    ready = d.fair_ready
-    head = cur.execute(
-        d.q(f"SELECT min(run_at) AS head FROM {{s}}.tenure_jobs WHERE {ready} AND run_at < %s"),
-        (queue, FAIR_BEFORE),
-    ).fetchone()["head"]
+    head = cur.execute(d.q(d.fair_head), (queue, FAIR_BEFORE)).fetchone()["head"]
     return largest if head is None else float(head)
 
 

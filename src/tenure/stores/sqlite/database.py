@@ -10,8 +10,9 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from typing import Any
 
-from tenure.core.errors import StoreMisconfigured, StoreUnavailable
+from tenure.core.errors import ConfigError, StoreMisconfigured, StoreUnavailable
 from tenure.stores.sqlite import schema
 
 CLOCK_SQL = "(julianday('now') - 2440587.5) * 86400.0"  # epoch seconds, SQLite's own clock
@@ -83,6 +84,32 @@ class SQLiteDatabase:
                 "or point the URL at a writable path"
             ) from None
         return conn
+
+    @contextmanager
+    def caller_transaction(self, conn: Any) -> Iterator[tuple[sqlite3.Connection, float]]:
+        """The application's own connection to this store's file, inside its transaction (one
+        is opened if none is): nothing here commits, the caller's commit or rollback decides,
+        so a rollback leaves no job and workers see them only once the application commits."""
+        if not isinstance(conn, sqlite3.Connection):
+            raise ConfigError(
+                f"conn=: the SQLite store takes a sqlite3.Connection, got {type(conn).__name__}"
+            )
+        files = {row[2] for row in conn.execute("PRAGMA database_list") if row[2]}
+        if os.path.realpath(self.path) not in {os.path.realpath(f) for f in files}:
+            raise ConfigError(
+                f"conn=: that connection is not to this store's file {self.path!r}; enqueueing "
+                "in a transaction needs the same database"
+            )
+        if not self.migrated:
+            self.conn()  # a new connection migrates the file first
+        saved = conn.row_factory
+        conn.row_factory = sqlite3.Row
+        try:
+            if not conn.in_transaction:
+                conn.execute("BEGIN")  # the caller's commit or rollback decides, not us
+            yield conn, self.clock(conn)
+        finally:
+            conn.row_factory = saved
 
     @contextmanager
     def write(self) -> Iterator[tuple[sqlite3.Connection, float]]:

@@ -10,7 +10,7 @@ from collections.abc import Sequence
 
 from tenure.stores.sqlite.database import CLOCK_SQL, ROW_ERRORS
 from tenure.stores.sqlite.inserts import insert_jobs
-from tenure.stores.sqlite.jobs import FAIR_READY
+from tenure.stores.sqlite.ready import FAIR_HEAD
 
 
 class SQLiteDialect:
@@ -18,7 +18,7 @@ class SQLiteDialect:
     lock_rows = ""  # BEGIN IMMEDIATE already holds the one write lock
     creation_order = "rowid"
     clock_sql = CLOCK_SQL
-    fair_ready = FAIR_READY
+    fair_head = FAIR_HEAD
     slot_rows = False  # one writer: a key's slots are its running jobs, counted
     statement_clock_sql = CLOCK_SQL  # 'now' is one instant for a whole statement in SQLite
     row_errors: tuple[type[Exception], ...] = ROW_ERRORS

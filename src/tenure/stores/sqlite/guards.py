@@ -5,9 +5,19 @@ statements in order decide; what both SQL stores decide alike is in stores/sql/g
 from __future__ import annotations
 
 import sqlite3
+from typing import Any
 
 from tenure.core.guards import Guards
+from tenure.core.records import WorkerRef
+from tenure.stores.sql import guards as sql_guards
 from tenure.stores.sql.guards import unique_holder
+
+# Past every attempt row the job has: a stray row (a restore, a hand edit) must not make the
+# next attempt's number collide, which would fail the whole reservation for the queue.
+NEXT_ATTEMPT = (
+    "max(attempt, (SELECT coalesce(max(number), 0) FROM tenure_attempts"
+    " WHERE job_id = tenure_jobs.id)) + 1"
+)
 
 
 def held_unique(conn: sqlite3.Connection, guards: Guards, now: float) -> str | None:
@@ -58,3 +68,48 @@ def rate_free_at(
         (rate_key, now, now + window),
     )
     return None
+
+
+def deferral(conn: sqlite3.Connection, row: Any, now: float) -> tuple[float, str] | None:
+    """(run_at, reason) if the job's overlap or rate guard says not now."""
+    if row["overlap_key"] is not None:
+        holder = overlap_holder(conn, row["overlap_key"], row["id"], now)
+        if holder is not None:
+            return sql_guards.overlap_deferral(row, holder, now)
+    if row["rate_key"] is not None:
+        free_at = rate_free_at(conn, row["rate_key"], row["rate_limit"], row["rate_window"], now)
+        if free_at is not None:
+            return sql_guards.rate_deferral(row, free_at)
+    return None
+
+
+def defer(
+    conn: sqlite3.Connection,
+    job_id: str,
+    worker: WorkerRef,
+    now: float,
+    run_at: float,
+    reason: str,
+) -> None:
+    """Not now, and not the job's fault: a `deferred` attempt, no try used. Two
+    statements where PostgreSQL writes one (a data-modifying CTE, which SQLite lacks; in
+    process, a second statement costs no round trip)."""
+    number = conn.execute(
+        f"UPDATE tenure_jobs SET attempt = {NEXT_ATTEMPT}, run_at = ? WHERE id = ?"
+        " RETURNING attempt",
+        (run_at, job_id),
+    ).fetchone()["attempt"]
+    conn.execute(
+        "INSERT INTO tenure_attempts (job_id, number, worker_id, host, pid, started_at,"
+        " ended_at, outcome, error) VALUES (?, ?, ?, ?, ?, ?, ?, 'deferred', ?)",
+        (
+            job_id,
+            number,
+            worker.id,
+            worker.host,
+            worker.pid,
+            now,
+            now,
+            sql_guards.deferral_note(reason, run_at, now),
+        ),
+    )

@@ -1,18 +1,17 @@
 """A job through its life on SQLite, the hot path: enqueued, reserved, completed (and the next
 one claimed in the same transaction), over the one insert every enqueue path shares
 (inserts.py). The statements and the transaction they run in sit in one module (on database.py's
-connections), so that the walk does not hop from layer to layer. The rest of the store (rescue,
-heartbeats, batches, reading) is store.py and stores/sql/."""
+connections), so that the walk does not hop from layer to layer; off the busy worker's path,
+the overlap and rate guards' deferral is guards.py, the application's own transaction
+database.py. The rest of the store (rescue, heartbeats, batches, reading) is store.py,
+ready.py and stores/sql/."""
 
 from __future__ import annotations
 
-import os
 import sqlite3
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Sequence
 from typing import Any
 
-from tenure.core.errors import ConfigError
 from tenure.core.records import (
     Ending,
     EndResult,
@@ -28,17 +27,9 @@ from tenure.stores.sql import guards as sql_guards
 from tenure.stores.sql.dialect import Dialect
 from tenure.stores.sqlite import guards
 from tenure.stores.sqlite.database import ROW_ERRORS, SQLiteDatabase
+from tenure.stores.sqlite.guards import NEXT_ATTEMPT
 from tenure.stores.sqlite.inserts import insert_jobs
 
-# a queue's queued jobs, in the ready index (sql.guards.place_fairly)
-FAIR_READY = "queue = %s AND state = 'queued'"
-
-# Past every attempt row the job has: a stray row (a restore, a hand edit) must not make the
-# next attempt's number collide, which would fail the whole reservation for the queue.
-NEXT_ATTEMPT = (
-    "max(attempt, (SELECT coalesce(max(number), 0) FROM tenure_attempts"
-    " WHERE job_id = tenure_jobs.id)) + 1"
-)
 # the shared clause in SQLite's words (what SQLiteDialect.q does): no schema, `?` parameters
 NOT_PAUSED = control.not_paused("?").replace("{s}.", "")
 
@@ -61,6 +52,20 @@ COMPLETE_PLAIN, COMPLETE_PLAIN_WITH_RESULT = (
     done.split(" RETURNING")[0] + PLAIN for done in (COMPLETE, COMPLETE_WITH_RESULT)
 )
 PLAIN_COMPLETED = (None, None, None, None, None)  # COMPLETED_COLUMNS of a plain job
+# The success of a job this store claimed under a concurrency key with no other guard, no
+# batch and no chain (SQLiteJobs._under remembers its key, limit and queue): fenced alike and
+# by those very columns, so a row count of one says what COMPLETE's RETURNING would have.
+# A hint that no longer matches (another process claimed it, a hand edit) matches nothing,
+# and COMPLETE follows.
+UNDER = (
+    " AND batch_id IS NULL AND chain IS NULL AND concurrency_key = ?"
+    " AND concurrency_limit IS ? AND queue = ?"
+)
+COMPLETE_UNDER, COMPLETE_UNDER_WITH_RESULT = (
+    done.split(" RETURNING")[0] + UNDER for done in (COMPLETE, COMPLETE_WITH_RESULT)
+)
+# the claims remembered for COMPLETE_UNDER at most; past it they are forgotten (a hint only)
+UNDER_HINTS = 4096
 # endings.close_attempt for a success, as SQLite runs it
 CLOSE_SUCCEEDED = (
     "UPDATE tenure_attempts SET ended_at = ?, outcome = 'succeeded', error = NULL,"
@@ -119,14 +124,26 @@ def _cursor(conn: sqlite3.Connection) -> sqlite3.Cursor:
 
 
 def _complete(
-    cur: sqlite3.Cursor, job_id: str, token: int, now: float, result: str | None
+    cur: sqlite3.Cursor,
+    job_id: str,
+    token: int,
+    now: float,
+    result: str | None,
+    under: tuple[str, Any, str] | None = None,
 ) -> tuple[Any, ...] | None:
     """The success of `job_id`/`token` and its attempt closed; its COMPLETED_COLUMNS, or None
-    when the token is stale (nothing written: the caller refuses it)."""
+    when the token is stale (nothing written: the caller refuses it). `under`: the key,
+    limit and queue it was claimed under with no other guard (COMPLETE_UNDER), else None."""
     params = (now, job_id, token) if result is None else (now, result, job_id, token)
-    plain = COMPLETE_PLAIN if result is None else COMPLETE_PLAIN_WITH_RESULT
     row: tuple[Any, ...] | None = PLAIN_COMPLETED
-    if cur.execute(plain, params).rowcount != 1:
+    if under is None:
+        first = COMPLETE_PLAIN if result is None else COMPLETE_PLAIN_WITH_RESULT
+        fenced = params
+    else:
+        first = COMPLETE_UNDER if result is None else COMPLETE_UNDER_WITH_RESULT
+        fenced, (key, limit, queue) = (*params, *under), under
+        row = (None, None, queue, key, limit)
+    if cur.execute(first, fenced).rowcount != 1:
         row = cur.execute(COMPLETE if result is None else COMPLETE_WITH_RESULT, params).fetchone()
     if row is not None:
         cur.execute(CLOSE_SUCCEEDED, (now, job_id, token))
@@ -143,6 +160,11 @@ def _unguarded(row: tuple[Any, ...]) -> bool:
     """Whether READY's `row` has no guard: no overlap, rate or concurrency key (the other
     columns are their settings, some with defaults)."""
     return row[1] is None and row[3] is None and row[6] is None
+
+
+def _limited(row: tuple[Any, ...]) -> bool:
+    """Whether READY's `row` has a concurrency key as its only guard."""
+    return row[1] is None and row[3] is None and row[6] is not None
 
 
 def _open(
@@ -178,6 +200,14 @@ class SQLiteJobs:
 
     db: SQLiteDatabase
     dialect: Dialect  # the store's SQLITE (dialect.py builds on this module)
+    # the jobs this store claimed under a concurrency key and no other guard: id -> (key,
+    # limit, queue), for their success's COMPLETE_UNDER (SQLiteStore sets it: a dict of its own)
+    _under: dict[str, tuple[str, Any, str]]
+
+    def _remember(self, job_id: str, key: str, limit: Any, queue: str) -> None:
+        if len(self._under) >= UNDER_HINTS:
+            self._under.clear()  # jobs ended elsewhere (failed, rescued): only hints
+        self._under[job_id] = (key, limit, queue)
 
     def enqueue_many(
         self,
@@ -188,7 +218,7 @@ class SQLiteJobs:
         into_batch: str | None = None,
     ) -> list[str]:
         target = None if batch is None and into_batch is None else batch_target(batch, into_batch)
-        with self.db.write() if conn is None else self._caller_transaction(conn) as (cur, now):
+        with self.db.write() if conn is None else self.db.caller_transaction(conn) as (cur, now):
             if target is not None:
                 return batches.enqueue(self.dialect, cur, target, jobs, now)
             return self._enqueue(cur, jobs, now)
@@ -219,34 +249,8 @@ class SQLiteJobs:
         insert_jobs(conn, fresh, now, skip_existing=True)
         for job, stored in zip(jobs, ids, strict=True):
             if job.guards.fair_key is not None and stored == job.id:
-                sql_guards.place_fairly(self.dialect, conn, job, self.dialect.fair_ready)
+                sql_guards.place_fairly(self.dialect, conn, job)
         return ids
-
-    @contextmanager
-    def _caller_transaction(self, conn: Any) -> Iterator[tuple[sqlite3.Connection, float]]:
-        """The application's own connection to this store's file, inside its transaction (one
-        is opened if none is): nothing here commits, the caller's commit or rollback decides,
-        so a rollback leaves no job and workers see them only once the application commits."""
-        if not isinstance(conn, sqlite3.Connection):
-            raise ConfigError(
-                f"conn=: the SQLite store takes a sqlite3.Connection, got {type(conn).__name__}"
-            )
-        files = {row[2] for row in conn.execute("PRAGMA database_list") if row[2]}
-        if os.path.realpath(self.db.path) not in {os.path.realpath(f) for f in files}:
-            raise ConfigError(
-                f"conn=: that connection is not to this store's file {self.db.path!r}; enqueueing "
-                "in a transaction needs the same database"
-            )
-        if not self.db.migrated:
-            self.db.conn()  # a new connection migrates the file first
-        saved = conn.row_factory
-        conn.row_factory = sqlite3.Row
-        try:
-            if not conn.in_transaction:
-                conn.execute("BEGIN")  # the caller's commit or rollback decides, not us
-            yield conn, self.db.clock(conn)
-        finally:
-            conn.row_factory = saved
 
     def reserve(
         self, *, queues: Sequence[str], worker: WorkerRef, lease: float, limit: int = 1
@@ -274,21 +278,33 @@ class SQLiteJobs:
         # One write transaction for the end and the next claim: the hot path of a busy worker.
         # The claim runs without a savepoint; a row that fails to claim (damaged) rolls the
         # whole transaction back, and it runs again with each claim in its own savepoint.
+        # A success's concurrency slot is handed back after the next claim: when that claim
+        # took a slot of the same key, the key's free slots are what they were before the end,
+        # and no parked job has one to take (nothing to hand back, no statement).
         for careful in (False, True):
             try:
                 with self.db.write() as (conn, now):
+                    held = None
                     if ending.outcome == "succeeded":
-                        ended = self._complete_on(
+                        ended, held = self._succeed(
                             conn, ending.job_id, ending.token, now, ending.result
                         )
                     else:
                         ended = endings.end_attempt(self.dialect, conn, lambda: now, ending)
-                    if worker is None or not queues:
-                        return ended, None
-                    if careful:
+                    if worker is None or not queues or careful:
+                        if held is not None:
+                            self._release(conn, held, now)
+                        if worker is None or not queues:
+                            return ended, None
                         claimed = self._reserve_on(conn, now, queues, worker, lease, 1)
                         return ended, claimed[0] if claimed else None
-                    return ended, self._claim_next(conn, now, queues, worker, lease)
+                    following, key = self._claim_next(conn, now, queues, worker, lease)
+                    if held is None or key == held[3]:
+                        return ended, following
+                    # a parked job handed back may be this worker's next
+                    if self._release(conn, held, now) and following is None:
+                        following, _ = self._claim_next(conn, now, queues, worker, lease)
+                    return ended, following
             except _Damaged:
                 continue
         raise AssertionError("unreachable: the careful claim isolates every row")
@@ -300,22 +316,32 @@ class SQLiteJobs:
         queues: Sequence[str],
         worker: WorkerRef,
         lease: float,
-    ) -> Reservation | None:
-        """The next job of `queues` claimed, no savepoint (a damaged row raises _Damaged): on
-        tuples while a queue's head has no guard, else the general path from that queue on."""
+    ) -> tuple[Reservation | None, str | None]:
+        """The next job of `queues` claimed, no savepoint (a damaged row raises _Damaged), and
+        the concurrency key it took a slot of on the way here (else None): on tuples while a
+        queue's head has no guard but perhaps a concurrency limit (CLAIM_UNDER counts and
+        claims in one statement; a full key's head is parked, and the rest of the queue is
+        looked at), else the general path from that queue on."""
         cur = _cursor(conn)
         for i, queue in enumerate(queues):
             row = _head(cur, queue, now)
             if row is None:
                 continue
-            if not _unguarded(row):
-                claimed = self._reserve_on(conn, now, queues[i:], worker, lease, 1, False)
-                return claimed[0] if claimed else None
-            try:
-                return _open(cur, row, worker, now, lease)
-            except DAMAGE as exc:
-                raise _Damaged() from exc
-        return None
+            if _unguarded(row) or _limited(row):
+                key = row[6]
+                try:
+                    if key is None:
+                        return _open(cur, row, worker, now, lease), None
+                    claimed = _open(cur, row, worker, now, lease, (key, now, row[7] or 1))
+                    if claimed is not None:
+                        self._remember(claimed.job_id, key, row[7], claimed.queue)
+                        return claimed, key
+                    sql_guards.park(self.dialect, cur, row[0])  # over its limit: not reserved
+                except DAMAGE as exc:
+                    raise _Damaged() from exc
+            rest = self._reserve_on(conn, now, queues[i:], worker, lease, 1, False)
+            return (rest[0] if rest else None), None
+        return None, None
 
     def _reserve_on(
         self,
@@ -403,6 +429,7 @@ class SQLiteJobs:
                 sql_guards.park(self.dialect, conn, row["id"])
             else:
                 out.append(claimed)
+                self._remember(claimed.job_id, key, row["concurrency_limit"], claimed.queue)
             return
         if key is not None and (
             key in full
@@ -412,9 +439,9 @@ class SQLiteJobs:
             full.add(key)
             sql_guards.park(self.dialect, conn, row["id"])
             return
-        deferral = self._guard_deferral(conn, row, now)
+        deferral = guards.deferral(conn, row, now)
         if deferral is not None:
-            self._defer(conn, row["id"], worker, now, *deferral)
+            guards.defer(conn, row["id"], worker, now, *deferral)
         else:
             opened = _open(conn, row, worker, now, lease)
             if opened is not None:  # (it is: nothing else claims it under the write lock)
@@ -424,54 +451,6 @@ class SQLiteJobs:
     def _ready(conn: sqlite3.Connection, queue: str, now: float, limit: int) -> list[Any]:
         return conn.execute(READY, (queue, now, queue, limit)).fetchall()
 
-    def _guard_deferral(
-        self, conn: sqlite3.Connection, row: Any, now: float
-    ) -> tuple[float, str] | None:
-        """(run_at, reason) if the job's overlap or rate guard says not now."""
-        if row["overlap_key"] is not None:
-            holder = guards.overlap_holder(conn, row["overlap_key"], row["id"], now)
-            if holder is not None:
-                return sql_guards.overlap_deferral(row, holder, now)
-        if row["rate_key"] is not None:
-            free_at = guards.rate_free_at(
-                conn, row["rate_key"], row["rate_limit"], row["rate_window"], now
-            )
-            if free_at is not None:
-                return sql_guards.rate_deferral(row, free_at)
-        return None
-
-    def _defer(
-        self,
-        conn: sqlite3.Connection,
-        job_id: str,
-        worker: WorkerRef,
-        now: float,
-        run_at: float,
-        reason: str,
-    ) -> None:
-        """Not now, and not the job's fault: a `deferred` attempt, no try used. Two
-        statements where PostgreSQL writes one (a data-modifying CTE, which SQLite lacks; in
-        process, a second statement costs no round trip)."""
-        number = conn.execute(
-            f"UPDATE tenure_jobs SET attempt = {NEXT_ATTEMPT}, run_at = ? WHERE id = ?"
-            " RETURNING attempt",
-            (run_at, job_id),
-        ).fetchone()["attempt"]
-        conn.execute(
-            "INSERT INTO tenure_attempts (job_id, number, worker_id, host, pid, started_at,"
-            " ended_at, outcome, error) VALUES (?, ?, ?, ?, ?, ?, ?, 'deferred', ?)",
-            (
-                job_id,
-                number,
-                worker.id,
-                worker.host,
-                worker.pid,
-                now,
-                now,
-                sql_guards.deferral_note(reason, run_at, now),
-            ),
-        )
-
     def _complete_on(
         self,
         conn: sqlite3.Connection,
@@ -480,18 +459,30 @@ class SQLiteJobs:
         now: float,
         result: str | None = None,
     ) -> EndResult:
+        ended, held = self._succeed(conn, job_id, token, now, result)
+        if held is not None:
+            self._release(conn, held, now)
+        return ended
+
+    def _succeed(
+        self, conn: sqlite3.Connection, job_id: str, token: int, now: float, result: str | None
+    ) -> tuple[EndResult, tuple[Any, ...] | None]:
+        """The success and what follows it, but the hand-back of its concurrency slot: that
+        is left to the caller (_release), with the COMPLETED_COLUMNS returned (else None)."""
         # The fencing check and the update are one statement: no row means the token is stale,
         # and then its result is not written either.
-        row = _complete(_cursor(conn), job_id, token, now, result)
+        row = _complete(_cursor(conn), job_id, token, now, result, self._under.pop(job_id, None))
         if row is None:
-            return endings.refuse(self.dialect, conn, job_id, token, "succeeded", now)
+            return endings.refuse(self.dialect, conn, job_id, token, "succeeded", now), None
         batch_id, chain, _, key, _ = row
         if batch_id is not None or chain is not None:
             # a chain's next link in this same transaction: a kill before the commit loses
             # neither the success nor the link
             endings.after_success(self.dialect, conn, job_id, batch_id, chain, now, result)
-        if key is not None:
-            sql_guards.release(
-                self.dialect, conn, dict(zip(COMPLETED_COLUMNS, row, strict=True)), now
-            )
-        return SUCCEEDED
+        return SUCCEEDED, (row if key is not None else None)
+
+    def _release(self, conn: sqlite3.Connection, held: tuple[Any, ...], now: float) -> int:
+        """The key of a success's COMPLETED_COLUMNS `held` has a free slot: its parked jobs
+        handed back (sql.guards.release); how many."""
+        job = dict(zip(COMPLETED_COLUMNS, held, strict=True))
+        return sql_guards.release(self.dialect, conn, job, now)

@@ -36,6 +36,7 @@ from tenure.stores.sql.store import Clock, SQLStore
 from tenure.stores.sqlite.database import SQLiteDatabase, sqlite_path
 from tenure.stores.sqlite.dialect import SQLITE
 from tenure.stores.sqlite.jobs import SQLiteJobs
+from tenure.stores.sqlite.ready import FAIR_HEAD, SCHEDULED
 from tenure.stores.sqlite.transaction import SQLiteJobTransaction
 from tenure.stores.sqlite.wake import FileWatch
 
@@ -65,6 +66,7 @@ class SQLiteStore(SQLiteJobs, SQLStore):
         self.url = url
         self.db = SQLiteDatabase(url)
         self.path = self.db.path
+        self._under = {}
 
     def now(self) -> float:
         return self.db.now()
@@ -269,25 +271,17 @@ class SQLiteStore(SQLiteJobs, SQLStore):
                 counts[row["state"]] = row["n"]
             for queue in control.paused_queues(SQLITE, conn):
                 out.setdefault(queue, QueueCounts()).paused = True
-            # Scheduled = queued with run_at in the future: a range of the same index per queue;
-            # the oldest ready job is that index's first entry for the queue.
+            # Scheduled = queued with run_at in the future: a range of the ready index per
+            # queue and priority; the oldest ready job is the first of the queue's priorities'
+            # heads (ready.py: migration 0017 left one ready index).
             for queue, counts in out.items():
                 if counts["queued"]:
-                    scheduled, waiting = conn.execute(
-                        "SELECT count(*) FILTER (WHERE run_at < ?), count(*) FILTER"
-                        " (WHERE run_at >= ?) FROM tenure_jobs"
-                        " WHERE queue = ? AND state = 'queued' AND run_at > ?",
-                        (PARKED_AT, PARKED_AT, queue, now),
-                    ).fetchone()
+                    scheduled, waiting = conn.execute(SCHEDULED, (queue, now, PARKED_AT)).fetchone()
                     counts["queued"] -= scheduled
                     counts["scheduled"] = scheduled
                     counts.waiting = waiting  # parked: queued, waiting on their key
-                    oldest = conn.execute(
-                        "SELECT run_at FROM tenure_jobs WHERE queue = ? AND state = 'queued'"
-                        " ORDER BY run_at LIMIT 1",
-                        (queue,),
-                    ).fetchone()
-                    counts.oldest_ready_age = ready_age(now, oldest[0] if oldest else None)
+                    oldest = conn.execute(FAIR_HEAD, (queue, ANY_TIME)).fetchone()[0]
+                    counts.oldest_ready_age = ready_age(now, oldest)
             if keys:
                 sql_guards.add_key_counts(SQLITE, conn, out)
         return out
@@ -312,6 +306,8 @@ class SQLiteStore(SQLiteJobs, SQLStore):
                 SQLITE, conn, name, due, job, lambda jobs: self._enqueue(conn, jobs, now)
             )
 
+
+ANY_TIME = 1e300  # later than any run_at: the bound of the oldest queued job's search
 
 # Every part names its index's condition: SQLite reads a partial index only for a query that
 # states it (tests/backends/sqlite/test_plans.py checks that none scans the table).
