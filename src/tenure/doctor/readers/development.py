@@ -78,6 +78,9 @@ def _named(name: str, service: YMap) -> bool:
     said = [name, str(service.get("image") or ""), str(target or "")]
     if any(_words(text) & NAME_WORDS for text in said):
         return True
+    dockerfile = build.get("dockerfile") if isinstance(build, YMap) else None
+    if isinstance(dockerfile, str) and is_development_name(dockerfile):  # Dockerfile.dev
+        return True
     values = [v for k, v in _environment(service).items() if ENVIRONMENT_KEY.search(k.upper())]
     if any(_words(text) & DEVELOPMENT_WORDS for text in values):
         return True
@@ -109,6 +112,8 @@ def _bind_sources(service: YMap) -> list[str]:
             host = str(volume.get("source") or "")
         else:
             continue
+        # `$PWD:/app`: the shell's folder, where `docker compose up` runs beside the file.
+        host = re.sub(r"^\$(?:PWD\b|\{PWD\})", ".", host)
         if host.startswith("."):
             out.append(host)
     return out
