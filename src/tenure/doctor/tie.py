@@ -38,7 +38,8 @@ from tenure.doctor.laravel.deploy import (
 from tenure.doctor.model import Source, Value
 from tenure.doctor.readers import compose, kubernetes
 from tenure.doctor.readers.common import ReadResult
-from tenure.doctor.readers.development import is_development_compose, is_development_service
+from tenure.doctor.readers.development import development_services, is_development_compose
+from tenure.doctor.readers.ecs import ecs_containers
 from tenure.doctor.readers.process_units import process_units
 from tenure.doctor.readers.worker_command import interpolate
 from tenure.doctor.readers.yamlnodes import YamlProblem, YMap, get_path, load_documents
@@ -254,6 +255,10 @@ def _all_runners(tree: Tree) -> Iterator[Runner]:
     for process in process_units(tree):  # a Procfile process or systemd unit running a script
         yield Runner(process.label, process.argv, False, True,
                      partial(_given, process.grace), unit=process.unit)  # fmt: skip
+    for ecs in ecs_containers(tree):  # an ECS task definition's container (a Pulumi stack)
+        yield Runner(ecs.label, ecs.argv, ecs.own_entrypoint, ecs.own_command,
+                     partial(_given, ecs.grace), image=image_name(ecs.image), env=ecs.env,
+                     unit=ecs.unit)  # fmt: skip
 
 
 def _given(grace: Value | None) -> Value | None:
@@ -265,8 +270,9 @@ def _runners(path: str, document: object, folder: str | None = None) -> Iterator
         assert isinstance(document, YMap)
         if is_development_compose(document):
             return
+        development = development_services(document["services"], folder)
         for name, service in document["services"].items():
-            if not isinstance(service, YMap) or is_development_service(name, service, folder):
+            if not isinstance(service, YMap) or str(name) in development:
                 continue
             argv = _words(service.get("entrypoint")) + _words(service.get("command"))
             yield Runner(

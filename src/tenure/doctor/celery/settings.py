@@ -356,6 +356,8 @@ def _call(
         for keyword in node.keywords:
             if keyword.arg in MAPPING_NAMES:
                 _mapping(config, keyword.value, rel)
+    if settings and callee == "config_from_object" and node.args:
+        _mapping(config, node.args[0], rel)  # config_from_object({"task_default_queue": ...})
     if settings and callee == "Celery":
         for keyword in node.keywords:
             if keyword.arg in CELERY_KWARGS:
