@@ -12,6 +12,7 @@ from __future__ import annotations
 import ast
 import importlib
 import os
+import re
 import sys
 from dataclasses import dataclass, field
 from typing import Any
@@ -129,6 +130,9 @@ def load(spec: str, base: str) -> CeleryConfig:
             raise CannotLoad(f"--celery {spec}: no such file")
         config = CeleryConfig(spec, os.path.abspath(spec))
         config.scope.env, config.scope.env_files = read_env_files(base)
+        django = _django_settings(os.path.abspath(spec), base)
+        if django is not None:  # read first: what the app module sets on app.conf wins
+            read_source(config, django, base)
         read_source(config, os.path.abspath(spec), base)
         return config
     return _import(spec, base)
@@ -159,6 +163,38 @@ def _import(spec: str, base: str) -> CeleryConfig:
             where = written.source if written else Source(rel, None, f"app.conf['{key}']")
             config.settings[key] = Setting(value, where)
     return config
+
+
+_DJANGO_MODULE = re.compile(
+    r"""os\.environ\.setdefault\(\s*["']DJANGO_SETTINGS_MODULE["']\s*,\s*["']([\w.]+)["']"""
+)
+
+
+def _django_settings(path: str, base: str) -> str | None:
+    """The Celery app module of a Django project (`os.environ.setdefault(
+    "DJANGO_SETTINGS_MODULE", "onadata.settings.common")` and
+    `app.config_from_object("django.conf:settings", namespace="CELERY")`): the settings module
+    it loads, as a project file, so its CELERY_ names and `settings.NAME` are read."""
+    try:
+        with open(path, encoding="utf-8", errors="replace") as handle:
+            text = handle.read()
+    except OSError:
+        return None
+    match = _DJANGO_MODULE.search(text)
+    if match is None or "django.conf:settings" not in text:
+        return None
+    parts = match.group(1).split(".")
+    folder = os.path.dirname(path)
+    roots = [base]
+    while folder.startswith(base) and folder not in roots:
+        roots.append(folder)
+        folder = os.path.dirname(folder)
+    for root in roots:
+        candidate = os.path.join(root, *parts)
+        for name in (candidate + ".py", os.path.join(candidate, "__init__.py")):
+            if os.path.isfile(name) and os.path.realpath(name) != os.path.realpath(path):
+                return name
+    return None
 
 
 def read_source(config: CeleryConfig, path: str, base: str, seen: tuple[str, ...] = ()) -> None:
@@ -252,8 +288,8 @@ def read_tree(
         imported_constants(tree, os.path.join(base, rel), base, config.scope) if base else {}
     )
     config.scope.constants = collect_constants(tree, config.scope)
-    if settings:  # the settings file: task modules read its names as settings.NAME
-        config.scope.settings = dict(config.scope.constants)
+    if settings:  # the settings files: task modules read their names as settings.NAME
+        config.scope.settings = {**config.scope.settings, **config.scope.constants}
     grows = growing_delays(tree)
     for node in ast.walk(tree):
         if settings and isinstance(node, ast.Assign | ast.AnnAssign):
