@@ -38,7 +38,9 @@ from tenure.doctor.laravel.deploy import (
 from tenure.doctor.model import Source, Value
 from tenure.doctor.readers import compose, kubernetes
 from tenure.doctor.readers.common import ReadResult
-from tenure.doctor.readers.development import is_development_compose, is_development_service
+from tenure.doctor.readers.development import development_services, is_development_compose
+from tenure.doctor.readers.ecs import ecs_containers
+from tenure.doctor.readers.process_units import process_units
 from tenure.doctor.readers.worker_command import interpolate
 from tenure.doctor.readers.yamlnodes import YamlProblem, YMap, get_path, load_documents
 from tenure.doctor.shell_dispatch import (
@@ -250,6 +252,17 @@ def _all_runners(tree: Tree) -> Iterator[Runner]:
             continue
         for document in documents:
             yield from _runners(found.rel, document, os.path.dirname(found.path))
+    for process in process_units(tree):  # a Procfile process or systemd unit running a script
+        yield Runner(process.label, process.argv, False, True,
+                     partial(_given, process.grace), unit=process.unit)  # fmt: skip
+    for ecs in ecs_containers(tree):  # an ECS task definition's container (a Pulumi stack)
+        yield Runner(ecs.label, ecs.argv, ecs.own_entrypoint, ecs.own_command,
+                     partial(_given, ecs.grace), image=image_name(ecs.image), env=ecs.env,
+                     unit=ecs.unit)  # fmt: skip
+
+
+def _given(grace: Value | None) -> Value | None:
+    return grace
 
 
 def _runners(path: str, document: object, folder: str | None = None) -> Iterator[Runner]:
@@ -257,8 +270,9 @@ def _runners(path: str, document: object, folder: str | None = None) -> Iterator
         assert isinstance(document, YMap)
         if is_development_compose(document):
             return
+        development = development_services(document["services"], folder)
         for name, service in document["services"].items():
-            if not isinstance(service, YMap) or is_development_service(name, service, folder):
+            if not isinstance(service, YMap) or str(name) in development:
                 continue
             argv = _words(service.get("entrypoint")) + _words(service.get("command"))
             yield Runner(
@@ -386,7 +400,7 @@ def _names(
     tokens = expand(argv)
     for i, t in enumerate(tokens):
         if t and (os.path.basename(t) in names or os.path.splitext(os.path.basename(t))[0]
-                  in names):  # fmt: skip
+                  in names or _same_file(t, path)):  # fmt: skip
             return _dispatches_to(script, line, tokens[i + 1 :])
     if own_entrypoint or not tokens or not script:
         return False
@@ -395,6 +409,13 @@ def _names(
         return tokens[0] in labels
     # Reached by no branch the doctor can see: any branch named so.
     return re.search(rf"^\s*{re.escape(tokens[0])}\)", script, re.MULTILINE) is not None
+
+
+def _same_file(token: str, path: str) -> bool:
+    """`bin/run` in a Procfile, `/opt/app/bin/run` in a unit: the project's script by its
+    path, also when its name (`run`) says nothing."""
+    written = os.path.normpath(token)
+    return written == os.path.normpath(path) or written.endswith("/" + os.path.normpath(path))
 
 
 def _dispatches_to(script: str, line: int | None, args: list[str]) -> bool:

@@ -13,6 +13,7 @@ from __future__ import annotations
 import glob
 import os
 import re
+import shlex
 
 from tenure.doctor.readers.yamlnodes import YamlProblem, load_documents
 
@@ -50,6 +51,8 @@ def _builds(path: str) -> list[tuple[str, str]]:
         steps = [s for s in job["steps"] if isinstance(s, dict)]
         by_id = {str(s["id"]): s for s in steps if "id" in s}
         for step in steps:
+            if isinstance(step.get("run"), str):
+                out += _run_builds(step["run"], {**env, **_mapping(step.get("env"))})
             if not str(step.get("uses", "")).startswith("docker/build-push-action"):
                 continue
             given = _mapping(step.get("with"))
@@ -59,6 +62,48 @@ def _builds(path: str) -> list[tuple[str, str]]:
             tags = _resolve(given.get("tags", ""), by_id, {**env, **_mapping(step.get("env"))})
             out += [("/".join(n.lower().split("/")[-2:]), dockerfile)
                     for n in _IMAGE.findall(tags)]  # fmt: skip
+    return out
+
+
+_DOCKER_BUILD = re.compile(r"^\s*docker\s+(?:buildx\s+)?build\s+(.*)$")
+_SHELL_VARIABLE = re.compile(r"\$\{?(\w+)\}?")
+
+
+def _run_builds(run: str, env: dict[str, str]) -> list[tuple[str, str]]:
+    """`docker build -t $ECR_TAG ./backend -f ./backend/Dockerfile` in a `run:` step, its
+    tag from the step's env (`ECR_TAG: '${{ steps.login-ecr.outputs.registry }}/owner/app:...'`:
+    an expression the doctor cannot resolve stands for an unknown registry or tag)."""
+    out: list[tuple[str, str]] = []
+    for line in run.replace("\\\n", " ").splitlines():
+        match = _DOCKER_BUILD.match(line)
+        if match is None:
+            continue
+        try:
+            words = shlex.split(match.group(1), comments=True)
+        except ValueError:
+            continue
+        tags, given, positional = [], {}, []
+        i = 0
+        while i < len(words):
+            word, value = words[i], words[i + 1] if i + 1 < len(words) else ""
+            if word in ("-t", "--tag"):
+                tags.append(value)
+                i += 1
+            elif word in ("-f", "--file"):
+                given["file"] = value
+                i += 1
+            elif word.startswith("-"):
+                i += 0 if "=" in word or word in ("--push", "--load", "--no-cache", "--pull") else 1
+            else:
+                positional.append(word)
+            i += 1
+        if positional:
+            given["context"] = positional[-1]
+        dockerfile = _dockerfile(given)
+        for tag in tags:
+            text = _EXPRESSION.sub("x", _SHELL_VARIABLE.sub(lambda m: env.get(m.group(1), ""), tag))
+            out += [("/".join(n.lower().split("/")[-2:]), dockerfile)
+                    for n in _IMAGE.findall(text) if dockerfile]  # fmt: skip
     return out
 
 

@@ -70,7 +70,7 @@ def audit(spec: str, base: str, tree: Tree) -> CeleryAudit:
             continue
         rel = os.path.relpath(found.path, base)
         if not config.path or os.path.realpath(found.path) != os.path.realpath(config.path):
-            read_tree(config, module, rel, settings=False)
+            read_tree(config, module, rel, settings=False, base=base)
             if b"config_from_object(" in found.data:  # the app module loading the settings
                 read_app_overrides(config, module, rel)
         read_tasks(config, module, rel)

@@ -12,6 +12,7 @@ from __future__ import annotations
 import ast
 import importlib
 import os
+import re
 import sys
 from dataclasses import dataclass, field
 from typing import Any
@@ -129,6 +130,9 @@ def load(spec: str, base: str) -> CeleryConfig:
             raise CannotLoad(f"--celery {spec}: no such file")
         config = CeleryConfig(spec, os.path.abspath(spec))
         config.scope.env, config.scope.env_files = read_env_files(base)
+        django = _django_settings(os.path.abspath(spec), base)
+        if django is not None:  # read first: what the app module sets on app.conf wins
+            read_source(config, django, base)
         read_source(config, os.path.abspath(spec), base)
         return config
     return _import(spec, base)
@@ -161,6 +165,38 @@ def _import(spec: str, base: str) -> CeleryConfig:
     return config
 
 
+_DJANGO_MODULE = re.compile(
+    r"""os\.environ\.setdefault\(\s*["']DJANGO_SETTINGS_MODULE["']\s*,\s*["']([\w.]+)["']"""
+)
+
+
+def _django_settings(path: str, base: str) -> str | None:
+    """The Celery app module of a Django project (`os.environ.setdefault(
+    "DJANGO_SETTINGS_MODULE", "onadata.settings.common")` and
+    `app.config_from_object("django.conf:settings", namespace="CELERY")`): the settings module
+    it loads, as a project file, so its CELERY_ names and `settings.NAME` are read."""
+    try:
+        with open(path, encoding="utf-8", errors="replace") as handle:
+            text = handle.read()
+    except OSError:
+        return None
+    match = _DJANGO_MODULE.search(text)
+    if match is None or "django.conf:settings" not in text:
+        return None
+    parts = match.group(1).split(".")
+    folder = os.path.dirname(path)
+    roots = [base]
+    while folder.startswith(base) and folder not in roots:
+        roots.append(folder)
+        folder = os.path.dirname(folder)
+    for root in roots:
+        candidate = os.path.join(root, *parts)
+        for name in (candidate + ".py", os.path.join(candidate, "__init__.py")):
+            if os.path.isfile(name) and os.path.realpath(name) != os.path.realpath(path):
+                return name
+    return None
+
+
 def read_source(config: CeleryConfig, path: str, base: str, seen: tuple[str, ...] = ()) -> None:
     rel = os.path.relpath(path, base)
     try:
@@ -175,42 +211,85 @@ def read_source(config: CeleryConfig, path: str, base: str, seen: tuple[str, ...
         for parent in _star_imports(tree, path, base):
             if parent not in seen and os.path.realpath(parent) != os.path.realpath(path):
                 read_source(config, parent, base, (*seen, path))
-    read_tree(config, tree, rel, settings=True)
+    read_tree(config, tree, rel, settings=True, base=base)
 
 
 def _star_imports(tree: ast.Module, path: str, base: str) -> list[str]:
     """The project files a module star-imports at its top level."""
-    found = []
-    for node in tree.body:
-        if not (isinstance(node, ast.ImportFrom) and [a.name for a in node.names] == ["*"]):
+    return [
+        found
+        for node in tree.body
+        if isinstance(node, ast.ImportFrom) and [a.name for a in node.names] == ["*"]
+        for found in _module_file(node, path, base)
+    ]
+
+
+def imported_constants(tree: ast.AST, path: str, base: str, scope: Scope) -> dict[str, Any]:
+    """Upper-case names a module takes by name from a project module at its top level
+    (`from src.config import HDX_HARD_TASK_LIMIT as LIMIT`), as that module defines them; a
+    name bound to an environment default stays marked as one."""
+    out: dict[str, Any] = {}
+    for node in getattr(tree, "body", []):
+        if not isinstance(node, ast.ImportFrom) or any(a.name == "*" for a in node.names):
             continue
-        parts = (node.module or "").split(".") if node.module else []
-        if node.level:
-            folder = os.path.dirname(path)
-            for _ in range(node.level - 1):
-                folder = os.path.dirname(folder)
-            roots = [folder]
-        else:
-            roots = [base, os.path.dirname(path)]
-        for root in roots:
-            candidate = os.path.join(root, *parts)
-            for name in (candidate + ".py", os.path.join(candidate, "__init__.py")):
-                if parts and os.path.isfile(name):
-                    found.append(name)
-                    break
-            else:
-                continue
-            break
-    return found
+        wanted = [a for a in node.names if a.name.isupper()]
+        files = _module_file(node, path, base) if wanted else []
+        if not files:
+            continue
+        constants, defaulted = _module_constants(files[0], scope)
+        for alias in wanted:
+            if alias.name in constants:
+                out[alias.asname or alias.name] = constants[alias.name]
+                if alias.name in defaulted:
+                    scope.defaulted[alias.asname or alias.name] = defaulted[alias.name]
+    return out
 
 
-def read_tree(config: CeleryConfig, tree: ast.AST, rel: str, *, settings: bool) -> None:
+def _module_constants(path: str, scope: Scope) -> tuple[dict[str, Any], dict[str, str]]:
+    if path not in scope.modules:
+        scope.modules[path] = ({}, {})  # also while it is read: an import cycle reads nothing
+        try:
+            with open(path, "rb") as handle:
+                tree = ast.parse(handle.read(), filename=path)
+        except (OSError, SyntaxError, ValueError, RecursionError):
+            return scope.modules[path]
+        inner = Scope(env=scope.env, env_files=scope.env_files, scheme=env_scheme(tree))
+        scope.modules[path] = (collect_constants(tree, inner), inner.defaulted)
+    return scope.modules[path]
+
+
+def _module_file(node: ast.ImportFrom, path: str, base: str) -> list[str]:
+    """The project file `from MODULE import ...` reads, if it is one."""
+    parts = (node.module or "").split(".") if node.module else []
+    if not parts:
+        return []
+    if node.level:
+        folder = os.path.dirname(path)
+        for _ in range(node.level - 1):
+            folder = os.path.dirname(folder)
+        roots = [folder]
+    else:
+        roots = [base, os.path.dirname(path)]
+    for root in roots:
+        candidate = os.path.join(root, *parts)
+        for name in (candidate + ".py", os.path.join(candidate, "__init__.py")):
+            if os.path.isfile(name):
+                return [name]
+    return []
+
+
+def read_tree(
+    config: CeleryConfig, tree: ast.AST, rel: str, *, settings: bool, base: str | None = None
+) -> None:
     """Settings (when `settings`) and countdown/eta calls in one module; its tasks are
     tenure.doctor.celery.tasks' to read."""
     config.scope.scheme.update(env_scheme(tree))
+    config.scope.imported = (
+        imported_constants(tree, os.path.join(base, rel), base, config.scope) if base else {}
+    )
     config.scope.constants = collect_constants(tree, config.scope)
-    if settings:  # the settings file: task modules read its names as settings.NAME
-        config.scope.settings = dict(config.scope.constants)
+    if settings:  # the settings files: task modules read their names as settings.NAME
+        config.scope.settings = {**config.scope.settings, **config.scope.constants}
     grows = growing_delays(tree)
     for node in ast.walk(tree):
         if settings and isinstance(node, ast.Assign | ast.AnnAssign):
@@ -313,6 +392,8 @@ def _call(
         for keyword in node.keywords:
             if keyword.arg in MAPPING_NAMES:
                 _mapping(config, keyword.value, rel)
+    if settings and callee == "config_from_object" and node.args:
+        _mapping(config, node.args[0], rel)  # config_from_object({"task_default_queue": ...})
     if settings and callee == "Celery":
         for keyword in node.keywords:
             if keyword.arg in CELERY_KWARGS:

@@ -52,6 +52,10 @@ class Scope:
     defaulted: dict[str, str] = field(default_factory=dict)
     # django-environ's scheme, `environ.Env(LIMIT=(int, 43200))`: key -> (cast, default).
     scheme: dict[str, tuple[str | None, ast.expr]] = field(default_factory=dict)
+    # Names a module takes from a project module (`from src.config import HARD_LIMIT`), known
+    # as that module defines them; and each such module's constants, read once: path -> names.
+    imported: dict[str, Any] = field(default_factory=dict)
+    modules: dict[str, tuple[dict[str, Any], dict[str, str]]] = field(default_factory=dict)
 
 
 def env_scheme(tree: ast.AST) -> dict[str, tuple[str | None, ast.expr]]:
@@ -125,6 +129,8 @@ def evaluate(node: ast.AST, scope: Scope) -> Any:
             return ARITHMETIC[type(node.op)](left, right)
         except (ZeroDivisionError, OverflowError, TypeError):
             return UNKNOWN
+    if isinstance(node, ast.BoolOp) and isinstance(node.op, ast.Or) and len(node.values) == 2:
+        return _or_fallback(node.values[0], node.values[1], scope)
     if isinstance(node, ast.Call):
         return _call(node, scope)
     if isinstance(node, ast.Dict):
@@ -145,9 +151,55 @@ def _dict(node: ast.Dict, scope: Scope) -> Any:
     return out
 
 
+def _or_fallback(first: ast.expr, second: ast.expr, scope: Scope) -> Any:
+    """`os.environ.get("HDX_HARD_TASK_LIMIT") or config.get("HDX", "HDX_HARD_TASK_LIMIT",
+    fallback=6 * 60 * 60)`: an environment read without a default, falling back to the right
+    side while the deployment does not set it, as `os.environ.get(KEY, right)` would."""
+    if not (isinstance(first, ast.Call) and not first.keywords and len(first.args) == 1):
+        return UNKNOWN
+    key = first.args[0]
+    if not (isinstance(key, ast.Constant) and isinstance(key.value, str)):
+        return UNKNOWN
+    name = _callee_name(first)
+    if name not in ("getenv", "get") or (name == "get" and not _is_getter(first.func)):
+        return UNKNOWN
+    if scope.env.get(key.value):
+        return _number_or_text(scope.env[key.value])
+    before = len(scope.defaults)
+    value = evaluate(second, scope)
+    if value is not UNKNOWN and value is not None and len(scope.defaults) == before:
+        scope.defaults.append(key.value)
+    return value
+
+
+def _ini_fallback(node: ast.Call, scope: Scope) -> Any:
+    """configparser's `config.get("HDX", "HDX_HARD_TASK_LIMIT", fallback=21600)` (or
+    getint/getfloat): the fallback while the ini file, which is the deployment's and not in the
+    project, leaves the option out; recorded as a default, like an environment default."""
+    section, option = node.args
+    fallback = next(k.value for k in node.keywords if k.arg == "fallback")
+    assert isinstance(section, ast.Constant) and isinstance(option, ast.Constant)
+    value = evaluate(fallback, scope)
+    if value is not UNKNOWN and value is not None:
+        scope.defaults.append(f"[{section.value!s}] {option.value!s}")
+    return value
+
+
+def _is_ini_read(node: ast.Call) -> bool:
+    return (
+        isinstance(node.func, ast.Attribute)
+        and node.func.attr in ("get", "getint", "getfloat")
+        and len(node.args) == 2
+        and all(isinstance(a, ast.Constant) and isinstance(a.value, str) for a in node.args)
+        and any(k.arg == "fallback" for k in node.keywords)
+    )
+
+
 def _call(node: ast.Call, scope: Scope) -> Any:
     func = node.func
     name = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
+    if _is_ini_read(node):
+        return _ini_fallback(node, scope)
     if name in CASTS and len(node.args) == 1 and not isinstance(node.args[0], ast.Constant):
         inner = evaluate(node.args[0], scope)
         try:
@@ -252,7 +304,7 @@ def collect_constants(tree: ast.AST, scope: Scope) -> dict[str, Any]:
         ),
         key=lambda n: (n.lineno, n.col_offset),
     )
-    out: dict[str, Any] = {}
+    out: dict[str, Any] = dict(scope.imported)
     inner = Scope(out, scope.env, scope.env_files, scope.settings, scope.defaults, scope.defaulted)
     fields = settings_fields(tree, inner)
     scope.defaults.clear()

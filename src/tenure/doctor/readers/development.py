@@ -31,6 +31,8 @@ DEVELOPMENT_WORDS = NAME_WORDS | {"local"}
 # Environment keys whose value names the environment the service runs as.
 ENVIRONMENT_KEY = re.compile(r"(?:^|_)(?:ENV|ENVIRONMENT|CONFIGURATION|MODE|STAGE|SETTINGS)\w*$")
 DEBUG_KEY = re.compile(r"(?:^|_)DEBUG$")
+# `IS_LOCAL_DEV=yes`, `DEVELOPMENT=1`: a switch that says the service runs for development.
+DEV_KEY = re.compile(r"(?:^|_)(?:LOCAL_)?DEV(?:ELOPMENT)?$")
 ON = {"1", "true", "yes", "on"}
 # A folder holding one of these (or .php files) is the project's source; a folder of config
 # files that happen to be Python (ldap_config.py) is not.
@@ -56,6 +58,29 @@ def is_development_service(name: str, service: YMap, folder: str | None) -> bool
     return len(development_hints(name, service, folder)) >= 2
 
 
+def development_services(services: YMap, folder: str | None) -> set[str]:
+    """The development services of one Compose file: by their own hints, and a service that
+    builds what a development service builds and mounts the same source over it
+    (`celery-worker: <<: *backend` that only changes the backend's environment)."""
+    out = {str(n) for n, s in services.items()
+           if isinstance(s, YMap) and is_development_service(str(n), s, folder)}  # fmt: skip
+    builds = [services[n].get("build") for n in out if services[n].get("build") is not None]
+    for name, service in services.items():
+        if str(name) in out or not isinstance(service, YMap) or service.get("build") is None:
+            continue
+        if service.get("build") in builds and _same_mounts(service, services, out, folder):
+            out.add(str(name))
+    return out
+
+
+def _same_mounts(service: YMap, services: YMap, development: set[str], folder: str | None) -> bool:
+    mounted = {h for h in _bind_sources(service) if folder and _is_source(folder, h)}
+    return bool(mounted) and any(
+        mounted <= set(_bind_sources(services[n])) and services[n].get("build") ==
+        service.get("build") for n in development
+    )  # fmt: skip
+
+
 def development_hints(name: str, service: YMap, folder: str | None) -> set[str]:
     hints: set[str] = set()
     if _named(name, service):
@@ -63,6 +88,8 @@ def development_hints(name: str, service: YMap, folder: str | None) -> set[str]:
     environment = _environment(service)
     if any(DEBUG_KEY.search(k) and v.strip().lower() in ON for k, v in environment.items()):
         hints.add("DEBUG on")
+    if any(DEV_KEY.search(k.upper()) and v.strip().lower() in ON for k, v in environment.items()):
+        hints.add("development switched on")
     if folder is not None and any(_is_source(folder, host) for host in _bind_sources(service)):
         hints.add("source bind-mounted")
     return hints
@@ -77,6 +104,9 @@ def _named(name: str, service: YMap) -> bool:
     target = build.get("target") if isinstance(build, YMap) else None
     said = [name, str(service.get("image") or ""), str(target or "")]
     if any(_words(text) & NAME_WORDS for text in said):
+        return True
+    dockerfile = build.get("dockerfile") if isinstance(build, YMap) else None
+    if isinstance(dockerfile, str) and is_development_name(dockerfile):  # Dockerfile.dev
         return True
     values = [v for k, v in _environment(service).items() if ENVIRONMENT_KEY.search(k.upper())]
     if any(_words(text) & DEVELOPMENT_WORDS for text in values):
@@ -109,6 +139,8 @@ def _bind_sources(service: YMap) -> list[str]:
             host = str(volume.get("source") or "")
         else:
             continue
+        # `$PWD:/app`: the shell's folder, where `docker compose up` runs beside the file.
+        host = re.sub(r"^\$(?:PWD\b|\{PWD\})", ".", host)
         if host.startswith("."):
             out.append(host)
     return out
@@ -120,7 +152,20 @@ def _is_source(folder: str, host: str) -> bool:
         names = os.listdir(path)
     except OSError:
         return False  # a file (a config mounted read-only), or nothing there yet
-    return any(n in SOURCE_MARKERS or n.endswith(".php") for n in names)
+    if any(n in SOURCE_MARKERS or n.endswith(".php") for n in names):
+        return True
+    # A namespace package (no __init__.py): Python modules, and more of them in subfolders;
+    # a folder of config files that happen to be Python has no such tree.
+    return any(n.endswith(".py") for n in names) and any(
+        _has_python(os.path.join(path, n)) for n in names
+    )
+
+
+def _has_python(folder: str) -> bool:
+    try:
+        return any(n.endswith(".py") for n in os.listdir(folder))
+    except OSError:
+        return False  # a file
 
 
 def _compose_services(tree: Tree, paths: set[str]) -> Iterator[tuple[str, str, YMap, bool]]:
@@ -143,10 +188,9 @@ def development_units(tree: Tree, paths: set[str]) -> set[tuple[str, int]]:
     that is a development setup: for readers that took the file for a deployment."""
     out: set[tuple[str, int]] = set()
     for rel, folder, services, whole in _compose_services(tree, paths):
+        development = development_services(services, folder)
         for name, service in services.items():
-            if isinstance(service, YMap) and (
-                whole or is_development_service(str(name), service, folder)
-            ):
+            if isinstance(service, YMap) and (whole or str(name) in development):
                 out.add((rel, services.line_of(name)))
     return out
 

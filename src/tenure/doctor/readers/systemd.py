@@ -3,14 +3,29 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 
 from tenure.doctor.model import Setting, Skipped, Source, Value
 from tenure.doctor.readers.common import ReadResult
-from tenure.doctor.readers.ini import read_ini, section_line
+from tenure.doctor.readers.ini import Entry, read_ini, section_line
 from tenure.doctor.readers.units import UNBOUNDED, memory_mb, signal_name, systemd_timespan
 from tenure.doctor.readers.worker_command import find_worker, make_launch, split_command
 
 DEFAULT_TIMEOUT_STOP_S = 90.0
+
+
+def stop_timeout(path: str, last: Mapping[str, Entry]) -> tuple[Value | None, Skipped | None]:
+    """The unit's stop grace: `TimeoutStopSec` (or `TimeoutSec`), else systemd's default;
+    None, with why, when the value cannot be read."""
+    stop = last.get("TimeoutStopSec") or last.get("TimeoutSec")
+    if stop is None or not stop.value:
+        return Value("systemd TimeoutStopSec", DEFAULT_TIMEOUT_STOP_S, "s",
+                     Source(note="systemd DefaultTimeoutStopSec")), None  # fmt: skip
+    amount = systemd_timespan(stop.value)
+    at = Source(path, stop.line)
+    if amount is None:
+        return None, Skipped(str(at), f"cannot read {stop.key}={stop.value}")
+    return Value(f"systemd {stop.key}", None if amount == UNBOUNDED else amount, "s", at), None
 
 
 def read_unit(path: str, text: str) -> ReadResult:
@@ -28,19 +43,9 @@ def read_unit(path: str, text: str) -> ReadResult:
     args = find_worker(split_command(command))
     if args is None:
         return result
-    stop = last.get("TimeoutStopSec") or last.get("TimeoutSec")
-    grace: Value | None
-    if stop is None or not stop.value:
-        grace = Value("systemd TimeoutStopSec", DEFAULT_TIMEOUT_STOP_S, "s",
-                      Source(note="systemd DefaultTimeoutStopSec"))  # fmt: skip
-    else:
-        amount = systemd_timespan(stop.value)
-        at = Source(path, stop.line)
-        if amount is None:
-            result.skipped.append(Skipped(str(at), f"cannot read {stop.key}={stop.value}"))
-            grace = None
-        else:
-            grace = Value(f"systemd {stop.key}", None if amount == UNBOUNDED else amount, "s", at)
+    grace, unreadable = stop_timeout(path, last)
+    if unreadable is not None:
+        result.skipped.append(unreadable)
     signal = last.get("KillSignal")
     stop_signal = (
         Setting("systemd KillSignal", signal_name(signal.value) or signal.value,
