@@ -427,7 +427,7 @@ def resolve(scan: CodeScan) -> list[JobClass]:
     jobs = []
     for job in scan.classes.values():
         chain = _ancestry(job, scan)
-        if job.abstract or not any(c.interfaces & QUEUED for c in chain):
+        if job.abstract or not (any(c.interfaces & QUEUED for c in chain) or _package_job(chain)):
             continue
         for ancestor in chain[1:]:
             for key, value in ancestor.props.items():
@@ -438,6 +438,21 @@ def resolve(scan: CodeScan) -> list[JobClass]:
                 job.middleware_text += CRASH_COUNTING
         jobs.append(job)
     return jobs
+
+
+# Properties only a queue worker reads: a class that sets one is written to be queued.
+WORKER_PROPS = {"timeout", "tries", "maxExceptions", "backoff", "failOnTimeout", "retryUntil"}
+
+
+def _package_job(chain: list[JobClass]) -> bool:
+    """A class extending a package's job (`class CrawlSiteJob extends
+    \\Spatie\\SiteSearch\\Jobs\\CrawlSiteJob`, the parent in vendor/, which is not read) to
+    set a worker's property on it: queued, as the package's job is."""
+    top = chain[-1].parent  # set at the chain's end: a parent the project does not hold
+    if not top:
+        return False
+    named_job = "\\Jobs\\" in "\\" + top or top.endswith("Job")
+    return named_job and any(c.props.keys() & WORKER_PROPS for c in chain)
 
 
 def qualify(name: str | None, namespace: str, imports: dict[str, str]) -> str | None:
