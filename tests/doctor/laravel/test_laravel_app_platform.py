@@ -113,3 +113,20 @@ def test_the_database_connection_the_spec_picks_quiet_twin(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     assert run(tmp_path, monkeypatch, connection="database")[0] == []
+
+
+def test_the_deploy_button_template_holds_the_spec_under_spec(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`.do/deploy.template.yaml` (the "Deploy to DigitalOcean" button) nests the same spec."""
+    template = "spec:\n" + "".join(f"  {line}\n" for line in SPEC.splitlines())
+    write(
+        tmp_path,
+        {
+            ".do/deploy.template.yaml": template.replace("{connection}", "redis").replace(
+                "{options}", ""
+            )
+        },
+    )
+    found, _ = run(tmp_path, monkeypatch, connection="database")
+    assert [f.split(" ", 1)[0] for f in found] == [".do/deploy.template.yaml:30"]

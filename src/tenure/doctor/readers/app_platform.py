@@ -1,8 +1,9 @@
 """DigitalOcean App Platform specs (`.do/app.yaml`, `doctl apps create --spec`): a map with
 `name` and lists of components (`services`, `workers`, `jobs`), each with a `name`, a
-`run_command` and `envs` (`- key: X` / `value: Y`), added to the app-level `envs`. The
-platform's stop grace for a component is not written in FACTS.md or FOREIGN.md: unknown, so
-no grace is read (the worker's stop grace is said to be unread)."""
+`run_command` and `envs` (`- key: X` / `value: Y`), added to the app-level `envs`. The "Deploy
+to DigitalOcean" button's `.do/deploy.template.yaml` holds the same spec under `spec:`. The
+platform's stop grace for a component is not written in FACTS.md or FOREIGN.md: unknown, so no
+grace is read (the worker's stop grace is said to be unread)."""
 
 from __future__ import annotations
 
@@ -26,9 +27,15 @@ class Component:
     envs: dict[str, tuple[str, Source]] = field(default_factory=dict)  # key -> (value, line)
 
 
+def _spec(document: Any) -> Any:
+    inner = document.get("spec") if isinstance(document, YMap) else None
+    return inner if isinstance(inner, YMap) else document
+
+
 def is_app_spec(document: Any) -> bool:
     """A map naming the app whose component lists hold maps with `run_command` (a Compose
     file's `services` is a map, never a list)."""
+    document = _spec(document)
     if not isinstance(document, YMap) or "name" not in document:
         return False
     lists: list[list[Any]] = [
@@ -46,6 +53,7 @@ def _envs(path: str, raw: Any) -> dict[str, tuple[str, Source]]:
 
 
 def components(path: str, document: YMap) -> Iterator[Component]:
+    document = _spec(document)
     shared = _envs(path, document.get("envs"))
     for kind in COMPONENTS:
         items = document.get(kind)
