@@ -23,6 +23,9 @@ MAX_FILE_BYTES = 2 * 1024 * 1024
 SKIP_DIRS = {"tests", "test", "docs", "doc", "examples"}
 # Not the project's own text at all: skipped without a word, as every linter does.
 IGNORED_DIRS = {"node_modules", "__pycache__", "site-packages", "venv", "env", "dist", "build"}
+# Hidden folders that hold a platform's deployment spec: DigitalOcean App Platform's
+# `.do/app.yaml` (its workers' `run_command`, its `envs`).
+PLATFORM_DOT_DIRS = {".do"}
 KINDS = {
     "python": ("*.py",),
     "yaml": ("*.yml", "*.yaml"),
@@ -148,7 +151,7 @@ def scan(root: str) -> Tree:
             elif is_template_folder(name):
                 tree.skipped.append(Skipped(rel, "a template for other projects, not this "
                                             "project's deployment"))  # fmt: skip
-            elif not name.startswith("."):
+            elif not name.startswith(".") or name in PLATFORM_DOT_DIRS:
                 keep.append(name)
         dirnames[:] = keep
         for name in sorted(filenames):

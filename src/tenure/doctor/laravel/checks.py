@@ -15,6 +15,7 @@ from tenure.doctor.laravel.jobs import prop_string
 from tenure.doctor.laravel.php import EnvEntry, as_number
 from tenure.doctor.laravel.project import (
     MARGIN_S,
+    VARIABLE,
     Project,
     Runner,
     has_deadline,
@@ -125,11 +126,17 @@ def _retry_after(p: Project, all_runners: list[Runner]) -> list[Finding]:
     for job in p.jobs:
         timeout = own_timeout(job)
         if timeout is not None:
-            connection = p.config.connections.get(job_connection(p, job))
+            name = job_connection(p, job)
+            connection = p.config.connections.get(name)
             if prop_string(job, "connection") is None and _fallback_default(p):
                 # A job that sets its own timeout is written to be queued; a `sync` it reads
                 # only from the config's fallback is not where production runs it.
                 connection = _real_lease(p, connection)
+            elif connection is None and VARIABLE.match(name):
+                # The default is passed through from the deployer's shell (a Compose
+                # `QUEUE_CONNECTION=${QUEUE_CONNECTION}`): whichever connection it names,
+                # the lease is the one every real connection agrees on.
+                connection = _shared_lease(p, f"the default is {name}, set at deploy time")
             out += _compare(timeout, connection, f"job {job.name}", timeout.source, job.name)
     return out
 
@@ -156,15 +163,20 @@ def _real_lease(p: Project, connection: Connection | None) -> Connection | None:
     all agree on one (whichever the deployment picks, that is the lease)."""
     if connection is None or connection.driver != "sync":
         return connection
+    return _shared_lease(p, f"the default '{connection.name}' is no queue") or connection
+
+
+def _shared_lease(p: Project, why: str) -> Connection | None:
+    """The project's real connections, when they all hold jobs for the same retry_after."""
     # The project's own connections: those merged in from the framework's config (a
     # beanstalkd the project never wrote) are not candidates.
     real = [c for c in p.config.connections.values()
             if c.retry_after is not None and c.retry_after.amount is not None
             and c.retry_after.source.path is not None]  # fmt: skip
     if len({c.retry_after.amount for c in real if c.retry_after}) != 1:
-        return connection
+        return None
     names = "/".join(c.name for c in real)
-    return replace(real[0], name=f"{names}' (the default '{connection.name}' is no queue")
+    return replace(real[0], name=f"{names}' ({why}")
 
 
 def _tries(p: Project, all_runners: list[Runner]) -> list[Finding]:

@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 
 from tree_sitter import Node
 
+from tenure.doctor.laravel.curl_class import curl_class_calls, imports_curl_class
 from tenure.doctor.laravel.php import (
     EnvFiles,
     Evaluator,
@@ -56,6 +57,7 @@ class JobClass:
     method_nodes: dict[str, Node] = field(default_factory=dict)
     evaluator: Evaluator | None = None
     guzzle: bool = False
+    curl_class: bool = False  # the file imports php-curl-class's Curl\Curl
     builders: dict[str, list[Node]] = field(default_factory=dict)  # see http_builders()
     namespace: str = ""
     imports: dict[str, str] = field(default_factory=dict)
@@ -112,7 +114,7 @@ def scan_classes(root: Node, rel: str, env: EnvFiles, scan: CodeScan) -> None:
     namespace = found.group(1) if found else ""
     imports = {alias or name.rsplit("\\", 1)[-1]: name for name, alias in USE.findall(source)}
     for declaration in walk(root, frozenset({"class_declaration"})):
-        job = _class(declaration, rel, env, guzzle)
+        job = _class(declaration, rel, env, guzzle, imports_curl_class(source))
         if job is not None:
             job.fqn = f"{namespace}\\{job.name}" if namespace else job.name
             job.namespace, job.imports = namespace, imports
@@ -122,7 +124,7 @@ def scan_classes(root: Node, rel: str, env: EnvFiles, scan: CodeScan) -> None:
         scan.batches.append(site)
 
 
-def _class(node: Node, rel: str, env: EnvFiles, guzzle: bool) -> JobClass | None:
+def _class(node: Node, rel: str, env: EnvFiles, guzzle: bool, curl_class: bool) -> JobClass | None:
     name = node.child_by_field_name("name")
     body = node.child_by_field_name("body")
     if name is None or body is None:
@@ -166,13 +168,14 @@ def _class(node: Node, rel: str, env: EnvFiles, guzzle: bool) -> JobClass | None
             job.middleware_text += CRASH_COUNTING
     job.methods = set(methods)
     job.method_nodes, job.evaluator, job.guzzle = methods, ev, guzzle
+    job.curl_class = curl_class
     if "middleware" in methods:
         job.middleware_text += text(methods["middleware"])
     if "__construct" in methods:
         _constructor_settings(methods["__construct"], ev, job)
     job.builders = http_builders(methods)
     for method in reachable(methods, "handle"):
-        job.calls += http_calls(method, rel, ev, guzzle, job.builders)
+        job.calls += http_calls(method, rel, ev, guzzle, job.builders, curl_class=curl_class)
     if "handle" in methods:
         job.unfollowed = _unfollowed(methods["handle"], reachable(methods, "handle"))
     return job
@@ -286,9 +289,12 @@ def http_calls(
     ev: Evaluator,
     guzzle: bool,
     builders: dict[str, list[Node]] | None = None,
+    *,
+    curl_class: bool = False,
 ) -> list[HttpCall]:
     """`guzzle`: the file imports GuzzleHttp\\Client, so a bare `new Client` is Guzzle's;
-    `builders`: the class's properties holding an Http builder (http_builders())."""
+    `builders`: the class's properties holding an Http builder (http_builders());
+    `curl_class`: the file imports php-curl-class's Curl\\Curl (curl_class.py)."""
     found: list[HttpCall] = []
     body = text(method)
     for call in walk(method, frozenset({"member_call_expression"})) if builders else []:
@@ -326,6 +332,7 @@ def http_calls(
                     "Guzzle",
                 )
             )
+    found += curl_class_calls(method, rel, curl_class)
     calls = list(walk(method, frozenset({"function_call_expression"})))
     # A curl handle's timeout is set on the handle curl_init() makes: the finding goes there.
     inits = [line(c) for c in calls if name_of(c.child_by_field_name("function")) == "curl_init"]
@@ -427,7 +434,7 @@ def resolve(scan: CodeScan) -> list[JobClass]:
     jobs = []
     for job in scan.classes.values():
         chain = _ancestry(job, scan)
-        if job.abstract or not any(c.interfaces & QUEUED for c in chain):
+        if job.abstract or not (any(c.interfaces & QUEUED for c in chain) or _package_job(chain)):
             continue
         for ancestor in chain[1:]:
             for key, value in ancestor.props.items():
@@ -438,6 +445,21 @@ def resolve(scan: CodeScan) -> list[JobClass]:
                 job.middleware_text += CRASH_COUNTING
         jobs.append(job)
     return jobs
+
+
+# Properties only a queue worker reads: a class that sets one is written to be queued.
+WORKER_PROPS = {"timeout", "tries", "maxExceptions", "backoff", "failOnTimeout", "retryUntil"}
+
+
+def _package_job(chain: list[JobClass]) -> bool:
+    """A class extending a package's job (`class CrawlSiteJob extends
+    \\Spatie\\SiteSearch\\Jobs\\CrawlSiteJob`, the parent in vendor/, which is not read) to
+    set a worker's property on it: queued, as the package's job is."""
+    top = chain[-1].parent  # set at the chain's end: a parent the project does not hold
+    if not top:
+        return False
+    named_job = "\\Jobs\\" in "\\" + top or top.endswith("Job")
+    return named_job and any(c.props.keys() & WORKER_PROPS for c in chain)
 
 
 def qualify(name: str | None, namespace: str, imports: dict[str, str]) -> str | None:

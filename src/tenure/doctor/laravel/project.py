@@ -154,6 +154,8 @@ def _own_environment(p: Project, w: ArtisanWorker) -> dict[str, EnvEntry]:
         label = f"{w.source.path} (service {w.name})"
     elif w.platform == "kubernetes":
         label = f"{w.source.path} (container {w.name.rsplit('/', 1)[-1]})"
+    elif w.platform == "app-platform":
+        label = f"{w.source.path} (component {w.name})"
     else:
         return {}
     return p.env.files.get(label, {})

@@ -7,11 +7,12 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterator
+from dataclasses import replace
 
 from tenure.doctor.dockerfile import env_settings
 from tenure.doctor.laravel.php import EnvEntry, read_env
 from tenure.doctor.model import Source
-from tenure.doctor.readers import compose, kubernetes
+from tenure.doctor.readers import app_platform, compose, kubernetes
 from tenure.doctor.readers.development import is_development_compose, is_development_service
 from tenure.doctor.readers.worker_command import interpolate
 from tenure.doctor.readers.yamlnodes import YamlProblem, YMap, get_path, load_documents
@@ -55,6 +56,8 @@ def compose_environments(tree: Tree, base: str) -> Sources:
                     out.append((f"{rel} (service {name})", entries))
         elif kubernetes.is_manifest(document):
             out += _pod_environments(rel, document, config_maps)
+        elif app_platform.is_app_spec(document):
+            out += _component_environments(rel, document)
     return out
 
 
@@ -62,8 +65,8 @@ def _documents(tree: Tree) -> Iterator[tuple[str, YMap]]:
     for found in tree.files["yaml"]:
         if is_development_name(found.rel) or is_foreign_template(found.rel):
             continue
-        if not any(word in found.data for word in (b"environment", b"env_file", b"env:",
-                                                   b"ConfigMap", b"envFrom")):  # fmt: skip
+        words = (b"environment", b"env_file", b"env:", b"ConfigMap", b"envFrom", b"envs:")
+        if not any(word in found.data for word in words):
             continue
         content = decode(found)
         try:
@@ -71,6 +74,16 @@ def _documents(tree: Tree) -> Iterator[tuple[str, YMap]]:
         except YamlProblem:
             continue
         yield from ((found.rel, d) for d in documents if isinstance(d, YMap))
+
+
+def _component_environments(rel: str, document: YMap) -> Sources:
+    """One source per App Platform component: the app's `envs`, then the component's own."""
+    return [
+        (f"{rel} (component {c.name})",
+         {k: EnvEntry(v, replace(at, note=f"{k}={v}")) for k, (v, at) in c.envs.items()})
+        for c in app_platform.components(rel, document)
+        if c.envs
+    ]  # fmt: skip
 
 
 def _pod_environments(

@@ -122,7 +122,8 @@ def _calls_of(service: JobClass, method: str) -> list[HttpCall]:
         return []
     out: list[HttpCall] = []
     for node in reachable(service.method_nodes, method):
-        out += http_calls(node, service.rel, service.evaluator, service.guzzle, service.builders)
+        out += http_calls(node, service.rel, service.evaluator, service.guzzle, service.builders,
+                          curl_class=service.curl_class)  # fmt: skip
     return out
 
 

@@ -12,6 +12,7 @@ from typing import Any
 from tenure.doctor.laravel.worker import ArtisanWorker, Finder, expand_known
 from tenure.doctor.model import Skipped, Source, Value
 from tenure.doctor.readers import (
+    app_platform,
     cloudfoundry,
     compose,
     kubernetes,
@@ -57,6 +58,8 @@ def _yaml(
             out += pm2_workers(pm2.yaml_apps(path, document), find)
         elif toolforge.is_jobs_file(document):
             out += _toolforge(path, document, env, find)
+        elif app_platform.is_app_spec(document):
+            out += _app_platform(path, document, find)
     return out
 
 
@@ -68,7 +71,8 @@ def is_known_yaml(content: str) -> bool:
     except YamlProblem:
         return False
     detectors = (compose.is_compose, kubernetes.is_manifest, cloudfoundry.is_cf_manifest,
-                 roadrunner.is_rr_config, pm2.is_pm2, toolforge.is_jobs_file)  # fmt: skip
+                 roadrunner.is_rr_config, pm2.is_pm2, toolforge.is_jobs_file,
+                 app_platform.is_app_spec)  # fmt: skip
     return any(detect(d) for d in documents for detect in detectors)
 
 
@@ -122,6 +126,21 @@ def _toolforge(
             worker = ArtisanWorker("toolforge", job.name, job.command_at, *found,
                                    toolforge.grace(), job.replicas)  # fmt: skip
             worker.memory_limit, worker.unit = job.memory_limit, job.unit
+            out.append(worker)
+    return out
+
+
+def _app_platform(path: str, document: YMap, find: Finder) -> list[ArtisanWorker]:
+    """A component whose run_command starts the worker; its own `envs` (over the app's) are
+    its environment (runtime_env.py), its stop grace unknown (no platform_grace)."""
+    out = []
+    for component in app_platform.components(path, document):
+        envs = {k: v for k, (v, _) in component.envs.items()}
+        found = find(_argv(component.command, envs))
+        if found is not None:
+            worker = ArtisanWorker("app-platform", component.name, component.command_at,
+                                   *found, None, component.instances)  # fmt: skip
+            worker.unit = component.unit
             out.append(worker)
     return out
 
