@@ -58,7 +58,7 @@ VARIANTS = {
 LOOP = """
 import sqlite3, sys, time
 import tenure
-from tenure.stores.sqlite import jobs as J
+from tenure.stores.sqlite import guards as G, jobs as J, ready as R
 path, n, variant = sys.argv[1], int(sys.argv[2]), sys.argv[3]
 app = tenure.App("sqlite:///" + path)
 @app.job
@@ -71,9 +71,9 @@ c.execute("PRAGMA synchronous=NORMAL")
 READY = ("SELECT id, overlap_key, overlap_delay, rate_key, rate_limit, rate_window,"
          " concurrency_key, concurrency_limit FROM tenure_jobs"
          " INDEXED BY tenure_jobs_ready_by_priority"
-         " WHERE queue = ? AND state = 'queued' AND run_at <= ?" + J.NOT_PAUSED
+         " WHERE queue = ? AND state = 'queued' AND run_at <= ?" + R.NOT_PAUSED
          + " ORDER BY priority, run_at, rowid LIMIT ?")
-OPEN = (f"UPDATE tenure_jobs SET state = 'running', attempt = {J.NEXT_ATTEMPT},"
+OPEN = (f"UPDATE tenure_jobs SET state = 'running', attempt = {G.NEXT_ATTEMPT},"
         " lease_expires_at = ?, worker_id = ? WHERE id = ?"
         " RETURNING id, name, queue, payload, policy, attempt, lease_expires_at, batch_id")
 ATTEMPT, COMPLETE, CLOSE = J.ATTEMPT_ROW, J.COMPLETE, J.CLOSE_SUCCEEDED
@@ -111,7 +111,7 @@ if variant == "no-returning":
     READ_BACK = ("SELECT id, name, queue, payload, policy, attempt, lease_expires_at, batch_id"
                  " FROM tenure_jobs WHERE id = ?")
 if variant.startswith("hot"):
-    READY, OPEN, COMPLETE = J.READY, J.CLAIM, J.COMPLETE_PLAIN
+    READY, OPEN, COMPLETE = R.READY, J.CLAIM, J.COMPLETE_PLAIN
 if variant == "one-ready":
     c.execute("DROP INDEX IF EXISTS tenure_jobs_ready")  # gone since migration 0017
 if variant.endswith("raw-indexes"):

@@ -207,3 +207,47 @@ def test_a_full_keys_head_met_by_the_hot_claim_is_parked_and_the_next_job_taken(
         Ending(job_id=held.job_id, token=held.token), queues=["default"], worker=W1, lease=30
     )
     assert ended.accepted and following is not None and following.job_id == waiting.id
+
+
+def test_a_keys_success_whose_next_claim_takes_another_key_hands_back_only_what_is_parked(
+    tmp_path: Path,
+) -> None:
+    # per key: the head read after the success says whether its key has a parked job;
+    # none, so no hand-back statement, and the key's slot is free for its next job at once
+    store = SQLiteStore(f"sqlite:///{tmp_path / 'keys.db'}")
+    a, b = (Guards(concurrency_key=k, concurrency_limit=1) for k in "ab")
+    (a1,) = enqueue(store, replace(new_job(), guards=a))
+    (b1,) = enqueue(store, replace(new_job(), guards=b))
+    held = reserve_one(store)
+    assert held.job_id == a1
+    seen, ended, following = _traced_end(store, held)
+    assert ended.accepted and following is not None and following.job_id == b1
+    assert [" ".join(s.split()[:2]) for s in seen] == [
+        "BEGIN IMMEDIATE",
+        "UPDATE tenure_jobs",
+        "UPDATE tenure_attempts",
+        "SELECT id,",
+        "UPDATE tenure_jobs",
+        "INSERT INTO",
+        "COMMIT",
+    ], seen
+    (a2,) = enqueue(store, replace(new_job(), guards=a))
+    assert reserve_one(store).job_id == a2
+
+
+def test_a_keys_success_whose_next_claim_takes_another_key_wakes_its_parked_job(
+    tmp_path: Path,
+) -> None:
+    store = SQLiteStore(f"sqlite:///{tmp_path / 'woken.db'}")
+    a, b = (Guards(concurrency_key=k, concurrency_limit=1) for k in "ab")
+    a1, a2 = (replace(new_job(), guards=a) for _ in range(2))
+    enqueue(store, a1, a2)
+    held = reserve_one(store)
+    assert store.reserve(queues=["default"], worker=W1, lease=30) == []  # a2 parked
+    (b1,) = enqueue(store, replace(new_job(), guards=b))
+    seen, ended, following = _traced_end(store, held)
+    assert ended.accepted and following is not None and following.job_id == b1
+    # the head read said a2 was parked: the hand-back ran, and a2 is queued again
+    assert [s for s in seen if s.startswith("UPDATE tenure_jobs SET run_at")], seen
+    assert store.queue_counts()["default"].waiting == 0
+    assert reserve_one(store).job_id == a2.id

@@ -22,16 +22,13 @@ from tenure.core.records import (
     batch_target,
 )
 from tenure.core.retry import parse_policy
-from tenure.stores.sql import batches, control, endings
+from tenure.stores.sql import batches, endings
 from tenure.stores.sql import guards as sql_guards
 from tenure.stores.sql.dialect import Dialect
 from tenure.stores.sqlite import guards
 from tenure.stores.sqlite.database import ROW_ERRORS, SQLiteDatabase
-from tenure.stores.sqlite.guards import NEXT_ATTEMPT
 from tenure.stores.sqlite.inserts import insert_jobs
-
-# the shared clause in SQLite's words (what SQLiteDialect.q does): no schema, `?` parameters
-NOT_PAUSED = control.not_paused("?").replace("{s}.", "")
+from tenure.stores.sqlite.ready import ANY_READY, READY, READY_AFTER
 
 # A success, fenced by its token in the same statement. A result of None leaves the column
 # alone (it is NULL until a success writes one): the worker's hot path pays nothing for it.
@@ -70,28 +67,6 @@ UNDER_HINTS = 4096
 CLOSE_SUCCEEDED = (
     "UPDATE tenure_attempts SET ended_at = ?, outcome = 'succeeded', error = NULL,"
     " traceback = NULL WHERE job_id = ? AND number = ?"
-)
-# A queue's ready head with what its guards need, then what its claim hands out (name, queue,
-# payload, policy, batch_id) and the number its next attempt takes: read with the row the
-# head reads anyway, so that the claim needs no RETURNING (see COMPLETE_PLAIN). The write
-# lock is held from this read to the claim: the row cannot change between them. INDEXED BY:
-# left to itself the planner takes tenure_jobs_ready for the run_at range and sorts the
-# queue's ready jobs by priority (a temp B-tree: 20 ms a call at 50,000 queued); the head of
-# (queue, state, priority, run_at, rowid).
-READY = (
-    "SELECT id, overlap_key, overlap_delay, rate_key, rate_limit, rate_window,"
-    " concurrency_key, concurrency_limit, name, queue, payload, policy, batch_id,"
-    f" {NEXT_ATTEMPT} AS next_attempt"
-    " FROM tenure_jobs INDEXED BY tenure_jobs_ready_by_priority"
-    " WHERE queue = ? AND state = 'queued' AND run_at <= ?"
-    + NOT_PAUSED
-    + " ORDER BY priority, run_at, rowid LIMIT ?"
-)
-# Whether a queue has a ready job, from the ready index alone (it covers the condition): the
-# poll before a reservation reads no row, no payload and no next attempt number.
-ANY_READY = (
-    "SELECT 1 FROM tenure_jobs INDEXED BY tenure_jobs_ready_by_priority"
-    " WHERE queue = ? AND state = 'queued' AND run_at <= ?" + NOT_PAUSED + " LIMIT 1"
 )
 # a ready job's claim (its attempt row follows), counted by its row count; CLAIM_UNDER: only
 # while its concurrency key has a free slot (counted in the key's index: unary + keeps the
@@ -154,6 +129,15 @@ def _head(cur: sqlite3.Cursor, queue: str, now: float) -> tuple[Any, ...] | None
     """The ready job `queue` would hand out now (READY's columns), or None."""
     row: tuple[Any, ...] | None = cur.execute(READY, (queue, now, queue, 1)).fetchone()
     return row
+
+
+def _head_after(
+    cur: sqlite3.Cursor, queue: str, now: float, ended: str
+) -> tuple[tuple[Any, ...] | None, bool]:
+    """_head, and whether the concurrency key `ended` has a parked job (READY_AFTER); with
+    no ready job, True (not known)."""
+    row = cur.execute(READY_AFTER, (ended, queue, now, queue, 1)).fetchone()
+    return (None, True) if row is None else (row[:-1], row[-1] is not None)
 
 
 def _unguarded(row: tuple[Any, ...]) -> bool:
@@ -298,12 +282,15 @@ class SQLiteJobs:
                             return ended, None
                         claimed = self._reserve_on(conn, now, queues, worker, lease, 1)
                         return ended, claimed[0] if claimed else None
-                    following, key = self._claim_next(conn, now, queues, worker, lease)
-                    if held is None or key == held[3]:
+                    after = None if held is None else held[3]
+                    following, key, parked = self._claim_next(
+                        conn, now, queues, worker, lease, after
+                    )
+                    if held is None or key == held[3] or not parked:
                         return ended, following
                     # a parked job handed back may be this worker's next
                     if self._release(conn, held, now) and following is None:
-                        following, _ = self._claim_next(conn, now, queues, worker, lease)
+                        following, _, _ = self._claim_next(conn, now, queues, worker, lease)
                     return ended, following
             except _Damaged:
                 continue
@@ -316,32 +303,41 @@ class SQLiteJobs:
         queues: Sequence[str],
         worker: WorkerRef,
         lease: float,
-    ) -> tuple[Reservation | None, str | None]:
-        """The next job of `queues` claimed, no savepoint (a damaged row raises _Damaged), and
-        the concurrency key it took a slot of on the way here (else None): on tuples while a
-        queue's head has no guard but perhaps a concurrency limit (CLAIM_UNDER counts and
-        claims in one statement; a full key's head is parked, and the rest of the queue is
-        looked at), else the general path from that queue on."""
+        ended: str | None = None,
+    ) -> tuple[Reservation | None, str | None, bool]:
+        """The next job of `queues` claimed, no savepoint (a damaged row raises _Damaged), the
+        concurrency key it took a slot of on the way here (else None), and whether the key
+        `ended` (a success's, else None) may have a parked job now: False only when the first
+        head read said it had none and nothing was parked since. On tuples while a queue's
+        head has no guard but perhaps a concurrency limit (CLAIM_UNDER counts and claims in
+        one statement; a full key's head is parked, and the rest of the queue is looked at),
+        else the general path from that queue on."""
         cur = _cursor(conn)
+        parked = True
         for i, queue in enumerate(queues):
-            row = _head(cur, queue, now)
+            if ended is None:
+                row = _head(cur, queue, now)
+            else:
+                row, parked = _head_after(cur, queue, now, ended)
+                ended = None if row is not None else ended  # asked once, with a head
             if row is None:
                 continue
             if _unguarded(row) or _limited(row):
                 key = row[6]
                 try:
                     if key is None:
-                        return _open(cur, row, worker, now, lease), None
+                        return _open(cur, row, worker, now, lease), None, parked
                     claimed = _open(cur, row, worker, now, lease, (key, now, row[7] or 1))
                     if claimed is not None:
                         self._remember(claimed.job_id, key, row[7], claimed.queue)
-                        return claimed, key
+                        return claimed, key, parked
                     sql_guards.park(self.dialect, cur, row[0])  # over its limit: not reserved
                 except DAMAGE as exc:
                     raise _Damaged() from exc
+            # (the general path may park jobs of any key: not known)
             rest = self._reserve_on(conn, now, queues[i:], worker, lease, 1, False)
-            return (rest[0] if rest else None), None
-        return None, None
+            return (rest[0] if rest else None), None, True
+        return None, None, True
 
     def _reserve_on(
         self,
