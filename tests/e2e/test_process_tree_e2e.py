@@ -48,6 +48,20 @@ def test_hard_timeout_kills_a_double_forked_process_the_job_started(project: Pro
     wait_until(lambda: not running(orphan), 10, f"the double-forked `sleep` (pid {orphan}) to end")
 
 
+def test_an_orphan_that_ended_is_reaped_by_the_child(project: Project) -> None:
+    """A job's double-forked process that ends comes back to the child (its subreaper) as a
+    zombie; the child reaps it after the job (at the latest when it waits for its next)."""
+    project.worker()
+    h = project.jobs.orphan_that_ends.dispatch()
+    wait_until(state_is(project.app, h.id, "succeeded"), 60, "the job")
+    ((orphan,),) = [
+        [int(e.split(":", 1)[1]) for _, _, _, e, _ in project.ledger.lines() if "orphan:" in e]
+    ]
+    wait_until(
+        lambda: not Path(f"/proc/{orphan}").exists(), 10, f"the orphan (pid {orphan}) reaped"
+    )
+
+
 def test_memory_cap_counts_and_kills_the_processes_the_job_started(project: Project) -> None:
     worker = project.worker("--memory", "120")
     h = project.jobs.spawn_memory_hog.dispatch(250)

@@ -84,6 +84,32 @@ def spawn_double_forked_and_ignore_timeout() -> None:
             note("caught")
 
 
+@app.job(timeout=60, tries=1)
+def orphan_that_ends() -> None:
+    """`setsid cmd &` whose cmd ends at once: the orphan comes back to the worker's child (a
+    subreaper) and has ended, unreaped, when the job returns; the child must reap it."""
+    pidfile = f"{LEDGER}.{os.getpid()}.orphan"
+    subprocess.run(
+        ["sh", "-c", f"setsid sh -c 'echo $$ > {pidfile}' </dev/null >/dev/null 2>&1 &"],
+        check=True,
+    )
+    written = Path(pidfile)
+    while not (written.exists() and written.read_text().endswith("\n")):
+        time.sleep(0.01)  # the test's own deadline bounds this
+    pid = int(written.read_text())
+    note(f"orphan:{pid}")
+    while _state(pid) not in (b"Z", b""):
+        time.sleep(0.01)  # it ends at once; a zombie until its new parent reaps it
+
+
+def _state(pid: int) -> bytes:
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            return f.read().rpartition(b")")[2].split()[0]
+    except OSError:
+        return b""
+
+
 @app.job(timeout=120, tries=1)
 def spawn_and_wait() -> None:
     start_grandchild(["sleep", "1000"]).wait()

@@ -36,6 +36,30 @@ def test_decoding_arbitrary_text_never_crashes(text: str) -> None:
         payload.decode(text)
 
 
+@given(st.text(alphabet=' \t\n{}[]",:0123456789.eE+-aeflnrstu\\'))
+def test_the_payload_reads_as_json_loads_reads_it(text: str) -> None:
+    """decode's own read of the JSON (the scanner straight, for a worker's hot path) gives
+    json.loads' value, or fails where json.loads fails: whitespace, a value with text after
+    it, a half of one."""
+    try:
+        expected: Any = json.loads(text)
+    except ValueError:
+        expected = ValueError
+    try:
+        got: Any = payload._loads(text)
+    except ValueError:
+        got = ValueError
+    assert got == expected  # (no NaN: the alphabet cannot spell it)
+
+
+def test_a_payload_with_whitespace_or_text_after_it() -> None:
+    assert payload.decode(' {"args": [1], "kwargs": {}}\n').args == (1,)
+    with pytest.raises(PayloadError, match="not valid JSON"):
+        payload.decode('{"args": [1], "kwargs": {}} {}')
+    with pytest.raises(PayloadError, match="nested too deeply"):
+        payload.decode("[" * 100_000 + "]" * 100_000)
+
+
 def test_non_json_argument_names_the_argument() -> None:
     with pytest.raises(PayloadError, match="keyword argument 'when' of job 'j'"):
         payload.encode("j", (), {"when": object()})

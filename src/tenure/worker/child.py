@@ -32,6 +32,7 @@ from typing import IO, Any
 
 from tenure.core.errors import CancelRequested, JobTimeout
 from tenure.core.records import Ending, EndResult, Reservation, WorkerRef
+from tenure.job import Job
 from tenure.loading import load_app
 from tenure.logs import log_end, setup_logging, spool_lines
 from tenure.settings import weighted_order
@@ -54,6 +55,9 @@ RECYCLE_SHARE = 0.8
 # A Tally this large goes out at once: a line stays under PIPE_BUF (4,096 bytes), one atomic
 # write, so a kill cannot leave half of one.
 TALLY_BYTES = 3000
+# A busy child reaps the orphans that ended at most this often (one system call and the
+# exception of "no child" each time), and always before it waits for its next order.
+REAP_S = FLUSH_S
 
 log = logging.getLogger("tenure.worker")
 
@@ -161,6 +165,7 @@ class Child:
         self.ends: list[list[Any]] = []  # the Tally still to send
         self.ends_bytes = 0
         self.ends_since = 0.0  # monotonic time of the oldest end in it
+        self.reaped_at = 0.0  # monotonic time orphans were last reaped (reap_orphans)
         self._said = threading.Lock()  # the pipe and the Tally: the job's and the flusher's
         flusher = threading.Thread(target=self._flush_loop, name="tenure-flush", daemon=True)
         flusher.start()
@@ -187,11 +192,16 @@ class Child:
 
     def _run_chain(self, res: Reservation | None, chain: bool) -> bool:
         """Run attempts until the slot claims none; False when the child should leave."""
+        job: Job[..., Any] | None = None  # res's definition, when already looked up
         while res is not None:
-            res = self._run_one(res, chain)
+            res, job = self._run_one(res, chain, job)
         return not self._bloated()
 
-    def _run_one(self, res: Reservation, chain: bool) -> Reservation | None:
+    def _run_one(
+        self, res: Reservation, chain: bool, job: Job[..., Any] | None
+    ) -> tuple[Reservation | None, Job[..., Any] | None]:
+        """Run `res` and record its end; the next attempt this child runs (claimed with the
+        success) and its definition, or (None, None)."""
         started = time.monotonic()
         if log.isEnabledFor(logging.DEBUG):  # not even its fields built otherwise
             log.debug(
@@ -201,12 +211,12 @@ class Child:
                 res.attempt,
                 extra={"job_id": res.job_id, "job": res.name, "attempt": res.attempt},
             )
-        ended = self._execute(res)
-        reap_orphans()
+        ended = self._execute(res, job)
         claimed_at = time.monotonic()
         if ended.recorded is None and not self.pulse.fresh():
+            self._idle(claimed_at)
             self._hand_over(res, ended, claimed_at - started)
-            return None
+            return None, None
         following = None
         if ended.to_record and chain and not _State.stopping and not self._bloated():
             result, following = self._succeed_and_claim(res, ended)
@@ -216,14 +226,19 @@ class Child:
         said: list[messages.Message] = []
         # The attempt claimed is named before it runs (a child that dies in it has said
         # which it was): in the slot, or down the pipe when it does not fit there.
-        if following is not None and not self._runs_here(following):
+        job = None if following is None else self._runs_here(following)
+        if following is not None and job is None:
             said.append(messages.HandOff(following))
             following = None
         elif following is not None and not self.slot.hold(following, claimed_at):
             said.append(messages.Started.of(following, claimed_at))
         if following is None:
+            self._idle(claimed_at)
             self.slot.empty()
             said.append(messages.Idle(exit=self._bloated()))
+        elif claimed_at - self.reaped_at >= REAP_S:
+            reap_orphans()
+            self.reaped_at = claimed_at
         log_end(res, ended, duration, result, self.ref.id)
         with self._said:
             if not self.ends:
@@ -232,7 +247,14 @@ class Child:
             self.ends_bytes += len(res.name) + 40
         if said or self.ends_bytes > TALLY_BYTES or self.spool.due(claimed_at):
             self._send(*said)
-        return following
+        return following, job
+
+    def _idle(self, now: float) -> None:
+        """This child holds no next attempt: its timer disarmed (a busy child arms it again
+        for each job instead, SoftTimeout) and the orphans that ended reaped."""
+        SoftTimeout.disarm()
+        reap_orphans()
+        self.reaped_at = now
 
     def _flush_loop(self) -> None:
         """Every FLUSH_S, what waited that long goes out, even while a long job runs."""
@@ -282,10 +304,12 @@ class Child:
             messages.Idle(),
         )
 
-    def _execute(self, res: Reservation) -> Ended:
-        job = definition(self.app, res, self.where)
-        if isinstance(job, Ended):
-            return job
+    def _execute(self, res: Reservation, job: Job[..., Any] | None) -> Ended:
+        if job is None:
+            found = definition(self.app, res, self.where)
+            if isinstance(found, Ended):
+                return found
+            job = found
         SoftTimeout.seconds = res.policy.timeout
         _State.lease_ok = True
         _State.cancelled = False
@@ -299,12 +323,13 @@ class Child:
             running=SoftTimeout.bracket,
         )
 
-    def _runs_here(self, res: Reservation) -> bool:
-        """Whether this child runs `res`: not an async job (the supervisor's event loop runs
-        it), nor one this code does not know (a rolling deploy's new job: the supervisor hands
-        it back instead of failing it here)."""
+    def _runs_here(self, res: Reservation) -> Job[..., Any] | None:
+        """The definition of `res` when this child runs it (looked up once, for the run too);
+        None for an async job (the supervisor's event loop runs it) or one this code does not
+        know (a rolling deploy's new job: the supervisor hands it back instead of failing it
+        here)."""
         job = definition(self.app, res, self.where)
-        return not isinstance(job, Ended) and not job.is_async
+        return None if isinstance(job, Ended) or job.is_async else job
 
     def _bloated(self) -> bool:
         limit = self.memory_mb

@@ -77,9 +77,14 @@ SUCCEEDED = Ended("succeeded")
 
 class SoftTimeout:
     """A worker child's soft timeout: SIGALRM armed `seconds` after the job's own code starts
-    and disarmed when it ends (`bracket`, execute's `running`); `running` tells the child's
-    handler whether the job's code runs (JobTimeout is raised only then). Kept here, beside
-    `execute`, so that the bracket is no trip out of this module around every attempt."""
+    (`bracket`, execute's `running`); `running` tells the child's handler whether the job's
+    code runs (JobTimeout is raised only then). Kept here, beside `execute`, so that the
+    bracket is no trip out of this module around every attempt.
+
+    The end of the job's code only clears `running`: a busy child arms the timer again for
+    its next attempt (setitimer replaces the old deadline), so one system call a job instead
+    of two, and a signal that comes between two attempts is ignored by the handler. The
+    child disarms (`disarm`) when it holds no next attempt, so an idle child is not woken."""
 
     running = False
     seconds = 0.0
@@ -87,7 +92,13 @@ class SoftTimeout:
     @classmethod
     def bracket(cls, now: bool) -> None:
         cls.running = now
-        signal.setitimer(signal.ITIMER_REAL, cls.seconds if now else 0)
+        if now:
+            signal.setitimer(signal.ITIMER_REAL, cls.seconds)
+
+    @classmethod
+    def disarm(cls) -> None:
+        cls.running = False
+        signal.setitimer(signal.ITIMER_REAL, 0)
 
 
 class _Untraced(tracing.Attempt):
