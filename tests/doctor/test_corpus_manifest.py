@@ -110,6 +110,8 @@ def test_every_project_names_its_set(monkeypatch: pytest.MonkeyPatch) -> None:
     fifth = fetch.in_set(projects, "check5")  # the sixth, annotated blind after check4 was scored
     sixth = fetch.in_set(projects, "check6")  # the seventh, annotated blind after check5
     seventh = fetch.in_set(projects, "check7")  # the eighth, annotated blind after check6
+    eighth = fetch.in_set(projects, "check8")  # the ninth, annotated blind after check7
+    sizes += len(eighth)
     assert sizes + len(fifth) + len(sixth) + len(seventh) + len(blind) == len(projects)
     assert len(fifth) >= 10 and {p.kind for p in fifth} == {"laravel", "celery"}
     earlier = tuning + check + fresh_sets(fetch, projects) + blind
@@ -120,6 +122,9 @@ def test_every_project_names_its_set(monkeypatch: pytest.MonkeyPatch) -> None:
     assert len(seventh) >= 10 and {p.kind for p in seventh} == {"laravel", "celery"}
     assert not {p.repo for p in seventh} & {p.repo for p in earlier + fifth + sixth}
     assert not {p.name for p in seventh} & {p.name for p in earlier + fifth + sixth}
+    assert len(eighth) >= 10 and {p.kind for p in eighth} == {"laravel", "celery"}
+    assert not {p.repo for p in eighth} & {p.repo for p in earlier + fifth + sixth + seventh}
+    assert not {p.name for p in eighth} & {p.name for p in earlier + fifth + sixth + seventh}
     assert len(fetch.in_set(projects, "all")) == len(projects)
     assert len(tuning) >= 18  # the entries the readers were fixed against
     assert not {p.repo for p in tuning} & {p.repo for p in check}
@@ -190,7 +195,7 @@ def lines_at(source: Path, commit: str, paths: list[str]) -> dict[str, int | str
 
 
 @pytest.mark.parametrize(
-    "which", ["check", "check2", "check3", "check6", "check7", "tuning", "independent"]
+    "which", ["check", "check2", "check3", "check6", "check7", "check8", "tuning", "independent"]
 )
 def test_every_annotated_file_and_line_exists_at_the_pinned_commit(
     which: str, monkeypatch: pytest.MonkeyPatch
