@@ -143,3 +143,60 @@ def test_chart_workers_from_a_values_list(
     monkeypatch.chdir(tmp_path)
     report = diagnose(None, ".", history=False, celery="settings.py")
     assert [f"{f.rule} {f.location}" for f in report.findings] == found
+
+
+# Cut from a video-conferencing chart: one Deployment per instance of the transcribe worker,
+# each instance's values merged over the worker's defaults (`merge $instance $.Values.x`),
+# the command read from the merged map.
+MERGE_TEMPLATE = """{{- range $idx, $instance := .Values.celeryTranscribe.instances }}
+{{- $instanceValues := merge $instance $.Values.celeryTranscribe }}
+---
+apiVersion: apps/v1
+kind: Deployment
+spec:
+  replicas: {{ $instanceValues.replicas }}
+  template:
+    spec:
+      containers:
+        - name: {{ $.Chart.Name }}
+          {{- with $instanceValues.command }}
+          command:
+            {{- toYaml . | nindent 12 }}
+          {{- end }}
+{{- end }}
+"""
+MERGE_VALUES = """celeryTranscribe:
+  command: ["celery", "-A", "summary.worker", "worker", "-Q", "transcribe"{limit}]
+  replicas: 1
+  instances:
+    - name: default
+      replicas: 2
+"""
+
+
+def test_render_reads_a_variable_assigned_by_merge_instance_keys_winning() -> None:
+    import yaml
+
+    rendered = render(MERGE_TEMPLATE, yaml.safe_load(MERGE_VALUES.format(limit=""))).split("\n")
+    assert rendered[6] == "  replicas: 2"
+    assert rendered[13] == (
+        '            ["celery", "-A", "summary.worker", "worker", "-Q", "transcribe"]'
+    )
+
+
+@pytest.mark.parametrize(
+    ("limit", "found"),
+    [("", ["celery-task-unbounded chart/templates/transcribe.yaml:11"]),
+     (', "--time-limit=20"', [])],
+)  # fmt: skip
+def test_chart_worker_command_from_merged_instance_values(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, limit: str, found: list[str]
+) -> None:
+    tasks = "from celery import shared_task\n\n@shared_task(queue='transcribe')\ndef run(): ...\n"
+    files = {"settings.py": UNBOUNDED_SETTINGS, "chart/Chart.yaml": "name: app\nversion: 1\n",
+             "chart/values.yaml": MERGE_VALUES.format(limit=limit), "summary/tasks.py": tasks,
+             "chart/templates/transcribe.yaml": MERGE_TEMPLATE}  # fmt: skip
+    write(tmp_path, files)
+    monkeypatch.chdir(tmp_path)
+    report = diagnose(None, ".", history=False, celery="settings.py")
+    assert [f"{f.rule} {f.location}" for f in report.findings] == found

@@ -27,6 +27,8 @@ VALUES_PATH = re.compile(r"^\.Values((?:\.[A-Za-z_][\w-]*)*)$")
 CONTROL = ("if ", "else", "end", "range ", "with ", "define ", "template ", "include ",
            "block ", "/*")  # fmt: skip
 ASSIGNMENT = re.compile(r"^\$\w*\s*:?=")
+# `$instanceValues := merge $instance $.Values.worker`: a variable the template reads later.
+ASSIGN = re.compile(r"^\$(\w+)\s*:?=\s*(.+)$")
 MISSING: Any = object()
 
 
@@ -126,7 +128,27 @@ def _block(action: str, scopes: list[_Scope]) -> bool:
     if action.startswith(("if ", "define ", "block ")):
         scopes.append(_Scope(outer.dot, dict(outer.variables), outer.live))
         return True
+    assigned = ASSIGN.match(action)
+    if assigned is not None:
+        value = _assigned(assigned.group(2).strip(), outer)
+        if value is not MISSING:
+            outer.variables[assigned.group(1)] = value
     return _control(action) or "include" in action
+
+
+def _assigned(expression: str, scope: _Scope) -> Any:
+    """The value of `$x := TERM`, or of Sprig's `merge DEST SRC...` (DEST's keys win): a
+    chart's per-instance values over the worker's defaults."""
+    words = expression.split()
+    if words[0] != "merge":
+        return _term(expression, scope.variables["$"], scope)
+    maps = [_term(word, scope.variables["$"], scope) for word in words[1:]]
+    if not maps or not all(isinstance(m, dict) for m in maps):
+        return MISSING
+    merged: dict[str, Any] = {}
+    for layer in reversed(maps):
+        merged = _merge(merged, layer)
+    return merged
 
 
 def _control(action: str) -> bool:

@@ -183,3 +183,103 @@ def test_quiet_twin_a_queue_named_local_and_a_config_mount_is_deployed(
              "configuration/ldap_config.py": "AUTH_LDAP_SERVER_URI = ''\n"}  # fmt: skip
     found = run(tmp_path, files, monkeypatch)
     assert found == ["celery-task-unbounded docker/multi-queue.override.yml:2"]
+
+
+# Cut from a video-conferencing suite's compose.yml: a `celery-dev` service (development image,
+# source mounted) and a `celery` on the production image for demos, both reading the
+# development environment's env files.
+TWINS = """services:
+  celery-dev:
+    image: meet:backend-development
+    command: ["celery", "-A", "app.celery_app", "worker", "-l", "DEBUG"]
+    environment:
+      - DJANGO_CONFIGURATION=Development
+    env_file:
+      - env.d/development/common
+    volumes:
+      - ./src/backend:/app
+  celery:
+    image: meet:backend-production
+    command: ["celery", "-A", "app.celery_app", "worker", "-l", "INFO"]
+    environment:
+      - DJANGO_CONFIGURATION=Demo
+    env_file:
+      - {env}
+"""
+
+
+def test_a_service_on_the_development_env_files_of_a_dev_service_is_development(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    compose = TWINS.format(env="env.d/development/common")
+    files = {"compose.yml": compose, "src/backend/manage.py": ""}
+    assert run(tmp_path, files, monkeypatch) == []
+
+
+def test_quiet_twin_the_same_service_on_its_own_env_file_is_deployed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    files = {"compose.yml": TWINS.format(env=".env"), "src/backend/manage.py": ""}
+    assert run(tmp_path, files, monkeypatch) == ["celery-task-unbounded compose.yml:11"]
+
+
+# Cut from a course-catalog site's docker-compose.yml: `DEV_ENV: 'True'` in the shared
+# environment and the checkout mounted over /app.
+DEV_ENV = """x-environment: &py-environment
+  DEBUG: 'False'
+  DEV_ENV: '{on}'
+services:
+  celery:
+    build: .
+    environment: *py-environment
+    env_file: .env
+    command: celery -A app.celery:app worker -l INFO
+    volumes:
+      - .:/app
+"""
+
+
+def test_dev_env_on_and_the_source_mounted_is_development(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    files = {"docker-compose.yml": DEV_ENV.format(on="True"), "manage.py": ""}
+    assert run(tmp_path, files, monkeypatch) == []
+
+
+def test_quiet_twin_dev_env_off_with_the_source_mounted_is_deployed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    files = {"docker-compose.yml": DEV_ENV.format(on="False"), "manage.py": ""}
+    assert run(tmp_path, files, monkeypatch) == ["celery-task-unbounded docker-compose.yml:5"]
+
+
+# Cut from a legal-opinions site's docker/app/docker-compose.yml: the checkout mounted through a
+# variable that defaults to the repository root, with the development env file.
+VARIABLE_MOUNT = """services:
+  cl-celery:
+    build:
+      context: "${{CL_BASE_DIR:-../../}}"
+      dockerfile: "./docker/django/Dockerfile"
+    command: celery -A app.celery:app worker
+    volumes:
+      - {mount}
+    env_file:
+      - ../../.env.dev
+"""
+
+
+def test_the_checkout_mounted_through_a_variable_default_is_development(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    compose = VARIABLE_MOUNT.format(mount="${CL_BASE_DIR:-../../}:/opt/app")
+    files = {"docker/app/docker-compose.yml": compose, "manage.py": ""}
+    assert run(tmp_path, files, monkeypatch) == []
+
+
+def test_quiet_twin_a_data_folder_through_a_variable_default_is_deployed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    compose = VARIABLE_MOUNT.format(mount="${DATA_DIR:-../../data}:/data")
+    files = {"docker/app/docker-compose.yml": compose, "manage.py": "", "data/a.csv": ""}
+    found = run(tmp_path, files, monkeypatch)
+    assert found == ["celery-task-unbounded docker/app/docker-compose.yml:2"]

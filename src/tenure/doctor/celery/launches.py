@@ -85,6 +85,9 @@ WRAPPERS = {"exec", "nice", "nohup", "env", "sudo", "su", "gosu", "su-exec", "ch
             "newrelic-admin", "run-program", "opentelemetry-instrument", "watchmedo",
             "auto-restart", "poetry", "uv", "pipenv", "pdm", "hatch", "rye", "run",
             "sh", "bash", "dash", "ash"}  # fmt: skip
+# Heroku buildpacks' launchers (bin/start-pgbouncer, bin/start-nginx, bin/start-stunnel) start
+# a helper, then exec the command they are given: `worker: bin/start-pgbouncer celery worker`.
+BUILDPACK_LAUNCHER = re.compile(r"start-(?:pgbouncer|nginx|stunnel)(?:-[\w]+)*")
 TAKES_USER = {"gosu", "su-exec", "su", "setuidgid", "s6-setuidgid", "runuser", "-u"}
 # Celery's global options that take a value (celery -A proj -b URL worker ...).
 GLOBAL_VALUES = {"-A", "--app", "-b", "--broker", "--result-backend", "--workdir", "--config"}
@@ -115,6 +118,7 @@ def _command_position(prefix: list[str]) -> bool:
         ok = (
             not name  # a bare $VARIABLE: a nice level, a wrapper chosen at deploy time
             or name in WRAPPERS
+            or BUILDPACK_LAUNCHER.fullmatch(name) is not None
             or name.startswith("python")
             or token.startswith("-")
             or "=" in token

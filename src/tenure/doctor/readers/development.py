@@ -32,7 +32,8 @@ DEVELOPMENT_WORDS = NAME_WORDS | {"local"}
 ENVIRONMENT_KEY = re.compile(r"(?:^|_)(?:ENV|ENVIRONMENT|CONFIGURATION|MODE|STAGE|SETTINGS)\w*$")
 DEBUG_KEY = re.compile(r"(?:^|_)DEBUG$")
 # `IS_LOCAL_DEV=yes`, `DEVELOPMENT=1`: a switch that says the service runs for development.
-DEV_KEY = re.compile(r"(?:^|_)(?:LOCAL_)?DEV(?:ELOPMENT)?$")
+# `DEV_ENV=True` too.
+DEV_KEY = re.compile(r"(?:^|_)(?:LOCAL_)?DEV(?:ELOPMENT)?(?:_ENV)?$")
 ON = {"1", "true", "yes", "on"}
 # A folder holding one of these (or .php files) is the project's source; a folder of config
 # files that happen to be Python (ldap_config.py) is not.
@@ -64,6 +65,12 @@ def development_services(services: YMap, folder: str | None) -> set[str]:
     (`celery-worker: <<: *backend` that only changes the backend's environment)."""
     out = {str(n) for n, s in services.items()
            if isinstance(s, YMap) and is_development_service(str(n), s, folder)}  # fmt: skip
+    # A service that reads the development environment's env files a development service of
+    # the same file reads (`celery` on the production image next to `celery-dev`, both on
+    # env.d/development/common) belongs to that development stack.
+    shared = {f for n in out for f in _env_files(services[n]) if is_development_name(f)}
+    out |= {str(n) for n, s in services.items()
+            if isinstance(s, YMap) and _env_files(s) & shared}  # fmt: skip
     builds = [services[n].get("build") for n in out if services[n].get("build") is not None]
     for name, service in services.items():
         if str(name) in out or not isinstance(service, YMap) or service.get("build") is None:
@@ -111,13 +118,13 @@ def _named(name: str, service: YMap) -> bool:
     values = [v for k, v in _environment(service).items() if ENVIRONMENT_KEY.search(k.upper())]
     if any(_words(text) & DEVELOPMENT_WORDS for text in values):
         return True
+    return any(is_development_name(f) for f in _env_files(service))
+
+
+def _env_files(service: YMap) -> set[str]:
     env_files = service.get("env_file")
     files = env_files if isinstance(env_files, list) else [env_files]
-    return any(
-        is_development_name(str(item.get("path") if isinstance(item, YMap) else item))
-        for item in files
-        if item
-    )
+    return {str(item.get("path") if isinstance(item, YMap) else item) for item in files if item}
 
 
 def _environment(service: YMap) -> dict[str, str]:
@@ -134,6 +141,8 @@ def _bind_sources(service: YMap) -> list[str]:
     out = []
     for volume in service.get("volumes") or []:
         if isinstance(volume, str):
+            # `${CL_BASE_DIR:-../../}:/opt/app`: the folder the variable defaults to.
+            volume = re.sub(r"^\$\{\w+:?-(\.[^}]*)\}", r"\1", volume)
             host = volume.split(":", 1)[0] if ":" in volume else ""
         elif isinstance(volume, YMap) and volume.get("type", "bind") == "bind":
             host = str(volume.get("source") or "")
