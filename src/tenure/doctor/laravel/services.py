@@ -12,16 +12,8 @@ import re
 
 from tree_sitter import Node
 
-from tenure.doctor.laravel.jobs import (
-    SCALARS,
-    CodeScan,
-    HttpCall,
-    JobClass,
-    http_calls,
-    lookup,
-    qualify,
-    reachable,
-)
+from tenure.doctor.laravel.http_calls import HttpCall, http_calls
+from tenure.doctor.laravel.jobs import SCALARS, CodeScan, JobClass, lookup, qualify, reachable
 from tenure.doctor.laravel.php import text, walk
 
 CONTAINED = re.compile(
