@@ -41,13 +41,13 @@ class Reach:
     findings: list[Finding] = field(default_factory=list)
     tasks: int = 0
     functions: int = 0
-    not_followed: int = 0  # calls into the project's own modules that could not be resolved
+    not_followed: int = 0  # calls of project functions or methods that could not be resolved
 
     def note(self) -> str:
         return (
             f"Celery task code: {self.tasks} task(s) followed into {self.functions} "
-            f"function(s) of the project, {DEPTH} calls deep; {self.not_followed} call(s) into "
-            "the project's own modules not followed (the callee could not be resolved)"
+            f"function(s) of the project, {DEPTH} calls deep; {self.not_followed} call(s) of "
+            "project functions not followed (re-exported, made at run time, or inherited)"
         )
 
 
@@ -253,7 +253,11 @@ class Walker:
                 return [(found, where, cls)]
             if len(rest) == 1:
                 return []  # a class with no __init__ of its own: nothing to run
-        self.not_followed.add((module.rel, getattr(func, "lineno", 0)))
+        # A project name that is no function here (re-exported, made at run time), or a
+        # method its class inherits: not followed. `Model.objects.filter()`, `logger.info()`
+        # call a library through a project object: not the project's code, not counted.
+        if len(rest) == 1 or (len(rest) == 2 and rest[0] in classes):
+            self.not_followed.add((module.rel, getattr(func, "lineno", 0)))
         return []
 
     def _composed(

@@ -157,4 +157,4 @@ def test_a_call_it_cannot_resolve_is_said_not_followed(
                      "    pipelines.missing_etl()\n"})  # fmt: skip
     report = diagnose(None, ".", history=False, celery="catalog/celery.py")
     note = next(n for n in report.notes if n.startswith("Celery task code:"))
-    assert "1 call(s) into the project's own modules not followed" in note
+    assert "1 call(s) of project functions not followed" in note
