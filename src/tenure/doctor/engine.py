@@ -158,10 +158,11 @@ def _foreign(report: Report, tree: Tree, base: str, laravel: str | None, celery:
         report.skipped += result.skipped
         reach = check_reach(tree.files["python"], base)
         report.findings += reach.findings
-        report.notes.append(reach.note())
         shown = ", ".join(result.workers[:4]) + (" ..." if len(result.workers) > 4 else "")
         report.notes.append(f"Celery: {result.tasks} task(s), {len(result.workers)} worker "
                             f"command(s) found{': ' + shown if shown else ''}")  # fmt: skip
+        if reach.tasks:
+            report.notes.append(reach.note())
         ran = True
     return ran
 
