@@ -63,20 +63,43 @@ CLIENTS = {"httpx.Client", "httpx.AsyncClient", "aiohttp.ClientSession"}
 
 def find_client_calls(function: FunctionNode, module: Module) -> list[ClientCall]:
     """Network calls in a job and the same-module helpers it calls, each with its bound."""
-    module_bindings = _bindings(module.tree.body, module, top_level=True)
     found: dict[int, ClientCall] = {}
     for fn in called_helpers(function, module):
-        via = "" if fn is function else fn.name
-        bindings = {**module_bindings, **_bindings([fn], module)}
-        for node in module.nodes(fn):
-            if not isinstance(node, ast.Call):
-                continue
+        for call in client_calls_in(fn, module, "" if fn is function else fn.name):
+            # A client's method without its own timeout is bounded by the constructor's:
+            # one finding for the constructor, not one per call through it.
+            found.setdefault(call.key, call)
+    return list(found.values())
+
+
+def client_calls_in(fn: FunctionNode, module: Module, via: str = "") -> list[ClientCall]:
+    """The network calls written in one function (not in what it calls), each with its bound."""
+    bindings = {**_bindings(module.tree.body, module, top_level=True), **_bindings([fn], module)}
+    out: list[ClientCall] = []
+    for node in module.nodes(fn):
+        if isinstance(node, ast.Call):
             call = _check(node, module, bindings, via)
             if call is not None:
-                # A client's method without its own timeout is bounded by the constructor's:
-                # one finding for the constructor, not one per call through it.
-                found.setdefault(call.key, call)
-    return list(found.values())
+                out.append(call)
+    return out
+
+
+def handed_calls_in(fn: FunctionNode, module: Module, handed: dict[str, str]) -> list[ClientCall]:
+    """Calls of a parameter the caller handed a client function: `request_func(url)` in a
+    helper called as `helper(requests.post, ...)`."""
+    out: list[ClientCall] = []
+    for node in module.nodes(fn) if handed else []:
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name):
+            name = handed.get(node.func.id)
+            bound = _timeout(node, SPECS[name], module) if name is not None else None
+            if name is None or bound is None:
+                continue
+            written = name
+            out.append(ClientCall(
+                key=id(node), library=SPECS[name].library, call=written,
+                timeout=Value(f"{written} timeout", bound[0], "s", bound[1]),
+                source=Source(module.rel, node.lineno)))  # fmt: skip
+    return out
 
 
 def _bindings(

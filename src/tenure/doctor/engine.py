@@ -34,6 +34,7 @@ from tenure.doctor.config import apply as apply_overrides
 from tenure.doctor.history import Limits, check_history, measure, read_history, store_note
 from tenure.doctor.model import SEVERITIES, Finding, JobModel, Report, Skipped, Source, Value
 from tenure.doctor.periodic import check_periodic
+from tenure.doctor.reach import check_reach
 from tenure.doctor.readers import read_deployments
 from tenure.doctor.rules import finding
 from tenure.doctor.walk import Tree, scan
@@ -155,9 +156,13 @@ def _foreign(report: Report, tree: Tree, base: str, laravel: str | None, celery:
             raise CannotRun(str(exc)) from exc
         report.findings += result.findings
         report.skipped += result.skipped
+        reach = check_reach(tree.files["python"], base)
+        report.findings += reach.findings
         shown = ", ".join(result.workers[:4]) + (" ..." if len(result.workers) > 4 else "")
         report.notes.append(f"Celery: {result.tasks} task(s), {len(result.workers)} worker "
                             f"command(s) found{': ' + shown if shown else ''}")  # fmt: skip
+        if reach.tasks:
+            report.notes.append(reach.note())
         ran = True
     return ran
 
