@@ -14,6 +14,18 @@ from tenure.core.records import Ending, EndResult, Reservation
 from tenure.stores.sqlite import SQLiteStore
 from tenure.stores.sqlite.database import CLOCK_SQL, sqlite_now
 
+# A success that claims the next job in one transaction: the success, its attempt closed, the
+# head read, the claim and its attempt row.
+SEVEN_STATEMENTS = [
+    "BEGIN IMMEDIATE",
+    "UPDATE tenure_jobs",
+    "UPDATE tenure_attempts",
+    "SELECT id,",
+    "UPDATE tenure_jobs",
+    "INSERT INTO",
+    "COMMIT",
+]
+
 
 def test_a_success_and_the_next_claim_are_the_raw_loops_seven_statements(
     tmp_path: Path,
@@ -31,15 +43,7 @@ def test_a_success_and_the_next_claim_are_the_raw_loops_seven_statements(
     verbs = [" ".join(s.split()[:2]) for s in seen]
     # begin; success fenced; its attempt closed; the head of the queue; the claim; the new
     # attempt row; commit -- no clock read, no savepoint
-    assert verbs == [
-        "BEGIN IMMEDIATE",
-        "UPDATE tenure_jobs",
-        "UPDATE tenure_attempts",
-        "SELECT id,",
-        "UPDATE tenure_jobs",
-        "INSERT INTO",
-        "COMMIT",
-    ], seen
+    assert verbs == SEVEN_STATEMENTS, seen
     assert job(store, held.job_id).state == "succeeded"
     assert job(store, following.job_id).attempts[0].outcome is None
 
@@ -122,15 +126,7 @@ def test_a_limited_backlog_hands_its_slot_on_in_the_plain_jobs_seven_statements(
     assert len(held) == 2
     seen, ended, following = _traced_end(store, held[0])
     assert ended.accepted and following is not None
-    assert [" ".join(s.split()[:2]) for s in seen] == [
-        "BEGIN IMMEDIATE",
-        "UPDATE tenure_jobs",
-        "UPDATE tenure_attempts",
-        "SELECT id,",
-        "UPDATE tenure_jobs",
-        "INSERT INTO",
-        "COMMIT",
-    ], seen
+    assert [" ".join(s.split()[:2]) for s in seen] == SEVEN_STATEMENTS, seen
     running = [j for j in (job(store, r.job_id) for r in (held[1], following))]
     assert [j.state for j in running] == ["running", "running"]
     # still two at most: the next end's claim under the full key parks, takes none
@@ -222,15 +218,7 @@ def test_a_keys_success_whose_next_claim_takes_another_key_hands_back_only_what_
     assert held.job_id == a1
     seen, ended, following = _traced_end(store, held)
     assert ended.accepted and following is not None and following.job_id == b1
-    assert [" ".join(s.split()[:2]) for s in seen] == [
-        "BEGIN IMMEDIATE",
-        "UPDATE tenure_jobs",
-        "UPDATE tenure_attempts",
-        "SELECT id,",
-        "UPDATE tenure_jobs",
-        "INSERT INTO",
-        "COMMIT",
-    ], seen
+    assert [" ".join(s.split()[:2]) for s in seen] == SEVEN_STATEMENTS, seen
     (a2,) = enqueue(store, replace(new_job(), guards=a))
     assert reserve_one(store).job_id == a2
 
