@@ -112,6 +112,8 @@ def test_every_project_names_its_set(monkeypatch: pytest.MonkeyPatch) -> None:
     seventh = fetch.in_set(projects, "check7")  # the eighth, annotated blind after check6
     eighth = fetch.in_set(projects, "check8")  # the ninth, annotated blind after check7
     sizes += len(eighth)
+    ninth = fetch.in_set(projects, "check9")  # the tenth, annotated blind before check8 is scored
+    sizes += len(ninth)
     assert sizes + len(fifth) + len(sixth) + len(seventh) + len(blind) == len(projects)
     assert len(fifth) >= 10 and {p.kind for p in fifth} == {"laravel", "celery"}
     earlier = tuning + check + fresh_sets(fetch, projects) + blind
@@ -125,6 +127,10 @@ def test_every_project_names_its_set(monkeypatch: pytest.MonkeyPatch) -> None:
     assert len(eighth) >= 10 and {p.kind for p in eighth} == {"laravel", "celery"}
     assert not {p.repo for p in eighth} & {p.repo for p in earlier + fifth + sixth + seventh}
     assert not {p.name for p in eighth} & {p.name for p in earlier + fifth + sixth + seventh}
+    before_ninth = earlier + fifth + sixth + seventh + eighth
+    assert len(ninth) >= 10 and {p.kind for p in ninth} == {"laravel", "celery"}
+    assert not {p.repo for p in ninth} & {p.repo for p in before_ninth}
+    assert not {p.name for p in ninth} & {p.name for p in before_ninth}
     assert len(fetch.in_set(projects, "all")) == len(projects)
     assert len(tuning) >= 18  # the entries the readers were fixed against
     assert not {p.repo for p in tuning} & {p.repo for p in check}
@@ -195,7 +201,8 @@ def lines_at(source: Path, commit: str, paths: list[str]) -> dict[str, int | str
 
 
 @pytest.mark.parametrize(
-    "which", ["check", "check2", "check3", "check6", "check7", "check8", "tuning", "independent"]
+    "which",
+    ["check", "check2", "check3", "check6", "check7", "check8", "check9", "tuning", "independent"],
 )
 def test_every_annotated_file_and_line_exists_at_the_pinned_commit(
     which: str, monkeypatch: pytest.MonkeyPatch
