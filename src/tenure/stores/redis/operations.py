@@ -41,10 +41,11 @@ class RedisOperations:
         if queue is None:
             return None
         base = self.db.base(queue)
-        # one consistent view: job + attempts
+        # one consistent view: the job with its attempts (layout 4: in its own hash), and the
+        # effects it recorded
         pipe = self.db.slot_transaction(f"{base}:job:{job_id}")
         pipe.time()
-        names = (f"job:{job_id}", f"att:{job_id}", f"once:{job_id}")
+        names = (f"job:{job_id}", f"once:{job_id}")
         for name in names:
             pipe.hgetall(f"{base}:{name}")
         # raise_on_error=False: a key of another type (WRONGTYPE) reads as damaged, not raised
@@ -54,7 +55,7 @@ class RedisOperations:
             for name, got in zip(names, read, strict=True)
             if isinstance(got, Exception)
         ]
-        fields, attempts, effects = (got if isinstance(got, dict) else {} for got in read)
+        fields, effects = (got if isinstance(got, dict) else {} for got in read)
         if not fields and not damage:
             self.db.job_queue.pop(job_id, None)
             return None
@@ -63,7 +64,7 @@ class RedisOperations:
             queue,
             fields,
             clock_value(seconds, micros),
-            attempt_records(job_id, with_open_attempt(fields, attempts)),
+            attempt_records(job_id, with_open_attempt(fields)),
         )
         if damage:
             note = f"the job's record in Redis is damaged: {'; '.join(damage)}"

@@ -85,8 +85,9 @@ def job_record(
     )
 
 
-# The attempt a running job is on, kept in the job's own hash until its end appends it to the
-# attempts hash (layout 3; lua/lib/prelude.lua's OPEN_FIELDS): job field -> attempt field.
+# The attempt a running job is on, kept in the job's own hash under these fields until its end
+# writes it as attempt fields "N.worker_id", ... (layout 3; lua/lib/prelude.lua's OPEN_FIELDS):
+# job field -> attempt field.
 OPEN_ATTEMPT_FIELDS = {
     "worker_id": "worker_id",
     "cur.host": "host",
@@ -97,17 +98,18 @@ OPEN_ATTEMPT_FIELDS = {
 }
 
 
-def with_open_attempt(job: dict[str, str], attempts: dict[str, str]) -> dict[str, str]:
-    """The attempts hash's fields, and a running job's open attempt as if it were there."""
+def with_open_attempt(job: dict[str, str]) -> dict[str, str]:
+    """The job's hash, with its ended attempts ("N.outcome", ...: layout 4 keeps them there),
+    and a running job's open attempt as if it had ended there too."""
     number = job.get("attempt", "")
-    if job.get("state") != "running" or not number.isdigit() or f"{number}.outcome" in attempts:
-        return attempts
+    if job.get("state") != "running" or not number.isdigit() or f"{number}.outcome" in job:
+        return job
     opened = {
         f"{number}.{name}": job[field]
         for field, name in OPEN_ATTEMPT_FIELDS.items()
         if job.get(field)
     }
-    return {**attempts, **opened}
+    return {**job, **opened}
 
 
 def attempt_records(job_id: str, fields: dict[str, str]) -> list[AttemptRecord]:
