@@ -273,10 +273,11 @@ class RedisDatabase:
             raise
         self.client.hset(meta, "layout", LAYOUT_VERSION)
 
-    def upgrade_attempts(self, queues: Sequence[str], page: int = UPGRADE_PAGE) -> int:
+    def upgrade_attempts(self, queues: Sequence[str]) -> int:
         """Layout 3 to 4: every queue's ended attempts into their jobs' hashes, a page of each
         queue per round trip until all are done; how many attempts hashes were moved."""
         after = dict.fromkeys(queues, "-inf")
+        page = UPGRADE_PAGE
         moved = 0
         while after:
             calls = [self.qcall("upgrade_attempts", q, last, page) for q, last in after.items()]
