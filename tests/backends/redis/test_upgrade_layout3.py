@@ -33,6 +33,7 @@ from tenure.core.retry import Policy
 from tenure.stores.base import get_job
 from tenure.stores.redis import RedisStore, database
 from tenure.stores.redis import scripts as current
+from tenure.stores.redis.connection import connect
 from tenure.stores.redis.database import RedisDatabase
 
 from servers import isolated_store_url
@@ -88,15 +89,18 @@ class Layout3Store(RedisStore):
         return read_job_with_attempts_hash(self, job_id)
 
 
-@pytest.fixture
-def url(redis_url: str, tmp_path: Path) -> Iterator[str]:
-    with isolated_store_url("redis", redis_url, tmp_path) as isolated:
+# The upgrade's keys of one job are in one slot (its queue's hash tag): it runs on a Redis
+# Cluster and behind Sentinel as on one server.
+@pytest.fixture(params=["redis_url", "redis_cluster_url", "redis_sentinel_url"])
+def url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
+    with isolated_store_url("redis", request.getfixturevalue(request.param), tmp_path) as isolated:
         yield isolated
 
 
 @pytest.fixture
-def client(redis_url: str) -> Iterator[redis.Redis]:
-    c = redis.Redis.from_url(redis_url, decode_responses=True)
+def client(url: str) -> Iterator[redis.Redis]:
+    """A client of the store's server (or cluster) of its own."""
+    c = connect(url).client
     yield c
     c.close()
 
