@@ -35,9 +35,7 @@ from tenure.core.retry import Policy
 from tenure.stores.base import get_batch, get_job
 from tenure.stores.redis import RedisStore
 from tenure.stores.redis import scripts as current
-from tenure.stores.redis.database import RedisDatabase, clock_value
-from tenure.stores.redis.guards import effect_records
-from tenure.stores.redis.records import attempt_records, job_record, with_open_attempt
+from tenure.stores.redis.database import RedisDatabase
 
 from servers import isolated_store_url
 
@@ -159,27 +157,6 @@ class Layout2Database(RedisDatabase):
         self._layout_checked = True
 
 
-def read_job_with_attempts_hash(store: RedisStore, job_id: str) -> JobRecord | None:
-    """A job as layouts 1-3 showed it: their ended attempts were in a hash of their own,
-    `att:ID`, which this code no longer reads (layout 4 keeps them in the job's hash)."""
-    queue = store.db.locate(job_id)
-    if queue is None:
-        return None
-    base = store.db.base(queue)
-    pipe = store.db.slot_transaction(f"{base}:job:{job_id}")
-    pipe.time()
-    for name in ("job", "att", "once"):
-        pipe.hgetall(f"{base}:{name}:{job_id}")
-    (seconds, micros), fields, attempts, effects = pipe.execute()
-    if not fields:
-        return None
-    history = with_open_attempt({**fields, **attempts})
-    record = job_record(
-        job_id, queue, fields, clock_value(seconds, micros), attempt_records(job_id, history)
-    )
-    return replace(record, effects=effect_records(effects))
-
-
 class Layout2Store(RedisStore):
     """This code's Python over layout 2's keys and scripts (Layout2Database)."""
 
@@ -187,9 +164,6 @@ class Layout2Store(RedisStore):
         super().__init__(url)
         self.db.close()
         self.db = Layout2Database(url)
-
-    def _read_job(self, job_id: str) -> JobRecord | None:
-        return read_job_with_attempts_hash(self, job_id)
 
     def _id_pages(self, queue: str, index: str) -> Iterator[list[str]]:
         """Layout 2's listing: an index per state, queued and running too."""

@@ -24,11 +24,10 @@ from backends.redis.test_upgrade import (
     goes_on,
     listed,
     new,
-    read_job_with_attempts_hash,
     take,
 )
 from tenure.core.guards import Guards
-from tenure.core.records import Ending, JobRecord
+from tenure.core.records import Ending
 from tenure.core.retry import Policy
 from tenure.stores.base import get_job
 from tenure.stores.redis import RedisStore, database
@@ -85,9 +84,6 @@ class Layout3Store(RedisStore):
         self.db.close()
         self.db = Layout3Database(url)
 
-    def _read_job(self, job_id: str) -> JobRecord | None:
-        return read_job_with_attempts_hash(self, job_id)
-
 
 # The upgrade's keys of one job are in one slot (its queue's hash tag): it runs on a Redis
 # Cluster and behind Sentinel as on one server.
@@ -122,6 +118,9 @@ def fill_with_history(store: RedisStore) -> dict[str, Any]:
     assert store.reserve(queues=["rated"], worker=W1, lease=60, limit=1) == []
     store.end_attempt(Ending(job_id=started.job_id, token=started.token))
     ids["deferred"] = rated[1].id
+    # running on a worker of the old release, which ends it after the upgrade
+    store.enqueue_many([new("late")])
+    ids["late"] = take(store, "late")
     return ids
 
 
@@ -190,6 +189,33 @@ def test_a_layout_3_store_is_upgraded_in_place_and_nothing_is_lost(
         assert attempts_hashes(client, old.prefix) == []  # layout 4 writes none
     finally:
         store.close()
+
+
+def test_an_attempt_an_old_worker_ends_after_the_upgrade_is_shown_and_deleted(
+    url: str, client: redis.Redis
+) -> None:
+    """A rolling deploy: a worker of the old release, still running after a new one upgraded
+    the store, ends its attempt into `att:ID` as layout 3 did. The history shows it, and the
+    job's deletion takes the hash with it."""
+    old = Layout3Store(url)
+    try:
+        old.enqueue_many([new("late")])
+        late = take(old, "late")
+        store = RedisStore(url)
+        try:
+            store.migrate()
+            assert client.hget(f"{store.prefix}:{{g}}:meta", "layout") == "4"
+            old.end_attempt(Ending(job_id=late.job_id, token=late.token))
+            (leftover,) = attempts_hashes(client, store.prefix)
+            record = get_job(store, late.job_id)
+            assert record is not None and record.state == "succeeded"
+            assert [(a.outcome, a.worker_id) for a in record.attempts] == [("succeeded", "w-old")]
+            assert store.forget_job(late.job_id)
+            assert not client.exists(leftover)
+        finally:
+            store.close()
+    finally:
+        old.close()
 
 
 def test_a_layout_3_store_with_no_queue_is_marked_4(url: str, client: redis.Redis) -> None:

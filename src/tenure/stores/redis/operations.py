@@ -41,11 +41,12 @@ class RedisOperations:
         if queue is None:
             return None
         base = self.db.base(queue)
-        # one consistent view: the job with its attempts (layout 4: in its own hash), and the
-        # effects it recorded
+        # one consistent view: the job with its attempts (layout 4: in its own hash), the
+        # attempts an older release's worker still running through a rolling deploy ended into
+        # `att:ID` (layouts 1-3) after the upgrade, and the effects it recorded
         pipe = self.db.slot_transaction(f"{base}:job:{job_id}")
         pipe.time()
-        names = (f"job:{job_id}", f"once:{job_id}")
+        names = (f"job:{job_id}", f"att:{job_id}", f"once:{job_id}")
         for name in names:
             pipe.hgetall(f"{base}:{name}")
         # raise_on_error=False: a key of another type (WRONGTYPE) reads as damaged, not raised
@@ -55,7 +56,7 @@ class RedisOperations:
             for name, got in zip(names, read, strict=True)
             if isinstance(got, Exception)
         ]
-        fields, effects = (got if isinstance(got, dict) else {} for got in read)
+        fields, leftover, effects = (got if isinstance(got, dict) else {} for got in read)
         if not fields and not damage:
             self.db.job_queue.pop(job_id, None)
             return None
@@ -64,7 +65,7 @@ class RedisOperations:
             queue,
             fields,
             clock_value(seconds, micros),
-            attempt_records(job_id, with_open_attempt(fields)),
+            attempt_records(job_id, with_open_attempt({**leftover, **fields})),
         )
         if damage:
             note = f"the job's record in Redis is damaged: {'; '.join(damage)}"

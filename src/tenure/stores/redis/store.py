@@ -39,7 +39,9 @@ touches one slot only:
                                          the attempt it is running (worker_id, cur.host, ...);
                                          its ended attempts, fields "N.worker_id", "N.outcome",
                                          ..., each written once, at the attempt's end (layout
-                                         4; layouts 1-3 kept them in PREFIX:{q:QUEUE}:att:ID);
+                                         4; layouts 1-3 kept them in PREFIX:{q:QUEUE}:att:ID,
+                                         still read and deleted with the job: an older
+                                         release's worker may end one there mid-deploy);
                                          field `waiter`: someone waits for its end (JobHandle);
                                          attempt, tries_used, exceptions absent read as 0 (a
                                          plain job is enqueued without them)

@@ -25,9 +25,10 @@ local function drop(qbase, id)
   local f = redis.call('HMGET', jk, 'state', 'unique_key', 'overlap_key', 'attempt',
     'debounce_key')
   if not FINAL[f[1]] then return false end
-  local ok = qbase .. ':once:' .. id
-  -- attempts opened: one field group each in the job's hash (layout 4), deleted with it
-  n_attempts = n_attempts + num(f[4])
+  -- its attempts are fields of its hash (layout 4); `att:ID` only holds those an older
+  -- release's worker ended there after the upgrade (a rolling deploy), deleted with the job
+  local ak, ok = qbase .. ':att:' .. id, qbase .. ':once:' .. id
+  n_attempts = n_attempts + num(f[4])  -- attempts opened: one field group each
   n_effects = n_effects + redis.call('HLEN', ok)
   local uk = f[2] and (qbase .. ':uniq:' .. f[2])
   local held_unique = uk and redis.call('HGET', uk, 'job') == id
@@ -42,7 +43,7 @@ local function drop(qbase, id)
   if held_unique then redis.call('DEL', uk) end
   if held_overlap then redis.call('HDEL', qbase .. ':overlap', f[3]) end
   if held_debounce then redis.call('HDEL', qbase .. ':debounce', f[5]) end
-  redis.call('DEL', jk, ok)
+  redis.call('DEL', jk, ak, ok)
   redis.call('ZREM', qbase .. ':idx:' .. f[1], id)
   redis.call('ZREM', qbase .. ':all', id)
   redis.call('ZREM', qbase .. ':ended', id)
