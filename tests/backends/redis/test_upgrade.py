@@ -12,7 +12,7 @@ only repeat this session's idea of layout 2."""
 from __future__ import annotations
 
 import secrets
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -165,8 +165,8 @@ class Layout2Store(RedisStore):
         self.db.close()
         self.db = Layout2Database(url)
 
-    def _id_pages(self, queue: str, index: str) -> Iterator[list[str]]:
-        """Layout 2's listing: an index per state, queued and running too."""
+    def _id_pages(self, queue: str, index: str, room: Callable[[], int]) -> Iterator[list[str]]:
+        """Layout 2's listing: an index per state, queued and running too (whole pages)."""
         key = f"{self.db.base(queue)}:{'all' if index == 'all' else 'idx:' + index}"
         start = 0
         while ids := self.db.client.zrevrange(key, start, start + 199):

@@ -44,6 +44,27 @@ def to_opt_int(text: Any) -> int | None:
 
 
 REQUIRED_JOB_FIELDS = ("name", "payload", "state", "policy", "created_at", "run_at")
+# Every field `job_record` reads, and `seq` (a listing's order among jobs created in the same
+# instant): a listing HMGETs these alone. Layout 4 keeps a job's ended attempts ("N.outcome",
+# "N.traceback", ...) in the same hash, so an HGETALL would carry every attempt's traceback
+# to a listing that shows none of them (its records have no attempts; `last_error` is the
+# job's own field). Reading one job with its history (`_read_job`) still reads the hash whole.
+LISTED_JOB_FIELDS = (
+    *REQUIRED_JOB_FIELDS,
+    "queue",
+    "finished_at",
+    "tries_used",
+    "exceptions",
+    "last_error",
+    "lease_expires_at",
+    "worker_id",
+    "batch_id",
+    "result",
+    "priority",
+    "chain",
+    "concurrency_key",
+    "seq",
+)
 
 
 def job_record(
