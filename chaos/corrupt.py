@@ -128,7 +128,8 @@ def _redis(project: Project) -> Callable[[str, str], None]:
             column, value = JOB_FIELD_CORRUPTIONS[kind]
             client.hset(job_key, column, value)
         elif kind == "stray-attempt-row":
-            client.hset(f"{prefix}:{{q:default}}:att:{job_id}", mapping={"1.worker_id": "ghost"})
+            # layout 4: a job's attempts are fields of its own hash
+            client.hset(job_key, mapping={"1.worker_id": "ghost"})
         elif kind == "once-row-for-other-attempt":
             client.hdel(job_key, "name", "policy")  # a job hash missing required fields
 

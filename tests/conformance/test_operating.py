@@ -7,7 +7,7 @@ from dataclasses import replace
 import pytest
 
 from conformance.helpers import W1, counts, enqueue, job, new_job, reserve_one, wait_until
-from tenure.core.records import Ending, WorkerRecord
+from tenure.core.records import Ending, JobRecord, NewBatch, WorkerRecord
 from tenure.core.retry import Policy
 from tenure.core.states import JOB_STATES
 from tenure.stores import Store
@@ -91,6 +91,55 @@ def test_list_jobs_by_id_reads_each_with_its_attempts_in_the_order_asked(store: 
     assert [[a.outcome for a in j.attempts] for j in listed] == [["failed"], [], ["succeeded"]]
     assert store.list_jobs(ids=[]) == []
     assert get_job(store, "no-such-job") is None
+
+
+def test_a_listing_shows_what_the_job_read_alone_shows_after_several_attempts(
+    store: Store,
+) -> None:
+    """A listing reads less of each job than `get_job` (no history): every field its records
+    carry must still be the one the job's own page shows, for jobs that ended attempts."""
+    three = Policy(tries=3, backoff=0)
+    failed, succeeded, running, retrying = (
+        new_job(queue="a", policy=three),
+        new_job(queue="a", policy=three),
+        new_job(queue="b", policy=three),
+        new_job(queue="c", policy=three),
+    )
+    member = new_job(queue="a", policy=three, batch_id="b-listed")
+    trace = "Traceback (most recent call last):\n" + "  frame\n" * 200
+
+    def fail(job_id: str, queue: str, times: int) -> None:
+        # one job in its queue at a time: a retry at once goes behind the queue's others
+        for n in range(times):
+            got = reserve_one(store, queues=[queue])
+            assert got.job_id == job_id
+            store.end_attempt(Ending(job_id, got.token, "failed", error=f"E{n}", traceback=trace))
+
+    store.enqueue_many([member], batch=NewBatch(id="b-listed", name="n", total=1))
+    fail(member.id, "a", 3)
+    for one, times in ((failed, 3), (succeeded, 2), (running, 2), (retrying, 1)):
+        enqueue(store, one)
+        fail(one.id, one.queue, times)
+    ok = reserve_one(store, queues=["a"])
+    assert ok.job_id == succeeded.id
+    store.end_attempt(Ending(succeeded.id, ok.token, result='{"total": 3}'))
+    assert reserve_one(store, queues=["b"]).job_id == running.id  # its third attempt, open
+
+    def summary(record: JobRecord) -> JobRecord:
+        return replace(record, attempts=[], effects=[])
+
+    listed = store.list_jobs() + store.list_jobs(batch_id="b-listed")
+    assert len(listed) == 6  # the batch's member twice
+    for record in listed:
+        alone = job(store, record.id)
+        assert len(alone.attempts) >= 2 or record.id == retrying.id
+        assert summary(record) == summary(alone), record.id
+    assert {r.id: r.state for r in store.list_jobs(state="failed")} == {
+        failed.id: "failed",
+        member.id: "failed",
+    }
+    last = [r.last_error or "" for r in store.list_jobs(state="failed", queue="a")]
+    assert [error.startswith("E2") for error in last] == [True, True], last
 
 
 def test_retry_job_puts_a_failed_job_back_with_fresh_tries(store: Store) -> None:

@@ -6,7 +6,8 @@ running jobs whose leases stop being renewed (at most until those leases expire)
 scheduled jobs due within that same horizon (a retry with a short backoff; a job an overlap key
 or a rate limit deferred by a second: the queue's own work, held back a moment), but not for
 jobs a live worker holds (their leases move) nor for jobs due later, which it names when it
-exits.
+exits. A job that is ready when it looks (not parked on a concurrency key, in a queue not
+paused) sends it back to reserve: its run_at passed since the reserve that found nothing.
 """
 
 from __future__ import annotations
@@ -32,6 +33,7 @@ class Leftover:
     running_elsewhere: int
     now: float
     paused_ready: dict[str, int] = field(default_factory=dict)  # ready, in paused queues
+    ready: int = 0  # ready to run now in the worker's queues (not parked, not paused)
 
     def describe(self) -> str:
         scheduled = self.retries + self.delayed
@@ -57,7 +59,13 @@ class Leftover:
 
     @property
     def empty(self) -> bool:
-        return not (self.retries or self.delayed or self.running_elsewhere or self.paused_ready)
+        return not (
+            self.retries
+            or self.delayed
+            or self.running_elsewhere
+            or self.paused_ready
+            or self.ready
+        )
 
 
 class BurstEnd:
@@ -85,6 +93,12 @@ class BurstEnd:
             left = self.leftover(now)
         except Exception as exc:  # an outage now: the fetch loop backs off and looks again
             log.warning("--burst: cannot read what is left (%s: %s)", type(exc).__name__, exc)
+            return False
+        if left.ready:
+            # Due since the reserve that found nothing (a deferral's or a retry's run_at passed
+            # in between, e.g. an overlap key's 0.02 s): reserve again, do not exit. Every
+            # burst worker idle in that moment would otherwise exit, and leave the job queued.
+            log.debug("--burst: %d job(s) came due since the last reserve", left.ready)
             return False
         if left.next_due_at is not None and left.next_due_at - now <= self.slack:
             self._say_due_soon(left, now)
@@ -152,6 +166,11 @@ class BurstEnd:
             for q in self.queues
             if q in by_queue and by_queue[q].paused and by_queue[q]["queued"]
         }
+        ready = sum(
+            max(0, by_queue[q]["queued"] - by_queue[q].waiting)
+            for q in self.queues
+            if q in by_queue and not by_queue[q].paused
+        )
         for queue in self.queues:
             scheduled = by_queue[queue]["scheduled"] if queue in by_queue else 0
             if not scheduled:
@@ -165,4 +184,4 @@ class BurstEnd:
                     delayed += 1
                 next_due = job.run_at if next_due is None else min(next_due, job.run_at)
         running = len(self._running())
-        return Leftover(retries, delayed, next_due, running, now, paused)
+        return Leftover(retries, delayed, next_due, running, now, paused, ready)

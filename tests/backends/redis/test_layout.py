@@ -48,21 +48,22 @@ def test_first_use_records_the_layout_without_migrate(url: str, client: redis.Re
     store = RedisStore(url)
     try:
         store.enqueue_many([job()])
-        assert client.hget(f"{store.prefix}:{{g}}:meta", "layout") == "3"
+        assert client.hget(f"{store.prefix}:{{g}}:meta", "layout") == "4"
     finally:
         store.close()
 
 
-def test_layout_1_keys_are_taken_over_and_marked_3(url: str, client: redis.Redis) -> None:
-    """Layout 2 added priorities beside layout 1's keys, which read the same, and layout 3
-    dropped indexes; marking the keys 3 makes an older tenure stop rather than miss jobs of
-    other priorities or list queued jobs from an index nobody keeps."""
+def test_layout_1_keys_are_taken_over_and_marked_4(url: str, client: redis.Redis) -> None:
+    """Layout 2 added priorities beside layout 1's keys, which read the same, layout 3
+    dropped indexes and layout 4 moved attempts into the job's hash; marking the keys 4 makes
+    an older tenure stop rather than miss jobs of other priorities, list queued jobs from an
+    index nobody keeps or show a history it no longer finds."""
     store = RedisStore(url)
     try:
         meta = f"{store.prefix}:{{g}}:meta"
         client.hset(meta, "layout", "1")
         (stored,) = store.enqueue_many([job()])
-        assert client.hget(meta, "layout") == "3"
+        assert client.hget(meta, "layout") == "4"
         assert get_job(store, stored) is not None
     finally:
         store.close()
@@ -70,7 +71,7 @@ def test_layout_1_keys_are_taken_over_and_marked_3(url: str, client: redis.Redis
 
 @pytest.mark.parametrize(
     ("stored", "message"),
-    [("4", "use layout 4, newer than this tenure understands"), ("v1", "got 'v1'")],
+    [("5", "use layout 5, newer than this tenure understands"), ("v1", "got 'v1'")],
 )
 def test_keys_in_another_layout_are_refused_before_any_write(
     url: str, client: redis.Redis, stored: str, message: str

@@ -352,19 +352,19 @@ def test_keys_of_the_wrong_type_read_as_damaged_not_as_a_raw_wrongtype(
     store: RedisStore, client: redis.Redis
 ) -> None:
     base = f"{store.prefix}:{{q:default}}"
-    store.enqueue_many([job("string-job"), job("list-attempts")])
+    store.enqueue_many([job("string-job"), job("list-effects")])
     client.delete(f"{base}:job:string-job")
     client.set(f"{base}:job:string-job", "a hand-written value")
-    client.rpush(f"{base}:att:list-attempts", "x")
+    client.rpush(f"{base}:once:list-effects", "x")
     record = get_job(store, "string-job")
     assert record is not None
     assert "key job:string-job holds a string, not a hash" in (record.last_error or "")
-    other = get_job(store, "list-attempts")
+    other = get_job(store, "list-effects")
     assert other is not None and other.state == "queued" and other.name == "send_invoice"
-    assert "key att:list-attempts holds a list, not a hash" in (other.last_error or "")
-    assert {r.id for r in store.list_jobs(ids=["string-job", "list-attempts"])} == {
+    assert "key once:list-effects holds a list, not a hash" in (other.last_error or "")
+    assert {r.id for r in store.list_jobs(ids=["string-job", "list-effects"])} == {
         "string-job",
-        "list-attempts",
+        "list-effects",
     }
 
 
@@ -536,7 +536,7 @@ def test_migrate_is_idempotent_and_refuses_a_newer_layout(
     store.migrate()
     store.migrate()
     meta = f"{store.prefix}:{{g}}:meta"
-    assert client.hget(meta, "layout") == "3"
+    assert client.hget(meta, "layout") == "4"
     client.hset(meta, "layout", "99")
     with pytest.raises(ConfigError, match="layout 99"):
         store.migrate()

@@ -12,7 +12,7 @@ only repeat this session's idea of layout 2."""
 from __future__ import annotations
 
 import secrets
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -22,7 +22,15 @@ import redis
 
 from tenure.core import chains
 from tenure.core.guards import Guards
-from tenure.core.records import Ending, JobRecord, NewBatch, NewJob, Reservation, WorkerRef
+from tenure.core.records import (
+    AttemptRecord,
+    Ending,
+    JobRecord,
+    NewBatch,
+    NewJob,
+    Reservation,
+    WorkerRef,
+)
 from tenure.core.retry import Policy
 from tenure.stores.base import get_batch, get_job
 from tenure.stores.redis import RedisStore
@@ -157,8 +165,8 @@ class Layout2Store(RedisStore):
         self.db.close()
         self.db = Layout2Database(url)
 
-    def _id_pages(self, queue: str, index: str) -> Iterator[list[str]]:
-        """Layout 2's listing: an index per state, queued and running too."""
+    def _id_pages(self, queue: str, index: str, room: Callable[[], int]) -> Iterator[list[str]]:
+        """Layout 2's listing: an index per state, queued and running too (whole pages)."""
         key = f"{self.db.base(queue)}:{'all' if index == 'all' else 'idx:' + index}"
         start = 0
         while ids := self.db.client.zrevrange(key, start, start + 199):
@@ -255,6 +263,65 @@ def listed(store: RedisStore) -> dict[str, set[str]]:
     return {s: {r.id for r in store.list_jobs(state=s, limit=1000)} for s in states}
 
 
+def goes_on(
+    store: RedisStore, ids: dict[str, Any], counts: dict[str, Any], opened: AttemptRecord
+) -> None:
+    """After an upgrade: every kind of job `fill` left runs on as it would have before it."""
+    running_id, running_token = ids["running"]
+    # runnable: the running job's result is taken with its old token (fencing kept), and
+    # its attempt's history is the one the old layout began
+    ended, _ = store.end_attempt(Ending(job_id=running_id, token=running_token, result="1"))
+    assert ended.accepted
+    record = get_job(store, running_id)
+    assert record is not None and record.state == "succeeded"
+    (closed,) = record.attempts
+    assert (closed.outcome, closed.worker_id, closed.memory_mb) == ("succeeded", "w-old", 12.5)
+    assert closed.started_at == opened.started_at
+    # a stale token is still refused
+    stale, _ = store.end_attempt(Ending(job_id=running_id, token=running_token, result="2"))
+    assert not stale.accepted
+
+    # priorities still order the plain queue; the scheduled job stays scheduled
+    first, second = take(store, "plain", W2), take(store, "plain", W2)
+    assert [first.job_id, second.job_id] == [ids["urgent"], ids["queued"]]
+    assert store.reserve(queues=["plain"], worker=W2, lease=60, limit=1) == []
+    # the failed job retries and runs
+    assert store.retry_job(ids["failed"])
+    again = take(store, "done", W2)
+    assert again.job_id == ids["failed"] and again.attempt == 2
+    store.end_attempt(Ending(job_id=again.job_id, token=again.token))
+    retried = get_job(store, ids["failed"])
+    assert retried is not None
+    assert [a.outcome for a in retried.attempts] == ["failed", "succeeded"]
+
+    # the batch: its running member (reserved in the old layout) and its queued one end, and its
+    # callback is queued
+    member = ids["member_running"]
+    store.end_attempt(Ending(job_id=member.job_id, token=member.token))
+    other = take(store, "bat", W2)
+    store.end_attempt(Ending(job_id=other.job_id, token=other.token))
+    settled = get_batch(store, ids["batch"])
+    assert settled is not None and settled.state == "succeeded"
+    assert take(store, "bat", W2).job_id == ids["then"]
+
+    # the chain goes on to its second link
+    link = take(store, "chain", W2)
+    assert link.job_id == ids["chain"][0]
+    store.end_attempt(Ending(job_id=link.job_id, token=link.token))
+    assert take(store, "chain", W2).job_id == ids["chain"][1]
+
+    # the concurrency slot frees when its old-layout holder ends: the parked job runs
+    holder = ids["limited_running"]
+    store.end_attempt(Ending(job_id=holder.job_id, token=holder.token))
+    assert take(store, "lim", W2).job_id == ids["limited_parked"]
+
+    # the paused queue stays paused until resumed
+    assert counts["held"].paused and store.queue_counts()["held"].paused
+    assert store.reserve(queues=["held"], worker=W2, lease=60, limit=1) == []
+    store.set_control(paused={"held": False})
+    assert take(store, "held", W2).job_id == ids["held"]
+
+
 def test_a_layout_2_store_is_upgraded_in_place_and_nothing_is_lost(
     url: str, client: redis.Redis
 ) -> None:
@@ -267,7 +334,7 @@ def test_a_layout_2_store_is_upgraded_in_place_and_nothing_is_lost(
         old.close()
     meta = f"{old.prefix}:{{g}}:meta"
     assert client.hget(meta, "layout") == "2"
-    running_id, running_token = ids["running"]
+    running_id, _ = ids["running"]
     att = f"{old.prefix}:{{q:run}}:att:{running_id}"
     assert client.hget(att, "1.memory_mb") == "12.5"  # layout 2 kept the open attempt there
 
@@ -275,10 +342,11 @@ def test_a_layout_2_store_is_upgraded_in_place_and_nothing_is_lost(
     try:
         store.migrate()
         store.migrate()  # idempotent
-        assert client.hget(meta, "layout") == "3"
+        assert client.hget(meta, "layout") == "4"
         assert not list(client.scan_iter(match=f"{old.prefix}:*:idx:queued"))
         assert not list(client.scan_iter(match=f"{old.prefix}:*:idx:running"))
-        assert client.hlen(att) == 0  # the open attempt moved into the job's hash
+        # the open attempt moved into the job's hash (layout 3), the ended ones too (layout 4)
+        assert not list(client.scan_iter(match=f"{old.prefix}:*:att:*"))
         # shown, listed and counted exactly as layout 2 showed them
         after = {job_id: get_job(store, job_id) for job_id in before}
         for job_id in before:
@@ -290,57 +358,6 @@ def test_a_layout_2_store_is_upgraded_in_place_and_nothing_is_lost(
         (opened,) = shown.attempts
         assert (opened.worker_id, opened.host, opened.memory_mb) == ("w-old", "old-host", 12.5)
 
-        # runnable: the running job's result is taken with its old token (fencing kept), and
-        # its attempt's history is the one layout 2 began
-        ended, _ = store.end_attempt(Ending(job_id=running_id, token=running_token, result="1"))
-        assert ended.accepted
-        record = get_job(store, running_id)
-        assert record is not None and record.state == "succeeded"
-        (closed,) = record.attempts
-        assert (closed.outcome, closed.worker_id, closed.memory_mb) == ("succeeded", "w-old", 12.5)
-        assert closed.started_at == opened.started_at
-        # a stale token is still refused
-        stale, _ = store.end_attempt(Ending(job_id=running_id, token=running_token, result="2"))
-        assert not stale.accepted
-
-        # priorities still order the plain queue; the scheduled job stays scheduled
-        first, second = take(store, "plain", W2), take(store, "plain", W2)
-        assert [first.job_id, second.job_id] == [ids["urgent"], ids["queued"]]
-        assert store.reserve(queues=["plain"], worker=W2, lease=60, limit=1) == []
-        # the failed job retries and runs
-        assert store.retry_job(ids["failed"])
-        again = take(store, "done", W2)
-        assert again.job_id == ids["failed"] and again.attempt == 2
-        store.end_attempt(Ending(job_id=again.job_id, token=again.token))
-        retried = get_job(store, ids["failed"])
-        assert retried is not None
-        assert [a.outcome for a in retried.attempts] == ["failed", "succeeded"]
-
-        # the batch: its running member (reserved in layout 2) and its queued one end, and its
-        # callback is queued
-        member = ids["member_running"]
-        store.end_attempt(Ending(job_id=member.job_id, token=member.token))
-        other = take(store, "bat", W2)
-        store.end_attempt(Ending(job_id=other.job_id, token=other.token))
-        settled = get_batch(store, ids["batch"])
-        assert settled is not None and settled.state == "succeeded"
-        assert take(store, "bat", W2).job_id == ids["then"]
-
-        # the chain goes on to its second link
-        link = take(store, "chain", W2)
-        assert link.job_id == ids["chain"][0]
-        store.end_attempt(Ending(job_id=link.job_id, token=link.token))
-        assert take(store, "chain", W2).job_id == ids["chain"][1]
-
-        # the concurrency slot frees when its layout-2 holder ends: the parked job runs
-        holder = ids["limited_running"]
-        store.end_attempt(Ending(job_id=holder.job_id, token=holder.token))
-        assert take(store, "lim", W2).job_id == ids["limited_parked"]
-
-        # the paused queue stays paused until resumed
-        assert counts["held"].paused and store.queue_counts()["held"].paused
-        assert store.reserve(queues=["held"], worker=W2, lease=60, limit=1) == []
-        store.set_control(paused={"held": False})
-        assert take(store, "held", W2).job_id == ids["held"]
+        goes_on(store, ids, counts, opened)
     finally:
         store.close()

@@ -47,10 +47,16 @@ JOB_CACHE_MAX = 100_000
 # 2: priorities (queued:pN zsets beside `queued`, which keeps priority 0): an older tenure
 # would never see a job of another priority.
 # 3: the hot path writes only what a reader needs (issue 32): no idx:queued / idx:running.
-# Layouts 1 and 2 are upgraded in place (UPGRADABLE_LAYOUTS) by each queue's `upgrade` script,
-# then marked 3; the script is idempotent, so two processes upgrading at once do no harm.
-LAYOUT_VERSION = 3
-UPGRADABLE_LAYOUTS = ("1", "2")
+# 4: a job's ended attempts in its own hash (fields "N.outcome", ...), no att:ID hash: a
+# success is one HSET, and no second key per job is made and deleted (issue 32).
+# Older layouts are upgraded in place (UPGRADABLE_LAYOUTS): 1 and 2 by each queue's `upgrade`
+# script, then every layout by `upgrade_attempts`, a page at a time; then marked 4. Both are
+# idempotent, so two processes upgrading at once, or one run again after a stop, do no harm.
+LAYOUT_VERSION = 4
+UPGRADABLE_LAYOUTS = ("1", "2", "3")
+# Jobs per call of upgrade_attempts: each call is atomic, so a page bounds how long it holds
+# the server.
+UPGRADE_PAGE = 500
 
 Call = tuple[Script, list[str], list[Any]]
 
@@ -208,6 +214,29 @@ class RedisDatabase:
             pipe.hgetall(key)
         return cast(list[dict[str, str]], pipe.execute()) if keys else []
 
+    def hash_fields(self, keys: Sequence[str], names: Sequence[str]) -> list[dict[str, str] | None]:
+        """HMGET of `names` from each key in one round trip, as {name: value} without the
+        fields a hash lacks; None for a key that does not exist. A hash holding none of
+        `names` (damaged) reads as {}, as HGETALL would show it present: one EXISTS round
+        trip for such rows, none when every hash had a field asked for."""
+        sent = [name.encode() for name in names]  # packed as they are; a str, encoded per key
+        pipe = self.client.pipeline(transaction=False)
+        for key in keys:
+            pipe.hmget(key, sent)
+        rows = cast(list[list[str | None]], pipe.execute()) if keys else []
+        out: list[dict[str, str] | None] = [
+            {name: value for name, value in zip(names, row, strict=True) if value is not None}
+            for row in rows
+        ]
+        blank = [at for at, fields in enumerate(out) if not fields]
+        if blank:
+            pipe = self.client.pipeline(transaction=False)
+            for at in blank:
+                pipe.exists(keys[at])
+            for at, there in zip(blank, pipe.execute(), strict=True):
+                out[at] = {} if there else None
+        return out
+
     def wait_for_token(self, keys: Sequence[str], wait: float) -> None:
         """Block on the notify lists `keys` for up to `wait` s (a BLPOP)."""
         if self.cluster:
@@ -249,20 +278,39 @@ class RedisDatabase:
             )
         self._load_functions()
         if found in UPGRADABLE_LAYOUTS:
-            self._upgrade(meta)
+            self._upgrade(meta, found)
         self._layout_checked = True
 
-    def _upgrade(self, meta: str) -> None:
+    def _upgrade(self, meta: str, found: str) -> None:
         """Bring older keys to this layout in place, one queue's script at a time (each atomic,
         each idempotent), and mark the layout only once every queue is done: a process that
         stops half way leaves the old mark, and the next start finishes the work."""
         self._layout_checked = True  # the upgrade's own scripts run through _run_many
         try:
-            self.run_many([self.qcall("upgrade", queue) for queue in self.queues()])
+            queues = self.queues()
+            if found in ("1", "2"):
+                self.run_many([self.qcall("upgrade", queue) for queue in queues])
+            self.upgrade_attempts(queues)
         except BaseException:
             self._layout_checked = False
             raise
         self.client.hset(meta, "layout", LAYOUT_VERSION)
+
+    def upgrade_attempts(self, queues: Sequence[str]) -> int:
+        """Layout 3 to 4: every queue's ended attempts into their jobs' hashes, a page of each
+        queue per round trip until all are done; how many attempts hashes were moved."""
+        after = dict.fromkeys(queues, "-inf")
+        page = UPGRADE_PAGE
+        moved = 0
+        while after:
+            calls = [self.qcall("upgrade_attempts", q, last, page) for q, last in after.items()]
+            for queue, (count, last) in zip(list(after), self.run_many(calls), strict=True):
+                moved += int(count)
+                if last:
+                    after[queue] = str(last)
+                else:
+                    del after[queue]
+        return moved
 
     # -- finding a job's queue -----------------------------------------------------------
     def queues(self) -> list[str]:

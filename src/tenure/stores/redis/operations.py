@@ -5,7 +5,7 @@ heartbeat, jobs.py; restart requests, in the same `{g}` slot, by RedisStore.set_
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import replace
 from typing import cast
 
@@ -14,6 +14,7 @@ from tenure.core.states import JOB_STATES
 from tenure.stores.redis.database import INDEXED_STATES, LIST_PAGE, RedisDatabase, clock_value
 from tenure.stores.redis.guards import effect_records
 from tenure.stores.redis.records import (
+    LISTED_JOB_FIELDS,
     attempt_records,
     job_record,
     to_int,
@@ -41,7 +42,9 @@ class RedisOperations:
         if queue is None:
             return None
         base = self.db.base(queue)
-        # one consistent view: job + attempts
+        # one consistent view: the job with its attempts (layout 4: in its own hash), the
+        # attempts an older release's worker still running through a rolling deploy ended into
+        # `att:ID` (layouts 1-3) after the upgrade, and the effects it recorded
         pipe = self.db.slot_transaction(f"{base}:job:{job_id}")
         pipe.time()
         names = (f"job:{job_id}", f"att:{job_id}", f"once:{job_id}")
@@ -54,7 +57,7 @@ class RedisOperations:
             for name, got in zip(names, read, strict=True)
             if isinstance(got, Exception)
         ]
-        fields, attempts, effects = (got if isinstance(got, dict) else {} for got in read)
+        fields, leftover, effects = (got if isinstance(got, dict) else {} for got in read)
         if not fields and not damage:
             self.db.job_queue.pop(job_id, None)
             return None
@@ -63,7 +66,7 @@ class RedisOperations:
             queue,
             fields,
             clock_value(seconds, micros),
-            attempt_records(job_id, with_open_attempt(fields, attempts)),
+            attempt_records(job_id, with_open_attempt({**leftover, **fields})),
         )
         if damage:
             note = f"the job's record in Redis is damaged: {'; '.join(damage)}"
@@ -103,7 +106,8 @@ class RedisOperations:
     ) -> list[JobRecord]:
         """A batch's members from its member hashes (id -> queue base): `bmembers`, every
         member, and `bopen`, the unsettled ones (which alone list them in a batch written
-        before `bmembers` was kept for every batch). Read whole: a batch is bounded."""
+        before `bmembers` was kept for every batch). Read whole: a batch is bounded; of each
+        member's hash, only the fields its record shows (LISTED_JOB_FIELDS)."""
         home = cast(str | None, self.db.client.hget(self.db.global_key("batch_queues"), batch_id))
         if home is None:
             return []
@@ -117,9 +121,10 @@ class RedisOperations:
         items = sorted((j, q) for j, q in where.items() if q.startswith(ours))
         for start in range(0, len(items), LIST_PAGE):
             page = items[start : start + LIST_PAGE]
-            rows = self.db.hashes([f"{qbase}:job:{job_id}" for job_id, qbase in page])
+            keys = [f"{qbase}:job:{job_id}" for job_id, qbase in page]
+            rows = self.db.hash_fields(keys, LISTED_JOB_FIELDS)
             for (job_id, _), fields in zip(page, rows, strict=True):
-                if not fields or fields.get("batch_id") != batch_id:
+                if fields is None or fields.get("batch_id") != batch_id:
                     continue
                 record = job_record(job_id, fields.get("queue") or "?", fields, now, [])
                 if (state is None or record.state == state) and (
@@ -134,10 +139,16 @@ class RedisOperations:
     ) -> list[tuple[float, int, JobRecord]]:
         base = self.db.base(queue)
         out: list[tuple[float, int, JobRecord]] = []
-        for ids in self._id_pages(queue, index):
-            rows = self.db.hashes([f"{base}:job:{job_id}" for job_id in ids])
+        # Each job read counts when nothing is filtered out or a final state's own index is
+        # read: then a page need be no longer than the room left (a listing of 500 reads 500
+        # hashes, not 600); else (queued against scheduled) pages stay whole.
+        counted = state is None or (state == index and index in INDEXED_STATES)
+        room = (lambda: limit - len(out)) if counted else (lambda: LIST_PAGE)
+        for ids in self._id_pages(queue, index, room):
+            keys = [f"{base}:job:{job_id}" for job_id in ids]
+            rows = self.db.hash_fields(keys, LISTED_JOB_FIELDS)
             for job_id, fields in zip(ids, rows, strict=True):
-                if not fields:
+                if fields is None:
                     continue
                 record = job_record(job_id, queue, fields, now, [])
                 # The visible state decides (queued vs scheduled), not the index alone.
@@ -147,21 +158,26 @@ class RedisOperations:
                         return out
         return out
 
-    def _id_pages(self, queue: str, index: str) -> Iterator[list[str]]:
+    def _id_pages(self, queue: str, index: str, room: Callable[[], int]) -> Iterator[list[str]]:
         """The ids `_list_queue` looks at, newest first, a page at a time: a final state's
         index; or the queued or running jobs as the hot path keeps them (listed_ids.lua),
-        when there are few enough to read whole; else every job."""
+        when there are few enough to read whole; else every job. A page is no longer than
+        `room()` (at most LIST_PAGE)."""
         base = self.db.base(queue)
         if index in ("queued", "running"):
             listed = self.db.run(self.db.qcall("listed_ids", queue, index, LISTED_READ_MAX))
             if listed is not None:
-                for start in range(0, len(listed), LIST_PAGE):
-                    yield [str(job_id) for job_id in listed[start : start + LIST_PAGE]]
+                start = 0
+                while start < len(listed):
+                    size = min(LIST_PAGE, max(1, room()))
+                    yield [str(job_id) for job_id in listed[start : start + size]]
+                    start += size
                 return
         key = f"{base}:idx:{index}" if index in INDEXED_STATES else f"{base}:all"
         start = 0
         while True:
-            ids = cast(list[str], self.db.client.zrevrange(key, start, start + LIST_PAGE - 1))
+            size = min(LIST_PAGE, max(1, room()))
+            ids = cast(list[str], self.db.client.zrevrange(key, start, start + size - 1))
             if not ids:
                 return
             start += len(ids)

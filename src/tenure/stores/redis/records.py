@@ -44,6 +44,27 @@ def to_opt_int(text: Any) -> int | None:
 
 
 REQUIRED_JOB_FIELDS = ("name", "payload", "state", "policy", "created_at", "run_at")
+# Every field `job_record` reads, and `seq` (a listing's order among jobs created in the same
+# instant): a listing HMGETs these alone. Layout 4 keeps a job's ended attempts ("N.outcome",
+# "N.traceback", ...) in the same hash, so an HGETALL would carry every attempt's traceback
+# to a listing that shows none of them (its records have no attempts; `last_error` is the
+# job's own field). Reading one job with its history (`_read_job`) still reads the hash whole.
+LISTED_JOB_FIELDS = (
+    *REQUIRED_JOB_FIELDS,
+    "queue",
+    "finished_at",
+    "tries_used",
+    "exceptions",
+    "last_error",
+    "lease_expires_at",
+    "worker_id",
+    "batch_id",
+    "result",
+    "priority",
+    "chain",
+    "concurrency_key",
+    "seq",
+)
 
 
 def job_record(
@@ -85,8 +106,9 @@ def job_record(
     )
 
 
-# The attempt a running job is on, kept in the job's own hash until its end appends it to the
-# attempts hash (layout 3; lua/lib/prelude.lua's OPEN_FIELDS): job field -> attempt field.
+# The attempt a running job is on, kept in the job's own hash under these fields until its end
+# writes it as attempt fields "N.worker_id", ... (layout 3; lua/lib/prelude.lua's OPEN_FIELDS):
+# job field -> attempt field.
 OPEN_ATTEMPT_FIELDS = {
     "worker_id": "worker_id",
     "cur.host": "host",
@@ -97,17 +119,18 @@ OPEN_ATTEMPT_FIELDS = {
 }
 
 
-def with_open_attempt(job: dict[str, str], attempts: dict[str, str]) -> dict[str, str]:
-    """The attempts hash's fields, and a running job's open attempt as if it were there."""
+def with_open_attempt(job: dict[str, str]) -> dict[str, str]:
+    """The job's hash, with its ended attempts ("N.outcome", ...: layout 4 keeps them there),
+    and a running job's open attempt as if it had ended there too."""
     number = job.get("attempt", "")
-    if job.get("state") != "running" or not number.isdigit() or f"{number}.outcome" in attempts:
-        return attempts
+    if job.get("state") != "running" or not number.isdigit() or f"{number}.outcome" in job:
+        return job
     opened = {
         f"{number}.{name}": job[field]
         for field, name in OPEN_ATTEMPT_FIELDS.items()
         if job.get(field)
     }
-    return {**attempts, **opened}
+    return {**job, **opened}
 
 
 def attempt_records(job_id: str, fields: dict[str, str]) -> list[AttemptRecord]:

@@ -37,11 +37,14 @@ touches one slot only:
     PREFIX:{q:QUEUE}:job:ID       hash   the job (state stored as queued|running|succeeded|...;
                                          field `result`: its stored result, deleted with it) and
                                          the attempt it is running (worker_id, cur.host, ...);
+                                         its ended attempts, fields "N.worker_id", "N.outcome",
+                                         ..., each written once, at the attempt's end (layout
+                                         4; layouts 1-3 kept them in PREFIX:{q:QUEUE}:att:ID,
+                                         still read and deleted with the job: an older
+                                         release's worker may end one there mid-deploy);
                                          field `waiter`: someone waits for its end (JobHandle);
                                          attempt, tries_used, exceptions absent read as 0 (a
                                          plain job is enqueued without them)
-    PREFIX:{q:QUEUE}:att:ID       hash   its ended attempts, fields "N.worker_id", "N.outcome",
-                                         ..., each written once, at the attempt's end
     PREFIX:{q:QUEUE}:queued       zset   queued jobs of priority 0 by run_at ("scheduled" = run_at
                                          in future), members "SEQ:ID" (FIFO at one run_at)
     PREFIX:{q:QUEUE}:queued:pN    zset   the same for priority N (N != 0; field `priority`)

@@ -21,7 +21,7 @@ local function int_text(n)
   return string.format('%d', n)
 end
 
--- The field names of attempt `n` (its number as text) in the attempts hash ("N.outcome", ...),
+-- The field names of attempt `n` (its number as text) in the job's hash ("N.outcome", ...),
 -- made once per attempt number and kept in the library across calls (see KEY_NAMES): seven
 -- concatenations per job fewer. Attempt numbers are few (a job's tries), so the table stays
 -- small; bounded all the same.
@@ -61,11 +61,30 @@ local function complete_into(out, id, token, result)
   local text = optional(result or '-')
   -- (its lease_expires_at stays: read only while the job runs, as every script and
   -- records.job_record read it; deleting it was a command per job)
-  if text then
-    redis.call('HSET', jk, 'state', 'succeeded', 'finished_at', now_s, 'tries_used', tries,
-      'result', text)
+  -- The job's end and its attempt's record go in one HSET of the job's hash (layout 4): the
+  -- usual attempt (every open field there, no memory reading) written out with no table
+  -- made, any other through close_attempt.
+  local usual = f[10] and f[11] and f[12] and f[13] and f[14] and (f[15] or '') == ''
+    and f[10] ~= '' and f[11] ~= '' and f[12] ~= '' and f[13] ~= '' and f[14] ~= ''
+  if usual then
+    local p = attempt_fields(f[2])
+    if text then
+      redis.call('HSET', jk, 'state', 'succeeded', 'finished_at', now_s, 'tries_used', tries,
+        'result', text, p.ended_at, now_s, p.outcome, 'succeeded', p.worker_id, f[10],
+        p.host, f[11], p.pid, f[12], p.started_at, f[13], p.last_heartbeat_at, f[14])
+    else
+      redis.call('HSET', jk, 'state', 'succeeded', 'finished_at', now_s, 'tries_used', tries,
+        p.ended_at, now_s, p.outcome, 'succeeded', p.worker_id, f[10], p.host, f[11],
+        p.pid, f[12], p.started_at, f[13], p.last_heartbeat_at, f[14])
+    end
   else
-    redis.call('HSET', jk, 'state', 'succeeded', 'finished_at', now_s, 'tries_used', tries)
+    if text then
+      redis.call('HSET', jk, 'state', 'succeeded', 'finished_at', now_s, 'tries_used', tries,
+        'result', text)
+    else
+      redis.call('HSET', jk, 'state', 'succeeded', 'finished_at', now_s, 'tries_used', tries)
+    end
+    close_attempt(id, f[2], now_s, 'succeeded', false, false, nil, open_at(f, 10))
   end
   redis.call('ZREM', RUNNING, id)
   -- move_index from running (no index) to succeeded, and retire: written out, no table made
@@ -73,17 +92,6 @@ local function complete_into(out, id, token, result)
   redis.call('ZADD', IDX.succeeded, seq, id)
   local keep = not f[5] and tonumber(f[6])
   if keep then redis.call('ZADD', ENDED, after(keep), id) end
-  -- the attempt, appended whole (close_attempt, written out for the usual attempt: every open
-  -- field there and no memory reading)
-  if f[10] and f[11] and f[12] and f[13] and f[14] and (f[15] or '') == ''
-      and f[10] ~= '' and f[11] ~= '' and f[12] ~= '' and f[13] ~= '' and f[14] ~= '' then
-    local p = attempt_fields(f[2])
-    redis.call('HSET', att_key(id), p.ended_at, now_s, p.outcome, 'succeeded',
-      p.worker_id, f[10], p.host, f[11], p.pid, f[12], p.started_at, f[13],
-      p.last_heartbeat_at, f[14])
-  else
-    close_attempt(id, f[2], now_s, 'succeeded', false, false, nil, open_at(f, 10))
-  end
   -- A chain's next link is queued in this same script; a chain in a batch is counted there
   -- once, when it ends (its last link), or as cancelled when its batch no longer runs new work.
   -- (Each of these reads the job's batch_id or chain first and does nothing without it.)
@@ -109,13 +117,14 @@ end
 local function deferred(queued, member, id, n, g, now_s, now, wid, host, pid)
   local run_at, reason = guard_deferral(id, n, g, now)
   if not run_at then return false end
-  -- a deferred attempt starts and ends here: written whole to the attempts hash
+  -- a deferred attempt starts and ends here: written whole, with the job's new run_at, in one
+  -- HSET of the job's hash (layout 4)
   local at = fmt(run_at)
-  redis.call('HSET', job_key(id), 'attempt', n, 'run_at', at)
-  redis.call('ZADD', queued, at, member)
-  redis.call('HSET', att_key(id), n .. '.ended_at', now_s, n .. '.outcome', 'deferred',
+  redis.call('HSET', job_key(id), 'attempt', n, 'run_at', at, n .. '.ended_at', now_s,
+    n .. '.outcome', 'deferred',
     n .. '.error', reason .. string.format('; deferred %.1f s', math.max(run_at - now, 0)),
     n .. '.worker_id', wid, n .. '.host', host, n .. '.pid', pid, n .. '.started_at', now_s)
+  redis.call('ZADD', queued, at, member)
   return true
 end
 

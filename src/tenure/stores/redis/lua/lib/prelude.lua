@@ -7,10 +7,9 @@
 -- SQLite's BEGIN IMMEDIATE and PostgreSQL's row locks give the other stores.
 --
 -- Every queue script receives the same KEYS (see `RedisDatabase._queue_keys`), under the
--- queue's hash tag, and ARGV[1] = the queue's key base (job and attempt hashes are
--- `base:job:ID` and `base:att:ID`, built inside the script because their ids are only known
--- there; they carry the same hash tag, so a script never leaves its queue's Redis Cluster
--- slot), ARGV[2] = queue name.
+-- queue's hash tag, and ARGV[1] = the queue's key base (a job's hash is `base:job:ID`, built
+-- inside the script because its id is only known there; it carries the same hash tag, so a
+-- script never leaves its queue's Redis Cluster slot), ARGV[2] = queue name.
 --
 -- `complete` and `end_apply` count a batch member's end in its batch (and enqueue its
 -- callbacks) in the same script that ends the job.
@@ -87,7 +86,6 @@ local function after(seconds)
 end
 local function num(x) return tonumber(x) or 0 end
 local function job_key(id) return base .. ':job:' .. id end
-local function att_key(id) return base .. ':att:' .. id end
 -- Members of QUEUED are 'seq:id' so that jobs with the same run_at (one enqueue_many shares one
 -- clock reading) come out in the order they were sent, as SQLite's rowid orders them.
 local function queued_member(seq, id) return string.format('%016d', seq) .. ':' .. id end
@@ -181,7 +179,7 @@ end
 -- Fencing: a worker paused past its lease reports a result for an attempt someone else has
 -- taken over. Nothing changes but a note on the attempt that produced the late result.
 local function refuse(id, token, outcome, now_s)
-  local ak = att_key(id)
+  local ak = job_key(id)  -- its ended attempts are in the job's hash (layout 4)
   local n = tonumber(token)
   if n and redis.call('HEXISTS', ak, n .. '.started_at') == 1 then
     local previous = redis.call('HGET', ak, n .. '.outcome')
@@ -199,8 +197,10 @@ end
 
 -- The attempt a running job is on lives in the job's own hash (layout 3): these fields, set by
 -- the reservation's HSET of the job and renewed by the heartbeat's, so neither writes a second
--- hash. Its end appends the whole attempt to `base:att:ID` in one HSET (close_attempt): the
--- history is written once per attempt, when it is complete. OPEN_FIELDS[i] is the attempt's
+-- hash. Its end appends the whole attempt to the same hash, as fields "N.outcome", ... (layout
+-- 4; readers group the fields that start with a digit), in one HSET (close_attempt): the
+-- history is written once per attempt, when it is complete, and no second key per job is
+-- created or deleted (issue 32). OPEN_FIELDS[i] is the attempt's
 -- field ATTEMPT_NAMES[i]; tenure.stores.redis.records.OPEN_ATTEMPT_FIELDS is the reader's copy.
 local OPEN_FIELDS = {'worker_id', 'cur.host', 'cur.pid', 'cur.started_at',
   'cur.last_heartbeat_at', 'cur.memory_mb'}
@@ -213,7 +213,7 @@ end
 
 -- The attempt's whole record in one HSET (`open`: its OPEN_FIELDS as read): every command a
 -- script runs costs the server more than the fields it carries (issue 32). Nothing of attempt
--- `n` is in the attempts hash before this (a deferral writes its own, closed, attempt), so
+-- `n` is in the job's hash before this (a deferral writes its own, closed, attempt), so
 -- nothing needs deleting.
 local function close_attempt(id, n, now_s, outcome, err, tb, cause, open)
   -- the field prefix made once: a number in a concatenation is formatted (sprintf) each time
@@ -227,7 +227,7 @@ local function close_attempt(id, n, now_s, outcome, err, tb, cause, open)
   if cause and cause ~= '' then set[#set + 1] = p .. 'cause'; set[#set + 1] = cause end
   if err then set[#set + 1] = p .. 'error'; set[#set + 1] = err end
   if tb then set[#set + 1] = p .. 'traceback'; set[#set + 1] = tb end
-  redis.call('HSET', att_key(id), unpack(set))
+  redis.call('HSET', job_key(id), unpack(set))
 end
 
 -- Optional strings travel as '-' (none) or '+text'.

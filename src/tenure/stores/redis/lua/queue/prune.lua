@@ -25,8 +25,10 @@ local function drop(qbase, id)
   local f = redis.call('HMGET', jk, 'state', 'unique_key', 'overlap_key', 'attempt',
     'debounce_key')
   if not FINAL[f[1]] then return false end
+  -- its attempts are fields of its hash (layout 4); `att:ID` only holds those an older
+  -- release's worker ended there after the upgrade (a rolling deploy), deleted with the job
   local ak, ok = qbase .. ':att:' .. id, qbase .. ':once:' .. id
-  n_attempts = n_attempts + num(f[4])  -- attempts opened: one hash field group each
+  n_attempts = n_attempts + num(f[4])  -- attempts opened: one field group each
   n_effects = n_effects + redis.call('HLEN', ok)
   local uk = f[2] and (qbase .. ':uniq:' .. f[2])
   local held_unique = uk and redis.call('HGET', uk, 'job') == id

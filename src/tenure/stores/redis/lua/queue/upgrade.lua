@@ -1,5 +1,7 @@
 -- Layouts 1 and 2 to 3, for this queue (database.py's _upgrade; idempotent: run again, it finds
--- nothing left to change).
+-- nothing left to change). upgrade_attempts.lua then takes layout 3 to 4.
+-- Layouts 1 to 3 kept a job's attempts in a hash of their own.
+local function att_key(id) return base .. ':att:' .. id end
 -- 1. A running job's open attempt moves from the attempts hash into the job's own hash
 --    (prelude's OPEN_FIELDS), where layout 3 keeps it until the attempt's end appends it whole.
 --    An attempt already ended (it has an outcome) stays where it is: it is history.
