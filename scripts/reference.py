@@ -215,7 +215,10 @@ def render_upgrading() -> str:
         "",
         "Redis has no schema: `migrate` records the key layout in `PREFIX:{g}:meta` (field "
         f"`layout`, now {LAYOUT_VERSION}) and refuses keys written in a newer layout. Older "
-        f"layouts it upgrades in place: {older}. It also warns when `maxmemory-policy` "
+        f"layouts it upgrades in place: {older} (layout 4 keeps a job's attempt history in the "
+        "job's own hash; the upgrade moves each queue's `att:ID` hashes there a page at a time, "
+        "and marks the layout only once every queue is done, so an upgrade cut short is "
+        "finished by the next `migrate` or worker start). It also warns when `maxmemory-policy` "
         "could evict tenure's keys (set `noeviction`).",
     ]
     return "\n".join(lines).rstrip() + "\n"
