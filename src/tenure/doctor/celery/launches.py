@@ -19,6 +19,7 @@ from tenure.doctor.celery.commands import expand_arrays, expand_evaluated
 from tenure.doctor.celery.pylaunch import Launchers
 from tenure.doctor.celery.routing import served
 from tenure.doctor.celery.settings import CeleryConfig, TaskDef
+from tenure.doctor.celery.stopsignal import read_stop_signals
 from tenure.doctor.celery.values import UNKNOWN
 from tenure.doctor.dockerfile import copied_files
 from tenure.doctor.laravel.deploy import (
@@ -31,7 +32,7 @@ from tenure.doctor.model import Finding, Skipped, Source, Value
 from tenure.doctor.readers.development import development_units, overlay_units
 from tenure.doctor.readers.worker_command import interpolate
 from tenure.doctor.rules import finding, once_per_unit
-from tenure.doctor.tie import tie
+from tenure.doctor.tie import resolved_runners, tie
 from tenure.doctor.walk import (
     IGNORED_DIRS,
     MAX_FILE_BYTES,
@@ -255,8 +256,10 @@ def read_launches(tree: Tree) -> tuple[list[CeleryWorker], list[Skipped]]:
     development = development_units(tree, {p for p in composed if p})
     workers = [w for w in workers if not _in(w.unit, development)]
     workers = _without_overlays(tree, workers, {p for p in composed if p})
-    tied = tie(tree, workers, dict(scripts))
+    runners = resolved_runners(tree, dict(scripts))
+    tied = tie(tree, workers, dict(scripts), runners)
     cold_stops(tree.root, tied)
+    read_stop_signals(tree.root, tied, runners, dict(scripts))
     return tied, skipped + more
 
 
