@@ -22,12 +22,7 @@ from tenure.doctor.celery.settings import CeleryConfig, TaskDef
 from tenure.doctor.celery.stopsignal import read_stop_signals
 from tenure.doctor.celery.values import UNKNOWN
 from tenure.doctor.dockerfile import copied_files
-from tenure.doctor.laravel.deploy import (
-    SEPARATORS,
-    ArtisanWorker,
-    expand,
-    read_workers,
-)
+from tenure.doctor.laravel.deploy import SEPARATORS, ArtisanWorker, expand, read_workers
 from tenure.doctor.model import Finding, Skipped, Source, Value
 from tenure.doctor.readers.development import development_units, overlay_units
 from tenure.doctor.readers.worker_command import interpolate
@@ -381,7 +376,9 @@ def _longest_task(tasks: list[TaskDef], longest: float) -> str:
         for key in ("time_limit", "soft_time_limit"):
             own = task.options.get(key)
             if own is not None and own.value == longest:
-                return f"task {task.name}'s {key}"
+                # A limit computed where the task is sent: the least it can be (floors.py).
+                least = own.source.note if (own.source.note or "").startswith("at least") else ""
+                return f"task {task.name}'s {key}" + (f", {least}" if least else "")
     return "time limit"
 
 
