@@ -21,10 +21,19 @@ def built_dockerfile(compose_path: str, build: object) -> str | None:
         name = str(build.get("dockerfile", "Dockerfile"))
     else:
         return None
-    if "://" in context or "$" in context:
+    # `dockerfile: ./docker/backend/${TARGET:-Dockerfile}`: the file built when TARGET is unset.
+    context, name = _default(context), _default(name)
+    if "://" in context or "$" in context or "$" in name:
         return None
     folder = os.path.dirname(compose_path)
     return os.path.normpath(os.path.join(folder, context, name))
+
+
+_DEFAULTED = re.compile(r"\$\{\w+:?-([^}$]*)\}")
+
+
+def _default(text: str) -> str:
+    return _DEFAULTED.sub(lambda m: m.group(1), text)
 
 
 SOURCE_LABEL = re.compile(

@@ -35,7 +35,7 @@ from tenure.doctor.laravel.deploy import (
     deployed,
     expand,
 )
-from tenure.doctor.model import Source, Value
+from tenure.doctor.model import Setting, Source, Value
 from tenure.doctor.readers import compose, kubernetes
 from tenure.doctor.readers.common import ReadResult
 from tenure.doctor.readers.development import development_services, is_development_compose
@@ -76,9 +76,12 @@ class Runner:
     builds: bool = False
     env: dict[str, tuple[str, str]] | None = None  # its own environment: name -> (value, where)
     unit: Source | None = None  # its key line: where a finding about its grace belongs
+    signal: Setting | None = None  # a Compose service's own stop_signal (else the image's)
 
 
-def tie(tree: Tree, workers: list[Worker], scripts: dict[str, str]) -> list[Worker]:
+def tie(
+    tree: Tree, workers: list[Worker], scripts: dict[str, str], runners: list[Runner] | None = None
+) -> list[Worker]:
     """Give each script or Dockerfile worker whose grace is unknown the grace of a runner; a
     supervisord program whose config the image copies in gets the container's grace when it
     is shorter: the platform kills supervisord and its programs when its own grace ends."""
@@ -86,19 +89,7 @@ def tie(tree: Tree, workers: list[Worker], scripts: dict[str, str]) -> list[Work
     inside = [w for w in workers if w.platform == "supervisord" and w.platform_grace is not None]
     if not waiting and not inside:
         return deployed(workers)
-    runners = list(_all_runners(tree))
-    built = {r.image: r.dockerfile for r in runners if r.builds and r.image and r.dockerfile}
-    labelled = labelled_images(scripts)
-    named = named_images(tree.root, scripts)
-    published = {r: f for r, f in published_images(tree.root).items() if f in scripts}
-    for runner in runners:
-        if runner.dockerfile is None and runner.image in built:
-            runner.dockerfile = built[runner.image]
-        elif runner.dockerfile is None and runner.image:
-            repository = image_repository(runner.image)
-            runner.dockerfile = published.get(repository) or labelled.get(
-                repository, named.get(image_stem(runner.image))
-            )
+    runners = resolved_runners(tree, scripts) if runners is None else runners
     for worker in waiting:
         text = scripts.get(worker.source.path or "", "")
         running = _distinct([r for r in runners if _runs(r, worker, text, scripts)])
@@ -121,6 +112,25 @@ def tie(tree: Tree, workers: list[Worker], scripts: dict[str, str]) -> list[Work
     for worker in inside:
         workers += _inside_images(tree, worker, runners, scripts)
     return deployed(workers)
+
+
+def resolved_runners(tree: Tree, scripts: dict[str, str]) -> list[Runner]:
+    """Every runner, with the Dockerfile of the image it runs when the project has it: the
+    one it builds, or the one whose image it names (built elsewhere, labelled, published)."""
+    runners = list(_all_runners(tree))
+    built = {r.image: r.dockerfile for r in runners if r.builds and r.image and r.dockerfile}
+    labelled = labelled_images(scripts)
+    named = named_images(tree.root, scripts)
+    published = {r: f for r, f in published_images(tree.root).items() if f in scripts}
+    for runner in runners:
+        if runner.dockerfile is None and runner.image in built:
+            runner.dockerfile = built[runner.image]
+        elif runner.dockerfile is None and runner.image:
+            repository = image_repository(runner.image)
+            runner.dockerfile = published.get(repository) or labelled.get(
+                repository, named.get(image_stem(runner.image))
+            )
+    return runners
 
 
 def _inside_images(
@@ -281,6 +291,7 @@ def _runners(path: str, document: object, folder: str | None = None) -> Iterator
                 built_dockerfile(path, service.get("build")), image_name(service.get("image")),
                 builds="build" in service, env=_compose_env(path, name, service),
                 unit=Source(path, document["services"].line_of(name)),
+                signal=compose._signal(path, service, {}) if "stop_signal" in service else None,
             )  # fmt: skip
     elif kubernetes.is_manifest(document):
         assert isinstance(document, YMap)

@@ -20,6 +20,7 @@ from tenure.doctor.celery.settings import (
     read_app_overrides,
     read_tree,
 )
+from tenure.doctor.celery.stopsignal import signal_findings
 from tenure.doctor.celery.tasks import read_tasks, settle
 from tenure.doctor.celery.values import UNKNOWN
 from tenure.doctor.model import Finding, Skipped, Source, Value
@@ -84,7 +85,7 @@ def audit(spec: str, base: str, tree: Tree) -> CeleryAudit:
     settle(config)
     resolve(config, tree)
     workers, skipped = read_launches(tree)
-    findings = check(config) + check_launches(config, workers)
+    findings = check(config) + check_launches(config, workers) + signal_findings(workers)
     places = [f"{w.source} ({w.platform})" for w in workers]
     return CeleryAudit(findings, config.skipped + skipped, places, len(config.tasks))
 

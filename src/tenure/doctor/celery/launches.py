@@ -15,22 +15,19 @@ import stat
 from typing import Any
 
 from tenure.doctor.celery.coldstop import cold_stops
-from tenure.doctor.celery.commands import expand_arrays, expand_evaluated, management_finder
+from tenure.doctor.celery.commands import expand_arrays, expand_evaluated
+from tenure.doctor.celery.pylaunch import Launchers
 from tenure.doctor.celery.routing import served
 from tenure.doctor.celery.settings import CeleryConfig, TaskDef
+from tenure.doctor.celery.stopsignal import read_stop_signals
 from tenure.doctor.celery.values import UNKNOWN
 from tenure.doctor.dockerfile import copied_files
-from tenure.doctor.laravel.deploy import (
-    SEPARATORS,
-    ArtisanWorker,
-    expand,
-    read_workers,
-)
+from tenure.doctor.laravel.deploy import SEPARATORS, ArtisanWorker, expand, read_workers
 from tenure.doctor.model import Finding, Skipped, Source, Value
 from tenure.doctor.readers.development import development_units, overlay_units
 from tenure.doctor.readers.worker_command import interpolate
 from tenure.doctor.rules import finding, once_per_unit
-from tenure.doctor.tie import tie
+from tenure.doctor.tie import resolved_runners, tie
 from tenure.doctor.walk import (
     IGNORED_DIRS,
     MAX_FILE_BYTES,
@@ -188,9 +185,13 @@ def _options(tokens: list[str]) -> dict[str, str]:
     return options
 
 
-def find_scripts(root: str, skipped: list[Skipped]) -> list[tuple[str, str]]:
-    """Shell scripts and s6/runit `run` files that mention celery, every Dockerfile, and the
-    files a Dockerfile copies into its image that mention celery, whatever their name."""
+def find_scripts(
+    root: str, skipped: list[Skipped], words: set[str] | None = None
+) -> list[tuple[str, str]]:
+    """Shell scripts and s6/runit `run` files that mention celery (or one of `words`: a
+    command of the project that starts a worker from Python), every Dockerfile, and the
+    files a Dockerfile copies into its image that mention them, whatever their name."""
+    needles = [b"celery", *sorted(w.encode() for w in words or ())]
     paths: list[str] = []
     for directory, dirnames, filenames in os.walk(root):
         dirnames[:] = sorted(
@@ -221,7 +222,7 @@ def find_scripts(root: str, skipped: list[Skipped]) -> list[tuple[str, str]]:
             # Every Dockerfile: one that runs a worker script names no celery itself.
             found.append((os.path.relpath(path, root), text))
             paths += [p for p in copied_files(root, path, text) if p not in seen]
-        elif b"celery" in data:
+        elif any(needle in data for needle in needles):
             found.append((os.path.relpath(path, root), expand_evaluated(expand_arrays(text))))
     return found
 
@@ -240,16 +241,20 @@ def _read(root: str, path: str, skipped: list[Skipped]) -> bytes | None:
 
 def read_launches(tree: Tree) -> tuple[list[CeleryWorker], list[Skipped]]:
     skipped: list[Skipped] = []
-    scripts = find_scripts(tree.root, skipped)
-    find = management_finder(tree, find_celery)
-    workers, more = read_workers(tree, scripts, find=find, needle="celery")
+    launchers = Launchers(tree)
+    words = launchers.words()
+    scripts = find_scripts(tree.root, skipped, words)
+    find = launchers.finder(find_celery)
+    workers, more = read_workers(tree, scripts, find=find, needle="celery", also=tuple(words))
     # A development Compose service (a `celery-dev` with the source mounted) is no deployment.
     composed = {w.unit.path for w in workers if w.platform == "compose" and w.unit is not None}
     development = development_units(tree, {p for p in composed if p})
     workers = [w for w in workers if not _in(w.unit, development)]
     workers = _without_overlays(tree, workers, {p for p in composed if p})
-    tied = tie(tree, workers, dict(scripts))
+    runners = resolved_runners(tree, dict(scripts))
+    tied = tie(tree, workers, dict(scripts), runners)
     cold_stops(tree.root, tied)
+    read_stop_signals(tree.root, tied, runners, dict(scripts))
     return tied, skipped + more
 
 
@@ -371,7 +376,9 @@ def _longest_task(tasks: list[TaskDef], longest: float) -> str:
         for key in ("time_limit", "soft_time_limit"):
             own = task.options.get(key)
             if own is not None and own.value == longest:
-                return f"task {task.name}'s {key}"
+                # A limit computed where the task is sent: the least it can be (floors.py).
+                least = own.source.note if (own.source.note or "").startswith("at least") else ""
+                return f"task {task.name}'s {key}" + (f", {least}" if least else "")
     return "time limit"
 
 

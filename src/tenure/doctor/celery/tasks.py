@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import ast
 
+from tenure.doctor.celery.floors import floor, local_assignments
 from tenure.doctor.celery.routing import read_beat_entry, read_default_queue, read_sent_queue
 from tenure.doctor.celery.settings import CeleryConfig, Setting, TaskDef, _callee, _setting
 from tenure.doctor.celery.values import UNKNOWN
@@ -20,9 +21,12 @@ LIMITS = ("time_limit", "soft_time_limit")
 
 
 def read_tasks(config: CeleryConfig, tree: ast.AST, rel: str) -> None:
+    local: dict[int, dict[str, ast.expr]] | None = None
     for node in ast.walk(tree):
         if isinstance(node, ast.Call):
-            _call_limits(config, node, rel)
+            if local is None and _sends(node):
+                local = local_assignments(tree)  # read once, for a module that sends tasks
+            _call_limits(config, node, rel, (local or {}).get(id(node), {}))
             read_sent_queue(config, node, rel)
         elif isinstance(node, ast.Dict):
             read_beat_entry(config, node)
@@ -58,12 +62,21 @@ def read_tasks(config: CeleryConfig, tree: ast.AST, rel: str) -> None:
                 config.tasks.append(TaskDef(node.name, Source(rel, decorator.lineno)))
 
 
-def _call_limits(config: CeleryConfig, node: ast.Call, rel: str) -> None:
-    """`app.send_task("compute_worker_run", soft_time_limit=t)` and `run.apply_async(...,
-    time_limit=t)`: the limit the task runs with when sent so, a value or UNKNOWN."""
+def _sends(node: ast.Call) -> bool:
     func = node.func
-    if not isinstance(func, ast.Attribute) or func.attr not in ("send_task", "apply_async"):
+    return isinstance(func, ast.Attribute) and func.attr in ("send_task", "apply_async")
+
+
+def _call_limits(
+    config: CeleryConfig, node: ast.Call, rel: str, names: dict[str, ast.expr]
+) -> None:
+    """`app.send_task("compute_worker_run", soft_time_limit=t)` and `run.apply_async(...,
+    time_limit=t)`: the limit the task runs with when sent so, a value, the least it can be
+    (`t = phase.limit + 1200` in the sending function), or UNKNOWN."""
+    func = node.func
+    if not _sends(node):
         return
+    assert isinstance(func, ast.Attribute)
     if func.attr == "send_task":
         first = node.args[0] if node.args else None
         if not (isinstance(first, ast.Constant) and isinstance(first.value, str)):
@@ -74,7 +87,14 @@ def _call_limits(config: CeleryConfig, node: ast.Call, rel: str) -> None:
     for k in node.keywords:
         if k.arg in LIMITS and name:
             by_key = config.call_limits.setdefault(name, {})
-            by_key.setdefault(k.arg, []).append(_setting(k.value, rel, config.scope))
+            sent = _setting(k.value, rel, config.scope)
+            least = floor(k.value, names, config.scope) if not sent.known else 0.0
+            if least > 0:
+                note = f"at least {least:g} s: {ast.unparse(k.value)}"
+                if isinstance(k.value, ast.Name) and k.value.id in names:
+                    note += f" = {ast.unparse(names[k.value.id])}"
+                sent = Setting(least, Source(sent.source.path, sent.source.line, note))
+            by_key.setdefault(k.arg, []).append(sent)
 
 
 def settle(config: CeleryConfig) -> None:

@@ -53,13 +53,15 @@ def read_workers(
     needle: str = "artisan",
     *,
     unread: bool = False,
+    also: tuple[str, ...] = (),
 ) -> tuple[list[ArtisanWorker], list[Skipped]]:
     """Workers from Compose, Kubernetes, systemd, supervisord, Procfile and shell scripts.
     `find` recognises the worker command (artisan's by default; Celery's for --celery), and
     `needle` is a word its files must contain. Files named for development or tests (a
     docker-compose.dev.yml) are not the deployment. `unread`: a deployment file no reader
     understands (a process manager's own format) still gives the workers its lines start,
-    with no grace: their timeouts are compared, their stop grace is said to be unread."""
+    with no grace: their timeouts are compared, their stop grace is said to be unread.
+    `also`: other words that mark a file worth reading (a command that starts the worker)."""
     find = find or find_artisan
     workers: list[ArtisanWorker] = []
     skipped: list[Skipped] = []
@@ -68,7 +70,7 @@ def read_workers(
         content = decode(found)
         if isinstance(content, str):
             env_by_dir[os.path.dirname(found.path)] = read_dotenv(content)
-    for kind, found, content in _deployment_files(tree, needle):
+    for kind, found, content in _deployment_files(tree, (needle, *also)):
         before = len(workers)
         if kind == "yaml" and "{{" not in content:
             env = env_by_dir.get(os.path.dirname(found.path), {})
@@ -125,7 +127,7 @@ def _in_chart(path: str) -> bool:
     return helm.chart_root(path) is not None  # templates/ or a folder inside it
 
 
-def _deployment_files(tree: Tree, needle: str) -> Iterator[tuple[str, FoundFile, str]]:
+def _deployment_files(tree: Tree, needles: tuple[str, ...]) -> Iterator[tuple[str, FoundFile, str]]:
     for kind in ("yaml", "systemd", "supervisord", "procfile", "pm2"):
         for found in tree.files[kind]:
             if is_development_name(found.rel) or is_foreign_template(
@@ -133,7 +135,7 @@ def _deployment_files(tree: Tree, needle: str) -> Iterator[tuple[str, FoundFile,
             ):
                 continue
             content = decode(found)
-            if isinstance(content, str) and needle in content:
+            if isinstance(content, str) and any(n in content for n in needles):
                 yield kind, found, content
 
 

@@ -10,7 +10,7 @@ import shlex
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
-from tenure.doctor.model import Source, Value
+from tenure.doctor.model import Setting, Source, Value
 
 COMMANDS = ("queue:work", "queue:listen", "horizon")
 FLAGS = {"once", "stop-when-empty", "force", "quiet", "verbose", "no-interaction"}
@@ -36,6 +36,7 @@ class ArtisanWorker:
     # `[Service]`); a script's worker gets its runner's when tie() finds one.
     unit: Source | None = None
     named_for_development: bool = False  # a script's worker whose file name says "local"...
+    stop_signal: Setting | None = None  # the signal set for it, where the project sets one
 
     def stop_site(self) -> Source:
         """Where a finding about this worker's stop grace belongs (CONVENTION.md): the line
