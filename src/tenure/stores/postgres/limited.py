@@ -116,8 +116,22 @@ _SLOTS = (
     f" granted = {_SHARE} FROM (SELECT w.*, t.tid FROM wanted w JOIN slots t ON t.key = w.key) w"
     " WHERE c.ctid = w.tid"
     " RETURNING c.key, c.granted, c.running, w.clim),"
+    # a key without a row yet (its first job, or its first since retention deleted the row):
+    # the row is made here, holding this claim's slot, instead of leaving the job to `reserve`
+    # (a round trip and a read of the queue's window per new key). Its insert is the one wait
+    # of this statement: on another transaction making the same key's row at that instant
+    # (then DO NOTHING, and the job is left to `reserve` as before). That transaction, an end
+    # like this one or guards.take_slot, never waits for a row lock this statement holds (they
+    # try every lock), so no cycle can form.
+    " made AS (INSERT INTO {s}.tenure_concurrency (key, running, granted)"
+    " SELECT w.key, least(w.n, w.clim), least(w.n, w.clim) FROM wanted w"
+    " WHERE w.rel = 0 AND w.key NOT IN (SELECT key FROM slots) AND NOT EXISTS (SELECT 1"
+    " FROM {s}.tenure_concurrency x WHERE x.key = w.key) ON CONFLICT (key) DO NOTHING"
+    " RETURNING key, granted, running),"
     " settled AS MATERIALIZED (SELECT key, granted, running, clim FROM granted"
-    " UNION ALL SELECT key, 1, running, lim FROM passes),"
+    " UNION ALL SELECT key, 1, running, lim FROM passes"
+    " UNION ALL SELECT m.key, m.granted, m.running, w.clim FROM made m JOIN wanted w"
+    " ON w.key = m.key),"
     " ranked AS MATERIALIZED (SELECT c.id, g.granted > 0 AS go, c.back"
     " FROM cand c JOIN settled g ON g.key = c.ckey WHERE c.limited),"
     " parked AS (UPDATE {s}.tenure_jobs SET run_at = "
