@@ -150,3 +150,32 @@ def test_a_job_parked_by_the_slow_path_writes_its_keys_row(store: Store, kit: Po
     ended, _ = store.end_attempt(Ending(job_id=r.job_id, token=r.token))
     assert ended.accepted
     assert [x.job_id for x in store.reserve(queues=["default"], worker=W2, lease=30)] == [second.id]
+
+
+def test_an_ends_claim_of_a_key_without_a_row_makes_the_row_in_the_same_statement(
+    store: Store,
+) -> None:
+    """The next job's key has no slot row yet (its first job): the end's one statement makes
+    the row, holding the claim's slot, rather than leaving the job to `reserve`'s slow path."""
+    first, other = limited("k1", 1), limited("k2", 1)
+    store.enqueue_many([first, other])
+    [r] = store.reserve(queues=["default"], worker=W1, lease=30, limit=1)
+    out: list[Any] = []
+
+    def end() -> None:
+        out.append(
+            store.end_attempt(
+                Ending(job_id=r.job_id, token=r.token), queues=["default"], worker=W1, lease=30
+            )
+        )
+
+    assert sent_by(end) == 1
+    [(ended, nxt)] = out
+    assert ended.accepted and nxt is not None and nxt.job_id == other.id
+    assert key_row(store, "k2")[0] == 1 and key_row(store, "k1")[0] == 0
+    # the slot is the key's like any other: a second job of k2 waits for it
+    later = limited("k2", 1)
+    store.enqueue_many([later])
+    assert store.reserve(queues=["default"], worker=W2, lease=30) == []
+    store.end_attempt(Ending(job_id=nxt.job_id, token=nxt.token))
+    assert [x.job_id for x in store.reserve(queues=["default"], worker=W2, lease=30)] == [later.id]

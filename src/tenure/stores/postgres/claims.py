@@ -123,13 +123,14 @@ def held_slots(row: str, limit: str) -> str:
     )
 
 
-def claim_and_open(now: str, rows: str) -> str:
-    """claimed/opened: the jobs whose id is `rows` (`= ...`) running from `now` under a lease
-    of %(lease)s for %(worker)s, each with its attempt row opened (an upsert, as above)."""
+def claim_and_open(now: str, rows: str, by: str = "j.id") -> str:
+    """claimed/opened: the jobs whose `by` (id, or ctid) is `rows` (`= ...`) running from `now`
+    under a lease of %(lease)s for %(worker)s, each with its attempt row opened (an upsert, as
+    above)."""
     return (
         " claimed AS (UPDATE {s}.tenure_jobs j SET state = 'running',"
         f" attempt = {NEXT_ATTEMPT}, lease_expires_at = {now} + %(lease)s,"
-        f" worker_id = %(worker)s WHERE j.id {rows}"
+        f" worker_id = %(worker)s WHERE {by} {rows}"
         f"{RETURNING}),"
         " opened AS (INSERT INTO {s}.tenure_attempts (job_id, number, worker_id,"
         " host, pid, started_at, last_heartbeat_at)"

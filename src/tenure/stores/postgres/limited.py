@@ -42,18 +42,19 @@ _PARKED = f"{PARKED_AT!r}"
 # taken and the key's row is the version this snapshot sees
 _HELD = (
     f"WITH clock AS MATERIALIZED (SELECT {CLOCK} AS now),"
-    " target AS MATERIALIZED (SELECT id, concurrency_key AS key,"
+    " target AS MATERIALIZED (SELECT id, ctid AS tid, concurrency_key AS key,"
     " coalesce(concurrency_limit, 1) AS lim FROM {s}.tenure_jobs WHERE id = %(id)s"
     " AND attempt = %(token)s AND (state = 'running') IS TRUE AND batch_id IS NULL"
     " AND chain IS NULL AND concurrency_key IS NOT NULL FOR UPDATE SKIP LOCKED),"
-    " seen AS MATERIALIZED (SELECT c.xmin AS ver FROM {s}.tenure_concurrency c"
+    " seen AS MATERIALIZED (SELECT c.xmin AS ver, c.ctid AS tid FROM {s}.tenure_concurrency c"
     " WHERE c.key = (SELECT key FROM target)),"
-    " held AS MATERIALIZED (SELECT c.key, c.running, t.lim FROM {s}.tenure_concurrency c"
-    " JOIN target t ON t.key = c.key WHERE c.xmin = (SELECT ver FROM seen)"
-    " FOR UPDATE OF c SKIP LOCKED),"
+    " held AS MATERIALIZED (SELECT c.key, c.ctid AS tid, c.running, t.lim"
+    " FROM {s}.tenure_concurrency c"
+    " JOIN target t ON t.key = c.key WHERE c.ctid = (SELECT tid FROM seen)"
+    " AND c.xmin = (SELECT ver FROM seen) FOR UPDATE OF c SKIP LOCKED),"
     " done AS (UPDATE {s}.tenure_jobs SET state = 'succeeded', finished_at = clock.now,"
     " lease_expires_at = NULL, tries_used = tries_used + 1, result = %(result)s FROM clock"
-    " WHERE id = (SELECT t.id FROM target t JOIN held h ON h.key = t.key)"
+    " WHERE ctid = (SELECT t.tid FROM target t JOIN held h ON h.key = t.key)"
     " AND attempt = %(token)s RETURNING id, worker_id, clock.now),"
 )
 
@@ -69,7 +70,7 @@ _STILL_PARKED = (
     f" AND (j.state = 'queued') IS TRUE AND j.run_at >= {_PARKED} FOR UPDATE SKIP LOCKED"
 )
 _CANDIDATES = (
-    " head AS MATERIALIZED (SELECT id, priority, run_at, seq, concurrency_key AS ckey,"
+    " head AS MATERIALIZED (SELECT id, ctid AS tid, priority, run_at, seq, concurrency_key AS ckey,"
     " coalesce(concurrency_limit, 1) AS clim, overlap_key IS NULL AND rate_key IS NULL AS bare"
     " FROM {s}.tenure_jobs"
     f" WHERE priority_queue = %(queue)s AND run_at <= {_NOW}{not_paused('%(queue)s')}"
@@ -79,16 +80,16 @@ _CANDIDATES = (
     " WHERE concurrency_key = (SELECT key FROM held) AND state = 'queued'"
     f" AND run_at >= {_PARKED} ORDER BY run_at, seq"
     " LIMIT (SELECT greatest(lim - running + 1, 0) FROM held)),"
-    " handoff AS MATERIALIZED (SELECT j.id, j.priority, j.seq FROM {s}.tenure_jobs j"
-    " WHERE j.id = (SELECT b.id FROM backlog b"
-    f" WHERE b.queue = %(queue)s{not_paused('%(queue)s')} AND NOT EXISTS (SELECT 1 FROM head h"
+    " handoff AS MATERIALIZED (SELECT j.id, j.ctid AS tid, j.priority, j.seq FROM {s}.tenure_jobs j"
+    " WHERE j.id = (SELECT b.id FROM backlog b WHERE EXISTS (SELECT 1 FROM backlog)"
+    f" AND b.queue = %(queue)s{not_paused('%(queue)s')} AND NOT EXISTS (SELECT 1 FROM head h"
     f" WHERE (h.priority, h.run_at, h.seq) <= (b.priority, {_NOW}, b.seq))"
     f" ORDER BY b.priority, b.seq LIMIT 1){_STILL_PARKED}),"
     # the one job this claim may take, with its guards
-    " cand AS MATERIALIZED (SELECT h.id, h.priority, h.run_at, h.seq, h.ckey, h.clim,"
+    " cand AS MATERIALIZED (SELECT h.id, h.tid, h.priority, h.run_at, h.seq, h.ckey, h.clim,"
     " h.bare AND h.ckey IS NULL AS free, h.bare AND h.ckey IS NOT NULL AS limited, false AS back"
     " FROM head h WHERE NOT EXISTS (SELECT 1 FROM handoff) UNION ALL"
-    f" SELECT f.id, f.priority, {_NOW}, f.seq, l.key, l.lim, false, true, true"
+    f" SELECT f.id, f.tid, f.priority, {_NOW}, f.seq, l.key, l.lim, false, true, true"
     " FROM handoff f, held l),"
 )
 
@@ -110,15 +111,34 @@ _SLOTS = (
     " FROM (SELECT ckey AS key, clim AS lim, 1 AS n, 0 AS rel FROM cand WHERE limited"
     " UNION ALL SELECT key, lim, 0, 1 FROM held) w"
     " WHERE NOT EXISTS (SELECT 1 FROM passes) GROUP BY key),"
-    " slots AS MATERIALIZED (SELECT key FROM {s}.tenure_concurrency"
-    " WHERE key = ANY(ARRAY(SELECT key FROM wanted)) FOR UPDATE SKIP LOCKED),"
+    # the candidate's key's row tried (at most one key besides the ended attempt's, whose row
+    # `held` has locked already and is not locked again)
+    " tried AS MATERIALIZED (SELECT key, ctid AS tid FROM {s}.tenure_concurrency"
+    " WHERE key = (SELECT key FROM wanted WHERE key <> (SELECT key FROM held))"
+    " FOR UPDATE SKIP LOCKED),"
+    " slots AS MATERIALIZED (SELECT key, tid FROM tried UNION ALL SELECT key, tid FROM held"
+    " WHERE key IN (SELECT key FROM wanted)),"
     f" granted AS (UPDATE {{s}}.tenure_concurrency c SET running = c.running - w.rel + {_SHARE},"
-    f" granted = {_SHARE} FROM wanted w"
-    " WHERE c.key = w.key AND c.key IN (SELECT key FROM slots)"
+    f" granted = {_SHARE} FROM (SELECT w.*, t.tid FROM wanted w JOIN slots t ON t.key = w.key) w"
+    " WHERE c.ctid = w.tid"
     " RETURNING c.key, c.granted, c.running, w.clim),"
+    # a key without a row yet (its first job, or its first since retention deleted the row):
+    # the row is made here, holding this claim's slot, instead of leaving the job to `reserve`
+    # (a round trip and a read of the queue's window per new key). Its insert is the one wait
+    # of this statement: on another transaction making the same key's row at that instant
+    # (then DO NOTHING, and the job is left to `reserve` as before). That transaction, an end
+    # like this one or guards.take_slot, never waits for a row lock this statement holds (they
+    # try every lock), so no cycle can form.
+    " made AS (INSERT INTO {s}.tenure_concurrency (key, running, granted)"
+    " SELECT w.key, least(w.n, w.clim), least(w.n, w.clim) FROM wanted w"
+    " WHERE w.rel = 0 AND w.key NOT IN (SELECT key FROM slots) AND NOT EXISTS (SELECT 1"
+    " FROM {s}.tenure_concurrency x WHERE x.key = w.key) ON CONFLICT (key) DO NOTHING"
+    " RETURNING key, granted, running),"
     " settled AS MATERIALIZED (SELECT key, granted, running, clim FROM granted"
-    " UNION ALL SELECT key, 1, running, lim FROM passes),"
-    " ranked AS MATERIALIZED (SELECT c.id, g.granted > 0 AS go, c.back"
+    " UNION ALL SELECT key, 1, running, lim FROM passes"
+    " UNION ALL SELECT m.key, m.granted, m.running, w.clim FROM made m JOIN wanted w"
+    " ON w.key = m.key),"
+    " ranked AS MATERIALIZED (SELECT c.id, c.tid, g.granted > 0 AS go, c.back"
     " FROM cand c JOIN settled g ON g.key = c.ckey WHERE c.limited),"
     " parked AS (UPDATE {s}.tenure_jobs SET run_at = "
     f"{_PARKED} WHERE id = (SELECT id FROM ranked WHERE NOT go AND NOT back)),"
@@ -127,6 +147,7 @@ _SLOTS = (
     # (only when the key has a free slot left, a one-time filter: a saturated key's end reads
     # nothing here; the key named, as in `back`, for the reason given there)
     " freed AS MATERIALIZED (SELECT j.id FROM {s}.tenure_jobs j WHERE EXISTS (SELECT 1"
+    " FROM backlog) AND EXISTS (SELECT 1"
     " FROM settled g WHERE g.key = (SELECT key FROM held) AND g.clim > g.running)"
     " AND j.id = ANY(ARRAY(SELECT b.id FROM backlog b WHERE b.id NOT IN (SELECT id FROM cand)"
     " ORDER BY b.run_at, b.seq LIMIT (SELECT greatest(g.clim - g.running, 0) FROM settled g"
@@ -140,7 +161,9 @@ _SLOTS = (
     f" AND run_at >= {_PARKED} RETURNING queue),"
 )
 
-_GO = "= (SELECT id FROM cand WHERE free UNION ALL SELECT id FROM ranked WHERE go)"
+# the claimed row by its ctid: `head` or `handoff` locked it, so it is that version still, and
+# a TID is one heap page where the id is a walk of the primary key's index first
+_GO = "= (SELECT tid FROM cand WHERE free UNION ALL SELECT tid FROM ranked WHERE go)"
 
 LIMITED_END_AND_CLAIM = (
     _HELD
@@ -150,7 +173,7 @@ LIMITED_END_AND_CLAIM = (
     + ","
     + _CANDIDATES
     + _SLOTS
-    + claim_and_open(_NOW, _GO)
+    + claim_and_open(_NOW, _GO, by="j.ctid")
     + " SELECT c.*, p.picked, p.guarded, 0 AS parked,"
     " (SELECT count(*) FROM done) AS settled, (SELECT count(*) FROM target) AS found,"
     f" {WOKEN} AS woken, (SELECT count(pg_notify(%(channel)s, q)) FROM (SELECT DISTINCT"
