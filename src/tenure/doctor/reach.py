@@ -82,6 +82,9 @@ def find_tasks(names: Names, files: list[FoundFile]) -> list[Reached]:
                 _dotted(b).rsplit(".", 1)[-1].endswith("Task") for b in node.bases
             ):
                 run = names.method(node, module, "run")
+                inherited = run is not None and run.label != f"{node.name}.run"
+                if inherited and not _celery_task_class(names, node, module):
+                    continue  # `class ImportTask(ImportExportTask)` of a Django model: no task
                 if run is not None:
                     out.append(Reached(run.fn, run.module, node, (node.name,), home=module))
     return out
@@ -92,6 +95,15 @@ def _is_task_decorator(decorator: ast.expr) -> bool:
     if isinstance(target, ast.Name):
         return target.id in ("shared_task", "task")
     return isinstance(target, ast.Attribute) and target.attr in ("task", "shared_task")
+
+
+def _celery_task_class(names: Names, cls: ast.ClassDef, module: Module) -> bool:
+    """The class or a project base of it derives from Celery's `Task` itself."""
+    return any(
+        _dotted(base).rsplit(".", 1)[-1] == "Task"
+        for current, _ in names.lineage(cls, module)
+        for base in current.bases
+    )
 
 
 def _dotted(node: ast.expr) -> str:
@@ -171,7 +183,8 @@ def _handed(call: ast.Call, fn: FunctionNode, module: Module, *, method: bool) -
 
 
 def _instances(fn: FunctionNode, module: Module) -> dict[str, str]:
-    """`loader = Loader(...)` in the function: the name's class, as a dotted name."""
+    """`loader = Loader(...)`, or a Django model's row `job = ImportTask.objects.get(...)`,
+    in the function: the name's class, as a dotted name."""
     out: dict[str, str] = {}
     for node in module.nodes(fn):
         if (
@@ -180,11 +193,28 @@ def _instances(fn: FunctionNode, module: Module) -> dict[str, str]:
             and isinstance(node.targets[0], ast.Name)
             and isinstance(node.value, ast.Call)
         ):
-            name = module.qualify(node.value.func)
+            made = _row_of(node.value.func) or node.value.func
+            name = module.qualify(made)
             last = (name or "").rsplit(".", 1)[-1]
             if name and last[:1].isupper():
                 out[node.targets[0].id] = name
     return out
+
+
+# Manager and queryset calls that return one row: an instance of the model.
+ROW_CALLS = ("get", "create", "first", "last", "earliest", "latest")
+
+
+def _row_of(func: ast.expr) -> ast.expr | None:
+    """`Model.objects.get`, `Model.objects.filter(...).first`: the `Model` expression."""
+    if not isinstance(func, ast.Attribute) or func.attr not in ROW_CALLS:
+        return None
+    node: ast.expr = func.value
+    while isinstance(node, ast.Call | ast.Attribute):
+        if isinstance(node, ast.Attribute) and node.attr == "objects":
+            return node.value
+        node = node.func if isinstance(node, ast.Call) else node.value
+    return None
 
 
 def check_reach(
