@@ -29,6 +29,7 @@ _REQUESTS = Spec("requests", "timeout", None, None, "requests has no default tim
 _HTTPX = Spec("httpx", "timeout", None, 5.0, "httpx default")
 _AIOHTTP = Spec("aiohttp", "timeout", None, 300.0, "aiohttp default total", "aiohttp")
 _BOTO = Spec("boto3", "config", None, 60.0, "botocore default read_timeout, retried", "boto")
+_SOCKET_DEFAULT = "http.client waits forever by default"
 _SMTP = Spec("smtplib", "timeout", 3, None, "smtplib waits forever by default")
 
 SPECS: dict[str, Spec] = {
@@ -44,6 +45,10 @@ SPECS: dict[str, Spec] = {
     "smtplib.SMTP_SSL": Spec("smtplib", "timeout", None, None, "smtplib waits forever"),
     "smtplib.LMTP": _SMTP,
     "socket.create_connection": Spec("socket", "timeout", 1, None, "sockets block forever"),
+    # The connection's timeout bounds its request()/getresponse(); without one it blocks
+    # forever. HTTPSConnection's positional order changed across Python versions: keyword only.
+    "http.client.HTTPConnection": Spec("http.client", "timeout", 2, None, _SOCKET_DEFAULT),
+    "http.client.HTTPSConnection": Spec("http.client", "timeout", None, None, _SOCKET_DEFAULT),
     "boto3.client": _BOTO,
     "boto3.resource": _BOTO,
     "boto3.Session.client": _BOTO,
@@ -61,6 +66,13 @@ SESSIONS = {
 CLIENTS = {"httpx.Client", "httpx.AsyncClient", "aiohttp.ClientSession"}
 
 
+def suggest_timeout(limit: float | None) -> str:
+    """A call timeout to suggest: half the job's limit, or 10 s when it has none."""
+    if limit is None:
+        return "10"
+    return f"{max(1.0, round(limit / 2)):g}" if limit > 2 else f"{limit / 2:g}"
+
+
 def find_client_calls(function: FunctionNode, module: Module) -> list[ClientCall]:
     """Network calls in a job and the same-module helpers it calls, each with its bound."""
     found: dict[int, ClientCall] = {}
@@ -72,9 +84,13 @@ def find_client_calls(function: FunctionNode, module: Module) -> list[ClientCall
     return list(found.values())
 
 
-def client_calls_in(fn: FunctionNode, module: Module, via: str = "") -> list[ClientCall]:
-    """The network calls written in one function (not in what it calls), each with its bound."""
-    bindings = {**_bindings(module.tree.body, module, top_level=True), **_bindings([fn], module)}
+def client_calls_in(
+    fn: FunctionNode, module: Module, via: str = "", held: dict[str, ast.Call] | None = None
+) -> list[ClientCall]:
+    """The network calls written in one function (not in what it calls), each with its bound.
+    `held`: sessions the instance holds (`self.session`), from instance_bindings()."""
+    bindings = {**_bindings(module.tree.body, module, top_level=True), **(held or {})}
+    bindings.update(_bindings([fn], module))
     out: list[ClientCall] = []
     for node in module.nodes(fn):
         if isinstance(node, ast.Call):
@@ -102,6 +118,16 @@ def handed_calls_in(fn: FunctionNode, module: Module, handed: dict[str, str]) ->
     return out
 
 
+def instance_bindings(methods: list[tuple[FunctionNode, Module]]) -> dict[str, ast.Call]:
+    """`self.session = requests.Session()` in any method of a class (and its bases): calls
+    made later through `self.session` in another method are that session's."""
+    out: dict[str, ast.Call] = {}
+    for fn, module in methods:
+        found = _bindings([fn], module)
+        out.update({k: v for k, v in found.items() if k.startswith("self.")})
+    return out
+
+
 def _bindings(
     nodes: list[ast.stmt] | list[FunctionNode], module: Module, *, top_level: bool = False
 ) -> dict[str, ast.Call]:
@@ -117,10 +143,11 @@ def _bindings(
                 pairs.extend((i.optional_vars, i.context_expr) for i in node.items
                              if i.optional_vars is not None)  # fmt: skip
             for target, value in pairs:
-                if isinstance(target, ast.Name) and isinstance(value, ast.Call):
+                held = _receiver(target)
+                if held is not None and isinstance(value, ast.Call):
                     name = module.qualify(value.func)
                     if name in SESSIONS or name in CLIENTS:
-                        out[target.id] = value
+                        out[held] = value
     return out
 
 
@@ -134,7 +161,8 @@ def _check(
     target = node
     if spec is None and isinstance(node.func, ast.Attribute):
         receiver = node.func.value
-        bound = bindings.get(receiver.id) if isinstance(receiver, ast.Name) else None
+        held = _receiver(receiver)
+        bound = bindings.get(held) if held is not None else None
         if isinstance(receiver, ast.Call) and module.qualify(receiver.func) in CLIENTS:
             bound = receiver  # httpx.Client().get(...)
         if bound is None:
@@ -163,6 +191,15 @@ def _check(
         source=Source(module.rel, node.lineno),
         via=via,
     )
+
+
+def _receiver(expr: ast.expr) -> str | None:
+    """The name a session is held under: `s`, or `self.session` on an instance."""
+    if isinstance(expr, ast.Name):
+        return expr.id
+    if isinstance(expr, ast.Attribute) and isinstance(expr.value, ast.Name):
+        return f"{expr.value.id}.{expr.attr}" if expr.value.id == "self" else None
+    return None
 
 
 def _timeout(call: ast.Call, spec: Spec, module: Module) -> tuple[float | None, Source] | None:

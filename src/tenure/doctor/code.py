@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 from tenure.doctor.astutil import FunctionNode, Module, called_helpers, keyword, number
 from tenure.doctor.asyncblock import check_async_job
-from tenure.doctor.clients import find_client_calls
+from tenure.doctor.clients import find_client_calls, suggest_timeout
 from tenure.doctor.model import Finding, JobModel, Skipped, Source, Value
 from tenure.doctor.rules import finding
 from tenure.doctor.walk import FoundFile
@@ -197,7 +197,7 @@ def _client_findings(model: JobModel) -> list[Finding]:
     for call in model.calls:
         where = f" (in {call.via}())" if call.via else ""
         clocks: tuple[Value, ...] = (call.timeout,) + ((model.timeout,) if model.timeout else ())
-        suggestion = _suggest(limit)
+        suggestion = suggest_timeout(limit)
         fix = (
             f"pass config=Config(connect_timeout=5, read_timeout={suggestion}, "
             "retries={'max_attempts': 2}) from botocore.config"
@@ -219,12 +219,6 @@ def _client_findings(model: JobModel) -> list[Finding]:
                 "request still completes on the other side, and the retry repeats it.",
                 fix, call.source, clocks=clocks, job=model.name))  # fmt: skip
     return out
-
-
-def _suggest(limit: float | None) -> str:
-    if limit is None:
-        return "10"
-    return f"{max(1.0, round(limit / 2)):g}" if limit > 2 else f"{limit / 2:g}"
 
 
 def _sleep_loops(model: JobModel, job: AstJob) -> list[Finding]:

@@ -156,7 +156,7 @@ def _foreign(report: Report, tree: Tree, base: str, laravel: str | None, celery:
             raise CannotRun(str(exc)) from exc
         report.findings += result.findings
         report.skipped += result.skipped
-        reach = check_reach(tree.files["python"], base)
+        reach = check_reach(tree.files["python"], base, result.limits)
         report.findings += reach.findings
         shown = ", ".join(result.workers[:4]) + (" ..." if len(result.workers) > 4 else "")
         report.notes.append(f"Celery: {result.tasks} task(s), {len(result.workers)} worker "

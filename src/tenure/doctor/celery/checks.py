@@ -6,7 +6,7 @@ from __future__ import annotations
 import ast
 import os
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from tenure.doctor.celery.launches import check_launches, read_launches
 from tenure.doctor.celery.routing import resolve
@@ -21,7 +21,7 @@ from tenure.doctor.celery.settings import (
     read_tree,
 )
 from tenure.doctor.celery.stopsignal import signal_findings
-from tenure.doctor.celery.tasks import read_tasks, settle
+from tenure.doctor.celery.tasks import read_tasks, settle, task_limits
 from tenure.doctor.celery.values import UNKNOWN
 from tenure.doctor.model import Finding, Skipped, Source, Value
 from tenure.doctor.rules import finding
@@ -54,6 +54,8 @@ class CeleryAudit:
     skipped: list[Skipped]
     workers: list[str]  # where each worker starts, for the report's notes
     tasks: int = 0
+    # (file, task name) -> the task's time limit, when known: for the calls its code makes.
+    limits: dict[tuple[str, str], Value] = field(default_factory=dict)
 
 
 def audit(spec: str, base: str, tree: Tree) -> CeleryAudit:
@@ -87,7 +89,8 @@ def audit(spec: str, base: str, tree: Tree) -> CeleryAudit:
     workers, skipped = read_launches(tree)
     findings = check(config) + check_launches(config, workers) + signal_findings(workers)
     places = [f"{w.source} ({w.platform})" for w in workers]
-    return CeleryAudit(findings, config.skipped + skipped, places, len(config.tasks))
+    limits = task_limits(config)
+    return CeleryAudit(findings, config.skipped + skipped, places, len(config.tasks), limits)
 
 
 def _get(config: CeleryConfig, key: str, default: object, note: str) -> Setting:

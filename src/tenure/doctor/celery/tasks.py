@@ -12,7 +12,7 @@ from tenure.doctor.celery.floors import floor, local_assignments
 from tenure.doctor.celery.routing import read_beat_entry, read_default_queue, read_sent_queue
 from tenure.doctor.celery.settings import CeleryConfig, Setting, TaskDef, _callee, _setting
 from tenure.doctor.celery.values import UNKNOWN
-from tenure.doctor.model import Source
+from tenure.doctor.model import Source, Value
 
 OPTIONS = ("time_limit", "soft_time_limit", "acks_late", "queue", "reject_on_worker_lost")
 
@@ -172,3 +172,21 @@ def _bare_task(decorator: ast.expr) -> bool:
     if isinstance(decorator, ast.Name):
         return decorator.id in ("shared_task", "task")
     return isinstance(decorator, ast.Attribute) and decorator.attr == "task"
+
+
+def task_limits(config: CeleryConfig) -> dict[tuple[str, str], Value]:
+    """(file, task name) -> the first time limit that stops the task: the smallest known of
+    its time_limit/soft_time_limit, each the task's own (after settle) else the app's
+    task_time_limit/task_soft_time_limit. A limit the doctor cannot resolve is left out: a
+    call at or past a known one is past the smallest one too."""
+    out: dict[tuple[str, str], Value] = {}
+    for task in config.tasks:
+        known: list[Value] = []
+        for key in LIMITS:
+            setting = task.options.get(key) or config.settings.get(f"task_{key}")
+            if setting is not None and setting.known and isinstance(setting.value, int | float):
+                label = key if key in task.options else f"task_{key}"
+                known.append(Value(label, float(setting.value), "s", setting.source))
+        if task.source.path and known:
+            out[(task.source.path, task.name)] = min(known, key=lambda v: v.amount or 0.0)
+    return out
