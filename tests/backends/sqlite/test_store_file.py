@@ -127,3 +127,29 @@ def test_the_watch_saves_the_stat_until_something_on_the_path_changes(
     assert stats == [path]
     assert app.counts().get("queued") == 5
     app.close()
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="fork")
+def test_a_forked_child_reads_its_own_watch_not_its_parents(tmp_path: Path) -> None:
+    # The two would share one inotify queue: a child draining it takes the parent's news of
+    # a deletion, and the parent's next dispatch would go into the orphaned file.
+    path = str(tmp_path / "tenure.db")
+    app = tenure.App(f"sqlite:///{path}")
+
+    @app.job
+    def noop() -> None: ...
+
+    noop.dispatch()
+    db = app.store.db  # type: ignore[attr-defined]
+    inherited = db._watched()
+    pid = os.fork()
+    if pid == 0:
+        own = db._watched()
+        os._exit(0 if own is not inherited and db._watched() is own else 1)
+    _, status = os.waitpid(pid, 0)
+    assert os.waitstatus_to_exitcode(status) == 0
+    assert db._watched() is inherited  # the parent keeps its own
+    _remove(path)
+    with pytest.raises(StoreUnavailable, match="deleted or replaced"):
+        noop.dispatch()
+    app.close()

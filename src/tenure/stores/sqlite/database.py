@@ -157,10 +157,17 @@ class SQLiteDatabase:
         if self._watch_pid == pid and (watch is None or not watch.broken):
             return watch
         with self._watch_lock:
-            if self._watch is not None:
-                self._watch.close()
+            self._forget_inherited(pid)
+            # a broken one closes once no thread is still asking it (its finalizer)
             self._watch, self._watch_pid = file_watch.watch(self.path), pid
             return self._watch
+
+    def _forget_inherited(self, pid: int) -> None:
+        """A watch inherited through a fork is never closed here: its numbers may have been
+        closed and reused since (a descriptor of the database, whose close would drop
+        SQLite's locks on the file)."""
+        if self._watch is not None and self._watch_pid != pid:
+            self._watch.close.detach()
 
     @contextmanager
     def read(self) -> Iterator[sqlite3.Connection]:
@@ -185,6 +192,7 @@ class SQLiteDatabase:
         schema.migrate(self.conn())
 
     def close(self) -> None:
+        self._forget_inherited(os.getpid())
         if self._watch is not None:
             self._watch.close()
         self._watch, self._watch_pid = None, 0
