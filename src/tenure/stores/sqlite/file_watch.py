@@ -71,6 +71,9 @@ class FileWatch:
         self._poll = select.poll()
         self._poll.register(inotify, select.POLLIN)
         self._poll.register(mounts, select.POLLPRI)  # mountinfo: POLLPRI|POLLERR on a mount
+        # One thread at a time asks: a poll object refuses concurrent calls, and a poll of
+        # mountinfo consumes its news, so the poll and the generation it moves are one step
+        # (another thread must not poll in between, find nothing, and read the old number).
         self._lock = threading.Lock()
         self._generation = 0
         self.steps: dict[int, bytes] = {}  # a directory's watch -> its entry on the path
@@ -78,16 +81,14 @@ class FileWatch:
         self.close = weakref.finalize(self, _close, inotify, mounts)
 
     def generation(self) -> int:
-        said = self._poll.poll(0)
-        if said:
-            with self._lock:
-                # Moved on before the events are read: a thread whose poll comes back empty
-                # because this one drained them must already see the new generation.
+        with self._lock:
+            said = self._poll.poll(0)
+            if said:
                 self._generation += 1
                 if any(fd == self._mounts for fd, _ in said):
                     self.broken = True  # a mount: build the watch on what the path is now
                 self._drain()
-        return self._generation
+            return self._generation
 
     def _drain(self) -> None:
         try:
