@@ -32,9 +32,13 @@ from tenure.stores.sqlite.ready import ANY_READY, READY, READY_AFTER
 
 # A success, fenced by its token in the same statement. A result of None leaves the column
 # alone (it is NULL until a success writes one): the worker's hot path pays nothing for it.
+# A guarded job's guard_state moves with its state (migration 0018); a plain job's claim and
+# success (CLAIM, COMPLETE_PLAIN) never name it, so SQLite leaves the guard indexes out.
+GUARD_SUCCEEDED = ", guard_state = iif(guard_state IS NULL, NULL, 'succeeded')"
 COMPLETE, COMPLETE_WITH_RESULT = (
     "UPDATE tenure_jobs SET state = 'succeeded', finished_at = ?, lease_expires_at = NULL,"
-    f" tries_used = tries_used + 1{result} WHERE id = ? AND attempt = ? AND state = 'running'"
+    f" tries_used = tries_used + 1{result}{GUARD_SUCCEEDED} WHERE id = ? AND attempt = ?"
+    " AND state = 'running'"
     " RETURNING batch_id, chain, queue, concurrency_key, concurrency_limit"
     for result in ("", ", result = ?")
 )
@@ -44,9 +48,13 @@ COMPLETED_COLUMNS = ("batch_id", "chain", "queue", "concurrency_key", "concurren
 # trigger program that buffers its rows in an ephemeral table before the first comes back,
 # some 40,000 instructions a job (bench/row_shape.py). A job with any of the three matches
 # nothing here, and COMPLETE (with RETURNING) follows; so does a stale token.
-PLAIN = " AND batch_id IS NULL AND chain IS NULL AND concurrency_key IS NULL"
+# (guard_state IS NULL: no overlap or debounce key either, whose guard_state must move too)
+PLAIN = (
+    " AND batch_id IS NULL AND chain IS NULL AND concurrency_key IS NULL AND guard_state IS NULL"
+)
 COMPLETE_PLAIN, COMPLETE_PLAIN_WITH_RESULT = (
-    done.split(" RETURNING")[0] + PLAIN for done in (COMPLETE, COMPLETE_WITH_RESULT)
+    done.split(" RETURNING")[0].replace(GUARD_SUCCEEDED, "") + PLAIN
+    for done in (COMPLETE, COMPLETE_WITH_RESULT)
 )
 PLAIN_COMPLETED = (None, None, None, None, None)  # COMPLETED_COLUMNS of a plain job
 # The success of a job this store claimed under a concurrency key with no other guard, no
@@ -71,13 +79,19 @@ CLOSE_SUCCEEDED = (
 # a ready job's claim (its attempt row follows), counted by its row count; CLAIM_UNDER: only
 # while its concurrency key has a free slot (counted in the key's index: unary + keeps the
 # planner off the lease index, every running job of every key; sql.guards' _LIVE_LEASE)
-CLAIM, CLAIM_UNDER = (
-    "UPDATE tenure_jobs SET state = 'running', attempt = ?, lease_expires_at = ?,"
+# (CLAIM_GUARDED: a job with a guard_state, which moves with its state; CLAIM_UNDER's job
+# has a concurrency key, so one)
+CLAIM, CLAIM_GUARDED, CLAIM_UNDER = (
+    f"UPDATE tenure_jobs SET state = 'running'{guard}, attempt = ?, lease_expires_at = ?,"
     f" worker_id = ? WHERE id = ?{under}"
-    for under in (
-        "",
-        " AND (SELECT count(*) FROM tenure_jobs WHERE concurrency_key = ?"
-        " AND state = 'running' AND +lease_expires_at >= ?) < ?",
+    for guard, under in (
+        ("", ""),
+        (", guard_state = 'running'", ""),
+        (
+            ", guard_state = 'running'",
+            " AND (SELECT count(*) FROM tenure_jobs WHERE concurrency_key = ?"
+            " AND guard_state = 'running' AND +lease_expires_at >= ?) < ?",
+        ),
     )
 )
 ATTEMPT_ROW = (
@@ -158,8 +172,8 @@ def _open(
     now, the key's limit), only while its concurrency key has a free slot: None when it has
     none. Two statements where PostgreSQL's hot path claims in one (claims.CLAIM, FOR UPDATE
     SKIP LOCKED), which SQLite's single writer has no need of."""
-    job_id, (name, queue, payload, policy, batch_id, number) = row[0], tuple(row)[8:]
-    claim = CLAIM_UNDER if under else CLAIM
+    job_id, (name, queue, payload, policy, batch_id, number, guarded) = row[0], tuple(row)[8:15]
+    claim = CLAIM_UNDER if under else CLAIM if guarded is None else CLAIM_GUARDED
     if cur.execute(claim, (number, now + lease, worker.id, job_id, *under)).rowcount != 1:
         return None
     cur.execute(ATTEMPT_ROW, (job_id, number, worker.id, worker.host, worker.pid, now, now))

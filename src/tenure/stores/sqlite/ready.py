@@ -10,6 +10,10 @@ from tenure.stores.sql import control
 from tenure.stores.sql.guards import PARKED
 from tenure.stores.sqlite.guards import NEXT_ATTEMPT
 
+# A parked job in the words of the parked index since migration 0018 (guard_state: a job
+# with a concurrency key has its state there)
+PARKED_GUARDED = PARKED.replace("state", "guard_state", 1)
+
 # the shared clause in SQLite's words (what SQLiteDialect.q does): no schema, `?` parameters
 NOT_PAUSED = control.not_paused("?").replace("{s}.", "")
 
@@ -23,7 +27,7 @@ NOT_PAUSED = control.not_paused("?").replace("{s}.", "")
 READY = (
     "SELECT id, overlap_key, overlap_delay, rate_key, rate_limit, rate_window,"
     " concurrency_key, concurrency_limit, name, queue, payload, policy, batch_id,"
-    f" {NEXT_ATTEMPT} AS next_attempt"
+    f" {NEXT_ATTEMPT} AS next_attempt, guard_state"
     " FROM tenure_jobs INDEXED BY tenure_jobs_ready_by_priority"
     " WHERE queue = ? AND state = 'queued' AND run_at <= ?"
     + NOT_PAUSED
@@ -36,7 +40,7 @@ READY = (
 READY_AFTER = READY.replace(
     " FROM tenure_jobs INDEXED BY",
     ", (SELECT 1 FROM tenure_jobs INDEXED BY tenure_jobs_parked WHERE concurrency_key = ?"
-    f" AND {PARKED}) AS parked FROM tenure_jobs INDEXED BY",
+    f" AND {PARKED_GUARDED}) AS parked FROM tenure_jobs INDEXED BY",
     1,
 )
 # Whether a queue has a ready job, from the ready index alone (it covers the condition): the
