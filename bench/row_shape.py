@@ -153,6 +153,10 @@ PRAGMA ignore_check_constraints = OFF;
 if variant == "hot-no-guards":
     for name in ("overlap", "batch", "debounce", "slots", "parked"):
         c.execute(f"DROP INDEX IF EXISTS tenure_jobs_{name}")
+if variant.startswith("hot-guard-") and any(
+    r[1] == "guard_state" for r in c.execute("PRAGMA table_info(tenure_jobs)")
+):
+    raise SystemExit(f"{variant}: a store before migration 0018 (measured at 10cda0e)")
 if variant == "hot-guard-check":  # the column with its CHECK (tested on every state UPDATE)
     c.executescript(GUARD_CHECK)
 if variant.startswith("hot-guard-"):
