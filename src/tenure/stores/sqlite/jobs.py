@@ -79,13 +79,13 @@ CLOSE_SUCCEEDED = (
 # a ready job's claim (its attempt row follows), counted by its row count; CLAIM_UNDER: only
 # while its concurrency key has a free slot (counted in the key's index: unary + keeps the
 # planner off the lease index, every running job of every key; sql.guards' _LIVE_LEASE)
-# (CLAIM_GUARDED: a job with a guard_state, which moves with its state; CLAIM_UNDER's job
-# has a concurrency key, so one)
+# (CLAIM: a job without a guard_state, the plain one; CLAIM_GUARDED: a job with one, which
+# moves with its state; CLAIM_UNDER's job has a concurrency key, so one)
 CLAIM, CLAIM_GUARDED, CLAIM_UNDER = (
     f"UPDATE tenure_jobs SET state = 'running'{guard}, attempt = ?, lease_expires_at = ?,"
     f" worker_id = ? WHERE id = ?{under}"
     for guard, under in (
-        ("", ""),
+        ("", " AND guard_state IS NULL"),
         (", guard_state = 'running'", ""),
         (
             ", guard_state = 'running'",
@@ -172,9 +172,16 @@ def _open(
     now, the key's limit), only while its concurrency key has a free slot: None when it has
     none. Two statements where PostgreSQL's hot path claims in one (claims.CLAIM, FOR UPDATE
     SKIP LOCKED), which SQLite's single writer has no need of."""
-    job_id, (name, queue, payload, policy, batch_id, number, guarded) = row[0], tuple(row)[8:15]
-    claim = CLAIM_UNDER if under else CLAIM if guarded is None else CLAIM_GUARDED
-    if cur.execute(claim, (number, now + lease, worker.id, job_id, *under)).rowcount != 1:
+    job_id, (name, queue, payload, policy, batch_id, number) = row[0], tuple(row)[8:14]
+    params = (number, now + lease, worker.id, job_id, *under)
+    guarded = row[1] is not None or row[6] is not None  # an overlap or a concurrency key
+    claim = CLAIM_UNDER if under else CLAIM_GUARDED if guarded else CLAIM
+    claimed = cur.execute(claim, params).rowcount == 1
+    if not claimed and claim is CLAIM:
+        # a guard_state READY does not read (a debounce key: its column is the record's
+        # last but one, and reading it would cost every plain head a longer header parse)
+        claimed = cur.execute(CLAIM_GUARDED, params).rowcount == 1
+    if not claimed:
         return None
     cur.execute(ATTEMPT_ROW, (job_id, number, worker.id, worker.host, worker.pid, now, now))
     return Reservation(

@@ -27,7 +27,7 @@ NOT_PAUSED = control.not_paused("?").replace("{s}.", "")
 READY = (
     "SELECT id, overlap_key, overlap_delay, rate_key, rate_limit, rate_window,"
     " concurrency_key, concurrency_limit, name, queue, payload, policy, batch_id,"
-    f" {NEXT_ATTEMPT} AS next_attempt, guard_state"
+    f" {NEXT_ATTEMPT} AS next_attempt"
     " FROM tenure_jobs INDEXED BY tenure_jobs_ready_by_priority"
     " WHERE queue = ? AND state = 'queued' AND run_at <= ?"
     + NOT_PAUSED
