@@ -32,8 +32,8 @@ from tenure.stores.sqlite.ready import ANY_READY, READY, READY_AFTER
 
 # A success, fenced by its token in the same statement. A result of None leaves the column
 # alone (it is NULL until a success writes one): the worker's hot path pays nothing for it.
-# A guarded job's guard_state moves with its state (migration 0018); a plain job's claim and
-# success (CLAIM, COMPLETE_PLAIN) never name it, so SQLite leaves the guard indexes out.
+# A guarded job's guard_state moves with its state (migration 0018); the plain claim and
+# success never name it, so SQLite leaves the guard indexes out of them.
 GUARD_SUCCEEDED = ", guard_state = iif(guard_state IS NULL, NULL, 'succeeded')"
 COMPLETE, COMPLETE_WITH_RESULT = (
     "UPDATE tenure_jobs SET state = 'succeeded', finished_at = ?, lease_expires_at = NULL,"
@@ -47,8 +47,8 @@ COMPLETED_COLUMNS = ("batch_id", "chain", "queue", "concurrency_key", "concurren
 # nothing), fenced alike and counted by its row count. No RETURNING: SQLite runs one as a
 # trigger program that buffers its rows in an ephemeral table before the first comes back,
 # some 40,000 instructions a job (bench/row_shape.py). A job with any of the three matches
-# nothing here, and COMPLETE (with RETURNING) follows; so does a stale token.
-# (guard_state IS NULL: no overlap or debounce key either, whose guard_state must move too)
+# nothing here, and COMPLETE (with RETURNING) follows; so does a stale token, and a job with
+# an overlap or debounce key (its guard_state must move too).
 PLAIN = (
     " AND batch_id IS NULL AND chain IS NULL AND concurrency_key IS NULL AND guard_state IS NULL"
 )
@@ -76,11 +76,10 @@ CLOSE_SUCCEEDED = (
     "UPDATE tenure_attempts SET ended_at = ?, outcome = 'succeeded', error = NULL,"
     " traceback = NULL WHERE job_id = ? AND number = ?"
 )
-# a ready job's claim (its attempt row follows), counted by its row count; CLAIM_UNDER: only
-# while its concurrency key has a free slot (counted in the key's index: unary + keeps the
-# planner off the lease index, every running job of every key; sql.guards' _LIVE_LEASE)
-# (CLAIM: a job without a guard_state, the plain one; CLAIM_GUARDED: a job with one, which
-# moves with its state; CLAIM_UNDER's job has a concurrency key, so one)
+# a ready job's claim (its attempt row follows), counted by its row count: CLAIM a plain one
+# (no guard_state), CLAIM_GUARDED one whose guard_state moves too; CLAIM_UNDER only while its
+# concurrency key has a free slot (counted in the key's index: unary + keeps the planner off
+# the lease index, every running job of every key; sql.guards' _LIVE_LEASE)
 CLAIM, CLAIM_GUARDED, CLAIM_UNDER = (
     f"UPDATE tenure_jobs SET state = 'running'{guard}, attempt = ?, lease_expires_at = ?,"
     f" worker_id = ? WHERE id = ?{under}"
@@ -99,10 +98,9 @@ ATTEMPT_ROW = (
     " last_heartbeat_at) VALUES (?, ?, ?, ?, ?, ?, ?)"
 )
 
-# The busy worker's statements read on plain tuples (_cursor): a sqlite3.Row and its look-ups
-# by name cost more than these narrow rows' own step, so the success (_complete) and the claim
-# of an unguarded head (_head, _open) run on one cursor without a row factory; a batch, a
-# chain, a concurrency key or a guard goes on to the general path with what they returned.
+# The busy worker's statements read on plain tuples (_cursor): a sqlite3.Row's look-ups by name
+# cost more than these narrow rows' own step, so the success and the unguarded head's claim run
+# on one cursor without a row factory; anything guarded goes on to the general path.
 
 
 def _cursor(conn: sqlite3.Connection) -> sqlite3.Cursor:
@@ -169,17 +167,13 @@ def _open(
     cur: Any, row: Any, worker: WorkerRef, now: float, lease: float, under: tuple[Any, ...] = ()
 ) -> Reservation | None:
     """Claim the ready job READY read as `row` and open its attempt; with `under` (its key,
-    now, the key's limit), only while its concurrency key has a free slot: None when it has
-    none. Two statements where PostgreSQL's hot path claims in one (claims.CLAIM, FOR UPDATE
-    SKIP LOCKED), which SQLite's single writer has no need of."""
+    now, the key's limit), only while its key has a free slot: None when it has none. Two
+    statements where PostgreSQL claims in one (FOR UPDATE SKIP LOCKED: one writer here)."""
     job_id, (name, queue, payload, policy, batch_id, number) = row[0], tuple(row)[8:14]
-    params = (number, now + lease, worker.id, job_id, *under)
-    guarded = row[1] is not None or row[6] is not None  # an overlap or a concurrency key
-    claim = CLAIM_UNDER if under else CLAIM_GUARDED if guarded else CLAIM
+    params = (number, now + lease, worker.id, job_id, *under)  # row[1], [6]: overlap, concurrency
+    claim = CLAIM_UNDER if under else CLAIM if row[1] is None and row[6] is None else CLAIM_GUARDED
     claimed = cur.execute(claim, params).rowcount == 1
-    if not claimed and claim is CLAIM:
-        # a guard_state READY does not read (a debounce key: its column is the record's
-        # last but one, and reading it would cost every plain head a longer header parse)
+    if not claimed and claim is CLAIM:  # a debounce key: READY does not read it (cost)
         claimed = cur.execute(CLAIM_GUARDED, params).rowcount == 1
     if not claimed:
         return None
