@@ -121,11 +121,18 @@ def test_the_watch_saves_the_stat_until_something_on_the_path_changes(
     for _ in range(3):
         noop.dispatch()
     assert stats == []  # nothing changed on the path: no stat
-    # The quiet twin of the tests above: a change beside the file costs a stat and no refusal.
+    # The quiet twin of the tests above: a neighbour (a file beside the store, one beside the
+    # store's directory) changes nothing the path names: no stat, no refusal.
     (tmp_path / "notes.txt").write_text("a neighbour")
+    (tmp_path.parent / f"{tmp_path.name}-neighbour").mkdir()
+    noop.dispatch()
+    assert stats == []
+    # the store's own name, touched and put back as it was, costs one stat and no refusal
+    os.rename(path, path + ".moved")
+    os.rename(path + ".moved", path)
     noop.dispatch()
     assert stats == [path]
-    assert app.counts().get("queued") == 5
+    assert app.counts().get("queued") == 6
     app.close()
 
 

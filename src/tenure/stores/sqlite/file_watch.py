@@ -8,8 +8,9 @@ entry of one of the directories on it (the file deleted, renamed or replaced; a 
 the way renamed, replaced or deleted) or through a mount. So, on Linux, inotify watches every
 directory on the path for those changes and /proc/self/mountinfo is polled for mounts: while
 neither has said anything since a stat proved the file its own, the file is still its own,
-and one poll(0) (under 1 µs) replaces the stat. Anything said, even about another file in the
-same directory, costs a stat as before.
+and one poll(0) (under 1 µs) replaces the stat. Anything said about a name on the path costs a
+stat as before; news of a neighbour (the -wal, another file in the directory) is read and
+set aside.
 
 Where the kernel cannot be trusted to say everything, there is no watch and every check is a
 stat as before: a path through a symbolic link (the link's target can change in directories
@@ -77,6 +78,7 @@ class FileWatch:
         self._lock = threading.Lock()
         self._generation = 0
         self.steps: dict[int, bytes] = {}  # a directory's watch -> its entry on the path
+        self.leaf = -1  # the watch of the file's own directory (its entry: the file's name)
         # Closed once, by close() or when dropped: a descriptor closed twice could be another's.
         self.close = weakref.finalize(self, _close, inotify, mounts)
 
@@ -84,30 +86,39 @@ class FileWatch:
         with self._lock:
             said = self._poll.poll(0)
             if said:
-                self._generation += 1
-                if any(fd == self._mounts for fd, _ in said):
-                    self.broken = True  # a mount: build the watch on what the path is now
-                self._drain()
+                mounted = any(fd == self._mounts for fd, _ in said)
+                self.broken = self.broken or mounted  # build the watch on what the path is now
+                if self._drain() or mounted:
+                    self._generation += 1
             return self._generation
 
-    def _drain(self) -> None:
+    def _drain(self) -> bool:
+        """Whether any of the events read could have changed what the path names."""
+        moved = False
         try:
             while True:
-                self._read(os.read(self._inotify, 65536))
+                moved = self._read(os.read(self._inotify, 65536)) or moved
         except BlockingIOError:
             pass
+        return moved
 
-    def _read(self, data: bytes) -> None:
-        """A directory on the path itself moved, deleted or replaced breaks the watch (it
-        watches the old one); an entry of the last directory (the file, its -wal) does not."""
+    def _read(self, data: bytes) -> bool:
+        """Only an entry named on the path can change what it names: the file's own name in
+        its directory (a stat tells), a directory's name in its parent, a directory on the
+        path moved or deleted, or lost events (all three break the watch: it watches the old
+        directory, or may have missed one). A neighbour (the -wal, another file) tells none."""
+        moved = False
         at = 0
         while at + EVENT.size <= len(data):
             wd, mask, _cookie, size = EVENT.unpack_from(data, at)
             name = data[at + EVENT.size : at + EVENT.size + size].rstrip(b"\0")
             at += EVENT.size + size
             step = self.steps.get(wd)
-            if mask & BROKEN or step is None or (step and name == step):
-                self.broken = True
+            if mask & BROKEN or step is None or (name == step and wd != self.leaf):
+                self.broken = moved = True
+            elif name == step:
+                moved = True
+        return moved
 
 
 def _close(*fds: int) -> None:
@@ -135,13 +146,13 @@ def watch(path: str) -> FileWatch | None:
     made._poll.poll(0)  # mountinfo may say "changed" to a fresh reader once: take it now
     # From the root down: a directory replaced after its parent is watched is heard of there.
     folders = _folders(os.path.dirname(where))
-    steps = [*(os.path.basename(f) for f in folders[1:]), ""]
+    steps = [*(os.path.basename(f) for f in folders[1:]), os.path.basename(where)]
     for folder, step in zip(folders, steps, strict=True):
         wd = LIBC.inotify_add_watch(inotify, os.fsencode(folder), DIRECTORY_CHANGES)
-        if wd < 0:
+        if wd < 0 or wd in made.steps:  # (the same directory twice: a bind mount on the path)
             made.close()
             return None  # out of watches, or the directory is gone: stat as before
-        made.steps[wd] = os.fsencode(step)  # b"" for the file's own directory
+        made.steps[wd], made.leaf = os.fsencode(step), wd
     return made
 
 
