@@ -53,6 +53,10 @@ VARIANTS = {
     "one-ready": "without tenure_jobs_ready",
     "raw-indexes": "raw loop's indexes only",
     "hot-raw-indexes": "the hot path on the raw loop's indexes only",
+    "hot-no-guards": "the hot path without the five guard indexes",
+    "hot-guard-state": "the hot path, the guard indexes on a guard_state column it never sets",
+    "hot-guard-trigger": "the same, guard_state kept by a trigger on UPDATE OF state",
+    "hot-guard-check": "the same, every writer held to guard_state by a CHECK",
 }
 
 LOOP = """
@@ -118,6 +122,49 @@ if variant.endswith("raw-indexes"):
     for name in ("overlap", "prune_failed", "ready", "batch", "debounce", "state", "slots",
                  "parked"):
         c.execute(f"DROP INDEX IF EXISTS tenure_jobs_{name}")
+# The five guard indexes as they are, with `state` read from a column only a guarded job's
+# statements would set (NULL for a plain job): SQLite leaves an index out of an UPDATE whose
+# SET names none of its columns, nor any its WHERE reads.
+GUARD_STATE = '''
+ALTER TABLE tenure_jobs ADD COLUMN guard_state TEXT;
+DROP INDEX tenure_jobs_overlap; DROP INDEX tenure_jobs_batch; DROP INDEX tenure_jobs_debounce;
+DROP INDEX tenure_jobs_slots; DROP INDEX tenure_jobs_parked;
+CREATE INDEX tenure_jobs_overlap ON tenure_jobs (overlap_key, guard_state)
+    WHERE overlap_key IS NOT NULL;
+CREATE INDEX tenure_jobs_batch ON tenure_jobs (batch_id, guard_state) WHERE batch_id IS NOT NULL;
+CREATE INDEX tenure_jobs_debounce ON tenure_jobs (debounce_key)
+    WHERE debounce_key IS NOT NULL AND guard_state = 'queued';
+CREATE INDEX tenure_jobs_slots ON tenure_jobs (concurrency_key, guard_state)
+    WHERE concurrency_key IS NOT NULL AND guard_state = 'running';
+CREATE INDEX tenure_jobs_parked ON tenure_jobs (concurrency_key, run_at)
+    WHERE concurrency_key IS NOT NULL AND guard_state = 'queued' AND run_at >= 253402214400.0;
+'''
+# A guarded job's guard_state is its state, a plain job's NULL: a statement that moved a
+# guarded job's state and not its guard_state fails (SQLite checks a CHECK only on an UPDATE
+# that sets a column it reads: `state`, on the hot path). The rows already there are not
+# checked as the column is added (they are set right after).
+GUARD_CHECK = '''
+PRAGMA ignore_check_constraints = ON;
+ALTER TABLE tenure_jobs ADD COLUMN guard_state TEXT CHECK (guard_state IS state
+    OR guard_state IS NULL AND overlap_key IS NULL AND concurrency_key IS NULL
+    AND debounce_key IS NULL);
+PRAGMA ignore_check_constraints = OFF;
+'''
+if variant == "hot-no-guards":
+    for name in ("overlap", "batch", "debounce", "slots", "parked"):
+        c.execute(f"DROP INDEX IF EXISTS tenure_jobs_{name}")
+if variant.startswith("hot-guard-") and any(
+    r[1] == "guard_state" for r in c.execute("PRAGMA table_info(tenure_jobs)")
+):
+    raise SystemExit(f"{variant}: a store before migration 0018 (measured at 10cda0e)")
+if variant == "hot-guard-check":  # the column with its CHECK (tested on every state UPDATE)
+    c.executescript(GUARD_CHECK)
+if variant.startswith("hot-guard-"):
+    c.executescript(GUARD_STATE if variant != "hot-guard-check" else GUARD_STATE.split(";", 1)[1])
+if variant == "hot-guard-trigger":
+    c.execute("CREATE TRIGGER tenure_jobs_guard_state AFTER UPDATE OF state ON tenure_jobs"
+              " WHEN NEW.guard_state IS NOT NULL BEGIN UPDATE tenure_jobs"
+              " SET guard_state = NEW.state WHERE rowid = NEW.rowid; END")
 c.execute("PRAGMA wal_checkpoint(TRUNCATE)")
 def claim(t):
     row = c.execute(READY, ("default", t, "default", 1)).fetchone()

@@ -12,6 +12,8 @@ from tenure.core.records import Ending
 from tenure.stores.base import get_job
 from tenure.stores.sqlite import SQLiteStore, schema
 
+from .older import lend_guard_state, rows, take_back_guard_state
+
 BEFORE = 12
 
 
@@ -20,12 +22,8 @@ def store_at_version_12(path: Path) -> SQLiteStore:
     store = SQLiteStore(f"sqlite:///{path}")
     store.db.migrated = True  # the file is migrated by hand below, to 12 and no further
     schema.migrate(store.db.conn(), schema.MIGRATIONS[:BEFORE])
+    lend_guard_state(store.db.conn(), BEFORE)
     return store
-
-
-def rows(path: Path, table: str) -> list[tuple[object, ...]]:
-    with sqlite3.connect(path) as conn:
-        return conn.execute(f"SELECT * FROM {table} ORDER BY 1, 2").fetchall()
 
 
 def test_a_version_12_store_with_jobs_is_upgraded_with_every_row_intact(tmp_path: Path) -> None:
@@ -50,6 +48,7 @@ def test_a_version_12_store_with_jobs_is_upgraded_with_every_row_intact(tmp_path
     assert len(jobs) == 5 and len(attempts) == 4
     store.close()
 
+    take_back_guard_state(path, BEFORE)
     upgraded = SQLiteStore(f"sqlite:///{path}")
     try:
         upgraded.migrate()

@@ -18,6 +18,8 @@ from tenure.core.retention import Keep
 from tenure.stores.base import get_job
 from tenure.stores.sqlite import SQLiteStore, schema
 
+from .older import lend_guard_state, rows, take_back_guard_state
+
 BEFORE = 16
 DUE = Keep(succeeded=0.0, failed=0.0)  # due for pruning as soon as it ends
 
@@ -27,12 +29,8 @@ def store_at(path: Path, version: int) -> SQLiteStore:
     store = SQLiteStore(f"sqlite:///{path}")
     store.db.migrated = True  # the file is migrated by hand below, to `version` and no further
     schema.migrate(store.db.conn(), schema.MIGRATIONS[:version])
+    lend_guard_state(store.db.conn(), version)
     return store
-
-
-def rows(path: Path, table: str) -> list[tuple[object, ...]]:
-    with sqlite3.connect(path) as conn:
-        return conn.execute(f"SELECT * FROM {table} ORDER BY 1, 2").fetchall()
 
 
 def indexes(path: Path) -> dict[str, int]:
@@ -88,6 +86,7 @@ def test_a_version_16_store_with_jobs_in_every_state_is_upgraded_intact(tmp_path
     counts_before = store.queue_counts(keys=True)
     store.close()
 
+    take_back_guard_state(path, BEFORE)
     upgraded = SQLiteStore(f"sqlite:///{path}")
     try:
         upgraded.migrate()

@@ -46,12 +46,13 @@ EXPECTED = {
     "WHERE state = ? AND lease_expires_at < ?": (
         "tenure_jobs_lease (state=? AND lease_expires_at<?)"
     ),
-    # a key's running attempts with a live lease, counted by a claim (migration 0016)
-    "SELECT count(*) FROM tenure_jobs WHERE concurrency_key = ? AND state = ? AND +": (
-        "COVERING INDEX tenure_jobs_slots (concurrency_key=? AND state=?)"
+    # a key's running attempts with a live lease, counted by a claim (migration 0016; the
+    # guard indexes read guard_state since 0018)
+    "SELECT count(*) FROM tenure_jobs WHERE concurrency_key = ? AND guard_state = ? AND +": (
+        "COVERING INDEX tenure_jobs_slots (concurrency_key=? AND guard_state=?)"
     ),
     # an end hands back its key's oldest parked jobs
-    "SELECT id FROM tenure_jobs WHERE concurrency_key = ? AND state = ? AND run_at >= ?": (
+    "SELECT id FROM tenure_jobs WHERE concurrency_key = ? AND guard_state = ? AND run_at >= ?": (
         "tenure_jobs_parked (concurrency_key=? AND run_at>?)"
     ),
     # the counts per concurrency key: its running and its parked jobs

@@ -77,3 +77,86 @@ def test_worker_on_a_corrupt_file_exits_2_naming_it(tmp_path: Path) -> None:
     assert done.returncode == 2, done.stderr
     assert f"the SQLite store file {path} is not a database" in done.stderr
     assert path.read_bytes().startswith(b"not a database")  # nothing written over it
+
+
+def test_a_directory_on_the_path_replaced_is_noticed(tmp_path: Path) -> None:
+    # Between stats only the watch of the path's directories can tell (file_watch.py): the
+    # file itself is untouched, its directory is moved away and another put in its place.
+    (tmp_path / "data").mkdir()
+    path = str(tmp_path / "data" / "tenure.db")
+    app = tenure.App(f"sqlite:///{path}")
+
+    @app.job
+    def noop() -> None: ...
+
+    noop.dispatch()
+    noop.dispatch()  # the second check already rides on the watch, where there is one
+    os.rename(tmp_path / "data", tmp_path / "old")
+    (tmp_path / "data").mkdir()
+    other = tenure.App(f"sqlite:///{path}")
+    other.counts()  # a new store at the same path
+    other.close()
+    with pytest.raises(StoreUnavailable, match="deleted or replaced"):
+        noop.dispatch()
+    app.close()
+
+
+def test_the_watch_saves_the_stat_until_something_on_the_path_changes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from tenure.stores.sqlite import database, file_watch
+
+    path = str(tmp_path / "tenure.db")
+    if file_watch.watch(path) is None:
+        pytest.skip("no inotify watch here (not Linux, or a file system not known local)")
+    app = tenure.App(f"sqlite:///{path}")
+
+    @app.job
+    def noop() -> None: ...
+
+    noop.dispatch()
+    stats: list[str] = []
+    real = database._file_identity
+    monkeypatch.setattr(database, "_file_identity", lambda p: stats.append(p) or real(p))
+    for _ in range(3):
+        noop.dispatch()
+    assert stats == []  # nothing changed on the path: no stat
+    # The quiet twin of the tests above: a neighbour (a file beside the store, one beside the
+    # store's directory) changes nothing the path names: no stat, no refusal.
+    (tmp_path / "notes.txt").write_text("a neighbour")
+    (tmp_path.parent / f"{tmp_path.name}-neighbour").mkdir()
+    noop.dispatch()
+    assert stats == []
+    # the store's own name, touched and put back as it was, costs one stat and no refusal
+    os.rename(path, path + ".moved")
+    os.rename(path + ".moved", path)
+    noop.dispatch()
+    assert stats == [path]
+    assert app.counts().get("queued") == 6
+    app.close()
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="fork")
+def test_a_forked_child_reads_its_own_watch_not_its_parents(tmp_path: Path) -> None:
+    # The two would share one inotify queue: a child draining it takes the parent's news of
+    # a deletion, and the parent's next dispatch would go into the orphaned file.
+    path = str(tmp_path / "tenure.db")
+    app = tenure.App(f"sqlite:///{path}")
+
+    @app.job
+    def noop() -> None: ...
+
+    noop.dispatch()
+    db = app.store.db  # type: ignore[attr-defined]
+    inherited = db._watched()
+    pid = os.fork()
+    if pid == 0:
+        own = db._watched()
+        os._exit(0 if own is not inherited and db._watched() is own else 1)
+    _, status = os.waitpid(pid, 0)
+    assert os.waitstatus_to_exitcode(status) == 0
+    assert db._watched() is inherited  # the parent keeps its own
+    _remove(path)
+    with pytest.raises(StoreUnavailable, match="deleted or replaced"):
+        noop.dispatch()
+    app.close()

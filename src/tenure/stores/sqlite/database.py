@@ -13,7 +13,7 @@ from contextlib import contextmanager
 from typing import Any
 
 from tenure.core.errors import ConfigError, StoreMisconfigured, StoreUnavailable
-from tenure.stores.sqlite import schema
+from tenure.stores.sqlite import file_watch, schema
 
 CLOCK_SQL = "(julianday('now') - 2440587.5) * 86400.0"  # epoch seconds, SQLite's own clock
 # what a damaged row raises (see sql/endings.isolated)
@@ -40,6 +40,9 @@ class SQLiteDatabase:
         self.local = threading.local()
         self.migrated = False
         self.frozen: Callable[[], float] | None = None
+        self._watch: file_watch.FileWatch | None = None
+        self._watch_pid = 0  # the process the watch was built in (0: none built yet)
+        self._watch_lock = threading.Lock()
 
     # -- connections -------------------------------------------------------------------
     def conn(self) -> sqlite3.Connection:
@@ -47,6 +50,7 @@ class SQLiteDatabase:
         if conn is None or getattr(self.local, "pid", None) != os.getpid():
             conn = self._open()
             self.local.file = _file_identity(self.path)
+            self.local.seen = None  # no stat has proved this connection's file yet
             conn.row_factory = sqlite3.Row
             conn.execute("PRAGMA synchronous=NORMAL")
             conn.execute("PRAGMA busy_timeout=30000")
@@ -126,9 +130,15 @@ class SQLiteDatabase:
     def checked_conn(self) -> sqlite3.Connection:
         """The file at the path must still be the one this connection opened: a connection to
         a deleted file keeps writing into its orphaned inode, so a dispatch would return the id
-        of a job that exists nowhere another process can see. One stat per write transaction."""
+        of a job that exists nowhere another process can see. A stat of the path, unless the
+        watch of its directories (file_watch.py) heard nothing since the last one did."""
         conn = self.conn()
+        watch = self._watched()
+        seen = (watch, watch.generation()) if watch is not None else None
+        if seen is not None and seen == self.local.seen:
+            return conn
         if _file_identity(self.path) == self.local.file:
+            self.local.seen = seen
             return conn
         self.local.conn = None  # the next call opens (and migrates) what is at the path then
         self.migrated = False
@@ -138,6 +148,26 @@ class SQLiteDatabase:
             "this process opened it; nothing was written. Put the file back (or let the next "
             "call create a new one there) and restart the workers that use it"
         )
+
+    def _watched(self) -> file_watch.FileWatch | None:
+        """This process's watch (a forked child builds its own: reading its parent's events
+        would take them from the parent), built again once a directory on the path moved;
+        None where a stat per check must do (decided once per process)."""
+        watch, pid = self._watch, os.getpid()
+        if self._watch_pid == pid and (watch is None or not watch.broken):
+            return watch
+        with self._watch_lock:
+            self._forget_inherited(pid)
+            # a broken one closes once no thread is still asking it (its finalizer)
+            self._watch, self._watch_pid = file_watch.watch(self.path), pid
+            return self._watch
+
+    def _forget_inherited(self, pid: int) -> None:
+        """A watch inherited through a fork is never closed here: its numbers may have been
+        closed and reused since (a descriptor of the database, whose close would drop
+        SQLite's locks on the file)."""
+        if self._watch is not None and self._watch_pid != pid:
+            self._watch.close.detach()
 
     @contextmanager
     def read(self) -> Iterator[sqlite3.Connection]:
@@ -162,6 +192,10 @@ class SQLiteDatabase:
         schema.migrate(self.conn())
 
     def close(self) -> None:
+        self._forget_inherited(os.getpid())
+        if self._watch is not None:
+            self._watch.close()
+        self._watch, self._watch_pid = None, 0
         conn = getattr(self.local, "conn", None)
         if conn is not None:
             conn.close()

@@ -44,7 +44,7 @@ def overlap_holder(
     """A running job with this key and a live lease: the lock follows the holder's lease, so
     a crashed holder blocks the key for one lease at most."""
     row = conn.execute(
-        "SELECT id FROM tenure_jobs WHERE overlap_key = ? AND state = 'running'"
+        "SELECT id FROM tenure_jobs WHERE overlap_key = ? AND guard_state = 'running'"
         " AND lease_expires_at >= ? AND id != ? LIMIT 1",
         (overlap_key, now, job_id),
     ).fetchone()

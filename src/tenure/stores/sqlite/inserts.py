@@ -17,8 +17,9 @@ def insert_jobs(
     conn.executemany(
         f"{verb} INTO tenure_jobs (id, name, queue, payload, state, policy, created_at, run_at,"
         " batch_id, overlap_key, overlap_delay, rate_key, rate_limit, rate_window, keep_succeeded,"
-        " keep_failed, priority, chain, concurrency_key, concurrency_limit, debounce_key)"
-        " VALUES (?, ?, ?, ?, 'queued', ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        " keep_failed, priority, chain, concurrency_key, concurrency_limit, debounce_key,"
+        " guard_state)"
+        " VALUES (?, ?, ?, ?, 'queued', ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
         [
             (
                 j.id,
@@ -41,8 +42,17 @@ def insert_jobs(
                 j.guards.concurrency_key,
                 j.guards.concurrency_limit,
                 j.guards.debounce_key,
+                guard_state(j),
             )
             for j in jobs
         ],
     )
     return conn.total_changes - before
+
+
+def guard_state(job: NewJob) -> str | None:
+    """The column the guard indexes read (migration 0018): the job's state for a job with an
+    overlap, concurrency or debounce key, NULL for the others (their indexes never see them)."""
+    g = job.guards
+    guarded = g.overlap_key is not None or g.concurrency_key is not None
+    return "queued" if guarded or g.debounce_key is not None else None

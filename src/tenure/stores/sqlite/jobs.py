@@ -32,9 +32,13 @@ from tenure.stores.sqlite.ready import ANY_READY, READY, READY_AFTER
 
 # A success, fenced by its token in the same statement. A result of None leaves the column
 # alone (it is NULL until a success writes one): the worker's hot path pays nothing for it.
+# A guarded job's guard_state moves with its state (migration 0018); the plain claim and
+# success never name it, so SQLite leaves the guard indexes out of them.
+GUARD_SUCCEEDED = ", guard_state = iif(guard_state IS NULL, NULL, 'succeeded')"
 COMPLETE, COMPLETE_WITH_RESULT = (
     "UPDATE tenure_jobs SET state = 'succeeded', finished_at = ?, lease_expires_at = NULL,"
-    f" tries_used = tries_used + 1{result} WHERE id = ? AND attempt = ? AND state = 'running'"
+    f" tries_used = tries_used + 1{result}{GUARD_SUCCEEDED} WHERE id = ? AND attempt = ?"
+    " AND state = 'running'"
     " RETURNING batch_id, chain, queue, concurrency_key, concurrency_limit"
     for result in ("", ", result = ?")
 )
@@ -43,10 +47,14 @@ COMPLETED_COLUMNS = ("batch_id", "chain", "queue", "concurrency_key", "concurren
 # nothing), fenced alike and counted by its row count. No RETURNING: SQLite runs one as a
 # trigger program that buffers its rows in an ephemeral table before the first comes back,
 # some 40,000 instructions a job (bench/row_shape.py). A job with any of the three matches
-# nothing here, and COMPLETE (with RETURNING) follows; so does a stale token.
-PLAIN = " AND batch_id IS NULL AND chain IS NULL AND concurrency_key IS NULL"
+# nothing here, and COMPLETE (with RETURNING) follows; so does a stale token, and a job with
+# an overlap or debounce key (its guard_state must move too).
+PLAIN = (
+    " AND batch_id IS NULL AND chain IS NULL AND concurrency_key IS NULL AND guard_state IS NULL"
+)
 COMPLETE_PLAIN, COMPLETE_PLAIN_WITH_RESULT = (
-    done.split(" RETURNING")[0] + PLAIN for done in (COMPLETE, COMPLETE_WITH_RESULT)
+    done.split(" RETURNING")[0].replace(GUARD_SUCCEEDED, "") + PLAIN
+    for done in (COMPLETE, COMPLETE_WITH_RESULT)
 )
 PLAIN_COMPLETED = (None, None, None, None, None)  # COMPLETED_COLUMNS of a plain job
 # The success of a job this store claimed under a concurrency key with no other guard, no
@@ -68,16 +76,21 @@ CLOSE_SUCCEEDED = (
     "UPDATE tenure_attempts SET ended_at = ?, outcome = 'succeeded', error = NULL,"
     " traceback = NULL WHERE job_id = ? AND number = ?"
 )
-# a ready job's claim (its attempt row follows), counted by its row count; CLAIM_UNDER: only
-# while its concurrency key has a free slot (counted in the key's index: unary + keeps the
-# planner off the lease index, every running job of every key; sql.guards' _LIVE_LEASE)
-CLAIM, CLAIM_UNDER = (
-    "UPDATE tenure_jobs SET state = 'running', attempt = ?, lease_expires_at = ?,"
+# a ready job's claim (its attempt row follows), counted by its row count: CLAIM a plain one
+# (no guard_state), CLAIM_GUARDED one whose guard_state moves too; CLAIM_UNDER only while its
+# concurrency key has a free slot (counted in the key's index: unary + keeps the planner off
+# the lease index, every running job of every key; sql.guards' _LIVE_LEASE)
+CLAIM, CLAIM_GUARDED, CLAIM_UNDER = (
+    f"UPDATE tenure_jobs SET state = 'running'{guard}, attempt = ?, lease_expires_at = ?,"
     f" worker_id = ? WHERE id = ?{under}"
-    for under in (
-        "",
-        " AND (SELECT count(*) FROM tenure_jobs WHERE concurrency_key = ?"
-        " AND state = 'running' AND +lease_expires_at >= ?) < ?",
+    for guard, under in (
+        ("", " AND guard_state IS NULL"),
+        (", guard_state = 'running'", ""),
+        (
+            ", guard_state = 'running'",
+            " AND (SELECT count(*) FROM tenure_jobs WHERE concurrency_key = ?"
+            " AND guard_state = 'running' AND +lease_expires_at >= ?) < ?",
+        ),
     )
 )
 ATTEMPT_ROW = (
@@ -85,10 +98,9 @@ ATTEMPT_ROW = (
     " last_heartbeat_at) VALUES (?, ?, ?, ?, ?, ?, ?)"
 )
 
-# The busy worker's statements read on plain tuples (_cursor): a sqlite3.Row and its look-ups
-# by name cost more than these narrow rows' own step, so the success (_complete) and the claim
-# of an unguarded head (_head, _open) run on one cursor without a row factory; a batch, a
-# chain, a concurrency key or a guard goes on to the general path with what they returned.
+# The busy worker's statements read on plain tuples (_cursor): a sqlite3.Row's look-ups by name
+# cost more than these narrow rows' own step, so the success and the unguarded head's claim run
+# on one cursor without a row factory; anything guarded goes on to the general path.
 
 
 def _cursor(conn: sqlite3.Connection) -> sqlite3.Cursor:
@@ -155,12 +167,15 @@ def _open(
     cur: Any, row: Any, worker: WorkerRef, now: float, lease: float, under: tuple[Any, ...] = ()
 ) -> Reservation | None:
     """Claim the ready job READY read as `row` and open its attempt; with `under` (its key,
-    now, the key's limit), only while its concurrency key has a free slot: None when it has
-    none. Two statements where PostgreSQL's hot path claims in one (claims.CLAIM, FOR UPDATE
-    SKIP LOCKED), which SQLite's single writer has no need of."""
-    job_id, (name, queue, payload, policy, batch_id, number) = row[0], tuple(row)[8:]
-    claim = CLAIM_UNDER if under else CLAIM
-    if cur.execute(claim, (number, now + lease, worker.id, job_id, *under)).rowcount != 1:
+    now, the key's limit), only while its key has a free slot: None when it has none. Two
+    statements where PostgreSQL claims in one (FOR UPDATE SKIP LOCKED: one writer here)."""
+    job_id, (name, queue, payload, policy, batch_id, number) = row[0], tuple(row)[8:14]
+    params = (number, now + lease, worker.id, job_id, *under)  # row[1], [6]: overlap, concurrency
+    claim = CLAIM_UNDER if under else CLAIM if row[1] is None and row[6] is None else CLAIM_GUARDED
+    claimed = cur.execute(claim, params).rowcount == 1
+    if not claimed and claim is CLAIM:  # a debounce key: READY does not read it (cost)
+        claimed = cur.execute(CLAIM_GUARDED, params).rowcount == 1
+    if not claimed:
         return None
     cur.execute(ATTEMPT_ROW, (job_id, number, worker.id, worker.host, worker.pid, now, now))
     return Reservation(

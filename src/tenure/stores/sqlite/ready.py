@@ -10,6 +10,10 @@ from tenure.stores.sql import control
 from tenure.stores.sql.guards import PARKED
 from tenure.stores.sqlite.guards import NEXT_ATTEMPT
 
+# A parked job in the words of the parked index since migration 0018 (guard_state: a job
+# with a concurrency key has its state there)
+PARKED_GUARDED = PARKED.replace("state", "guard_state", 1)
+
 # the shared clause in SQLite's words (what SQLiteDialect.q does): no schema, `?` parameters
 NOT_PAUSED = control.not_paused("?").replace("{s}.", "")
 
@@ -36,7 +40,7 @@ READY = (
 READY_AFTER = READY.replace(
     " FROM tenure_jobs INDEXED BY",
     ", (SELECT 1 FROM tenure_jobs INDEXED BY tenure_jobs_parked WHERE concurrency_key = ?"
-    f" AND {PARKED}) AS parked FROM tenure_jobs INDEXED BY",
+    f" AND {PARKED_GUARDED}) AS parked FROM tenure_jobs INDEXED BY",
     1,
 )
 # Whether a queue has a ready job, from the ready index alone (it covers the condition): the

@@ -66,6 +66,7 @@ def migrate_locked(conn: sqlite3.Connection, migrations: Sequence[Migration]) ->
             )
     except BaseException:
         conn.execute("ROLLBACK")
+        conn.execute("PRAGMA ignore_check_constraints = OFF")  # a migration stopped midway
         raise
     conn.execute("COMMIT")
 
