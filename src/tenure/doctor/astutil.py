@@ -158,3 +158,17 @@ def _called_helpers(function: FunctionNode, module: Module, depth: int) -> list[
                     seen[node.func.id] = helper
                     todo.append((helper, level + 1))
     return out
+
+
+def sleeps_in_loops(fn: FunctionNode, module: Module) -> list[ast.Call]:
+    """The first `time.sleep(...)` of each loop in `fn`, once each (a sleep inside nested
+    loops is one sleep)."""
+    out: dict[int, ast.Call] = {}
+    for loop in module.nodes(fn):
+        if not isinstance(loop, ast.For | ast.While | ast.AsyncFor):
+            continue
+        for node in module.nodes(loop):
+            if isinstance(node, ast.Call) and module.qualify(node.func) == "time.sleep":
+                out.setdefault(id(node), node)
+                break
+    return sorted(out.values(), key=lambda n: n.lineno)

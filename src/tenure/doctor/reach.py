@@ -13,7 +13,7 @@ import ast
 import os
 from dataclasses import dataclass, field
 
-from tenure.doctor.astutil import FunctionNode, Module
+from tenure.doctor.astutil import FunctionNode, Module, sleeps_in_loops
 from tenure.doctor.clients import (
     CLIENTS,
     SPECS,
@@ -233,9 +233,9 @@ def check_reach(
         limit = (limits or {}).get((task.module.rel, task.chain[0]))
         for reached in walker.reach(task):
             functions.add(id(reached.fn))
-            for call in _calls(reached, names):
-                made = _judge(task, reached, call, limit)
-                where = (made.rule, call.source.path or "", call.source.line) if made else None
+            found = [_judge(task, reached, c, limit) for c in _calls(reached, names)]
+            for made in [*found, *_sleeps(task, reached)]:
+                where = (made.rule, made.location.path or "", made.location.line) if made else None
                 if made is not None and where not in reported:
                     reported.add(where)  # type: ignore[arg-type]
                     result.findings.append(made)
@@ -263,6 +263,27 @@ def _methods(reached: Reached, names: Names) -> list[tuple[FunctionNode, Module]
             (f, module) for f in cls.body if isinstance(f, ast.FunctionDef | ast.AsyncFunctionDef)
         ]
     return out
+
+
+def _sleeps(task: Reached, reached: Reached) -> list[Finding]:
+    """sleep-loop in the task's body and the helpers of its own module it calls: the wait is
+    the task's, a slot held doing nothing. A sleep further away (a client library's retry
+    back-off in another module) is not the task's loop."""
+    if reached.module is not task.module:
+        return []
+    path = " -> ".join(f"{name}()" for name in reached.chain)
+    via = f" (in {path})" if len(reached.chain) > 1 else ""
+    return [
+        finding(
+            "sleep-loop",
+            f"Celery task '{task.chain[0]}' sleeps in a loop{via} (time.sleep at line "
+            f"{node.lineno}): it holds a worker slot while waiting and runs toward its time "
+            "limit, or a deploy's stop grace, doing nothing.",
+            "end the task and send the rest as a new task with apply_async(countdown=N)",
+            Source(task.module.rel, node.lineno),
+        )
+        for node in sleeps_in_loops(reached.fn, reached.module)
+    ]
 
 
 def _judge(
