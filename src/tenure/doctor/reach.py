@@ -49,6 +49,7 @@ class Reached:
 class Reach:
     findings: list[Finding] = field(default_factory=list)
     tasks: int = 0
+    names: set[str] = field(default_factory=set)  # the tasks' function or class names
     functions: int = 0
     not_followed: int = 0  # calls of project functions or methods that could not be resolved
 
@@ -226,7 +227,7 @@ def check_reach(
     names = Names(Project(files, base))
     tasks = find_tasks(names, files)
     walker = Walker(names)
-    result = Reach(tasks=len(tasks))
+    result = Reach(tasks=len(tasks), names={t.chain[0] for t in tasks})
     reported: set[tuple[str, str, int | None]] = set()
     functions: set[int] = set()
     for task in tasks:

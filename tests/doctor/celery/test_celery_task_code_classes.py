@@ -143,3 +143,39 @@ def test_an_app_wide_loop_is_one_finding_on_the_settings(
     found = [f"{f.location.path}:{f.location.line}" for f in report.findings
              if f.rule == "celery-reject-on-worker-lost-loop"]  # fmt: skip
     assert found == ["qgis-app/settings.py:3"]
+
+
+IMPORT_SERVICE = """from django.core.files.storage import default_storage
+
+from plugins.mail import import_drive_file_task
+
+
+def import_file(file, recipient):
+    file_content = file.read()
+    if file.name.endswith(".mbox"):
+        task = import_drive_file_task.delay(file_content, str(recipient.id))
+    else:
+        task = import_drive_file_task.apply_async(
+            args=[file.read()], countdown=5
+        )
+    return task.id
+
+
+def import_file_by_key(file, recipient):
+    key = default_storage.save(file.name, file)
+    read_only = file.readable()
+    return import_drive_file_task.delay(key, read_only, str(recipient.id))
+"""
+
+
+def test_file_contents_sent_to_a_task_are_a_blob_and_a_key_is_not(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    run(tmp_path, monkeypatch, quiet=True)
+    write(tmp_path, {"qgis-app/plugins/services.py": IMPORT_SERVICE})
+    report = diagnose(None, ".", history=False, celery="qgis-app/settings.py")
+    found = [f"{f.location.path}:{f.location.line}" for f in report.findings
+             if f.rule == "payload-blob"]  # fmt: skip
+    # the .delay of a name bound to file.read(), and apply_async(args=[file.read()]) on the
+    # callee's line; the task sent a storage key (import_file_by_key) stays quiet
+    assert found == ["qgis-app/plugins/services.py:9", "qgis-app/plugins/services.py:11"]
