@@ -76,7 +76,7 @@ def find_tasks(names: Names, files: list[FoundFile]) -> list[Reached]:
             continue
         for node in module.nodes():
             if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef) and any(
-                _is_task_decorator(d) for d in node.decorator_list
+                _is_task_decorator(d, module) for d in node.decorator_list
             ):
                 out.append(Reached(node, module, None, (node.name,)))
             elif isinstance(node, ast.ClassDef) and any(
@@ -91,10 +91,17 @@ def find_tasks(names: Names, files: list[FoundFile]) -> list[Reached]:
     return out
 
 
-def _is_task_decorator(decorator: ast.expr) -> bool:
+# Libraries whose `@task` is no Celery task: build scripts (a project's root tasks.py).
+NOT_CELERY = ("invoke", "fabric")
+
+
+def _is_task_decorator(decorator: ast.expr, module: Module) -> bool:
     target = decorator.func if isinstance(decorator, ast.Call) else decorator
     if isinstance(target, ast.Name):
-        return target.id in ("shared_task", "task")
+        if target.id in module.functions:  # `def task(...)`: the file's own wrapper
+            return False
+        origin = (module.qualify(target) or "").split(".")[0]
+        return target.id in ("shared_task", "task") and origin not in NOT_CELERY
     return isinstance(target, ast.Attribute) and target.attr in ("task", "shared_task")
 
 

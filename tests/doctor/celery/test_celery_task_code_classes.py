@@ -92,6 +92,18 @@ def agent_outage_email_task(pk):
 @shared_task(acks_late=True{reject})
 def import_drive_file_task(transfer_file_id):
     return transfer_file_id
+
+
+@app.task
+def push_with_retries(items):
+    for item in items:
+        attempts = 0
+        while attempts < 3:
+            attempts += 1
+            try:
+                item.push()
+            except OSError:
+                time.sleep(2)  # a retry's back-off inside a walk over items: the retry's
 """
 
 
@@ -179,3 +191,27 @@ def test_file_contents_sent_to_a_task_are_a_blob_and_a_key_is_not(
     # the .delay of a name bound to file.read(), and apply_async(args=[file.read()]) on the
     # callee's line; the task sent a storage key (import_file_by_key) stays quiet
     assert found == ["qgis-app/plugins/services.py:9", "qgis-app/plugins/services.py:11"]
+
+
+BUILD_TASKS = """import time
+
+import requests
+from invoke import task
+
+
+@task
+def wait_for_services(context):
+    while True:
+        if requests.get("http://localhost:8080/health").ok:
+            return
+        time.sleep(5)
+"""
+
+
+def test_a_build_scripts_invoke_task_is_no_celery_task(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    run(tmp_path, monkeypatch, quiet=True)
+    write(tmp_path, {"tasks.py": BUILD_TASKS})
+    report = diagnose(None, ".", history=False, celery="qgis-app/settings.py")
+    assert not [f for f in report.findings if f.location.path == "tasks.py"]
