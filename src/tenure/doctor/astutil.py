@@ -158,3 +158,53 @@ def _called_helpers(function: FunctionNode, module: Module, depth: int) -> list[
                     seen[node.func.id] = helper
                     todo.append((helper, level + 1))
     return out
+
+
+def sleeps_in_loops(fn: FunctionNode, module: Module) -> list[ast.Call]:
+    """The first `time.sleep(...)` of each loop in `fn` that is not a loop of attempts: a
+    sleep counts for its innermost loop only (a retry's back-off inside a walk over items is
+    the retry's)."""
+    out: dict[int, ast.Call] = {}
+    for loop in module.nodes(fn):
+        if not isinstance(loop, LOOPS) or _attempts(loop):
+            continue
+        for node in _inner(loop):
+            if isinstance(node, ast.Call) and module.qualify(node.func) == "time.sleep":
+                out.setdefault(id(node), node)
+                break
+    return sorted(out.values(), key=lambda n: n.lineno)
+
+
+LOOPS = (ast.For, ast.While, ast.AsyncFor)
+
+
+def _inner(loop: ast.AST) -> list[ast.AST]:
+    """The nodes of a loop's body that no nested loop or function holds."""
+    out: list[ast.AST] = []
+    todo = [*ast.iter_child_nodes(loop)]
+    while todo:
+        node = todo.pop(0)
+        out.append(node)
+        if not isinstance(node, (*LOOPS, ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
+            todo.extend(ast.iter_child_nodes(node))
+    return out
+
+
+def _attempts(loop: ast.For | ast.While | ast.AsyncFor) -> bool:
+    """A loop of a few tries (`for attempt in range(5)`, `while retries < max_retries`): its
+    sleep is a retry's back-off, bounded by the count, not a wait or a pace per item. A range
+    over a length (`range(0, len(agents), 40)`) walks items and is not one."""
+    if isinstance(loop, ast.While):
+        test = loop.test
+        return (
+            isinstance(test, ast.Compare)
+            and all(isinstance(op, ast.Lt | ast.LtE) for op in test.ops)
+            and not any(isinstance(n, ast.Call) for n in ast.walk(test))
+        )
+    it = loop.iter
+    return (
+        isinstance(it, ast.Call)
+        and isinstance(it.func, ast.Name)
+        and it.func.id == "range"
+        and not any(isinstance(n, ast.Call) for a in it.args for n in ast.walk(a))
+    )

@@ -30,6 +30,7 @@ _HTTPX = Spec("httpx", "timeout", None, 5.0, "httpx default")
 _AIOHTTP = Spec("aiohttp", "timeout", None, 300.0, "aiohttp default total", "aiohttp")
 _BOTO = Spec("boto3", "config", None, 60.0, "botocore default read_timeout, retried", "boto")
 _SOCKET_DEFAULT = "http.client waits forever by default"
+_MAILBOX_DEFAULT = "the socket default: waits forever"
 _SMTP = Spec("smtplib", "timeout", 3, None, "smtplib waits forever by default")
 
 SPECS: dict[str, Spec] = {
@@ -44,6 +45,12 @@ SPECS: dict[str, Spec] = {
     "smtplib.SMTP": _SMTP,
     "smtplib.SMTP_SSL": Spec("smtplib", "timeout", None, None, "smtplib waits forever"),
     "smtplib.LMTP": _SMTP,
+    # Mail-box clients connect in the constructor and wait on the socket's global default
+    # (None unless socket.setdefaulttimeout is called): a silent server holds the task.
+    "imaplib.IMAP4": Spec("imaplib", "timeout", 2, None, _MAILBOX_DEFAULT),
+    "imaplib.IMAP4_SSL": Spec("imaplib", "timeout", None, None, _MAILBOX_DEFAULT),
+    "poplib.POP3": Spec("poplib", "timeout", 2, None, _MAILBOX_DEFAULT),
+    "poplib.POP3_SSL": Spec("poplib", "timeout", None, None, _MAILBOX_DEFAULT),
     "socket.create_connection": Spec("socket", "timeout", 1, None, "sockets block forever"),
     # The connection's timeout bounds its request()/getresponse(); without one it blocks
     # forever. HTTPSConnection's positional order changed across Python versions: keyword only.

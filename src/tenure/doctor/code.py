@@ -10,7 +10,14 @@ import ast
 import os
 from dataclasses import dataclass
 
-from tenure.doctor.astutil import FunctionNode, Module, called_helpers, keyword, number
+from tenure.doctor.astutil import (
+    FunctionNode,
+    Module,
+    called_helpers,
+    keyword,
+    number,
+    sleeps_in_loops,
+)
 from tenure.doctor.asyncblock import check_async_job
 from tenure.doctor.clients import find_client_calls, suggest_timeout
 from tenure.doctor.model import Finding, JobModel, Skipped, Source, Value
@@ -224,20 +231,15 @@ def _client_findings(model: JobModel) -> list[Finding]:
 def _sleep_loops(model: JobModel, job: AstJob) -> list[Finding]:
     out: list[Finding] = []
     for fn in called_helpers(job.function, job.module):
-        for loop in job.module.nodes(fn):
-            if not isinstance(loop, ast.For | ast.While | ast.AsyncFor):
-                continue
-            for node in job.module.nodes(loop):
-                if isinstance(node, ast.Call) and job.module.qualify(node.func) == "time.sleep":
-                    out.append(finding(
-                        "sleep-loop",
-                        f"job '{model.name}' sleeps in a loop (time.sleep at line "
-                        f"{node.lineno}): it holds a worker slot while waiting and runs toward "
-                        "its timeout doing nothing.",
-                        "end the job and dispatch a follow-up with .options(delay=N).dispatch(...)",
-                        Source(job.module.rel, node.lineno), job=model.name))  # fmt: skip
-                    break
-    return out[:1] if len(out) > 1 and out[0].location == out[-1].location else out
+        for node in sleeps_in_loops(fn, job.module):
+            out.append(finding(
+                "sleep-loop",
+                f"job '{model.name}' sleeps in a loop (time.sleep at line "
+                f"{node.lineno}): it holds a worker slot while waiting and runs toward "
+                "its timeout doing nothing.",
+                "end the job and dispatch a follow-up with .options(delay=N).dispatch(...)",
+                Source(job.module.rel, node.lineno), job=model.name))  # fmt: skip
+    return out
 
 
 def _adds_inside_batch(model: JobModel, job: AstJob) -> list[Finding]:

@@ -16,6 +16,7 @@ from tenure.core.records import JobRecord
 from tenure.doctor.astutil import Module
 from tenure.doctor.budget.check import check as check_budget
 from tenure.doctor.budget.python_reader import parse_more, read_python
+from tenure.doctor.celery.payloads import check_payloads
 from tenure.doctor.clocks import check_clocks
 from tenure.doctor.code import (
     AstJob,
@@ -158,6 +159,7 @@ def _foreign(report: Report, tree: Tree, base: str, laravel: str | None, celery:
         report.skipped += result.skipped
         reach = check_reach(tree.files["python"], base, result.limits)
         report.findings += reach.findings
+        report.findings += check_payloads(tree.files["python"], reach.names)
         shown = ", ".join(result.workers[:4]) + (" ..." if len(result.workers) > 4 else "")
         report.notes.append(f"Celery: {result.tasks} task(s), {len(result.workers)} worker "
                             f"command(s) found{': ' + shown if shown else ''}")  # fmt: skip

@@ -13,7 +13,7 @@ import ast
 import os
 from dataclasses import dataclass, field
 
-from tenure.doctor.astutil import FunctionNode, Module
+from tenure.doctor.astutil import FunctionNode, Module, sleeps_in_loops
 from tenure.doctor.clients import (
     CLIENTS,
     SPECS,
@@ -49,6 +49,7 @@ class Reached:
 class Reach:
     findings: list[Finding] = field(default_factory=list)
     tasks: int = 0
+    names: set[str] = field(default_factory=set)  # the tasks' function or class names
     functions: int = 0
     not_followed: int = 0  # calls of project functions or methods that could not be resolved
 
@@ -75,7 +76,7 @@ def find_tasks(names: Names, files: list[FoundFile]) -> list[Reached]:
             continue
         for node in module.nodes():
             if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef) and any(
-                _is_task_decorator(d) for d in node.decorator_list
+                _is_task_decorator(d, module) for d in node.decorator_list
             ):
                 out.append(Reached(node, module, None, (node.name,)))
             elif isinstance(node, ast.ClassDef) and any(
@@ -90,10 +91,17 @@ def find_tasks(names: Names, files: list[FoundFile]) -> list[Reached]:
     return out
 
 
-def _is_task_decorator(decorator: ast.expr) -> bool:
+# Libraries whose `@task` is no Celery task: build scripts (a project's root tasks.py).
+NOT_CELERY = ("invoke", "fabric")
+
+
+def _is_task_decorator(decorator: ast.expr, module: Module) -> bool:
     target = decorator.func if isinstance(decorator, ast.Call) else decorator
     if isinstance(target, ast.Name):
-        return target.id in ("shared_task", "task")
+        if target.id in module.functions:  # `def task(...)`: the file's own wrapper
+            return False
+        origin = (module.qualify(target) or "").split(".")[0]
+        return target.id in ("shared_task", "task") and origin not in NOT_CELERY
     return isinstance(target, ast.Attribute) and target.attr in ("task", "shared_task")
 
 
@@ -226,16 +234,16 @@ def check_reach(
     names = Names(Project(files, base))
     tasks = find_tasks(names, files)
     walker = Walker(names)
-    result = Reach(tasks=len(tasks))
+    result = Reach(tasks=len(tasks), names={t.chain[0] for t in tasks})
     reported: set[tuple[str, str, int | None]] = set()
     functions: set[int] = set()
     for task in tasks:
         limit = (limits or {}).get((task.module.rel, task.chain[0]))
         for reached in walker.reach(task):
             functions.add(id(reached.fn))
-            for call in _calls(reached, names):
-                made = _judge(task, reached, call, limit)
-                where = (made.rule, call.source.path or "", call.source.line) if made else None
+            found = [_judge(task, reached, c, limit) for c in _calls(reached, names)]
+            for made in [*found, *_sleeps(task, reached)]:
+                where = (made.rule, made.location.path or "", made.location.line) if made else None
                 if made is not None and where not in reported:
                     reported.add(where)  # type: ignore[arg-type]
                     result.findings.append(made)
@@ -263,6 +271,27 @@ def _methods(reached: Reached, names: Names) -> list[tuple[FunctionNode, Module]
             (f, module) for f in cls.body if isinstance(f, ast.FunctionDef | ast.AsyncFunctionDef)
         ]
     return out
+
+
+def _sleeps(task: Reached, reached: Reached) -> list[Finding]:
+    """sleep-loop in the task's body and the helpers of its own module it calls: the wait is
+    the task's, a slot held doing nothing. A sleep further away (a client library's retry
+    back-off in another module) is not the task's loop."""
+    if reached.module is not task.module:
+        return []
+    path = " -> ".join(f"{name}()" for name in reached.chain)
+    via = f" (in {path})" if len(reached.chain) > 1 else ""
+    return [
+        finding(
+            "sleep-loop",
+            f"Celery task '{task.chain[0]}' sleeps in a loop{via} (time.sleep at line "
+            f"{node.lineno}): it holds a worker slot while waiting and runs toward its time "
+            "limit, or a deploy's stop grace, doing nothing.",
+            "end the task and send the rest as a new task with apply_async(countdown=N)",
+            Source(task.module.rel, node.lineno),
+        )
+        for node in sleeps_in_loops(reached.fn, reached.module)
+    ]
 
 
 def _judge(

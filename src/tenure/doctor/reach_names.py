@@ -38,8 +38,8 @@ class Project:
         self.stars: dict[str, list[str]] = {}  # a module's path -> what it imports with *
         for found in files:
             rel = os.path.relpath(found.path, base)
-            parts = rel[:-3].split(os.sep) if rel.endswith(".py") else []
-            if not parts or any(not p.isidentifier() for p in parts):
+            parts = _importable(rel)
+            if not parts:
                 continue
             if parts[-1] == "__init__":
                 parts = parts[:-1]
@@ -72,6 +72,19 @@ class Project:
             if module is not None:
                 return module, parts[cut:]
         return None
+
+
+def _importable(rel: str) -> list[str]:
+    """The dotted parts a file is imported by: the trailing run of identifiers in its path.
+    A source root inside a directory no import can name (`qgis-app/plugins/utils.py`, run
+    with `qgis-app` on sys.path) still names its modules `plugins.utils`."""
+    parts = rel[:-3].split(os.sep) if rel.endswith(".py") else []
+    if not parts or not parts[-1].isidentifier():
+        return []
+    start = len(parts)
+    while start > 0 and parts[start - 1].isidentifier():
+        start -= 1
+    return parts[start:]
 
 
 def _relative_imports(module: Module, dotted: str, rel: str) -> list[str]:

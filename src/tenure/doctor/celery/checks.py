@@ -100,6 +100,31 @@ def _get(config: CeleryConfig, key: str, default: object, note: str) -> Setting:
     return found
 
 
+def _task_reject_loops(config: CeleryConfig, acks_late: Setting, reject: Setting) -> list[Finding]:
+    """The same loop set on one task (`@shared_task(acks_late=True, reject_on_worker_lost=True)`):
+    a task's own option wins over the app's, as in Celery. When the app turns both on, the
+    settings' finding already covers every task."""
+    if acks_late.value is True and reject.value is True:
+        return []
+    out: list[Finding] = []
+    for task in config.tasks:
+        own_ack, own_reject = (
+            task.options.get("acks_late"),
+            task.options.get("reject_on_worker_lost"),
+        )
+        if own_ack is None and own_reject is None:
+            continue
+        if (own_ack or acks_late).value is True and (own_reject or reject).value is True:
+            out.append(finding(
+                "celery-reject-on-worker-lost-loop",
+                f"task '{task.name}' runs with acks_late and reject_on_worker_lost: when it "
+                "kills its worker process (OOM, segfault, kill -9) it is requeued and taken "
+                "again, forever, without counting as a retry.",
+                "drop reject_on_worker_lost=True, or count redeliveries in the task and give up",
+                task.source))  # fmt: skip
+    return out
+
+
 def _where(config: CeleryConfig, setting: Setting, base_rel: str | None) -> Source:
     if setting.source.path:
         return setting.source
@@ -127,6 +152,7 @@ def check(config: CeleryConfig) -> list[Finding]:
                 _where(config, reject, home),
             )
         )
+    out += _task_reject_loops(config, acks_late, reject)
     out += _pickle(config, home)
     visibility = _visibility(config, home)
     if visibility is None:
