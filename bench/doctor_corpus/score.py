@@ -1,9 +1,8 @@
 """Score `tenure doctor` against the corpus: recall of the hand-written findings, false alarms
 on the traps, and precision over every error and warning it reports.
 
-    .venv/bin/python -m bench doctor-corpus
-        [--set tuning|check|check2|check3|check4|check5|check6|check7|check8|check9|independent|all]
-        [--mirror DIR] [--only NAME,...] [--show]
+    .venv/bin/python -m bench doctor-corpus [--mirror DIR] [--only NAME,...] [--show]
+[--set tuning|check|check2|check3|check4|check5|check6|check7|check8|check9|check10|independent|all]
 
 --set picks the projects (manifest.toml `set`): the tuning set (the default) is what the readers
 are fixed against; the check sets are annotated by hand first and scored once (check2: a fresh
@@ -12,7 +11,8 @@ of every other set, annotated blind by a reader who never saw the doctor's code;
 more, annotated the same way after check2 was scored; check4, check5, check6 and check7: twelve
 or thirteen more each, annotated blind for issue 29, each after the one before was spent;
 check8: ten or more applications, annotated blind after check7 was scored; check9: twelve more,
-seven Celery and five Laravel, annotated blind while check8 waits to be scored).
+seven Celery and five Laravel, annotated blind while check8 waits to be scored; check10: twelve
+more, seven Celery and five Laravel, annotated blind after check9, not yet scored).
 
 The sets check, check2, independent, check3, check4, check5, check6 and check7 were each scored
 once (their numbers stay in SCORES.md) and are SPENT: they are tuning material now, read and fixed

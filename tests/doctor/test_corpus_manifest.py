@@ -114,6 +114,8 @@ def test_every_project_names_its_set(monkeypatch: pytest.MonkeyPatch) -> None:
     sizes += len(eighth)
     ninth = fetch.in_set(projects, "check9")  # the tenth, annotated blind before check8 is scored
     sizes += len(ninth)
+    tenth = fetch.in_set(projects, "check10")  # the eleventh, annotated blind after check9
+    sizes += len(tenth)
     assert sizes + len(fifth) + len(sixth) + len(seventh) + len(blind) == len(projects)
     assert len(fifth) >= 10 and {p.kind for p in fifth} == {"laravel", "celery"}
     earlier = tuning + check + fresh_sets(fetch, projects) + blind
@@ -131,6 +133,10 @@ def test_every_project_names_its_set(monkeypatch: pytest.MonkeyPatch) -> None:
     assert len(ninth) >= 10 and {p.kind for p in ninth} == {"laravel", "celery"}
     assert not {p.repo for p in ninth} & {p.repo for p in before_ninth}
     assert not {p.name for p in ninth} & {p.name for p in before_ninth}
+    before_tenth = before_ninth + ninth
+    assert len(tenth) >= 10 and {p.kind for p in tenth} == {"laravel", "celery"}
+    assert not {p.repo.lower() for p in tenth} & {p.repo.lower() for p in before_tenth}
+    assert not {p.name for p in tenth} & {p.name for p in before_tenth}
     assert len(fetch.in_set(projects, "all")) == len(projects)
     assert len(tuning) >= 18  # the entries the readers were fixed against
     assert not {p.repo for p in tuning} & {p.repo for p in check}
@@ -165,9 +171,13 @@ def test_a_project_without_a_set_or_an_unknown_set_is_refused(
         fetch.in_set([], "holdout")
 
 
-def _set_order(name: str) -> tuple[bool, str]:
-    """The usage line's order: tuning, the check sets by number, then independent."""
-    return (name == "independent", "" if name == "tuning" else name)
+def _set_order(name: str) -> tuple[bool, int, str]:
+    """The usage line's order: tuning, the check sets by number, then independent.
+
+    By number, not by text: check10 comes after check9, not before check2."""
+    number = name.removeprefix("check")
+    rank = -1 if name == "tuning" else int(number) if number.isdigit() else 1 if number == "" else 0
+    return (name == "independent", rank, name)
 
 
 def test_the_score_defaults_to_the_tuning_set(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -202,7 +212,18 @@ def lines_at(source: Path, commit: str, paths: list[str]) -> dict[str, int | str
 
 @pytest.mark.parametrize(
     "which",
-    ["check", "check2", "check3", "check6", "check7", "check8", "check9", "tuning", "independent"],
+    [
+        "check",
+        "check2",
+        "check3",
+        "check6",
+        "check7",
+        "check8",
+        "check9",
+        "check10",
+        "tuning",
+        "independent",
+    ],
 )
 def test_every_annotated_file_and_line_exists_at_the_pinned_commit(
     which: str, monkeypatch: pytest.MonkeyPatch
