@@ -156,7 +156,9 @@ def test_an_ends_claim_of_a_key_without_a_row_makes_the_row_in_the_same_statemen
     store: Store,
 ) -> None:
     """The next job's key has no slot row yet (its first job): the end's one statement makes
-    the row, holding the claim's slot, rather than leaving the job to `reserve`'s slow path."""
+    the row, holding the claim's slot, rather than leaving the job to `reserve`'s slow path.
+    Two statements: the common case's (LIMITED_END_AND_CLAIM_LEAN) finds a case it does not
+    settle and writes nothing, then the full one."""
     first, other = limited("k1", 1), limited("k2", 1)
     store.enqueue_many([first, other])
     [r] = store.reserve(queues=["default"], worker=W1, lease=30, limit=1)
@@ -169,9 +171,36 @@ def test_an_ends_claim_of_a_key_without_a_row_makes_the_row_in_the_same_statemen
             )
         )
 
-    assert sent_by(end) == 1
+    assert sent_by(end) == 2
     [(ended, nxt)] = out
     assert ended.accepted and nxt is not None and nxt.job_id == other.id
+    assert key_row(store, "k2")[0] == 1 and key_row(store, "k1")[0] == 0
+
+
+def test_an_ends_claim_of_another_keys_free_slot_takes_one_statement(store: Store) -> None:
+    """The per-key drain's common case: nothing of the ended key parked, the next job's key
+    has a row with a free slot. The common case's statement settles it alone: the slot
+    given back, the other key's taken, nothing parked, nothing handed back."""
+    first, other = limited("k1", 1), limited("k2", 1)
+    store.enqueue_many([other])
+    [o] = store.reserve(queues=["default"], worker=W1, lease=30)
+    store.end_attempt(Ending(job_id=o.job_id, token=o.token))  # k2's row exists, free
+    nxt_job = limited("k2", 1)
+    store.enqueue_many([first])
+    [r] = store.reserve(queues=["default"], worker=W1, lease=30, limit=1)
+    store.enqueue_many([nxt_job])
+    out: list[Any] = []
+
+    def end() -> None:
+        out.append(
+            store.end_attempt(
+                Ending(job_id=r.job_id, token=r.token), queues=["default"], worker=W1, lease=30
+            )
+        )
+
+    assert sent_by(end) == 1
+    [(ended, nxt)] = out
+    assert ended.accepted and nxt is not None and nxt.job_id == nxt_job.id
     assert key_row(store, "k2")[0] == 1 and key_row(store, "k1")[0] == 0
     # the slot is the key's like any other: a second job of k2 waits for it
     later = limited("k2", 1)

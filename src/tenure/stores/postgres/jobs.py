@@ -27,7 +27,7 @@ from tenure.stores.postgres import claims, guards
 from tenure.stores.postgres.claims import NEXT_ATTEMPT, OPEN_ATTEMPT
 from tenure.stores.postgres.database import CLOCK, Cursor, Database, in_schema
 from tenure.stores.postgres.inserts import NOW, insert_jobs, insert_statement
-from tenure.stores.postgres.limited import LIMITED_END_AND_CLAIM
+from tenure.stores.postgres.limited import LIMITED_END_AND_CLAIM, LIMITED_END_AND_CLAIM_LEAN
 from tenure.stores.sql import batches, endings
 from tenure.stores.sql.control import not_paused
 from tenure.stores.sql.dialect import Dialect
@@ -212,7 +212,6 @@ class PostgresJobs:
         """limited.LIMITED_END_AND_CLAIM: one statement, one round trip and one commit; None,
         with nothing written, sends the end to the transaction path (not this job's case after
         all, a stale token, or its job's or key's row busy at that instant)."""
-        statement = in_schema(self.db.quoted_schema, LIMITED_END_AND_CLAIM)
         params = {
             "id": job_id,
             "token": token,
@@ -220,8 +219,7 @@ class PostgresJobs:
             "channel": self.db.channel,
             **_claim_params(order[0], 1, [], worker, lease),
         }
-        with self.db.cursor() as cur:
-            rows = cur.execute(statement, params).fetchall()
+        rows = self._run_limited(params)
         if not rows[0]["settled"]:
             return None
         ok = EndResult(accepted=True, state="succeeded")
@@ -231,6 +229,16 @@ class PostgresJobs:
             return ok, out[0] if out else None
         with self.db.cursor() as cur:
             return ok, self._claim_one(cur, order[1:], worker, lease)
+
+    def _run_limited(self, params: dict[str, object]) -> list[DictRow]:
+        """The common case's statement first; when it held both rows but found its case
+        was not one it settles (it wrote nothing), the full statement."""
+        schema = self.db.quoted_schema
+        with self.db.cursor() as cur:
+            rows = cur.execute(in_schema(schema, LIMITED_END_AND_CLAIM_LEAN), params).fetchall()
+            if rows[0]["held"] and not rows[0]["fits"]:
+                rows = cur.execute(in_schema(schema, LIMITED_END_AND_CLAIM), params).fetchall()
+        return rows
 
     def _claimed(self, rows: list[DictRow], out: list[Reservation]) -> tuple[int, list[str]]:
         """Add the claimed rows to `out` (noting the limited ones); how many rows were picked

@@ -52,11 +52,18 @@ _HELD = (
     " FROM {s}.tenure_concurrency c"
     " JOIN target t ON t.key = c.key WHERE c.ctid = (SELECT tid FROM seen)"
     " AND c.xmin = (SELECT ver FROM seen) FOR UPDATE OF c SKIP LOCKED),"
-    " done AS (UPDATE {s}.tenure_jobs SET state = 'succeeded', finished_at = clock.now,"
-    " lease_expires_at = NULL, tries_used = tries_used + 1, result = %(result)s FROM clock"
-    " WHERE ctid = (SELECT t.tid FROM target t JOIN held h ON h.key = t.key)"
-    " AND attempt = %(token)s RETURNING id, worker_id, clock.now),"
 )
+
+
+def _done(gate: str = "") -> str:
+    """`done`: the ended attempt's success, only once `held` has both rows (and `gate`)."""
+    return (
+        " done AS (UPDATE {s}.tenure_jobs SET state = 'succeeded', finished_at = clock.now,"
+        " lease_expires_at = NULL, tries_used = tries_used + 1, result = %(result)s FROM clock"
+        " WHERE ctid = (SELECT t.tid FROM target t JOIN held h ON h.key = t.key)"
+        f" AND attempt = %(token)s{gate} RETURNING id, worker_id, clock.now),"
+    )
+
 
 # `head`: the queue's first ready job (as claims' pick); `backlog`: the key's oldest parked
 # jobs, as many as it has free slots once the ended attempt's is back, read but not locked (a
@@ -93,6 +100,10 @@ _CANDIDATES = (
     " FROM handoff f, held l),"
 )
 
+_RANKED = (
+    " ranked AS MATERIALIZED (SELECT c.id, c.tid, g.granted > 0 AS go, c.back"
+    " FROM cand c JOIN settled g ON g.key = c.ckey WHERE c.limited),"
+)
 _SHARE = f"least(w.n, greatest(w.clim + w.rel - {held_slots('c', 'w.clim + w.rel')}, 0))"
 
 # Each key's row written once: the ended key's slot given back (`rel`) and, for the candidate's
@@ -113,15 +124,25 @@ _SLOTS = (
     " WHERE NOT EXISTS (SELECT 1 FROM passes) GROUP BY key),"
     # the candidate's key's row tried (at most one key besides the ended attempt's, whose row
     # `held` has locked already and is not locked again)
-    " tried AS MATERIALIZED (SELECT key, ctid AS tid FROM {s}.tenure_concurrency"
+    " tried AS MATERIALIZED (SELECT key, ctid AS tid, running FROM {s}.tenure_concurrency"
     " WHERE key = (SELECT key FROM wanted WHERE key <> (SELECT key FROM held))"
     " FOR UPDATE SKIP LOCKED),"
     " slots AS MATERIALIZED (SELECT key, tid FROM tried UNION ALL SELECT key, tid FROM held"
     " WHERE key IN (SELECT key FROM wanted)),"
-    f" granted AS (UPDATE {{s}}.tenure_concurrency c SET running = c.running - w.rel + {_SHARE},"
-    f" granted = {_SHARE} FROM (SELECT w.*, t.tid FROM wanted w JOIN slots t ON t.key = w.key) w"
-    " WHERE c.ctid = w.tid"
-    " RETURNING c.key, c.granted, c.running, w.clim),"
+)
+
+
+def _granted(gate: str = "") -> str:
+    """`granted`: each key's row in `slots` written once (`gate`: only if it holds)."""
+    return (
+        f" granted AS (UPDATE {{s}}.tenure_concurrency c SET running = c.running - w.rel"
+        f" + {_SHARE}, granted = {_SHARE} FROM (SELECT w.*, t.tid FROM wanted w JOIN slots t"
+        f" ON t.key = w.key) w WHERE c.ctid = w.tid{gate}"
+        " RETURNING c.key, c.granted, c.running, w.clim),"
+    )
+
+
+_MADE = (
     # a key without a row yet (its first job, or its first since retention deleted the row):
     # the row is made here, holding this claim's slot, instead of leaving the job to `reserve`
     # (a round trip and a read of the queue's window per new key). Its insert is the one wait
@@ -137,10 +158,7 @@ _SLOTS = (
     " settled AS MATERIALIZED (SELECT key, granted, running, clim FROM granted"
     " UNION ALL SELECT key, 1, running, lim FROM passes"
     " UNION ALL SELECT m.key, m.granted, m.running, w.clim FROM made m JOIN wanted w"
-    " ON w.key = m.key),"
-    " ranked AS MATERIALIZED (SELECT c.id, c.tid, g.granted > 0 AS go, c.back"
-    " FROM cand c JOIN settled g ON g.key = c.ckey WHERE c.limited),"
-    " parked AS (UPDATE {s}.tenure_jobs SET run_at = "
+    " ON w.key = m.key)," + _RANKED + " parked AS (UPDATE {s}.tenure_jobs SET run_at = "
     f"{_PARKED} WHERE id = (SELECT id FROM ranked WHERE NOT go AND NOT back)),"
     # the key's free slots left, after this claim's, hand back its oldest parked jobs (each
     # locked first, tried, as `handoff` is)
@@ -165,20 +183,74 @@ _SLOTS = (
 # a TID is one heap page where the id is a walk of the primary key's index first
 _GO = "= (SELECT tid FROM cand WHERE free UNION ALL SELECT tid FROM ranked WHERE go)"
 
+_RESULT = (
+    " SELECT c.*, p.picked, p.guarded, 0 AS parked,"
+    " (SELECT count(*) FROM done) AS settled, (SELECT count(*) FROM target) AS found,"
+    " (SELECT count(*) FROM held) AS held,"
+    f" {WOKEN} AS woken, {{handed}} AS handed, {{fits}} AS fits"
+    " FROM (SELECT count(*) AS picked, coalesce(array_agg(id) FILTER (WHERE NOT free"
+    " AND id NOT IN (SELECT id FROM ranked)), '{{}}') AS guarded FROM cand) p"
+    " LEFT JOIN claimed c ON true"
+)
+
 LIMITED_END_AND_CLAIM = (
     _HELD
+    + _done()
     + close_succeeded("%(token)s")
     + ","
     + WAKE_WAITERS
     + ","
     + _CANDIDATES
     + _SLOTS
+    + _granted()
+    + _MADE
     + claim_and_open(_NOW, _GO, by="j.ctid")
-    + " SELECT c.*, p.picked, p.guarded, 0 AS parked,"
-    " (SELECT count(*) FROM done) AS settled, (SELECT count(*) FROM target) AS found,"
-    f" {WOKEN} AS woken, (SELECT count(pg_notify(%(channel)s, q)) FROM (SELECT DISTINCT"
-    " queue AS q FROM back) b) AS handed"
-    " FROM (SELECT count(*) AS picked, coalesce(array_agg(id) FILTER (WHERE NOT free"
-    " AND id NOT IN (SELECT id FROM ranked)), '{}') AS guarded FROM cand) p"
-    " LEFT JOIN claimed c ON true"
+    + _RESULT.format(
+        handed="(SELECT count(pg_notify(%(channel)s, q)) FROM (SELECT DISTINCT queue AS q"
+        " FROM back) b)",
+        fits="1",
+    )
+)
+
+# The common case in a statement of its own (PostgreSQL pays for each CTE of a statement at
+# every execution, data-modifying ones most: each opens the jobs table's indexes whether it
+# writes or not): no parked job of the ended key to hand back, and a candidate that needs
+# no new key row and no parking (none, a plain or otherwise guarded job, the slot passing to
+# the ended key's next job, or another key's row tried and free). `fits` checks that from the
+# rows read and locked, before anything is written; every write is gated on it, so when it
+# fails nothing is written and PostgresJobs runs LIMITED_END_AND_CLAIM, which judges again
+# from a new snapshot. Its locks are a subset of the full statement's, taken in the same
+# order and all tried (SKIP LOCKED: the job's row, its key's, the candidate's, the
+# candidate's key's), with no insert: it never waits, so it cannot take part in a deadlock.
+# The guarantees are the full statement's by construction: the slot passes or is counted
+# under the key's row lock (`held`, its version fenced as above), and a case the lean
+# statement cannot settle (a hand-back, a park, a new key, a lapsed holder to count) is
+# never settled by it. A candidate of another key whose row shows a free slot is granted
+# one (`_SHARE` is then 1, lapsed leases not counted: running < limit).
+_FITS = (
+    " fits AS MATERIALIZED (SELECT 1 AS ok FROM held h WHERE (NOT EXISTS (SELECT 1 FROM"
+    " backlog b WHERE b.id NOT IN (SELECT id FROM cand)) OR EXISTS (SELECT 1 FROM passes p"
+    " WHERE p.running >= p.lim)) AND NOT EXISTS (SELECT 1 FROM cand c WHERE c.limited"
+    " AND NOT EXISTS (SELECT 1 FROM passes) AND (c.ckey = h.key OR NOT EXISTS (SELECT 1"
+    " FROM tried t WHERE t.key = c.ckey AND t.running < c.clim)))),"
+)
+_FIT = " AND EXISTS (SELECT 1 FROM fits)"
+_GO_LEAN = f"= (SELECT tid FROM cand WHERE free{_FIT} UNION ALL SELECT tid FROM ranked WHERE go)"
+
+LIMITED_END_AND_CLAIM_LEAN = (
+    _HELD
+    + _CANDIDATES
+    + _SLOTS
+    + _FITS
+    + _done(_FIT)
+    + close_succeeded("%(token)s")
+    + ","
+    + WAKE_WAITERS
+    + ","
+    + _granted(_FIT)
+    + " settled AS MATERIALIZED (SELECT key, granted, running, clim FROM granted"
+    " UNION ALL SELECT key, 1, running, lim FROM passes WHERE EXISTS (SELECT 1 FROM fits)),"
+    + _RANKED
+    + claim_and_open(_NOW, _GO_LEAN, by="j.ctid")
+    + _RESULT.format(handed="0", fits="(SELECT count(*) FROM fits)")
 )
