@@ -119,11 +119,15 @@ local function conc_running(key, now)
   return n
 end
 
--- Whether the key has no free slot: a set smaller than the limit has one (a lapsed holder still
--- in it only counts against the claim), one SCARD; a full set is counted holder by holder.
+-- Whether the key has no free slot, and how many holders its set keeps: a set smaller than the
+-- limit has one (a lapsed holder still in it only counts against the claim), one SCARD; a full
+-- set is counted holder by holder. A claim registers the key in CONC_KEYS only when the set was
+-- empty: a key with a holder is registered already (it leaves CONC_KEYS only with an empty set).
 local function conc_full(key, limit, now)
-  if redis.call('SCARD', conc_key(key)) < limit then return false end
-  return conc_running(key, now) >= limit
+  local held = redis.call('SCARD', conc_key(key))
+  if held < limit then return false, held end
+  held = conc_running(key, now)
+  return held >= limit, held
 end
 
 local function park(id, key, limit)
@@ -144,30 +148,47 @@ end
 
 -- An attempt of the job `jk` ended (finished, retried, cancelled, rescued): free its slot and
 -- hand back its key's oldest parked jobs (a parked job cancelled or gone meanwhile is passed).
--- `g`: the job's {concurrency_key, concurrency_limit} when the caller read them already.
-local function release_slot(jk, id, now_s, now, g)
-  g = g or redis.call('HMGET', jk, 'concurrency_key', 'concurrency_limit')
-  if not g[1] then return end
-  redis.call('SREM', conc_key(g[1]), id)
-  local running = conc_running(g[1], now)
-  local free = (tonumber(g[2]) or 1) - running
-  local woke, drained = 0, false
-  while free > 0 do
-    local next_id = redis.call('LPOP', parked_key(g[1]))
+-- `key`, `limit`: the job's concurrency_key and concurrency_limit when the caller read them.
+-- The set's size (SCARD) bounds the key's live holders from above, so limit - size slots are
+-- free for certain; only when parked jobs remain past those is the set counted holder by holder
+-- (conc_running). An end with nothing parked (LPOP answers nil) thus costs SREM, SCARD, LPOP.
+local function release_slot(jk, id, now_s, now, key, limit)
+  if key == nil then
+    local g = redis.call('HMGET', jk, 'concurrency_key', 'concurrency_limit')
+    key, limit = g[1], g[2]
+  end
+  if not key then return end
+  limit = tonumber(limit) or 1
+  local ck, pk = conc_key(key), parked_key(key)
+  redis.call('SREM', ck, id)
+  local held = redis.call('SCARD', ck)
+  local exact = held >= limit
+  if exact then held = conc_running(key, now) end
+  local free, woke, drained = limit - held, 0, false
+  while true do
+    if free <= 0 then
+      if exact then break end
+      -- the sure slots are used and jobs may be parked still: lapsed holders free the rest
+      held, exact = conc_running(key, now), true
+      free = limit - held - woke
+      if free <= 0 then break end
+    end
+    local next_id = redis.call('LPOP', pk)
     if not next_id then drained = true; break end
     local nk = job_key(next_id)
-    local f = redis.call('HMGET', nk, 'state', 'run_at', 'seq')
+    local f = redis.call('HMGET', nk, 'state', 'run_at', 'seq', 'priority')
     if f[1] == 'queued' and f[2] == PARKED_AT then
       redis.call('HSET', nk, 'run_at', now_s)
-      add_queued(base, job_priority(nk), now_s, queued_member(num(f[3]), next_id))
+      add_queued(base, tonumber(f[4]) or 0, now_s, queued_member(num(f[3]), next_id))
       free, woke = free - 1, woke + 1
     end
   end
   notify(woke)
-  -- the key is out of use once nothing runs under it (conc_running left only live holders in
-  -- its set) and nothing is parked: known without another command when the list ran dry
-  if running == 0 and (drained or redis.call('EXISTS', parked_key(g[1])) == 0) then
-    redis.call('HDEL', CONC_KEYS, g[1])
+  -- the key is out of use once its set is empty and nothing is parked: known without another
+  -- command when the list ran dry (a set kept non-empty by lapsed holders keeps it listed until
+  -- the end that counts them out, as conc_running does)
+  if held == 0 and (drained or redis.call('EXISTS', pk) == 0) then
+    redis.call('HDEL', CONC_KEYS, key)
   end
 end
 

@@ -47,11 +47,11 @@ end
 local function complete_into(out, id, token, result)
   local now_s, now = clock()
   local jk = job_key(id)
-  -- (keep_f and concurrency_limit are not read: a success keeps for keep_s, and a
-  -- concurrency key's limit is read only where there is one, by release_slot)
+  -- (keep_f is not read: a success keeps for keep_s; concurrency_limit is, so that the end
+  -- of a limited job reads its hash once, issue 31)
   local f = redis.call('HMGET', jk, 'state', 'attempt', 'seq', 'tries_used', 'batch_id',
     'keep_s', 'chain', 'concurrency_key', 'waiter', 'worker_id', 'cur.host', 'cur.pid',
-    'cur.started_at', 'cur.last_heartbeat_at', 'cur.memory_mb')
+    'cur.started_at', 'cur.last_heartbeat_at', 'cur.memory_mb', 'concurrency_limit')
   if f[1] ~= 'running' or not same_number(f[2], token) then
     local refused = refuse(id, token, 'succeeded', now_s)
     for i = 1, 4 do out[#out + 1] = refused[i] end
@@ -106,7 +106,7 @@ local function complete_into(out, id, token, result)
       chain_link_end(jk, 'succeeded', now_s, now)
     end
   end
-  if f[8] then release_slot(jk, id, now_s, now) end
+  if f[8] then release_slot(jk, id, now_s, now, f[8], f[16]) end
   wake_waiters(id, f[9])
   out[#out + 1] = 'ok'
 end
@@ -177,16 +177,18 @@ local function reserve_into(out, limit, lease, wid, host, pid, own)
           local id = string.match(member, '^%d+:(.*)$')
           local jk = id and job_key(id)
           local f = {}
-          -- only what a claim needs; a guard's values are read when its key is there
+          -- only what a claim needs; an overlap or rate guard's values are read when its key
+          -- is there (a concurrency limit is read here: a limited claim reads its hash once)
           if id then
             f = redis.call('HMGET', jk, 'state', 'attempt', 'name', 'payload', 'policy',
-              'batch_id', 'overlap_key', 'rate_key', 'concurrency_key')
+              'batch_id', 'overlap_key', 'rate_key', 'concurrency_key', 'concurrency_limit')
           end
-          local slots = f[9] and f[1] == 'queued'
-            and (tonumber(redis.call('HGET', jk, 'concurrency_limit')) or 1)
+          local slots = f[9] and f[1] == 'queued' and (tonumber(f[10]) or 1)
           -- A member whose job is gone or not queued is a leftover (a damaged or hand-edited
           -- record); dropping it keeps one bad entry from blocking the queue.
-          if slots and conc_full(f[9], slots, now) then
+          local full, held = false, 0
+          if slots then full, held = conc_full(f[9], slots, now) end
+          if full then
             park(id, f[9], slots)
           elseif f[1] == 'queued' then
             -- the first attempt (no `attempt` yet, or '0') formats no number
@@ -206,7 +208,9 @@ local function reserve_into(out, limit, lease, wid, host, pid, own)
               if f[7] then redis.call('HSET', OVERLAP, f[7], id) end
               if slots then
                 redis.call('SADD', conc_key(f[9]), id)
-                redis.call('HSET', CONC_KEYS, f[9], int_text(slots))
+                -- a key with a holder is in CONC_KEYS already (conc_full); the limit listed is
+                -- the one of the claim that put the key in use
+                if held == 0 then redis.call('HSET', CONC_KEYS, f[9], int_text(slots)) end
               end
               local expires = after(lease)
               local attempt = int_text(n)  -- formatted once, for the HSET and the reply
