@@ -186,9 +186,7 @@ local function reserve_into(out, limit, lease, wid, host, pid, own)
           local slots = f[9] and f[1] == 'queued' and (tonumber(f[10]) or 1)
           -- A member whose job is gone or not queued is a leftover (a damaged or hand-edited
           -- record); dropping it keeps one bad entry from blocking the queue.
-          local full, held = false, 0
-          if slots then full, held = conc_full(f[9], slots, now) end
-          if full then
+          if slots and conc_full(f[9], slots, now) then
             park(id, f[9], slots)
           elseif f[1] == 'queued' then
             -- the first attempt (no `attempt` yet, or '0') formats no number
@@ -208,9 +206,6 @@ local function reserve_into(out, limit, lease, wid, host, pid, own)
               if f[7] then redis.call('HSET', OVERLAP, f[7], id) end
               if slots then
                 redis.call('SADD', conc_key(f[9]), id)
-                -- a key with a holder is in CONC_KEYS already (conc_full); the limit listed is
-                -- the one of the claim that put the key in use
-                if held == 0 then redis.call('HSET', CONC_KEYS, f[9], int_text(slots)) end
               end
               local expires = after(lease)
               local attempt = int_text(n)  -- formatted once, for the HSET and the reply
