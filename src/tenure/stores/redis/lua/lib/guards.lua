@@ -148,12 +148,14 @@ end
 
 -- An attempt of the job `jk` ended (finished, retried, cancelled, rescued): free its slot and
 -- hand back its key's oldest parked jobs (a parked job cancelled or gone meanwhile is passed).
--- `key`, `limit`: the job's concurrency_key and concurrency_limit when the caller read them.
+-- `key`: the job's concurrency_key when the caller read it (its limit is then read here, only
+-- when a job is parked).
 -- The parked list is asked first: an end with nothing parked costs SREM and LPOP (issue 31).
 -- Otherwise the set's size (SCARD) bounds the key's live holders from above, so limit - size
 -- slots are free for certain; only when parked jobs remain past those is the set counted
 -- holder by holder (conc_running). A job popped with no slot free goes back to the head.
-local function release_slot(jk, id, now_s, now, key, limit)
+local function release_slot(jk, id, now_s, now, key)
+  local limit = nil
   if key == nil then
     local g = redis.call('HMGET', jk, 'concurrency_key', 'concurrency_limit')
     key, limit = g[1], g[2]
@@ -163,6 +165,7 @@ local function release_slot(jk, id, now_s, now, key, limit)
   redis.call('SREM', ck, id)
   local next_id = redis.call('LPOP', pk)
   if not next_id then return end
+  if limit == nil then limit = redis.call('HGET', jk, 'concurrency_limit') end
   limit = tonumber(limit) or 1
   local held = redis.call('SCARD', ck)
   local exact = held >= limit

@@ -47,11 +47,11 @@ end
 local function complete_into(out, id, token, result)
   local now_s, now = clock()
   local jk = job_key(id)
-  -- (keep_f is not read: a success keeps for keep_s; concurrency_limit is, so that the end
-  -- of a limited job reads its hash once, issue 31)
+  -- (keep_f and concurrency_limit are not read: a success keeps for keep_s, and a
+  -- concurrency key's limit is read by release_slot only when its key has a job parked)
   local f = redis.call('HMGET', jk, 'state', 'attempt', 'seq', 'tries_used', 'batch_id',
     'keep_s', 'chain', 'concurrency_key', 'waiter', 'worker_id', 'cur.host', 'cur.pid',
-    'cur.started_at', 'cur.last_heartbeat_at', 'cur.memory_mb', 'concurrency_limit')
+    'cur.started_at', 'cur.last_heartbeat_at', 'cur.memory_mb')
   if f[1] ~= 'running' or not same_number(f[2], token) then
     local refused = refuse(id, token, 'succeeded', now_s)
     for i = 1, 4 do out[#out + 1] = refused[i] end
@@ -106,7 +106,7 @@ local function complete_into(out, id, token, result)
       chain_link_end(jk, 'succeeded', now_s, now)
     end
   end
-  if f[8] then release_slot(jk, id, now_s, now, f[8], f[16]) end
+  if f[8] then release_slot(jk, id, now_s, now, f[8]) end
   wake_waiters(id, f[9])
   out[#out + 1] = 'ok'
 end
