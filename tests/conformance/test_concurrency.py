@@ -238,3 +238,15 @@ def test_cancelling_a_batch_takes_its_parked_members_off_their_key(store: Store)
     store.end_attempt(Ending(job_id=r.job_id, token=r.token))
     assert reserve(store) == [later.id]
     assert job(store, member.id).attempts == []
+
+
+def test_a_key_out_of_use_is_listed_again_by_its_next_claim(store: Store) -> None:
+    first, second, third = (limited("k", 2) for _ in range(3))
+    enqueue(store, first)
+    [r] = store.reserve(queues=["default"], worker=W1, lease=30)
+    assert store.end_attempt(Ending(job_id=r.job_id, token=r.token))[0].accepted
+    enqueue(store, second, third)
+    assert len(reserve(store)) == 2  # the second claim finds the key listed by the first
+    [c] = store.queue_counts(keys=True).values()
+    assert c.by_key is not None
+    assert {k: (v.running, v.waiting, v.limit) for k, v in c.by_key.items()} == {"k": (2, 0, 2)}

@@ -20,7 +20,7 @@ import pytest
 import redis
 from redis.crc import key_slot
 
-from conformance.helpers import counts
+from conformance.helpers import counts, wait_until
 from tenure.core.errors import ConfigError
 from tenure.core.guards import Guards
 from tenure.core.records import Ending, NewBatch, NewJob, WorkerRef
@@ -269,3 +269,22 @@ def test_batch_members_keep_their_overlap_and_rate_guards(
     for waiting in (members[0], members[2]):
         record = get_job(store, waiting.id)
         assert record is not None and [a.outcome for a in record.attempts] == ["deferred"]
+
+
+def test_an_end_hands_back_as_many_as_its_end_and_lapsed_holders_free(
+    make_store: Callable[..., RedisStore],
+) -> None:
+    """One end frees its own slot and every slot a lapsed holder still held: the parked jobs
+    behind them all go back. The end counts the key's set by its size first (issue 31), so it
+    must count the lapsed holder out once the size's sure slots are used."""
+    store = make_store()
+    a, b, c, d = (job(Guards(concurrency_key="k", concurrency_limit=2)) for _ in range(4))
+    store.enqueue_many([a, b, c, d])
+    [ra] = store.reserve(queues=["default"], worker=W1, lease=0.3)
+    [rb] = store.reserve(queues=["default"], worker=W1, lease=30)
+    assert (ra.job_id, rb.job_id) == (a.id, b.id)
+    assert store.reserve(queues=["default"], worker=W2, lease=30, limit=10) == []  # c, d parked
+    wait_until(lambda: store.now() > ra.lease_expires_at, what="a's lease to lapse")
+    assert store.end_attempt(Ending(job_id=rb.job_id, token=rb.token))[0].accepted
+    started = store.reserve(queues=["default"], worker=W2, lease=30, limit=10)
+    assert sorted(r.job_id for r in started) == sorted([c.id, d.id])

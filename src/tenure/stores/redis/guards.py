@@ -13,7 +13,7 @@ hash tag, so each guard lives in its queue's Redis Cluster slot:
     PREFIX:{q:QUEUE}:once:ID    hash  effect key -> "attempt at" for once(key)
     PREFIX:{q:QUEUE}:conc:KEY   set   the attempts running under a concurrency key
     PREFIX:{q:QUEUE}:parked:KEY list  the key's parked jobs, oldest first
-    PREFIX:{q:QUEUE}:conc_keys  hash  concurrency key in use -> its limit (tenure queues --keys)
+    PREFIX:{q:QUEUE}:conc_keys  hash  concurrency key with parked jobs -> its limit
     PREFIX:{q:QUEUE}:debounce   hash  debounce key -> the job last created for it
     PREFIX:{q:QUEUE}:fair       hash  'k:' + fair key -> its next virtual start; '' -> largest
 

@@ -97,7 +97,9 @@ end
 local PARKED_AT = '253402214400.000000'  -- states.PARKED_AT, 9999-12-31 UTC
 local function conc_key(key) return base .. ':conc:' .. key end
 local function parked_key(key) return base .. ':parked:' .. key end
--- the queue's concurrency keys in use (key -> limit), for `tenure queues --keys` (counts.lua)
+-- the queue's concurrency keys with parked jobs (key -> limit), for the listing of parked jobs
+-- and `tenure queues --keys` (counts.lua, which finds the keys that only run from the running
+-- jobs): a claim and an end with nothing parked write nothing here (issue 31)
 local CONC_KEYS = NAMES.conc_keys
 
 -- The key's running attempts with a live lease (a slot follows its holder's lease); holders
@@ -136,7 +138,9 @@ end
 local function unpark(jk, id)
   local g = redis.call('HMGET', jk, 'concurrency_key', 'run_at')
   if g[1] and g[2] == PARKED_AT then
-    redis.call('LREM', parked_key(g[1]), 0, id)
+    local pk = parked_key(g[1])
+    redis.call('LREM', pk, 0, id)
+    if redis.call('EXISTS', pk) == 0 then redis.call('HDEL', CONC_KEYS, g[1]) end
     return true
   end
   return false
@@ -144,31 +148,54 @@ end
 
 -- An attempt of the job `jk` ended (finished, retried, cancelled, rescued): free its slot and
 -- hand back its key's oldest parked jobs (a parked job cancelled or gone meanwhile is passed).
--- `g`: the job's {concurrency_key, concurrency_limit} when the caller read them already.
-local function release_slot(jk, id, now_s, now, g)
-  g = g or redis.call('HMGET', jk, 'concurrency_key', 'concurrency_limit')
-  if not g[1] then return end
-  redis.call('SREM', conc_key(g[1]), id)
-  local running = conc_running(g[1], now)
-  local free = (tonumber(g[2]) or 1) - running
-  local woke, drained = 0, false
-  while free > 0 do
-    local next_id = redis.call('LPOP', parked_key(g[1]))
-    if not next_id then drained = true; break end
+-- `key`: the job's concurrency_key when the caller read it (its limit is then read here, only
+-- when a job is parked).
+-- The parked list is asked first: an end with nothing parked costs SREM and LPOP (issue 31).
+-- Otherwise the set's size (SCARD) bounds the key's live holders from above, so limit - size
+-- slots are free for certain; only when parked jobs remain past those is the set counted
+-- holder by holder (conc_running). A job popped with no slot free goes back to the head.
+local function release_slot(jk, id, now_s, now, key)
+  local limit = nil
+  if key == nil then
+    local g = redis.call('HMGET', jk, 'concurrency_key', 'concurrency_limit')
+    key, limit = g[1], g[2]
+  end
+  if not key then return end
+  local ck, pk = conc_key(key), parked_key(key)
+  redis.call('SREM', ck, id)
+  local next_id = redis.call('LPOP', pk)
+  if not next_id then return end
+  if limit == nil then limit = redis.call('HGET', jk, 'concurrency_limit') end
+  limit = tonumber(limit) or 1
+  local held = redis.call('SCARD', ck)
+  local exact = held >= limit
+  if exact then held = conc_running(key, now) end
+  local free, woke, drained = limit - held, 0, false
+  if free <= 0 then
+    redis.call('LPUSH', pk, next_id)
+    return
+  end
+  while true do
     local nk = job_key(next_id)
-    local f = redis.call('HMGET', nk, 'state', 'run_at', 'seq')
+    local f = redis.call('HMGET', nk, 'state', 'run_at', 'seq', 'priority')
     if f[1] == 'queued' and f[2] == PARKED_AT then
       redis.call('HSET', nk, 'run_at', now_s)
-      add_queued(base, job_priority(nk), now_s, queued_member(num(f[3]), next_id))
+      add_queued(base, tonumber(f[4]) or 0, now_s, queued_member(num(f[3]), next_id))
       free, woke = free - 1, woke + 1
     end
+    if free <= 0 and not exact then
+      -- the sure slots are used and jobs may be parked still: lapsed holders free the rest
+      held, exact = conc_running(key, now), true
+      free = limit - held - woke
+    end
+    if free <= 0 then break end
+    next_id = redis.call('LPOP', pk)
+    if not next_id then drained = true; break end
   end
   notify(woke)
-  -- the key is out of use once nothing runs under it (conc_running left only live holders in
-  -- its set) and nothing is parked: known without another command when the list ran dry
-  if running == 0 and (drained or redis.call('EXISTS', parked_key(g[1])) == 0) then
-    redis.call('HDEL', CONC_KEYS, g[1])
-  end
+  -- a key leaves CONC_KEYS with its last parked job (known without a command when the list
+  -- ran dry here)
+  if drained or redis.call('EXISTS', pk) == 0 then redis.call('HDEL', CONC_KEYS, key) end
 end
 
 -- A batch's queued member cancelled with its batch (lib/batch_io.lua), as cancel_job does it:

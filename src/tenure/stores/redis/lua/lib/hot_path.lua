@@ -48,7 +48,7 @@ local function complete_into(out, id, token, result)
   local now_s, now = clock()
   local jk = job_key(id)
   -- (keep_f and concurrency_limit are not read: a success keeps for keep_s, and a
-  -- concurrency key's limit is read only where there is one, by release_slot)
+  -- concurrency key's limit is read by release_slot only when its key has a job parked)
   local f = redis.call('HMGET', jk, 'state', 'attempt', 'seq', 'tries_used', 'batch_id',
     'keep_s', 'chain', 'concurrency_key', 'waiter', 'worker_id', 'cur.host', 'cur.pid',
     'cur.started_at', 'cur.last_heartbeat_at', 'cur.memory_mb')
@@ -106,7 +106,7 @@ local function complete_into(out, id, token, result)
       chain_link_end(jk, 'succeeded', now_s, now)
     end
   end
-  if f[8] then release_slot(jk, id, now_s, now) end
+  if f[8] then release_slot(jk, id, now_s, now, f[8]) end
   wake_waiters(id, f[9])
   out[#out + 1] = 'ok'
 end
@@ -177,13 +177,13 @@ local function reserve_into(out, limit, lease, wid, host, pid, own)
           local id = string.match(member, '^%d+:(.*)$')
           local jk = id and job_key(id)
           local f = {}
-          -- only what a claim needs; a guard's values are read when its key is there
+          -- only what a claim needs; an overlap or rate guard's values are read when its key
+          -- is there (a concurrency limit is read here: a limited claim reads its hash once)
           if id then
             f = redis.call('HMGET', jk, 'state', 'attempt', 'name', 'payload', 'policy',
-              'batch_id', 'overlap_key', 'rate_key', 'concurrency_key')
+              'batch_id', 'overlap_key', 'rate_key', 'concurrency_key', 'concurrency_limit')
           end
-          local slots = f[9] and f[1] == 'queued'
-            and (tonumber(redis.call('HGET', jk, 'concurrency_limit')) or 1)
+          local slots = f[9] and f[1] == 'queued' and (tonumber(f[10]) or 1)
           -- A member whose job is gone or not queued is a leftover (a damaged or hand-edited
           -- record); dropping it keeps one bad entry from blocking the queue.
           if slots and conc_full(f[9], slots, now) then
@@ -206,7 +206,6 @@ local function reserve_into(out, limit, lease, wid, host, pid, own)
               if f[7] then redis.call('HSET', OVERLAP, f[7], id) end
               if slots then
                 redis.call('SADD', conc_key(f[9]), id)
-                redis.call('HSET', CONC_KEYS, f[9], int_text(slots))
               end
               local expires = after(lease)
               local attempt = int_text(n)  -- formatted once, for the HSET and the reply
