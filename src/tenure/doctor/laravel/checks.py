@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import os
 import re
+from collections.abc import Sequence
 from dataclasses import replace
 
 from tenure.doctor.laravel.code_checks import batch_findings, http_findings, unique_findings
@@ -128,10 +129,13 @@ def _retry_after(p: Project, all_runners: list[Runner]) -> list[Finding]:
         if timeout is not None:
             name = job_connection(p, job)
             connection = p.config.connections.get(name)
-            if prop_string(job, "connection") is None and _fallback_default(p):
+            if prop_string(job, "connection") is None and (
+                _fallback_default(p) or _template_default(p)
+            ):
                 # A job that sets its own timeout is written to be queued; a `sync` it reads
-                # only from the config's fallback is not where production runs it.
-                connection = _real_lease(p, connection)
+                # only from the config's fallback or an env template (`.env.example`, the
+                # developer's copy) is not where production runs it.
+                connection = _real_lease(p, connection, all_runners)
             elif connection is None and VARIABLE.match(name):
                 # The default is passed through from the deployer's shell (a Compose
                 # `QUEUE_CONNECTION=${QUEUE_CONNECTION}`): whichever connection it names,
@@ -148,6 +152,18 @@ def _fallback_default(p: Project) -> bool:
     return key is not None and note.startswith(f"env('{key}') default") and p.env.get(key) is None
 
 
+def _template_default(p: Project) -> bool:
+    """The default connection is read from an env template (`.env.example`), not a deployed
+    env file."""
+    path = p.config.default.source.path
+    return path is not None and _is_template(path)
+
+
+def _is_template(name: str) -> bool:
+    base = os.path.basename(name.split(" (")[0]).lower()
+    return bool(TEMPLATE_WORDS & set(re.split(r"[._-]+", base)))
+
+
 def _lease_holder(p: Project, r: Runner) -> Connection | None:
     """The connection whose retry_after bounds the runner. A worker command whose connection
     reads as `sync` (an env file's default beside a worker) cannot be serving it: whichever
@@ -158,12 +174,22 @@ def _lease_holder(p: Project, r: Runner) -> Connection | None:
     return _real_lease(p, connection) if deployed else connection
 
 
-def _real_lease(p: Project, connection: Connection | None) -> Connection | None:
-    """For a connection that reads as `sync`: the real connections' retry_after, when they
+def _real_lease(
+    p: Project, connection: Connection | None, all_runners: Sequence[Runner] = ()
+) -> Connection | None:
+    """For a connection that reads as `sync`: the one real connection the project's workers
+    serve (a Horizon supervisor on redis); else the real connections' retry_after, when they
     all agree on one (whichever the deployment picks, that is the lease)."""
     if connection is None or connection.driver != "sync":
         return connection
-    return _shared_lease(p, f"the default '{connection.name}' is no queue") or connection
+    why = f"the default '{connection.name}' is no queue"
+    served = {r.connection for r in all_runners} & {
+        n for n, c in p.config.connections.items() if c.driver != "sync" and c.retry_after
+    }
+    if len(served) == 1:
+        name = served.pop()
+        return replace(p.config.connections[name], name=f"{name}' ({why}; the workers serve it)")
+    return _shared_lease(p, why) or connection
 
 
 def _shared_lease(p: Project, why: str) -> Connection | None:
@@ -396,7 +422,7 @@ def _app_env(name: str, entries: dict[str, EnvEntry]) -> str | None:
     if "APP_ENV" in entries:
         return entries["APP_ENV"].value
     base = os.path.basename(name.split(" (")[0]).lower()
-    if not base.startswith(".env") or TEMPLATE_WORDS & set(re.split(r"[._-]+", base)):
+    if not base.startswith(".env") or _is_template(base):
         return None
     return "production"
 
