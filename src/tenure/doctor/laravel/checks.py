@@ -6,7 +6,6 @@ about job code are in code_checks.py; the project model and its runners in proje
 from __future__ import annotations
 
 import os
-import re
 from collections.abc import Sequence
 from dataclasses import replace
 
@@ -21,10 +20,12 @@ from tenure.doctor.laravel.project import (
     Runner,
     has_deadline,
     is_local,
+    is_template,
     job_connection,
     own_timeout,
     runners,
     serves,
+    undeployed_default,
 )
 from tenure.doctor.model import Finding, Source, Value
 from tenure.doctor.rules import finding, once_per_unit
@@ -33,8 +34,6 @@ from tenure.doctor.walk import is_development_name
 __all__ = ["Project", "check"]
 
 QUEUE_KEYS = ("QUEUE_CONNECTION", "QUEUE_DRIVER")  # the current name, and Laravel <= 5.6's
-# Words naming an env file a template to copy rather than the running configuration.
-TEMPLATE_WORDS = {"example", "sample", "dist", "template", "default", "defaults"}
 
 
 def check(p: Project) -> list[Finding]:
@@ -129,9 +128,7 @@ def _retry_after(p: Project, all_runners: list[Runner]) -> list[Finding]:
         if timeout is not None:
             name = job_connection(p, job)
             connection = p.config.connections.get(name)
-            if prop_string(job, "connection") is None and (
-                _fallback_default(p) or _template_default(p)
-            ):
+            if prop_string(job, "connection") is None and undeployed_default(p):
                 # A job that sets its own timeout is written to be queued; a `sync` it reads
                 # only from the config's fallback or an env template (`.env.example`, the
                 # developer's copy) is not where production runs it.
@@ -143,25 +140,6 @@ def _retry_after(p: Project, all_runners: list[Runner]) -> list[Finding]:
                 connection = _shared_lease(p, f"the default is {name}, set at deploy time")
             out += _compare(timeout, connection, f"job {job.name}", timeout.source, job.name)
     return out
-
-
-def _fallback_default(p: Project) -> bool:
-    """The default connection is config/queue.php's env() fallback: no env source sets it."""
-    key = p.config.default_key
-    note = p.config.default.source.note
-    return key is not None and note.startswith(f"env('{key}') default") and p.env.get(key) is None
-
-
-def _template_default(p: Project) -> bool:
-    """The default connection is read from an env template (`.env.example`), not a deployed
-    env file."""
-    path = p.config.default.source.path
-    return path is not None and _is_template(path)
-
-
-def _is_template(name: str) -> bool:
-    base = os.path.basename(name.split(" (")[0]).lower()
-    return bool(TEMPLATE_WORDS & set(re.split(r"[._-]+", base)))
 
 
 def _lease_holder(p: Project, r: Runner) -> Connection | None:
@@ -422,7 +400,7 @@ def _app_env(name: str, entries: dict[str, EnvEntry]) -> str | None:
     if "APP_ENV" in entries:
         return entries["APP_ENV"].value
     base = os.path.basename(name.split(" (")[0]).lower()
-    if not base.startswith(".env") or _is_template(base):
+    if not base.startswith(".env") or is_template(base):
         return None
     return "production"
 
