@@ -90,10 +90,10 @@ def http_calls(
         written = text(creation.named_children[0]) if creation.named_children else ""
         is_guzzle = written.endswith("GuzzleHttp\\Client") or (written == "Client" and guzzle)
         if is_guzzle and not guzzle_bounded and _sends(creation, body):
-            found += [
-                HttpCall(shown, _unbounded("Guzzle"), Source(rel, at), "Guzzle")
-                for shown, at in _guzzle_requests(creation, method)
-            ]
+            # Reported where the client is made, where its timeout is set (a tuning-set
+            # convention, firefly-iii's DownloadExchangeRates), not on each request.
+            at = Source(rel, line(creation))
+            found.append(HttpCall("new GuzzleHttp\\Client()", _unbounded("Guzzle"), at, "Guzzle"))
     found += curl_class_calls(method, rel, curl_class)
     calls = list(walk(method, frozenset({"function_call_expression"})))
     # A curl handle's timeout is set on the handle curl_init() makes: the finding goes there.
@@ -147,27 +147,6 @@ def _curl_timeouts(method: Node, rel: str, ev: Evaluator) -> list[Value]:
         elif scale and amount == 0:
             out.append(Value(text(key), None, "s", Source(rel, line(value), "0: no limit")))
     return sorted(out, key=lambda v: v.source.line or 0)
-
-
-GUZZLE_VERBS = HTTP_VERBS | {"request", "getAsync", "postAsync", "requestAsync", "sendAsync"}
-
-
-def _guzzle_requests(creation: Node, method: Node) -> list[tuple[str, int]]:
-    """Where a Guzzle client without a timeout waits: each `$client->request(...)` the method
-    makes on the variable it is kept in (the call's line, CONVENTION.md section 3); the
-    `new Client` line when no request on it can be read (`$client->{$action}()`, inline)."""
-    parent = creation.parent
-    kept = text(parent.child_by_field_name("left")) if parent is not None else ""
-    if parent is None or parent.type != "assignment_expression" or not kept.startswith("$"):
-        return [("new GuzzleHttp\\Client()", line(creation))]
-    requests = [
-        (f"{kept}->{text(call.child_by_field_name('name'))}()", line(call))
-        for call in walk(method, frozenset({"member_call_expression"}))
-        if text(call.child_by_field_name("object")) == kept
-        and text(call.child_by_field_name("name")) in GUZZLE_VERBS
-        and line(call) >= line(creation)
-    ]
-    return requests or [("new GuzzleHttp\\Client()", line(creation))]
 
 
 def _sends(creation: Node, body: str) -> bool:
