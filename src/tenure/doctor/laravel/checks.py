@@ -33,12 +33,19 @@ from tenure.doctor.walk import is_development_name
 
 __all__ = ["Project", "check"]
 
+# retry_after this long (invoiceninja's 90,000,000 s) is redelivery switched off, not a lease.
+REDELIVERY_OFF_S = 30 * 24 * 3600.0
+
 QUEUE_KEYS = ("QUEUE_CONNECTION", "QUEUE_DRIVER")  # the current name, and Laravel <= 5.6's
 
 
 def check(p: Project) -> list[Finding]:
     out: list[Finding] = []
     all_runners = runners(p)
+    p.served = frozenset(
+        r.connection for r in all_runners
+        if (c := p.config.connections.get(r.connection)) and c.driver != "sync"
+    )  # fmt: skip
     out += _retry_after(p, all_runners)
     out += _tries(p, all_runners)
     out += once_per_unit(_grace(p, all_runners))
@@ -70,6 +77,8 @@ def _compare(
         return []
     lease = connection.retry_after
     assert lease.amount is not None
+    if timeout.amount is None and lease.amount >= REDELIVERY_OFF_S:
+        return []  # a lease of a month or more switches redelivery off on purpose
     clocks = (timeout, lease)
     if timeout.amount is None or timeout.amount >= lease.amount:
         what = (

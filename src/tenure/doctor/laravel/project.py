@@ -43,6 +43,8 @@ class Project:
     batches: list[BatchSite]
     batch_table_found: bool
     where: Source  # the project root, for findings about what is missing
+    # The real (non-sync) connections the project's runners serve, set once runners are read.
+    served: frozenset[str] = frozenset()
 
 
 def runners(p: Project) -> list[Runner]:
@@ -175,14 +177,13 @@ def job_queue(p: Project, job: JobClass) -> str:
 
 def serves(r: Runner, p: Project, job: JobClass) -> bool:
     """A job on a default that reads as `sync` only from the config's fallback or an env
-    template is dispatched in production to whatever real connection the workers serve."""
+    template is dispatched in production to the one real connection the workers serve (with
+    several, which one is unknown)."""
     name = job_connection(p, job)
-    served = p.config.connections.get(r.connection)
     deployed = (
         prop_string(job, "connection") is None
         and undeployed_default(p)
-        and served is not None
-        and served.driver != "sync"
+        and p.served == {r.connection}
     )
     return (r.connection == name or deployed) and _queue_of(p, job, r.connection) in r.queues
 
