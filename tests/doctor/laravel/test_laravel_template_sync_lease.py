@@ -81,8 +81,10 @@ abstract class Job implements ShouldQueue
 """
 
 
-def run(tmp_path: Path, timeout: int, monkeypatch: pytest.MonkeyPatch) -> list[str]:
-    write(tmp_path, {"artisan": "<?php\n", "composer.json": "{}\n", "config/queue.php": QUEUE,
+def run(
+    tmp_path: Path, timeout: int, monkeypatch: pytest.MonkeyPatch, queue: str = QUEUE
+) -> list[str]:
+    write(tmp_path, {"artisan": "<?php\n", "composer.json": "{}\n", "config/queue.php": queue,
                      "config/horizon.php": HORIZON,
                      ".env.example": "APP_ENV=local\nQUEUE_CONNECTION=sync\n",
                      "app/Jobs/Job.php": BASE,
@@ -107,3 +109,12 @@ def test_job_timeout_below_the_served_lease_is_quiet(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     assert run(tmp_path, 80, monkeypatch) == []
+
+
+def test_no_timeout_against_a_lease_of_years_is_quiet(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """invoiceninja's retry_after 90000000 (about 2.9 years): redelivery switched off."""
+    years = QUEUE.replace("'retry_after' => 100", "'retry_after' => 90000000")
+    assert run(tmp_path, 0, monkeypatch, years) == []
+    assert run(tmp_path, 0, monkeypatch) != []
