@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import stat
 from dataclasses import dataclass, field
 
@@ -87,6 +88,7 @@ def audit(root: str, base: str, tree: Tree) -> Audit:
         elif b"artisan" in data:
             result.files_read += 1
             scripts.append((rel, data.decode("utf-8", "replace")))
+    batch_table_found = batch_table_found or _schema_dump_creates(root, config.batch_table)
     jobs = resolve(scan)
     for job in jobs:
         follow(job, scan)  # the HTTP calls of the service methods handle() calls
@@ -157,6 +159,24 @@ def _beside(root: str, top: str, result: Audit) -> list[tuple[str, bytes]]:
         for path, data in _files(top, result)
         if not path.endswith(".php") and not path.startswith(inside)
     ]
+
+
+def _schema_dump_creates(root: str, table: str) -> bool:
+    """`php artisan schema:dump` squashes the migrations into database/schema/<connection>-
+    schema.sql (or .dump): a table it creates exists without a migration file."""
+    folder = os.path.join(root, "database", "schema")
+    try:
+        names = sorted(os.listdir(folder))
+    except OSError:
+        return False
+    create = re.compile(rb"CREATE TABLE[^(\n]*\b" + re.escape(table.encode()) + rb"\b", re.I)
+    for name in names:
+        path = os.path.join(folder, name)
+        if name.endswith((".sql", ".dump")) and os.path.getsize(path) <= 20 * MAX_FILE_BYTES:
+            with open(path, "rb") as handle:
+                if create.search(handle.read()):
+                    return True
+    return False
 
 
 def _files(root: str, result: Audit) -> list[tuple[str, bytes]]:

@@ -6,7 +6,7 @@ about job code are in code_checks.py; the project model and its runners in proje
 from __future__ import annotations
 
 import os
-import re
+from collections.abc import Sequence
 from dataclasses import replace
 
 from tenure.doctor.laravel.code_checks import batch_findings, http_findings, unique_findings
@@ -20,10 +20,12 @@ from tenure.doctor.laravel.project import (
     Runner,
     has_deadline,
     is_local,
+    is_template,
     job_connection,
     own_timeout,
     runners,
     serves,
+    undeployed_default,
 )
 from tenure.doctor.model import Finding, Source, Value
 from tenure.doctor.rules import finding, once_per_unit
@@ -31,14 +33,19 @@ from tenure.doctor.walk import is_development_name
 
 __all__ = ["Project", "check"]
 
+# retry_after this long (invoiceninja's 90,000,000 s) is redelivery switched off, not a lease.
+REDELIVERY_OFF_S = 30 * 24 * 3600.0
+
 QUEUE_KEYS = ("QUEUE_CONNECTION", "QUEUE_DRIVER")  # the current name, and Laravel <= 5.6's
-# Words naming an env file a template to copy rather than the running configuration.
-TEMPLATE_WORDS = {"example", "sample", "dist", "template", "default", "defaults"}
 
 
 def check(p: Project) -> list[Finding]:
     out: list[Finding] = []
     all_runners = runners(p)
+    p.served = frozenset(
+        r.connection for r in all_runners
+        if (c := p.config.connections.get(r.connection)) and c.driver != "sync"
+    )  # fmt: skip
     out += _retry_after(p, all_runners)
     out += _tries(p, all_runners)
     out += once_per_unit(_grace(p, all_runners))
@@ -70,6 +77,8 @@ def _compare(
         return []
     lease = connection.retry_after
     assert lease.amount is not None
+    if timeout.amount is None and lease.amount >= REDELIVERY_OFF_S:
+        return []  # a lease of a month or more switches redelivery off on purpose
     clocks = (timeout, lease)
     if timeout.amount is None or timeout.amount >= lease.amount:
         what = (
@@ -128,10 +137,11 @@ def _retry_after(p: Project, all_runners: list[Runner]) -> list[Finding]:
         if timeout is not None:
             name = job_connection(p, job)
             connection = p.config.connections.get(name)
-            if prop_string(job, "connection") is None and _fallback_default(p):
+            if prop_string(job, "connection") is None and undeployed_default(p):
                 # A job that sets its own timeout is written to be queued; a `sync` it reads
-                # only from the config's fallback is not where production runs it.
-                connection = _real_lease(p, connection)
+                # only from the config's fallback or an env template (`.env.example`, the
+                # developer's copy) is not where production runs it.
+                connection = _real_lease(p, connection, all_runners)
             elif connection is None and VARIABLE.match(name):
                 # The default is passed through from the deployer's shell (a Compose
                 # `QUEUE_CONNECTION=${QUEUE_CONNECTION}`): whichever connection it names,
@@ -139,13 +149,6 @@ def _retry_after(p: Project, all_runners: list[Runner]) -> list[Finding]:
                 connection = _shared_lease(p, f"the default is {name}, set at deploy time")
             out += _compare(timeout, connection, f"job {job.name}", timeout.source, job.name)
     return out
-
-
-def _fallback_default(p: Project) -> bool:
-    """The default connection is config/queue.php's env() fallback: no env source sets it."""
-    key = p.config.default_key
-    note = p.config.default.source.note
-    return key is not None and note.startswith(f"env('{key}') default") and p.env.get(key) is None
 
 
 def _lease_holder(p: Project, r: Runner) -> Connection | None:
@@ -158,12 +161,22 @@ def _lease_holder(p: Project, r: Runner) -> Connection | None:
     return _real_lease(p, connection) if deployed else connection
 
 
-def _real_lease(p: Project, connection: Connection | None) -> Connection | None:
-    """For a connection that reads as `sync`: the real connections' retry_after, when they
+def _real_lease(
+    p: Project, connection: Connection | None, all_runners: Sequence[Runner] = ()
+) -> Connection | None:
+    """For a connection that reads as `sync`: the one real connection the project's workers
+    serve (a Horizon supervisor on redis); else the real connections' retry_after, when they
     all agree on one (whichever the deployment picks, that is the lease)."""
     if connection is None or connection.driver != "sync":
         return connection
-    return _shared_lease(p, f"the default '{connection.name}' is no queue") or connection
+    why = f"the default '{connection.name}' is no queue"
+    served = {r.connection for r in all_runners} & {
+        n for n, c in p.config.connections.items() if c.driver != "sync" and c.retry_after
+    }
+    if len(served) == 1:
+        name = served.pop()
+        return replace(p.config.connections[name], name=f"{name}' ({why}; the workers serve it)")
+    return _shared_lease(p, why) or connection
 
 
 def _shared_lease(p: Project, why: str) -> Connection | None:
@@ -396,7 +409,7 @@ def _app_env(name: str, entries: dict[str, EnvEntry]) -> str | None:
     if "APP_ENV" in entries:
         return entries["APP_ENV"].value
     base = os.path.basename(name.split(" (")[0]).lower()
-    if not base.startswith(".env") or TEMPLATE_WORDS & set(re.split(r"[._-]+", base)):
+    if not base.startswith(".env") or is_template(base):
         return None
     return "production"
 

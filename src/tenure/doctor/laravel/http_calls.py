@@ -90,14 +90,10 @@ def http_calls(
         written = text(creation.named_children[0]) if creation.named_children else ""
         is_guzzle = written.endswith("GuzzleHttp\\Client") or (written == "Client" and guzzle)
         if is_guzzle and not guzzle_bounded and _sends(creation, body):
-            found.append(
-                HttpCall(
-                    "new GuzzleHttp\\Client()",
-                    _unbounded("Guzzle"),
-                    Source(rel, line(creation)),
-                    "Guzzle",
-                )
-            )
+            # Reported where the client is made, where its timeout is set (a tuning-set
+            # convention, firefly-iii's DownloadExchangeRates), not on each request.
+            at = Source(rel, line(creation))
+            found.append(HttpCall("new GuzzleHttp\\Client()", _unbounded("Guzzle"), at, "Guzzle"))
     found += curl_class_calls(method, rel, curl_class)
     calls = list(walk(method, frozenset({"function_call_expression"})))
     # A curl handle's timeout is set on the handle curl_init() makes: the finding goes there.
@@ -105,9 +101,20 @@ def http_calls(
     for call in calls:
         function = name_of(call.child_by_field_name("function"))
         at = Source(rel, line(call))
+        made = max((n for n in inits if n <= line(call)), default=line(call))
         if function == "curl_exec" and "CURLOPT_TIMEOUT" not in body:
-            made = max((n for n in inits if n <= line(call)), default=line(call))
             found.append(HttpCall("curl_exec()", _unbounded("curl"), Source(rel, made), "curl"))
+        elif function == "curl_exec":
+            # The handle's own CURLOPT_TIMEOUT, set between its curl_init() and this exec;
+            # one that cannot be read (a method's return) is left unjudged.
+            at_exec = line(call)
+            timeouts = [
+                v
+                for v in _curl_timeouts(method, rel, ev)
+                if made <= (v.source.line or 0) <= at_exec
+            ]
+            if timeouts:
+                found.append(HttpCall("curl_exec()", timeouts[-1], Source(rel, made), "curl"))
         elif function in STREAM_READERS:
             stream = stream_call(call, function, body, ev, at)
             if stream is not None:
@@ -115,9 +122,40 @@ def http_calls(
     return found
 
 
+CURL_TIMEOUTS = {"CURLOPT_TIMEOUT": 1.0, "CURLOPT_TIMEOUT_MS": 0.001}
+
+
+def _curl_timeouts(method: Node, rel: str, ev: Evaluator) -> list[Value]:
+    """The readable CURLOPT_TIMEOUT(_MS) a method sets, in `curl_setopt_array($ch, [...])` or
+    `curl_setopt($ch, CURLOPT_TIMEOUT, 10 * 60)`, in line order."""
+    pairs: list[tuple[Node, Node]] = []
+    for element in walk(method, frozenset({"array_element_initializer"})):
+        children = element.named_children
+        if len(children) >= 2:
+            pairs.append((children[0], children[-1]))
+    for call in walk(method, frozenset({"function_call_expression"})):
+        args = call_args(call)
+        if name_of(call.child_by_field_name("function")) == "curl_setopt" and len(args) == 3:
+            pairs.append((args[1], args[2]))
+    out = []
+    for key, value in pairs:
+        scale = CURL_TIMEOUTS.get(text(key))
+        resolved = ev.eval(value) if scale else None
+        amount = as_number(resolved.value) if resolved and resolved.known else None
+        if scale and amount is not None and amount > 0:  # 0: curl waits forever
+            out.append(Value(text(key), amount * scale, "s", Source(rel, line(value))))
+        elif scale and amount == 0:
+            out.append(Value(text(key), None, "s", Source(rel, line(value), "0: no limit")))
+    return sorted(out, key=lambda v: v.source.line or 0)
+
+
 def _sends(creation: Node, body: str) -> bool:
-    """A client kept in `$var` sends only if `$var->` is used; an inline one always does."""
+    """A client kept in `$var` sends only if `$var->` is used; one passed as an argument
+    (`new TenantController(new Client, ...)`) sends where it is received, not here; an inline
+    one always does."""
     parent = creation.parent
+    if parent is not None and parent.type == "argument":
+        return False
     if parent is None or parent.type != "assignment_expression":
         return True
     target = text(parent.child_by_field_name("left"))

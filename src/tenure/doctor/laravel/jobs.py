@@ -171,6 +171,8 @@ def _class(node: Node, rel: str, env: EnvFiles, guzzle: bool, curl_class: bool) 
         job.middleware_text += text(methods["middleware"])
     if "__construct" in methods:
         _constructor_settings(methods["__construct"], ev, job)
+    if "queue" in methods:
+        _queue_override(methods["queue"], ev, job)
     job.builders = http_builders(methods)
     for method in reachable(methods, "handle"):
         job.calls += http_calls(method, rel, ev, guzzle, job.builders, curl_class=curl_class)
@@ -222,6 +224,16 @@ def _constructor_settings(method: Node, ev: Evaluator, job: JobClass) -> None:
             prop = text(left).removeprefix("$this->")
             if prop in PROPS:
                 job.props[prop] = ev.eval(right)
+
+
+def _queue_override(method: Node, ev: Evaluator, job: JobClass) -> None:
+    """`public function queue($queue, $command) { $queue->pushOn('deployer-low', $command); }`:
+    the class (and every job extending it) is pushed on that queue."""
+    for call in walk(method, frozenset({"member_call_expression"})):
+        args = call_args(call)
+        if text(call.child_by_field_name("name")) in ("pushOn", "laterOn") and args:
+            job.props.setdefault("queue", ev.eval(args[0]))
+            return
 
 
 def reachable(methods: dict[str, Node], start: str) -> list[Node]:

@@ -5,6 +5,7 @@ Horizon supervisor, or, when the project shows none, the worker Laravel starts b
 
 from __future__ import annotations
 
+import os
 import re
 from dataclasses import dataclass
 
@@ -14,6 +15,8 @@ from tenure.doctor.laravel.jobs import BatchSite, JobClass, prop_string
 from tenure.doctor.laravel.php import EnvEntry, EnvFiles, Resolved, as_number
 from tenure.doctor.model import Skipped, Source, Value
 
+# Words naming an env file a template to copy rather than the running configuration.
+TEMPLATE_WORDS = {"example", "sample", "dist", "template", "default", "defaults"}
 WORKER_TIMEOUT_DEFAULT_S = 60.0
 MARGIN_S = 5.0
 
@@ -40,6 +43,8 @@ class Project:
     batches: list[BatchSite]
     batch_table_found: bool
     where: Source  # the project root, for findings about what is missing
+    # The real (non-sync) connections the project's runners serve, set once runners are read.
+    served: frozenset[str] = frozenset()
 
 
 def runners(p: Project) -> list[Runner]:
@@ -171,7 +176,40 @@ def job_queue(p: Project, job: JobClass) -> str:
 
 
 def serves(r: Runner, p: Project, job: JobClass) -> bool:
-    return r.connection == job_connection(p, job) and job_queue(p, job) in r.queues
+    """A job on a default that reads as `sync` only from the config's fallback or an env
+    template is dispatched in production to the one real connection the workers serve (with
+    several, which one is unknown)."""
+    name = job_connection(p, job)
+    deployed = (
+        prop_string(job, "connection") is None
+        and undeployed_default(p)
+        and p.served == {r.connection}
+    )
+    return (r.connection == name or deployed) and _queue_of(p, job, r.connection) in r.queues
+
+
+def _queue_of(p: Project, job: JobClass, connection: str) -> str:
+    real = p.config.connections.get(connection)
+    return prop_string(job, "queue") or (real.queue if real else "default")
+
+
+def undeployed_default(p: Project) -> bool:
+    """The default connection reads as `sync` only from config/queue.php's env() fallback
+    (no env source sets it) or from an env template (`.env.example`, the developer's copy):
+    not what production runs."""
+    default = p.config.default
+    if str(default.value) != "sync":
+        return False
+    key, note, path = p.config.default_key, default.source.note, default.source.path
+    fallback = (
+        key is not None and note.startswith(f"env('{key}') default") and p.env.get(key) is None
+    )
+    return fallback or (path is not None and is_template(path))
+
+
+def is_template(name: str) -> bool:
+    base = os.path.basename(name.split(" (")[0]).lower()
+    return bool(TEMPLATE_WORDS & set(re.split(r"[._-]+", base)))
 
 
 def own_timeout(job: JobClass) -> Value | None:

@@ -68,10 +68,13 @@ def _receiver_type(
 def _made(expression: str) -> str | None:
     """The class an expression makes: `app(X::class)`, `app()->make('App\\X')`, `new X(...)`
     (a class named in a string is always written in full)."""
-    contained = CONTAINED.fullmatch(expression.strip())
+    expression = expression.strip()
+    while expression.startswith("(") and expression.endswith(")"):  # `(new X(...))->send()`
+        expression = expression[1:-1].strip()
+    contained = CONTAINED.fullmatch(expression)
     if contained:
         return contained.group(1) or "\\" + contained.group(2)
-    created = CREATED.fullmatch(expression.strip())
+    created = CREATED.fullmatch(expression)
     return created.group(1) if created else None
 
 
