@@ -34,6 +34,7 @@ from tenure.doctor.config import ConfigProblem, read_overrides
 from tenure.doctor.config import apply as apply_overrides
 from tenure.doctor.history import Limits, check_history, measure, read_history, store_note
 from tenure.doctor.model import SEVERITIES, Finding, JobModel, Report, Skipped, Source, Value
+from tenure.doctor.one_place import one_finding_a_place
 from tenure.doctor.periodic import check_periodic
 from tenure.doctor.reach import check_reach
 from tenure.doctor.readers import read_deployments
@@ -116,7 +117,7 @@ def diagnose(
         report.findings += check_clocks(report.launches, report.jobs, Source(relpath(root, base)))
     if past is not None and loaded.app is not None:
         report.findings += _history(loaded.app, report, fallback, limits, past)
-    report.findings = apply_overrides(report.findings, overrides)
+    report.findings = one_finding_a_place(apply_overrides(report.findings, overrides))
     report.notes += [o.note() for o in overrides.values()]
     rank = {s: i for i, s in enumerate(SEVERITIES)}
     report.findings.sort(
