@@ -116,3 +116,43 @@ def test_the_dashboard_takes_url_and_names_its_store(
         result = run_cli("dashboard", "--url", stores["flag"], "--port", port, cwd=tmp_path, env={})
     assert result.returncode == 2, result.stderr
     assert f"store: {stores['flag']} (from --url)" in result.stderr
+
+
+@pytest.mark.parametrize(
+    "command",
+    [("jobs", "list"), ("failed", "list"), ("batch", "list"), ("periodic", "list")],
+    ids=" ".join,
+)
+def test_a_groups_store_options_may_come_before_its_subcommand(
+    stores: dict[str, str], tmp_path: Path, command: tuple[str, str]
+) -> None:
+    """`tenure jobs --url X list` is read as `tenure jobs list --url X` (it said "No such
+    option: --url"), in every group whose subcommands all take --app and --url."""
+    group, sub = command
+    before = run_cli(group, "--url", stores["flag"], sub, cwd=tmp_path, env={})
+    assert before.returncode == 0, before.stderr
+    assert f"store: {stores['flag']} (from --url)" in before.stderr
+    with_app = run_cli(group, "--app", "precjobs:app", sub, cwd=tmp_path, env={})
+    assert with_app.returncode == 0, with_app.stderr
+    assert f"store: {stores['app']} (from the URL of --app precjobs:app)" in with_app.stderr
+
+
+def test_the_subcommands_own_url_wins_over_the_groups(
+    stores: dict[str, str], tmp_path: Path
+) -> None:
+    both = run_cli(
+        "jobs", "--url", stores["env"], "list", "--url", stores["flag"], cwd=tmp_path, env={}
+    )
+    assert both.returncode == 0, both.stderr
+    assert f"store: {stores['flag']} (from --url)" in both.stderr
+    assert IDS["flag"] in both.stdout and IDS["env"] not in both.stdout
+    listed = run_cli("jobs", "--url", stores["env"], "list", cwd=tmp_path, env={})
+    assert IDS["env"] in listed.stdout and IDS["flag"] not in listed.stdout
+
+
+def test_a_group_given_options_but_no_subcommand_says_a_command_is_missing(
+    stores: dict[str, str], tmp_path: Path
+) -> None:
+    result = run_cli("jobs", "--url", stores["flag"], cwd=tmp_path, env={})
+    assert result.returncode == 2
+    assert "Missing command" in result.stderr and "No such option" not in result.stderr

@@ -13,7 +13,7 @@ import typer
 
 from tenure.cli import operate, prune, queues, workers
 from tenure.cli.batches import batch_cli
-from tenure.cli.common import say, wrap_commands
+from tenure.cli.common import say, store_options_pass_down, wrap_commands
 from tenure.cli.jobs import failed_cli, jobs_cli
 from tenure.cli.periodic import periodic_cli
 from tenure.doctor.command import register as register_doctor
@@ -26,6 +26,8 @@ cli = typer.Typer(
     add_completion=False,
     rich_markup_mode=None,
 )
+for group in (jobs_cli, failed_cli, batch_cli, periodic_cli):
+    store_options_pass_down(group)
 cli.add_typer(jobs_cli, name="jobs")
 cli.add_typer(failed_cli, name="failed")
 cli.add_typer(batch_cli, name="batch")

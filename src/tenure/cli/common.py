@@ -37,6 +37,22 @@ UrlOption = Annotated[
     ),
 ]
 
+
+def store_options_pass_down(group: typer.Typer) -> None:
+    """Let a command group take --app and --url before its subcommand, as people type them
+    (`tenure jobs --url X list`, not only `tenure jobs list --url X`): every subcommand of
+    these groups takes both, and "No such option: --url" sent the user looking for where it
+    goes. Given on both, the subcommand's own wins; the store line on stderr says "--url"
+    either way."""
+
+    @group.callback()
+    def pass_down(ctx: typer.Context, app: AppOption = None, url: UrlOption = None) -> None:
+        given = {name: value for name, value in (("app", app), ("url", url)) if value}
+        if given and ctx.invoked_subcommand:
+            # a subcommand's context reads its option defaults from its parent's default_map
+            ctx.default_map = {ctx.invoked_subcommand: given}
+
+
 # Apps a command opened from a URL, closed when the command ends (see clean_errors): their
 # connection pools must not outlive a command run in-process (tests, fuzzing).
 _opened: list[App] = []
