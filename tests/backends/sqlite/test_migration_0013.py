@@ -4,31 +4,20 @@ finished jobs only, and the store's life goes on from there."""
 
 from __future__ import annotations
 
-import sqlite3
 from pathlib import Path
 
 from conformance.helpers import W1, new_job
 from tenure.core.records import Ending
 from tenure.stores.base import get_job
-from tenure.stores.sqlite import SQLiteStore, schema
 
-from .older import lend_guard_state, rows, take_back_guard_state
+from .older import rows, store_at, upgrade
 
 BEFORE = 12
 
 
-def store_at_version_12(path: Path) -> SQLiteStore:
-    """A store whose file is at version 12, used as that release would: no later migration."""
-    store = SQLiteStore(f"sqlite:///{path}")
-    store.db.migrated = True  # the file is migrated by hand below, to 12 and no further
-    schema.migrate(store.db.conn(), schema.MIGRATIONS[:BEFORE])
-    lend_guard_state(store.db.conn(), BEFORE)
-    return store
-
-
 def test_a_version_12_store_with_jobs_is_upgraded_with_every_row_intact(tmp_path: Path) -> None:
     path = tmp_path / "v12.db"
-    store = store_at_version_12(path)
+    store = store_at(path, BEFORE)
     ids = store.enqueue_many([new_job() for _ in range(5)])
     done, failed, crashed, running = store.reserve(
         queues=["default"], worker=W1, lease=30.0, limit=4
@@ -42,21 +31,11 @@ def test_a_version_12_store_with_jobs_is_upgraded_with_every_row_intact(tmp_path
     store.end_attempt(  # a retry: queued again, with one ended attempt
         Ending(job_id=crashed.job_id, token=crashed.token, outcome="crashed", cause="oom-killer")
     )
-    with sqlite3.connect(path) as conn:
-        assert schema.schema_version(conn) == BEFORE
     jobs, attempts = rows(path, "tenure_jobs"), rows(path, "tenure_attempts")
     assert len(jobs) == 5 and len(attempts) == 4
-    store.close()
 
-    take_back_guard_state(path, BEFORE)
-    upgraded = SQLiteStore(f"sqlite:///{path}")
-    try:
-        upgraded.migrate()
-        with sqlite3.connect(path) as conn:
-            assert schema.schema_version(conn) == schema.SCHEMA_VERSION >= 13
+    with upgrade(store, path, BEFORE) as upgraded:
         # (the index it made, tenure_jobs_state, is narrowed again by 0015: see its test)
-        assert rows(path, "tenure_jobs") == jobs
-        assert rows(path, "tenure_attempts") == attempts
         retried = get_job(upgraded, crashed.job_id)
         assert retried is not None and retried.state == "queued"
         assert [(a.number, a.outcome, a.cause) for a in retried.attempts] == [
@@ -77,5 +56,3 @@ def test_a_version_12_store_with_jobs_is_upgraded_with_every_row_intact(tmp_path
         assert again is not None
         assert [a.number for a in again.attempts] == [1, 2]
         assert {j.id for j in upgraded.list_jobs(state="succeeded")} == set(ids) - {failed.job_id}
-    finally:
-        upgraded.close()

@@ -6,7 +6,6 @@ listings, retention and the store's life go on from there."""
 
 from __future__ import annotations
 
-import sqlite3
 from dataclasses import replace
 from pathlib import Path
 
@@ -14,29 +13,11 @@ from conformance.helpers import W1, new_job
 from tenure.core.records import Ending, NewBatch
 from tenure.core.retention import Keep
 from tenure.stores.base import get_job
-from tenure.stores.sqlite import SQLiteStore, schema
 
-from .older import lend_guard_state, rows, take_back_guard_state
+from .older import entries, rows, store_at, upgrade
 
 BEFORE = 14
 DUE = Keep(succeeded=0.0, failed=0.0)  # due for pruning as soon as it ends
-
-
-def store_at(path: Path, version: int) -> SQLiteStore:
-    """A store whose file is at `version`, used as that release would: no later migration."""
-    store = SQLiteStore(f"sqlite:///{path}")
-    store.db.migrated = True  # the file is migrated by hand below, to `version` and no further
-    schema.migrate(store.db.conn(), schema.MIGRATIONS[:version])
-    lend_guard_state(store.db.conn(), version)
-    return store
-
-
-def entries(path: Path, index: str) -> int:
-    with sqlite3.connect(path) as conn:
-        (n,) = conn.execute(
-            "SELECT coalesce(sum(ncell), 0) FROM dbstat WHERE name = ?", (index,)
-        ).fetchone()
-        return int(n)
 
 
 def test_a_version_14_store_with_jobs_in_every_state_is_upgraded_intact(tmp_path: Path) -> None:
@@ -64,20 +45,10 @@ def test_a_version_14_store_with_jobs_in_every_state_is_upgraded_intact(tmp_path
     )
     member = store.reserve(queues=["batched"], worker=W1, lease=30.0)[0]
     assert store.end_attempt(Ending(job_id=member.job_id, token=member.token))[0].accepted
-    with sqlite3.connect(path) as conn:
-        assert schema.schema_version(conn) == BEFORE
     jobs, attempts = rows(path, "tenure_jobs"), rows(path, "tenure_attempts")
     assert len(jobs) == 9 and len(attempts) == 5
-    store.close()
 
-    take_back_guard_state(path, BEFORE)
-    upgraded = SQLiteStore(f"sqlite:///{path}")
-    try:
-        upgraded.migrate()
-        with sqlite3.connect(path) as conn:
-            assert schema.schema_version(conn) == schema.SCHEMA_VERSION >= 15
-        assert rows(path, "tenure_jobs") == jobs
-        assert rows(path, "tenure_attempts") == attempts
+    with upgrade(store, path, BEFORE) as upgraded:
         # the succeeded job and the succeeded member; the failed and the cancelled job
         assert entries(path, "tenure_jobs_succeeded") == 2
         assert entries(path, "tenure_jobs_state") == 2
@@ -116,5 +87,3 @@ def test_a_version_14_store_with_jobs_in_every_state_is_upgraded_intact(tmp_path
         assert entries(path, "tenure_jobs_succeeded") == 5
         assert entries(path, "tenure_jobs_state") == 2
         assert members[1] in {j.id for j in upgraded.list_jobs(state="succeeded")}
-    finally:
-        upgraded.close()

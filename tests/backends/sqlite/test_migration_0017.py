@@ -7,7 +7,6 @@ jobs, the listings) is read from the indexes left, with the same answers."""
 
 from __future__ import annotations
 
-import sqlite3
 from dataclasses import replace
 from pathlib import Path
 
@@ -16,39 +15,11 @@ from tenure.core.guards import Guards
 from tenure.core.records import Ending
 from tenure.core.retention import Keep
 from tenure.stores.base import get_job
-from tenure.stores.sqlite import SQLiteStore, schema
 
-from .older import lend_guard_state, rows, take_back_guard_state
+from .older import entries, index_names, store_at, upgrade
 
 BEFORE = 16
 DUE = Keep(succeeded=0.0, failed=0.0)  # due for pruning as soon as it ends
-
-
-def store_at(path: Path, version: int) -> SQLiteStore:
-    """A store whose file is at `version`, used as that release would: no later migration."""
-    store = SQLiteStore(f"sqlite:///{path}")
-    store.db.migrated = True  # the file is migrated by hand below, to `version` and no further
-    schema.migrate(store.db.conn(), schema.MIGRATIONS[:version])
-    lend_guard_state(store.db.conn(), version)
-    return store
-
-
-def indexes(path: Path) -> dict[str, int]:
-    """Entries per index of tenure_jobs (dbstat)."""
-    with sqlite3.connect(path) as conn:
-        names = [
-            r[0]
-            for r in conn.execute(
-                "SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name = 'tenure_jobs'"
-            )
-        ]
-        return {
-            name: conn.execute(
-                "SELECT coalesce(sum(ncell), 0) FROM dbstat WHERE name = ? AND pagetype = 'leaf'",
-                (name,),
-            ).fetchone()[0]
-            for name in names
-        }
 
 
 def test_a_version_16_store_with_jobs_in_every_state_is_upgraded_intact(tmp_path: Path) -> None:
@@ -80,25 +51,14 @@ def test_a_version_16_store_with_jobs_in_every_state_is_upgraded_intact(tmp_path
     )
     (slot,) = store.reserve(queues=["limited"], worker=W1, lease=30.0, limit=2)
     assert slot.job_id == holder  # and the other parked behind it
-    with sqlite3.connect(path) as conn:
-        assert schema.schema_version(conn) == BEFORE
-    jobs, attempts = rows(path, "tenure_jobs"), rows(path, "tenure_attempts")
     counts_before = store.queue_counts(keys=True)
-    store.close()
 
-    take_back_guard_state(path, BEFORE)
-    upgraded = SQLiteStore(f"sqlite:///{path}")
-    try:
-        upgraded.migrate()
-        with sqlite3.connect(path) as conn:
-            assert schema.schema_version(conn) == schema.SCHEMA_VERSION >= 17
-        assert rows(path, "tenure_jobs") == jobs
-        assert rows(path, "tenure_attempts") == attempts
-        entries = indexes(path)
-        assert "tenure_jobs_ready" not in entries and "tenure_jobs_prune_failed" not in entries
-        assert entries["tenure_jobs_state"] == 2  # the failed and the cancelled job
+    with upgrade(store, path, BEFORE) as upgraded:
+        names = index_names(path)
+        assert "tenure_jobs_ready" not in names and "tenure_jobs_prune_failed" not in names
+        assert entries(path, "tenure_jobs_state") == 2  # the failed and the cancelled job
         # queued: the retried one, the scheduled one, the fair one, the parked one
-        assert entries["tenure_jobs_ready_by_priority"] == 4
+        assert entries(path, "tenure_jobs_ready_by_priority") == 4
         counts = upgraded.queue_counts(keys=True)
         assert counts == counts_before
         assert (counts["default"]["queued"], counts["default"]["scheduled"]) == (1, 1)
@@ -129,5 +89,3 @@ def test_a_version_16_store_with_jobs_in_every_state_is_upgraded_intact(tmp_path
         )
         assert ended.accepted and following is not None and following.job_id == parked
         assert upgraded.end_attempt(Ending(job_id=running, token=by_id[running].token))[0].accepted
-    finally:
-        upgraded.close()

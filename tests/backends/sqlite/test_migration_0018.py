@@ -19,30 +19,11 @@ from conformance.helpers import W1, new_job
 from tenure.core.guards import Guards
 from tenure.core.records import Ending
 from tenure.stores.base import get_job
-from tenure.stores.sqlite import SQLiteStore, schema
+from tenure.stores.sqlite import SQLiteStore
 
-from .older import lend_guard_state, rows, take_back_guard_state
+from .older import entries, store_at, upgrade
 
 BEFORE = 17
-
-
-def store_at(path: Path, version: int) -> SQLiteStore:
-    """A store whose file is at `version`, filled as that release would fill it."""
-    store = SQLiteStore(f"sqlite:///{path}")
-    store.db.migrated = True  # the file is migrated by hand below, to `version` and no further
-    schema.migrate(store.db.conn(), schema.MIGRATIONS[:version])
-    lend_guard_state(store.db.conn(), version)
-    return store
-
-
-def entries(path: Path, index: str) -> int:
-    with sqlite3.connect(path) as conn:
-        return int(
-            conn.execute(
-                "SELECT coalesce(sum(ncell), 0) FROM dbstat WHERE name = ? AND pagetype = 'leaf'",
-                (index,),
-            ).fetchone()[0]
-        )
 
 
 def guard_states(path: Path) -> dict[str, str | None]:
@@ -73,17 +54,8 @@ def test_a_version_17_store_with_guarded_jobs_is_upgraded_and_its_guards_hold(
     (f_slot,) = store.reserve(queues=["f"], worker=W1, lease=30.0)
     store.end_attempt(Ending(job_id=failing, token=f_slot.token, outcome="failed", permanent=True))
     assert (o_slot.job_id, k_slot.job_id, done.job_id) == (o_holder, k_holder, plain_done)
-    jobs, attempts = rows(path, "tenure_jobs"), rows(path, "tenure_attempts")
-    store.close()
-    take_back_guard_state(path, BEFORE)  # as release 17 left the file
 
-    upgraded = SQLiteStore(f"sqlite:///{path}")
-    try:
-        upgraded.migrate()
-        with sqlite3.connect(path) as conn:
-            assert schema.schema_version(conn) == schema.SCHEMA_VERSION >= 18
-        assert rows(path, "tenure_jobs") == jobs
-        assert rows(path, "tenure_attempts") == attempts
+    with upgrade(store, path, BEFORE) as upgraded:
         assert guard_states(path) == {
             plain_done: None,
             plain_waiting: None,
@@ -116,8 +88,6 @@ def test_a_version_17_store_with_guarded_jobs_is_upgraded_and_its_guards_hold(
         assert guard_states(path)[k_holder] == "succeeded"
         holder_job = get_job(upgraded, o_holder)
         assert holder_job is not None and holder_job.state == "running"
-    finally:
-        upgraded.close()
 
 
 def test_a_guarded_job_moved_without_its_guard_state_is_refused(tmp_path: Path) -> None:
