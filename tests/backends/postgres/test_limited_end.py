@@ -12,7 +12,7 @@ import psycopg
 from backends.postgres.kit import PostgresKit
 from conformance.helpers import W1, W2, job, new_job
 from tenure.core.guards import Guards
-from tenure.core.records import Ending, NewJob
+from tenure.core.records import Ending, EndResult, NewJob, Reservation
 from tenure.stores import Store
 
 
@@ -48,25 +48,43 @@ def sent_by(fn: Any) -> int:
     return count[0]
 
 
+def end_and_claim(store: Store, attempt: Reservation) -> tuple[EndResult, Reservation | None]:
+    """End the attempt and claim W1's next job of the default queue in the same call: the
+    limited end under test."""
+    return store.end_attempt(
+        Ending(job_id=attempt.job_id, token=attempt.token),
+        queues=["default"],
+        worker=W1,
+        lease=30,
+    )
+
+
+def end_and_claim_counted(
+    store: Store, attempt: Reservation
+) -> tuple[int, tuple[EndResult, Reservation | None]]:
+    """end_and_claim, and how many statements it sent."""
+    out: list[tuple[EndResult, Reservation | None]] = []
+    sent = sent_by(lambda: out.append(end_and_claim(store, attempt)))
+    [result] = out
+    return sent, result
+
+
+def hold_and_park(store: Store, jobs: list[NewJob]) -> Reservation:
+    """The jobs of one key enqueued; W1 holds the key's one slot and W2's reserve parks the rest."""
+    store.enqueue_many(jobs)
+    [held] = store.reserve(queues=["default"], worker=W1, lease=30)
+    assert store.reserve(queues=["default"], worker=W2, lease=30) == []  # parks the rest
+    return held
+
+
 def test_a_saturated_keys_end_hands_its_oldest_parked_job_to_the_ender_in_one_statement(
     store: Store,
 ) -> None:
     jobs = [limited("k", 1) for _ in range(3)]
-    store.enqueue_many(jobs)
-    [r] = store.reserve(queues=["default"], worker=W1, lease=30)
-    assert store.reserve(queues=["default"], worker=W2, lease=30) == []  # parks the rest
+    r = hold_and_park(store, jobs)
     assert job(store, jobs[1].id).waiting_on == "k"
-    out: list[Any] = []
-
-    def end() -> None:
-        out.append(
-            store.end_attempt(
-                Ending(job_id=r.job_id, token=r.token), queues=["default"], worker=W1, lease=30
-            )
-        )
-
-    assert sent_by(end) == 1
-    [(ended, nxt)] = out
+    sent, (ended, nxt) = end_and_claim_counted(store, r)
+    assert sent == 1
     assert ended.accepted and nxt is not None and nxt.job_id == jobs[1].id  # FIFO
     assert job(store, jobs[2].id).waiting_on == "k"  # the one slot is taken again
     assert key_row(store, "k")[0] == 1
@@ -83,20 +101,14 @@ def test_a_slot_passed_straight_to_the_enders_claim_leaves_the_keys_row_unwritte
     first, second = store.reserve(queues=["default"], worker=W1, lease=30, limit=2)
     running, version = key_row(store, "k")
     assert running == 2
-    ended, nxt = store.end_attempt(
-        Ending(job_id=first.job_id, token=first.token), queues=["default"], worker=W1, lease=30
-    )
+    ended, nxt = end_and_claim(store, first)
     assert ended.accepted and nxt is not None and nxt.job_id == jobs[2].id
     assert key_row(store, "k") == (2, version)  # passed: unwritten
     # the last job of the key passes too; then an end with nothing left to claim frees a slot
-    _, last = store.end_attempt(
-        Ending(job_id=second.job_id, token=second.token), queues=["default"], worker=W1, lease=30
-    )
+    _, last = end_and_claim(store, second)
     assert last is not None and last.job_id == jobs[3].id
     assert key_row(store, "k") == (2, version)
-    _, none = store.end_attempt(
-        Ending(job_id=nxt.job_id, token=nxt.token), queues=["default"], worker=W1, lease=30
-    )
+    _, none = end_and_claim(store, nxt)
     assert none is None
     running, later = key_row(store, "k")
     assert (running, later != version) == (1, True)
@@ -110,9 +122,7 @@ def test_a_parked_job_the_head_comes_before_is_read_not_locked(store: Store) -> 
     stays parked and its row is not locked (its xmax unchanged, no WAL record): a saturated
     key's backlog is read by every end."""
     first, parked = limited("k", 1), limited("k", 1)
-    store.enqueue_many([first, parked])
-    [r] = store.reserve(queues=["default"], worker=W1, lease=30)
-    assert store.reserve(queues=["default"], worker=W2, lease=30) == []  # parks `parked`
+    r = hold_and_park(store, [first, parked])
     db: Any = store.db  # type: ignore[attr-defined]
 
     def locker() -> str:  # xmax: the last transaction that locked or updated the row
@@ -125,9 +135,7 @@ def test_a_parked_job_the_head_comes_before_is_read_not_locked(store: Store) -> 
     before = locker()  # the parking's own
     head = limited("k", 1)
     store.enqueue_many([head])  # ready, and older than a hand-back at the end's now
-    ended, nxt = store.end_attempt(
-        Ending(job_id=r.job_id, token=r.token), queues=["default"], worker=W1, lease=30
-    )
+    ended, nxt = end_and_claim(store, r)
     assert ended.accepted and nxt is not None and nxt.job_id == head.id
     assert job(store, parked.id).waiting_on == "k"
     assert locker() == before
@@ -162,17 +170,8 @@ def test_an_ends_claim_of_a_key_without_a_row_makes_the_row_in_the_same_statemen
     first, other = limited("k1", 1), limited("k2", 1)
     store.enqueue_many([first, other])
     [r] = store.reserve(queues=["default"], worker=W1, lease=30, limit=1)
-    out: list[Any] = []
-
-    def end() -> None:
-        out.append(
-            store.end_attempt(
-                Ending(job_id=r.job_id, token=r.token), queues=["default"], worker=W1, lease=30
-            )
-        )
-
-    assert sent_by(end) == 2
-    [(ended, nxt)] = out
+    sent, (ended, nxt) = end_and_claim_counted(store, r)
+    assert sent == 2
     assert ended.accepted and nxt is not None and nxt.job_id == other.id
     assert key_row(store, "k2")[0] == 1 and key_row(store, "k1")[0] == 0
 
@@ -189,17 +188,8 @@ def test_an_ends_claim_of_another_keys_free_slot_takes_one_statement(store: Stor
     store.enqueue_many([first])
     [r] = store.reserve(queues=["default"], worker=W1, lease=30, limit=1)
     store.enqueue_many([nxt_job])
-    out: list[Any] = []
-
-    def end() -> None:
-        out.append(
-            store.end_attempt(
-                Ending(job_id=r.job_id, token=r.token), queues=["default"], worker=W1, lease=30
-            )
-        )
-
-    assert sent_by(end) == 1
-    [(ended, nxt)] = out
+    sent, (ended, nxt) = end_and_claim_counted(store, r)
+    assert sent == 1
     assert ended.accepted and nxt is not None and nxt.job_id == nxt_job.id
     assert key_row(store, "k2")[0] == 1 and key_row(store, "k1")[0] == 0
     # the slot is the key's like any other: a second job of k2 waits for it
