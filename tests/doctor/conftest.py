@@ -52,6 +52,33 @@ def write(root: Path, files: dict[str, str]) -> Path:
     return root
 
 
+# What makes a folder a Laravel app to the doctor; a test's own files may replace them.
+LARAVEL_APP = {"artisan": "<?php\n", "composer.json": "{}\n"}
+
+
+def laravel_project(
+    root: Path, files: dict[str, str], monkeypatch: pytest.MonkeyPatch, *, app_dir: str = ""
+) -> Report:
+    """A Laravel project written under `root` (its app in `app_dir`, `files` as given) and
+    diagnosed from inside it without git history, as `cd root; tenure doctor` would."""
+    markers = {f"{app_dir}/{name}" if app_dir else name: text for name, text in LARAVEL_APP.items()}
+    return run_in(write(root, {**markers, **files}), None, monkeypatch, history=False)
+
+
+def sites(report: Report, rule: str) -> list[str]:
+    """Where each finding of `rule` is, as "path:line"."""
+    return [f"{f.location.path}:{f.location.line}" for f in report.findings if f.rule == rule]
+
+
+def sited(report: Report, rule: str) -> list[str]:
+    """Each finding of `rule` as "path:line message"."""
+    return [
+        f"{f.location.path}:{f.location.line} {f.message}"
+        for f in report.findings
+        if f.rule == rule
+    ]
+
+
 def located(report: Report, rule: str | None = None) -> list[str]:
     """Each finding (of `rule`, or all) as "rule path:line message"."""
     return [

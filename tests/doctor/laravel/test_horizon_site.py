@@ -8,8 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from doctor.conftest import located, write
-from tenure.doctor import diagnose
+from doctor.conftest import laravel_project, located, sites
 
 # Cut from a Laravel config/horizon.php (defaults + a production environment, as the Horizon
 # stub and coolify/pixelfed write it) and two long job classes.
@@ -54,16 +53,13 @@ class {name} implements ShouldQueue
 def test_one_finding_per_supervisor_on_its_timeout(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, timeout: str, expected: list[str]
 ) -> None:
-    write(tmp_path, {
-        "artisan": "<?php\n", "composer.json": "{}\n", "config/queue.php": QUEUE,
-        "config/horizon.php": HORIZON.format(timeout=timeout),
+    report = laravel_project(tmp_path, {
+        "config/queue.php": QUEUE, "config/horizon.php": HORIZON.format(timeout=timeout),
         "app/Jobs/ExportLedger.php": JOB.format(name="ExportLedger", timeout=3600),
         "app/Jobs/ImportCatalog.php": JOB.format(name="ImportCatalog", timeout=1800),
-    })  # fmt: skip
-    monkeypatch.chdir(tmp_path)
-    report = diagnose(None, ".", history=False)
+    }, monkeypatch)  # fmt: skip
     found = located(report, "laravel-horizon-timeout-below-job")
-    assert [f.split(" ")[1] for f in found] == expected
+    assert sites(report, "laravel-horizon-timeout-below-job") == expected
     if found:
         assert "job ExportLedger may run 3600 s" in found[0] and "1 more job(s)" in found[0]
 
@@ -76,12 +72,10 @@ def test_one_finding_per_supervisor_on_its_timeout(
 def test_a_supervisor_timeout_past_retry_after_is_said_on_its_timeout(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, timeout: str, expected: list[str]
 ) -> None:
-    write(tmp_path, {"artisan": "<?php\n", "composer.json": "{}\n", "config/queue.php": QUEUE,
-                     "config/horizon.php": HORIZON.format(timeout=timeout)})  # fmt: skip
-    monkeypatch.chdir(tmp_path)
-    report = diagnose(None, ".", history=False)
-    found = located(report, "laravel-timeout-not-below-retry-after")
-    assert [f.split(" ")[1] for f in found] == expected
+    files = {"config/queue.php": QUEUE,
+             "config/horizon.php": HORIZON.format(timeout=timeout)}  # fmt: skip
+    report = laravel_project(tmp_path, files, monkeypatch)
+    assert sites(report, "laravel-timeout-not-below-retry-after") == expected
 
 
 COMPOSE = """services:
@@ -101,13 +95,9 @@ def test_horizon_supervisors_count_only_when_horizon_is_what_runs(
 ) -> None:
     """Cut from a Laravel API whose config/horizon.php ships the stub's supervisor (60 s) while
     its Compose worker service runs queue:work: Horizon's supervisors kill nothing there."""
-    write(tmp_path, {
-        "artisan": "<?php\n", "composer.json": "{}\n", "config/queue.php": QUEUE,
-        "config/horizon.php": HORIZON.format(timeout=""),
+    report = laravel_project(tmp_path, {
+        "config/queue.php": QUEUE, "config/horizon.php": HORIZON.format(timeout=""),
         "app/Jobs/ExportLedger.php": JOB.format(name="ExportLedger", timeout=3600),
         "docker-compose.yml": COMPOSE.format(command=command),
-    })  # fmt: skip
-    monkeypatch.chdir(tmp_path)
-    report = diagnose(None, ".", history=False)
-    found = located(report, "laravel-horizon-timeout-below-job")
-    assert [f.split(" ")[1] for f in found] == expected
+    }, monkeypatch)  # fmt: skip
+    assert sites(report, "laravel-horizon-timeout-below-job") == expected

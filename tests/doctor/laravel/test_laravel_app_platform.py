@@ -12,8 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from doctor.conftest import write
-from tenure.doctor import diagnose
+from doctor.conftest import laravel_project, sited, write
 
 QUEUE = """<?php
 
@@ -78,16 +77,12 @@ workers:
 def run(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, connection: str = "redis", options: str = ""
 ) -> tuple[list[str], list[str]]:
-    write(tmp_path, {"backend/artisan": "<?php\n", "backend/composer.json": "{}\n",
-                     "backend/config/queue.php": QUEUE,
-                     "backend/.env.example": "APP_ENV=local\nQUEUE_CONNECTION=sync\n",
-                     ".do/app.yaml": SPEC.replace("{connection}", connection).replace(
-                         "{options}", options)})  # fmt: skip
-    monkeypatch.chdir(tmp_path)
-    report = diagnose(None, ".", history=False)
-    found = [f"{f.location.path}:{f.location.line} {f.message}"
-             for f in report.findings
-             if f.rule == "laravel-timeout-not-below-retry-after"]  # fmt: skip
+    files = {"backend/config/queue.php": QUEUE,
+             "backend/.env.example": "APP_ENV=local\nQUEUE_CONNECTION=sync\n",
+             ".do/app.yaml": SPEC.replace("{connection}", connection).replace(
+                 "{options}", options)}  # fmt: skip
+    report = laravel_project(tmp_path, files, monkeypatch, app_dir="backend")
+    found = sited(report, "laravel-timeout-not-below-retry-after")
     return found, [f"{s.path}: {s.reason}" for s in report.skipped]
 
 

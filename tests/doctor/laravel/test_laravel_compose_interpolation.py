@@ -10,8 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from doctor.conftest import located, write
-from tenure.doctor import diagnose
+from doctor.conftest import laravel_project, sites
 
 QUEUE = """<?php
 
@@ -56,12 +55,11 @@ OVERRIDE = '  REDIS_QUEUE_RETRY_AFTER: "${REDIS_QUEUE_RETRY_AFTER:-7200}"'
 
 
 def run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, override: str) -> list[str]:
-    write(tmp_path, {"artisan": "<?php\n", "composer.json": "{}\n", "config/queue.php": QUEUE,
-                     "app/Jobs/ImportBatch.php": JOB,
-                     "compose.yaml": COMPOSE.replace("{override}", override)})  # fmt: skip
-    monkeypatch.chdir(tmp_path)
-    report = diagnose(None, ".", history=False)
-    return [f.split(" ")[1] for f in located(report, "laravel-timeout-not-below-retry-after")]
+    files = {"config/queue.php": QUEUE,
+             "app/Jobs/ImportBatch.php": JOB,
+             "compose.yaml": COMPOSE.replace("{override}", override)}  # fmt: skip
+    report = laravel_project(tmp_path, files, monkeypatch)
+    return sites(report, "laravel-timeout-not-below-retry-after")
 
 
 def test_quiet_a_compose_default_raises_retry_after(

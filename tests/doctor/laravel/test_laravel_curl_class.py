@@ -10,8 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from doctor.conftest import write
-from tenure.doctor import diagnose
+from doctor.conftest import laravel_project
 
 JOB = """<?php
 
@@ -87,11 +86,9 @@ def run(
 ) -> list[str]:
     service = SERVICE.replace("{import}", "use \\Curl\\Curl;" if imported else "")
     service = service.replace("{set}", set_)
-    write(tmp_path, {"artisan": "<?php\n", "composer.json": "{}\n",
-                     "app/Jobs/SendTelegramJob.php": JOB,
-                     "app/Services/TelegramService.php": service})  # fmt: skip
-    monkeypatch.chdir(tmp_path)
-    report = diagnose(None, ".", history=False)
+    files = {"app/Jobs/SendTelegramJob.php": JOB,
+             "app/Services/TelegramService.php": service}  # fmt: skip
+    report = laravel_project(tmp_path, files, monkeypatch)
     return [f"{f.rule} {f.location.path}:{f.location.line} {f.message}"
             for f in report.findings if f.rule.startswith("laravel-client-timeout")]  # fmt: skip
 

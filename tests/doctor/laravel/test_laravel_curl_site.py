@@ -9,8 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from doctor.conftest import located, write
-from tenure.doctor import diagnose
+from doctor.conftest import laravel_project, sites
 
 LISTENER = """<?php
 
@@ -45,11 +44,9 @@ class PaymentNotification implements ShouldQueue
 
 def run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, timeout: str) -> list[str]:
     listener = LISTENER.replace("{timeout}", timeout)
-    write(tmp_path, {"artisan": "<?php\n", "composer.json": "{}\n",
-                     "app/Listeners/Payment/PaymentNotification.php": listener})  # fmt: skip
-    monkeypatch.chdir(tmp_path)
-    report = diagnose(None, ".", history=False)
-    return [f.split(" ")[1] for f in located(report, "laravel-client-timeout-missing")]
+    files = {"app/Listeners/Payment/PaymentNotification.php": listener}  # fmt: skip
+    report = laravel_project(tmp_path, files, monkeypatch)
+    return sites(report, "laravel-client-timeout-missing")
 
 
 def test_curl_without_a_timeout_is_reported_on_curl_init(

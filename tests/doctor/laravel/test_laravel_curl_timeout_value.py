@@ -8,8 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from doctor.conftest import located, write
-from tenure.doctor import diagnose
+from doctor.conftest import laravel_project, sites
 
 BASE = """<?php
 
@@ -46,13 +45,12 @@ class MediawikiSandboxLoadData extends Job
 
 
 def run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, timeout: str) -> list[str]:
-    write(tmp_path, {"artisan": "<?php\n", "composer.json": "{}\n", "app/Jobs/Job.php": BASE,
-                     "app/Jobs/MediawikiSandboxLoadData.php": JOB.replace(
-                         "{timeout}", timeout)})  # fmt: skip
-    monkeypatch.chdir(tmp_path)
-    report = diagnose(None, ".", history=False)
+    files = {"app/Jobs/Job.php": BASE,
+             "app/Jobs/MediawikiSandboxLoadData.php": JOB.replace(
+                 "{timeout}", timeout)}  # fmt: skip
+    report = laravel_project(tmp_path, files, monkeypatch)
     rules = ("laravel-client-timeout-not-below-job", "laravel-client-timeout-missing")
-    return [f"{rule} {f.split(' ')[1]}" for rule in rules for f in located(report, rule)]
+    return [f"{rule} {site}" for rule in rules for site in sites(report, rule)]
 
 
 def test_curl_timeout_past_the_job_timeout_is_reported_on_curl_init(

@@ -12,8 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from doctor.conftest import write
-from tenure.doctor import diagnose
+from doctor.conftest import laravel_project, sited
 
 QUEUE = """<?php
 
@@ -91,16 +90,12 @@ services:
 def run(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, timeout: int, redis: int = 90
 ) -> list[str]:
-    write(tmp_path, {"artisan": "<?php\n", "composer.json": "{}\n",
-                     "config/queue.php": QUEUE.replace("{redis}", str(redis)),
-                     "docker-compose.prod.yml": COMPOSE,
-                     "app/Jobs/GenerateNewsDigestJob.php": JOB.replace(
-                         "{timeout}", str(timeout))})  # fmt: skip
-    monkeypatch.chdir(tmp_path)
-    report = diagnose(None, ".", history=False)
-    return [f"{f.location.path}:{f.location.line} {f.message}"
-            for f in report.findings
-            if f.rule == "laravel-timeout-not-below-retry-after"]  # fmt: skip
+    files = {"config/queue.php": QUEUE.replace("{redis}", str(redis)),
+             "docker-compose.prod.yml": COMPOSE,
+             "app/Jobs/GenerateNewsDigestJob.php": JOB.replace(
+                 "{timeout}", str(timeout))}  # fmt: skip
+    report = laravel_project(tmp_path, files, monkeypatch)
+    return sited(report, "laravel-timeout-not-below-retry-after")
 
 
 def test_job_timeout_against_the_lease_a_deploy_time_default_shares(

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from tenure.doctor import diagnose
+from doctor.conftest import laravel_project
 
 LEASE = "laravel-timeout-not-below-retry-after"
 QUEUE = """<?php
@@ -32,13 +32,7 @@ WORKER = UNIT.format(command="queue:work redis --timeout=120")
 
 def run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, files: dict[str, str]) -> tuple[
         list[str], list[str]]:  # fmt: skip
-    files = {"artisan": "#!/usr/bin/env php\n<?php\n", "composer.json": '{"name": "fx/x"}',
-             **files}  # fmt: skip
-    for name, content in files.items():
-        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
-        (tmp_path / name).write_text(content)
-    monkeypatch.chdir(tmp_path)
-    report = diagnose(None, ".", history=False)
+    report = laravel_project(tmp_path, files, monkeypatch)
     return [f.rule for f in report.findings], [s.reason for s in report.skipped]
 
 

@@ -10,8 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from doctor.conftest import located, write
-from tenure.doctor import diagnose
+from doctor.conftest import laravel_project, sites
 
 JOB = """<?php
 
@@ -66,12 +65,10 @@ class TelegramService
 
 def run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, builder: str) -> list[str]:
     service = SERVICE.replace("{builder}", builder)
-    write(tmp_path, {"artisan": "<?php\n", "composer.json": "{}\n",
-                     "app/Jobs/SendTelegramJob.php": JOB,
-                     "app/Services/TelegramService.php": service})  # fmt: skip
-    monkeypatch.chdir(tmp_path)
-    report = diagnose(None, ".", history=False)
-    return [f.split(" ")[1] for f in located(report, "laravel-client-timeout-not-below-job")]
+    files = {"app/Jobs/SendTelegramJob.php": JOB,
+             "app/Services/TelegramService.php": service}  # fmt: skip
+    report = laravel_project(tmp_path, files, monkeypatch)
+    return sites(report, "laravel-client-timeout-not-below-job")
 
 
 def test_a_held_builder_s_timeout_and_retries_reach_the_call(

@@ -9,8 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from doctor.conftest import located, write
-from tenure.doctor import diagnose
+from doctor.conftest import laravel_project, sites
 
 QUEUE = """<?php
 
@@ -68,13 +67,12 @@ class ReportExport implements ShouldQueue
 
 
 def run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, timeout: int) -> list[str]:
-    write(tmp_path, {"artisan": "<?php\n", "composer.json": "{}\n", "config/queue.php": QUEUE,
-                     "config/horizon.php": HORIZON, ".env.example": "APP_ENV=local\n",
-                     "app/Jobs/ReportExport.php":
-                         JOB.replace("{timeout}", str(timeout))})  # fmt: skip
-    monkeypatch.chdir(tmp_path)
-    report = diagnose(None, ".", history=False)
-    return [f.split(" ")[1] for f in located(report, "laravel-horizon-timeout-below-job")]
+    files = {"config/queue.php": QUEUE,
+             "config/horizon.php": HORIZON, ".env.example": "APP_ENV=local\n",
+             "app/Jobs/ReportExport.php":
+                 JOB.replace("{timeout}", str(timeout))}  # fmt: skip
+    report = laravel_project(tmp_path, files, monkeypatch)
+    return sites(report, "laravel-horizon-timeout-below-job")
 
 
 def test_supervisor_below_a_job_on_the_fallback_default(

@@ -8,8 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from doctor.conftest import located, write
-from tenure.doctor import diagnose
+from doctor.conftest import laravel_project, located
 from tenure.doctor.shell_dispatch import branch_labels, reaching_labels
 
 QUEUE = """<?php
@@ -71,12 +70,10 @@ COMPOSE = """services:
 
 
 def run(tmp_path: Path, compose: str, monkeypatch: pytest.MonkeyPatch) -> list[str]:
-    files = {"artisan": "<?php\n", "composer.json": "{}\n", "config/queue.php": QUEUE,
+    files = {"config/queue.php": QUEUE,
              "Dockerfile": DOCKERFILE, "docker/entrypoint.sh": ENTRYPOINT,
              "docker-compose.yml": compose}  # fmt: skip
-    write(tmp_path, files)
-    monkeypatch.chdir(tmp_path)
-    report = diagnose(None, ".", history=False)
+    report = laravel_project(tmp_path, files, monkeypatch)
     return located(report)
 
 
@@ -164,12 +161,10 @@ APP_COMPOSE = """services:
 def test_supervisord_worker_program_inside_the_image_gets_the_container_grace(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, grace: str, expected: list[str]
 ) -> None:
-    files = {"artisan": "<?php\n", "composer.json": "{}\n", "config/queue.php": QUEUE,
+    files = {"config/queue.php": QUEUE,
              "Dockerfile": SUPERVISED_IMAGE, "docker/supervisord.conf": SUPERVISORD,
              "docker-compose.yml": APP_COMPOSE.format(grace=grace)}  # fmt: skip
-    write(tmp_path, files)
-    monkeypatch.chdir(tmp_path)
-    report = diagnose(None, ".", history=False)
+    report = laravel_project(tmp_path, files, monkeypatch)
     assert [f"{f.rule} {f.location.path}:{f.location.line}" for f in report.findings] == expected
 
 
@@ -231,12 +226,10 @@ ROLE_COMPOSE = """services:
 def test_role_chosen_by_the_service_environment(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, role: str, expected: list[str]
 ) -> None:
-    files = {"artisan": "<?php\n", "composer.json": "{}\n", "config/queue.php": QUEUE,
+    files = {"config/queue.php": QUEUE,
              "docker/start.sh": START, "docker/app.Dockerfile": APP_DOCKERFILE,
              "docker-compose.yml": ROLE_COMPOSE.format(role=role)}  # fmt: skip
-    write(tmp_path, files)
-    monkeypatch.chdir(tmp_path)
-    report = diagnose(None, ".", history=False)
+    report = laravel_project(tmp_path, files, monkeypatch)
     found = [f"{f.rule} {f.location.path}:{f.location.line} ({_runner(f.message)})"
              for f in report.findings]  # fmt: skip
     # The app service (5 min grace) runs the `app` branch: its grace is never the worker's.

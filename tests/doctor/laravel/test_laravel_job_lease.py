@@ -9,8 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from doctor.conftest import write
-from tenure.doctor import diagnose
+from doctor.conftest import laravel_project, write
 
 # Cut from osu-web config/queue.php: the default falls back to sync, both queues share 305.
 QUEUE = """<?php
@@ -61,12 +60,11 @@ class RemoveBeatmapsetSoloScores implements ShouldQueue
 
 
 def run(tmp_path: Path, timeout: int, monkeypatch: pytest.MonkeyPatch) -> list[str]:
-    write(tmp_path, {"artisan": "<?php\n", "composer.json": "{}\n", "config/queue.php": QUEUE,
-                     ".env.example": "APP_ENV=local\n# QUEUE_DRIVER=\n",
-                     "app/Jobs/RemoveBeatmapsetSoloScores.php": JOB.replace(
-                         "{timeout}", str(timeout))})  # fmt: skip
-    monkeypatch.chdir(tmp_path)
-    report = diagnose(None, ".", history=False)
+    files = {"config/queue.php": QUEUE,
+             ".env.example": "APP_ENV=local\n# QUEUE_DRIVER=\n",
+             "app/Jobs/RemoveBeatmapsetSoloScores.php": JOB.replace(
+                 "{timeout}", str(timeout))}  # fmt: skip
+    report = laravel_project(tmp_path, files, monkeypatch)
     rule = "laravel-timeout-not-below-retry-after"
     return [f"{f.rule} {f.location.path}:{f.location.line} {f.message}"
             for f in report.findings if f.rule == rule]  # fmt: skip

@@ -11,8 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from doctor.conftest import write
-from tenure.doctor import diagnose
+from doctor.conftest import laravel_project, sited
 
 JOB = """<?php
 
@@ -40,20 +39,13 @@ COMPOSE = """services:
 
 
 def grace_findings(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, grace: str) -> list[str]:
-    files = {"artisan": "<?php\n", "composer.json": "{}\n",
-             "app/Jobs/DatabaseBackupJob.php":
+    files = {"app/Jobs/DatabaseBackupJob.php":
                  JOB.replace("{name}", "DatabaseBackupJob").replace("{timeout}", "1800"),
              "app/Jobs/SendBulkSmsJob.php":
                  JOB.replace("{name}", "SendBulkSmsJob").replace("{timeout}", "120"),
              "docker-compose.yml": COMPOSE.replace("{grace}", grace)}  # fmt: skip
-    write(tmp_path, files)
-    monkeypatch.chdir(tmp_path)
-    report = diagnose(None, ".", history=False)
-    return [
-        f"{f.location.path}:{f.location.line} {f.message}"
-        for f in report.findings
-        if f.rule == "laravel-grace-below-job-timeout"
-    ]
+    report = laravel_project(tmp_path, files, monkeypatch)
+    return sited(report, "laravel-grace-below-job-timeout")
 
 
 def test_one_finding_per_worker_naming_the_longest_job(

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from doctor.conftest import located, run_in, write
+from doctor.conftest import laravel_project, located, sites
 
 QUEUE = """<?php
 
@@ -51,9 +51,8 @@ return [
 def test_a_connection_the_project_file_leaves_out_is_the_frameworks(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, env: str, expected: list[str]
 ) -> None:
-    files = {"artisan": "<?php\n", "composer.json": "{}\n", ".env.example": env,
+    files = {".env.example": env,
              "config/queue.php": QUEUE, "config/horizon.php": HORIZON}  # fmt: skip
-    report = run_in(write(tmp_path, files), None, monkeypatch, history=False)
-    found = located(report, "laravel-timeout-not-below-retry-after")
-    assert [f.split(" ")[1] for f in found] == expected
+    report = laravel_project(tmp_path, files, monkeypatch)
+    assert sites(report, "laravel-timeout-not-below-retry-after") == expected
     assert located(report, "laravel-queue-sync") == []  # the framework's default is not sync

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from doctor.conftest import located, run_in, write
+from doctor.conftest import laravel_project, sites
 
 LABELS = """FROM dunglas/frankenphp:php8.5-trixie
 LABEL org.opencontainers.image.title="Lychee"
@@ -63,10 +63,9 @@ return ['default' => env('QUEUE_CONNECTION', 'database'),
 def test_the_service_choosing_worker_mode_gets_the_finding(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, image: str, mode: str, expected: list[str]
 ) -> None:
-    files = {"artisan": "<?php\n", "composer.json": "{}\n", "config/queue.php": QUEUE,
+    files = {"config/queue.php": QUEUE,
              "Dockerfile": LABELS, "Dockerfile-legacy": LABELS.replace("8.5", "8.3"),
              "docker/scripts/entrypoint.sh": ENTRYPOINT,
              "docker-compose.yaml": COMPOSE.format(image=image, mode=mode)}  # fmt: skip
-    report = run_in(write(tmp_path, files), None, monkeypatch, history=False)
-    found = located(report, "laravel-grace-below-job-timeout")
-    assert [f.split(" ")[1] for f in found] == expected
+    report = laravel_project(tmp_path, files, monkeypatch)
+    assert sites(report, "laravel-grace-below-job-timeout") == expected

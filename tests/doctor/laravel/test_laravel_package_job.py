@@ -11,8 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from doctor.conftest import write
-from tenure.doctor import diagnose
+from doctor.conftest import laravel_project, sited
 
 JOB = """<?php
 
@@ -26,15 +25,11 @@ class CrawlSiteJob extends {parent}
 
 
 def run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, parent: str, timeout: str) -> list[str]:
-    write(tmp_path, {"artisan": "<?php\n", "composer.json": "{}\n",
-                     ".env.example": "APP_ENV=production\nQUEUE_CONNECTION=redis\n",
-                     "app/Jobs/CrawlSiteJob.php": JOB.replace("{parent}", parent).replace(
-                         "{timeout}", timeout)})  # fmt: skip
-    monkeypatch.chdir(tmp_path)
-    report = diagnose(None, ".", history=False)
-    return [f"{f.location.path}:{f.location.line} {f.message}"
-            for f in report.findings
-            if f.rule == "laravel-timeout-not-below-retry-after"]  # fmt: skip
+    files = {".env.example": "APP_ENV=production\nQUEUE_CONNECTION=redis\n",
+             "app/Jobs/CrawlSiteJob.php": JOB.replace("{parent}", parent).replace(
+                 "{timeout}", timeout)}  # fmt: skip
+    report = laravel_project(tmp_path, files, monkeypatch)
+    return sited(report, "laravel-timeout-not-below-retry-after")
 
 
 def test_a_package_job_with_its_own_timeout_is_queued(

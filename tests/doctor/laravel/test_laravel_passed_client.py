@@ -10,8 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from doctor.conftest import located, write
-from tenure.doctor import diagnose
+from doctor.conftest import laravel_project, sites
 
 LISTENER = """<?php
 
@@ -68,13 +67,11 @@ class TenantController extends Controller
 
 
 def run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, options: str) -> list[str]:
-    write(tmp_path, {"artisan": "<?php\n", "composer.json": "{}\n",
-                     "app/Listeners/CloudDeletion.php": LISTENER,
-                     "app/Http/Controllers/Tenancy/TenantController.php":
-                         CONTROLLER.replace("{options}", options)})  # fmt: skip
-    monkeypatch.chdir(tmp_path)
-    report = diagnose(None, ".", history=False)
-    return [f.split(" ")[1] for f in located(report, "laravel-client-timeout-missing")]
+    files = {"app/Listeners/CloudDeletion.php": LISTENER,
+             "app/Http/Controllers/Tenancy/TenantController.php":
+                 CONTROLLER.replace("{options}", options)}  # fmt: skip
+    report = laravel_project(tmp_path, files, monkeypatch)
+    return sites(report, "laravel-client-timeout-missing")
 
 
 def test_clients_of_the_followed_controller_are_reported(

@@ -11,8 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from doctor.conftest import located, write
-from tenure.doctor import diagnose
+from doctor.conftest import laravel_project, sites
 from tenure.doctor.readers.pm2 import text_apps
 
 QUEUE = """<?php
@@ -73,11 +72,10 @@ def ecosystem(kill: str) -> str:
 
 
 def run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, files: dict[str, str]) -> list[str]:
-    write(tmp_path, {"artisan": "<?php\n", "composer.json": "{}\n", "config/queue.php": QUEUE,
-                     "app/Jobs/SendEmailJob.php": JOB, **files})  # fmt: skip
-    monkeypatch.chdir(tmp_path)
-    report = diagnose(None, ".", history=False)
-    return [f.split(" ")[1] for f in located(report, "laravel-grace-below-job-timeout")]
+    files = {"config/queue.php": QUEUE,
+             "app/Jobs/SendEmailJob.php": JOB, **files}  # fmt: skip
+    report = laravel_project(tmp_path, files, monkeypatch)
+    return sites(report, "laravel-grace-below-job-timeout")
 
 
 def test_a_pm2_yaml_app_without_kill_timeout_kills_horizon_after_1_6_s(

@@ -8,8 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from doctor.conftest import located, write
-from tenure.doctor import diagnose
+from doctor.conftest import laravel_project, located, write
 from tenure.doctor.workflows import published_images
 
 QUEUE = """<?php
@@ -95,12 +94,11 @@ jobs:
 
 def run(tmp_path: Path, layout: dict[str, str], grace: str, monkeypatch: pytest.MonkeyPatch
         ) -> list[str]:  # fmt: skip
-    files = {"artisan": "<?php\n", "composer.json": "{}\n", "config/queue.php": QUEUE}
+    files = {"config/queue.php": QUEUE}
     files |= {path: text.format(grace=grace) if path.startswith(("compose", "docker-compose"))
               else text for path, text in layout.items()}  # fmt: skip
-    write(tmp_path, files)
-    monkeypatch.chdir(tmp_path)
-    return located(diagnose(None, ".", history=False), "laravel-grace-below-job-timeout")
+    report = laravel_project(tmp_path, files, monkeypatch)
+    return located(report, "laravel-grace-below-job-timeout")
 
 
 def test_a_workflow_names_the_dockerfile_behind_a_published_image(tmp_path: Path) -> None:

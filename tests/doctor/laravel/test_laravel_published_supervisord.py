@@ -13,8 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from doctor.conftest import located, write
-from tenure.doctor import diagnose
+from doctor.conftest import laravel_project, sites
 
 QUEUE = """<?php
 
@@ -80,16 +79,14 @@ SPLIT = """services:
 
 
 def run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, grace: str, repo: str) -> list[str]:
-    files = {"artisan": "<?php\n", "composer.json": "{}\n", "config/queue.php": QUEUE,
+    files = {"config/queue.php": QUEUE,
              "app/Jobs/StatServerJob.php": JOB,
              "Dockerfile": DOCKERFILE.replace("owner/Panel", repo),
              ".docker/supervisor/supervisord.conf": SUPERVISORD,
              "compose.sample.yaml": SAMPLE.format(grace=grace),
              "compose.split.sample.yaml": SPLIT.format(grace=grace)}  # fmt: skip
-    write(tmp_path, files)
-    monkeypatch.chdir(tmp_path)
-    return [f.split(" ")[1] for f in located(diagnose(None, ".", history=False),
-                                             "laravel-grace-below-job-timeout")]  # fmt: skip
+    report = laravel_project(tmp_path, files, monkeypatch)
+    return sites(report, "laravel-grace-below-job-timeout")
 
 
 def test_each_compose_file_running_the_image_is_said_on_its_own(

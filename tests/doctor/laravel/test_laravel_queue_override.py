@@ -10,8 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from doctor.conftest import located, write
-from tenure.doctor import diagnose
+from doctor.conftest import laravel_project, sites
 
 QUEUE = """<?php
 
@@ -77,13 +76,12 @@ class DeployProject extends Job implements ShouldQueue
 
 
 def run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, timeout: int) -> list[str]:
-    write(tmp_path, {"artisan": "<?php\n", "composer.json": "{}\n", "config/queue.php": QUEUE,
-                     "docker-compose.yml": COMPOSE, "app/Jobs/Job.php": BASE,
-                     "app/Jobs/DeployProject.php":
-                         DEPLOY.replace("{timeout}", str(timeout))})  # fmt: skip
-    monkeypatch.chdir(tmp_path)
-    report = diagnose(None, ".", history=False)
-    return [f.split(" ")[1] for f in located(report, "laravel-grace-below-job-timeout")]
+    files = {"config/queue.php": QUEUE,
+             "docker-compose.yml": COMPOSE, "app/Jobs/Job.php": BASE,
+             "app/Jobs/DeployProject.php":
+                 DEPLOY.replace("{timeout}", str(timeout))}  # fmt: skip
+    report = laravel_project(tmp_path, files, monkeypatch)
+    return sites(report, "laravel-grace-below-job-timeout")
 
 
 def test_only_the_worker_serving_the_jobs_queue_is_judged(

@@ -10,8 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from doctor.conftest import located, write
-from tenure.doctor import diagnose
+from doctor.conftest import laravel_project, sites
 
 JOB = """<?php
 
@@ -54,11 +53,9 @@ class CompanyImport implements ShouldQueue
 
 def run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, body: str) -> list[str]:
     job = JOB.replace("{body}", body)
-    write(tmp_path, {"artisan": "<?php\n", "composer.json": "{}\n",
-                     "app/Jobs/Company/CompanyImport.php": job})  # fmt: skip
-    monkeypatch.chdir(tmp_path)
-    report = diagnose(None, ".", history=False)
-    return [f.split(" ")[1] for f in located(report, "laravel-client-timeout-missing")]
+    files = {"app/Jobs/Company/CompanyImport.php": job}  # fmt: skip
+    report = laravel_project(tmp_path, files, monkeypatch)
+    return sites(report, "laravel-client-timeout-missing")
 
 
 def test_a_fluent_chain_then_a_computed_name_reach_the_fetch(

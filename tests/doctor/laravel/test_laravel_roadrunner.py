@@ -10,8 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from doctor.conftest import located, write
-from tenure.doctor import diagnose
+from doctor.conftest import laravel_project, sites
 
 QUEUE = """<?php
 
@@ -47,12 +46,9 @@ service:
 
 
 def run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, expire: str) -> list[str]:
-    files = {"artisan": "<?php\n", "composer.json": "{}\n",
-             "config/queue.php": QUEUE.format(expire=expire), ".rr.yaml": RR}  # fmt: skip
-    write(tmp_path, files)
-    monkeypatch.chdir(tmp_path)
-    report = diagnose(None, ".", history=False)
-    return [f.split(" ")[1] for f in located(report, "laravel-timeout-not-below-retry-after")]
+    files = {"config/queue.php": QUEUE.format(expire=expire), ".rr.yaml": RR}  # fmt: skip
+    report = laravel_project(tmp_path, files, monkeypatch)
+    return sites(report, "laravel-timeout-not-below-retry-after")
 
 
 def test_a_roadrunner_service_worker_is_checked_against_the_mongodb_lease(

@@ -8,8 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from doctor.conftest import located, write
-from tenure.doctor import diagnose
+from doctor.conftest import laravel_project, sites
 
 COMMAND = """<?php
 
@@ -36,13 +35,11 @@ CREATE TABLE `{table}` (
 
 
 def run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, table: str) -> list[str]:
-    write(tmp_path, {"artisan": "<?php\n", "composer.json": "{}\n",
-                     "app/Console/Commands/ScheduleStatsUpdates.php": COMMAND,
-                     "database/schema/mysql-schema.sql":
-                         DUMP.replace("{table}", table)})  # fmt: skip
-    monkeypatch.chdir(tmp_path)
-    report = diagnose(None, ".", history=False)
-    return [f.split(" ")[1] for f in located(report, "laravel-batch-table-missing")]
+    files = {"app/Console/Commands/ScheduleStatsUpdates.php": COMMAND,
+             "database/schema/mysql-schema.sql":
+                 DUMP.replace("{table}", table)}  # fmt: skip
+    report = laravel_project(tmp_path, files, monkeypatch)
+    return sites(report, "laravel-batch-table-missing")
 
 
 def test_batch_table_in_the_schema_dump_is_found(

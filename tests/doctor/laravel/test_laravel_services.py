@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from tenure.doctor import diagnose
+from doctor.conftest import laravel_project
 
 JOB = """<?php
 
@@ -78,15 +78,10 @@ def found(
     constructor, parameter, receiver = FORMS[form]
     job = (JOB.replace("{constructor}", constructor).replace("{parameter}", parameter)
            .replace("{receiver}", receiver))  # fmt: skip
-    files = {"artisan": "#!/usr/bin/env php\n<?php\n", "composer.json": '{"name": "fx/x"}',
-             "app/Jobs/SendBulkSmsJob.php": job,
+    files = {"app/Jobs/SendBulkSmsJob.php": job,
              "app/Services/SmsService.php": SERVICE.replace("{bound}", bound),
              "deploy/worker.service": UNIT}  # fmt: skip
-    for name, content in files.items():
-        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
-        (tmp_path / name).write_text(content)
-    monkeypatch.chdir(tmp_path)
-    report = diagnose(None, ".", history=False)
+    report = laravel_project(tmp_path, files, monkeypatch)
     rules = sorted(
         f"{f.rule} {f.location.path}:{f.location.line}"
         for f in report.findings

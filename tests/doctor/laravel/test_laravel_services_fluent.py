@@ -11,8 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from doctor.conftest import located, write
-from tenure.doctor import diagnose
+from doctor.conftest import laravel_project, sites
 
 PROPERTY_JOB = """<?php
 
@@ -79,11 +78,10 @@ class DiscordService
 
 def run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, job: str, options: str) -> list[str]:
     service = SERVICE.replace("{options}", options)
-    write(tmp_path, {"artisan": "<?php\n", "composer.json": "{}\n", "app/Jobs/TheJob.php": job,
-                     "app/Services/DiscordService.php": service})  # fmt: skip
-    monkeypatch.chdir(tmp_path)
-    report = diagnose(None, ".", history=False)
-    return [f.split(" ")[1] for f in located(report, "laravel-client-timeout-missing")]
+    files = {"app/Jobs/TheJob.php": job,
+             "app/Services/DiscordService.php": service}  # fmt: skip
+    report = laravel_project(tmp_path, files, monkeypatch)
+    return sites(report, "laravel-client-timeout-missing")
 
 
 @pytest.mark.parametrize("job", [PROPERTY_JOB, VARIABLE_JOB], ids=["property", "string-name"])

@@ -10,8 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from doctor.conftest import located, write
-from tenure.doctor import diagnose
+from doctor.conftest import laravel_project, sites
 
 JOB = """<?php
 
@@ -39,11 +38,9 @@ class StoryFetch implements ShouldQueue
 
 def run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, http: str) -> list[str]:
     job = JOB.replace("{http}", http)
-    write(tmp_path, {"artisan": "<?php\n", "composer.json": "{}\n",
-                     "app/Jobs/StoryPipeline/StoryFetch.php": job})  # fmt: skip
-    monkeypatch.chdir(tmp_path)
-    report = diagnose(None, ".", history=False)
-    return [f.split(" ")[1] for f in located(report, "laravel-client-timeout-missing")]
+    files = {"app/Jobs/StoryPipeline/StoryFetch.php": job}  # fmt: skip
+    report = laravel_project(tmp_path, files, monkeypatch)
+    return sites(report, "laravel-client-timeout-missing")
 
 
 def test_a_context_of_ssl_options_sets_no_timeout(

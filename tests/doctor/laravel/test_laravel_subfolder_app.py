@@ -12,8 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from doctor.conftest import located, write
-from tenure.doctor import diagnose
+from doctor.conftest import located, run_in, write
 
 QUEUE = """<?php
 
@@ -76,9 +75,7 @@ def run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, *, app: bool) -> list[s
              "backend-worker/init.sh": INIT}  # fmt: skip
     if app:
         files["backend/artisan"] = "<?php\n"
-    write(tmp_path, files)
-    monkeypatch.chdir(tmp_path)
-    report = diagnose(None, ".", history=False)
+    report = run_in(write(tmp_path, files), None, monkeypatch, history=False)
     return [f.split(" ")[0] + " " + f.split(" ")[1] for f in located(report)
             if f.startswith("laravel-")]  # fmt: skip
 

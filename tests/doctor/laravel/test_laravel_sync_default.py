@@ -8,8 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from doctor.conftest import write
-from tenure.doctor import diagnose
+from doctor.conftest import laravel_project
 
 # config/queue.php as laravel/laravel 10.x ships it (the sync default of Laravel <= 10).
 QUEUE = """<?php
@@ -81,11 +80,8 @@ COMPOSE = """services:
 
 
 def run(tmp_path: Path, files: dict[str, str], monkeypatch: pytest.MonkeyPatch) -> list[str]:
-    base = {"artisan": "<?php\n", "composer.json": "{}\n", "config/queue.php": QUEUE,
-            "app/Jobs/ExportBook.php": JOB}  # fmt: skip
-    write(tmp_path, {**base, **files})
-    monkeypatch.chdir(tmp_path)
-    report = diagnose(None, ".", history=False)
+    base = {"config/queue.php": QUEUE, "app/Jobs/ExportBook.php": JOB}
+    report = laravel_project(tmp_path, {**base, **files}, monkeypatch)
     # Infos (no worker found) are summaries, not claims.
     return [f"{f.rule} {f.location} {f.message}" for f in report.findings if f.severity != "info"]
 

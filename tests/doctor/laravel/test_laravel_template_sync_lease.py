@@ -9,8 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from doctor.conftest import write
-from tenure.doctor import diagnose
+from doctor.conftest import laravel_project, sited
 
 # Cut from wbstack-api config/queue.php: three connections with different leases.
 QUEUE = """<?php
@@ -84,17 +83,15 @@ abstract class Job implements ShouldQueue
 def run(
     tmp_path: Path, timeout: int, monkeypatch: pytest.MonkeyPatch, queue: str = QUEUE
 ) -> list[str]:
-    write(tmp_path, {"artisan": "<?php\n", "composer.json": "{}\n", "config/queue.php": queue,
-                     "config/horizon.php": HORIZON,
-                     ".env.example": "APP_ENV=local\nQUEUE_CONNECTION=sync\n",
-                     "app/Jobs/Job.php": BASE,
-                     "app/Jobs/PlatformStatsSummaryJob.php": JOB.replace(
-                         "{timeout}", str(timeout))})  # fmt: skip
-    monkeypatch.chdir(tmp_path)
-    report = diagnose(None, ".", history=False)
+    files = {"config/queue.php": queue,
+             "config/horizon.php": HORIZON,
+             ".env.example": "APP_ENV=local\nQUEUE_CONNECTION=sync\n",
+             "app/Jobs/Job.php": BASE,
+             "app/Jobs/PlatformStatsSummaryJob.php": JOB.replace(
+                 "{timeout}", str(timeout))}  # fmt: skip
+    report = laravel_project(tmp_path, files, monkeypatch)
     rule = "laravel-timeout-not-below-retry-after"
-    return [f"{f.location.path}:{f.location.line} {f.message}"
-            for f in report.findings if f.rule == rule]  # fmt: skip
+    return sited(report, rule)
 
 
 def test_job_timeout_against_the_connection_the_workers_serve(

@@ -11,8 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from doctor.conftest import located, write
-from tenure.doctor import diagnose
+from doctor.conftest import laravel_project, sites
 
 QUEUE = """<?php
 
@@ -67,12 +66,11 @@ SAIL = """services:
 
 
 def run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, timeout: int) -> list[str]:
-    write(tmp_path, {"artisan": "<?php\n", "composer.json": "{}\n", "config/queue.php": QUEUE,
-                     "app/Jobs/GenerateQuestions.php": JOB.replace("{timeout}", str(timeout)),
-                     "toolforge/jobs.yaml": JOBS_YAML, "docker-compose.yml": SAIL})  # fmt: skip
-    monkeypatch.chdir(tmp_path)
-    report = diagnose(None, ".", history=False)
-    return [f.split(" ")[1] for f in located(report, "laravel-grace-below-job-timeout")]
+    files = {"config/queue.php": QUEUE,
+             "app/Jobs/GenerateQuestions.php": JOB.replace("{timeout}", str(timeout)),
+             "toolforge/jobs.yaml": JOBS_YAML, "docker-compose.yml": SAIL}  # fmt: skip
+    report = laravel_project(tmp_path, files, monkeypatch)
+    return sites(report, "laravel-grace-below-job-timeout")
 
 
 def test_a_toolforge_continuous_job_is_killed_15_s_after_sigterm(

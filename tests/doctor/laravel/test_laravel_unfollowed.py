@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from tenure.doctor import diagnose
+from doctor.conftest import laravel_project
 
 JOB = """<?php
 
@@ -35,14 +35,9 @@ UNIT = "[Service]\nExecStart=/usr/bin/php /srv/app/artisan queue:work\nTimeoutSt
 
 
 def notes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, body: str) -> list[str]:
-    files = {"artisan": "#!/usr/bin/env php\n<?php\n", "composer.json": '{"name": "fx/x"}',
-             "app/Jobs/SendBeacon.php": JOB.replace("{body}", body),
+    files = {"app/Jobs/SendBeacon.php": JOB.replace("{body}", body),
              "deploy/worker.service": UNIT}  # fmt: skip
-    for name, content in files.items():
-        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
-        (tmp_path / name).write_text(content)
-    monkeypatch.chdir(tmp_path)
-    report = diagnose(None, ".", history=False)
+    report = laravel_project(tmp_path, files, monkeypatch)
     return [s.reason for s in report.skipped if "not followed" in s.reason]
 
 

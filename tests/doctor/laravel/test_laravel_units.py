@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from doctor.conftest import write
+from doctor.conftest import LARAVEL_APP, write
 from tenure.doctor import diagnose
 from tenure.doctor.laravel.deploy import find_artisan
 from tenure.doctor.laravel.php import EnvFiles, Evaluator, parse, returned_array
@@ -30,9 +30,7 @@ class Fetch implements ShouldQueue
 
 
 def project(root: Path, files: dict[str, str]) -> Path:
-    files = {"artisan": "<?php\n", "composer.json": "{}\n", **files}
-    write(root, files)
-    return root
+    return write(root, {**LARAVEL_APP, **files})
 
 
 def test_http_retry_multiplies_the_bound_and_unused_clients_send_nothing(tmp_path: Path) -> None:

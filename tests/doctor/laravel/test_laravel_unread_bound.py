@@ -9,8 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from doctor.conftest import located, write
-from tenure.doctor import diagnose
+from doctor.conftest import laravel_project, sites
 
 # Cut from coolify config/horizon.php (defaults + production) and app/Jobs/CheckForUpdatesJob.php.
 HORIZON = """<?php
@@ -61,10 +60,8 @@ class CheckForUpdatesJob implements ShouldQueue
 def test_an_unresolved_supervisor_timeout_is_no_60_s_bound(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, timeout: str, expected: list[str]
 ) -> None:
-    write(tmp_path, {"artisan": "<?php\n", "composer.json": "{}\n", "config/queue.php": QUEUE,
-                     "config/horizon.php": HORIZON.replace("{timeout}", timeout),
-                     "app/Jobs/CheckForUpdatesJob.php": JOB})  # fmt: skip
-    monkeypatch.chdir(tmp_path)
-    report = diagnose(None, ".", history=False)
-    found = located(report, "laravel-client-timeout-not-below-job")
-    assert [f.split(" ")[1] for f in found] == expected
+    files = {"config/queue.php": QUEUE,
+             "config/horizon.php": HORIZON.replace("{timeout}", timeout),
+             "app/Jobs/CheckForUpdatesJob.php": JOB}  # fmt: skip
+    report = laravel_project(tmp_path, files, monkeypatch)
+    assert sites(report, "laravel-client-timeout-not-below-job") == expected

@@ -11,8 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from doctor.conftest import located, write
-from tenure.doctor import diagnose
+from doctor.conftest import laravel_project, located, sites
 from tenure.doctor.model import Report
 
 QUEUE = """<?php
@@ -47,10 +46,9 @@ COMPOSE = """services:
 
 
 def run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, files: dict[str, str]) -> Report:
-    write(tmp_path, {"artisan": "<?php\n", "composer.json": "{}\n", "config/queue.php": QUEUE,
-                     **files})  # fmt: skip
-    monkeypatch.chdir(tmp_path)
-    return diagnose(None, ".", history=False)
+    files = {"config/queue.php": QUEUE,
+             **files}  # fmt: skip
+    return laravel_project(tmp_path, files, monkeypatch)
 
 
 def unread(report: Report) -> list[str]:
@@ -62,8 +60,7 @@ def test_a_worker_in_an_unread_config_is_compared_and_its_grace_said_unread(
 ) -> None:
     files = {"docker/run.tasks.conf": CHAPERONE.replace("{timeout}", "600")}
     report = run(tmp_path, monkeypatch, files)
-    found = located(report, "laravel-timeout-not-below-retry-after")
-    assert [f.split(" ")[1] for f in found] == ["docker/run.tasks.conf:9"]
+    assert sites(report, "laravel-timeout-not-below-retry-after") == ["docker/run.tasks.conf:9"]
     assert unread(report) == ["docker/run.tasks.conf:9"]
 
 
@@ -98,5 +95,5 @@ def test_a_list_form_environment_entry_is_located_on_its_item(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     report = run(tmp_path, monkeypatch, {"docker-compose.yml": COMPOSE})
-    sync = [f.split(" ")[1] for f in located(report, "laravel-queue-sync")]
+    sync = sites(report, "laravel-queue-sync")
     assert sync == ["docker-compose.yml:6"]
