@@ -6,6 +6,8 @@ preflight, so another site's page cannot retry or forget jobs through a visitor'
 
 from __future__ import annotations
 
+import functools
+from collections.abc import Awaitable, Callable
 from dataclasses import asdict
 
 from starlette.concurrency import run_in_threadpool
@@ -19,9 +21,11 @@ from tenure.web.jobs_page import unknown_parameter
 from tenure.web.openapi import OPENAPI
 from tenure.web.retention_page import retention_view, view_json
 from tenure.web.security import CSRF_HEADER, csrf_ok
-from tenure.web.state import RETRY_ALL_LIMIT, dashboard
+from tenure.web.state import dashboard, retry_all_failed
 
 MAX_LIST = 1000
+
+Handler = Callable[[Request], Awaitable[Response]]
 
 
 def api_routes() -> list[Route]:
@@ -53,6 +57,20 @@ def action_refused(request: Request) -> Response | None:
         {"error": "actions need Content-Type: application/json (or X-CSRF-Token)"},
         status_code=415,
     )
+
+
+def action(handler: Handler) -> Handler:
+    """An endpoint that changes something: refused (415) unless the request is JSON or carries
+    the page's CSRF token, before the handler runs (see the module's docstring)."""
+
+    @functools.wraps(handler)
+    async def checked(request: Request) -> Response:
+        refused = action_refused(request)
+        if refused is not None:
+            return refused
+        return await handler(request)
+
+    return checked
 
 
 def bad_request(request: Request, exc: Exception) -> Response:
@@ -136,10 +154,8 @@ def api_retention(request: Request) -> Response:
     return JSONResponse(view_json(retention_view(dashboard(request).app)))
 
 
+@action
 async def api_retry(request: Request) -> Response:
-    refused = action_refused(request)
-    if refused is not None:
-        return refused
     job_id = request.path_params["job_id"]
     app = dashboard(request).app
     done = await run_in_threadpool(app.retry_failed, job_id)
@@ -151,10 +167,8 @@ async def api_retry(request: Request) -> Response:
     return JSONResponse({"id": job_id, "retried": False, "reason": reason}, status_code=409)
 
 
+@action
 async def api_forget(request: Request) -> Response:
-    refused = action_refused(request)
-    if refused is not None:
-        return refused
     job_id, app = request.path_params["job_id"], dashboard(request).app
     if await run_in_threadpool(app.forget, job_id):
         return JSONResponse({"id": job_id, "forgotten": True})
@@ -165,11 +179,9 @@ async def api_forget(request: Request) -> Response:
     return JSONResponse({"id": job_id, "forgotten": False, "reason": reason}, status_code=409)
 
 
+@action
 async def api_cancel(request: Request) -> Response:
     """The job page's Cancel: queued, it never runs; running, its worker stops it."""
-    refused = action_refused(request)
-    if refused is not None:
-        return refused
     job_id = request.path_params["job_id"]
     try:
         done = await run_in_threadpool(dashboard(request).app.cancel, job_id)
@@ -185,11 +197,9 @@ async def api_cancel(request: Request) -> Response:
 QUEUE_ACTIONS = ("pause", "resume", "purge")
 
 
+@action
 async def api_queue_action(request: Request) -> Response:
     """The overview's Pause / Resume per queue, and purge (`tenure queue purge`)."""
-    refused = action_refused(request)
-    if refused is not None:
-        return refused
     name, action = request.path_params["name"], request.path_params["action"]
     if action not in QUEUE_ACTIONS:
         return JSONResponse(
@@ -207,22 +217,14 @@ async def api_queue_action(request: Request) -> Response:
     return JSONResponse({"queue": name, "paused": action == "pause"})
 
 
+@action
 async def api_retry_all(request: Request) -> Response:
-    refused = action_refused(request)
-    if refused is not None:
-        return refused
-    app = dashboard(request).app
-
-    def run() -> int:
-        return sum(1 for j in app.failed_jobs(limit=RETRY_ALL_LIMIT) if app.retry_failed(j.id))
-
-    return JSONResponse({"retried": await run_in_threadpool(run)})
+    retried = await run_in_threadpool(retry_all_failed, dashboard(request).app)
+    return JSONResponse({"retried": retried})
 
 
+@action
 async def api_cancel_batch(request: Request) -> Response:
-    refused = action_refused(request)
-    if refused is not None:
-        return refused
     batch_id, app = request.path_params["batch_id"], dashboard(request).app
     if await run_in_threadpool(app.cancel_batch, batch_id):
         return JSONResponse({"id": batch_id, "cancelled": True})

@@ -41,7 +41,7 @@ from tenure.web.security import (
     session_value,
     token_matches,
 )
-from tenure.web.state import RETRY_ALL_LIMIT, Dashboard, dashboard
+from tenure.web.state import Dashboard, dashboard, retry_all_failed
 
 HERE = Path(__file__).parent
 FAILED_PAGE_LIMIT = 500
@@ -378,11 +378,7 @@ async def retry_all(request: Request) -> Response:
     form = await confirmed_form(request, ask)
     if isinstance(form, Response):
         return form
-
-    def run() -> int:
-        return sum(1 for j in app.failed_jobs(limit=RETRY_ALL_LIMIT) if app.retry_failed(j.id))
-
-    n = await run_in_threadpool(run)
+    n = await run_in_threadpool(retry_all_failed, app)
     return redirect("/failed", notice="retried-all", n=n)
 
 

@@ -16,6 +16,11 @@ from tenure.web.doctor_page import DoctorRunner
 RETRY_ALL_LIMIT = 100_000
 
 
+def retry_all_failed(app: App) -> int:
+    """The page's and the API's `retry all`: how many failed jobs went back to their queue."""
+    return sum(1 for j in app.failed_jobs(limit=RETRY_ALL_LIMIT) if app.retry_failed(j.id))
+
+
 @dataclass
 class Dashboard:
     app: App
