@@ -24,7 +24,9 @@ from pathlib import Path
 from typing import Any, Protocol
 
 DEFAULT_POSTGRES_URL = "postgresql://postgres@127.0.0.1:5432/postgres"
-DEFAULT_REDIS_URL = "redis://127.0.0.1:6379/0"
+# The tests' own Redis database, not db 0, where a developer's own keys (and other tools')
+# live: a run killed before its clean-up leaves its keys here, among the tests' only.
+DEFAULT_REDIS_URL = "redis://127.0.0.1:6379/11"
 
 START_TIMEOUT_S = 30.0
 
@@ -299,26 +301,40 @@ def isolated_store_url(kind: str, base_url: str, tmp_dir: Path) -> Iterator[str]
     `base_url` is the server's URL (ignored for sqlite); what the test leaves behind is
     dropped afterwards, so the shared servers do not fill up run after run.
     """
+    # the pid says whose it is: a key or schema left by a run that was killed before its
+    # clean-up (SIGKILL, a timeout's os._exit) names a process that is no longer alive
     tag = f"tenure_t_{os.getpid()}_{secrets.token_hex(5)}"
     if kind == "sqlite":
         yield f"sqlite:///{tmp_dir / 'tenure.db'}"
     elif kind == "postgres":
-        yield with_query_param(base_url, "schema", tag)
-        import psycopg
-
-        with psycopg.connect(base_url, autocommit=True, connect_timeout=5) as conn:
-            conn.execute(f'DROP SCHEMA IF EXISTS "{tag}" CASCADE')
-    elif kind == "redis":
-        yield with_query_param(base_url, "prefix", tag)
-        client = raw_redis(base_url)
         try:
-            keys = list(client.scan_iter(match=f"{tag}:*", count=1000))
-            for start in range(0, len(keys), 500):
-                client.delete(*keys[start : start + 500])
+            yield with_query_param(base_url, "schema", tag)
+        finally:  # also when the with-block or a fixture's teardown raised
+            drop_postgres_schema(base_url, tag)
+    elif kind == "redis":
+        try:
+            yield with_query_param(base_url, "prefix", tag)
         finally:
-            client.close()
+            drop_redis_prefix(base_url, tag)
     else:
         raise ValueError(f"store kind: expected sqlite, postgres or redis, got {kind!r}")
+
+
+def drop_postgres_schema(base_url: str, schema: str) -> None:
+    import psycopg
+
+    with psycopg.connect(base_url, autocommit=True, connect_timeout=5) as conn:
+        conn.execute(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE')
+
+
+def drop_redis_prefix(base_url: str, prefix: str) -> None:
+    client = raw_redis(base_url)
+    try:
+        keys = list(client.scan_iter(match=f"{prefix}:*", count=1000))
+        for start in range(0, len(keys), 500):
+            client.delete(*keys[start : start + 500])
+    finally:
+        client.close()
 
 
 def raw_redis(url: str) -> Any:

@@ -2,7 +2,7 @@
 the Lua scripts under concurrency, the server's TIME as the only clock, damaged records, and
 what a restart keeps. Store semantics shared with the other backends live in tests/conformance.
 
-Runs against the real Redis at $TENURE_TEST_REDIS_URL (default redis://127.0.0.1:6379/0); each
+Runs against the real Redis at $TENURE_TEST_REDIS_URL (default redis://127.0.0.1:6379/11); each
 test gets its own key prefix and deletes its keys afterwards.
 """
 
