@@ -10,11 +10,15 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
 from typing import Any
+
+import pytest
+
+from servers import isolated_store_url
 
 TEMPLATE = Path(__file__).with_name("jobs_template.py")
 SRC = Path(__file__).resolve().parents[2] / "src"
@@ -71,6 +75,28 @@ class Project:
         for w in self.workers:
             w.kill()
         self.app.close()
+
+
+@contextlib.contextmanager
+def isolated_project(
+    request: pytest.FixtureRequest,
+    kind: str,
+    tmp_path: Path,
+    template: Path | None = None,
+    *,
+    migrate: bool = True,
+) -> Iterator[Project]:
+    """A Project on a store of its own of `kind` (sqlite, or postgres or redis on the session's
+    server): its workers killed, then the store dropped, when the test ends, however it ends."""
+    base = "" if kind == "sqlite" else request.getfixturevalue(f"{kind}_url")
+    with isolated_store_url(kind, base, tmp_path) as url:
+        project = Project(tmp_path, url, template)
+        try:
+            if migrate:
+                project.app.store.migrate()
+            yield project
+        finally:
+            project.stop_all()
 
 
 class WorkerProcess:

@@ -14,8 +14,7 @@ from pathlib import Path
 import pytest
 
 from e2e import test_batches_e2e as scenarios
-from e2e.helpers import Project, wait_until
-from servers import isolated_store_url
+from e2e.helpers import Project, isolated_project, wait_until
 
 pytestmark = pytest.mark.slow
 
@@ -25,15 +24,8 @@ TEMPLATE = Path(__file__).with_name("batch_jobs_template.py")
 
 @pytest.fixture(params=["redis", "postgres"])
 def server_project(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Project]:
-    kind: str = request.param
-    base = request.getfixturevalue(f"{kind}_url")
-    with isolated_store_url(kind, base, tmp_path) as url:
-        project = Project(tmp_path, url, template=TEMPLATE)
-        project.app.store.migrate()
-        try:
-            yield project
-        finally:
-            project.stop_all()
+    with isolated_project(request, request.param, tmp_path, TEMPLATE) as project:
+        yield project
 
 
 @pytest.mark.parametrize("allow_failures", [False, True])

@@ -8,8 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from e2e.helpers import Project, state_is, wait_until
-from servers import isolated_store_url
+from e2e.helpers import Project, isolated_project, state_is, wait_until
 
 TEMPLATE = Path(__file__).with_name("control_jobs_template.py")
 LEASE = "3"  # a heartbeat every second: a cancel reaches the worker within one
@@ -17,15 +16,8 @@ LEASE = "3"  # a heartbeat every second: a cancel reaches the worker within one
 
 @pytest.fixture(params=["sqlite", "postgres", "redis"])
 def project(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Project]:
-    kind: str = request.param
-    base = "" if kind == "sqlite" else request.getfixturevalue(f"{kind}_url")
-    with isolated_store_url(kind, base, tmp_path) as url:
-        p = Project(tmp_path, url, template=TEMPLATE)
-        p.app.store.migrate()
-        try:
-            yield p
-        finally:
-            p.stop_all()
+    with isolated_project(request, request.param, tmp_path, TEMPLATE) as project:
+        yield project
 
 
 def started(project: Project, job_id: str, event: str = "start") -> bool:

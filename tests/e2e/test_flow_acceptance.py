@@ -11,9 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from e2e.helpers import Project, wait_until
+from e2e.helpers import Project, isolated_project, wait_until
 from e2e.test_flow_e2e import most_at_once, spans
-from servers import isolated_store_url
 
 pytestmark = pytest.mark.slow
 
@@ -22,15 +21,8 @@ TEMPLATE = Path(__file__).with_name("flow_acceptance_jobs_template.py")
 
 @pytest.fixture(params=["sqlite", "postgres", "redis"])
 def flow(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Project]:
-    kind: str = request.param
-    base = "" if kind == "sqlite" else request.getfixturevalue(f"{kind}_url")
-    with isolated_store_url(kind, base, tmp_path) as url:
-        project = Project(tmp_path, url, TEMPLATE)
-        project.app.store.migrate()
-        try:
-            yield project
-        finally:
-            project.stop_all()
+    with isolated_project(request, request.param, tmp_path, TEMPLATE) as project:
+        yield project
 
 
 def tenants_in_order(project: Project) -> list[str]:

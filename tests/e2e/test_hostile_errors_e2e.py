@@ -9,8 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from e2e.helpers import Project, state_is, wait_until
-from servers import isolated_store_url
+from e2e.helpers import Project, isolated_project, state_is, wait_until
 
 pytestmark = pytest.mark.slow
 
@@ -19,19 +18,8 @@ TEMPLATE = Path(__file__).with_name("hostile_jobs_template.py")
 
 @pytest.fixture(params=["sqlite", "postgres", "redis"])
 def project(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Project]:
-    kind: str = request.param
-    if kind == "sqlite":
-        url = f"sqlite:///{tmp_path / 'tenure.db'}"
-        p = Project(tmp_path, url, TEMPLATE)
-        yield p
-        p.stop_all()
-        return
-    with isolated_store_url(kind, request.getfixturevalue(f"{kind}_url"), tmp_path) as url:
-        p = Project(tmp_path, url, TEMPLATE)
-        try:
-            yield p
-        finally:
-            p.stop_all()
+    with isolated_project(request, request.param, tmp_path, TEMPLATE, migrate=False) as project:
+        yield project
 
 
 def test_hostile_errors_fail_their_attempts_with_their_text(project: Project) -> None:

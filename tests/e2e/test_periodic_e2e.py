@@ -17,8 +17,7 @@ import pytest
 
 from tenure.periodic import due_text, run_id
 
-from e2e.helpers import Project, WorkerProcess, wait_until
-from servers import isolated_store_url
+from e2e.helpers import Project, WorkerProcess, isolated_project, wait_until
 
 TEMPLATE = Path(__file__).with_name("periodic_jobs_template.py")
 START = datetime(2026, 6, 1, 10, 2, 7, tzinfo=ZoneInfo("Europe/Rome")).timestamp()
@@ -37,12 +36,9 @@ def can_name_hosts() -> bool:
 def periodic_project(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Project]:
     if not can_name_hosts():
         pytest.skip("needs `unshare --uts` (root) to give worker processes their own hostname")
-    base = request.getfixturevalue(f"{request.param}_url")
     set_clock(tmp_path, START)
-    with isolated_store_url(request.param, base, tmp_path) as url:
-        project = Project(tmp_path, url, template=TEMPLATE)
+    with isolated_project(request, request.param, tmp_path, TEMPLATE, migrate=False) as project:
         yield project
-        project.stop_all()
 
 
 def set_clock(directory: Path, now: float) -> None:

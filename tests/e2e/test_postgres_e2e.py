@@ -17,8 +17,7 @@ from pathlib import Path
 import pytest
 
 from e2e import helpers
-from e2e.helpers import Project, state_is, wait_until
-from servers import isolated_store_url
+from e2e.helpers import Project, isolated_project, state_is, wait_until
 
 pytestmark = pytest.mark.slow
 
@@ -49,19 +48,14 @@ def pg_insert_then_fail(n: int) -> None:
 
 @pytest.fixture
 def pg_project(
-    postgres_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    request: pytest.FixtureRequest, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> Iterator[Project]:
     template = tmp_path / "pg_jobs_template.py"
     text = helpers.TEMPLATE.read_text().replace("import signal\n", "import random\nimport signal\n")
     template.write_text(text + PG_JOBS)
     monkeypatch.setattr(helpers, "TEMPLATE", template)
-    with isolated_store_url("postgres", postgres_url, tmp_path) as url:
-        project = Project(tmp_path, url)
-        project.app.store.migrate()
-        try:
-            yield project
-        finally:
-            project.stop_all()
+    with isolated_project(request, "postgres", tmp_path) as project:
+        yield project
 
 
 def make_table(project: Project) -> None:

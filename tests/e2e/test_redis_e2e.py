@@ -17,15 +17,14 @@ from tenure.core import payload
 
 from e2e import helpers
 from e2e import test_guards_e2e as scenarios
-from e2e.helpers import Project, wait_until
-from servers import isolated_store_url
+from e2e.helpers import Project, isolated_project, wait_until
 
 pytestmark = pytest.mark.slow
 
 
 @pytest.fixture
 def redis_project(
-    redis_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    request: pytest.FixtureRequest, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> Iterator[Project]:
     # The shared jobs module defines transactional jobs, which an App on Redis refuses at
     # definition (as it should); this copy defines them as plain jobs, which these tests never
@@ -36,13 +35,8 @@ def redis_project(
         text.replace("transactional=True", 'transactional=not STORE_URL.startswith("redis")')
     )
     monkeypatch.setattr(helpers, "TEMPLATE", template)
-    with isolated_store_url("redis", redis_url, tmp_path) as url:
-        project = Project(tmp_path, url)
-        project.app.store.migrate()
-        try:
-            yield project
-        finally:
-            project.stop_all()
+    with isolated_project(request, "redis", tmp_path) as project:
+        yield project
 
 
 def test_concurrent_dispatches_of_one_unique_key_store_one_job(redis_project: Project) -> None:

@@ -8,8 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from e2e.helpers import Project, wait_until
-from servers import isolated_store_url
+from e2e.helpers import Project, isolated_project, wait_until
 
 pytestmark = pytest.mark.slow
 
@@ -18,17 +17,8 @@ JOBS = 10_000
 
 @pytest.fixture(params=["sqlite", "postgres", "redis"])
 def any_project(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Project]:
-    kind = request.param
-    if kind == "sqlite":
-        project = Project(tmp_path, f"sqlite:///{tmp_path / 'tenure.db'}")
+    with isolated_project(request, request.param, tmp_path, migrate=False) as project:
         yield project
-        project.stop_all()
-        return
-    base = request.getfixturevalue(f"{kind}_url")
-    with isolated_store_url(kind, base, tmp_path) as url:
-        project = Project(tmp_path, url)
-        yield project
-        project.stop_all()
 
 
 def test_ten_thousand_jobs_over_four_workers_run_exactly_once(any_project: Project) -> None:

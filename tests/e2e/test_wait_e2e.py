@@ -13,24 +13,16 @@ import pytest
 
 import tenure
 
-from e2e.helpers import Project, wait_until
+from e2e.helpers import Project, isolated_project, wait_until
 from e2e.test_backends_e2e import TEMPLATE
-from servers import isolated_store_url
 
 pytestmark = pytest.mark.slow
 
 
 @pytest.fixture(params=["sqlite", "redis", "postgres"])
 def waiting_project(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Project]:
-    kind: str = request.param
-    base = "" if kind == "sqlite" else request.getfixturevalue(f"{kind}_url")
-    with isolated_store_url(kind, base, tmp_path) as url:
-        project = Project(tmp_path, url, template=TEMPLATE)
-        project.app.store.migrate()
-        try:
-            yield project
-        finally:
-            project.stop_all()
+    with isolated_project(request, request.param, tmp_path, TEMPLATE) as project:
+        yield project
 
 
 def test_wait_returns_what_the_worker_stored(waiting_project: Project) -> None:
