@@ -81,13 +81,6 @@ def store(redis_url: str, make_store: Callable[[str], RedisStore]) -> RedisStore
     return make_store(redis_url)
 
 
-@pytest.fixture
-def client(redis_url: str) -> Iterator[redis.Redis]:
-    c = redis.Redis.from_url(redis_url, decode_responses=True)
-    yield c
-    c.close()
-
-
 def make_batch(store: RedisStore, members: list[NewJob], *, callbacks_in: str = "") -> str:
     batch_id = secrets.token_hex(5)
     queue = callbacks_in or (members[0].queue if members else "default")

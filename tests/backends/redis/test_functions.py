@@ -3,7 +3,6 @@ them gets them again, and a server that refuses FUNCTION runs the same scripts b
 
 from __future__ import annotations
 
-import secrets
 from collections.abc import Iterator
 
 import pytest
@@ -49,18 +48,6 @@ def client(redis_url: str) -> Iterator[redis.Redis]:
         pytest.skip("Redis before 7 has no functions: the scripts run by EVALSHA")
     yield c
     c.close()
-
-
-@pytest.fixture
-def store(redis_url: str) -> Iterator[RedisStore]:
-    s = RedisStore(f"{redis_url}{'&' if '?' in redis_url else '?'}prefix=t_{secrets.token_hex(6)}")
-    yield s
-    client = redis.Redis.from_url(redis_url.split("?")[0])
-    keys = list(client.scan_iter(match=s.db.key_pattern(), count=1000))
-    if keys:
-        client.delete(*keys)
-    client.close()
-    s.close()
 
 
 def test_a_prelude_constant_is_built_once_and_what_a_call_fills_on_every_call() -> None:

@@ -4,11 +4,7 @@ answers flat and still refuses a stale token."""
 
 from __future__ import annotations
 
-import secrets
-from collections.abc import Iterator
-
 import pytest
-import redis
 
 from tenure.core.guards import NO_GUARDS, Guards
 from tenure.core.records import Ending, NewJob, WorkerRef
@@ -19,18 +15,6 @@ from tenure.stores.redis import RedisStore
 from tenure.stores.redis.database import plain
 
 WORKER = WorkerRef(id="w-hot", host="host-h", pid=7)
-
-
-@pytest.fixture
-def store(redis_url: str) -> Iterator[RedisStore]:
-    s = RedisStore(f"{redis_url}{'&' if '?' in redis_url else '?'}prefix=t_{secrets.token_hex(6)}")
-    yield s
-    client = redis.Redis.from_url(redis_url.split("?")[0])
-    keys = list(client.scan_iter(match=s.db.key_pattern(), count=1000))
-    if keys:
-        client.delete(*keys)
-    client.close()
-    s.close()
 
 
 def new(job_id: str, **kw: object) -> NewJob:

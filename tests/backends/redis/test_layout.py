@@ -4,8 +4,6 @@ written in a layout this code does not know are refused with a clear error, befo
 from __future__ import annotations
 
 import secrets
-from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 import redis
@@ -15,21 +13,6 @@ from tenure.core.records import NewJob, WorkerRef
 from tenure.core.retry import Policy
 from tenure.stores.base import get_job
 from tenure.stores.redis import RedisStore, operations
-
-from servers import isolated_store_url
-
-
-@pytest.fixture
-def url(redis_url: str, tmp_path: Path) -> Iterator[str]:
-    with isolated_store_url("redis", redis_url, tmp_path) as isolated:
-        yield isolated
-
-
-@pytest.fixture
-def client(redis_url: str) -> Iterator[redis.Redis]:
-    c = redis.Redis.from_url(redis_url, decode_responses=True)
-    yield c
-    c.close()
 
 
 def job(priority: int = 0, delay: float = 0.0) -> NewJob:

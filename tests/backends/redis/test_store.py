@@ -68,13 +68,6 @@ def store(make_store: Callable[..., RedisStore]) -> RedisStore:
     return make_store()
 
 
-@pytest.fixture
-def client(redis_url: str) -> Iterator[redis.Redis]:
-    c = redis.Redis.from_url(redis_url, decode_responses=True)
-    yield c
-    c.close()
-
-
 def job(job_id: str, *, queue: str = "default", delay: float = 0.0, **policy: object) -> NewJob:
     return NewJob(
         id=job_id,

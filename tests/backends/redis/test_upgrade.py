@@ -17,7 +17,6 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-import pytest
 import redis
 
 from tenure.core import chains
@@ -36,8 +35,6 @@ from tenure.stores.base import get_batch, get_job
 from tenure.stores.redis import RedisStore
 from tenure.stores.redis import scripts as current
 from tenure.stores.redis.database import RedisDatabase
-
-from servers import isolated_store_url
 
 FROZEN = Path(__file__).parent / "layout2" / "lua"
 LAYOUT2_QUEUE_KEYS = ("queued", "running", "notify", "seq", "all")
@@ -172,19 +169,6 @@ class Layout2Store(RedisStore):
         while ids := self.db.client.zrevrange(key, start, start + 199):
             start += len(ids)
             yield ids
-
-
-@pytest.fixture
-def url(redis_url: str, tmp_path: Path) -> Iterator[str]:
-    with isolated_store_url("redis", redis_url, tmp_path) as isolated:
-        yield isolated
-
-
-@pytest.fixture
-def client(redis_url: str) -> Iterator[redis.Redis]:
-    c = redis.Redis.from_url(redis_url, decode_responses=True)
-    yield c
-    c.close()
 
 
 def new(queue: str, **kw: Any) -> NewJob:
