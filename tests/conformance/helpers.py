@@ -11,10 +11,17 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TypeVar
 
-from tenure.core.records import AttemptRecord, JobRecord, NewJob, Reservation, WorkerRef
+from tenure.core.records import (
+    AttemptRecord,
+    BatchRecord,
+    JobRecord,
+    NewJob,
+    Reservation,
+    WorkerRef,
+)
 from tenure.core.retry import Policy
 from tenure.stores import Store, open_store
-from tenure.stores.base import get_job, total_counts
+from tenure.stores.base import get_batch, get_job, total_counts
 
 T = TypeVar("T")
 
@@ -70,6 +77,12 @@ def reserve_one(
 def job(store: Store, job_id: str) -> JobRecord:
     record = get_job(store, job_id)
     assert record is not None, f"job {job_id} vanished"
+    return record
+
+
+def batch(store: Store, batch_id: str) -> BatchRecord:
+    record = get_batch(store, batch_id)
+    assert record is not None, f"batch {batch_id} vanished"
     return record
 
 

@@ -17,6 +17,7 @@ import pytest
 from backends.kit import Kit
 from conformance.helpers import (
     W1,
+    batch,
     counts,
     drain_in_threads,
     expire_and_rescue,
@@ -27,7 +28,7 @@ from conformance.helpers import (
 from tenure.core.records import BatchRecord, Ending, NewBatch, NewJob, Reservation
 from tenure.core.retry import Policy
 from tenure.stores import Store
-from tenure.stores.base import get_batch, get_job
+from tenure.stores.base import get_job
 
 ONE_TRY = Policy(tries=1, backoff=0)
 TWO_TRIES = Policy(tries=2, backoff=0)
@@ -55,12 +56,6 @@ def make_batch(
         ),
     )
     return batch_id
-
-
-def batch(store: Store, batch_id: str) -> BatchRecord:
-    record = get_batch(store, batch_id)
-    assert record is not None, f"batch {batch_id} vanished"
-    return record
 
 
 def callbacks(store: Store) -> list[str]:

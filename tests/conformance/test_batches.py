@@ -8,8 +8,8 @@ from collections.abc import Sequence
 
 import pytest
 
-from conformance.helpers import W1, drain_in_threads, job, new_job, reserve_one
-from tenure.core.records import BatchRecord, Ending, NewBatch, NewJob, Reservation
+from conformance.helpers import W1, batch, drain_in_threads, job, new_job, reserve_one
+from tenure.core.records import Ending, NewBatch, NewJob, Reservation
 from tenure.core.retry import Policy
 from tenure.stores import Store
 from tenure.stores.base import get_batch, get_job
@@ -39,12 +39,6 @@ def make_batch(
         ),
     )
     return batch_id
-
-
-def batch(store: Store, batch_id: str) -> BatchRecord:
-    record = get_batch(store, batch_id)
-    assert record is not None
-    return record
 
 
 def callbacks_enqueued(store: Store) -> list[str]:

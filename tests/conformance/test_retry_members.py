@@ -19,11 +19,10 @@ from collections.abc import Sequence
 import pytest
 
 import tenure
-from conformance.helpers import W1, job, new_job, reserve_one
-from tenure.core.records import BatchRecord, Ending, NewBatch, NewJob
+from conformance.helpers import W1, batch, job, new_job, reserve_one
+from tenure.core.records import Ending, NewBatch, NewJob
 from tenure.core.retry import Policy
 from tenure.stores import Store
-from tenure.stores.base import get_batch
 
 ONE_TRY = Policy(tries=1, backoff=0)
 CALLBACKS = "callbacks"
@@ -43,12 +42,6 @@ def make_batch(store: Store, members: Sequence[NewJob], *, allow_failures: bool)
         ),
     )
     return batch_id
-
-
-def batch(store: Store, batch_id: str) -> BatchRecord:
-    record = get_batch(store, batch_id)
-    assert record is not None, f"batch {batch_id} vanished"
-    return record
 
 
 def counts(store: Store, batch_id: str) -> tuple[str, int, int, int, int]:
