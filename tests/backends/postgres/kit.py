@@ -2,12 +2,17 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import contextlib
+from collections.abc import Iterator, Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
 import psycopg
 
+from tenure.stores.postgres import PostgresStore
 from tenure.stores.postgres.database import parse_url
+
+from servers import isolated_store_url
 
 
 class PostgresKit:
@@ -62,3 +67,27 @@ def create_schema_at_version(conn: psycopg.Connection[Any], schema: str, version
             f'INSERT INTO "{schema}".tenure_schema_version (version, name) VALUES (%s, %s)',
             (step.version, step.name),
         )
+
+
+@contextlib.contextmanager
+def upgraded_from(
+    base_url: str, version: int, fill: str, params: Sequence[Any] = ()
+) -> Iterator[PostgresStore]:
+    """A schema of its own at migration `version`, filled by the statement `fill` ({s}: the
+    schema), then upgraded by the code of now to the latest (twice: migrating is idempotent);
+    the store is closed and the schema dropped afterwards."""
+    from tenure.stores.postgres.schema import migrations
+
+    with isolated_store_url("postgres", base_url, Path(".")) as url:
+        conninfo, schema = parse_url(url)
+        with psycopg.connect(conninfo, autocommit=True) as conn, conn.transaction():
+            create_schema_at_version(conn, schema, version)
+            conn.execute(fill.replace("{s}", f'"{schema}"').encode(), params)
+        store = PostgresStore(url)
+        try:
+            store.migrate()
+            store.migrate()  # idempotent
+            assert store.db.schema_version() == len(migrations()) > version
+            yield store
+        finally:
+            store.close()

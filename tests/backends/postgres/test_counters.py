@@ -3,7 +3,6 @@ backend is gone, backfilled by the migration that added them, always equal to a 
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -72,42 +71,26 @@ def test_the_upgrade_backfills_the_counters_from_the_jobs_present(
     """0004 on a populated schema: the counters start from the jobs already there."""
     import psycopg
 
-    from backends.postgres.kit import create_schema_at_version
-    from tenure.stores.postgres import PostgresStore
-    from tenure.stores.postgres.database import parse_url
-    from tenure.stores.postgres.schema import migrations
+    from backends.postgres.kit import upgraded_from
 
-    from servers import isolated_store_url
-
+    fill = (
+        "INSERT INTO {s}.tenure_jobs (id, name, queue, payload, state, policy, created_at,"
+        " run_at) SELECT 'old-' || i, 'n', 'q' || (i %% 2), '{}',"
+        " CASE WHEN i %% 3 = 0 THEN 'succeeded' ELSE 'queued' END, %s, 0,"
+        " CASE WHEN i %% 5 = 0 THEN 1e12 ELSE 0 END FROM generate_series(1, 300) i"
+    )
     base: str = request.getfixturevalue("postgres_url")
-    with isolated_store_url("postgres", base, Path(".")) as url:
-        conninfo, schema = parse_url(url)
-        with psycopg.connect(conninfo, autocommit=True) as conn, conn.transaction():
-            create_schema_at_version(conn, schema, 3)
-            conn.execute(
-                f'INSERT INTO "{schema}".tenure_jobs (id, name, queue, payload, state, policy,'
-                " created_at, run_at) SELECT 'old-' || i, 'n', 'q' || (i %% 2), '{}',"
-                " CASE WHEN i %% 3 = 0 THEN 'succeeded' ELSE 'queued' END, %s, 0,"
-                " CASE WHEN i %% 5 = 0 THEN 1e12 ELSE 0 END FROM generate_series(1, 300) i",
-                (new_job().policy.to_json(),),
-            )
-        store = PostgresStore(url)
-        try:
-            store.migrate()
-            store.migrate()  # idempotent
-            assert store.db.schema_version() == len(migrations()) >= 4
-            assert_counts_agree(store)
-            jobs, kept = postgres_group_by(store)
-            assert kept == jobs and sum(jobs.values()) == 300
-            # and from there on the triggers keep them
-            r = reserve_one(store, queues=["q1"], worker=W1)
-            store.end_attempt(Ending(job_id=r.job_id, token=r.token))
-            assert_counts_agree(store)
-            with psycopg.connect(conninfo, autocommit=True) as conn:
-                conn.execute(f'TRUNCATE "{schema}".tenure_jobs CASCADE')
-            assert store.queue_counts() == {}
-        finally:
-            store.close()
+    with upgraded_from(base, 3, fill, (new_job().policy.to_json(),)) as store:
+        assert_counts_agree(store)
+        jobs, kept = postgres_group_by(store)
+        assert kept == jobs and sum(jobs.values()) == 300
+        # and from there on the triggers keep them
+        r = reserve_one(store, queues=["q1"], worker=W1)
+        store.end_attempt(Ending(job_id=r.job_id, token=r.token))
+        assert_counts_agree(store)
+        with psycopg.connect(store.db.conninfo, autocommit=True) as conn:
+            conn.execute(f"TRUNCATE {store.db.quoted_schema}.tenure_jobs CASCADE")
+        assert store.queue_counts() == {}
 
 
 def test_the_counters_agree_with_a_group_by_after_a_concurrent_mixed_workload(

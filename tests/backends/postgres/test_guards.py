@@ -3,7 +3,6 @@ SQLAlchemy's proxy connection, autocommit refused, and migration 0003 on a popul
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -37,35 +36,16 @@ def test_enqueue_takes_the_driver_connection_of_a_sqlalchemy_proxy(
 
 def test_upgrading_a_version_2_schema_with_jobs_in_it(request: pytest.FixtureRequest) -> None:
     """0003 adds the guard columns and tables to a populated schema; old jobs run unguarded."""
-    import psycopg
+    from backends.postgres.kit import upgraded_from
 
-    from backends.postgres.kit import create_schema_at_version
-    from tenure.stores.postgres import PostgresStore
-    from tenure.stores.postgres.database import parse_url
-    from tenure.stores.postgres.schema import migrations
-
-    from servers import isolated_store_url
-
+    fill = (
+        "INSERT INTO {s}.tenure_jobs (id, name, queue, payload, state, policy, created_at,"
+        " run_at) VALUES ('old-job', 'n', 'default', '{}', 'queued', %s, 0, 0)"
+    )
     base: str = request.getfixturevalue("postgres_url")
-    with isolated_store_url("postgres", base, Path(".")) as url:
-        conninfo, schema = parse_url(url)
-        with psycopg.connect(conninfo, autocommit=True) as conn, conn.transaction():
-            create_schema_at_version(conn, schema, 2)
-            conn.execute(
-                f'INSERT INTO "{schema}".tenure_jobs (id, name, queue, payload, state, policy,'
-                " created_at, run_at) VALUES ('old-job', 'n', 'default', '{}', 'queued', %s,"
-                " 0, 0)",
-                (new_job().policy.to_json(),),
-            )
-        store = PostgresStore(url)
-        try:
-            store.migrate()
-            store.migrate()  # idempotent
-            assert store.db.schema_version() == len(migrations()) >= 3
-            r = store.reserve(queues=["default"], worker=W1, lease=30)[0]
-            assert r.job_id == "old-job"
-            assert store.claim_once(job_id="old-job", token=r.token, key="k")
-            assert store.end_attempt(Ending(job_id="old-job", token=r.token))[0].accepted
-            assert [e.key for e in job(store, "old-job").effects] == ["k"]
-        finally:
-            store.close()
+    with upgraded_from(base, 2, fill, (new_job().policy.to_json(),)) as store:
+        r = store.reserve(queues=["default"], worker=W1, lease=30)[0]
+        assert r.job_id == "old-job"
+        assert store.claim_once(job_id="old-job", token=r.token, key="k")
+        assert store.end_attempt(Ending(job_id="old-job", token=r.token))[0].accepted
+        assert [e.key for e in job(store, "old-job").effects] == ["k"]
