@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Final, Literal
+from typing import Final, Literal, get_args
 
 JobState = Literal["queued", "scheduled", "running", "succeeded", "failed", "cancelled"]
 Outcome = Literal[
@@ -13,7 +13,7 @@ Outcome = Literal[
     "interrupted",
     "lost_lease",
     "deferred",
-    "cancelled",
+    "cancelled",  # app.cancel / `tenure jobs cancel` stopped it: no try used, never retried
 ]
 
 QUEUED: Final = "queued"
@@ -26,16 +26,7 @@ CANCELLED: Final = "cancelled"
 JOB_STATES: Final[tuple[str, ...]] = (QUEUED, SCHEDULED, RUNNING, SUCCEEDED, FAILED, CANCELLED)
 FINAL_STATES: Final = frozenset({SUCCEEDED, FAILED, CANCELLED})
 
-OUTCOMES: Final[tuple[str, ...]] = (
-    "succeeded",
-    "failed",
-    "timed_out",
-    "crashed",
-    "interrupted",
-    "lost_lease",
-    "deferred",
-    "cancelled",  # app.cancel / `tenure jobs cancel` stopped it: no try used, never retried
-)
+OUTCOMES: Final[tuple[str, ...]] = get_args(Outcome)  # one list: the type's
 # Outcomes that are not the job's fault: they hand the job back without using a try.
 FREE_OUTCOMES: Final = frozenset({"interrupted", "lost_lease", "deferred"})
 
