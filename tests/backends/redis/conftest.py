@@ -4,6 +4,10 @@ A module defines its own where it needs another (a cluster, a store of an older 
 
 from __future__ import annotations
 
+import shutil
+import subprocess
+import tempfile
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -12,7 +16,7 @@ import redis
 
 from tenure.stores.redis import RedisStore
 
-from servers import isolated_store_url
+from servers import free_port, isolated_store_url, wait_for_port
 
 
 @pytest.fixture
@@ -39,3 +43,58 @@ def client(redis_url: str) -> Iterator[redis.Redis]:
         yield c
     finally:
         c.close()
+
+
+@pytest.fixture
+def cluster_node() -> Iterator[str]:
+    """A one-node Redis Cluster owning every slot (a redis+cluster:// URL). Redis 7.0 does not
+    refuse a script that crosses slots on a node that owns them all, so the tests using it
+    also check the slot of every key written."""
+    binary = shutil.which("redis-server")
+    if binary is None:
+        pytest.skip("no redis-server on PATH to start a cluster node")
+    root = Path(tempfile.mkdtemp(prefix="tenure-cluster-"))
+    port = bus_port = free_port()
+    while bus_port == port:  # a closed probe socket may hand the same port out twice
+        bus_port = free_port()
+    proc = subprocess.Popen(
+        [
+            binary,
+            "--port",
+            str(port),
+            "--bind",
+            "127.0.0.1",
+            "--dir",
+            str(root),
+            "--save",
+            "",
+            "--appendonly",
+            "no",
+            "--cluster-enabled",
+            "yes",
+            "--cluster-port",
+            str(bus_port),  # else port + 10000, which may not exist
+            "--cluster-config-file",
+            str(root / "nodes.conf"),
+            "--logfile",
+            str(root / "server.log"),
+        ],
+        start_new_session=True,
+    )
+    try:
+        assert wait_for_port(port), (root / "server.log").read_text(errors="replace")
+        url = f"redis://127.0.0.1:{port}/0"
+        c = redis.Redis.from_url(url)
+        c.execute_command("CLUSTER", "ADDSLOTSRANGE", 0, 16383)  # type: ignore[no-untyped-call]
+        deadline = time.monotonic() + 30
+        while (info := c.cluster("INFO")).get("cluster_state") != "ok":
+            log = (root / "server.log").read_text(errors="replace")
+            assert time.monotonic() < deadline, f"the cluster never became ok: {info!r}\n{log}"
+            time.sleep(0.02)
+        c.close()
+        # a redis:// URL to a cluster node is refused: the store reaches clusters this way
+        yield url.replace("redis://", "redis+cluster://", 1)
+    finally:
+        proc.kill()
+        proc.wait(timeout=15)
+        shutil.rmtree(root, ignore_errors=True)

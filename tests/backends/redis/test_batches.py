@@ -9,13 +9,8 @@ from __future__ import annotations
 
 import itertools
 import secrets
-import shutil
-import subprocess
-import tempfile
-import time
 from collections.abc import Callable, Iterator
 from dataclasses import astuple, replace
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -32,7 +27,7 @@ from tenure.stores.base import get_batch
 from tenure.stores.redis import RedisStore, split_prefix
 from tenure.stores.redis.scripts import read_lua
 
-from servers import free_port, raw_redis, wait_for_port
+from servers import raw_redis
 
 WORKER = WorkerRef(id="w-1", host="host-a", pid=111)
 ONE_TRY = Policy(tries=1, backoff=0)
@@ -277,61 +272,6 @@ def test_a_callback_keeps_its_guards_and_an_older_record_without_them_still_runs
 
 
 # -- Redis Cluster -------------------------------------------------------------------------------
-@pytest.fixture
-def cluster_node() -> Iterator[str]:
-    """A one-node Redis Cluster owning every slot, usable with a plain client. Redis 7.0 does
-    not refuse a script that crosses slots on a node that owns them all, so the tests also
-    check the slot of every key written."""
-    binary = shutil.which("redis-server")
-    if binary is None:
-        pytest.skip("no redis-server on PATH to start a cluster node")
-    root = Path(tempfile.mkdtemp(prefix="tenure-cluster-"))
-    port = bus_port = free_port()
-    while bus_port == port:  # a closed probe socket may hand the same port out twice
-        bus_port = free_port()
-    proc = subprocess.Popen(
-        [
-            binary,
-            "--port",
-            str(port),
-            "--bind",
-            "127.0.0.1",
-            "--dir",
-            str(root),
-            "--save",
-            "",
-            "--appendonly",
-            "no",
-            "--cluster-enabled",
-            "yes",
-            "--cluster-port",
-            str(bus_port),  # else port + 10000, which may not exist
-            "--cluster-config-file",
-            str(root / "nodes.conf"),
-            "--logfile",
-            str(root / "server.log"),
-        ],
-        start_new_session=True,
-    )
-    try:
-        assert wait_for_port(port), (root / "server.log").read_text(errors="replace")
-        url = f"redis://127.0.0.1:{port}/0"
-        c = redis.Redis.from_url(url)
-        c.execute_command("CLUSTER", "ADDSLOTSRANGE", 0, 16383)  # type: ignore[no-untyped-call]
-        deadline = time.monotonic() + 30
-        while (info := c.cluster("INFO")).get("cluster_state") != "ok":
-            log = (root / "server.log").read_text(errors="replace")
-            assert time.monotonic() < deadline, f"the cluster never became ok: {info!r}\n{log}"
-            time.sleep(0.02)
-        c.close()
-        # a redis:// URL to a cluster node is refused: the store reaches clusters this way
-        yield url.replace("redis://", "redis+cluster://", 1)
-    finally:
-        proc.kill()
-        proc.wait(timeout=15)
-        shutil.rmtree(root, ignore_errors=True)
-
-
 def test_on_a_cluster_a_batch_in_one_queue_runs_whole(
     cluster_node: str, make_store: Callable[[str], RedisStore]
 ) -> None:

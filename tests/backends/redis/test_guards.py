@@ -8,16 +8,11 @@ shared with the other backends live in tests/conformance/test_guards.py.
 from __future__ import annotations
 
 import secrets
-import shutil
-import subprocess
-import tempfile
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import replace
-from pathlib import Path
 
 import pytest
-import redis
 from redis.crc import key_slot
 
 from conformance.helpers import counts, wait_until
@@ -28,7 +23,7 @@ from tenure.core.retry import Policy
 from tenure.stores.base import get_job
 from tenure.stores.redis import RedisStore, split_prefix
 
-from servers import free_port, raw_redis, wait_for_port
+from servers import raw_redis
 
 W1 = WorkerRef(id="w-1", host="host-a", pid=111)
 W2 = WorkerRef(id="w-2", host="host-b", pid=222)
@@ -207,39 +202,6 @@ def test_unique_for_counts_on_the_servers_clock(make_store: Callable[..., RedisS
 
 
 # -- Redis Cluster -------------------------------------------------------------------------------
-@pytest.fixture
-def cluster_node() -> Iterator[str]:
-    """A one-node Redis Cluster owning every slot. Redis 7.0 does not refuse a script that
-    crosses slots on a node that owns them all, so the test also checks every key's slot."""
-    binary = shutil.which("redis-server")
-    if binary is None:
-        pytest.skip("no redis-server on PATH to start a cluster node")
-    root = Path(tempfile.mkdtemp(prefix="tenure-guards-cluster-"))
-    port = bus = free_port()
-    while bus == port:
-        bus = free_port()
-    argv = [binary, "--port", str(port), "--bind", "127.0.0.1", "--dir", str(root)]
-    argv += ["--save", "", "--appendonly", "no", "--cluster-enabled", "yes"]
-    argv += ["--cluster-port", str(bus), "--cluster-config-file", str(root / "nodes.conf")]
-    proc = subprocess.Popen([*argv, "--logfile", str(root / "log")], start_new_session=True)
-    try:
-        assert wait_for_port(port), (root / "log").read_text(errors="replace")
-        url = f"redis://127.0.0.1:{port}/0"
-        client = redis.Redis.from_url(url, decode_responses=True)
-        client.execute_command("CLUSTER", "ADDSLOTSRANGE", 0, 16383)  # type: ignore[no-untyped-call]
-        deadline = time.monotonic() + 30
-        while "cluster_state:ok" not in client.execute_command("CLUSTER", "INFO"):  # type: ignore[no-untyped-call]
-            assert time.monotonic() < deadline, "the cluster node never became ok"
-            time.sleep(0.02)
-        client.close()
-        # a redis:// URL to a cluster node is refused: the store reaches clusters this way
-        yield url.replace("redis://", "redis+cluster://", 1)
-    finally:
-        proc.kill()
-        proc.wait(timeout=15)
-        shutil.rmtree(root, ignore_errors=True)
-
-
 def test_guards_run_on_a_cluster_within_one_slot(
     cluster_node: str, make_store: Callable[..., RedisStore]
 ) -> None:
