@@ -59,29 +59,36 @@ def test_unique_key_is_free_again_once_the_job_completed(project: Project) -> No
     assert not second.deduplicated and second.id != first.id
 
 
-def test_overlap_keys_never_run_concurrently_and_deferrals_use_no_try(project: Project) -> None:
-    customers = [f"c{i}" for i in range(50)]
-    project.jobs.per_customer.dispatch_many([(customers[i % 50], i) for i in range(1000)])
+def overlap_drained(project: Project, keys: list[str]) -> int:
+    """One overlap-keyed job per key in `keys` (50 keys), drained by four burst workers of two
+    slots: no two attempts of one key ran at once, and a deferral used no try. Returns how
+    many deferrals there were."""
+    project.jobs.per_customer.dispatch_many([(key, i) for i, key in enumerate(keys)])
     for _ in range(4):
         project.worker("--concurrency", "2", "--burst")
-    wait_until(lambda: project.app.counts()["succeeded"] == 1000, 300, "1,000 jobs")
+    wait_until(lambda: project.app.counts()["succeeded"] == len(keys), 300, f"{len(keys)} jobs")
     by_key: dict[str, list[tuple[float, float]]] = collections.defaultdict(list)
     deferred = 0
-    for job in project.app.store.list_jobs(limit=2000):
-        info = project.app.get_job(job.id)
+    for record in project.app.store.list_jobs(limit=2 * len(keys)):
+        info = project.app.get_job(record.id)
         assert info.tries_used == 1  # deferrals used no try
         for a in info.attempts:
             if a.outcome == "deferred":
                 deferred += 1
                 assert "overlap key" in (a.error or "")
                 continue
-            assert a.ended_at is not None
+            assert a.outcome == "succeeded" and a.ended_at is not None
             by_key[payload.decode(info.payload).args[0]].append((a.started_at, a.ended_at))
     assert len(by_key) == 50
     for spans in by_key.values():
         spans.sort()
         for (_, end), (start, _) in itertools.pairwise(spans):
             assert end <= start, "two attempts with one overlap key ran at the same time"
+    return deferred
+
+
+def test_overlap_keys_never_run_concurrently_and_deferrals_use_no_try(project: Project) -> None:
+    deferred = overlap_drained(project, [f"c{i % 50}" for i in range(1000)])
     print(f"overlap: 1,000 jobs, {deferred} deferrals")
 
 

@@ -6,18 +6,14 @@ over 200 jobs, once() under random worker SIGKILLs).
 
 from __future__ import annotations
 
-import collections
-import itertools
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from tenure.core import payload
-
 from e2e import helpers
 from e2e import test_guards_e2e as scenarios
-from e2e.helpers import Project, isolated_project, wait_until
+from e2e.helpers import Project, isolated_project
 
 pytestmark = pytest.mark.slow
 
@@ -69,27 +65,6 @@ def test_overlap_holds_when_jobs_of_one_key_queue_back_to_back(redis_project: Pr
     """The scenario above sends keys round-robin, so a key's previous job has long ended when
     the next one is reserved. Here each key's 20 jobs are queued back to back: four workers
     contend for the same key all the time, and only deferrals keep them apart."""
-    project = redis_project
-    project.jobs.per_customer.dispatch_many([(f"c{i // 20}", i) for i in range(1000)])
-    for _ in range(4):
-        project.worker("--concurrency", "2", "--burst")
-    wait_until(lambda: project.app.counts()["succeeded"] == 1000, 300, "1,000 jobs")
-    by_key: dict[str, list[tuple[float, float]]] = collections.defaultdict(list)
-    deferred = 0
-    for record in project.app.store.list_jobs(limit=2000):
-        info = project.app.get_job(record.id)
-        assert info.tries_used == 1  # deferrals used no try
-        for a in info.attempts:
-            if a.outcome == "deferred":
-                deferred += 1
-                assert "overlap key" in (a.error or "")
-                continue
-            assert a.outcome == "succeeded" and a.ended_at is not None
-            by_key[payload.decode(info.payload).args[0]].append((a.started_at, a.ended_at))
-    assert len(by_key) == 50
-    for spans in by_key.values():
-        spans.sort()
-        for (_, end), (start, _) in itertools.pairwise(spans):
-            assert end <= start, "two attempts with one overlap key ran at the same time"
+    deferred = scenarios.overlap_drained(redis_project, [f"c{i // 20}" for i in range(1000)])
     assert deferred > 0, "the keys never contended: the test proves nothing"
     print(f"overlap back to back: 1,000 jobs, {deferred} deferrals")
