@@ -17,7 +17,8 @@ from pathlib import Path
 import pytest
 
 from e2e import helpers
-from e2e.helpers import Project, isolated_project, state_is, wait_until
+from e2e import test_core_e2e as core
+from e2e.helpers import Project, isolated_project, wait_until
 
 pytestmark = pytest.mark.slow
 
@@ -112,32 +113,11 @@ def test_a_failing_transactional_job_leaves_no_row(pg_project: Project) -> None:
 
 
 def test_job_three_times_longer_than_its_lease_runs_once(pg_project: Project) -> None:
-    project = pg_project
-    h = project.jobs.sleep_for.dispatch(6)
-    project.worker("--lease", "2", "--concurrency", "2")
-    wait_until(state_is(project.app, h.id, "succeeded", "failed"), 60, "the slow job to end")
-    assert [a.outcome for a in project.app.get_job(h.id).attempts] == ["succeeded"]
-    assert len(project.ledger.events(h.id, "start")) == 1
+    core.test_job_three_times_longer_than_its_lease_runs_once(pg_project)
 
 
 def test_sigkill_of_the_whole_worker_is_recovered_within_a_lease(pg_project: Project) -> None:
-    project = pg_project
-    h = project.jobs.sleep_for.dispatch(3)
-    first = project.worker("--lease", "2")
-    wait_until(lambda: project.ledger.events(h.id, "start"), 60, "the job to start")
-    first.kill_group()
-    killed_at = time.time()
-    project.worker("--lease", "2")
-    wait_until(state_is(project.app, h.id, "succeeded", "failed"), 60, "the re-run to end")
-    info = project.app.get_job(h.id)
-    assert [a.outcome for a in info.attempts] == ["crashed", "succeeded"]
-    crashed = info.attempts[0]
-    assert crashed.error is not None and "stopped heartbeating" in crashed.error
-    starts = project.ledger.events(h.id, "start")
-    assert [s[1] for s in starts] == [1, 2]
-    rerun_after = starts[1][4] - killed_at
-    print(f"postgres: SIGKILL to re-run {rerun_after:.2f} s with --lease 2")
-    assert rerun_after < 2 * 2 + 3  # about one lease, plus worker start-up on a loaded machine
+    core.test_sigkill_of_the_whole_worker_is_recovered_within_a_lease(pg_project)
 
 
 def test_thousand_jobs_over_two_workers_run_exactly_once(pg_project: Project) -> None:
