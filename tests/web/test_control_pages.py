@@ -3,30 +3,13 @@ Starlette's TestClient on a real SQLite store: POST + CSRF, confirmed, then a re
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
-import pytest
 from starlette.testclient import TestClient
 
 from tenure.core.records import WorkerRef
-from tenure.web import create_app
+from web.conftest import csrf_of
 from web.helpers import WebProject
 
 WORKER = WorkerRef("worker-t1", "host-a", 4242)
-
-
-@pytest.fixture
-def client(project: WebProject) -> Iterator[TestClient]:
-    web = create_app(project.app, app_spec=project.spec, project_root=str(project.dir))
-    with TestClient(web, base_url="http://127.0.0.1:8000", client=("127.0.0.1", 50000)) as c:
-        yield c
-
-
-def csrf_of(client: TestClient) -> str:
-    client.get("/")
-    token = client.cookies.get("tenure_csrf")
-    assert token
-    return str(token)
 
 
 def test_cancel_a_queued_job_from_its_page(project: WebProject, client: TestClient) -> None:

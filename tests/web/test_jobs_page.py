@@ -4,20 +4,9 @@ SQLite store."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
-import pytest
 from starlette.testclient import TestClient
 
-from tenure.web import create_app
 from web.helpers import WebProject
-
-
-@pytest.fixture
-def client(project: WebProject) -> Iterator[TestClient]:
-    web = create_app(project.app, app_spec=project.spec, project_root=str(project.dir))
-    with TestClient(web, base_url="http://127.0.0.1:8000", client=("127.0.0.1", 50000)) as c:
-        yield c
 
 
 def test_the_job_list_filters_and_searches(project: WebProject, client: TestClient) -> None:

@@ -6,7 +6,6 @@ from __future__ import annotations
 import base64
 import os
 import re
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -17,16 +16,10 @@ from conformance.helpers import wait_until
 from tenure.core import causes
 from tenure.core.records import Ending, WorkerRef
 from tenure.web import create_app
+from web.conftest import csrf_of
 from web.helpers import WebProject
 
 WORKER = WorkerRef("worker-t1", "host-a", 4242)
-
-
-@pytest.fixture
-def client(project: WebProject) -> Iterator[TestClient]:
-    web = create_app(project.app, app_spec=project.spec, project_root=str(project.dir))
-    with TestClient(web, base_url="http://127.0.0.1:8000", client=("127.0.0.1", 50000)) as c:
-        yield c
 
 
 def run_attempt(
@@ -53,13 +46,6 @@ def failed_job(project: WebProject, n: int = 1, queue: str = "default") -> str:
     run_attempt(project.app, job_id, "failed", f"ValueError: row {n} is bad", queue)
     assert project.app.get_job(job_id).state == "failed"
     return job_id
-
-
-def csrf_of(client: TestClient) -> str:
-    client.get("/")
-    token = client.cookies.get("tenure_csrf")
-    assert token
-    return str(token)
 
 
 def test_every_page_renders_with_navigation_and_landmarks(

@@ -4,25 +4,15 @@ periodic state a real ticker wrote on a clock the test owns."""
 from __future__ import annotations
 
 import html
-from collections.abc import Iterator
 
-import pytest
 from starlette.testclient import TestClient
 
 from tenure.core.words import clock_text
 from tenure.periodic import PeriodicTicker, run_id
 from tenure.testing import drain, freeze
-from tenure.web import create_app
 from web.helpers import WebProject
 
 START = 1_800_000_000.0  # 2027-01-15 08:00:00 UTC, a due time of "*/5 * * * *"
-
-
-@pytest.fixture
-def client(project: WebProject) -> Iterator[TestClient]:
-    web = create_app(project.app, app_spec=project.spec, project_root=str(project.dir))
-    with TestClient(web, base_url="http://127.0.0.1:8000", client=("127.0.0.1", 50000)) as c:
-        yield c
 
 
 def test_the_page_says_how_to_define_one_when_the_app_has_none(client: TestClient) -> None:

@@ -5,10 +5,8 @@ App's settings, the jobs that set their own, and the rows past their age counted
 from __future__ import annotations
 
 import html
-from collections.abc import Iterator
 from datetime import timedelta
 
-import pytest
 from starlette.testclient import TestClient
 
 import tenure
@@ -18,13 +16,6 @@ from tenure.web.retention_page import keep_text
 from web.helpers import WebProject
 
 from e2e.helpers import wait_until
-
-
-@pytest.fixture
-def client(project: WebProject) -> Iterator[TestClient]:
-    web = create_app(project.app, app_spec=project.spec, project_root=str(project.dir))
-    with TestClient(web, base_url="http://127.0.0.1:8000", client=("127.0.0.1", 50000)) as c:
-        yield c
 
 
 def test_retention_reads_as_a_person_says_it() -> None:
