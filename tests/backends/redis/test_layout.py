@@ -11,7 +11,7 @@ import pytest
 import redis
 
 from tenure.core.errors import ConfigError
-from tenure.core.records import NewJob, WorkerRef
+from tenure.core.records import Ending, NewJob, WorkerRef
 from tenure.core.retry import Policy
 from tenure.stores.base import get_job
 from tenure.stores.redis import RedisStore, operations
@@ -48,22 +48,23 @@ def test_first_use_records_the_layout_without_migrate(url: str, client: redis.Re
     store = RedisStore(url)
     try:
         store.enqueue_many([job()])
-        assert client.hget(f"{store.prefix}:{{g}}:meta", "layout") == "4"
+        assert client.hget(f"{store.prefix}:{{g}}:meta", "layout") == "5"
     finally:
         store.close()
 
 
-def test_layout_1_keys_are_taken_over_and_marked_4(url: str, client: redis.Redis) -> None:
+def test_layout_1_keys_are_taken_over_and_marked_5(url: str, client: redis.Redis) -> None:
     """Layout 2 added priorities beside layout 1's keys, which read the same, layout 3
-    dropped indexes and layout 4 moved attempts into the job's hash; marking the keys 4 makes
-    an older tenure stop rather than miss jobs of other priorities, list queued jobs from an
-    index nobody keeps or show a history it no longer finds."""
+    dropped indexes, layout 4 moved attempts into the job's hash and layout 5 dropped the
+    index of every job; marking the keys 5 makes an older tenure stop rather than miss jobs
+    of other priorities, list jobs from an index nobody keeps or show a history it no longer
+    finds."""
     store = RedisStore(url)
     try:
         meta = f"{store.prefix}:{{g}}:meta"
         client.hset(meta, "layout", "1")
         (stored,) = store.enqueue_many([job()])
-        assert client.hget(meta, "layout") == "4"
+        assert client.hget(meta, "layout") == "5"
         assert get_job(store, stored) is not None
     finally:
         store.close()
@@ -71,7 +72,7 @@ def test_layout_1_keys_are_taken_over_and_marked_4(url: str, client: redis.Redis
 
 @pytest.mark.parametrize(
     ("stored", "message"),
-    [("5", "use layout 5, newer than this tenure understands"), ("v1", "got 'v1'")],
+    [("6", "use layout 6, newer than this tenure understands"), ("v1", "got 'v1'")],
 )
 def test_keys_in_another_layout_are_refused_before_any_write(
     url: str, client: redis.Redis, stored: str, message: str
@@ -114,9 +115,10 @@ def test_a_priority_leaves_the_list_once_a_reserve_finds_it_empty(
 def test_queued_and_running_jobs_are_listed_newest_first_without_an_index(
     url: str, most: int, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Layout 3 keeps no index of queued or running jobs: a listing reads them whole from the
-    queued zsets, parked lists and lease zset, or, past LISTED_READ_MAX of them, walks every
-    job newest first; both give the same answer."""
+    """Layout 3 keeps no index of queued or running jobs, nor layout 5 of every job: a listing
+    reads them whole from the queued zsets, parked lists and lease zset, or, past
+    LISTED_READ_MAX of them, scans those for the newest; both give the same answer, and the
+    listing of every state merges them with the finished jobs' indexes."""
     monkeypatch.setattr(operations, "LISTED_READ_MAX", most)
     store = RedisStore(url)
     worker = WorkerRef(id="w", host="h", pid=1)
@@ -134,5 +136,10 @@ def test_queued_and_running_jobs_are_listed_newest_first_without_an_index(
         assert [r.id for r in store.list_jobs(state="queued", limit=2)] == [newest.id, second.id]
         assert ids("scheduled") == [later.id]
         assert ids("running") == [urgent.id]
+        store.end_attempt(Ending(job_id=running.job_id, token=running.token))
+        every = [newest.id, urgent.id, later.id, second.id, first.id]
+        assert [r.id for r in store.list_jobs(limit=10)] == every
+        assert [r.id for r in store.list_jobs(limit=2)] == every[:2]
+        assert ids("scheduled") == [later.id] and ids("succeeded") == [urgent.id]
     finally:
         store.close()

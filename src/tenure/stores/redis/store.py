@@ -52,8 +52,10 @@ touches one slot only:
                                          member `paused` (score -inf) while the queue is paused
     PREFIX:{q:QUEUE}:running      zset   running jobs by lease expiry: rescue is a range query
     PREFIX:{q:QUEUE}:idx:STATE    zset   finished job ids by sequence (succeeded, failed,
-                                         cancelled), for list_jobs newest first and counts
-    PREFIX:{q:QUEUE}:all          zset   every job id by sequence
+                                         cancelled), for list_jobs newest first and counts;
+                                         a listing of every state merges these, the queued
+                                         zsets and `running` (layout 5: no index of every
+                                         job, `all`, which layouts 1-4 wrote per enqueue)
     PREFIX:{q:QUEUE}:seq          string the queue's sequence counter
     PREFIX:{q:QUEUE}:notify       list   wake-up tokens idle workers BLPOP
     PREFIX:{q:QUEUE}:woken:ID     list   the token its end leaves for that waiter (TTL 60 s)

@@ -36,6 +36,10 @@ local function key_names(b)
     -- Finished jobs by sequence, one zset per final state (IDX): what lists them (newest
     -- first) and counts them reads. Queued and running jobs have no such index (layout 3):
     -- their own structures, QUEUED (and its priorities) and RUNNING, already hold each once.
+    -- Nor is there an index of every job (layout 5): a listing of all states merges those
+    -- (operations.py). `all` is named only to clean it: upgrade_listing.lua deletes layout
+    -- 1-4's, and forget and prune take out what an older release's worker still adds to it
+    -- during a rolling deploy.
     n = {running = b .. ':running', notify = b .. ':notify', seq = b .. ':seq', all = b .. ':all',
       idx = {succeeded = b .. ':idx:succeeded', failed = b .. ':idx:failed',
         cancelled = b .. ':idx:cancelled'},
