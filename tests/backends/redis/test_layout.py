@@ -5,12 +5,14 @@ from __future__ import annotations
 
 import secrets
 from collections.abc import Iterator
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 import redis
 
 from tenure.core.errors import ConfigError
+from tenure.core.guards import Guards
 from tenure.core.records import Ending, NewJob, WorkerRef
 from tenure.core.retry import Policy
 from tenure.stores.base import get_job
@@ -141,5 +143,46 @@ def test_queued_and_running_jobs_are_listed_newest_first_without_an_index(
         assert [r.id for r in store.list_jobs(limit=10)] == every
         assert [r.id for r in store.list_jobs(limit=2)] == every[:2]
         assert ids("scheduled") == [later.id] and ids("succeeded") == [urgent.id]
+    finally:
+        store.close()
+
+
+@pytest.fixture(params=["redis_url", "redis_cluster_url", "redis_sentinel_url"])
+def any_url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
+    with isolated_store_url("redis", request.getfixturevalue(request.param), tmp_path) as isolated:
+        yield isolated
+
+
+def test_a_backlog_too_large_to_read_whole_is_scanned_on_every_topology(
+    any_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Past LISTED_READ_MAX queued or running jobs a listing scans the queued zsets (every
+    priority), the parked lists and the lease zset (ZSCAN, LRANGE: one key a call, so a cluster
+    routes each), and lists what a listing read whole would."""
+    store = RedisStore(any_url)
+    worker = WorkerRef(id="w", host="h", pid=1)
+    try:
+        limited = [
+            replace(job(), guards=Guards(concurrency_key="k", concurrency_limit=1))
+            for _ in range(2)
+        ]
+        store.enqueue_many(limited)
+        (holder,) = store.reserve(queues=["default"], worker=worker, lease=30, limit=1)
+        assert store.reserve(queues=["default"], worker=worker, lease=30, limit=1) == []
+        plain = [job(), job(), job(delay=3600), job(priority=2)]
+        for one in plain:
+            store.enqueue_many([one])
+        first, second, later, low = (one.id for one in plain)
+        expected = {
+            "queued": [low, second, first, limited[1].id],
+            "scheduled": [later],
+            "running": [holder.job_id],
+            None: [low, later, second, first, limited[1].id, holder.job_id],
+        }
+        for most in (10_000, 2):
+            monkeypatch.setattr(operations, "LISTED_READ_MAX", most)
+            for state, ids in expected.items():
+                assert [r.id for r in store.list_jobs(state=state, limit=10)] == ids, (most, state)
+            assert [r.id for r in store.list_jobs(state="queued", limit=1)] == [low]
     finally:
         store.close()
