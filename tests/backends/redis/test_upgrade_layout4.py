@@ -15,9 +15,11 @@ from pathlib import Path
 import pytest
 import redis
 
+from backends.redis.test_store import wait_until
 from backends.redis.test_upgrade import W1, W2, every_job, goes_on, listed, new, take
 from backends.redis.test_upgrade_layout3 import fill_with_history
 from tenure.core.records import Ending
+from tenure.core.retry import Policy
 from tenure.stores.base import get_job
 from tenure.stores.redis import RedisStore
 from tenure.stores.redis import scripts as current
@@ -168,6 +170,65 @@ def test_what_an_old_worker_adds_to_the_dropped_index_goes_with_its_job(
             store.end_attempt(Ending(job_id=ran.job_id, token=ran.token))
             assert store.forget_job(job.id)
             assert not client.exists(index)
+        finally:
+            store.close()
+    finally:
+        old.close()
+
+
+def test_an_attempt_an_old_worker_claims_after_the_upgrade_keeps_its_history(
+    url: str, client: redis.Redis
+) -> None:
+    """A rolling deploy: a worker of the old release claims jobs after a new one upgraded the
+    store, keeping their open attempts where layout 4 did (`cur.*`). Its beats land there; the
+    new code's rescue of one and end of another write those attempts whole, and a later claim
+    by the new code starts a clean attempt (no field of the old claim shows in it)."""
+    old = Layout4Store(url)
+    try:
+        old.db.check_layout()
+        store = RedisStore(url)
+        try:
+            store.migrate()
+            old.enqueue_many([new("mixed", policy=Policy(tries=3)), new("mixed")])
+            crashing = old.reserve(queues=["mixed"], worker=W1, lease=0.5, limit=1)[0]
+            ending = old.reserve(queues=["mixed"], worker=W1, lease=60, limit=1)[0]
+            beat = [(crashing.job_id, crashing.token)]
+            old.heartbeat(worker=W1, leases=beat, lease=0.5, memory={crashing.job_id: 7.5})
+            wait_until(lambda: store.now() > crashing.lease_expires_at + 0.5, "lease to expire")
+            (rescued,) = store.sweep(prune=False).rescued
+            assert rescued.job_id == crashing.job_id
+            failed = Ending(job_id=ending.job_id, token=ending.token, outcome="failed", error="x")
+            assert store.end_attempt(failed)[0].accepted
+
+            record = get_job(store, ending.job_id)
+            assert record is not None
+            ((outcome, worker, host, memory),) = [
+                (a.outcome, a.worker_id, a.host, a.memory_mb) for a in record.attempts
+            ]
+            assert (outcome, worker, host, memory) == ("failed", "w-old", "old-host", None)
+            crashed = get_job(store, crashing.job_id)
+            assert crashed is not None
+            (first,) = crashed.attempts
+            assert (first.outcome, first.worker_id, first.memory_mb) == ("crashed", "w-old", 7.5)
+            assert first.ended_at == first.last_heartbeat_at
+
+            client.zadd(
+                f"{store.db.base('mixed')}:queued",
+                {m: 0 for m in client.zrange(f"{store.db.base('mixed')}:queued", 0, -1)},
+            )  # its backoff over
+            again = take(store, "mixed", W2)
+            assert again.job_id == crashing.job_id and again.attempt == 2
+            shown = get_job(store, crashing.job_id)
+            assert shown is not None
+            second = shown.attempts[1]
+            assert (second.worker_id, second.host, second.memory_mb) == ("w-new", "new-host", None)
+            assert store.end_attempt(Ending(job_id=again.job_id, token=again.token))[0].accepted
+            done = get_job(store, crashing.job_id)
+            assert done is not None
+            assert [(a.outcome, a.worker_id) for a in done.attempts] == [
+                ("crashed", "w-old"),
+                ("succeeded", "w-new"),
+            ]
         finally:
             store.close()
     finally:

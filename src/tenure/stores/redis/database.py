@@ -50,7 +50,8 @@ JOB_CACHE_MAX = 100_000
 # 4: a job's ended attempts in its own hash (fields "N.outcome", ...), no att:ID hash: a
 # success is one HSET, and no second key per job is made and deleted (issue 32).
 # 5: no index of every job (`all`): an enqueue writes the job's hash and its queued zset only;
-# the listing of all states merges the structures that hold each job once (issue 32).
+# the listing of all states merges the structures that hold each job once. A claim writes its
+# attempt's own fields ("N.worker_id", ...), so an end reads none and adds two (issue 32).
 # Older layouts are upgraded in place (UPGRADABLE_LAYOUTS): 1 and 2 by each queue's `upgrade`
 # script, then 1-3 by `upgrade_attempts`, a page at a time (it pages over `all`), marked 4;
 # then `upgrade_listing` drops `all`, marked 5. Each is idempotent, so two processes upgrading

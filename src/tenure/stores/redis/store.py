@@ -36,12 +36,14 @@ touches one slot only:
 
     PREFIX:{q:QUEUE}:job:ID       hash   the job (state stored as queued|running|succeeded|...;
                                          field `result`: its stored result, deleted with it) and
-                                         the attempt it is running (worker_id, cur.host, ...);
-                                         its ended attempts, fields "N.worker_id", "N.outcome",
-                                         ..., each written once, at the attempt's end (layout
-                                         4; layouts 1-3 kept them in PREFIX:{q:QUEUE}:att:ID,
-                                         still read and deleted with the job: an older
-                                         release's worker may end one there mid-deploy);
+                                         its attempts, fields "N.worker_id", "N.host", ...,
+                                         written by the claim, "N.ended_at", "N.outcome", ...
+                                         added by the attempt's end (layout 5; layouts 3-4
+                                         kept the open attempt in cur.host, ... until its end
+                                         copied it, and an older release's worker may still
+                                         claim so mid-deploy: a non-empty cur.started_at;
+                                         layouts 1-3 kept ended ones in PREFIX:{q:QUEUE}:att:ID,
+                                         still read and deleted with the job);
                                          field `waiter`: someone waits for its end (JobHandle);
                                          attempt, tries_used, exceptions absent read as 0 (a
                                          plain job is enqueued without them)
