@@ -218,7 +218,8 @@ def render_upgrading() -> str:
         f"layouts it upgrades in place: {older} (layout 4 keeps a job's attempt history in the "
         "job's own hash; the upgrade moves each queue's `att:ID` hashes there a page at a time, "
         "and marks the layout only once every queue is done, so an upgrade cut short is "
-        "finished by the next `migrate` or worker start). It also warns when `maxmemory-policy` "
+        "finished by the next `migrate` or worker start; layout 5 keeps no index of every job, "
+        "and the upgrade deletes each queue's `all`). It also warns when `maxmemory-policy` "
         "could evict tenure's keys (set `noeviction`).",
     ]
     return "\n".join(lines).rstrip() + "\n"

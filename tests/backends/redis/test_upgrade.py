@@ -162,7 +162,9 @@ class Layout2Store(RedisStore):
         self.db.close()
         self.db = Layout2Database(url)
 
-    def _id_pages(self, queue: str, index: str, room: Callable[[], int]) -> Iterator[list[str]]:
+    def _id_pages(
+        self, queue: str, index: str, room: Callable[[], int], *_: object
+    ) -> Iterator[list[str]]:
         """Layout 2's listing: an index per state, queued and running too (whole pages)."""
         key = f"{self.db.base(queue)}:{'all' if index == 'all' else 'idx:' + index}"
         start = 0
@@ -326,8 +328,9 @@ def test_a_layout_2_store_is_upgraded_in_place_and_nothing_is_lost(
     try:
         store.migrate()
         store.migrate()  # idempotent
-        assert client.hget(meta, "layout") == "4"
+        assert client.hget(meta, "layout") == "5"
         assert not list(client.scan_iter(match=f"{old.prefix}:*:idx:queued"))
+        assert not list(client.scan_iter(match=f"{old.prefix}:*:all"))  # layout 5 keeps none
         assert not list(client.scan_iter(match=f"{old.prefix}:*:idx:running"))
         # the open attempt moved into the job's hash (layout 3), the ended ones too (layout 4)
         assert not list(client.scan_iter(match=f"{old.prefix}:*:att:*"))

@@ -49,11 +49,15 @@ JOB_CACHE_MAX = 100_000
 # 3: the hot path writes only what a reader needs (issue 32): no idx:queued / idx:running.
 # 4: a job's ended attempts in its own hash (fields "N.outcome", ...), no att:ID hash: a
 # success is one HSET, and no second key per job is made and deleted (issue 32).
+# 5: no index of every job (`all`): an enqueue writes the job's hash and its queued zset only;
+# the listing of all states merges the structures that hold each job once. A claim writes its
+# attempt's own fields ("N.worker_id", ...), so an end reads none and adds two (issue 32).
 # Older layouts are upgraded in place (UPGRADABLE_LAYOUTS): 1 and 2 by each queue's `upgrade`
-# script, then every layout by `upgrade_attempts`, a page at a time; then marked 4. Both are
-# idempotent, so two processes upgrading at once, or one run again after a stop, do no harm.
-LAYOUT_VERSION = 4
-UPGRADABLE_LAYOUTS = ("1", "2", "3")
+# script, then 1-3 by `upgrade_attempts`, a page at a time (it pages over `all`), marked 4;
+# then `upgrade_listing` drops `all`, marked 5. Each is idempotent, so two processes upgrading
+# at once, or one run again after a stop, do no harm.
+LAYOUT_VERSION = 5
+UPGRADABLE_LAYOUTS = ("1", "2", "3", "4")
 # Jobs per call of upgrade_attempts: each call is atomic, so a page bounds how long it holds
 # the server.
 UPGRADE_PAGE = 500
@@ -290,7 +294,11 @@ class RedisDatabase:
             queues = self.queues()
             if found in ("1", "2"):
                 self.run_many([self.qcall("upgrade", queue) for queue in queues])
-            self.upgrade_attempts(queues)
+            if found in ("1", "2", "3"):
+                # before `all` goes: this step pages over it; a stop after the mark finds 4
+                self.upgrade_attempts(queues)
+                self.client.hset(meta, "layout", 4)
+            self.run_many([self.qcall("upgrade_listing", queue) for queue in queues])
         except BaseException:
             self._layout_checked = False
             raise

@@ -5,12 +5,14 @@ heartbeat, jobs.py; restart requests, in the same `{g}` slot, by RedisStore.set_
 
 from __future__ import annotations
 
+import heapq
+import itertools
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import replace
-from typing import cast
+from typing import Any, cast
 
 from tenure.core.records import JobRecord, KeyCounts, QueueCounts, WorkerRecord, ready_age
-from tenure.core.states import JOB_STATES
+from tenure.core.states import JOB_STATES, SCHEDULED
 from tenure.stores.redis.database import INDEXED_STATES, LIST_PAGE, RedisDatabase, clock_value
 from tenure.stores.redis.guards import effect_records
 from tenure.stores.redis.records import (
@@ -24,7 +26,7 @@ from tenure.stores.redis.records import (
 )
 
 # Queued or running jobs of one queue read whole for a listing at most; past it, the listing
-# walks every job newest first (operations._id_pages).
+# scans them for the newest this many (operations._scanned).
 LISTED_READ_MAX = 10_000
 # The order of the figures the "counts" script returns after the clock.
 COUNTED_STATES = ("queued", "scheduled", "running", "succeeded", "failed", "cancelled")
@@ -92,14 +94,19 @@ class RedisOperations:
             return self._list_members(batch_id, state, queue, limit)
         # Finished jobs have an index per state; queued (and scheduled) and running ones are
         # read where the hot path keeps them (layout 3 keeps no index of its own for either).
-        index = "queued" if state == "scheduled" else "all" if state is None else state
+        # Every state: each of those read newest first and merged (layout 5 keeps no index of
+        # every job), a job met twice (it moved on between two reads) listed once.
+        index = "queued" if state == "scheduled" else state
+        indexes = [index] if index is not None else ["queued", "running", *INDEXED_STATES]
         queues = [queue] if queue is not None else self.db.queues()
         now = self.now()
         found: list[tuple[float, int, JobRecord]] = []
         for name in queues:
-            found += self._list_queue(name, index, state, limit, now)
+            for each in indexes:
+                found += self._list_queue(name, each, state, limit, now)
         found.sort(key=lambda item: (item[0], item[1]), reverse=True)
-        return [record for _, _, record in found[:limit]]
+        once = {record.id: record for _, _, record in found}
+        return list(once.values())[:limit]
 
     def _list_members(
         self, batch_id: str, state: str | None, queue: str | None, limit: int
@@ -144,7 +151,7 @@ class RedisOperations:
         # hashes, not 600); else (queued against scheduled) pages stay whole.
         counted = state is None or (state == index and index in INDEXED_STATES)
         room = (lambda: limit - len(out)) if counted else (lambda: LIST_PAGE)
-        for ids in self._id_pages(queue, index, room):
+        for ids in self._id_pages(queue, index, room, state, limit):
             keys = [f"{base}:job:{job_id}" for job_id in ids]
             rows = self.db.hash_fields(keys, LISTED_JOB_FIELDS)
             for job_id, fields in zip(ids, rows, strict=True):
@@ -158,22 +165,30 @@ class RedisOperations:
                         return out
         return out
 
-    def _id_pages(self, queue: str, index: str, room: Callable[[], int]) -> Iterator[list[str]]:
+    def _id_pages(
+        self,
+        queue: str,
+        index: str,
+        room: Callable[[], int],
+        state: str | None = None,
+        most: int = LISTED_READ_MAX,
+    ) -> Iterator[list[str]]:
         """The ids `_list_queue` looks at, newest first, a page at a time: a final state's
         index; or the queued or running jobs as the hot path keeps them (listed_ids.lua),
-        when there are few enough to read whole; else every job. A page is no longer than
-        `room()` (at most LIST_PAGE)."""
-        base = self.db.base(queue)
+        when there are few enough to read whole, else the newest of them found by a scan
+        (_scanned: the `most` newest). A page is no longer than `room()` (at most LIST_PAGE).
+        `state`: the state listed, which a scan of the queued jobs filters by run_at."""
         if index in ("queued", "running"):
             listed = self.db.run(self.db.qcall("listed_ids", queue, index, LISTED_READ_MAX))
-            if listed is not None:
-                start = 0
-                while start < len(listed):
-                    size = min(LIST_PAGE, max(1, room()))
-                    yield [str(job_id) for job_id in listed[start : start + size]]
-                    start += size
-                return
-        key = f"{base}:idx:{index}" if index in INDEXED_STATES else f"{base}:all"
+            if listed is None:
+                listed = self._scanned(queue, index, state, most)
+            start = 0
+            while start < len(listed):
+                size = min(LIST_PAGE, max(1, room()))
+                yield [str(job_id) for job_id in listed[start : start + size]]
+                start += size
+            return
+        key = f"{self.db.base(queue)}:idx:{index}"
         start = 0
         while True:
             size = min(LIST_PAGE, max(1, room()))
@@ -182,6 +197,45 @@ class RedisOperations:
                 return
             start += len(ids)
             yield ids
+
+    def _scanned(self, queue: str, index: str, state: str | None, most: int) -> list[str]:
+        """The `most` newest of a queue's queued (or running) jobs, too many for
+        listed_ids.lua to read in one call: their structures are scanned a page at a time
+        (ZSCAN: no call holds the server long; the listing is not one atomic view, as no
+        listing of several queues is). Layout 5 keeps no index of every job to walk instead:
+        it was a write per job on the hot path (issue 32). A queued job's run_at (its score)
+        says whether it is ready (`queued`) or `scheduled`, so the scan keeps only the state
+        asked for. Ids newest first."""
+        base, client = self.db.base(queue), self.db.client
+        newest: list[tuple[int, str]] = []  # a min-heap of the newest (seq, id) met so far
+
+        def offer(seq: int, job_id: str) -> None:
+            if len(newest) < most:
+                heapq.heappush(newest, (seq, job_id))
+            elif (seq, job_id) > newest[0]:
+                heapq.heapreplace(newest, (seq, job_id))
+
+        # running and parked jobs: their sequence is read from their hashes
+        unsequenced: Iterator[str] = iter(())
+        if index == "running":
+            unsequenced = (str(m) for m, _ in client.zscan_iter(f"{base}:running", count=1000))
+        else:
+            now = self.now()
+            for key in _queued_zsets(client, base):
+                for member, score in client.zscan_iter(key, count=1000):
+                    seq, _, job_id = str(member).partition(":")
+                    due = float(score) <= now
+                    if job_id and seq.isdigit() and (state is None or due != (state == SCHEDULED)):
+                        offer(int(seq), job_id)
+            if state != SCHEDULED:  # a parked job waits for a slot: it is ready
+                parked = [f"{base}:parked:{key}" for key in client.hkeys(f"{base}:conc_keys")]
+                unsequenced = (str(j) for key in parked for j in client.lrange(key, 0, -1))
+        while page := list(itertools.islice(unsequenced, LIST_PAGE)):
+            rows = self.db.hash_fields([f"{base}:job:{j}" for j in page], ("seq",))
+            for job_id, fields in zip(page, rows, strict=True):
+                if fields is not None:
+                    offer(to_int(fields.get("seq")), job_id)
+        return [job_id for _, job_id in sorted(newest, reverse=True)]
 
     def queue_counts(self, *, keys: bool = False) -> dict[str, QueueCounts]:
         # Every state has a sorted set per queue, so each figure is a ZCARD (O(1)) or, for
@@ -222,6 +276,14 @@ class RedisOperations:
         ids = cast(list[str], self.db.client.zrevrange(self.db.global_key("workers"), 0, -1))
         rows = self.db.hashes([self.db.global_key(f"worker:{worker_id}") for worker_id in ids])
         return [worker_record(worker_id, f) for worker_id, f in zip(ids, rows, strict=True) if f]
+
+
+def _queued_zsets(client: Any, base: str) -> list[str]:
+    """A queue's queued zsets: `queued` (priority 0) and one per other priority listed in
+    `priorities` (prelude.lua's queued_keys; its member `paused` is no priority)."""
+    priorities = cast(list[str], client.zrange(f"{base}:priorities", 0, -1))
+    others = [p for p in priorities if p.lstrip("-").isdigit() and int(p) != 0]
+    return [f"{base}:queued", *(f"{base}:queued:p{p}" for p in others)]
 
 
 def key_counts(per_key: list[list[object]]) -> dict[str, KeyCounts]:

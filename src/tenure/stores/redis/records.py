@@ -106,9 +106,11 @@ def job_record(
     )
 
 
-# The attempt a running job is on, kept in the job's own hash under these fields until its end
-# writes it as attempt fields "N.worker_id", ... (layout 3; lua/lib/prelude.lua's OPEN_FIELDS):
-# job field -> attempt field.
+# The attempt a running job is on, as layouts 3 and 4 kept it (an older release's worker may
+# still claim so during a rolling deploy): in the job's own hash under these fields until its
+# end writes it as attempt fields "N.worker_id", ... (lua/lib/prelude.lua's OPEN_FIELDS),
+# marked by a non-empty cur.started_at. Layout 5's claim writes "N.worker_id", ... at once.
+# Job field -> attempt field.
 OPEN_ATTEMPT_FIELDS = {
     "worker_id": "worker_id",
     "cur.host": "host",
@@ -120,10 +122,12 @@ OPEN_ATTEMPT_FIELDS = {
 
 
 def with_open_attempt(job: dict[str, str]) -> dict[str, str]:
-    """The job's hash, with its ended attempts ("N.outcome", ...: layout 4 keeps them there),
-    and a running job's open attempt as if it had ended there too."""
+    """The job's hash, with its attempts ("N.outcome", ...: layouts 4 and 5 keep them there),
+    and a running job's open attempt an older release claimed as if it were there too."""
     number = job.get("attempt", "")
     if job.get("state") != "running" or not number.isdigit() or f"{number}.outcome" in job:
+        return job
+    if not job.get("cur.started_at"):  # claimed by layout 5: its fields are its own already
         return job
     opened = {
         f"{number}.{name}": job[field]

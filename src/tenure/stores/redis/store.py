@@ -36,12 +36,14 @@ touches one slot only:
 
     PREFIX:{q:QUEUE}:job:ID       hash   the job (state stored as queued|running|succeeded|...;
                                          field `result`: its stored result, deleted with it) and
-                                         the attempt it is running (worker_id, cur.host, ...);
-                                         its ended attempts, fields "N.worker_id", "N.outcome",
-                                         ..., each written once, at the attempt's end (layout
-                                         4; layouts 1-3 kept them in PREFIX:{q:QUEUE}:att:ID,
-                                         still read and deleted with the job: an older
-                                         release's worker may end one there mid-deploy);
+                                         its attempts, fields "N.worker_id", "N.host", ...,
+                                         written by the claim, "N.ended_at", "N.outcome", ...
+                                         added by the attempt's end (layout 5; layouts 3-4
+                                         kept the open attempt in cur.host, ... until its end
+                                         copied it, and an older release's worker may still
+                                         claim so mid-deploy: a non-empty cur.started_at;
+                                         layouts 1-3 kept ended ones in PREFIX:{q:QUEUE}:att:ID,
+                                         still read and deleted with the job);
                                          field `waiter`: someone waits for its end (JobHandle);
                                          attempt, tries_used, exceptions absent read as 0 (a
                                          plain job is enqueued without them)
@@ -52,8 +54,10 @@ touches one slot only:
                                          member `paused` (score -inf) while the queue is paused
     PREFIX:{q:QUEUE}:running      zset   running jobs by lease expiry: rescue is a range query
     PREFIX:{q:QUEUE}:idx:STATE    zset   finished job ids by sequence (succeeded, failed,
-                                         cancelled), for list_jobs newest first and counts
-    PREFIX:{q:QUEUE}:all          zset   every job id by sequence
+                                         cancelled), for list_jobs newest first and counts;
+                                         a listing of every state merges these, the queued
+                                         zsets and `running` (layout 5: no index of every
+                                         job, `all`, which layouts 1-4 wrote per enqueue)
     PREFIX:{q:QUEUE}:seq          string the queue's sequence counter
     PREFIX:{q:QUEUE}:notify       list   wake-up tokens idle workers BLPOP
     PREFIX:{q:QUEUE}:woken:ID     list   the token its end leaves for that waiter (TTL 60 s)

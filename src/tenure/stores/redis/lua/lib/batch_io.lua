@@ -74,8 +74,6 @@ local function enqueue_at(qbase, qname, id, name, payload, policy, delay, now_s,
   if priority ~= 0 then fields[#fields + 1] = 'priority'; fields[#fields + 1] = priority end
   redis.call('HSET', jk, unpack(fields))  -- one write for the whole new job
   add_queued(qbase, priority, run_at, queued_member(seq, id))
-  -- what lists every job newest first (operations.py); queued jobs have no index of their own
-  redis.call('ZADD', qbase .. ':all', seq, id)
   return 1
 end
 

@@ -41,7 +41,6 @@ local function c_cancelled(link, spec_text, reason, now_s)
     redis.call('HSET', jk, 'keep_f', fmt(keep[2]))
     redis.call('ZADD', qbase .. ':ended', fmt(tonumber(now_s) + keep[2]), id)
   end
-  redis.call('ZADD', qbase .. ':all', seq, id)
   redis.call('ZADD', qbase .. ':idx:cancelled', seq, id)
 end
 

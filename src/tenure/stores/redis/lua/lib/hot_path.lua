@@ -21,25 +21,6 @@ local function int_text(n)
   return string.format('%d', n)
 end
 
--- The field names of attempt `n` (its number as text) in the job's hash ("N.outcome", ...),
--- made once per attempt number and kept in the library across calls (see KEY_NAMES): seven
--- concatenations per job fewer. Attempt numbers are few (a job's tries), so the table stays
--- small; bounded all the same.
-local ATTEMPT_FIELDS = {} --#library
-local function attempt_fields(n)
-  local names = ATTEMPT_FIELDS[n]
-  if names == nil then
-    if (ATTEMPT_FIELDS.count or 0) >= KEY_NAMES_MAX then ATTEMPT_FIELDS = {} end
-    local p = n .. '.'
-    names = {ended_at = p .. 'ended_at', outcome = p .. 'outcome', worker_id = p .. 'worker_id',
-      host = p .. 'host', pid = p .. 'pid', started_at = p .. 'started_at',
-      last_heartbeat_at = p .. 'last_heartbeat_at'}
-    ATTEMPT_FIELDS[n] = names
-    ATTEMPT_FIELDS.count = (ATTEMPT_FIELDS.count or 0) + 1
-  end
-  return names
-end
-
 -- A success, if `token` still holds the job's lease; otherwise refused (fencing). Appends to
 -- `out` 'ok', or 'refused' and what refuse() says of the job (state, run_at, now). `result`:
 -- '-' none, '+text'. One HMGET reads everything the end needs: what a plain job lacks (batch,
@@ -49,9 +30,10 @@ local function complete_into(out, id, token, result)
   local jk = job_key(id)
   -- (keep_f and concurrency_limit are not read: a success keeps for keep_s, and a
   -- concurrency key's limit is read by release_slot only when its key has a job parked)
+  -- (cur.started_at: set only by a claim of layout 4 or older, an older release's worker
+  -- during a rolling deploy; a layout-5 claim writes it empty)
   local f = redis.call('HMGET', jk, 'state', 'attempt', 'seq', 'tries_used', 'batch_id',
-    'keep_s', 'chain', 'concurrency_key', 'waiter', 'worker_id', 'cur.host', 'cur.pid',
-    'cur.started_at', 'cur.last_heartbeat_at', 'cur.memory_mb')
+    'keep_s', 'chain', 'concurrency_key', 'waiter', 'cur.started_at')
   if f[1] ~= 'running' or not same_number(f[2], token) then
     local refused = refuse(id, token, 'succeeded', now_s)
     for i = 1, 4 do out[#out + 1] = refused[i] end
@@ -61,30 +43,19 @@ local function complete_into(out, id, token, result)
   local text = optional(result or '-')
   -- (its lease_expires_at stays: read only while the job runs, as every script and
   -- records.job_record read it; deleting it was a command per job)
-  -- The job's end and its attempt's record go in one HSET of the job's hash (layout 4): the
-  -- usual attempt (every open field there, no memory reading) written out with no table
-  -- made, any other through close_attempt.
-  local usual = f[10] and f[11] and f[12] and f[13] and f[14] and (f[15] or '') == ''
-    and f[10] ~= '' and f[11] ~= '' and f[12] ~= '' and f[13] ~= '' and f[14] ~= ''
-  if usual then
-    local p = attempt_fields(f[2])
-    if text then
-      redis.call('HSET', jk, 'state', 'succeeded', 'finished_at', now_s, 'tries_used', tries,
-        'result', text, p.ended_at, now_s, p.outcome, 'succeeded', p.worker_id, f[10],
-        p.host, f[11], p.pid, f[12], p.started_at, f[13], p.last_heartbeat_at, f[14])
-    else
-      redis.call('HSET', jk, 'state', 'succeeded', 'finished_at', now_s, 'tries_used', tries,
-        p.ended_at, now_s, p.outcome, 'succeeded', p.worker_id, f[10], p.host, f[11],
-        p.pid, f[12], p.started_at, f[13], p.last_heartbeat_at, f[14])
-    end
+  -- The job's end and its attempt's end in one HSET of the job's hash: the claim wrote the
+  -- attempt's own fields ("N.worker_id", ...: layout 5), so only its end is added, and
+  -- nothing of the attempt is read here.
+  if f[10] and f[10] ~= '' then
+    close_older_claim(id, f[2])
+  end
+  local p = attempt_fields(f[2])
+  if text then
+    redis.call('HSET', jk, 'state', 'succeeded', 'finished_at', now_s, 'tries_used', tries,
+      'result', text, p.ended_at, now_s, p.outcome, 'succeeded')
   else
-    if text then
-      redis.call('HSET', jk, 'state', 'succeeded', 'finished_at', now_s, 'tries_used', tries,
-        'result', text)
-    else
-      redis.call('HSET', jk, 'state', 'succeeded', 'finished_at', now_s, 'tries_used', tries)
-    end
-    close_attempt(id, f[2], now_s, 'succeeded', false, false, nil, open_at(f, 10))
+    redis.call('HSET', jk, 'state', 'succeeded', 'finished_at', now_s, 'tries_used', tries,
+      p.ended_at, now_s, p.outcome, 'succeeded')
   end
   redis.call('ZREM', RUNNING, id)
   -- move_index from running (no index) to succeeded, and retire: written out, no table made
@@ -209,12 +180,14 @@ local function reserve_into(out, limit, lease, wid, host, pid, own)
               end
               local expires = after(lease)
               local attempt = int_text(n)  -- formatted once, for the HSET and the reply
-              -- the job runs, and its attempt opens in the same hash (OPEN_FIELDS; memory_mb
-              -- emptied: a reading belongs to the attempt that took it)
+              -- the job runs, and its attempt opens in the same hash under its own fields
+              -- ("N.worker_id", ...: layout 5), where its end adds ended_at and outcome;
+              -- cur.started_at emptied: an older release's claim (open_fields) is over
+              local p = attempt_fields(attempt)
               redis.call('HSET', jk, 'state', 'running', 'attempt', attempt,
-                'lease_expires_at', expires, 'worker_id', wid, 'cur.host', host,
-                'cur.pid', pid, 'cur.started_at', now_s, 'cur.last_heartbeat_at', now_s,
-                'cur.memory_mb', '')
+                'lease_expires_at', expires, 'worker_id', wid, p.worker_id, wid, p.host, host,
+                p.pid, pid, p.started_at, now_s, p.last_heartbeat_at, now_s,
+                'cur.started_at', '')
               redis.call('ZADD', RUNNING, expires, id)
               local at = #out
               out[at + 1], out[at + 2], out[at + 3], out[at + 4] = id, f[3] or '', f[4] or '',

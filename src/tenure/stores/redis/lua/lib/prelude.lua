@@ -36,6 +36,10 @@ local function key_names(b)
     -- Finished jobs by sequence, one zset per final state (IDX): what lists them (newest
     -- first) and counts them reads. Queued and running jobs have no such index (layout 3):
     -- their own structures, QUEUED (and its priorities) and RUNNING, already hold each once.
+    -- Nor is there an index of every job (layout 5): a listing of all states merges those
+    -- (operations.py). `all` is named only to clean it: upgrade_listing.lua deletes layout
+    -- 1-4's, and forget and prune take out what an older release's worker still adds to it
+    -- during a rolling deploy.
     n = {running = b .. ':running', notify = b .. ':notify', seq = b .. ':seq', all = b .. ':all',
       idx = {succeeded = b .. ':idx:succeeded', failed = b .. ':idx:failed',
         cancelled = b .. ':idx:cancelled'},
@@ -195,13 +199,36 @@ local function refuse(id, token, outcome, now_s)
   return {'refused', f[1], f[2], now_s}
 end
 
--- The attempt a running job is on lives in the job's own hash (layout 3): these fields, set by
--- the reservation's HSET of the job and renewed by the heartbeat's, so neither writes a second
--- hash. Its end appends the whole attempt to the same hash, as fields "N.outcome", ... (layout
--- 4; readers group the fields that start with a digit), in one HSET (close_attempt): the
--- history is written once per attempt, when it is complete, and no second key per job is
--- created or deleted (issue 32). OPEN_FIELDS[i] is the attempt's
--- field ATTEMPT_NAMES[i]; tenure.stores.redis.records.OPEN_ATTEMPT_FIELDS is the reader's copy.
+-- The field names of attempt `n` (its number as text) in the job's hash ("N.outcome", ...),
+-- made once per attempt number and kept in the library across calls (see KEY_NAMES): seven
+-- concatenations per job fewer. Attempt numbers are few (a job's tries), so the table stays
+-- small; bounded all the same.
+local ATTEMPT_FIELDS = {} --#library
+local function attempt_fields(n)
+  local names = ATTEMPT_FIELDS[n]
+  if names == nil then
+    if (ATTEMPT_FIELDS.count or 0) >= KEY_NAMES_MAX then ATTEMPT_FIELDS = {} end
+    local p = n .. '.'
+    names = {ended_at = p .. 'ended_at', outcome = p .. 'outcome', worker_id = p .. 'worker_id',
+      host = p .. 'host', pid = p .. 'pid', started_at = p .. 'started_at',
+      last_heartbeat_at = p .. 'last_heartbeat_at', memory_mb = p .. 'memory_mb',
+      cause = p .. 'cause', error = p .. 'error', traceback = p .. 'traceback'}
+    ATTEMPT_FIELDS[n] = names
+    ATTEMPT_FIELDS.count = (ATTEMPT_FIELDS.count or 0) + 1
+  end
+  return names
+end
+
+-- A running job's attempt lives in the job's own hash under its own fields, "N.worker_id",
+-- "N.host", "N.pid", "N.started_at", "N.last_heartbeat_at" (and "N.memory_mb" once read),
+-- written by its claim and renewed by the heartbeat (layout 5); its end adds "N.ended_at",
+-- "N.outcome" and what else it has (close_attempt), so an end reads nothing of the attempt
+-- and writes two fields of it (issue 32). Readers group the fields that start with a digit.
+-- Layouts 3 and 4 kept the open attempt under the fields OPEN_FIELDS (ATTEMPT_NAMES[i] of the
+-- attempt) until its end copied them: an older release's worker may still claim so during a
+-- rolling deploy, marked by a non-empty cur.started_at (a layout-5 claim empties it); its
+-- end, heartbeat and rescue read them there (close_older_claim; records.OPEN_ATTEMPT_FIELDS
+-- is the reader's copy).
 local OPEN_FIELDS = {'worker_id', 'cur.host', 'cur.pid', 'cur.started_at',
   'cur.last_heartbeat_at', 'cur.memory_mb'}
 local ATTEMPT_NAMES = {'worker_id', 'host', 'pid', 'started_at', 'last_heartbeat_at',
@@ -210,23 +237,32 @@ local ATTEMPT_NAMES = {'worker_id', 'host', 'pid', 'started_at', 'last_heartbeat
 local function open_at(f, at)
   return {f[at], f[at + 1], f[at + 2], f[at + 3], f[at + 4], f[at + 5]}
 end
+-- Whether a job's cur.started_at, as read, marks an attempt claimed in layout 3 or 4.
+local function older_claim(started) return started ~= nil and started ~= false and started ~= '' end
 
--- The attempt's whole record in one HSET (`open`: its OPEN_FIELDS as read): every command a
--- script runs costs the server more than the fields it carries (issue 32). Nothing of attempt
--- `n` is in the job's hash before this (a deferral writes its own, closed, attempt), so
--- nothing needs deleting.
-local function close_attempt(id, n, now_s, outcome, err, tb, cause, open)
-  -- the field prefix made once: a number in a concatenation is formatted (sprintf) each time
-  local p = n .. '.'
-  local set = {p .. 'ended_at', now_s, p .. 'outcome', outcome}
+-- An attempt an older release claimed (older_claim): its OPEN_FIELDS written as attempt `n`'s
+-- own fields, as a layout-5 claim writes them, and the mark emptied, before its end is written.
+local function close_older_claim(id, n)
+  local jk = job_key(id)
+  local open = redis.call('HMGET', jk, unpack(OPEN_FIELDS))
+  local p = attempt_fields(n)
+  local set = {'cur.started_at', ''}
   for i, name in ipairs(ATTEMPT_NAMES) do
     local v = open[i]
-    if v and v ~= '' then set[#set + 1] = p .. name; set[#set + 1] = v end
+    if v and v ~= '' then set[#set + 1] = p[name]; set[#set + 1] = v end
   end
-  -- who ended its process (tenure.core.causes)
-  if cause and cause ~= '' then set[#set + 1] = p .. 'cause'; set[#set + 1] = cause end
-  if err then set[#set + 1] = p .. 'error'; set[#set + 1] = err end
-  if tb then set[#set + 1] = p .. 'traceback'; set[#set + 1] = tb end
+  redis.call('HSET', jk, unpack(set))
+end
+
+-- The end of attempt `n` (its number as text) in one HSET: when, how, and why (`cause`: who
+-- ended its process, tenure.core.causes; `err`, `tb`: false when none). Its other fields are
+-- there already (its claim's).
+local function close_attempt(id, n, now_s, outcome, err, tb, cause)
+  local p = attempt_fields(n)
+  local set = {p.ended_at, now_s, p.outcome, outcome}
+  if cause and cause ~= '' then set[#set + 1] = p.cause; set[#set + 1] = cause end
+  if err then set[#set + 1] = p.error; set[#set + 1] = err end
+  if tb then set[#set + 1] = p.traceback; set[#set + 1] = tb end
   redis.call('HSET', job_key(id), unpack(set))
 end
 

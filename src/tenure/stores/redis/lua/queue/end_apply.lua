@@ -9,7 +9,7 @@ local now_s, now = clock()
 local id = ARGV[3]
 local jk = job_key(id)
 local f = redis.call('HMGET', jk, 'state', 'attempt', 'tries_used', 'exceptions',
-  'lease_expires_at', 'seq', unpack(OPEN_FIELDS))
+  'lease_expires_at', 'seq', 'cur.started_at')
 local n = tonumber(f[2])
 if f[1] ~= 'running' or n == nil or n ~= tonumber(ARGV[4])
     or num(f[3]) ~= tonumber(ARGV[13]) or num(f[4]) ~= tonumber(ARGV[14]) then
@@ -19,17 +19,24 @@ end
 -- hand-edited lease could have moved.
 if ARGV[15] == 'rescue' and (tonumber(f[5]) or 0) >= now then return {'conflict'} end
 local seq = num(f[6])
--- 'forget': the attempt is not appended to the history at all (it lived only in the job hash)
+local older = older_claim(f[7])
 if ARGV[15] ~= 'forget' or ARGV[8] == 'c' then
-  local open = open_at(f, 7)
+  if older then close_older_claim(id, f[2]) end
   -- A rescued attempt crashed when its worker was last known alive: its last heartbeat (else
   -- its start), not now; the job's own timing (retry, finished_at) stays at now.
   local ended = now_s
   if ARGV[15] == 'rescue' then
-    local at = open[5] or open[4]
+    local p = attempt_fields(f[2])
+    local a = redis.call('HMGET', jk, p.last_heartbeat_at, p.started_at)
+    local at = a[1] or a[2]
     if at and tonumber(at) and tonumber(at) > 0 and tonumber(at) <= now then ended = at end
   end
-  close_attempt(id, n, ended, ARGV[5], optional(ARGV[6]), optional(ARGV[7]), ARGV[16], open)
+  close_attempt(id, f[2], ended, ARGV[5], optional(ARGV[6]), optional(ARGV[7]), ARGV[16])
+elseif not older then
+  -- 'forget': the attempt leaves no trace in the history; its claim's fields go
+  local p = attempt_fields(f[2])
+  redis.call('HDEL', jk, p.worker_id, p.host, p.pid, p.started_at, p.last_heartbeat_at,
+    p.memory_mb)
 end
 redis.call('ZREM', RUNNING, id)
 -- Cancelled while it ran, or its batch was cancelled or has failed (a retry would be wasted

@@ -37,8 +37,6 @@ for i = 3, #ARGV, PLAIN_FIELDS do
     else
       add_queued(base, tonumber(priority), run_at, member)
     end
-    -- what lists every job newest first (operations.py); queued jobs have no index of their own
-    redis.call('ZADD', ALL, seq_text, id)
     added = added + 1
   end
 end

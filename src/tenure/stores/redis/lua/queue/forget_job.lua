@@ -7,5 +7,6 @@ forget_guards(id, redis.call('HMGET', job_key(id), 'unique_key', 'overlap_key'))
 -- the upgrade (a rolling deploy: operations._read_job shows them)
 redis.call('DEL', job_key(id), base .. ':att:' .. id)
 move_index(id, 0, state, nil)
+-- (layouts 1-4's index of every job: an older release's worker may still add to it)
 redis.call('ZREM', ALL, id)
 return 1

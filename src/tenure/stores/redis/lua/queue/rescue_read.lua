@@ -19,7 +19,12 @@ for _, id in ipairs(ids) do
     redis.call('ZADD', RUNNING, fmt(tonumber(f[3])), id)
   else
     local n = num(f[2])
-    local a = open_at(f, 8)  -- the open attempt, in the job's hash (OPEN_FIELDS)
+    local a = open_at(f, 8)  -- an older release's claim (OPEN_FIELDS; prelude's older_claim)
+    if not older_claim(a[4]) then  -- the attempt's own fields (layout 5)
+      local p = attempt_fields(f[2])
+      a = redis.call('HMGET', job_key(id), p.worker_id, p.host, p.pid, p.started_at,
+        p.last_heartbeat_at, p.memory_mb)
+    end
     out[#out + 1] = {id, tostring(n), f[3] or '0', f[4] or '', tostring(num(f[5])),
       tostring(num(f[6])), a[1], a[2], a[3], a[4], a[5], f[7] or '', a[6] or ''}
   end
