@@ -116,6 +116,8 @@ def test_every_project_names_its_set(monkeypatch: pytest.MonkeyPatch) -> None:
     sizes += len(ninth)
     tenth = fetch.in_set(projects, "check10")  # the eleventh, annotated blind after check9
     sizes += len(tenth)
+    eleventh = fetch.in_set(projects, "check11")  # the twelfth, annotated blind after check10
+    sizes += len(eleventh)
     assert sizes + len(fifth) + len(sixth) + len(seventh) + len(blind) == len(projects)
     assert len(fifth) >= 10 and {p.kind for p in fifth} == {"laravel", "celery"}
     earlier = tuning + check + fresh_sets(fetch, projects) + blind
@@ -137,6 +139,10 @@ def test_every_project_names_its_set(monkeypatch: pytest.MonkeyPatch) -> None:
     assert len(tenth) >= 10 and {p.kind for p in tenth} == {"laravel", "celery"}
     assert not {p.repo.lower() for p in tenth} & {p.repo.lower() for p in before_tenth}
     assert not {p.name for p in tenth} & {p.name for p in before_tenth}
+    before_eleventh = before_tenth + tenth
+    assert len(eleventh) >= 10 and {p.kind for p in eleventh} == {"laravel", "celery"}
+    assert not {p.repo.lower() for p in eleventh} & {p.repo.lower() for p in before_eleventh}
+    assert not {p.name for p in eleventh} & {p.name for p in before_eleventh}
     unscored = [p for p in projects if p.set in fetch.UNSCORED]
     assert unscored, "a blind set waits to be scored"
     assert len(fetch.in_set(projects, "all")) == len(projects) - len(unscored)
@@ -223,6 +229,7 @@ def lines_at(source: Path, commit: str, paths: list[str]) -> dict[str, int | str
         "check8",
         "check9",
         "check10",
+        "check11",
         "tuning",
         "independent",
     ],
