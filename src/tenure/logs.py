@@ -7,6 +7,7 @@ so a log search for one job id finds its whole story.
 from __future__ import annotations
 
 import contextlib
+import functools
 import json
 import logging
 import os
@@ -156,34 +157,49 @@ def _write_quick(text: str) -> bool:
 def success_line(res: Reservation, duration: float, worker_id: str) -> str:
     """log_end's line for a success, as JsonFormatter writes it (same keys, order and
     escaping), put together from strings: no dict and no encoder walk per job, the part of
-    the worker's per-job line that cost the most. Numbers as the encoder writes them: an
-    int's and a finite float's repr."""
+    the worker's per-job line that cost the most. What a job name, queue and worker share
+    (most of the line) is quoted once (_success_parts). Numbers as the encoder writes them:
+    an int's repr, and the repr of the duration rounded to 4 places (_four_places)."""
     now = time.time()
     ts = _Quick.formatter.stamp(now, int((now - int(now)) * 1000))
+    head, tail = _success_parts(log.name, res.name, res.queue, worker_id)
     msg = f"job {res.job_id} {res.name} attempt {res.attempt} succeeded in {duration:.2f} s"
     return "".join(
         (
             '{"ts": "',
             ts,
-            '", "level": "info", "logger": ',
-            _quote(log.name),
-            ', "msg": ',
+            head,
             _quote(msg),
             ', "job_id": ',
             _quote(res.job_id),
-            ', "job": ',
-            _quote(res.name),
-            ', "attempt": ',
+            tail[0],
             str(res.attempt),
-            ', "outcome": "succeeded", "queue": ',
-            _quote(res.queue),
-            ', "worker": ',
-            _quote(worker_id),
-            ', "duration_s": ',
-            repr(round(duration, 4)),  # finite: a monotonic clock's difference
+            tail[1],
+            _four_places(duration),
             "}",
         )
     )
+
+
+@functools.lru_cache(maxsize=256)
+def _success_parts(logger: str, name: str, queue: str, worker: str) -> tuple[str, tuple[str, str]]:
+    """The constant runs of success_line's text for one job name, queue and worker: what
+    comes before the message, and the runs around the attempt number."""
+    head = f'", "level": "info", "logger": {_quote(logger)}, "msg": '
+    job = f', "job": {_quote(name)}, "attempt": '
+    rest = (
+        f', "outcome": "succeeded", "queue": {_quote(queue)}, "worker": {_quote(worker)},'
+        ' "duration_s": '
+    )
+    return head, (job, rest)
+
+
+def _four_places(seconds: float) -> str:
+    """repr(round(seconds, 4)) for a duration (finite, at least 0, under 10**11 s), without
+    the shortest-repr search: both round the exact binary value to 4 places the same way,
+    and a number of at most 15 digits is its own shortest repr, trailing zeros dropped."""
+    text = f"{seconds:.4f}".rstrip("0")
+    return text + "0" if text.endswith(".") else text
 
 
 # json.dumps(data, default=str) without building an encoder for every line

@@ -37,7 +37,7 @@ EXAMPLES: list[messages.Message] = [
     Run(ATTEMPT, True),
     Run(ATTEMPT, False),
     Ready(4242),
-    Tally([["send_email", "succeeded", 0.0012], ["report", "failed", 1.5]]),
+    Tally([["send_email", "succeeded", 1200], ["report", "failed", 1_500_000]]),
     Started.of(ATTEMPT, 123.5),
     HandOff(ATTEMPT),
     ToRecord("j1", 7, "send_email", "failed", 1.5, "boom", "Traceback...", True, None, 0.0, None),
@@ -77,7 +77,7 @@ def test_a_start_gives_the_watchdog_what_it_watches() -> None:
 
 def test_one_write_of_several_messages_reads_back_in_order() -> None:
     said: list[messages.Message] = [
-        Tally([["a", "succeeded", 0.5]]),
+        Tally([["a", "succeeded", 500_000]]),
         Started.of(ATTEMPT, 9.0),
         Idle(),
     ]

@@ -243,7 +243,7 @@ class Child:
         with self._said:
             if not self.ends:
                 self.ends_since = claimed_at
-            self.ends.append([res.name, ended.outcome, duration])
+            self.ends.append([res.name, ended.outcome, int(duration * 1e6)])
             self.ends_bytes += len(res.name) + 40
         if said or self.ends_bytes > TALLY_BYTES or self.spool.due(claimed_at):
             self._send(*said)

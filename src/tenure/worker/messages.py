@@ -5,7 +5,7 @@ Supervisor -> child: `Run`, the first attempt of an idle slot (the supervisor re
 with `chain` the child claims its next jobs itself.
 
 Child -> supervisor, one-way (the child never waits for an answer): `Ready` once it started;
-`Tally`, the ends it recorded (name, outcome, seconds: the worker's counts and metrics),
+`Tally`, the ends it recorded (name, outcome, microseconds: the worker's counts and metrics),
 gathered over up to log_spool.FLUSH_S and written with its log lines; `HandOff` when the store
 call that recorded an end opened an async attempt the supervisor's event loop runs, and `Idle`
 when the child claimed nothing and waits for the next `Run` (`exit`: it leaves, to be
@@ -60,8 +60,9 @@ class Ready(NamedTuple):
 
 
 class Tally(NamedTuple):
-    """The child recorded the ends of these attempts, in order: [job name, outcome, seconds]
-    each."""
+    """The child recorded the ends of these attempts, in order: [job name, outcome,
+    microseconds] each. Whole microseconds: an int's text costs a fraction of a float's
+    shortest repr, and a busy child writes one a job."""
 
     ends: list[list[Any]]
 

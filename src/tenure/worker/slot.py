@@ -263,8 +263,8 @@ class Slot:
     def take(self, message: messages.Message) -> Reservation | None:
         """Follow one message of the child; return the attempt it handed over, if any."""
         if isinstance(message, messages.Tally):
-            for name, outcome, seconds in message.ends:
-                self.worker.attempt_recorded(name, outcome, seconds)
+            for name, outcome, micros in message.ends:
+                self.worker.attempt_recorded(name, outcome, micros / 1e6)
         elif isinstance(message, messages.Started):
             self.assign_current(message.reservation(), message.claimed_at)
             self.worker.count_start()

@@ -4,7 +4,9 @@ file that is not a database is named, not retried."""
 
 from __future__ import annotations
 
+import contextlib
 import os
+import sqlite3
 import subprocess
 import sys
 from pathlib import Path
@@ -134,6 +136,31 @@ def test_the_watch_saves_the_stat_until_something_on_the_path_changes(
     assert stats == [path]
     assert app.counts().get("queued") == 6
     app.close()
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="fork")
+def test_a_forked_child_opens_its_own_connection(tmp_path: Path) -> None:
+    # The process id is read once and again after a fork (not per call): a child must still
+    # see that the connection it inherited is its parent's, and write on one of its own.
+    app = tenure.App(f"sqlite:///{tmp_path / 'tenure.db'}")
+
+    @app.job
+    def noop() -> None: ...
+
+    noop.dispatch()
+    db = app.store.db  # type: ignore[attr-defined]
+    inherited = db.conn()
+    pid = os.fork()
+    if pid == 0:
+        own = db.conn()
+        noop.dispatch()
+        os._exit(0 if own is not inherited and db.conn() is own else 1)
+    _, status = os.waitpid(pid, 0)
+    assert os.waitstatus_to_exitcode(status) == 0
+    assert db.conn() is inherited  # the parent keeps its own
+    app.close()
+    with contextlib.closing(sqlite3.connect(tmp_path / "tenure.db")) as conn:
+        assert conn.execute("SELECT count(*) FROM tenure_jobs").fetchone() == (2,)
 
 
 @pytest.mark.skipif(not hasattr(os, "fork"), reason="fork")

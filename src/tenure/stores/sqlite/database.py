@@ -21,6 +21,21 @@ ROW_ERRORS = (sqlite3.Error, ValueError, TypeError, KeyError, OverflowError)
 UNIX_EPOCH_MS = 210_866_760_000_000  # 1970-01-01 in Julian milliseconds, as SQLite's unix VFS
 
 
+class _Pid:
+    """This process's id, read once and again after a fork (os.register_at_fork): the store
+    asks on every call whether it runs in the process that opened its connection, and a
+    system call per question is most of the answer's cost on the worker's hot path."""
+
+    now = os.getpid()
+
+    @classmethod
+    def forked(cls) -> None:
+        cls.now = os.getpid()
+
+
+os.register_at_fork(after_in_child=_Pid.forked)
+
+
 def sqlite_now() -> float:
     """CLOCK_SQL's value without a statement: SQLite's 'now' is the host's real-time clock
     (the unix VFS's xCurrentTimeInt64: gettimeofday, cut to the millisecond) in this very
@@ -47,7 +62,7 @@ class SQLiteDatabase:
     # -- connections -------------------------------------------------------------------
     def conn(self) -> sqlite3.Connection:
         conn: sqlite3.Connection | None = getattr(self.local, "conn", None)
-        if conn is None or getattr(self.local, "pid", None) != os.getpid():
+        if conn is None or getattr(self.local, "pid", None) != _Pid.now:
             conn = self._open()
             self.local.file = _file_identity(self.path)
             self.local.seen = None  # no stat has proved this connection's file yet
@@ -55,7 +70,7 @@ class SQLiteDatabase:
             conn.execute("PRAGMA synchronous=NORMAL")
             conn.execute("PRAGMA busy_timeout=30000")
             self.local.conn = conn
-            self.local.pid = os.getpid()
+            self.local.pid = _Pid.now
             if not self.migrated:
                 self.migrate()
         return conn
@@ -115,17 +130,11 @@ class SQLiteDatabase:
         finally:
             conn.row_factory = saved
 
-    @contextmanager
-    def write(self) -> Iterator[tuple[sqlite3.Connection, float]]:
-        """A write transaction holding the lock from its start, with the store's now."""
-        conn = self.checked_conn()
-        conn.execute("BEGIN IMMEDIATE")
-        try:
-            yield conn, self.clock(conn)
-        except BaseException:
-            conn.execute("ROLLBACK")
-            raise
-        conn.execute("COMMIT")
+    def write(self) -> _Write:
+        """A write transaction holding the lock from its start, with the store's now: `with
+        db.write() as (conn, now)`, committed at the end of the block, rolled back when it
+        raises."""
+        return _Write(self)
 
     def checked_conn(self) -> sqlite3.Connection:
         """The file at the path must still be the one this connection opened: a connection to
@@ -153,7 +162,7 @@ class SQLiteDatabase:
         """This process's watch (a forked child builds its own: reading its parent's events
         would take them from the parent), built again once a directory on the path moved;
         None where a stat per check must do (decided once per process)."""
-        watch, pid = self._watch, os.getpid()
+        watch, pid = self._watch, _Pid.now
         if self._watch_pid == pid and (watch is None or not watch.broken):
             return watch
         with self._watch_lock:
@@ -200,6 +209,24 @@ class SQLiteDatabase:
         if conn is not None:
             conn.close()
             self.local.conn = None
+
+
+class _Write:
+    """SQLiteDatabase.write's transaction: a class rather than a generator (contextmanager),
+    whose machinery costs more than the BEGIN and COMMIT it wraps on the worker's hot path."""
+
+    __slots__ = ("conn", "db")
+
+    def __init__(self, db: SQLiteDatabase) -> None:
+        self.db = db
+
+    def __enter__(self) -> tuple[sqlite3.Connection, float]:
+        conn = self.conn = self.db.checked_conn()
+        conn.execute("BEGIN IMMEDIATE")
+        return conn, self.db.clock(conn)
+
+    def __exit__(self, kind: type[BaseException] | None, *_: object) -> None:
+        self.conn.execute("COMMIT" if kind is None else "ROLLBACK")  # an error propagates
 
 
 WAL_SWITCH_TIMEOUT_S = 30.0

@@ -20,6 +20,7 @@ from tenure.core.records import (
     Reservation,
     WorkerRef,
     batch_target,
+    quick_reservation,
 )
 from tenure.core.retry import parse_policy
 from tenure.stores.sql import batches, endings
@@ -178,7 +179,7 @@ def _open(
     if not claimed:
         return None
     cur.execute(ATTEMPT_ROW, (job_id, number, worker.id, worker.host, worker.pid, now, now))
-    return Reservation(
+    return quick_reservation(
         job_id, name, queue, payload, parse_policy(policy), number, number, now + lease, batch_id
     )
 
