@@ -61,7 +61,7 @@ local function complete_into(out, id, token, result)
   -- move_index from running (no index) to succeeded, and retire: written out, no table made
   local seq = f[3] or '0'
   redis.call('ZADD', IDX.succeeded, seq, id)
-  local keep = not f[5] and tonumber(f[6])
+  local keep = not f[5] and small_number(f[6])
   if keep then redis.call('ZADD', ENDED, after(keep), id) end
   -- A chain's next link is queued in this same script; a chain in a batch is counted there
   -- once, when it ends (its last link), or as cancelled when its batch no longer runs new work.
@@ -114,9 +114,9 @@ local function reserve_into(out, limit, lease, wid, host, pid, own)
   local now_s, now = clock()
   local taken, budget = 0, 0
   if not paused then
-    limit = tonumber(limit)
+    limit = small_number(limit)
     budget = limit + RESERVE_LOOKAHEAD
-    lease = tonumber(lease)
+    lease = small_number(lease)
   end
   -- Lowest priority first (prelude.lua's queued_keys); within one, by run_at then sequence.
   for _, queued in ipairs(walk) do
@@ -134,7 +134,8 @@ local function reserve_into(out, limit, lease, wid, host, pid, own)
       for i = 1, #popped, 2 do
         local member, score = popped[i], popped[i + 1]
         if not back then
-          local future = tonumber(score) > now
+          -- (`+ 0`: one parse, where tonumber makes two; a zset's score is always a number)
+          local future = score + 0 > now
           if future or (seen and seen[member]) then
             back = true
             stop = true
