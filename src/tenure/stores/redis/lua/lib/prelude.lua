@@ -150,10 +150,21 @@ local function add_queued(qbase, priority, run_at, member)
 end
 local function job_priority(jk) return tonumber(redis.call('HGET', jk, 'priority')) or 0 end
 -- Every queued zset of the queue `qbase`, lowest priority first, and whether it is paused.
+-- The table returned is only read by the callers: the usual queue's (no priority but 0, not
+-- paused) is made once per base and kept with its key names (a table fewer per reserve).
 local function queued_keys(qbase)
-  local out, zero_placed, paused = {}, false, false
   local names = key_names(qbase)
-  for _, p in ipairs(redis.call('ZRANGE', names.priorities, '0', '-1')) do
+  local listed = redis.call('ZRANGE', names.priorities, '0', '-1')
+  if #listed == 0 then
+    local only = names.only_queued
+    if not only then
+      only = {names.queued}
+      names.only_queued = only
+    end
+    return only, false
+  end
+  local out, zero_placed, paused = {}, false, false
+  for _, p in ipairs(listed) do
     local n = tonumber(p)
     if p == PAUSED_MEMBER then paused = true end
     if n and n > 0 and not zero_placed then
@@ -289,6 +300,7 @@ end
 
 -- Optional strings travel as '-' (none) or '+text'.
 local function optional(x)
+  if x == '-' then return false end  -- the usual none: no string.sub called
   if string.sub(x, 1, 1) == '+' then return string.sub(x, 2) end
   return false
 end
