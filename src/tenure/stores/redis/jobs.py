@@ -227,8 +227,10 @@ class RedisJobs(RedisBatches):
             return _ended(reply), None
         ending, claim = (job_id, int(token)), self._reserve_args(1, worker, lease)
         if queue == order[0]:
-            # one flat reply: the end's ('ok', or 'refused' and 3 fields), then the claim's
-            call = self.db.qcall("complete_and_reserve", queue, *ending, *claim, optional(result))
+            # one flat reply: the end's ('ok', or 'refused' and 3 fields), then the claim's; the
+            # claim is of one job (no limit sent), and no result is sent when there is none
+            tail = () if result is None else (optional(result),)
+            call = self.db.qcall("complete_and_reserve", queue, *ending, *claim[1:], *tail)
             reply = rows = self.db.run(call)
             at = 1 if reply[0] == "ok" else REFUSED_FIELDS
         else:
