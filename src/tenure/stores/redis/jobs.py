@@ -37,6 +37,7 @@ from tenure.stores.redis.database import (
     optional,
     plain,
     plain_args,
+    trim_plain,
 )
 from tenure.stores.redis.records import to_float, to_opt_float
 
@@ -115,7 +116,7 @@ class RedisJobs(RedisBatches):
                 if all(plain(jobs[i]) for i in chunk):  # the usual dispatch: the short script
                     for i in chunk:
                         args += plain_args(jobs[i])
-                    calls.append(self.db.qcall("enqueue_plain", queue, *args))
+                    calls.append(self.db.qcall("enqueue_plain", queue, *trim_plain(args)))
                     positions.append([])  # its reply is a count: each job keeps its own id
                     continue
                 for i in chunk:
