@@ -24,6 +24,7 @@ from backends.redis.test_upgrade import (
     goes_on,
     listed,
     new,
+    older_args,
     take,
 )
 from tenure.core.guards import Guards
@@ -69,6 +70,9 @@ class Layout3Database(RedisDatabase):
         store_wide = _frozen_scripts("global", current.GLOBAL_LIBS, wrap=False)
         self.q = {name: self.client.register_script(text) for name, text in queue.items()}
         self.g = {name: self.client.register_script(text) for name, text in store_wide.items()}
+
+    def qcall(self, script: str, queue: str, *args: Any) -> Any:
+        return super().qcall(script, queue, *older_args(script, args))
 
     def check_layout(self) -> None:
         self.client.hsetnx(self.global_key("meta"), "layout", "3")

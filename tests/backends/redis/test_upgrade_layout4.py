@@ -11,12 +11,13 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 import redis
 
 from backends.redis.test_store import wait_until
-from backends.redis.test_upgrade import W1, W2, every_job, goes_on, listed, new, take
+from backends.redis.test_upgrade import W1, W2, every_job, goes_on, listed, new, older_args, take
 from backends.redis.test_upgrade_layout3 import fill_with_history
 from tenure.core.records import Ending
 from tenure.core.retry import Policy
@@ -60,6 +61,9 @@ class Layout4Database(RedisDatabase):
         store_wide = _frozen_scripts("global", current.GLOBAL_LIBS, wrap=False)
         self.q = {name: self.client.register_script(text) for name, text in queue.items()}
         self.g = {name: self.client.register_script(text) for name, text in store_wide.items()}
+
+    def qcall(self, script: str, queue: str, *args: Any) -> Any:
+        return super().qcall(script, queue, *older_args(script, args))
 
     def check_layout(self) -> None:
         self.client.hsetnx(self.global_key("meta"), "layout", "4")

@@ -419,19 +419,34 @@ def plain(job: NewJob) -> bool:
 
 
 def plain_args(job: NewJob) -> tuple[Any, ...]:
-    """A plain job's PLAIN_FIELDS for enqueue_plain.lua: a delay of '0' is now; a keep of ''
-    is forever."""
+    """A plain job's PLAIN_FIELDS for enqueue_plain.lua: a keep of '' is forever; a delay of '0'
+    is now."""
     keep = job.keep
     return (
         job.id,
         job.name,
         job.payload,
         job.policy.text,
-        "0" if job.delay <= 0 else repr(float(job.delay)),
         "" if keep.succeeded is None else repr(float(keep.succeeded)),
         "" if keep.failed is None else repr(float(keep.failed)),
+        "0" if job.delay <= 0 else repr(float(job.delay)),
         str(int(job.priority)) if job.priority else "0",
     )
+
+
+# A plain group's last fields, delay and priority, whose default ('0') enqueue_plain.lua assumes
+# when the call's last group stops before them.
+PLAIN_DEFAULTED = 2
+
+
+def trim_plain(args: list[Any]) -> list[Any]:
+    """A call's plain groups (plain_args), the last one stopped at its last field not at its
+    default: the usual dispatch, one job now with no priority, is then two arguments shorter."""
+    for _ in range(PLAIN_DEFAULTED):
+        if args[-1] != "0":
+            break
+        args.pop()
+    return args
 
 
 def keep_args(keep: Keep) -> list[str]:

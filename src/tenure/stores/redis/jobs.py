@@ -37,6 +37,7 @@ from tenure.stores.redis.database import (
     optional,
     plain,
     plain_args,
+    trim_plain,
 )
 from tenure.stores.redis.records import to_float, to_opt_float
 
@@ -115,7 +116,7 @@ class RedisJobs(RedisBatches):
                 if all(plain(jobs[i]) for i in chunk):  # the usual dispatch: the short script
                     for i in chunk:
                         args += plain_args(jobs[i])
-                    calls.append(self.db.qcall("enqueue_plain", queue, *args))
+                    calls.append(self.db.qcall("enqueue_plain", queue, *trim_plain(args)))
                     positions.append([])  # its reply is a count: each job keeps its own id
                     continue
                 for i in chunk:
@@ -227,8 +228,10 @@ class RedisJobs(RedisBatches):
             return _ended(reply), None
         ending, claim = (job_id, int(token)), self._reserve_args(1, worker, lease)
         if queue == order[0]:
-            # one flat reply: the end's ('ok', or 'refused' and 3 fields), then the claim's
-            call = self.db.qcall("complete_and_reserve", queue, *ending, *claim, optional(result))
+            # one flat reply: the end's ('ok', or 'refused' and 3 fields), then the claim's; the
+            # claim is of one job (no limit sent), and no result is sent when there is none
+            tail = () if result is None else (optional(result),)
+            call = self.db.qcall("complete_and_reserve", queue, *ending, *claim[1:], *tail)
             reply = rows = self.db.run(call)
             at = 1 if reply[0] == "ok" else REFUSED_FIELDS
         else:

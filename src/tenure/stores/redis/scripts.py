@@ -117,11 +117,12 @@ def _bodies(kind: str, *, wrap: bool = False) -> dict[str, str]:
     names = sorted(f.name[: -len(".lua")] for f in folder.iterdir() if f.name.endswith(".lua"))
     bodies = {name: read_lua(f"{kind}/{name}.lua") for name in names}
     if wrap:  # the body's reply, and what it could not enqueue, go back together
-        bodies = {
-            name: f"local function body()\n{text}\nend\nreturn with_lost_callbacks(body())\n"
-            for name, text in bodies.items()
-        }
+        bodies = {name: _wrapped(text) for name, text in bodies.items()}
     return bodies
+
+
+def _wrapped(text: str) -> str:
+    return f"local function body()\n{text}\nend\nreturn with_lost_callbacks(body())\n"
 
 
 def _scripts(kind: str, libs: tuple[str, ...], *, wrap: bool = False) -> dict[str, str]:
@@ -150,7 +151,7 @@ def global_scripts() -> dict[str, str]:
 @functools.cache
 def queue_library() -> tuple[str, dict[str, str]]:
     """The queue scripts as one Redis 7 library: its text, and script name -> function name."""
-    return _library("queue", QUEUE_LIBS, _bodies("queue", wrap=True))
+    return _library("queue", QUEUE_LIBS, _bodies("queue"), wrap=True)
 
 
 @functools.cache
@@ -233,13 +234,14 @@ def _split_prelude(
 
 
 def _library(
-    kind: str, libs: tuple[str, ...], bodies: dict[str, str]
+    kind: str, libs: tuple[str, ...], bodies: dict[str, str], *, wrap: bool = False
 ) -> tuple[str, dict[str, str]]:
-    """The library's text and, per script name, the name of its function."""
+    """The library's text and, per script name, the name of its function. `wrap`: each body's
+    reply goes back through with_lost_callbacks (as _bodies' wrap)."""
     prelude = "".join(read_lua(lib) for lib in libs)
     names, once, per_call, functions = _split_prelude(prelude, "".join(bodies.values()))
     # the constants too: two versions differing only in one must not share a name
-    named = CONSTANTS + ENQUEUE_CONSTANTS + prelude + repr(sorted(bodies.items()))
+    named = CONSTANTS + ENQUEUE_CONSTANTS + prelude + repr(sorted(bodies.items())) + repr(wrap)
     digest = hashlib.sha1(named.encode()).hexdigest()
     tag = f"tenure_{kind}_{digest[:16]}"
     head = [f"#!lua name={tag}", "local KEYS, ARGV", CONSTANTS, ENQUEUE_CONSTANTS]
@@ -249,6 +251,16 @@ def _library(
     registered, calls = [], {}
     for name, text in bodies.items():
         calls[name] = f"{tag}_{name}"
+        if wrap:
+            # the body made once, at load, in a block of its own (a main chunk holds at most
+            # 200 locals): not a closure made again on every call (issue 32). It reads the
+            # call's KEYS, ARGV and prelude values through the upvalues setup() assigns.
+            registered.append(
+                f"do\nlocal function body()\n{text}\nend\n"
+                f"redis.register_function('{calls[name]}', function(keys, args)\n"
+                "setup(keys, args)\nreturn with_lost_callbacks(body())\nend)\nend"
+            )
+            continue
         registered.append(
             f"redis.register_function('{calls[name]}', function(keys, args)\n"
             f"setup(keys, args)\n{text}\nend)"

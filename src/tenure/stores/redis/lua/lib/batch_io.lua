@@ -13,9 +13,10 @@ local function batch_key(bbase, bid) return bbase .. ':batch:' .. bid end
 -- Callbacks that a damaged batch record kept from being enqueued, {batch id, kind} each. The
 -- script's reply carries them (scripts.py wraps every queue script in `with_lost_callbacks`)
 -- and the client logs each one, as the SQL stores do: a lost callback is never silent.
-local LOST_CALLBACKS = {}
+-- (nil until the first one: most calls lose none, and a table made on every call was work)
+local LOST_CALLBACKS
 local function with_lost_callbacks(reply)
-  if #LOST_CALLBACKS == 0 then return reply end
+  if not LOST_CALLBACKS then return reply end
   return {LOST_CALLBACKS_MARK, LOST_CALLBACKS, reply}
 end
 -- A queue base read back from a record must be one of this store's: a damaged record must not
@@ -172,6 +173,7 @@ local function b_enqueue_callback(bbase, bid, kind, now_s, now)
   if not (f[1] and f[1] ~= '' and ours(f[2]) and f[3]) then
     for i = 1, CALLBACK_FIELDS do  -- no field at all: the batch has no such callback
       if f[i] then
+        LOST_CALLBACKS = LOST_CALLBACKS or {}
         LOST_CALLBACKS[#LOST_CALLBACKS + 1] = {bid, kind}
         break
       end

@@ -61,7 +61,7 @@ local function complete_into(out, id, token, result)
   -- move_index from running (no index) to succeeded, and retire: written out, no table made
   local seq = f[3] or '0'
   redis.call('ZADD', IDX.succeeded, seq, id)
-  local keep = not f[5] and tonumber(f[6])
+  local keep = not f[5] and small_number(f[6])
   if keep then redis.call('ZADD', ENDED, after(keep), id) end
   -- A chain's next link is queued in this same script; a chain in a batch is counted there
   -- once, when it ends (its last link), or as cancelled when its batch no longer runs new work.
@@ -114,12 +114,14 @@ local function reserve_into(out, limit, lease, wid, host, pid, own)
   local now_s, now = clock()
   local taken, budget = 0, 0
   if not paused then
-    limit = tonumber(limit)
+    limit = small_number(limit)
     budget = limit + RESERVE_LOOKAHEAD
-    lease = tonumber(lease)
+    lease = small_number(lease)
   end
   -- Lowest priority first (prelude.lua's queued_keys); within one, by run_at then sequence.
-  for _, queued in ipairs(walk) do
+  -- (numeric loops here, not ipairs: an iterator is a C call per step)
+  for w = 1, #walk do
+    local queued = walk[w]
     if paused or taken >= limit or budget <= 0 then break end
     -- exhausted: no ready job left in this zset; stop: this zset is done for this call
     local seen, exhausted, stop = nil, false, false
@@ -127,14 +129,16 @@ local function reserve_into(out, limit, lease, wid, host, pid, own)
       -- The earliest jobs, taken off the zset in one command (a range read and a ZREM each
       -- cost one more per job, issue 32); the first one not due yet (or met again after its
       -- own deferral), and every one after it, go back as they were.
-      local asked = math.min(limit - taken, budget)
+      local asked = limit - taken
+      if budget < asked then asked = budget end
       local popped = redis.call('ZPOPMIN', queued, int_text(asked))
       if #popped < 2 * asked then exhausted, stop = true, true end
       local back = false
       for i = 1, #popped, 2 do
         local member, score = popped[i], popped[i + 1]
         if not back then
-          local future = tonumber(score) > now
+          -- (`+ 0`: one parse, where tonumber makes two; a zset's score is always a number)
+          local future = score + 0 > now
           if future or (seen and seen[member]) then
             back = true
             stop = true
@@ -147,12 +151,14 @@ local function reserve_into(out, limit, lease, wid, host, pid, own)
           budget = budget - 1
           local id = string.match(member, '^%d+:(.*)$')
           local jk = id and job_key(id)
-          local f = {}
+          local f
           -- only what a claim needs; an overlap or rate guard's values are read when its key
           -- is there (a concurrency limit is read here: a limited claim reads its hash once)
           if id then
             f = redis.call('HMGET', jk, 'state', 'attempt', 'name', 'payload', 'policy',
               'batch_id', 'overlap_key', 'rate_key', 'concurrency_key', 'concurrency_limit')
+          else
+            f = {}  -- a leftover member (below): no table made for the usual one
           end
           local slots = f[9] and f[1] == 'queued' and (tonumber(f[10]) or 1)
           -- A member whose job is gone or not queued is a leftover (a damaged or hand-edited

@@ -63,7 +63,7 @@ local FINAL = {succeeded = true, failed = true, cancelled = true}
 
 -- Read once per script call (a script is atomic, so one instant serves all of it): the end
 -- and the claim of complete_and_reserve share it, one TIME fewer per job.
-local clock_text, clock_value, clock_seconds, clock_micros
+local clock_text, clock_value, clock_whole, clock_micros
 local function clock()
   if not clock_text then
     local t = redis.call('TIME')
@@ -71,10 +71,31 @@ local function clock()
     local us = t[2]
     if #us < 6 then us = string.rep('0', 6 - #us) .. us end
     clock_text = t[1] .. '.' .. us
-    clock_value = tonumber(clock_text)
-    clock_seconds, clock_micros = t[1], us
+    -- `+ 0` parses the text once; tonumber parses a string twice (lua_isnumber, then
+    -- lua_tonumber), and a parse of a clock's 17 digits is some 700 instructions (issue 32).
+    -- TIME's reply is always digits, so the arithmetic cannot raise.
+    clock_value = clock_text + 0
+    -- the whole seconds as a number, for after(): floor is exact (a double holds the
+    -- microseconds of any epoch second below 2^33 to well under half a microsecond)
+    clock_whole, clock_micros = clock_value - clock_value % 1, us
   end
   return clock_text, clock_value
+end
+-- The number a text with few distinct values stands for (a lease, a limit, a retention's keep:
+-- a handful per deployment), parsed once and kept in the library across calls (see
+-- KEY_NAMES): a table lookup instead of tonumber's two parses per call. nil when not a number,
+-- as tonumber says. Bounded as KEY_NAMES is; [0] counts the entries (no text is the number 0).
+local NUMBERS = {} --#library
+local function small_number(text)
+  if not text then return nil end
+  local n = NUMBERS[text]
+  if n == nil then
+    if (NUMBERS[0] or 0) >= KEY_NAMES_MAX then NUMBERS = {} end
+    n = tonumber(text) or false
+    NUMBERS[text] = n
+    NUMBERS[0] = (NUMBERS[0] or 0) + 1
+  end
+  return n or nil
 end
 local function fmt(x) return string.format('%.6f', x) end
 -- Now plus `seconds` (a number), as fmt(now + seconds) writes it. A whole number of seconds (a
@@ -83,8 +104,8 @@ local function fmt(x) return string.format('%.6f', x) end
 -- whole number and the clock's microseconds is exact, so both texts are the same.
 local function after(seconds)
   local _, now = clock()
-  if seconds >= 0 and seconds < 1e9 and seconds == math.floor(seconds) then
-    return string.format('%d', tonumber(clock_seconds) + seconds) .. '.' .. clock_micros
+  if seconds >= 0 and seconds < 1e9 and seconds % 1 == 0 then  -- (no math.floor: a C call)
+    return string.format('%d', clock_whole + seconds) .. '.' .. clock_micros
   end
   return fmt(now + seconds)
 end
@@ -129,10 +150,21 @@ local function add_queued(qbase, priority, run_at, member)
 end
 local function job_priority(jk) return tonumber(redis.call('HGET', jk, 'priority')) or 0 end
 -- Every queued zset of the queue `qbase`, lowest priority first, and whether it is paused.
+-- The table returned is only read by the callers: the usual queue's (no priority but 0, not
+-- paused) is made once per base and kept with its key names (a table fewer per reserve).
 local function queued_keys(qbase)
-  local out, zero_placed, paused = {}, false, false
   local names = key_names(qbase)
-  for _, p in ipairs(redis.call('ZRANGE', names.priorities, '0', '-1')) do
+  local listed = redis.call('ZRANGE', names.priorities, '0', '-1')
+  if #listed == 0 then
+    local only = names.only_queued
+    if not only then
+      only = {names.queued}
+      names.only_queued = only
+    end
+    return only, false
+  end
+  local out, zero_placed, paused = {}, false, false
+  for _, p in ipairs(listed) do
     local n = tonumber(p)
     if p == PAUSED_MEMBER then paused = true end
     if n and n > 0 and not zero_placed then
@@ -268,6 +300,7 @@ end
 
 -- Optional strings travel as '-' (none) or '+text'.
 local function optional(x)
+  if x == '-' then return false end  -- the usual none: no string.sub called
   if string.sub(x, 1, 1) == '+' then return string.sub(x, 2) end
   return false
 end
