@@ -36,7 +36,7 @@ from tenure.doctor.laravel.deploy import (
     expand,
 )
 from tenure.doctor.model import Setting, Source, Value
-from tenure.doctor.readers import compose, kubernetes
+from tenure.doctor.readers import app_roles, compose, kubernetes
 from tenure.doctor.readers.common import ReadResult
 from tenure.doctor.readers.development import development_services, is_development_compose
 from tenure.doctor.readers.ecs import ecs_containers
@@ -293,6 +293,12 @@ def _runners(path: str, document: object, folder: str | None = None) -> Iterator
                 unit=Source(path, document["services"].line_of(name)),
                 signal=compose._signal(path, service, {}) if "stop_signal" in service else None,
             )  # fmt: skip
+    elif app_roles.is_role_file(path, document):
+        assert isinstance(document, YMap)
+        for process in app_roles.role_processes(path, document, folder):
+            yield Runner(process.label, process.argv, False, True,
+                         partial(_given, process.grace), image=image_name(process.image),
+                         env=process.env, unit=process.unit)  # fmt: skip
     elif kubernetes.is_manifest(document):
         assert isinstance(document, YMap)
         spec_path = kubernetes.POD_SPEC_PATHS.get(str(document.get("kind")))
