@@ -71,6 +71,35 @@ def _plain(source: str) -> bool:
     return not any(c in folder for c in "*?$[") and not any(c in name for c in "?$[")
 
 
+def renamed_files(root: str, dockerfile: str, text: str) -> dict[str, str]:
+    """Where the image keeps each single file it copies under a path of its own:
+    `COPY ./compose/production/django/celery/worker/start /start-celeryworker` gives
+    {"/start-celeryworker": "compose/production/django/celery/worker/start"} (paths relative
+    to the project root). A service's `command: /start-celeryworker` names that file, and
+    `/start` another one, whatever the two files are called in the project."""
+    out: dict[str, str] = {}
+    for _, word, rest in instructions(text):
+        if word not in ("COPY", "ADD"):
+            continue
+        try:
+            parts = [p for p in shlex.split(rest) if not p.startswith("--")]
+        except ValueError:
+            continue
+        if len(parts) != 2 or "://" in parts[0] or not _plain(parts[0]) or "*" in parts[0]:
+            continue
+        source, target = parts
+        if not target.startswith("/"):
+            continue  # relative to a WORKDIR: not a name a command is seen to use
+        for context in (root, os.path.dirname(dockerfile)):
+            path = os.path.normpath(os.path.join(context, source))
+            if path.startswith(root + os.sep) and os.path.isfile(path):
+                if target.endswith("/"):
+                    target += os.path.basename(path)
+                out[os.path.normpath(target)] = os.path.relpath(path, root)
+                break
+    return out
+
+
 def copied_files(root: str, dockerfile: str, text: str) -> list[str]:
     """Absolute paths of the regular files the Dockerfile copies, with the build context taken
     as the project root or the Dockerfile's own folder (whichever holds the source)."""

@@ -196,3 +196,56 @@ def test_remap_sigterm_in_a_compose_services_environment(
     files = {"config/settings.py": "CELERY_TASK_TIME_LIMIT = 5\n", "docker-compose.yml": compose,
              "Dockerfile": dockerfile}  # fmt: skip
     assert found(tmp_path, monkeypatch, files) == ["stop-signal-not-graceful docker-compose.yml:2"]
+
+
+# cookiecutter-django's production stack (DocumentCloud's production.yml and
+# compose/production/django/Dockerfile): every service runs the same image, which copies each
+# start script under a name of its own; `django` runs /start (gunicorn), `celeryworker`
+# /start-celeryworker, the file compose/production/django/celery/worker/start.
+COOKIECUTTER_COMPOSE = """services:
+  django: &django
+    build:
+      context: .
+      dockerfile: ./compose/production/django/Dockerfile
+    image: shop_production_django
+    command: /start
+
+  celeryworker:
+    <<: *django
+    image: shop_production_celeryworker
+    command: /start-celeryworker
+{grace}"""
+COOKIECUTTER_DOCKERFILE = """FROM python:3.12-slim
+COPY ./compose/production/django/start /start
+RUN chmod +x /start
+COPY ./compose/production/django/celery/worker/start /start-celeryworker
+RUN chmod +x /start-celeryworker
+COPY . /app
+WORKDIR /app
+"""
+WEB_START = "#!/bin/bash\nset -o errexit\nexec gunicorn config.wsgi\n"
+WORKER_START = "#!/bin/bash\nset -o errexit\nexec celery -A config.celery_app worker -l INFO\n"
+
+
+def cookiecutter(settings: str, grace: str = "") -> dict[str, str]:
+    return {"config/settings.py": settings,
+            "production.yml": COOKIECUTTER_COMPOSE.format(grace=grace),
+            "compose/production/django/Dockerfile": COOKIECUTTER_DOCKERFILE,
+            "compose/production/django/start": WEB_START,
+            "compose/production/django/celery/worker/start": WORKER_START}  # fmt: skip
+
+
+def test_a_script_copied_under_another_name_is_run_by_the_service_naming_that_path(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    files = cookiecutter(UNBOUNDED + "CELERY_TASK_TIME_LIMIT = 60\n")
+    assert found(tmp_path, monkeypatch, files) == ["celery-grace-below-time-limit production.yml:9"]
+
+
+def test_quiet_twin_the_worker_service_given_a_grace_above_the_limit(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    files = cookiecutter(
+        UNBOUNDED + "CELERY_TASK_TIME_LIMIT = 60\n", "    stop_grace_period: 90s\n"
+    )
+    assert found(tmp_path, monkeypatch, files) == []
