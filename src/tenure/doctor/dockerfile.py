@@ -7,6 +7,7 @@ a file a Dockerfile COPYs is part of the deployment wherever it lives.
 
 from __future__ import annotations
 
+import glob
 import os
 import shlex
 from dataclasses import dataclass
@@ -46,7 +47,8 @@ def instructions(text: str) -> list[tuple[int, str, str]]:
 
 
 def copied_sources(text: str) -> list[str]:
-    """The local sources of COPY and ADD (not `--from=` stages, not URLs), as written."""
+    """The local sources of COPY and ADD (not `--from=` stages, not URLs), as written; a `*`
+    in the last part stays a pattern (copied_files expands it)."""
     out: list[str] = []
     for _, word, rest in instructions(text):
         if word not in ("COPY", "ADD"):
@@ -58,7 +60,43 @@ def copied_sources(text: str) -> list[str]:
         if any(p.startswith("--from") for p in parts):
             continue
         paths = [p for p in parts if not p.startswith("--")]
-        out += [p for p in paths[:-1] if "://" not in p and not any(c in p for c in "*?$")]
+        out += [p for p in paths[:-1] if "://" not in p and _plain(p)]
+    return out
+
+
+def _plain(source: str) -> bool:
+    """A path, or a folder's files by `*` in its last part (`COPY ./docker/* /`); other
+    patterns and variables are not followed."""
+    folder, name = os.path.split(source)
+    return not any(c in folder for c in "*?$[") and not any(c in name for c in "?$[")
+
+
+def renamed_files(root: str, dockerfile: str, text: str) -> dict[str, str]:
+    """Where the image keeps each single file it copies under a path of its own:
+    `COPY ./compose/production/django/celery/worker/start /start-celeryworker` gives
+    {"/start-celeryworker": "compose/production/django/celery/worker/start"} (paths relative
+    to the project root). A service's `command: /start-celeryworker` names that file, and
+    `/start` another one, whatever the two files are called in the project."""
+    out: dict[str, str] = {}
+    for _, word, rest in instructions(text):
+        if word not in ("COPY", "ADD"):
+            continue
+        try:
+            parts = [p for p in shlex.split(rest) if not p.startswith("--")]
+        except ValueError:
+            continue
+        if len(parts) != 2 or "://" in parts[0] or not _plain(parts[0]) or "*" in parts[0]:
+            continue
+        source, target = parts
+        if not target.startswith("/"):
+            continue  # relative to a WORKDIR: not a name a command is seen to use
+        for context in (root, os.path.dirname(dockerfile)):
+            path = os.path.normpath(os.path.join(context, source))
+            if path.startswith(root + os.sep) and os.path.isfile(path):
+                if target.endswith("/"):
+                    target += os.path.basename(path)
+                out[os.path.normpath(target)] = os.path.relpath(path, root)
+                break
     return out
 
 
@@ -71,7 +109,12 @@ def copied_files(root: str, dockerfile: str, text: str) -> list[str]:
             path = os.path.normpath(os.path.join(context, source))
             if not path.startswith(root + os.sep):
                 continue
-            if os.path.isfile(path):
+            if "*" in os.path.basename(path):  # `COPY ./docker/* /`: every file it matches
+                matched = sorted(p for p in glob.glob(path) if os.path.isfile(p))
+                found += matched
+                if matched:
+                    break
+            elif os.path.isfile(path):
                 found.append(path)
                 break
     return found

@@ -26,6 +26,7 @@ from tenure.doctor.dockerfile import (
     image_stem,
     instructions,
     named_images,
+    renamed_files,
 )
 from tenure.doctor.images import built_dockerfile, image_name, image_repository, labelled_images
 from tenure.doctor.laravel.deploy import (
@@ -36,7 +37,7 @@ from tenure.doctor.laravel.deploy import (
     expand,
 )
 from tenure.doctor.model import Setting, Source, Value
-from tenure.doctor.readers import compose, kubernetes
+from tenure.doctor.readers import app_roles, compose, kubernetes
 from tenure.doctor.readers.common import ReadResult
 from tenure.doctor.readers.development import development_services, is_development_compose
 from tenure.doctor.readers.ecs import ecs_containers
@@ -77,6 +78,7 @@ class Runner:
     env: dict[str, tuple[str, str]] | None = None  # its own environment: name -> (value, where)
     unit: Source | None = None  # its key line: where a finding about its grace belongs
     signal: Setting | None = None  # a Compose service's own stop_signal (else the image's)
+    renamed: dict[str, str] | None = None  # image path -> project file its Dockerfile copies
 
 
 def tie(
@@ -130,6 +132,9 @@ def resolved_runners(tree: Tree, scripts: dict[str, str]) -> list[Runner]:
             runner.dockerfile = published.get(repository) or labelled.get(
                 repository, named.get(image_stem(runner.image))
             )
+        if runner.dockerfile is not None and runner.dockerfile in scripts:
+            path = os.path.join(tree.root, runner.dockerfile)
+            runner.renamed = renamed_files(tree.root, path, scripts[runner.dockerfile])
     return runners
 
 
@@ -293,6 +298,12 @@ def _runners(path: str, document: object, folder: str | None = None) -> Iterator
                 unit=Source(path, document["services"].line_of(name)),
                 signal=compose._signal(path, service, {}) if "stop_signal" in service else None,
             )  # fmt: skip
+    elif app_roles.is_role_file(path, document):
+        assert isinstance(document, YMap)
+        for process in app_roles.role_processes(path, document, folder):
+            yield Runner(process.label, process.argv, False, True,
+                         partial(_given, process.grace), image=image_name(process.image),
+                         env=process.env, unit=process.unit)  # fmt: skip
     elif kubernetes.is_manifest(document):
         assert isinstance(document, YMap)
         spec_path = kubernetes.POD_SPEC_PATHS.get(str(document.get("kind")))
@@ -355,6 +366,9 @@ def _passes(chain: list[Dispatch], environment: dict[str, tuple[str, str]]) -> b
 def _starts(runner: Runner, worker: Worker, script: str, scripts: dict[str, str]) -> bool:
     path = worker.source.path or ""
     line = worker.source.line
+    copied = _copied_as(runner, path, script, line)
+    if copied is not None:
+        return copied
     if _names(runner.argv, path, script, runner.own_entrypoint, line):
         return True
     if runner.dockerfile is None or runner.dockerfile not in scripts:
@@ -383,6 +397,21 @@ def _starts(runner: Runner, worker: Worker, script: str, scripts: dict[str, str]
         for word, _, argv in processes
         if argv in kept
     )
+
+
+def _copied_as(runner: Runner, path: str, script: str, line: int | None) -> bool | None:
+    """The runner's command names a file by the path its image copied it to (cookiecutter's
+    `command: /start-celeryworker`): it runs the worker's script when that path holds it, and
+    not when it holds another file (`/start`, the web server's). None when the command names
+    no such path."""
+    if not runner.renamed:
+        return None
+    tokens = expand(runner.argv)
+    for i, token in enumerate(tokens):
+        source = runner.renamed.get(os.path.normpath(token)) if token.startswith("/") else None
+        if source is not None:
+            return source == path and _dispatches_to(script, line, tokens[i + 1 :])
+    return None
 
 
 def _image_processes(text: str) -> list[tuple[str, int, list[str]]]:

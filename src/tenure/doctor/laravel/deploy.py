@@ -74,7 +74,7 @@ def read_workers(
         before = len(workers)
         if kind == "yaml" and "{{" not in content:
             env = env_by_dir.get(os.path.dirname(found.path), {})
-            workers += _yaml(found.rel, content, env, skipped, find)
+            workers += _yaml(found.rel, content, env, skipped, find, os.path.dirname(found.path))
         elif kind == "systemd":
             workers += _systemd(found.rel, content, find, *_unit_environment(tree, found, content))
         elif kind == "supervisord" and "[program:" in content:
@@ -83,7 +83,9 @@ def read_workers(
             workers += pm2_workers(pm2.text_apps(found.rel, content), find)
         elif kind == "procfile":
             workers += _lines(found.rel, content, "procfile", find, procfile=True)
-        understood = (kind == "yaml" and is_known_yaml(content)) or "[program:" in content
+        understood = (
+            kind == "yaml" and is_known_yaml(content, found.rel)
+        ) or "[program:" in content
         if unread and len(workers) == before and kind in UNREAD_KINDS and not understood:
             workers += _unread(found.rel, content, find, needle)
     for rel, content in scripts:

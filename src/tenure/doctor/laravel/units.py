@@ -13,6 +13,7 @@ from tenure.doctor.laravel.worker import ArtisanWorker, Finder, expand_known
 from tenure.doctor.model import Skipped, Source, Value
 from tenure.doctor.readers import (
     app_platform,
+    app_roles,
     cloudfoundry,
     compose,
     kubernetes,
@@ -35,7 +36,12 @@ from tenure.doctor.walk import (
 
 
 def _yaml(
-    path: str, content: str, env: Mapping[str, str], skipped: list[Skipped], find: Finder
+    path: str,
+    content: str,
+    env: Mapping[str, str],
+    skipped: list[Skipped],
+    find: Finder,
+    folder: str | None = None,
 ) -> list[ArtisanWorker]:
     try:
         documents = load_documents(content)
@@ -60,10 +66,26 @@ def _yaml(
             out += _toolforge(path, document, env, find)
         elif app_platform.is_app_spec(document):
             out += _app_platform(path, document, find)
+        elif app_roles.is_role_file(path, document):
+            out += _roles(path, document, find, folder)
     return out
 
 
-def is_known_yaml(content: str) -> bool:
+def _roles(path: str, document: YMap, find: Finder, folder: str | None) -> list[ArtisanWorker]:
+    """A Kamal role's `cmd:` or a heroku.yml process's `command:` that is the worker itself."""
+    out = []
+    for process in app_roles.role_processes(path, document, folder):
+        found = find(process.argv)
+        if found is not None:
+            worker = ArtisanWorker("kamal" if process.label.startswith("Kamal") else "heroku",
+                                   process.label.split()[-1], process.command_at, *found,
+                                   process.grace)  # fmt: skip
+            worker.unit = process.unit
+            out.append(worker)
+    return out
+
+
+def is_known_yaml(content: str, path: str = "") -> bool:
     """Some document of the file is a format a reader understands (a Compose file read and
     found to be development is understood, not unread)."""
     try:
@@ -73,7 +95,9 @@ def is_known_yaml(content: str) -> bool:
     detectors = (compose.is_compose, kubernetes.is_manifest, cloudfoundry.is_cf_manifest,
                  roadrunner.is_rr_config, pm2.is_pm2, toolforge.is_jobs_file,
                  app_platform.is_app_spec)  # fmt: skip
-    return any(detect(d) for d in documents for detect in detectors)
+    return any(detect(d) for d in documents for detect in detectors) or any(
+        app_roles.is_role_file(path, d) for d in documents
+    )
 
 
 def pm2_workers(apps: Iterable[pm2.App], find: Finder) -> list[ArtisanWorker]:

@@ -21,6 +21,8 @@ POD_SPEC_PATHS: dict[str, tuple[str, ...]] = {
     "DaemonSet": ("spec", "template", "spec"),
     "ReplicaSet": ("spec", "template", "spec"),
     "Job": ("spec", "template", "spec"),
+    # Argo Rollouts: a Deployment with a progressive strategy, the same pod template.
+    "Rollout": ("spec", "template", "spec"),
     "CronJob": ("spec", "jobTemplate", "spec", "template", "spec"),
 }
 
