@@ -134,11 +134,19 @@ _SLOTS = (
 )
 
 
-def _granted(gate: str = "") -> str:
+# Under the lean statement's `fits` no lapsed holder is ever counted: the ended key's row is
+# given a slot back and takes none (n = 0: a candidate of its own key either passes, and then
+# nothing is `wanted`, or fails `fits`), and the other key's row counts fewer than its limit.
+# So its share is the row's count alone, with no count of the key's running jobs: two
+# subqueries (each an aggregate over an index scan) less to set up at every execution.
+_SHARE_FITS = "least(w.n, greatest(w.clim + w.rel - c.running, 0))"
+
+
+def _granted(gate: str = "", share: str = _SHARE) -> str:
     """`granted`: each key's row in `slots` written once (`gate`: only if it holds)."""
     return (
         f" granted AS (UPDATE {{s}}.tenure_concurrency c SET running = c.running - w.rel"
-        f" + {_SHARE}, granted = {_SHARE} FROM (SELECT w.*, t.tid FROM wanted w JOIN slots t"
+        f" + {share}, granted = {share} FROM (SELECT w.*, t.tid FROM wanted w JOIN slots t"
         f" ON t.key = w.key) w WHERE c.ctid = w.tid{gate}"
         " RETURNING c.key, c.granted, c.running, w.clim),"
     )
@@ -252,7 +260,7 @@ LIMITED_END_AND_CLAIM_LEAN = (
     + ","
     + WAKE_WAITERS
     + ","
-    + _granted(_FIT)
+    + _granted(_FIT, _SHARE_FITS)
     + " settled AS MATERIALIZED (SELECT key, granted, running, clim FROM granted"
     " UNION ALL SELECT key, 1, running, lim FROM passes WHERE EXISTS (SELECT 1 FROM fits)),"
     + _RANKED
