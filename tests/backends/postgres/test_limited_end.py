@@ -14,6 +14,7 @@ from conformance.helpers import W1, W2, job, new_job
 from tenure.core.guards import Guards
 from tenure.core.records import Ending, EndResult, NewJob, Reservation
 from tenure.stores import Store
+from tenure.stores.postgres.limited import LIMITED_END_AND_CLAIM_LEAN, LIMITED_END_AND_CLAIM_PASS
 
 
 def limited(key: str, limit: int, **guards: Any) -> NewJob:
@@ -31,21 +32,30 @@ def key_row(store: Store, key: str) -> tuple[int, str]:
     return int(row["running"]), str(row["v"])
 
 
-def sent_by(fn: Any) -> int:
-    """How many statements the store sends while fn() runs."""
+def texts_sent(fn: Any) -> list[str]:
+    """The statements the store sends while fn() runs."""
     execute = psycopg.Cursor.execute
-    count = [0]
+    texts: list[str] = []
 
-    def counted(self: Any, *args: Any, **kwargs: Any) -> Any:
-        count[0] += 1
-        return execute(self, *args, **kwargs)
+    def counted(self: Any, query: Any, *args: Any, **kwargs: Any) -> Any:
+        texts.append(str(query))
+        return execute(self, query, *args, **kwargs)
 
     psycopg.Cursor.execute = counted  # type: ignore[method-assign]
     try:
         fn()
     finally:
         psycopg.Cursor.execute = execute  # type: ignore[method-assign]
-    return count[0]
+    return texts
+
+
+def sent_by(fn: Any) -> int:
+    """How many statements the store sends while fn() runs."""
+    return len(texts_sent(fn))
+
+
+def in_store(store: Store, text: str) -> str:
+    return str(store.db.q(text))  # type: ignore[attr-defined]
 
 
 def end_and_claim(store: Store, attempt: Reservation) -> tuple[EndResult, Reservation | None]:
@@ -198,3 +208,42 @@ def test_an_ends_claim_of_another_keys_free_slot_takes_one_statement(store: Stor
     assert store.reserve(queues=["default"], worker=W2, lease=30) == []
     store.end_attempt(Ending(job_id=nxt.job_id, token=nxt.token))
     assert [x.job_id for x in store.reserve(queues=["default"], worker=W2, lease=30)] == [later.id]
+
+
+def test_an_attempt_a_slot_passed_to_ends_by_the_passing_statement(store: Store) -> None:
+    """A saturated key's backlog: the attempt the ended one's slot passed to ends by
+    LIMITED_END_AND_CLAIM_PASS alone (no other key's row), passing the slot on again. When the
+    key's backlog is gone that guess is wrong: the passing statement writes nothing and the
+    common case's settles the end, giving the slot back."""
+    jobs = [limited("k", 2) for _ in range(4)]
+    store.enqueue_many(jobs)
+    first, second = store.reserve(queues=["default"], worker=W1, lease=30, limit=2)
+    out: list[Any] = []
+
+    def end(r: Any) -> None:
+        out.append(
+            store.end_attempt(
+                Ending(job_id=r.job_id, token=r.token), queues=["default"], worker=W1, lease=30
+            )
+        )
+
+    # claimed by `reserve`: the common case's statement, which passes the slot to jobs[2]
+    lean, passing = (
+        in_store(store, LIMITED_END_AND_CLAIM_LEAN),
+        in_store(store, LIMITED_END_AND_CLAIM_PASS),
+    )
+    assert texts_sent(lambda: end(first)) == [lean]
+    _, passed_to = out[-1]
+    assert passed_to is not None and passed_to.job_id == jobs[2].id
+    assert texts_sent(lambda: end(passed_to)) == [passing]
+    ended, nxt = out[-1]
+    assert ended.accepted and nxt is not None and nxt.job_id == jobs[3].id
+    assert key_row(store, "k")[0] == 2
+    # nothing left to pass to: the passing statement finds no pass, the lean one ends it
+    assert texts_sent(lambda: end(nxt)) == [passing, lean]
+    ended, none = out[-1]
+    assert ended.accepted and none is None
+    assert job(store, jobs[3].id).state == "succeeded"
+    assert key_row(store, "k")[0] == 1
+    store.end_attempt(Ending(job_id=second.job_id, token=second.token))
+    assert key_row(store, "k")[0] == 0

@@ -27,7 +27,11 @@ from tenure.stores.postgres import claims, guards
 from tenure.stores.postgres.claims import NEXT_ATTEMPT, OPEN_ATTEMPT
 from tenure.stores.postgres.database import CLOCK, Cursor, Database, in_schema
 from tenure.stores.postgres.inserts import NOW, insert_jobs, insert_statement
-from tenure.stores.postgres.limited import LIMITED_END_AND_CLAIM, LIMITED_END_AND_CLAIM_LEAN
+from tenure.stores.postgres.limited import (
+    LIMITED_END_AND_CLAIM,
+    LIMITED_END_AND_CLAIM_LEAN,
+    LIMITED_END_AND_CLAIM_PASS,
+)
 from tenure.stores.sql import batches, endings
 from tenure.stores.sql.control import not_paused
 from tenure.stores.sql.dialect import Dialect
@@ -51,8 +55,9 @@ class PostgresJobs:
     dialect: Dialect
     # (job id, token) of the attempts this store claimed under a concurrency limit, outside any
     # batch and chain: their success takes _end_limited's one round trip. Only a hint: an end
-    # not found here takes the general path, which is right for every job.
-    limited: set[tuple[str, int]]
+    # not found here takes the general path, which is right for every job. The value: whether
+    # the attempt was claimed by a slot passing to it, so its own end likely passes one too.
+    limited: dict[tuple[str, int], bool]
 
     def enqueue_many(
         self,
@@ -147,14 +152,14 @@ class PostgresJobs:
         order = list(dict.fromkeys(queues))
         job_id, token, result = ending.job_id, ending.token, ending.result
         if ending.outcome == "succeeded" and worker is not None and order:
-            if (job_id, token) in self.limited:
-                self.limited.discard((job_id, token))
-                done = self._end_limited(job_id, token, order, worker, lease, result)
+            passing = self.limited.pop((job_id, token), None)
+            if passing is not None:
+                done = self._end_limited(job_id, token, order, worker, lease, result, passing)
             else:
                 done = self._succeed_and_claim(job_id, token, order, worker, lease, result)
             if done is not None:
                 return done
-        self.limited.discard((job_id, token))
+        self.limited.pop((job_id, token), None)
         with self.db.transaction() as cur:
             if ending.outcome == "succeeded":  # complete_on's None: a stale token, refused
                 ended = self.complete_on(cur, job_id, token, result) or endings.refuse(
@@ -208,6 +213,7 @@ class PostgresJobs:
         worker: WorkerRef,
         lease: float,
         result: str | None,
+        passing: bool,
     ) -> tuple[EndResult, Reservation | None] | None:
         """limited.LIMITED_END_AND_CLAIM: one statement, one round trip and one commit; None,
         with nothing written, sends the end to the transaction path (not this job's case after
@@ -219,40 +225,47 @@ class PostgresJobs:
             "channel": self.db.channel,
             **_claim_params(order[0], 1, [], worker, lease),
         }
-        rows = self._run_limited(params)
+        rows = self._run_limited(params, passing)
         if not rows[0]["settled"]:
             return None
         ok = EndResult(accepted=True, state="succeeded")
         out: list[Reservation] = []
-        picked, _ = self._claimed(rows, out)
+        picked, _ = self._claimed(rows, out, passed=bool(rows[0]["passed"]))
         if out or picked or len(order) == 1:
             return ok, out[0] if out else None
         with self.db.cursor() as cur:
             return ok, self._claim_one(cur, order[1:], worker, lease)
 
-    def _run_limited(self, params: dict[str, object]) -> list[DictRow]:
-        """The common case's statement first; when it held both rows but found its case
-        was not one it settles (it wrote nothing), the full statement."""
+    def _run_limited(self, params: dict[str, object], passing: bool) -> list[DictRow]:
+        """The narrowest statement likely to settle this end first (`passing`: the slot
+        passing on, then the common case's), and, each time one held both rows but found its
+        case was not one it settles (it wrote nothing), the next wider one."""
         schema = self.db.quoted_schema
+        texts = [LIMITED_END_AND_CLAIM_LEAN, LIMITED_END_AND_CLAIM]
+        if passing:
+            texts.insert(0, LIMITED_END_AND_CLAIM_PASS)
         with self.db.cursor() as cur:
-            rows = cur.execute(in_schema(schema, LIMITED_END_AND_CLAIM_LEAN), params).fetchall()
-            if rows[0]["held"] and not rows[0]["fits"]:
-                rows = cur.execute(in_schema(schema, LIMITED_END_AND_CLAIM), params).fetchall()
+            for text in texts:
+                rows = cur.execute(in_schema(schema, text), params).fetchall()
+                if not rows[0]["held"] or rows[0]["fits"]:
+                    break
         return rows
 
-    def _claimed(self, rows: list[DictRow], out: list[Reservation]) -> tuple[int, list[str]]:
-        """Add the claimed rows to `out` (noting the limited ones); how many rows were picked
-        and the guarded ones' ids."""
+    def _claimed(
+        self, rows: list[DictRow], out: list[Reservation], *, passed: bool = False
+    ) -> tuple[int, list[str]]:
+        """Add the claimed rows to `out` (noting the limited ones, and whether a slot was
+        `passed` to them); how many rows were picked and the guarded ones' ids."""
         for row in rows:
             if row["id"] is not None:
-                out.append(self._claimed_row(row))
+                out.append(self._claimed_row(row, passed))
         return int(rows[0]["picked"]), list(rows[0]["guarded"])
 
-    def _claimed_row(self, row: DictRow) -> Reservation:
+    def _claimed_row(self, row: DictRow, passed: bool = False) -> Reservation:
         if row["concurrency_key"] is not None and row["batch_id"] is None and row["chain"] is None:
             if len(self.limited) > LIMITED_NOTES:
                 self.limited.clear()  # ends that never came (a crash): forget the hints
-            self.limited.add((row["id"], row["attempt"]))
+            self.limited[(row["id"], row["attempt"])] = passed
         return reservation(row)
 
     def _claim_one(

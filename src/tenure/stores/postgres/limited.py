@@ -115,10 +115,12 @@ _SHARE = f"least(w.n, greatest(w.clim + w.rel - {held_slots('c', 'w.clim + w.rel
 # all (a row version and its WAL record less per job of a saturated key). No parking happens,
 # so the row's version need not change (the one-statement end's guard, above, looks for
 # parkings only). `settled`: each key's row as this claim leaves it, written or not.
-_SLOTS = (
+_PASSES = (
     " passes AS MATERIALIZED (SELECT h.key, h.running, h.lim FROM held h JOIN cand c"
     " ON c.ckey = h.key AND c.limited WHERE h.running <= h.lim),"
-    " wanted AS MATERIALIZED (SELECT key, max(lim) AS clim, sum(n) AS n, sum(rel) AS rel"
+)
+_SLOTS = (
+    _PASSES + " wanted AS MATERIALIZED (SELECT key, max(lim) AS clim, sum(n) AS n, sum(rel) AS rel"
     " FROM (SELECT ckey AS key, clim AS lim, 1 AS n, 0 AS rel FROM cand WHERE limited"
     " UNION ALL SELECT key, lim, 0, 1 FROM held) w"
     " WHERE NOT EXISTS (SELECT 1 FROM passes) GROUP BY key),"
@@ -132,11 +134,19 @@ _SLOTS = (
 )
 
 
-def _granted(gate: str = "") -> str:
+# Under the lean statement's `fits` no lapsed holder is ever counted: the ended key's row is
+# given a slot back and takes none (n = 0: a candidate of its own key either passes, and then
+# nothing is `wanted`, or fails `fits`), and the other key's row counts fewer than its limit.
+# So its share is the row's count alone, with no count of the key's running jobs: two
+# subqueries (each an aggregate over an index scan) less to set up at every execution.
+_SHARE_FITS = "least(w.n, greatest(w.clim + w.rel - c.running, 0))"
+
+
+def _granted(gate: str = "", share: str = _SHARE) -> str:
     """`granted`: each key's row in `slots` written once (`gate`: only if it holds)."""
     return (
         f" granted AS (UPDATE {{s}}.tenure_concurrency c SET running = c.running - w.rel"
-        f" + {_SHARE}, granted = {_SHARE} FROM (SELECT w.*, t.tid FROM wanted w JOIN slots t"
+        f" + {share}, granted = {share} FROM (SELECT w.*, t.tid FROM wanted w JOIN slots t"
         f" ON t.key = w.key) w WHERE c.ctid = w.tid{gate}"
         " RETURNING c.key, c.granted, c.running, w.clim),"
     )
@@ -183,10 +193,13 @@ _MADE = (
 # a TID is one heap page where the id is a walk of the primary key's index first
 _GO = "= (SELECT tid FROM cand WHERE free UNION ALL SELECT tid FROM ranked WHERE go)"
 
+# `settled`, `held`, `passed`, `fits`: 1 or NULL, each CTE yielding one row at most; not
+# count(*), as an aggregate's node costs its set-up at every execution (ExecInitAgg was
+# 4-6 % of the backend's CPU in the drain)
 _RESULT = (
     " SELECT c.*, p.picked, p.guarded, 0 AS parked,"
-    " (SELECT count(*) FROM done) AS settled, (SELECT count(*) FROM target) AS found,"
-    " (SELECT count(*) FROM held) AS held,"
+    " (SELECT 1 FROM done) AS settled, (SELECT 1 FROM held) AS held,"
+    " (SELECT 1 FROM passes) AS passed,"
     f" {WOKEN} AS woken, {{handed}} AS handed, {{fits}} AS fits"
     " FROM (SELECT count(*) AS picked, coalesce(array_agg(id) FILTER (WHERE NOT free"
     " AND id NOT IN (SELECT id FROM ranked)), '{{}}') AS guarded FROM cand) p"
@@ -247,10 +260,42 @@ LIMITED_END_AND_CLAIM_LEAN = (
     + ","
     + WAKE_WAITERS
     + ","
-    + _granted(_FIT)
+    + _granted(_FIT, _SHARE_FITS)
     + " settled AS MATERIALIZED (SELECT key, granted, running, clim FROM granted"
     " UNION ALL SELECT key, 1, running, lim FROM passes WHERE EXISTS (SELECT 1 FROM fits)),"
     + _RANKED
     + claim_and_open(_NOW, _GO_LEAN, by="j.ctid")
-    + _RESULT.format(handed="0", fits="(SELECT count(*) FROM fits)")
+    + _RESULT.format(handed="0", fits="(SELECT ok FROM fits)")
+)
+
+# The slot passing straight to the ended key's next job (a saturated key: `concurrency=N`
+# with its backlog queued) in a statement of its own: LIMITED_END_AND_CLAIM_LEAN less what
+# that case never uses (`wanted`, `tried`, `slots`, `granted`: no key row is written, the one
+# locked by `held` is left as it is). PostgreSQL initialises every node of a statement at each
+# execution, used or not, so the passing end pays only for its own. Its `fits` is the lean
+# statement's, narrowed to `passes`: the slot passes, and the key's parked jobs need no
+# hand-back (the key is full, or none is parked). When it fails nothing is written and
+# PostgresJobs runs the lean statement, then the full one. Sent when the attempt ending was
+# itself claimed by a pass (`passed`), the steady state of a saturated key. Its locks are a
+# subset of the lean statement's, in the same order, all tried: it never waits.
+_FITS_PASS = (
+    _PASSES
+    + " fits AS MATERIALIZED (SELECT 1 AS ok FROM passes p WHERE p.running >= p.lim OR NOT EXISTS"
+    " (SELECT 1 FROM backlog b WHERE b.id NOT IN (SELECT id FROM cand))),"
+)
+
+LIMITED_END_AND_CLAIM_PASS = (
+    _HELD
+    + _CANDIDATES
+    + _FITS_PASS
+    + _done(_FIT)
+    + close_succeeded("%(token)s")
+    + ","
+    + WAKE_WAITERS
+    + ","
+    + " settled AS MATERIALIZED (SELECT key, 1 AS granted, running, lim AS clim FROM passes"
+    " WHERE EXISTS (SELECT 1 FROM fits)),"
+    + _RANKED
+    + claim_and_open(_NOW, "= (SELECT tid FROM ranked WHERE go)", by="j.ctid")
+    + _RESULT.format(handed="0", fits="(SELECT ok FROM fits)")
 )

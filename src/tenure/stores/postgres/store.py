@@ -80,7 +80,7 @@ class PostgresStore(PostgresJobs, SQLStore):
         self.db = Database(url, pool_max=pool_max)
         self.dialect: Dialect = PostgresDialect(self.db)
         self.schema = self.db.schema
-        self.limited = set()
+        self.limited = {}
 
     def now(self) -> float:
         with self.db.cursor() as cur:
