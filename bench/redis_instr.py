@@ -6,7 +6,8 @@ does not change, where `redis-work`'s server CPU µs does:
 Starts a private redis-server under `valgrind --tool=callgrind` (--hz 1, so its timer adds
 little), then in this process: N no-op jobs dispatched one by one, then drained as a busy worker
 drains them (each success claims the next job in the same call: end_attempt with queues). A
-callgrind dump after each half gives the server's instructions for it; printed per job. Needs
+callgrind dump after each half gives the server's instructions for it, and INFO commandstats
+its commands (a script's redis.call()s included); printed per job. Needs
 valgrind; slow (the server runs some 50 times slower), so N defaults to 1,000: the
 queued zset starts empty and is a listpack for its first 128 jobs, which larger N amortise.
 """
@@ -21,6 +22,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 from bench.redis_work import free_port, wait_until_answering
 
@@ -44,7 +46,15 @@ def _dump(pid: int, workdir: Path) -> int:
     raise RuntimeError("callgrind wrote no dump")
 
 
-def measure(jobs: int, workdir: Path) -> tuple[float, float]:
+def _commands(client: Any) -> int:
+    """Commands the server ran since the last CONFIG RESETSTAT, the scripts' own included
+    (commandstats counts a redis.call too), the bench's INFO and CONFIG left out."""
+    stats = client.info("commandstats")
+    skip = ("cmdstat_info", "cmdstat_config|resetstat", "cmdstat_config")
+    return sum(int(v["calls"]) for k, v in stats.items() if k not in skip)
+
+
+def measure(jobs: int, workdir: Path) -> tuple[float, float, float, float]:
     import redis
 
     import tenure
@@ -91,15 +101,19 @@ def measure(jobs: int, workdir: Path) -> tuple[float, float]:
             noop.dispatch(-n)
         drain()
         _dump(server.pid, workdir)
+        client.config_resetstat()
         for n in range(jobs):
             noop.dispatch(n)
         enqueue = _dump(server.pid, workdir)
+        enqueue_commands = _commands(client)
+        client.config_resetstat()
         done = drain()
         drained = _dump(server.pid, workdir)
+        drain_commands = _commands(client)
         if done != jobs:
             raise RuntimeError(f"drained {done} of {jobs}")
         app.close()
-        return enqueue / jobs, drained / jobs
+        return enqueue / jobs, drained / jobs, enqueue_commands / jobs, drain_commands / jobs
     finally:
         server.terminate()
         server.wait()
@@ -119,14 +133,16 @@ def main(argv: list[str]) -> int:
         raise SystemExit("redis_instr: needs valgrind")
     for _ in range(args.rounds):
         workdir = Path(tempfile.mkdtemp(prefix="tenure-redis-instr-"))
-        enqueue, drain = measure(args.jobs, workdir)
+        enqueue, drain, enqueue_commands, drain_commands = measure(args.jobs, workdir)
         if args.keep:
             print(f"dumps in {workdir} (.1: warm-up, .2: enqueue, .3: drain)")
         else:
             shutil.rmtree(workdir, ignore_errors=True)
         print(
             f"server instructions per job ({args.jobs} jobs): enqueue {enqueue / 1000:.1f}k, "
-            f"drain {drain / 1000:.1f}k, total {(enqueue + drain) / 1000:.1f}k",
+            f"drain {drain / 1000:.1f}k, total {(enqueue + drain) / 1000:.1f}k; commands per "
+            f"job (the call and its redis.call()s): enqueue {enqueue_commands:.2f}, "
+            f"drain {drain_commands:.2f}",
             flush=True,
         )
     return 0

@@ -219,7 +219,9 @@ def render_upgrading() -> str:
         "job's own hash; the upgrade moves each queue's `att:ID` hashes there a page at a time, "
         "and marks the layout only once every queue is done, so an upgrade cut short is "
         "finished by the next `migrate` or worker start; layout 5 keeps no index of every job, "
-        "and the upgrade deletes each queue's `all`). It also warns when `maxmemory-policy` "
+        "and the upgrade deletes each queue's `all`; layout 6 numbers a new job by the "
+        "server's clock, not a counter, and its upgrade rewrites nothing: its mark stops an "
+        "older release's worker from starting). It also warns when `maxmemory-policy` "
         "could evict tenure's keys (set `noeviction`).",
     ]
     return "\n".join(lines).rstrip() + "\n"

@@ -77,3 +77,23 @@ def test_end_and_claim_answers_flat_and_fences_a_stale_token(store: RedisStore) 
     assert [(a.number, a.outcome, a.worker_id, a.host, a.pid) for a in record.attempts] == [
         (1, "succeeded", "w-hot", "host-h", 7)
     ]
+
+
+def test_a_job_sequence_comes_from_the_clock_in_order_with_no_counter(store: RedisStore) -> None:
+    """A new job's seq is the server's clock in microseconds (no INCR of a counter per job,
+    issue 32): one call's jobs in the order sent, plain or generic, each later call's after
+    them, and the newest listed first."""
+    client = store.db.client
+    store.enqueue_many([new("a1"), new("a2"), new("a3", guards=Guards()), new("a4")])
+    store.enqueue_many([new("b1", guards=Guards()), new("b2")])
+    store.enqueue_many([new("c1")])
+    order = ["a1", "a2", "a3", "a4", "b1", "b2", "c1"]
+    base = store.db.base("default")
+    seqs = [int(client.hget(f"{base}:job:{job_id}", "seq")) for job_id in order]
+    assert seqs == sorted(set(seqs))
+    now_us = store.now() * 1e6
+    assert now_us - 60e6 < seqs[0] <= seqs[-1] <= now_us
+    assert not client.exists(f"{base}:seq")
+    assert [r.id for r in store.list_jobs(limit=10)] == order[::-1]
+    got = store.reserve(queues=["default"], worker=WORKER, lease=30, limit=10)
+    assert [r.job_id for r in got] == order

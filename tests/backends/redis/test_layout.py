@@ -37,23 +37,23 @@ def test_first_use_records_the_layout_without_migrate(url: str, client: redis.Re
     store = RedisStore(url)
     try:
         store.enqueue_many([job()])
-        assert client.hget(f"{store.prefix}:{{g}}:meta", "layout") == "5"
+        assert client.hget(f"{store.prefix}:{{g}}:meta", "layout") == "6"
     finally:
         store.close()
 
 
-def test_layout_1_keys_are_taken_over_and_marked_5(url: str, client: redis.Redis) -> None:
+def test_layout_1_keys_are_taken_over_and_marked_6(url: str, client: redis.Redis) -> None:
     """Layout 2 added priorities beside layout 1's keys, which read the same, layout 3
-    dropped indexes, layout 4 moved attempts into the job's hash and layout 5 dropped the
-    index of every job; marking the keys 5 makes an older tenure stop rather than miss jobs
-    of other priorities, list jobs from an index nobody keeps or show a history it no longer
-    finds."""
+    dropped indexes, layout 4 moved attempts into the job's hash, layout 5 dropped the
+    index of every job and layout 6 numbers jobs by the clock; marking the keys 6 makes an
+    older tenure stop rather than miss jobs of other priorities, list jobs from an index nobody
+    keeps, show a history it no longer finds or list its new jobs as the oldest."""
     store = RedisStore(url)
     try:
         meta = f"{store.prefix}:{{g}}:meta"
         client.hset(meta, "layout", "1")
         (stored,) = store.enqueue_many([job()])
-        assert client.hget(meta, "layout") == "5"
+        assert client.hget(meta, "layout") == "6"
         assert get_job(store, stored) is not None
     finally:
         store.close()
@@ -61,7 +61,7 @@ def test_layout_1_keys_are_taken_over_and_marked_5(url: str, client: redis.Redis
 
 @pytest.mark.parametrize(
     ("stored", "message"),
-    [("6", "use layout 6, newer than this tenure understands"), ("v1", "got 'v1'")],
+    [("7", "use layout 7, newer than this tenure understands"), ("v1", "got 'v1'")],
 )
 def test_keys_in_another_layout_are_refused_before_any_write(
     url: str, client: redis.Redis, stored: str, message: str

@@ -529,7 +529,7 @@ def test_migrate_is_idempotent_and_refuses_a_newer_layout(
     store.migrate()
     store.migrate()
     meta = f"{store.prefix}:{{g}}:meta"
-    assert client.hget(meta, "layout") == "5"
+    assert client.hget(meta, "layout") == "6"
     client.hset(meta, "layout", "99")
     with pytest.raises(ConfigError, match="layout 99"):
         store.migrate()

@@ -346,7 +346,7 @@ def test_a_layout_2_store_is_upgraded_in_place_and_nothing_is_lost(
     try:
         store.migrate()
         store.migrate()  # idempotent
-        assert client.hget(meta, "layout") == "5"
+        assert client.hget(meta, "layout") == "6"
         assert not list(client.scan_iter(match=f"{old.prefix}:*:idx:queued"))
         assert not list(client.scan_iter(match=f"{old.prefix}:*:all"))  # layout 5 keeps none
         assert not list(client.scan_iter(match=f"{old.prefix}:*:idx:running"))

@@ -163,7 +163,7 @@ def test_a_layout_3_store_is_upgraded_in_place_and_nothing_is_lost(
         assert client.hget(meta, "layout") == "3"
         assert len(attempts_hashes(client, old.prefix)) == len(stored) - 1
         store.migrate()
-        assert client.hget(meta, "layout") == "5"
+        assert client.hget(meta, "layout") == "6"
         assert attempts_hashes(client, old.prefix) == []
         assert store.db.upgrade_attempts(store.db.queues()) == 0
 
@@ -208,7 +208,7 @@ def test_an_attempt_an_old_worker_ends_after_the_upgrade_is_shown_and_deleted(
         store = RedisStore(url)
         try:
             store.migrate()
-            assert client.hget(f"{store.prefix}:{{g}}:meta", "layout") == "5"
+            assert client.hget(f"{store.prefix}:{{g}}:meta", "layout") == "6"
             old.end_attempt(Ending(job_id=late.job_id, token=late.token))
             (leftover,) = attempts_hashes(client, store.prefix)
             record = get_job(store, late.job_id)
@@ -229,6 +229,6 @@ def test_a_layout_3_store_with_no_queue_is_marked_5(url: str, client: redis.Redi
     store = RedisStore(url)
     try:
         store.migrate()
-        assert client.hget(f"{store.prefix}:{{g}}:meta", "layout") == "5"
+        assert client.hget(f"{store.prefix}:{{g}}:meta", "layout") == "6"
     finally:
         store.close()

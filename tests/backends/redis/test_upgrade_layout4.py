@@ -126,7 +126,7 @@ def test_a_layout_4_store_is_upgraded_in_place_and_nothing_is_lost(
             store.migrate()  # idempotent
         else:  # a worker's first call is a reservation: the layout is checked before it
             assert store.reserve(queues=["nothing-here"], worker=W2, lease=60, limit=1) == []
-        assert client.hget(meta, "layout") == "5"
+        assert client.hget(meta, "layout") == "6"
         assert every_job_index(client, old.prefix) == []
 
         # shown with the same history, listed (all states: newest first, as the index listed

@@ -52,12 +52,17 @@ JOB_CACHE_MAX = 100_000
 # 5: no index of every job (`all`): an enqueue writes the job's hash and its queued zset only;
 # the listing of all states merges the structures that hold each job once. A claim writes its
 # attempt's own fields ("N.worker_id", ...), so an end reads none and adds two (issue 32).
+# 6: a job's seq is the server's clock in microseconds, not a per-queue counter an enqueue
+# INCRs (a command per job, issue 32). Nothing stored is rewritten: an older release's jobs
+# keep their counter's numbers, all below the clock's. The mark is what matters: a release
+# before it, which would number its new jobs below every newer one (listed as the oldest),
+# stops instead.
 # Older layouts are upgraded in place (UPGRADABLE_LAYOUTS): 1 and 2 by each queue's `upgrade`
 # script, then 1-3 by `upgrade_attempts`, a page at a time (it pages over `all`), marked 4;
-# then `upgrade_listing` drops `all`, marked 5. Each is idempotent, so two processes upgrading
-# at once, or one run again after a stop, do no harm.
-LAYOUT_VERSION = 5
-UPGRADABLE_LAYOUTS = ("1", "2", "3", "4")
+# then `upgrade_listing` drops `all` (1-4); marked 6. Each is idempotent, so two processes
+# upgrading at once, or one run again after a stop, do no harm.
+LAYOUT_VERSION = 6
+UPGRADABLE_LAYOUTS = ("1", "2", "3", "4", "5")
 # Jobs per call of upgrade_attempts: each call is atomic, so a page bounds how long it holds
 # the server.
 UPGRADE_PAGE = 500
@@ -298,7 +303,8 @@ class RedisDatabase:
                 # before `all` goes: this step pages over it; a stop after the mark finds 4
                 self.upgrade_attempts(queues)
                 self.client.hset(meta, "layout", 4)
-            self.run_many([self.qcall("upgrade_listing", queue) for queue in queues])
+            if found != "5":
+                self.run_many([self.qcall("upgrade_listing", queue) for queue in queues])
         except BaseException:
             self._layout_checked = False
             raise

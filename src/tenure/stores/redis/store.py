@@ -58,7 +58,9 @@ touches one slot only:
                                          a listing of every state merges these, the queued
                                          zsets and `running` (layout 5: no index of every
                                          job, `all`, which layouts 1-4 wrote per enqueue)
-    PREFIX:{q:QUEUE}:seq          string the queue's sequence counter
+    PREFIX:{q:QUEUE}:seq          string the sequence counter that older releases' enqueues
+                                         INCR; a job's seq is the server's clock (layout 6)
+                                         in µs (prelude.lua new_seq): no command
     PREFIX:{q:QUEUE}:notify       list   wake-up tokens idle workers BLPOP
     PREFIX:{q:QUEUE}:woken:ID     list   the token its end leaves for that waiter (TTL 60 s)
     PREFIX:{q:QUEUE}:uniq:KEY, :overlap, :rate:KEY, :once:ID   guards (see guards.py)

@@ -60,7 +60,7 @@ local function enqueue_at(qbase, qname, id, name, payload, policy, delay, now_s,
   if redis.call('EXISTS', jk) == 1 then return 0 end
   -- Numbers go to redis.call as text made once: Redis formats a Lua number argument with
   -- sprintf on every use (issue 32: the server's CPU per job).
-  local seq = tostring(redis.call('INCR', qbase .. ':seq'))
+  local seq = new_seq()
   -- now_s is now as text already (clock() formats it as fmt would)
   local run_at = delay > 0 and fmt(now + delay) or now_s
   local fields = {'id', id, 'name', name, 'queue', qname, 'payload', payload,

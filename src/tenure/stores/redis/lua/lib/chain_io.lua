@@ -30,7 +30,7 @@ local function c_cancelled(link, spec_text, reason, now_s)
   local qbase, id = link.base, link.id
   local jk = qbase .. ':job:' .. id
   if redis.call('EXISTS', jk) == 1 then return end
-  local seq = redis.call('INCR', qbase .. ':seq')
+  local seq = new_seq()
   redis.call('HSET', jk, 'id', id, 'name', link.name or '', 'queue', link.queue,
     'payload', link.payload or '', 'state', 'cancelled', 'policy', link.policy or '',
     'created_at', now_s, 'run_at', now_s, 'finished_at', now_s, 'attempt', 0, 'tries_used', 0,

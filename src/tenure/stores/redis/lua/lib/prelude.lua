@@ -63,7 +63,7 @@ local FINAL = {succeeded = true, failed = true, cancelled = true}
 
 -- Read once per script call (a script is atomic, so one instant serves all of it): the end
 -- and the claim of complete_and_reserve share it, one TIME fewer per job.
-local clock_text, clock_value, clock_whole, clock_micros
+local clock_text, clock_value, clock_whole, clock_micros, clock_us
 local function clock()
   if not clock_text then
     local t = redis.call('TIME')
@@ -71,6 +71,7 @@ local function clock()
     local us = t[2]
     if #us < 6 then us = string.rep('0', 6 - #us) .. us end
     clock_text = t[1] .. '.' .. us
+    clock_us = t[1] .. us  -- the clock in whole microseconds, for new_seq
     -- `+ 0` parses the text once; tonumber parses a string twice (lua_isnumber, then
     -- lua_tonumber), and a parse of a clock's 17 digits is some 700 instructions (issue 32).
     -- TIME's reply is always digits, so the arithmetic cannot raise.
@@ -98,6 +99,23 @@ local function small_number(text)
   return n or nil
 end
 local function fmt(x) return string.format('%.6f', x) end
+-- A new job's `seq` (its listings' order, and its queued member's prefix, which orders jobs
+-- with one run_at): the server's clock in microseconds, and within one call the numbers after
+-- it, so the jobs of one call keep the order they were sent in. Not a counter: an INCR of
+-- `base:seq` was a command per job (issue 32). A later call reads a later clock (a job's
+-- enqueue is tens of microseconds of the server's time), so its jobs come after; should two
+-- ever share a number, the zsets order them by id, and nothing is lost. 16 digits until 2286,
+-- as queued_member writes them, and exact as a zset's score (< 2^53). Text: no number format.
+local seq_used
+local function new_seq()
+  clock()
+  if not seq_used then
+    seq_used = 0
+    return clock_us
+  end
+  seq_used = seq_used + 1
+  return string.format('%d', clock_us + seq_used)
+end
 -- Now plus `seconds` (a number), as fmt(now + seconds) writes it. A whole number of seconds (a
 -- lease, a retention: nearly always) is added to the clock's seconds and formatted as an
 -- integer: '%.6f' of a float is the costliest formatting there is (issue 32), and the sum of a

@@ -14,9 +14,7 @@ for i = 3, #ARGV, PLAIN_FIELDS do
   local id = ARGV[i]
   local jk = job_key(id)
   if redis.call('EXISTS', jk) == 0 then
-    local seq = redis.call('INCR', SEQ)
-    -- the sequence as text made once (a number passed to redis.call is formatted each time)
-    local seq_text = string.format('%d', seq)
+    local seq_text = new_seq()
     local delay = ARGV[i + 6] or '0'
     local run_at = (delay == '0' and now_s) or after(tonumber(delay) or 0)
     -- no attempt, tries_used nor exceptions of 0: every reader reads a missing one as 0
@@ -34,7 +32,7 @@ for i = 3, #ARGV, PLAIN_FIELDS do
       if priority ~= '0' then fields[#fields + 1] = 'priority'; fields[#fields + 1] = priority end
       redis.call('HSET', jk, unpack(fields))
     end
-    local member = string.format('%016d', seq) .. ':' .. id
+    local member = seq_text .. ':' .. id  -- (16 digits already: queued_member's text)
     if priority == '0' then
       redis.call('ZADD', QUEUED, run_at, member)
     else
