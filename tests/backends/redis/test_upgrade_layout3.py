@@ -108,8 +108,9 @@ def client(url: str) -> Iterator[redis.Redis]:
 def fill_with_history(store: RedisStore) -> dict[str, Any]:
     """fill()'s jobs, and jobs whose history has more than one attempt or a deferral."""
     ids = fill(store)
-    # failed once, queued again for its second try (scheduled by its backoff)
-    store.enqueue_many([new("again", policy=Policy(tries=3))])
+    # failed once, queued again for its second try (scheduled by its backoff: an hour, so that
+    # it is still scheduled when the upgraded store lists it, however slow the machine)
+    store.enqueue_many([new("again", policy=Policy(tries=3, backoff=3600))])
     first = take(store, "again")
     ending = Ending(job_id=first.job_id, token=first.token, outcome="failed", error="flaky")
     store.end_attempt(ending)
