@@ -151,7 +151,36 @@ class Walker:
                 handed = _handed(node, t.fn, module, method=t.owner is not None)
                 chain = (*at.chain, t.label or t.fn.name)
                 out.append(Reached(t.fn, t.module, t.owner, chain, handed, t.home))
+        for t in self._properties(at, made):
+            out.append(Reached(t.fn, t.module, t.owner, (*at.chain, t.label), {}, t.home))
         return out
+
+    def _properties(self, at: Reached, made: dict[str, str]) -> list[Target]:
+        """Properties the function reads: `self.api_headers`, `addon.github_token` run code
+        (a token fetched over HTTP) as surely as a call does."""
+        out: list[Target] = []
+        for node in at.module.nodes(at.fn):
+            if not isinstance(node, ast.Attribute) or not isinstance(node.ctx, ast.Load):
+                continue
+            holder = self._class_of(node.value, at, made)
+            found = self.names.method(*holder, node.attr) if holder else None
+            if found is not None and is_property(found.fn):
+                out.append(found)
+        return out
+
+    def _class_of(
+        self, expr: ast.expr, at: Reached, made: dict[str, str], hops: int = 0
+    ) -> tuple[ast.ClassDef, Module] | None:
+        """The project class an expression is an instance of: `self`, a row or object made in
+        the function, or a relation of one (`self.github_installation`, a ForeignKey field)."""
+        if isinstance(expr, ast.Name):
+            if expr.id in ("self", "cls") and at.owner is not None:
+                return at.owner, at.home or at.module
+            return self.names.cls(made[expr.id], at.module) if expr.id in made else None
+        if isinstance(expr, ast.Attribute) and hops < 2:
+            holder = self._class_of(expr.value, at, made, hops + 1)
+            return self.names.related(*holder, expr.attr) if holder else None
+        return None
 
     def _resolve(self, func: ast.expr, at: Reached, made: dict[str, str]) -> list[Target]:
         module, names = at.module, self.names
@@ -167,6 +196,11 @@ class Walker:
             if isinstance(receiver, ast.Call):  # Loader(...).run()
                 cls = module.qualify(receiver.func)
                 return names.member(f"{cls}.{func.attr}", module, func) if cls else []
+            if isinstance(receiver, ast.Attribute):  # self.installation.refresh()
+                holder = self._class_of(receiver, at, made)
+                found = names.method(*holder, func.attr) if holder else None
+                if found is not None:
+                    return [found]
         if isinstance(func, ast.Name):
             local = made_by(module.nodes(at.fn), func.id)
             if local is not None and func.id not in made:
@@ -195,6 +229,11 @@ def _instances(fn: FunctionNode, module: Module) -> dict[str, str]:
     in the function: the name's class, as a dotted name."""
     out: dict[str, str] = {}
     for node in module.nodes(fn):
+        if isinstance(node, ast.For | ast.AsyncFor) and isinstance(node.target, ast.Name):
+            model = _rows_of(node.iter)  # for addon in AddOn.objects.filter(...):
+            name = module.qualify(model) if model is not None else None
+            if name:
+                out[node.target.id] = name
         if (
             isinstance(node, ast.Assign)
             and len(node.targets) == 1
@@ -211,6 +250,34 @@ def _instances(fn: FunctionNode, module: Module) -> dict[str, str]:
 
 # Manager and queryset calls that return one row: an instance of the model.
 ROW_CALLS = ("get", "create", "first", "last", "earliest", "latest")
+
+
+# Queryset calls whose items are no rows of the model.
+NOT_ROWS = ("values", "values_list", "aggregate", "count", "exists", "dates", "datetimes")
+
+
+def _rows_of(iterated: ast.expr) -> ast.expr | None:
+    """`Model.objects.filter(...)`, `Model.objects.all()` iterated: the `Model` expression."""
+    node: ast.expr = iterated
+    while isinstance(node, ast.Call | ast.Attribute):
+        if isinstance(node, ast.Attribute):
+            if node.attr in NOT_ROWS:
+                return None
+            if node.attr == "objects":
+                return node.value
+        node = node.func if isinstance(node, ast.Call) else node.value
+    return None
+
+
+def is_property(fn: FunctionNode) -> bool:
+    """`@property`, `@cached_property` (functools' or Django's)."""
+    return any(
+        (d.attr if isinstance(d, ast.Attribute) else getattr(d, "id", "")) in PROPERTIES
+        for d in fn.decorator_list
+    )
+
+
+PROPERTIES = ("property", "cached_property")
 
 
 def _row_of(func: ast.expr) -> ast.expr | None:
