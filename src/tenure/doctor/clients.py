@@ -8,7 +8,7 @@ or the library's documented default. An unresolvable `timeout=settings.X` is lef
 from __future__ import annotations
 
 import ast
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from tenure.doctor.astutil import FunctionNode, Module, Num, called_helpers, keyword, number
 from tenure.doctor.model import ClientCall, Source, Value
@@ -166,6 +166,13 @@ def _check(
         return None  # a client makes no call itself: its calls are checked where they happen
     spec = SPECS.get(name or "")
     target = node
+    dynamic = _verb_by_name(node.func)
+    if dynamic is not None and spec is None:
+        # getattr(session, method)(url, ...): whichever verb, it is the session's request.
+        made = ast.copy_location(ast.Call(dynamic, node.args, node.keywords), node)
+        found = _check(made, module, bindings, via)
+        # The stand-in call is dropped after this: key the finding by the written call.
+        return replace(found, key=id(node)) if found and found.key == id(made) else found
     if spec is None and isinstance(node.func, ast.Attribute):
         receiver = node.func.value
         held = _receiver(receiver)
@@ -198,6 +205,21 @@ def _check(
         source=Source(module.rel, node.lineno),
         via=via,
     )
+
+
+def _verb_by_name(func: ast.expr) -> ast.Attribute | None:
+    """`getattr(session, method)`, `getattr(requests, verb)` as a call's callee: the same
+    object's `.request`, which every verb goes through with the same timeout argument."""
+    if not (
+        isinstance(func, ast.Call)
+        and isinstance(func.func, ast.Name)
+        and func.func.id == "getattr"
+        and len(func.args) == 2
+        and isinstance(func.args[0], ast.Name | ast.Attribute)
+        and not isinstance(func.args[1], ast.Constant)
+    ):
+        return None
+    return ast.copy_location(ast.Attribute(func.args[0], "request", ast.Load()), func)
 
 
 def _receiver(expr: ast.expr) -> str | None:

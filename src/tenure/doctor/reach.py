@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from tenure.doctor.astutil import FunctionNode, Module, sleeps_in_loops
 from tenure.doctor.clients import (
     CLIENTS,
+    SESSIONS,
     SPECS,
     client_calls_in,
     handed_calls_in,
@@ -322,11 +323,37 @@ def check_reach(
 def _calls(reached: Reached, names: Names) -> list[ClientCall]:
     """The client calls written in a reached function, less those through a session with a
     mounted adapter (the adapter may carry the timeout)."""
-    held = instance_bindings(_methods(reached, names)) if reached.owner is not None else None
+    held = instance_bindings(_methods(reached, names)) if reached.owner is not None else {}
+    held = {**_imported_sessions(reached, names), **held}
     calls = client_calls_in(reached.fn, reached.module, held=held)
     calls += handed_calls_in(reached.fn, reached.module, reached.handed)
     mounted = _mounted(reached)
     return [c for c in calls if c.call.rsplit(".", 1)[0] not in mounted]
+
+
+def _imported_sessions(reached: Reached, names: Names) -> dict[str, ast.Call]:
+    """Sessions the project makes once at module level and imports where it calls them:
+    `session = requests.Session()` in common/session.py, `httpsub.post(url)` in a task
+    module importing it (through a package's re-export) as `httpsub`. The constructor comes
+    back named by its full dotted name, as the calling module would not know it."""
+    module = reached.module
+    out: dict[str, ast.Call] = {}
+    for node in module.nodes(reached.fn):
+        if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)):
+            continue
+        held = node.func.value
+        if not isinstance(held, ast.Name) or held.id not in module.aliases or held.id in out:
+            continue
+        located = names.locate(module.aliases[held.id], module)
+        if located is None or len(located[1]) != 1:
+            continue
+        where, (name,) = located
+        made = where.constants.get(name)
+        kind = where.qualify(made.func) if isinstance(made, ast.Call) else None
+        if isinstance(made, ast.Call) and (kind in SESSIONS or kind in CLIENTS):
+            named = ast.Call(ast.Name(kind, ast.Load()), made.args, made.keywords)
+            out[held.id] = ast.copy_location(named, made)
+    return out
 
 
 def _methods(reached: Reached, names: Names) -> list[tuple[FunctionNode, Module]]:

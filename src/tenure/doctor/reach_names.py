@@ -156,6 +156,11 @@ class Names:
                 return [found]
             if len(rest) == 1:
                 return []  # a class with no __init__ of its own: nothing to run
+        instance = self._instance(where, rest[0]) if len(rest) == 2 else None
+        if instance is not None:  # storage = AwsStorage() at module level; storage.fetch_url()
+            found = self.method(*instance, rest[1])
+            if found is not None:
+                return [found]
         # A project name that is no function here (made at run time), or a method of a base
         # class outside the project: not followed. `Model.objects.filter()`, `logger.info()`
         # call a library through a project object: not the project's code, not counted.
@@ -199,6 +204,12 @@ class Names:
                 if dotted:
                     return self.cls(dotted, where)
         return None
+
+    def _instance(self, where: Module, name: str) -> tuple[ast.ClassDef, Module] | None:
+        """The project class of a module-level instance: `storage = AwsStorage()`."""
+        made = where.constants.get(name)
+        dotted = where.qualify(made.func) if isinstance(made, ast.Call) else None
+        return self.cls(dotted, where) if dotted else None
 
     def lineage(self, cls: ast.ClassDef, home: Module) -> list[tuple[ast.ClassDef, Module]]:
         """The class and its project-local bases, nearest first (breadth first, a few deep)."""
