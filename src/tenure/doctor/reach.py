@@ -44,6 +44,9 @@ class Reached:
     # Parameters handed a client function: `_request(requests.post, ...)` -> {"func": ...}.
     handed: dict[str, str] = field(default_factory=dict)
     home: Module | None = None  # the module that defines `owner`
+    # Parameters defaulting to None the call left out: `send(..., timeout=None)` called
+    # without a timeout makes its `requests.post(url, timeout=timeout)` unbounded.
+    unset: frozenset[str] = frozenset()
 
 
 @dataclass
@@ -149,9 +152,11 @@ class Walker:
             if not isinstance(node, ast.Call):
                 continue
             for t in self._resolve(node.func, at, made):
-                handed = _handed(node, t.fn, module, method=t.owner is not None)
+                method = t.owner is not None
+                handed = _handed(node, t.fn, module, method=method)
                 chain = (*at.chain, t.label or t.fn.name)
-                out.append(Reached(t.fn, t.module, t.owner, chain, handed, t.home))
+                unset = _unset(node, t.fn, method=method)
+                out.append(Reached(t.fn, t.module, t.owner, chain, handed, t.home, unset))
         for t in self._properties(at, made):
             out.append(Reached(t.fn, t.module, t.owner, (*at.chain, t.label), {}, t.home))
         return out
@@ -223,6 +228,27 @@ def _handed(call: ast.Call, fn: FunctionNode, module: Module, *, method: bool) -
         if name in SPECS and name not in CLIENTS:
             out[param] = name
     return out
+
+
+def _unset(call: ast.Call, fn: FunctionNode, *, method: bool) -> frozenset[str]:
+    """The callee's parameters that default to None and that this call does not pass."""
+    if any(isinstance(a, ast.Starred) for a in call.args) or any(
+        k.arg is None for k in call.keywords
+    ):
+        return frozenset()  # *args / **kwargs may pass anything
+    positional = [*fn.args.posonlyargs, *fn.args.args]
+    skip = 1 if method and positional and positional[0].arg in ("self", "cls") else 0
+    passed = {a.arg for a in positional[skip : skip + len(call.args)]}
+    passed |= {k.arg for k in call.keywords if k.arg}
+    defaults = [
+        *zip(positional[len(positional) - len(fn.args.defaults) :], fn.args.defaults, strict=True),
+        *((a, d) for a, d in zip(fn.args.kwonlyargs, fn.args.kw_defaults, strict=True) if d),
+    ]
+    return frozenset(
+        a.arg
+        for a, d in defaults
+        if isinstance(d, ast.Constant) and d.value is None and a.arg not in passed
+    )
 
 
 def _instances(fn: FunctionNode, module: Module) -> dict[str, str]:
@@ -325,7 +351,7 @@ def _calls(reached: Reached, names: Names) -> list[ClientCall]:
     mounted adapter (the adapter may carry the timeout)."""
     held = instance_bindings(_methods(reached, names)) if reached.owner is not None else {}
     held = {**_imported_sessions(reached, names), **held}
-    calls = client_calls_in(reached.fn, reached.module, held=held)
+    calls = client_calls_in(reached.fn, reached.module, held=held, unset=reached.unset)
     calls += handed_calls_in(reached.fn, reached.module, reached.handed)
     mounted = _mounted(reached)
     return [c for c in calls if c.call.rsplit(".", 1)[0] not in mounted]
