@@ -8,7 +8,7 @@ or the library's documented default. An unresolvable `timeout=settings.X` is lef
 from __future__ import annotations
 
 import ast
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from tenure.doctor.astutil import FunctionNode, Module, Num, called_helpers, keyword, number
 from tenure.doctor.model import ClientCall, Source, Value
@@ -92,16 +92,21 @@ def find_client_calls(function: FunctionNode, module: Module) -> list[ClientCall
 
 
 def client_calls_in(
-    fn: FunctionNode, module: Module, via: str = "", held: dict[str, ast.Call] | None = None
+    fn: FunctionNode,
+    module: Module,
+    via: str = "",
+    held: dict[str, ast.Call] | None = None,
+    unset: frozenset[str] = frozenset(),
 ) -> list[ClientCall]:
     """The network calls written in one function (not in what it calls), each with its bound.
-    `held`: sessions the instance holds (`self.session`), from instance_bindings()."""
+    `held`: sessions the instance holds (`self.session`), from instance_bindings(); `unset`:
+    parameters defaulting to None that the caller left out (`timeout=timeout` is then None)."""
     bindings = {**_bindings(module.tree.body, module, top_level=True), **(held or {})}
     bindings.update(_bindings([fn], module))
     out: list[ClientCall] = []
     for node in module.nodes(fn):
         if isinstance(node, ast.Call):
-            call = _check(node, module, bindings, via)
+            call = _check(node, module, bindings, via, unset)
             if call is not None:
                 out.append(call)
     return out
@@ -159,13 +164,24 @@ def _bindings(
 
 
 def _check(
-    node: ast.Call, module: Module, bindings: dict[str, ast.Call], via: str
+    node: ast.Call,
+    module: Module,
+    bindings: dict[str, ast.Call],
+    via: str,
+    unset: frozenset[str] = frozenset(),
 ) -> ClientCall | None:
     name = module.qualify(node.func)
     if name in CLIENTS:
         return None  # a client makes no call itself: its calls are checked where they happen
     spec = SPECS.get(name or "")
     target = node
+    dynamic = _verb_by_name(node.func)
+    if dynamic is not None and spec is None:
+        # getattr(session, method)(url, ...): whichever verb, it is the session's request.
+        made = ast.copy_location(ast.Call(dynamic, node.args, node.keywords), node)
+        found = _check(made, module, bindings, via, unset)
+        # The stand-in call is dropped after this: key the finding by the written call.
+        return replace(found, key=id(node)) if found and found.key == id(made) else found
     if spec is None and isinstance(node.func, ast.Attribute):
         receiver = node.func.value
         held = _receiver(receiver)
@@ -185,7 +201,7 @@ def _check(
                 target = bound  # no per-call timeout: the client's own governs
     if spec is None or name is None:
         return None
-    bound_value = _timeout(target, spec, module)
+    bound_value = _timeout(target, spec, module, unset)
     if bound_value is None:
         return None
     amount, at = bound_value
@@ -200,6 +216,21 @@ def _check(
     )
 
 
+def _verb_by_name(func: ast.expr) -> ast.Attribute | None:
+    """`getattr(session, method)`, `getattr(requests, verb)` as a call's callee: the same
+    object's `.request`, which every verb goes through with the same timeout argument."""
+    if not (
+        isinstance(func, ast.Call)
+        and isinstance(func.func, ast.Name)
+        and func.func.id == "getattr"
+        and len(func.args) == 2
+        and isinstance(func.args[0], ast.Name | ast.Attribute)
+        and not isinstance(func.args[1], ast.Constant)
+    ):
+        return None
+    return ast.copy_location(ast.Attribute(func.args[0], "request", ast.Load()), func)
+
+
 def _receiver(expr: ast.expr) -> str | None:
     """The name a session is held under: `s`, or `self.session` on an instance."""
     if isinstance(expr, ast.Name):
@@ -209,7 +240,9 @@ def _receiver(expr: ast.expr) -> str | None:
     return None
 
 
-def _timeout(call: ast.Call, spec: Spec, module: Module) -> tuple[float | None, Source] | None:
+def _timeout(
+    call: ast.Call, spec: Spec, module: Module, unset: frozenset[str] = frozenset()
+) -> tuple[float | None, Source] | None:
     """(seconds or None for unbounded, where that came from), or None when it cannot tell."""
     given = keyword(call, spec.keyword)
     expr: ast.expr | None = given.value if given is not None else None
@@ -220,6 +253,8 @@ def _timeout(call: ast.Call, spec: Spec, module: Module) -> tuple[float | None, 
             return None  # **options may carry it
         return spec.default, Source(note=spec.default_note)
     at = Source(module.rel, expr.lineno)
+    if isinstance(expr, ast.Name) and expr.id in unset:
+        return None, Source(note=f"{expr.id}=None: the caller passes none")
     if isinstance(expr, ast.Name) and expr.id in module.constants:
         expr = module.constants[expr.id]
     resolved = _resolve(expr, spec, module)

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from tenure.doctor.astutil import FunctionNode, Module, sleeps_in_loops
 from tenure.doctor.clients import (
     CLIENTS,
+    SESSIONS,
     SPECS,
     client_calls_in,
     handed_calls_in,
@@ -43,6 +44,9 @@ class Reached:
     # Parameters handed a client function: `_request(requests.post, ...)` -> {"func": ...}.
     handed: dict[str, str] = field(default_factory=dict)
     home: Module | None = None  # the module that defines `owner`
+    # Parameters defaulting to None the call left out: `send(..., timeout=None)` called
+    # without a timeout makes its `requests.post(url, timeout=timeout)` unbounded.
+    unset: frozenset[str] = frozenset()
 
 
 @dataclass
@@ -148,10 +152,41 @@ class Walker:
             if not isinstance(node, ast.Call):
                 continue
             for t in self._resolve(node.func, at, made):
-                handed = _handed(node, t.fn, module, method=t.owner is not None)
+                method = t.owner is not None
+                handed = _handed(node, t.fn, module, method=method)
                 chain = (*at.chain, t.label or t.fn.name)
-                out.append(Reached(t.fn, t.module, t.owner, chain, handed, t.home))
+                unset = _unset(node, t.fn, method=method)
+                out.append(Reached(t.fn, t.module, t.owner, chain, handed, t.home, unset))
+        for t in self._properties(at, made):
+            out.append(Reached(t.fn, t.module, t.owner, (*at.chain, t.label), {}, t.home))
         return out
+
+    def _properties(self, at: Reached, made: dict[str, str]) -> list[Target]:
+        """Properties the function reads: `self.api_headers`, `addon.github_token` run code
+        (a token fetched over HTTP) as surely as a call does."""
+        out: list[Target] = []
+        for node in at.module.nodes(at.fn):
+            if not isinstance(node, ast.Attribute) or not isinstance(node.ctx, ast.Load):
+                continue
+            holder = self._class_of(node.value, at, made)
+            found = self.names.method(*holder, node.attr) if holder else None
+            if found is not None and is_property(found.fn):
+                out.append(found)
+        return out
+
+    def _class_of(
+        self, expr: ast.expr, at: Reached, made: dict[str, str], hops: int = 0
+    ) -> tuple[ast.ClassDef, Module] | None:
+        """The project class an expression is an instance of: `self`, a row or object made in
+        the function, or a relation of one (`self.github_installation`, a ForeignKey field)."""
+        if isinstance(expr, ast.Name):
+            if expr.id in ("self", "cls") and at.owner is not None:
+                return at.owner, at.home or at.module
+            return self.names.cls(made[expr.id], at.module) if expr.id in made else None
+        if isinstance(expr, ast.Attribute) and hops < 2:
+            holder = self._class_of(expr.value, at, made, hops + 1)
+            return self.names.related(*holder, expr.attr) if holder else None
+        return None
 
     def _resolve(self, func: ast.expr, at: Reached, made: dict[str, str]) -> list[Target]:
         module, names = at.module, self.names
@@ -167,6 +202,11 @@ class Walker:
             if isinstance(receiver, ast.Call):  # Loader(...).run()
                 cls = module.qualify(receiver.func)
                 return names.member(f"{cls}.{func.attr}", module, func) if cls else []
+            if isinstance(receiver, ast.Attribute):  # self.installation.refresh()
+                holder = self._class_of(receiver, at, made)
+                found = names.method(*holder, func.attr) if holder else None
+                if found is not None:
+                    return [found]
         if isinstance(func, ast.Name):
             local = made_by(module.nodes(at.fn), func.id)
             if local is not None and func.id not in made:
@@ -190,11 +230,37 @@ def _handed(call: ast.Call, fn: FunctionNode, module: Module, *, method: bool) -
     return out
 
 
+def _unset(call: ast.Call, fn: FunctionNode, *, method: bool) -> frozenset[str]:
+    """The callee's parameters that default to None and that this call does not pass."""
+    if any(isinstance(a, ast.Starred) for a in call.args) or any(
+        k.arg is None for k in call.keywords
+    ):
+        return frozenset()  # *args / **kwargs may pass anything
+    positional = [*fn.args.posonlyargs, *fn.args.args]
+    skip = 1 if method and positional and positional[0].arg in ("self", "cls") else 0
+    passed = {a.arg for a in positional[skip : skip + len(call.args)]}
+    passed |= {k.arg for k in call.keywords if k.arg}
+    defaults = [
+        *zip(positional[len(positional) - len(fn.args.defaults) :], fn.args.defaults, strict=True),
+        *((a, d) for a, d in zip(fn.args.kwonlyargs, fn.args.kw_defaults, strict=True) if d),
+    ]
+    return frozenset(
+        a.arg
+        for a, d in defaults
+        if isinstance(d, ast.Constant) and d.value is None and a.arg not in passed
+    )
+
+
 def _instances(fn: FunctionNode, module: Module) -> dict[str, str]:
     """`loader = Loader(...)`, or a Django model's row `job = ImportTask.objects.get(...)`,
     in the function: the name's class, as a dotted name."""
     out: dict[str, str] = {}
     for node in module.nodes(fn):
+        if isinstance(node, ast.For | ast.AsyncFor) and isinstance(node.target, ast.Name):
+            model = _rows_of(node.iter)  # for addon in AddOn.objects.filter(...):
+            name = module.qualify(model) if model is not None else None
+            if name:
+                out[node.target.id] = name
         if (
             isinstance(node, ast.Assign)
             and len(node.targets) == 1
@@ -211,6 +277,34 @@ def _instances(fn: FunctionNode, module: Module) -> dict[str, str]:
 
 # Manager and queryset calls that return one row: an instance of the model.
 ROW_CALLS = ("get", "create", "first", "last", "earliest", "latest")
+
+
+# Queryset calls whose items are no rows of the model.
+NOT_ROWS = ("values", "values_list", "aggregate", "count", "exists", "dates", "datetimes")
+
+
+def _rows_of(iterated: ast.expr) -> ast.expr | None:
+    """`Model.objects.filter(...)`, `Model.objects.all()` iterated: the `Model` expression."""
+    node: ast.expr = iterated
+    while isinstance(node, ast.Call | ast.Attribute):
+        if isinstance(node, ast.Attribute):
+            if node.attr in NOT_ROWS:
+                return None
+            if node.attr == "objects":
+                return node.value
+        node = node.func if isinstance(node, ast.Call) else node.value
+    return None
+
+
+def is_property(fn: FunctionNode) -> bool:
+    """`@property`, `@cached_property` (functools' or Django's)."""
+    return any(
+        (d.attr if isinstance(d, ast.Attribute) else getattr(d, "id", "")) in PROPERTIES
+        for d in fn.decorator_list
+    )
+
+
+PROPERTIES = ("property", "cached_property")
 
 
 def _row_of(func: ast.expr) -> ast.expr | None:
@@ -255,11 +349,37 @@ def check_reach(
 def _calls(reached: Reached, names: Names) -> list[ClientCall]:
     """The client calls written in a reached function, less those through a session with a
     mounted adapter (the adapter may carry the timeout)."""
-    held = instance_bindings(_methods(reached, names)) if reached.owner is not None else None
-    calls = client_calls_in(reached.fn, reached.module, held=held)
+    held = instance_bindings(_methods(reached, names)) if reached.owner is not None else {}
+    held = {**_imported_sessions(reached, names), **held}
+    calls = client_calls_in(reached.fn, reached.module, held=held, unset=reached.unset)
     calls += handed_calls_in(reached.fn, reached.module, reached.handed)
     mounted = _mounted(reached)
     return [c for c in calls if c.call.rsplit(".", 1)[0] not in mounted]
+
+
+def _imported_sessions(reached: Reached, names: Names) -> dict[str, ast.Call]:
+    """Sessions the project makes once at module level and imports where it calls them:
+    `session = requests.Session()` in common/session.py, `httpsub.post(url)` in a task
+    module importing it (through a package's re-export) as `httpsub`. The constructor comes
+    back named by its full dotted name, as the calling module would not know it."""
+    module = reached.module
+    out: dict[str, ast.Call] = {}
+    for node in module.nodes(reached.fn):
+        if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)):
+            continue
+        held = node.func.value
+        if not isinstance(held, ast.Name) or held.id not in module.aliases or held.id in out:
+            continue
+        located = names.locate(module.aliases[held.id], module)
+        if located is None or len(located[1]) != 1:
+            continue
+        where, (name,) = located
+        made = where.constants.get(name)
+        kind = where.qualify(made.func) if isinstance(made, ast.Call) else None
+        if isinstance(made, ast.Call) and (kind in SESSIONS or kind in CLIENTS):
+            named = ast.Call(ast.Name(kind, ast.Load()), made.args, made.keywords)
+            out[held.id] = ast.copy_location(named, made)
+    return out
 
 
 def _methods(reached: Reached, names: Names) -> list[tuple[FunctionNode, Module]]:

@@ -156,6 +156,11 @@ class Names:
                 return [found]
             if len(rest) == 1:
                 return []  # a class with no __init__ of its own: nothing to run
+        instance = self._instance(where, rest[0]) if len(rest) == 2 else None
+        if instance is not None:  # storage = AwsStorage() at module level; storage.fetch_url()
+            found = self.method(*instance, rest[1])
+            if found is not None:
+                return [found]
         # A project name that is no function here (made at run time), or a method of a base
         # class outside the project: not followed. `Model.objects.filter()`, `logger.info()`
         # call a library through a project object: not the project's code, not counted.
@@ -171,6 +176,40 @@ class Names:
             if found is not None:
                 return Target(found, where, cls, home, f"{current.name}.{name}")
         return None
+
+    def cls(self, dotted: str, module: Module) -> tuple[ast.ClassDef, Module] | None:
+        """The project class a dotted name, as seen from `module`, stands for."""
+        located = self.locate(dotted, module)
+        if located is None or len(located[1]) != 1:
+            return None
+        found = _classes(located[0]).get(located[1][0])
+        return (found, located[0]) if found is not None else None
+
+    def related(
+        self, cls: ast.ClassDef, home: Module, field: str
+    ) -> tuple[ast.ClassDef, Module] | None:
+        """The model a relation field points to: `installation = models.ForeignKey(
+        GitHubInstallation, ...)` (or `"GitHubInstallation"`, `"app.Model"`) on the class or
+        a project base."""
+        for current, where in self.lineage(cls, home):
+            for item in current.body:
+                to = _relation_target(item, field)
+                if isinstance(to, ast.Constant) and isinstance(to.value, str):
+                    name = to.value.rsplit(".", 1)[-1]
+                    if name == "self":
+                        return current, where
+                    local = _classes(where).get(name)
+                    return (local, where) if local is not None else self.cls(name, where)
+                dotted = where.qualify(to) if isinstance(to, ast.Name | ast.Attribute) else None
+                if dotted:
+                    return self.cls(dotted, where)
+        return None
+
+    def _instance(self, where: Module, name: str) -> tuple[ast.ClassDef, Module] | None:
+        """The project class of a module-level instance: `storage = AwsStorage()`."""
+        made = where.constants.get(name)
+        dotted = where.qualify(made.func) if isinstance(made, ast.Call) else None
+        return self.cls(dotted, where) if dotted else None
 
     def lineage(self, cls: ast.ClassDef, home: Module) -> list[tuple[ast.ClassDef, Module]]:
         """The class and its project-local bases, nearest first (breadth first, a few deep)."""
@@ -247,3 +286,24 @@ def made_by(nodes: list[ast.stmt] | list[ast.AST], name: str) -> ast.Call | None
             ):
                 return node.value
     return None
+
+
+RELATIONS = ("ForeignKey", "OneToOneField")
+
+
+def _relation_target(item: ast.stmt, field: str) -> ast.expr | None:
+    """What `field = models.ForeignKey(Target, ...)` in a class body points to."""
+    if not (
+        isinstance(item, ast.Assign)
+        and len(item.targets) == 1
+        and isinstance(item.targets[0], ast.Name)
+        and item.targets[0].id == field
+        and isinstance(item.value, ast.Call)
+    ):
+        return None
+    call, func = item.value, item.value.func
+    kind = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
+    if kind not in RELATIONS:
+        return None
+    given = [k.value for k in call.keywords if k.arg == "to"]
+    return call.args[0] if call.args else given[0] if given else None

@@ -17,6 +17,7 @@ from tenure.doctor.laravel.php import EnvFiles, parse
 from tenure.doctor.laravel.runtime_env import compose_environments, dockerfile_environments
 from tenure.doctor.laravel.schedule import scheduled_workers
 from tenure.doctor.laravel.services import follow
+from tenure.doctor.laravel.written_env import written_env_files
 from tenure.doctor.model import Finding, Skipped, Source
 from tenure.doctor.tie import tie
 from tenure.doctor.walk import (
@@ -63,6 +64,7 @@ def audit(root: str, base: str, tree: Tree) -> Audit:
         for path, data in files
         if is_dockerfile(os.path.basename(path)) and b"ENV" in data
     ]
+    env.add_written(written_env_files(files, base))
     env.add_runtime(compose_environments(tree, base) + dockerfile_environments(dockerfiles))
     config = read_config(root, base, env)
     result.skipped += config.skipped

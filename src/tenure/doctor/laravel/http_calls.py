@@ -53,12 +53,12 @@ def http_calls(
     method: Node,
     rel: str,
     ev: Evaluator,
-    guzzle: bool,
+    guzzle: frozenset[str],
     builders: dict[str, list[Node]] | None = None,
     *,
     curl_class: bool = False,
 ) -> list[HttpCall]:
-    """`guzzle`: the file imports GuzzleHttp\\Client, so a bare `new Client` is Guzzle's;
+    """`guzzle`: the names the file imports GuzzleHttp\\Client as (`Client`, an alias);
     `builders`: the class's properties holding an Http builder (http_builders());
     `curl_class`: the file imports php-curl-class's Curl\\Curl (curl_class.py)."""
     found: list[HttpCall] = []
@@ -88,7 +88,7 @@ def http_calls(
     guzzle_bounded = "'timeout'" in body or '"timeout"' in body or "TIMEOUT" in body
     for creation in walk(method, frozenset({"object_creation_expression"})):
         written = text(creation.named_children[0]) if creation.named_children else ""
-        is_guzzle = written.endswith("GuzzleHttp\\Client") or (written == "Client" and guzzle)
+        is_guzzle = written.endswith("GuzzleHttp\\Client") or written in guzzle
         if is_guzzle and not guzzle_bounded and _sends(creation, body):
             # Reported where the client is made, where its timeout is set (a tuning-set
             # convention, firefly-iii's DownloadExchangeRates), not on each request.

@@ -54,7 +54,7 @@ class JobClass:
     # What services.follow() needs to read a service class's methods after the whole scan.
     method_nodes: dict[str, Node] = field(default_factory=dict)
     evaluator: Evaluator | None = None
-    guzzle: bool = False
+    guzzle: frozenset[str] = frozenset()  # the names the file writes Guzzle's Client as
     curl_class: bool = False  # the file imports php-curl-class's Curl\Curl
     builders: dict[str, list[Node]] = field(default_factory=dict)  # see http_builders()
     namespace: str = ""
@@ -105,12 +105,34 @@ NAMESPACE = re.compile(r"^\s*namespace\s+([\w\\]+)\s*[;{]", re.M)
 USE = re.compile(r"^\s*use\s+\\?([\w\\]+)(?:\s+as\s+(\w+))?\s*;", re.M)
 
 
+GROUP_USE = re.compile(r"^\s*use\s+\\?([\w\\]+?)\\?\{([^}]*)\}\s*;", re.M)
+GROUP_ITEM = re.compile(r"([\w\\]+)(?:\s+as\s+(\w+))?")
+
+
+def group_uses(source: str) -> dict[str, str]:
+    """`use GuzzleHttp\\{Client as GuzzleHttp, Exception\\RequestException};`: each local
+    name and the class it stands for."""
+    out: dict[str, str] = {}
+    for prefix, items in GROUP_USE.findall(source):
+        for name, alias in GROUP_ITEM.findall(items):
+            out[alias or name.rsplit("\\", 1)[-1]] = f"{prefix.rstrip(chr(92))}\\{name}"
+    return out
+
+
+def guzzle_names(source: str, imports: dict[str, str]) -> frozenset[str]:
+    """The names `new X(...)` makes Guzzle's client under: an alias the file imports it as
+    (`use GuzzleHttp\\Client as GuzzleHttp;`), and `Client` when the file names it at all."""
+    aliases = {local for local, name in imports.items() if name == "GuzzleHttp\\Client"}
+    return frozenset(aliases | ({"Client"} if "GuzzleHttp\\Client" in source else set()))
+
+
 def scan_classes(root: Node, rel: str, env: EnvFiles, scan: CodeScan) -> None:
     source = text(root)
-    guzzle = "GuzzleHttp\\Client" in source
     found = NAMESPACE.search(source)
     namespace = found.group(1) if found else ""
     imports = {alias or name.rsplit("\\", 1)[-1]: name for name, alias in USE.findall(source)}
+    imports.update(group_uses(source))
+    guzzle = guzzle_names(source, imports)
     for declaration in walk(root, frozenset({"class_declaration"})):
         job = _class(declaration, rel, env, guzzle, imports_curl_class(source))
         if job is not None:
@@ -122,7 +144,9 @@ def scan_classes(root: Node, rel: str, env: EnvFiles, scan: CodeScan) -> None:
         scan.batches.append(site)
 
 
-def _class(node: Node, rel: str, env: EnvFiles, guzzle: bool, curl_class: bool) -> JobClass | None:
+def _class(
+    node: Node, rel: str, env: EnvFiles, guzzle: frozenset[str], curl_class: bool
+) -> JobClass | None:
     name = node.child_by_field_name("name")
     body = node.child_by_field_name("body")
     if name is None or body is None:

@@ -154,6 +154,11 @@ class EnvFiles:
                 continue
             self.files[os.path.relpath(path, root)] = read_env(content, os.path.relpath(path, base))
 
+    def add_written(self, sources: list[tuple[str, dict[str, EnvEntry]]]) -> None:
+        """`.env` files deployment scripts write (written_env.py): the server's own `.env`,
+        read before the repository's examples."""
+        self.files = {**dict(sources), **self.files}
+
     def add_runtime(self, sources: list[tuple[str, dict[str, EnvEntry]]]) -> None:
         """Environments a deployment sets (Compose, Dockerfile ENV): they win over .env files,
         as real environment variables do in Laravel."""
