@@ -126,7 +126,10 @@ def _quick(logger: logging.Logger) -> bool:
     filter on the logger, no handler but that one on the way to the root."""
     handler = _Quick.handler
     root = logging.root
-    if handler is None or root.handlers != [handler] or not logger.isEnabledFor(logging.INFO):
+    handlers = root.handlers
+    if handler is None or len(handlers) != 1 or handlers[0] is not handler:
+        return False
+    if not logger.isEnabledFor(logging.INFO):
         return False
     if logger.filters or handler.filters or handler.level > logging.INFO:
         return False
@@ -174,12 +177,18 @@ def success_line(res: Reservation, duration: float, worker_id: str) -> str:
     job_id = _quote(res.job_id)
     attempt = str(res.attempt)
     four = f"{duration:.4f}".rstrip("0")
+    # ".2f" of a duration under 0.005 s (a double below 0.005 is below it exactly): 0.00
+    two = "0.00" if duration < 0.005 else f"{duration:.2f}"
     return (
-        f'{{"ts": "{formatter._stamp}.{int((now - second) * 1000):03d}Z{head}'
-        f"{job_id[1:-1]}{named[0]}{attempt} succeeded in {duration:.2f} s"
+        f'{{"ts": "{formatter._stamp}{_MILLIS[int((now - second) * 1000)]}{head}'
+        f"{job_id[1:-1]}{named[0]}{attempt} succeeded in {two} s"
         f'", "job_id": {job_id}{named[1]}{attempt}{rest}'
-        f"{four + '0' if four.endswith('.') else four}}}"
+        f"{four + '0' if four[-1] == '.' else four}}}"
     )
+
+
+# a time stamp's milliseconds, as JsonFormatter.stamp writes them
+_MILLIS = tuple(f".{ms:03d}Z" for ms in range(1000))
 
 
 @functools.lru_cache(maxsize=256)

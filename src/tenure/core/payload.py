@@ -107,12 +107,11 @@ def decode(text: str) -> Arguments:
     # Arguments(...) without a frozen dataclass's object.__setattr__ per field (one a job);
     # tests/unit/test_quick_records.py holds the two equal
     arguments = _NEW(Arguments)
-    arguments.__dict__.update(
-        args=tuple(data.get("args", [])),
-        kwargs=kwargs,
-        trace=None if trace is None else _trace_carrier(trace),
-        passed_from=passed if isinstance(passed, str) else None,
-    )
+    fields = arguments.__dict__  # stored one by one: no dict of keyword arguments built
+    fields["args"] = tuple(data.get("args", ()))
+    fields["kwargs"] = kwargs
+    fields["trace"] = None if trace is None else _trace_carrier(trace)
+    fields["passed_from"] = passed if isinstance(passed, str) else None
     return arguments
 
 

@@ -213,17 +213,19 @@ def execute(
     arguments = arguments_of(res, app)
     if isinstance(arguments, Ended):
         return arguments
-    ctx = JobContext(  # context(...)
+    # context(...), its fields in order, by position (cheaper than by keyword)
+    ctx = JobContext(
         res.job_id,
         res.name,
         res.queue,
         res.attempt,
         res.batch_id,
         res.token,
-        _app=app,
-        _lease_ok=lease_ok,
-        _cancelled=cancelled,
-        _transactional=job.transactional,
+        app,
+        lease_ok,
+        cancelled,
+        None,  # _transaction: none opened yet
+        job.transactional,
     )
     token = CURRENT.set(ctx)  # activate(ctx), without a call out of this module
     # attempt_span: never raises (tracing swallows its errors)
