@@ -218,7 +218,7 @@ class Child:
             )
         ended = self._execute(res, job)
         claimed_at = time.monotonic()
-        if ended.recorded is None and not self.pulse.fresh():
+        if ended.recorded is None and not self.pulse.fresh(claimed_at):
             self._idle(claimed_at)
             self._hand_over(res, ended, claimed_at - started)
             return None, None
