@@ -126,7 +126,10 @@ def _quick(logger: logging.Logger) -> bool:
     filter on the logger, no handler but that one on the way to the root."""
     handler = _Quick.handler
     root = logging.root
-    if handler is None or root.handlers != [handler] or not logger.isEnabledFor(logging.INFO):
+    handlers = root.handlers
+    if handler is None or len(handlers) != 1 or handlers[0] is not handler:
+        return False
+    if not logger.isEnabledFor(logging.INFO):
         return False
     if logger.filters or handler.filters or handler.level > logging.INFO:
         return False
@@ -156,50 +159,53 @@ def _write_quick(text: str) -> bool:
 
 def success_line(res: Reservation, duration: float, worker_id: str) -> str:
     """log_end's line for a success, as JsonFormatter writes it (same keys, order and
-    escaping), put together from strings: no dict and no encoder walk per job, the part of
-    the worker's per-job line that cost the most. What a job name, queue and worker share
-    (most of the line) is quoted once (_success_parts). Numbers as the encoder writes them:
-    an int's repr, and the repr of the duration rounded to 4 places (_four_places)."""
+    escaping), put together from strings in one f-string: no dict and no encoder walk per
+    job, the part of the worker's per-job line that cost the most. What a job name, queue
+    and worker share (most of the line) is quoted once (_success_parts); the message is
+    quoted from its parts (quoting is per character: the job id's quoted text serves both
+    its field and the message). Numbers as the encoder writes them: an int's repr, and the
+    repr of the duration rounded to 4 places (`four`), without the shortest-repr search:
+    both round the exact binary value to 4 places the same way, and a number of at most 15
+    digits (a duration under 10**11 s) is its own shortest repr, trailing zeros dropped.
+    The time stamp is JsonFormatter.stamp's, its text made once a second."""
     now = time.time()
-    ts = _Quick.formatter.stamp(now, int((now - int(now)) * 1000))
-    head, tail = _success_parts(log.name, res.name, res.queue, worker_id)
-    msg = f"job {res.job_id} {res.name} attempt {res.attempt} succeeded in {duration:.2f} s"
-    return "".join(
-        (
-            '{"ts": "',
-            ts,
-            head,
-            _quote(msg),
-            ', "job_id": ',
-            _quote(res.job_id),
-            tail[0],
-            str(res.attempt),
-            tail[1],
-            _four_places(duration),
-            "}",
-        )
+    second = int(now)
+    formatter = _Quick.formatter
+    if second != formatter._second:
+        formatter.stamp(now, 0)  # the second's text, made once
+    head, named, rest = _success_parts(log.name, res.name, res.queue, worker_id)
+    job_id = _quote(res.job_id)
+    attempt = str(res.attempt)
+    four = f"{duration:.4f}".rstrip("0")
+    # ".2f" of a duration under 0.005 s (a double below 0.005 is below it exactly): 0.00
+    two = "0.00" if duration < 0.005 else f"{duration:.2f}"
+    return (
+        f'{{"ts": "{formatter._stamp}{_MILLIS[int((now - second) * 1000)]}{head}'
+        f"{job_id[1:-1]}{named[0]}{attempt} succeeded in {two} s"
+        f'", "job_id": {job_id}{named[1]}{attempt}{rest}'
+        f"{four + '0' if four[-1] == '.' else four}}}"
     )
 
 
+# a time stamp's milliseconds, as JsonFormatter.stamp writes them
+_MILLIS = tuple(f".{ms:03d}Z" for ms in range(1000))
+
+
 @functools.lru_cache(maxsize=256)
-def _success_parts(logger: str, name: str, queue: str, worker: str) -> tuple[str, tuple[str, str]]:
+def _success_parts(
+    logger: str, name: str, queue: str, worker: str
+) -> tuple[str, tuple[str, str], str]:
     """The constant runs of success_line's text for one job name, queue and worker: what
-    comes before the message, and the runs around the attempt number."""
-    head = f'", "level": "info", "logger": {_quote(logger)}, "msg": '
-    job = f', "job": {_quote(name)}, "attempt": '
+    comes before the job id in the message, the runs after it (in the message, then in the
+    fields) and the run before the duration."""
+    head = f'", "level": "info", "logger": {_quote(logger)}, "msg": "job '
+    quoted = _quote(name)
+    named = (f" {quoted[1:-1]} attempt ", f', "job": {quoted}, "attempt": ')
     rest = (
         f', "outcome": "succeeded", "queue": {_quote(queue)}, "worker": {_quote(worker)},'
         ' "duration_s": '
     )
-    return head, (job, rest)
-
-
-def _four_places(seconds: float) -> str:
-    """repr(round(seconds, 4)) for a duration (finite, at least 0, under 10**11 s), without
-    the shortest-repr search: both round the exact binary value to 4 places the same way,
-    and a number of at most 15 digits is its own shortest repr, trailing zeros dropped."""
-    text = f"{seconds:.4f}".rstrip("0")
-    return text + "0" if text.endswith(".") else text
+    return head, named, rest
 
 
 # json.dumps(data, default=str) without building an encoder for every line

@@ -7,6 +7,7 @@ from __future__ import annotations
 import io
 import json
 import logging
+import re
 import sys
 from collections.abc import Iterator
 
@@ -152,3 +153,21 @@ def test_the_success_line_is_byte_for_byte_the_formatter_s(
     # the same text but for the time stamp, which each line reads itself
     assert written[written.index('", "level"') :] == expected[expected.index('", "level"') :]
     assert json.loads(written)["queue"] == queue
+
+
+@pytest.mark.parametrize(
+    "duration", [0.0, 0.00004999, 0.0001234, 0.0049999, 0.005, 0.00500001, 0.0155, 12.3456789]
+)
+def test_the_success_line_s_numbers_are_the_formatter_s(
+    stderr: io.StringIO, duration: float
+) -> None:
+    # the line writes "%.2f" of a short duration as 0.00 without formatting it, and the
+    # duration field as the encoder's repr of round(duration, 4)
+    alone()
+    log_end(RES, SUCCEEDED, duration, OK, "w-1")
+    (line,) = lines(stderr)
+    assert line["msg"] == f"job j1 send_invoice attempt 2 succeeded in {duration:.2f} s"
+    assert line["duration_s"] == round(duration, 4)
+    written = stderr.getvalue()
+    assert f'"duration_s": {round(duration, 4)!r}}}' in written
+    assert re.match(r'\{"ts": "\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z", ', written)

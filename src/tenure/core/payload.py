@@ -103,15 +103,15 @@ def decode(text: str) -> Arguments:
     if not isinstance(kwargs, dict):
         raise PayloadError(f"payload 'kwargs' is not an object: {text[:80]!r}")
     passed = data.get("passed_from")
+    trace = data.get("trace")  # an untraced dispatch has none: no call to read it
     # Arguments(...) without a frozen dataclass's object.__setattr__ per field (one a job);
     # tests/unit/test_quick_records.py holds the two equal
     arguments = _NEW(Arguments)
-    arguments.__dict__.update(
-        args=tuple(data.get("args", [])),
-        kwargs=kwargs,
-        trace=_trace_carrier(data.get("trace")),
-        passed_from=passed if isinstance(passed, str) else None,
-    )
+    fields = arguments.__dict__  # stored one by one: no dict of keyword arguments built
+    fields["args"] = tuple(data.get("args", ()))
+    fields["kwargs"] = kwargs
+    fields["trace"] = None if trace is None else _trace_carrier(trace)
+    fields["passed_from"] = passed if isinstance(passed, str) else None
     return arguments
 
 

@@ -60,6 +60,9 @@ TALLY_BYTES = 3000
 REAP_S = FLUSH_S
 
 log = logging.getLogger("tenure.worker")
+# an Ending's fields after its result, a success's defaults (records.Ending)
+_SUCCESS = tuple(Ending._field_defaults[field] for field in Ending._fields[4:])
+_NEW_TUPLE = tuple.__new__
 
 
 class _State:
@@ -156,6 +159,8 @@ class Child:
         self.rng = random.Random()
         self.memory_mb: float | None = config["memory_mb"]
         self.where = f"{config['app']} on worker {self.ref.id}"
+        # the sync jobs' definitions by name, looked up once each (_runs_here)
+        self.sync_jobs: dict[str, Job[..., Any]] = {}
         self.pulse = Pulse.attach(config["pulse_fd"])
         self.slot = messages.AttemptSlot.attach(config["slot_fd"])
         log_fd = _log_descriptor()
@@ -213,12 +218,18 @@ class Child:
             )
         ended = self._execute(res, job)
         claimed_at = time.monotonic()
-        if ended.recorded is None and not self.pulse.fresh():
+        if ended.recorded is None and not self.pulse.fresh(claimed_at):
             self._idle(claimed_at)
             self._hand_over(res, ended, claimed_at - started)
             return None, None
         following = None
-        if ended.to_record and chain and not _State.stopping and not self._bloated():
+        if (
+            ended.outcome == "succeeded"  # ended.to_record, written out
+            and ended.recorded is None
+            and chain
+            and not _State.stopping
+            and not (self.memory_mb is not None and self._bloated())
+        ):
             result, following = self._succeed_and_claim(res, ended)
         else:
             result = self.recorder.end(res, ended)
@@ -226,13 +237,17 @@ class Child:
         said: list[messages.Message] = []
         # The attempt claimed is named before it runs (a child that dies in it has said
         # which it was): in the slot, or down the pipe when it does not fit there.
-        job = None if following is None else self._runs_here(following)
-        if following is not None and job is None:
-            said.append(messages.HandOff(following))
-            following = None
-        elif following is not None and not self.slot.hold(following, claimed_at):
-            said.append(messages.Started.of(following, claimed_at))
+        if following is not None:
+            job = self.sync_jobs.get(following.name)
+            if job is None:
+                job = self._runs_here(following)
+            if job is None:
+                said.append(messages.HandOff(following))
+                following = None
+            elif not self.slot.hold(following, claimed_at):
+                said.append(messages.Started.of(following, claimed_at))
         if following is None:
+            job = None
             self._idle(claimed_at)
             self.slot.empty()
             said.append(messages.Idle(exit=self._bloated()))
@@ -271,7 +286,9 @@ class Child:
         straight to the store (Recorder.succeed_and_claim is the supervisor's)."""
         try:
             return self.store.end_attempt(
-                Ending(job_id=res.job_id, token=res.token, result=ended.result),
+                # Ending(job_id=res.job_id, token=res.token, result=ended.result), without
+                # the NamedTuple's Python __new__
+                _NEW_TUPLE(Ending, (res.job_id, res.token, "succeeded", ended.result, *_SUCCESS)),
                 # without weights the order is the queues' own (no call into settings)
                 queues=weighted_order(self.queues, self.weights, self.rng)
                 if self.weights
@@ -310,7 +327,6 @@ class Child:
             if isinstance(found, Ended):
                 return found
             job = found
-        SoftTimeout.seconds = res.policy.timeout
         _State.lease_ok = True
         _State.cancelled = False
         _State.attempt = (res.job_id, res.token)
@@ -320,16 +336,19 @@ class Child:
             job,
             lease_ok=_State.is_lease_ok,
             cancelled=_State.is_cancelled,
-            running=SoftTimeout.bracket,
+            soft_timeout=True,
         )
 
     def _runs_here(self, res: Reservation) -> Job[..., Any] | None:
-        """The definition of `res` when this child runs it (looked up once, for the run too);
-        None for an async job (the supervisor's event loop runs it) or one this code does not
-        know (a rolling deploy's new job: the supervisor hands it back instead of failing it
-        here)."""
+        """The definition of `res` when this child runs it (looked up once, for the run too,
+        and kept for the next job of its name); None for an async job (the supervisor's
+        event loop runs it) or one this code does not know (a rolling deploy's new job: the
+        supervisor hands it back instead of failing it here)."""
         job = definition(self.app, res, self.where)
-        return None if isinstance(job, Ended) or job.is_async else job
+        if isinstance(job, Ended) or job.is_async:
+            return None
+        self.sync_jobs[res.name] = job
+        return job
 
     def _bloated(self) -> bool:
         limit = self.memory_mb

@@ -28,7 +28,7 @@ from tenure.core.errors import (
 )
 from tenure.core.records import Ending, EndResult, Reservation
 from tenure.core.results import ResultError
-from tenure.hooks import NO_HOOK, Hooks
+from tenure.hooks import Hooks
 from tenure.job import Job
 
 
@@ -76,10 +76,10 @@ SUCCEEDED = Ended("succeeded")
 
 
 class SoftTimeout:
-    """A worker child's soft timeout: SIGALRM armed `seconds` after the job's own code starts
-    (`bracket`, execute's `running`); `running` tells the child's handler whether the job's
-    code runs (JobTimeout is raised only then). Kept here, beside `execute`, so that the
-    bracket is no trip out of this module around every attempt.
+    """A worker child's soft timeout: SIGALRM armed for the attempt's timeout as the job's own
+    code starts (execute's `soft_timeout`, written out there: no call around every attempt);
+    `running` tells the child's handler whether the job's code runs (JobTimeout is raised
+    only then).
 
     The end of the job's code only clears `running`: a busy child arms the timer again for
     its next attempt (setitimer replaces the old deadline), so one system call a job instead
@@ -87,13 +87,6 @@ class SoftTimeout:
     child disarms (`disarm`) when it holds no next attempt, so an idle child is not woken."""
 
     running = False
-    seconds = 0.0
-
-    @classmethod
-    def bracket(cls, now: bool) -> None:
-        cls.running = now
-        if now:
-            signal.setitimer(signal.ITIMER_REAL, cls.seconds)
 
     @classmethod
     def disarm(cls) -> None:
@@ -206,34 +199,59 @@ def execute(
     *,
     lease_ok: Callable[[], bool] = lambda: True,
     cancelled: Callable[[], bool] = lambda: False,
-    running: Callable[[bool], None] = lambda _: None,
+    soft_timeout: bool = False,
     run: Callable[[Any], Any] | None = None,
     catch: type[BaseException] = BaseException,
 ) -> Ended:
     """Run a sync job (or, with `run`, hand the coroutine a job returns to `run`) in this
     thread, and say how it ended. A transactional job's writes commit here with its success.
 
-    `running(True)` and `running(False)` bracket the job's own code (the child's soft timeout
-    may only interrupt that); exceptions outside `catch` propagate after the span is closed
-    (Ctrl-C in a test run)."""
+    `soft_timeout`: a worker child's SoftTimeout brackets the job's own code (the soft
+    timeout may only interrupt that); exceptions outside `catch` propagate after the span is
+    closed (Ctrl-C in a test run). Once per attempt on a busy worker: the calls it needs are
+    written out (context, attempt_span, hooks_of, the timer)."""
     arguments = arguments_of(res, app)
     if isinstance(arguments, Ended):
         return arguments
-    ctx = context(app, res, job, lease_ok, cancelled)
+    # context(...), its fields in order, by position (cheaper than by keyword)
+    ctx = JobContext(
+        res.job_id,
+        res.name,
+        res.queue,
+        res.attempt,
+        res.batch_id,
+        res.token,
+        app,
+        lease_ok,
+        cancelled,
+        None,  # _transaction: none opened yet
+        job.transactional,
+    )
     token = CURRENT.set(ctx)  # activate(ctx), without a call out of this module
-    span = attempt_span(ctx, arguments.trace)  # never raises: tracing swallows its errors
+    # attempt_span: never raises (tracing swallows its errors)
+    span = (
+        UNTRACED
+        if tracing.API not in sys.modules
+        else tracing.attempt_started(ctx, arguments.trace)
+    )
+    hooks = getattr(app, "hooks", None)  # hooks_of(app)
     try:
         try:
-            running(True)
+            if soft_timeout:
+                SoftTimeout.running = True
+                signal.setitimer(signal.ITIMER_REAL, res.policy.timeout)
             value = None  # what a hook that swallowed the job's error leaves
-            hooks = hooks_of(app)
-            with hooks.around(ctx) if hooks.attempt else NO_HOOK:
+            if isinstance(hooks, Hooks) and hooks.attempt:
+                with hooks.around(ctx):
+                    value = _call(job, arguments, run)
+            else:  # the usual case: no hook, no context manager entered
                 value = job.fn(*arguments.args, **arguments.kwargs)
                 if run is not None and _coroutine(value):
                     value = run(value)
         finally:
             # a soft timeout landing here, after the job returned, is still the job's
-            running(False)
+            if soft_timeout:
+                SoftTimeout.running = False
     except JobTimeout as exc:
         _abandon(ctx)
         span.end("timed_out", exc)
@@ -266,6 +284,16 @@ def execute(
     ended = _finish_transaction(ctx, stored)
     span.end(_span_outcome(ended))
     return ended
+
+
+def _call(
+    job: Job[..., Any], arguments: payload.Arguments, run: Callable[[Any], Any] | None
+) -> Any:
+    """The job's function called (and a coroutine it returns run by `run`)."""
+    value = job.fn(*arguments.args, **arguments.kwargs)
+    if run is not None and _coroutine(value):
+        value = run(value)
+    return value
 
 
 def _coroutine(value: Any) -> bool:

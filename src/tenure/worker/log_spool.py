@@ -52,18 +52,21 @@ class LogSpool:
     # -- the child's side ---------------------------------------------------------------
     def add(self, line: str) -> None:
         data = line.encode()
+        size = len(data)
         with self._lock:
-            if self._used + len(data) > CAPACITY:
+            used = self._used
+            if used + size > CAPACITY:
                 self._flush()
-                if len(data) > CAPACITY:
+                if size > CAPACITY:
                     _write_all(self.out, data)
                     return
-            if not self._used:
+                used = 0
+            if not used:
                 self.since = time.monotonic()
             page = self._page.map
-            page[DATA + self._used : DATA + self._used + len(data)] = data
-            self._used += len(data)
-            _USED.pack_into(page, 0, self._used)
+            page[DATA + used : DATA + used + size] = data
+            self._used = used = used + size
+            _USED.pack_into(page, 0, used)
 
     def due(self, now: float) -> bool:
         return self._used > 0 and now - self.since >= FLUSH_S

@@ -267,6 +267,7 @@ PULSE_SIZE = 8
 # A pulse older than this: the supervisor is not watching. Longer than any ordinary delay
 # of its guard thread (every 0.1 s); a false alarm costs one job a slower path, nothing else.
 STALE_S = 0.3
+_BEAT = struct.Struct("d")  # the pulse: the supervisor's last guard, time.monotonic()
 
 
 class Pulse:
@@ -287,12 +288,13 @@ class Pulse:
         return cls(SharedPage(fd, PULSE_SIZE))
 
     def beat(self) -> None:
-        struct.pack_into("d", self._page.map, 0, time.monotonic())
+        _BEAT.pack_into(self._page.map, 0, time.monotonic())
 
-    def fresh(self) -> bool:
-        """The supervisor's guard ran within STALE_S (CLOCK_MONOTONIC is one per host)."""
-        (last,) = struct.unpack_from("d", self._page.map, 0)
-        return bool(time.monotonic() - last < STALE_S)
+    def fresh(self, now: float | None = None) -> bool:
+        """The supervisor's guard ran within STALE_S of `now` (time.monotonic(); default: read
+        here; CLOCK_MONOTONIC is one per host)."""
+        (last,) = _BEAT.unpack_from(self._page.map, 0)
+        return bool((time.monotonic() if now is None else now) - last < STALE_S)
 
     def close(self) -> None:
         self._page.close()
@@ -362,7 +364,14 @@ class AttemptSlot:
         if len(body) > SLOT_CAPACITY or text.count("\0") != 3:
             self._write(b"")  # the page names no attempt rather than the one that ended
             return False
-        self._write(body)
+        # _write(body), written out: once a job
+        page = self._page.map
+        seq = self._seq + 1
+        _SEQ.pack_into(page, 0, seq)  # odd: a write is under way
+        page[_BODY : _BODY + len(body)] = body
+        _META.pack_into(page, 8, zlib.crc32(body), len(body))
+        self._seq = seq + 1
+        _SEQ.pack_into(page, 0, self._seq)
         return True
 
     def empty(self) -> None:

@@ -141,13 +141,18 @@ class SQLiteDatabase:
         a deleted file keeps writing into its orphaned inode, so a dispatch would return the id
         of a job that exists nowhere another process can see. A stat of the path, unless the
         watch of its directories (file_watch.py) heard nothing since the last one did."""
-        conn = self.conn()
-        watch = self._watched()
+        local, pid = self.local, _Pid.now
+        conn: sqlite3.Connection | None = getattr(local, "conn", None)
+        if conn is None or getattr(local, "pid", None) != pid:  # conn()'s test, without its call
+            conn = self.conn()
+        watch = self._watch
+        if self._watch_pid != pid or (watch is not None and watch.broken):
+            watch = self._watched()
         seen = (watch, watch.generation()) if watch is not None else None
-        if seen is not None and seen == self.local.seen:
+        if seen is not None and seen == local.seen:
             return conn
-        if _file_identity(self.path) == self.local.file:
-            self.local.seen = seen
+        if _file_identity(self.path) == local.file:
+            local.seen = seen
             return conn
         self.local.conn = None  # the next call opens (and migrates) what is at the path then
         self.migrated = False

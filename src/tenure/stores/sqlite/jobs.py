@@ -27,7 +27,7 @@ from tenure.stores.sql import batches, endings
 from tenure.stores.sql import guards as sql_guards
 from tenure.stores.sql.dialect import Dialect
 from tenure.stores.sqlite import guards
-from tenure.stores.sqlite.database import ROW_ERRORS, SQLiteDatabase
+from tenure.stores.sqlite.database import ROW_ERRORS, SQLiteDatabase, sqlite_now
 from tenure.stores.sqlite.inserts import insert_jobs
 from tenure.stores.sqlite.ready import ANY_READY, READY, READY_AFTER
 
@@ -138,12 +138,6 @@ def _complete(
     return row
 
 
-def _head(cur: sqlite3.Cursor, queue: str, now: float) -> tuple[Any, ...] | None:
-    """The ready job `queue` would hand out now (READY's columns), or None."""
-    row: tuple[Any, ...] | None = cur.execute(READY, (queue, now, queue, 1)).fetchone()
-    return row
-
-
 def _head_after(
     cur: sqlite3.Cursor, queue: str, now: float, ended: str
 ) -> tuple[tuple[Any, ...] | None, bool]:
@@ -151,17 +145,6 @@ def _head_after(
     no ready job, True (not known)."""
     row = cur.execute(READY_AFTER, (ended, queue, now, queue, 1)).fetchone()
     return (None, True) if row is None else (row[:-1], row[-1] is not None)
-
-
-def _unguarded(row: tuple[Any, ...]) -> bool:
-    """Whether READY's `row` has no guard: no overlap, rate or concurrency key (the other
-    columns are their settings, some with defaults)."""
-    return row[1] is None and row[3] is None and row[6] is None
-
-
-def _limited(row: tuple[Any, ...]) -> bool:
-    """Whether READY's `row` has a concurrency key as its only guard."""
-    return row[1] is None and row[3] is None and row[6] is not None
 
 
 def _open(
@@ -278,39 +261,60 @@ class SQLiteJobs:
         # One write transaction for the end and the next claim: the hot path of a busy worker.
         # The claim runs without a savepoint; a row that fails to claim (damaged) rolls the
         # whole transaction back, and it runs again with each claim in its own savepoint.
-        # A success's concurrency slot is handed back after the next claim: when that claim
-        # took a slot of the same key, the key's free slots are what they were before the end,
-        # and no parked job has one to take (nothing to hand back, no statement).
+        # The transaction is written out rather than db.write()'s `with` (four calls a job).
+        db = self.db
         for careful in (False, True):
+            conn = db.checked_conn()
+            conn.execute("BEGIN IMMEDIATE")
             try:
-                with self.db.write() as (conn, now):
-                    held = None
-                    if ending.outcome == "succeeded":
-                        ended, held = self._succeed(
-                            conn, ending.job_id, ending.token, now, ending.result
-                        )
-                    else:
-                        ended = endings.end_attempt(self.dialect, conn, lambda: now, ending)
-                    if worker is None or not queues or careful:
-                        if held is not None:
-                            self._release(conn, held, now)
-                        if worker is None or not queues:
-                            return ended, None
-                        claimed = self._reserve_on(conn, now, queues, worker, lease, 1)
-                        return ended, claimed[0] if claimed else None
-                    after = None if held is None else held[3]
-                    following, key, parked = self._claim_next(
-                        conn, now, queues, worker, lease, after
-                    )
-                    if held is None or key == held[3] or not parked:
-                        return ended, following
-                    # a parked job handed back may be this worker's next
-                    if self._release(conn, held, now) and following is None:
-                        following, _, _ = self._claim_next(conn, now, queues, worker, lease)
-                    return ended, following
+                now = sqlite_now() if db.frozen is None else db.frozen()
+                done = self._end_and_claim(conn, now, ending, queues, worker, lease, careful)
             except _Damaged:
+                conn.execute("ROLLBACK")
                 continue
+            except BaseException:
+                conn.execute("ROLLBACK")
+                raise
+            conn.execute("COMMIT")  # an error propagates
+            return done
         raise AssertionError("unreachable: the careful claim isolates every row")
+
+    def _end_and_claim(
+        self,
+        conn: sqlite3.Connection,
+        now: float,
+        ending: Ending,
+        queues: Sequence[str],
+        worker: WorkerRef | None,
+        lease: float,
+        careful: bool,
+    ) -> tuple[EndResult, Reservation | None]:
+        """end_attempt's transaction. A success's concurrency slot is handed back after the
+        next claim: when that claim took a slot of the same key, the key's free slots are
+        what they were before the end, and no parked job has one to take (nothing to hand
+        back, no statement). One cursor for the success and the claim."""
+        held = None
+        cur = conn.cursor()
+        cur.row_factory = None  # _cursor's plain tuples, without the call
+        if ending.outcome == "succeeded":
+            ended, held = self._succeed(conn, ending.job_id, ending.token, now, ending.result, cur)
+        else:
+            ended = endings.end_attempt(self.dialect, conn, lambda: now, ending)
+        if worker is None or not queues or careful:
+            if held is not None:
+                self._release(conn, held, now)
+            if worker is None or not queues:
+                return ended, None
+            claimed = self._reserve_on(conn, now, queues, worker, lease, 1)
+            return ended, claimed[0] if claimed else None
+        after = None if held is None else held[3]
+        following, key, parked = self._claim_next(conn, now, queues, worker, lease, after, cur)
+        if held is None or key == held[3] or not parked:
+            return ended, following
+        # a parked job handed back may be this worker's next
+        if self._release(conn, held, now) and following is None:
+            following, _, _ = self._claim_next(conn, now, queues, worker, lease, None, cur)
+        return ended, following
 
     def _claim_next(
         self,
@@ -320,6 +324,7 @@ class SQLiteJobs:
         worker: WorkerRef,
         lease: float,
         ended: str | None = None,
+        cur: sqlite3.Cursor | None = None,
     ) -> tuple[Reservation | None, str | None, bool]:
         """The next job of `queues` claimed, no savepoint (a damaged row raises _Damaged), the
         concurrency key it took a slot of on the way here (else None), and whether the key
@@ -328,17 +333,18 @@ class SQLiteJobs:
         head has no guard but perhaps a concurrency limit (CLAIM_UNDER counts and claims in
         one statement; a full key's head is parked, and the rest of the queue is looked at),
         else the general path from that queue on."""
-        cur = _cursor(conn)
+        cur = _cursor(conn) if cur is None else cur
         parked = True
         for i, queue in enumerate(queues):
-            if ended is None:
-                row = _head(cur, queue, now)
+            if ended is None:  # the ready job `queue` would hand out now (READY's columns)
+                row = cur.execute(READY, (queue, now, queue, 1)).fetchone()
             else:
                 row, parked = _head_after(cur, queue, now, ended)
                 ended = None if row is not None else ended  # asked once, with a head
             if row is None:
                 continue
-            if _unguarded(row) or _limited(row):
+            # no overlap or rate key; perhaps a concurrency key (row[6])
+            if row[1] is None and row[3] is None:
                 key = row[6]
                 try:
                     if key is None:
@@ -477,13 +483,20 @@ class SQLiteJobs:
         return ended
 
     def _succeed(
-        self, conn: sqlite3.Connection, job_id: str, token: int, now: float, result: str | None
+        self,
+        conn: sqlite3.Connection,
+        job_id: str,
+        token: int,
+        now: float,
+        result: str | None,
+        cur: sqlite3.Cursor | None = None,
     ) -> tuple[EndResult, tuple[Any, ...] | None]:
         """The success and what follows it, but the hand-back of its concurrency slot: that
         is left to the caller (_release), with the COMPLETED_COLUMNS returned (else None)."""
         # The fencing check and the update are one statement: no row means the token is stale,
         # and then its result is not written either.
-        row = _complete(_cursor(conn), job_id, token, now, result, self._under.pop(job_id, None))
+        cur = _cursor(conn) if cur is None else cur
+        row = _complete(cur, job_id, token, now, result, self._under.pop(job_id, None))
         if row is None:
             return endings.refuse(self.dialect, conn, job_id, token, "succeeded", now), None
         batch_id, chain, _, key, _ = row
