@@ -280,3 +280,9 @@ def test_chart_worker_args_built_by_template_functions(
     monkeypatch.chdir(tmp_path)
     report = diagnose(None, ".", history=False, celery="settings.py")
     assert [f"{f.rule} {f.location}" for f in report.findings] == found
+
+
+def test_range_over_a_value_the_chart_does_not_set_renders_nothing_not_a_crash() -> None:
+    text = "{{- range $k, $v := .Values.nope }}\na: {{ $v }}\n{{- end }}\n{{- range .Values.x }}\n"
+    # An unknown value is rendered (its items unknown), as a `with` of one is.
+    assert render(text + "b: 1\n{{- end }}\n", {"x": "text"}) == "\na: \n\n\nb: 1\n\n"

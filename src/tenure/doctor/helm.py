@@ -139,8 +139,7 @@ def _block(action: str, scopes: list[_Scope]) -> bool:
         # A map is ranged in key order, as Go does; `$key, $item` or `$index, $item`.
         first, second, expression = match.groups()
         value = _term(expression.strip(), outer.variables["$"], outer)
-        pairs = sorted(value.items()) if isinstance(value, dict) else enumerate(value or [])
-        key, item = next(iter(pairs), (MISSING, MISSING)) if _iterable(value) else (MISSING,) * 2
+        key, item = _first(value)
         variables = dict(outer.variables)
         if second is not None:
             variables[first] = key
@@ -175,8 +174,13 @@ def _control(action: str) -> bool:
     return action.startswith(CONTROL) or ASSIGNMENT.match(action) is not None
 
 
-def _iterable(value: Any) -> bool:
-    return isinstance(value, dict | list)
+def _first(value: Any) -> tuple[Any, Any]:
+    """The key (or index) and item a `range` renders: a map's first key, as Go sorts them."""
+    if isinstance(value, dict) and value:
+        return min(value.items(), key=lambda pair: str(pair[0]))
+    if isinstance(value, list) and value:
+        return 0, value[0]
+    return MISSING, MISSING
 
 
 def _empty(value: Any) -> bool:
