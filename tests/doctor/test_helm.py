@@ -200,3 +200,89 @@ def test_chart_worker_command_from_merged_instance_values(
     monkeypatch.chdir(tmp_path)
     report = diagnose(None, ".", history=False, celery="settings.py")
     assert [f"{f.rule} {f.location}" for f in report.findings] == found
+
+
+# Cut from a climate-model chart: one worker Deployment per key of a values map (`range $name,
+# $spec := (omit .Values.providers "defaults")`), each spec merged over the defaults, the args
+# built by `list` and `concat` inside an `if` and written by `toYaml $args | nindent 8` at the
+# same indentation as `args:`; the grace comes from the merged spec.
+BUILT_TEMPLATE = """{{- range $provider, $spec := (omit .Values.providers "defaults") -}}
+{{- $spec := merge (deepCopy $.Values.defaults) $spec -}}
+{{- $args := list "celery" "-A" "ref.celery" "worker" -}}
+{{- if ne $provider "orchestrator" -}} {{- $args = concat $args (list "-Q" $provider) -}} {{- end }}
+apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: {{ include "ref.fullname" $ }}-{{ $provider }}
+spec:
+  template:
+    spec:
+      {{- with $spec.terminationGracePeriodSeconds }}
+      terminationGracePeriodSeconds: {{ . }}
+      {{- end }}
+      containers:
+      - name: {{ $provider }}
+        image: "{{ $spec.image.repository }}:{{ $spec.image.tag | default "latest" }}"
+        args:
+        {{- toYaml $args | nindent 8 }}
+        {{- with $spec.resources }}
+        resources:
+          {{- toYaml . | nindent 12 }}
+        {{- end }}
+---
+{{ end -}}
+"""
+BUILT_VALUES = """defaults:
+  image:
+    repository: ghcr.io/example/ref
+  resources: {{}}
+{grace}
+providers:
+  esmvaltool: {{}}
+  pmp: {{}}
+"""
+BUILT_ARGS = '        ["celery", "-A", "ref.celery", "worker", "-Q", "esmvaltool"]'
+
+
+def test_render_builds_args_with_list_concat_over_a_ranged_map() -> None:
+    import yaml
+
+    values = yaml.safe_load(BUILT_VALUES.format(grace=""))
+    rendered = render(BUILT_TEMPLATE, values).split("\n")
+    assert len(rendered) == BUILT_TEMPLATE.count("\n") + 1
+    assert rendered[7] == "  name: -esmvaltool"  # keys in order, as Go ranges a map
+    assert rendered[18] == "  " + BUILT_ARGS  # two deeper than `args:`, so YAML reads a value
+    assert rendered[16] == '        image: "ghcr.io/example/ref:latest"'
+
+
+def test_render_says_what_it_cannot_follow_under_args() -> None:
+    text = 'args:\n{{- include "app.args" . | nindent 2 }}\ncommand: {{ tpl .Values.cmd $ }}\n'
+    notes: list[str] = []
+    render(text, {}, notes)
+    assert notes == ["line 3: `{{ tpl .Values.cmd $ }}` not followed"]
+    notes.clear()
+    render('args:\n  {{- toYaml (list "celery" .Values.nope) | nindent 2 }}\n', {}, notes)
+    assert notes == ['line 2: `{{ toYaml (list "celery" .Values.nope) | nindent 2 }}` not followed']
+
+
+@pytest.mark.parametrize(
+    ("grace", "found"),
+    [("", ["celery-grace-below-time-limit chart/templates/providers.yaml:16"]),
+     ("  terminationGracePeriodSeconds: 900", [])],
+)  # fmt: skip
+def test_chart_worker_args_built_by_template_functions(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, grace: str, found: list[str]
+) -> None:
+    files = {"settings.py": SETTINGS, "chart/Chart.yaml": "name: ref\nversion: 1\n",
+             "chart/values.yaml": BUILT_VALUES.format(grace=grace),
+             "chart/templates/providers.yaml": BUILT_TEMPLATE}  # fmt: skip
+    write(tmp_path, files)
+    monkeypatch.chdir(tmp_path)
+    report = diagnose(None, ".", history=False, celery="settings.py")
+    assert [f"{f.rule} {f.location}" for f in report.findings] == found
+
+
+def test_range_over_a_value_the_chart_does_not_set_renders_nothing_not_a_crash() -> None:
+    text = "{{- range $k, $v := .Values.nope }}\na: {{ $v }}\n{{- end }}\n{{- range .Values.x }}\n"
+    # An unknown value is rendered (its items unknown), as a `with` of one is.
+    assert render(text + "b: 1\n{{- end }}\n", {"x": "text"}) == "\na: \n\n\nb: 1\n\n"

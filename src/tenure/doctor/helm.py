@@ -20,6 +20,8 @@ from typing import Any
 
 import yaml
 
+from tenure.doctor.helm_expr import MISSING, evaluate, scalar
+
 _Loader: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 ACTION = re.compile(r"\{\{-?\s*(.*?)\s*-?\}\}")
@@ -28,8 +30,7 @@ CONTROL = ("if ", "else", "end", "range ", "with ", "define ", "template ", "inc
            "block ", "/*")  # fmt: skip
 ASSIGNMENT = re.compile(r"^\$\w*\s*:?=")
 # `$instanceValues := merge $instance $.Values.worker`: a variable the template reads later.
-ASSIGN = re.compile(r"^\$(\w+)\s*:?=\s*(.+)$")
-MISSING: Any = object()
+ASSIGN = re.compile(r"^\$(\w+)\s*(:?=)\s*(.+)$")
 
 
 def chart_root(path: str) -> str | None:
@@ -73,24 +74,43 @@ class _Scope:
     live: bool = True
 
 
-def render(text: str, values: dict[str, Any]) -> str:
+# Keys whose value decides a finding: an action there that cannot be rendered is said.
+WATCHED = re.compile(r"^\s*-?\s*(command|args|terminationGracePeriodSeconds)\s*:")
+
+
+def render(text: str, values: dict[str, Any], notes: list[str] | None = None) -> str:
+    """The template rendered line for line; `notes` gets each action under a command, args or
+    grace key that could not be rendered ("line 56: `{{ ... }}` not followed")."""
     lines = text.split("\n")
-    out = []
+    out: list[str] = []
     scopes = [_Scope(values, {"$": values})]
-    for raw in lines:
+    for number, raw in enumerate(lines, 1):
         actions = list(ACTION.finditer(raw))
         if not actions:
             out.append(raw if scopes[-1].live else "")
             continue
+        if notes is not None and scopes[-1].live:
+            above = next((line for line in reversed(out) if line.strip()), "")
+            if WATCHED.match(raw) or (ACTION.sub("", raw).strip() == "" and WATCHED.match(above)):
+                notes += _unrendered(number, actions, values, scopes[-1])
         alone = ACTION.sub("", raw).strip() == "" and len(actions) == 1
         if (alone and _block(actions[0].group(1), scopes)) or not scopes[-1].live:
             out.append("")
         elif alone:
-            out.append(_alone(raw, actions[0].group(1), values, scopes[-1]))
+            above = next((line for line in reversed(out) if line.strip()), "")
+            out.append(_alone(raw, actions[0].group(1), values, scopes[-1], above))
         else:
             # Blocks opened or closed inside a line (`{{- if .x }}a: 1`) still nest.
             out.append(ACTION.sub(lambda m: _piece(m.group(1), values, scopes), raw))
     return "\n".join(out)
+
+
+def _unrendered(
+    number: int, actions: list[re.Match[str]], values: dict[str, Any], scope: _Scope
+) -> list[str]:
+    lost = [a.group(1) for a in actions if not _control(a.group(1))]
+    lost = [a for a in lost if _term(a, values, scope) is MISSING]
+    return [f"line {number}: `{{{{ {action} }}}}` not followed" for action in lost]
 
 
 def _piece(action: str, values: dict[str, Any], scopes: list[_Scope]) -> str:
@@ -116,13 +136,16 @@ def _block(action: str, scopes: list[_Scope]) -> bool:
     if match is not None:
         # Every item renders on the same lines: the first stands for them (a chart's list of
         # workers usually holds one), so the reader sees one container with its values.
+        # A map is ranged in key order, as Go does; `$key, $item` or `$index, $item`.
         first, second, expression = match.groups()
         value = _term(expression.strip(), outer.variables["$"], outer)
-        items = list(value.values()) if isinstance(value, dict) else value
-        item = items[0] if isinstance(items, list) and items else MISSING
+        key, item = _first(value)
         variables = dict(outer.variables)
-        if first is not None:
-            variables[second or first] = item
+        if second is not None:
+            variables[first] = key
+            variables[second] = item
+        elif first is not None:
+            variables[first] = item
         scopes.append(_Scope(item, variables, outer.live and not _empty(value)))
         return True
     if action.startswith(("if ", "define ", "block ")):
@@ -130,29 +153,34 @@ def _block(action: str, scopes: list[_Scope]) -> bool:
         return True
     assigned = ASSIGN.match(action)
     if assigned is not None:
-        value = _assigned(assigned.group(2).strip(), outer)
-        if value is not MISSING:
-            outer.variables[assigned.group(1)] = value
+        name, operator, expression = assigned.groups()
+        value = _assigned(expression.strip(), outer)
+        # `$x = ...` inside an `if` changes the variable the enclosing blocks see too.
+        targets = [s for s in scopes if name in s.variables] if operator == "=" else []
+        for target in targets or [outer]:
+            if value is MISSING:
+                target.variables.pop(name, None)
+            else:
+                target.variables[name] = value
     return _control(action) or "include" in action
 
 
 def _assigned(expression: str, scope: _Scope) -> Any:
-    """The value of `$x := TERM`, or of Sprig's `merge DEST SRC...` (DEST's keys win): a
-    chart's per-instance values over the worker's defaults."""
-    words = expression.split()
-    if words[0] != "merge":
-        return _term(expression, scope.variables["$"], scope)
-    maps = [_term(word, scope.variables["$"], scope) for word in words[1:]]
-    if not maps or not all(isinstance(m, dict) for m in maps):
-        return MISSING
-    merged: dict[str, Any] = {}
-    for layer in reversed(maps):
-        merged = _merge(merged, layer)
-    return merged
+    """The value of `$x := PIPELINE` (`merge`, `list`, `concat`... included)."""
+    return _term(expression, scope.variables["$"], scope)
 
 
 def _control(action: str) -> bool:
     return action.startswith(CONTROL) or ASSIGNMENT.match(action) is not None
+
+
+def _first(value: Any) -> tuple[Any, Any]:
+    """The key (or index) and item a `range` renders: a map's first key, as Go sorts them."""
+    if isinstance(value, dict) and value:
+        return min(value.items(), key=lambda pair: str(pair[0]))
+    if isinstance(value, list) and value:
+        return 0, value[0]
+    return MISSING, MISSING
 
 
 def _empty(value: Any) -> bool:
@@ -160,59 +188,40 @@ def _empty(value: Any) -> bool:
     return value is not MISSING and (value is None or value is False or value in ("", [], {}))
 
 
-def _alone(raw: str, action: str, values: dict[str, Any], scope: _Scope) -> str:
-    """A line holding one action only: a control line is blank; `toYaml .Values.x | nindent N`
-    is the value as a flow collection at the line's indentation."""
+def _alone(raw: str, action: str, values: dict[str, Any], scope: _Scope, above: str) -> str:
+    """A line holding one action only: a control line is blank; `toYaml X | nindent N` is the
+    value as a flow collection at the line's indentation (two deeper when it is the value of
+    the key on the line above, where block YAML would put a sequence's dashes)."""
     indent = raw[: len(raw) - len(raw.lstrip())]
-    words = action.split("|")[0].split()
-    if len(words) == 2 and words[0] in ("toYaml", "toJson"):
-        value = _term(words[1], values, scope)
-        return indent + json.dumps(value) if value is not MISSING else ""
-    if _control(action) or "include" in action:
+    if _control(action) or action.startswith("include"):
         return ""
-    return indent + _inline(action, values, scope)
+    value = _term(action, values, scope)
+    if value is MISSING or value is None:
+        return ""
+    if isinstance(value, dict | list):
+        key = above.rstrip()
+        if key.endswith(":") and len(above) - len(above.lstrip()) == len(indent):
+            indent += "  "
+        return indent + json.dumps(value)
+    return indent + scalar(value)
 
 
 def _inline(action: str, values: dict[str, Any], scope: _Scope | None = None) -> str:
     if _control(action):
         return ""
-    stages = [s.strip() for s in action.split("|")]
-    value = _term(stages[0], values, scope)
-    for stage in stages[1:]:
-        words = stage.split(None, 1)
-        if not words:
-            continue
-        if words[0] == "default" and len(words) == 2 and value in (MISSING, None, ""):
-            value = _term(words[1], values, scope)
-        elif words[0] == "quote" and value is not MISSING:
-            value = json.dumps(_scalar(value))
-        elif words[0] in ("toYaml", "toJson") and value is not MISSING:
-            value = json.dumps(value)
-    return "" if value in (MISSING, None) else _scalar(value)
+    value = _term(action, values, scope)
+    return "" if value in (MISSING, None) else scalar(value)
 
 
 def _term(term: str, values: dict[str, Any], scope: _Scope | None = None) -> Any:
-    words = term.split()
-    if len(words) == 3 and words[0] == "default":  # default X .Values.a
-        value = _term(words[2], values, scope)
-        return value if value not in (MISSING, None, "") else _term(words[1], values, scope)
-    if len(words) == 2 and words[0] in ("quote", "int", "toString", "toYaml", "toJson"):
-        value = _term(words[1], values, scope)
-        if value is MISSING:
-            return MISSING
-        if words[0] == "quote":
-            return json.dumps(_scalar(value))
-        return json.dumps(value) if words[0] in ("toYaml", "toJson") else value
-    if len(words) == 1:
-        word = words[0]
-        if word.startswith(".Values"):
-            return _lookup(word, scope.variables["$"] if scope else values)
-        if word.startswith(("$", ".")) and scope is not None:
-            return _scoped(word, scope)
-        if re.fullmatch(r"-?\d+(\.\d+)?", word):
-            return word
-        if len(word) >= 2 and word[0] == word[-1] == '"':
-            return word[1:-1]
+    return evaluate(term, lambda word: _word(word, values, scope))
+
+
+def _word(word: str, values: dict[str, Any], scope: _Scope | None) -> Any:
+    if word.startswith(".Values"):
+        return _lookup(word, scope.variables["$"] if scope else values)
+    if word.startswith(("$", ".")) and scope is not None:
+        return _scoped(word, scope)
     return MISSING
 
 
@@ -251,14 +260,6 @@ def _lookup(path: str, values: dict[str, Any]) -> Any:
             return MISSING
         node = node[key]
     return node
-
-
-def _scalar(value: Any) -> str:
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, dict | list):
-        return json.dumps(value)
-    return str(value)
 
 
 def _merge(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:

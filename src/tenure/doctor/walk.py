@@ -216,10 +216,13 @@ def _take(tree: Tree, root: str, path: str, kind: str | None = None) -> None:
     if chart is not None:  # a Helm template: read as rendered with the chart's values
         if chart not in tree.charts:
             tree.charts[chart] = helm.chart_values(chart)
+        notes: list[str] = []
         try:
-            data = helm.render(data.decode("utf-8", "replace"), tree.charts[chart]).encode()
+            text = helm.render(data.decode("utf-8", "replace"), tree.charts[chart], notes)
+            data = text.encode()
         except (TypeError, ValueError, RecursionError) as exc:  # read as written: skipped later
             tree.skipped.append(Skipped(rel, f"Helm template not rendered: {exc}"))
+        tree.skipped += [Skipped(rel, f"Helm template {note}") for note in notes]
     tree.files[kind].append(FoundFile(path, rel, data))
 
 

@@ -187,6 +187,8 @@ def check(config: CeleryConfig) -> list[Finding]:
     elif acks_late.value is True:
         late_tasks = [t for t in config.tasks if t.options.get("acks_late") is None or
                       t.options["acks_late"].value is not False]  # fmt: skip
+    unbounded = _unbounded_late(config, acks_late, limit) if hard.known else []
+    out += _unbounded_past_visibility(unbounded, visibility)
     for task in late_tasks:
         own = task.options.get("time_limit")
         at = task.source
@@ -217,12 +219,12 @@ def check(config: CeleryConfig) -> list[Finding]:
     multiplier = prefetch.value if isinstance(prefetch.value, int) else PREFETCH_DEFAULT
     # With no time limit and early acks, how long tasks run is unknown: celery-task-unbounded
     # speaks to that where a deploy makes it matter; guessing here made every app a finding.
-    if (
-        multiplier > 1
-        and hard.known
-        and limit.amount is not None
-        and multiplier * limit.amount >= (visibility.amount or 0)
-    ):
+    # A visibility timeout the project chose, under late-acked tasks with no limit, is said.
+    if multiplier > 1 and (
+        (hard.known and limit.amount is not None
+         and multiplier * limit.amount >= (visibility.amount or 0))
+        or (unbounded and limit.amount is None and visibility.source.line is not None)
+    ):  # fmt: skip
         waits = (
             "tasks with no time limit"
             if limit.amount is None
@@ -235,7 +237,7 @@ def check(config: CeleryConfig) -> list[Finding]:
                 f"can pass the {visibility.amount:g} s visibility timeout and be delivered to a "
                 "second worker.",
                 "worker_prefetch_multiplier = 1 for long tasks, and a task_time_limit",
-                _where(config, prefetch, home),
+                _prefetch_site(config, prefetch, visibility, home),
                 clocks=(limit, visibility),
             )
         )
@@ -304,6 +306,49 @@ def _redis_by_shape(config: CeleryConfig, options: Setting | None) -> str | None
     if options is not None and isinstance(options.value, dict) and REDIS_ONLY & set(options.value):
         return "redis"
     return None
+
+
+def _unbounded_late(config: CeleryConfig, acks_late: Setting, limit: Value) -> list[TaskDef]:
+    """Late-acknowledged tasks with no time limit at all (no global one, none of their own)."""
+    if limit.amount is not None:
+        return []
+    return [t for t in config.tasks
+            if (_late_task(t) if acks_late.value is True else
+                t.options.get("acks_late", Setting(None, Source())).value is True)
+            and "time_limit" not in t.options]  # fmt: skip
+
+
+def _unbounded_past_visibility(tasks: list[TaskDef], visibility: Value) -> list[Finding]:
+    """A visibility timeout the project wrote, under acks_late tasks that may run past it: a
+    warning, since how long they run is unknown, on the visibility_timeout line."""
+    if not tasks or visibility.source.line is None or visibility.amount is None:
+        return []
+    names = (
+        ("task " if len(tasks) == 1 else "tasks ")
+        + ", ".join(t.name for t in tasks[:3])
+        + (f" and {len(tasks) - 3} more" if len(tasks) > 3 else "")
+    )
+    return [
+        finding(
+            "celery-visibility-below-time-limit",
+            f"visibility_timeout is {visibility.amount:g} s and acks_late {names} "
+            f"{'has' if len(tasks) == 1 else 'have'} no time limit: one still running then is "
+            "redelivered to another worker and runs twice at once.",
+            f"give these tasks a time_limit below {visibility.amount:g} s, or raise "
+            "visibility_timeout above the longest of them",
+            visibility.source,
+            clocks=(Value("task time limit", None, "s", tasks[0].source), visibility),
+            severity="warning",
+        )
+    ]
+
+
+def _prefetch_site(config: CeleryConfig, prefetch: Setting, visibility: Value,
+                   home: str | None) -> Source:  # fmt: skip
+    """The multiplier's line; left at its default, the visibility_timeout line it outlives."""
+    if prefetch.source.line is None and visibility.source.line is not None:
+        return visibility.source
+    return _where(config, prefetch, home)
 
 
 def _late_task(task: TaskDef) -> bool:
