@@ -12,7 +12,7 @@ more, annotated the same way after check2 was scored; check4, check5, check6 and
 or thirteen more each, annotated blind for issue 29, each after the one before was spent;
 check8: ten or more applications, annotated blind after check7 was scored; check9: twelve more,
 seven Celery and five Laravel, annotated blind while check8 waits to be scored; check10: twelve
-more, seven Celery and five Laravel, annotated blind after check9, not yet scored; check11: twelve
+more, seven Celery and five Laravel, annotated blind after check9, scored once and spent; check11: twelve
 more, six Celery and six Laravel, annotated blind after check10).
 
 The sets check, check2, independent, check3, check4, check5, check6 and check7 were each scored
