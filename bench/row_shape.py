@@ -3,7 +3,7 @@
     .venv/bin/python -m bench rowshape [--jobs N] [--callgrind] [--only V,V]
 
 tenure's five hot statements (the success, its attempt closed, the ready head, the claim, the
-new attempt row: stores/sqlite/jobs.py's own constants) run on plain sqlite3 in the raw loop's
+new attempt row: stores/sqlite/hot_sql.py) run on plain sqlite3 in the raw loop's
 shape (bench/raw_loops.py), on a store that tenure made and filled, so tenure's Python is out
 of the count and only the engine's work is left. Each variant changes one thing:
 
@@ -62,7 +62,7 @@ VARIANTS = {
 LOOP = """
 import sqlite3, sys, time
 import tenure
-from tenure.stores.sqlite import guards as G, jobs as J, ready as R
+from tenure.stores.sqlite import guards as G, hot_sql as J, ready as R
 path, n, variant = sys.argv[1], int(sys.argv[2]), sys.argv[3]
 app = tenure.App("sqlite:///" + path)
 @app.job
