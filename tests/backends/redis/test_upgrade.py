@@ -19,6 +19,7 @@ from typing import Any
 
 import redis
 
+from backends.redis.frozen import older_args
 from tenure.core import chains
 from tenure.core.guards import Guards
 from tenure.core.records import (
@@ -93,23 +94,6 @@ def _generic_groups(args: list[Any]) -> list[Any]:
         fields += [priority, *current.ENQUEUE_DEFAULTS[len(fields) + 1 :]]
         out += [len(fields), *fields]
     return out
-
-
-def older_args(script: str, args: tuple[Any, ...]) -> tuple[Any, ...]:
-    """This code's arguments of a queue script as layouts 2-5's scripts took them:
-    complete_and_reserve was sent the claim's limit (1) and always a result ('-': none);
-    enqueue_plain's groups were whole, with delay before the keeps."""
-    if script == "complete_and_reserve":
-        job_id, token, lease, wid, host, pid, *result = args
-        return (job_id, token, 1, lease, wid, host, pid, *(result or ["-"]))
-    if script == "enqueue_plain":
-        out: list[Any] = []
-        for i in range(0, len(args), current.PLAIN_FIELDS):
-            group = [*args[i : i + current.PLAIN_FIELDS], "0", "0"][: current.PLAIN_FIELDS]
-            job_id, name, payload, policy, keep_s, keep_f, delay, priority = group
-            out += [job_id, name, payload, policy, delay, keep_s, keep_f, priority]
-        return tuple(out)
-    return args
 
 
 def _flat_claims(rows: list[Any]) -> list[Any]:

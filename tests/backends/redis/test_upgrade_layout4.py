@@ -11,73 +11,29 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
 import redis
 
+from backends.redis.frozen import FrozenDatabase, FrozenStore
 from backends.redis.test_store import wait_until
-from backends.redis.test_upgrade import W1, W2, every_job, goes_on, listed, new, older_args, take
+from backends.redis.test_upgrade import W1, W2, every_job, goes_on, listed, new, take
 from backends.redis.test_upgrade_layout3 import fill_with_history
 from tenure.core.records import Ending
 from tenure.core.retry import Policy
 from tenure.stores.base import get_job
 from tenure.stores.redis import RedisStore
-from tenure.stores.redis import scripts as current
 from tenure.stores.redis.connection import connect
-from tenure.stores.redis.database import RedisDatabase
 
 from servers import isolated_store_url
 
-FROZEN = Path(__file__).parent / "layout4" / "lua"
+
+class Layout4Database(FrozenDatabase):
+    layout, older_calls = 4, True
 
 
-def _frozen(relative: str) -> str:
-    text = (FROZEN / relative).read_text("utf-8")
-    return current.INCLUDE.sub(lambda m: _frozen(m.group(1)), text)
-
-
-def _frozen_scripts(kind: str, libs: tuple[str, ...], *, wrap: bool) -> dict[str, str]:
-    """Layout 4's scripts as its scripts.py built them for EVALSHA."""
-    prelude = "".join(_frozen(lib) for lib in libs)
-    out = {}
-    for path in sorted((FROZEN / kind).glob("*.lua")):
-        body = _frozen(f"{kind}/{path.name}")
-        if wrap:
-            body = f"local function body()\n{body}\nend\nreturn with_lost_callbacks(body())\n"
-        used = current._used(body, prelude)
-        enqueues = current.ENQUEUE_WORDS.search(used + body) is not None
-        constants = current.CONSTANTS + (current.ENQUEUE_CONSTANTS if enqueues else "")
-        out[path.stem] = constants + used + body
-    return out
-
-
-class Layout4Database(RedisDatabase):
-    """This code's database over layout 4's scripts, run by EVALSHA, on keys marked layout 4."""
-
-    def __init__(self, url: str) -> None:
-        super().__init__(url)
-        queue = _frozen_scripts("queue", current.QUEUE_LIBS, wrap=True)
-        store_wide = _frozen_scripts("global", current.GLOBAL_LIBS, wrap=False)
-        self.q = {name: self.client.register_script(text) for name, text in queue.items()}
-        self.g = {name: self.client.register_script(text) for name, text in store_wide.items()}
-
-    def qcall(self, script: str, queue: str, *args: Any) -> Any:
-        return super().qcall(script, queue, *older_args(script, args))
-
-    def check_layout(self) -> None:
-        self.client.hsetnx(self.global_key("meta"), "layout", "4")
-        self._functions = {}
-        self._layout_checked = True
-
-
-class Layout4Store(RedisStore):
-    """This code's Python over layout 4's keys and scripts (Layout4Database)."""
-
-    def __init__(self, url: str) -> None:
-        super().__init__(url)
-        self.db.close()
-        self.db = Layout4Database(url)
+class Layout4Store(FrozenStore):
+    database = Layout4Database
 
 
 # The upgrade's keys are each in its queue's slot: it runs on a Redis Cluster and behind

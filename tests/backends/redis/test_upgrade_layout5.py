@@ -19,63 +19,23 @@ from typing import Any
 import pytest
 import redis
 
+from backends.redis.frozen import FrozenDatabase, FrozenStore
 from backends.redis.test_upgrade import W1, W2, every_job, goes_on, listed, new, take
 from backends.redis.test_upgrade_layout3 import fill_with_history
 from tenure.core.records import Ending, JobRecord
 from tenure.stores.base import get_job
 from tenure.stores.redis import RedisStore
-from tenure.stores.redis import scripts as current
 from tenure.stores.redis.connection import connect
-from tenure.stores.redis.database import RedisDatabase
 
 from servers import isolated_store_url
 
-FROZEN = Path(__file__).parent / "layout5" / "lua"
+
+class Layout5Database(FrozenDatabase):
+    layout, older_calls = 5, False
 
 
-def _frozen(relative: str) -> str:
-    text = (FROZEN / relative).read_text("utf-8")
-    return current.INCLUDE.sub(lambda m: _frozen(m.group(1)), text)
-
-
-def _frozen_scripts(kind: str, libs: tuple[str, ...], *, wrap: bool) -> dict[str, str]:
-    """Layout 5's scripts as its scripts.py built them for EVALSHA."""
-    prelude = "".join(_frozen(lib) for lib in libs)
-    out = {}
-    for path in sorted((FROZEN / kind).glob("*.lua")):
-        body = _frozen(f"{kind}/{path.name}")
-        if wrap:
-            body = f"local function body()\n{body}\nend\nreturn with_lost_callbacks(body())\n"
-        used = current._used(body, prelude)
-        enqueues = current.ENQUEUE_WORDS.search(used + body) is not None
-        constants = current.CONSTANTS + (current.ENQUEUE_CONSTANTS if enqueues else "")
-        out[path.stem] = constants + used + body
-    return out
-
-
-class Layout5Database(RedisDatabase):
-    """This code's database over layout 5's scripts, run by EVALSHA, on keys marked layout 5."""
-
-    def __init__(self, url: str) -> None:
-        super().__init__(url)
-        queue = _frozen_scripts("queue", current.QUEUE_LIBS, wrap=True)
-        store_wide = _frozen_scripts("global", current.GLOBAL_LIBS, wrap=False)
-        self.q = {name: self.client.register_script(text) for name, text in queue.items()}
-        self.g = {name: self.client.register_script(text) for name, text in store_wide.items()}
-
-    def check_layout(self) -> None:
-        self.client.hsetnx(self.global_key("meta"), "layout", "5")
-        self._functions = {}
-        self._layout_checked = True
-
-
-class Layout5Store(RedisStore):
-    """This code's Python over layout 5's keys and scripts (Layout5Database)."""
-
-    def __init__(self, url: str) -> None:
-        super().__init__(url)
-        self.db.close()
-        self.db = Layout5Database(url)
+class Layout5Store(FrozenStore):
+    database = Layout5Database
 
 
 # The upgrade's keys are each in its queue's slot: it runs on a Redis Cluster and behind
