@@ -139,7 +139,7 @@ def render(res: dict[str, Any]) -> str:
                 ]
                 lines.append("| " + " | ".join(row) + " |")
         lines.append("")
-    lines += plans(res) + topologies() + redis_work() + measured_apart() + headline(res)
+    lines += plans(res) + topologies() + redis_work() + flow_work() + measured_apart() + headline(res)
     if res.get("raw_limits"):
         lines += ["## Raw engine limits (context)", "", *res["raw_limits"]["lines"], ""]
     if res.get("profile"):
@@ -212,6 +212,13 @@ def redis_work() -> list[str]:
     """bench/redis_work.md: the Redis server's commands and CPU per job for tenure and each
     Redis peer (`python -m bench redis-work --write`), kept in every report."""
     path = Path(__file__).with_name("redis_work.md")
+    return [*path.read_text().splitlines(), ""] if path.exists() else []
+
+
+def flow_work() -> list[str]:
+    """bench/flow.md: flow control's drain cost against plain jobs and fairness at 10,000
+    tenants (issue 31), measured by their own commands (in it), kept in every report."""
+    path = Path(__file__).with_name("flow.md")
     return [*path.read_text().splitlines(), ""] if path.exists() else []
 
 
