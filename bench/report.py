@@ -139,7 +139,8 @@ def render(res: dict[str, Any]) -> str:
                 ]
                 lines.append("| " + " | ".join(row) + " |")
         lines.append("")
-    lines += plans(res) + topologies() + redis_work() + flow_work() + measured_apart() + headline(res)
+    lines += plans(res) + topologies() + redis_work() + flow_work() + measured_apart()
+    lines += headline(res)
     if res.get("raw_limits"):
         lines += ["## Raw engine limits (context)", "", *res["raw_limits"]["lines"], ""]
     if res.get("profile"):
