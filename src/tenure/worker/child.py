@@ -223,13 +223,7 @@ class Child:
             self._hand_over(res, ended, claimed_at - started)
             return None, None
         following = None
-        if (
-            ended.outcome == "succeeded"  # ended.to_record, written out
-            and ended.recorded is None
-            and chain
-            and not _State.stopping
-            and not (self.memory_mb is not None and self._bloated())
-        ):
+        if ended.to_record and chain and not _State.stopping and not self._bloated():
             result, following = self._succeed_and_claim(res, ended)
         else:
             result = self.recorder.end(res, ended)

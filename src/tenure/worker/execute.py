@@ -245,9 +245,7 @@ def execute(
                 with hooks.around(ctx):
                     value = _call(job, arguments, run)
             else:  # the usual case: no hook, no context manager entered
-                value = job.fn(*arguments.args, **arguments.kwargs)
-                if run is not None and _coroutine(value):
-                    value = run(value)
+                value = _call(job, arguments, run)
         finally:
             # a soft timeout landing here, after the job returned, is still the job's
             if soft_timeout:

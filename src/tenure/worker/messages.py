@@ -364,14 +364,7 @@ class AttemptSlot:
         if len(body) > SLOT_CAPACITY or text.count("\0") != 3:
             self._write(b"")  # the page names no attempt rather than the one that ended
             return False
-        # _write(body), written out: once a job
-        page = self._page.map
-        seq = self._seq + 1
-        _SEQ.pack_into(page, 0, seq)  # odd: a write is under way
-        page[_BODY : _BODY + len(body)] = body
-        _META.pack_into(page, 8, zlib.crc32(body), len(body))
-        self._seq = seq + 1
-        _SEQ.pack_into(page, 0, self._seq)
+        self._write(body)
         return True
 
     def empty(self) -> None:
